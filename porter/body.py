@@ -1,0 +1,156 @@
+"""Translate a CPU kernel's scalar lambda into the body of a Metal functor.
+
+The translation is token based and conservative: every function the lambda calls must map to
+a Metal builtin or to a `c10::metal` routine that the checkout's headers define; otherwise
+porter says it could not translate, and the caller falls back to a failing skeleton.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TOKEN_RE = re.compile(
+    r"(?P<name>(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)"
+    r"|(?P<number>\d[\w.]*(?:[eE][+-]?\d+)?[fFlLuU]*)"
+    r"|(?P<space>\s+)|(?P<other>.)", re.S)
+
+# Math that Metal's `precise::` namespace provides with the std spelling.
+PRECISE = {"exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "rsqrt", "pow", "powr", "sin",
+           "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+           "acosh", "atanh", "cbrt", "fmod"}
+# Exact operations in the plain `metal::` namespace.
+METAL = {"abs", "fabs", "floor", "ceil", "trunc", "round", "rint", "copysign", "fmin", "fmax",
+         "min", "max", "isnan", "isinf", "isfinite", "signbit", "nextafter", "fma", "clamp"}
+# CPU helpers -> c10::metal routine of the same meaning (translated only if the headers define it).
+C10_METAL = {"std::log1p": "log1p", "std::erf": "erf", "std::erfc": "erfc", "calc_erfinv": "erfinv",
+             "calc_i0": "i0", "calc_i0e": "i0e", "calc_i1": "i1", "calc_i1e": "i1e",
+             "calc_digamma": "digamma", "calc_erfcx": "erfcx", "std::hypot": "hypot",
+             "calc_zeta": "zeta", "std::lgamma": "log_gamma", "std::tgamma": "gamma",
+             "calc_polygamma": "polygamma", "c10::metal::xlogy": "xlogy", "calc_ndtri": "ndtri"}
+# CPU helpers with no single c10::metal routine: a Metal expression of one plain argument.
+COMPOSITE = {
+    "c10::is_negative": ("({0} < 0)", ()),
+    "at::_isnan": ("::metal::isnan({0})", ()),
+    "_isnan": ("::metal::isnan({0})", ()),
+    "c10::copysign": (None, ()),
+    "calc_log_ndtr": ("({0} < -1.0f ? ::precise::log(c10::metal::erfcx(-{0} * M_SQRT1_2_F) / 2) - "
+                      "({0} * M_SQRT1_2_F) * ({0} * M_SQRT1_2_F) : "
+                      "c10::metal::log1p(-c10::metal::erfc({0} * M_SQRT1_2_F) / 2))",
+                      ("erfcx", "erfc", "log1p")),
+}
+CONSTANTS = {
+    "std::numeric_limits<scalar_t>::quiet_NaN()": "NAN",
+    "std::numeric_limits<scalar_t>::infinity()": "INFINITY",
+    "std::numeric_limits<opmath_t>::quiet_NaN()": "NAN",
+    "std::numeric_limits<opmath_t>::infinity()": "INFINITY",
+}
+KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "int", "bool", "T",
+            "true", "false", "NAN", "INFINITY", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
+
+
+@dataclass(frozen=True)
+class Translation:
+    statements: str | None   # Metal statements (with `return`), None when not translatable
+    reason: str = ""
+
+
+def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) -> Translation:
+    """Rewrite a lambda body for Metal; `scalar` replaces `scalar_t` (`T` or `float`).
+
+    `c10_functions()` returns the c10::metal routine names available (called only if needed).
+    """
+    if "return" not in body:
+        body = f"return {body.strip().rstrip(';')};"
+    for cpu, metal in CONSTANTS.items():
+        body = body.replace(cpu, metal)
+    out: list[str] = []
+    tokens = [(m.lastgroup, m.group()) for m in TOKEN_RE.finditer(body)]
+    i = 0
+    while i < len(tokens):
+        kind, text = tokens[i]
+        nxt = _next_significant(tokens, i)
+        if kind != "name":
+            out.append(text)
+            i += 1
+            continue
+        called = nxt == "("
+        if text in ("scalar_t", "opmath_t"):
+            out.append(scalar if text == "scalar_t" else "float")
+        elif text in params or text in KEYWORDS:
+            out.append(text)
+        elif text in COMPOSITE and called:
+            template, needs = COMPOSITE[text]
+            missing = [n for n in needs if n not in c10_functions()]
+            if template is None or missing:
+                return Translation(None, f"`{text}` has no Metal equivalent in this checkout")
+            arg, j = _call_argument(tokens, i)
+            if arg is None or arg not in params:
+                return Translation(None, f"`{text}` is only translated for a plain argument")
+            out.append(template.format(arg))
+            i = j
+            continue
+        elif text in C10_METAL and called:
+            name = C10_METAL[text]
+            if name not in c10_functions():
+                return Translation(None, f"`{text}` needs c10::metal::{name}, which this checkout's "
+                                         "c10/metal headers do not define")
+            out.append(f"c10::metal::{name}")
+        elif called and _plain(text) in PRECISE and _std(text):
+            out.append(f"::precise::{_plain(text)}")
+        elif called and _plain(text) in METAL and _std(text):
+            out.append(f"::metal::{_plain(text)}")
+        else:
+            return Translation(None, f"`{text}` has no known Metal translation")
+        i += 1
+    statements = "".join(out).strip()
+    return Translation(statements)
+
+
+def _plain(name: str) -> str:
+    return name.rsplit("::", 1)[-1]
+
+
+def _std(name: str) -> bool:
+    return name.startswith(("std::", "::std::")) or "::" not in name
+
+
+def _next_significant(tokens, i: int) -> str | None:
+    for kind, text in tokens[i + 1:]:
+        if kind != "space":
+            return text
+    return None
+
+
+def _call_argument(tokens, i: int) -> tuple[str | None, int]:
+    """The single argument of the call whose name is token i, and the index after `)`."""
+    j = i + 1
+    while tokens[j][0] == "space":
+        j += 1
+    depth, parts = 0, []
+    for k in range(j, len(tokens)):
+        text = tokens[k][1]
+        if text == "(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif text == ")":
+            depth -= 1
+            if depth == 0:
+                arg = "".join(parts).strip()
+                return (arg if re.fullmatch(r"\w+", arg) else None), k + 1
+        parts.append(text)
+    return None, len(tokens)
+
+
+def wrap_returns(statements: str, cast: str) -> str:
+    """`return E;` -> `return static_cast<cast>(E);` for every return of a statement list."""
+    return re.sub(r"\breturn\s+(.*?);", lambda m: f"return static_cast<{cast}>({m.group(1)});",
+                  statements, flags=re.S)
+
+
+def as_float(statements: str, params: tuple[str, ...]) -> str:
+    """Computing in float: each parameter read as `float(p)`."""
+    for p in params:
+        statements = re.sub(rf"(?<![\w.]){re.escape(p)}\b", f"float({p})", statements)
+    return statements

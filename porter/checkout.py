@@ -1,0 +1,72 @@
+"""Where things live in a PyTorch checkout, and reading them once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from porter.errors import PorterError
+
+NATIVE = "aten/src/ATen/native"
+NATIVE_YAML = f"{NATIVE}/native_functions.yaml"
+TAGS_YAML = f"{NATIVE}/tags.yaml"
+MPS = f"{NATIVE}/mps"
+KERNELS = f"{MPS}/kernels"
+OPERATIONS = f"{MPS}/operations"
+CPU_KERNELS = f"{NATIVE}/cpu"
+TESTING = "torch/testing/_internal"
+COMMON_MPS = f"{TESTING}/common_mps.py"
+OPINFO_DB = f"{TESTING}/common_methods_invocations.py"
+OPINFO_DEFINITIONS = f"{TESTING}/opinfo/definitions"
+C10_METAL = "c10/metal"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The checkout containing `start` (default: the current directory)."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / NATIVE_YAML).is_file():
+            return candidate
+    raise PorterError(f"not inside a PyTorch checkout: no {NATIVE_YAML} above {here}",
+                      hint="run from a checkout or pass --root DIR")
+
+
+@dataclass
+class Checkout:
+    """A PyTorch source tree. Paths are relative to `root`; each file is read at most once."""
+
+    root: Path
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def at(cls, root: str | Path | None) -> "Checkout":
+        if root is None:
+            return cls(find_root())
+        path = Path(root).resolve()
+        if not path.is_dir():
+            raise PorterError(f"--root {root}: no such directory")
+        if not (path / NATIVE_YAML).is_file():
+            raise PorterError(f"{root} is not a PyTorch checkout: {NATIVE_YAML} is missing",
+                              hint="pass the directory that holds aten/ and torch/")
+        return cls(path)
+
+    def exists(self, rel: str) -> bool:
+        return (self.root / rel).is_file()
+
+    def read(self, rel: str) -> str:
+        text = self._texts.get(rel)
+        if text is None:
+            path = self.root / rel
+            try:
+                with open(path, encoding="utf-8", newline="") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                raise PorterError(f"{rel}: file is missing from the checkout") from None
+            except UnicodeDecodeError as err:
+                raise PorterError(f"{rel}: not UTF-8 text ({err.reason})") from None
+            self._texts[rel] = text
+        return text
+
+    def glob(self, rel_dir: str, pattern: str) -> list[str]:
+        base = self.root / rel_dir
+        return sorted(str(p.relative_to(self.root)) for p in base.glob(pattern) if p.is_file())

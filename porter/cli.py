@@ -1,0 +1,82 @@
+"""Command-line entry point: parses arguments, dispatches to one command module.
+
+Each command lives in its own module under `porter.commands` and exposes `HELP`,
+`add_arguments(parser)` and `run(args) -> int`. Only the module of the command being run
+is imported, so `porter new-op` never pays for the harness or the emulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from porter.errors import PorterError
+
+# command name -> module under porter.commands
+COMMANDS = {
+    "new-op": "new_op",
+    "migrate-from-mpsgraph": "migrate",
+    "candidates": "candidates",
+    "test": "test",
+    "audit-xfails": "audit_xfails",
+    "emulate": "emulate",
+    "check": "check",
+    "status": "status",
+    "ci": "ci",
+}
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _load(name: str):
+    return importlib.import_module(f"porter.commands.{COMMANDS[name]}")
+
+
+def _available() -> list[str]:
+    names = []
+    for name in COMMANDS:
+        try:
+            _load(name)
+        except ModuleNotFoundError:
+            continue
+        names.append(name)
+    return names
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="porter",
+        description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
+    )
+    from porter import __version__
+    parser.add_argument("--version", action="version", version=f"porter {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in ([only] if only else _available()):
+        module = _load(name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else None
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(args._module.run(args) or 0)
+    except PorterError as err:
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, **err.to_json()}))
+        else:
+            print(f"porter: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("porter: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""One module per command: `HELP`, `add_arguments(parser)`, `run(args) -> int`."""

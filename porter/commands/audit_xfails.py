@@ -1,0 +1,108 @@
+"""`porter audit-xfails`: run every op with an MPS expectation entry; list (and prune) stale ones."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "run every op that has an xfail/skip entry in common_mps.py and list the stale entries"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
+    parser.add_argument("--device", default="mps", help="mps or emulate (default mps; cpu: CPU stands in "
+                        "for MPS, to measure overhead)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
+    parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices of the op list")
+    parser.add_argument("--merge", nargs="+", metavar="FILE",
+                        help="merge the --json results of shards instead of running")
+    parser.add_argument("--prune", action="store_true", help="narrow or remove stale entries")
+    parser.add_argument("--dry-run", action="store_true", help="with --prune: show the diff only")
+    parser.add_argument("--progress", action="store_true", help="progress bar even without a tty")
+    parser.add_argument("--json", action="store_true", help="machine-readable results (mergeable)")
+
+
+def run(args) -> int:
+    from porter.changes import ChangeSet
+    from porter.checkout import Checkout
+    from porter.errors import PorterError
+    from porter.harness import audit, expectations, prune
+    from porter.harness.runner import FAIL, OpResult
+
+    checkout = Checkout.at(args.root)
+    exp = expectations.load(checkout)
+    if exp.path is None:
+        raise PorterError("no mps_ops_modifier expectations found",
+                          path=checkout.root / expectations.COMMON_MPS)
+    if args.jobs < 1:
+        raise PorterError("--jobs must be at least 1")
+    if args.merge:
+        result = audit.AuditResult()
+        for path in args.merge:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+            except (OSError, ValueError) as err:
+                raise PorterError(f"cannot read audit results: {err}", path=path) from None
+            if "ops" not in data:
+                raise PorterError("not an audit-xfails --json file (no 'ops')", path=path)
+            result.results += [OpResult.from_json(r) for r in data["ops"]]
+            result.orphans += data.get("orphans", [])
+            result.keys += data.get("keys", 0)
+        device = "merged"
+    else:
+        from porter.harness.backend import get_backend
+        if args.device == "cpu":      # diagnostic: CPU standing in for MPS
+            args.device = "cpu-mps"
+        backend = get_backend(args.device, checkout.root)
+        if not getattr(backend, "mps_expectations", False):
+            raise PorterError(f"--device {args.device}: MPS expectations do not apply to it",
+                              hint="use --device mps or emulate")
+        reason = backend.unavailable_reason()
+        if reason:
+            raise PorterError(reason)
+        keys = audit.shard_keys(exp.keys(), audit.parse_shard(args.shard))
+        progress = args.progress or sys.stderr.isatty()
+        result = audit.run(checkout.root, args.device, keys, jobs=args.jobs, progress=progress)
+        device = args.device
+    stale = audit.stale_lines(result.results)
+    pruned, changes, applied = None, None, False
+    if args.prune:
+        pruned = prune.plan(result.results, exp)
+        changes = ChangeSet(checkout.root)
+        prune.add_to_changeset(changes, exp, pruned)
+        if changes and not args.dry_run:
+            changes.apply()
+            applied = True
+    failed = [f"{r.op} {d.dtype}: {d.message}" for r in result.results for d in r.dtypes
+              if d.outcome == FAIL]
+    if args.json:
+        data = {"ok": not stale and not failed, "device": device, "shard": args.shard,
+                "keys": result.keys, "seconds": result.seconds, "stale": stale,
+                "orphans": result.orphans, "failed": failed,
+                "ops": [r.to_json() for r in result.results]}
+        if pruned is not None:
+            data["prune"] = {"actions": pruned.actions, "reported": pruned.reported,
+                             "applied": applied, "diff": changes.diff() if changes else ""}
+        print(json.dumps(data, indent=1))
+    else:
+        print(f"audit-xfails: {result.keys} keys, {len(result.results)} OpInfos, device {device}, "
+              f"{result.seconds}s")
+        for line in stale:
+            print(f"stale: {line}")
+        for key in result.orphans:
+            print(f"orphan: {key!r} names no OpInfo in the op database")
+        for line in failed:
+            print(f"fail (not expected): {line}")
+        if pruned is not None:
+            for line in pruned.actions:
+                print(f"prune: {line}")
+            for line in pruned.reported:
+                print(f"prune (not edited): {line}")
+            if changes and not applied:
+                print("\n".join(changes.status_lines()))
+                sys.stdout.write(changes.diff())
+        if not stale and not failed:
+            print("no stale entries")
+    resolved = applied and pruned is not None and not pruned.reported
+    return 1 if failed or (stale and not resolved) else 0

@@ -1,0 +1,34 @@
+"""porter new-op OP: scaffold a native Metal kernel for an op that has no MPS implementation."""
+
+from __future__ import annotations
+
+from porter.checkout import Checkout
+from porter.commands.common import add_edit_options, apply_unless_dry, run_tests_after
+from porter.errors import PorterError
+from porter.ops import MPSGRAPH, resolve
+from porter.plan import plan_port
+from porter.report import show_plan
+
+HELP = "add a native Metal (MPS) kernel for an elementwise op: yaml, .metal, .mm, expectations"
+
+
+def add_arguments(parser) -> None:
+    add_edit_options(parser)
+
+
+def run(args) -> int:
+    checkout = Checkout.at(args.root)
+    spec = resolve(checkout, args.op)
+    if spec.state == MPSGRAPH:
+        impl = spec.mpsgraph[0]
+        raise PorterError(f"'{spec.op}' already runs on MPS through MPSGraph ({impl.path}:{impl.line})",
+                          hint=f"use porter migrate-from-mpsgraph {spec.op}")
+    plan = plan_port(checkout, spec, args.body)
+    written = apply_unless_dry(plan.changes, args.dry_run)
+    extra = {"functor": plan.functor.origin if plan.functor else None, "kind": spec.kind,
+             "stub": spec.stub.name, "kernel": spec.kernel}
+    show_plan("new-op", spec.op, plan.changes, plan.notes, dry_run=args.dry_run,
+              applied=written, as_json=args.json, extra=extra)
+    if args.test and not args.dry_run:
+        return run_tests_after(args, checkout.root)
+    return 0

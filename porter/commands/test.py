@@ -1,0 +1,34 @@
+"""`porter test OP [OP ...]`: OpInfo output match per dtype, with MPS xfail semantics."""
+
+from __future__ import annotations
+
+HELP = "run the OpInfo output-match test of ops on a device, per dtype (pass/fail/xfail/xpass/skip)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("ops", nargs="+", metavar="OP",
+                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr) or "
+                             "full name with variant (round.decimals_0)")
+    parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
+    parser.add_argument("--device", default="mps",
+                        help="mps, cuda or emulate (default mps; cpu: compare CPU with CPU, "
+                             "for measuring overhead)")
+    parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
+                        help="test only this dtype (repeatable), e.g. float16")
+    parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
+    parser.add_argument("--json", action="store_true", help="machine-readable report")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--prune-xfails", action="store_true",
+                        help="narrow or remove expectation entries that xpassed")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --prune-xfails: show status and diff, write nothing")
+    parser.add_argument("--upstream", action="store_true",
+                        help="also run the checkout's test/test_mps.py for the ops (Mac only)")
+
+
+def run(args) -> int:
+    from porter.harness.session import Options, run as run_session
+    return run_session(Options(ops=args.ops, root=args.root, device=args.device,
+                               dtypes=args.dtypes, sample=args.sample, json=args.json,
+                               junit=args.junit, prune_xfails=args.prune_xfails,
+                               dry_run=args.dry_run, upstream=args.upstream))

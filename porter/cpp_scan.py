@@ -1,0 +1,82 @@
+"""Small lexical helpers for C++, Objective-C++ and Metal sources.
+
+porter locates things in these files by tokens and anchors. The one rule that matters
+everywhere: braces and parentheses inside string literals, character literals and comments
+do not count.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+LEXEMES_RE = re.compile(
+    r'//[^\n]*'                          # line comment
+    r'|/\*.*?(?:\*/|\Z)'                 # block comment
+    r'|(?<![\w])R"(?P<delim>[^(\s"]*)\(.*?\)(?P=delim)"'   # raw string
+    r'|"(?:\\.|[^"\\\n])*"?'             # string literal
+    r"|'(?:\\.|[^'\\\n])*'?",            # char literal
+    re.S)
+NOT_NEWLINE_RE = re.compile(r"[^\n]")
+
+
+def code_mask(text: str) -> str:
+    """`text` with the contents of comments, strings and char literals replaced by spaces.
+
+    Offsets and newlines are kept, so a match in the mask is a match in the text. String
+    and char literals keep their quotes, so `"}"` still reads as a string, not a brace.
+    """
+    def blank(m: re.Match) -> str:
+        lexeme = m.group()
+        if lexeme[0] in "\"'R" and lexeme[-1] == lexeme[0] and len(lexeme) > 1:
+            return lexeme[0] + NOT_NEWLINE_RE.sub(" ", lexeme[1:-1]) + lexeme[-1]
+        return NOT_NEWLINE_RE.sub(" ", lexeme)
+
+    return LEXEMES_RE.sub(blank, text)
+
+
+def matching_close(mask: str, open_at: int) -> int:
+    """Offset of the bracket closing the one at `open_at` in a code mask, or -1."""
+    pairs = {"(": ")", "{": "}", "[": "]"}
+    opener = mask[open_at]
+    closer = pairs[opener]
+    depth = 0
+    for k in range(open_at, len(mask)):
+        ch = mask[k]
+        if ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside (), <>, [] and {}."""
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def line_of(text: str, offset: int) -> int:
+    """1-based line number of `offset`."""
+    return text.count("\n", 0, offset) + 1
+
+
+def line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def line_end(text: str, offset: int) -> int:
+    """Offset just past the newline of the line holding `offset`."""
+    j = text.find("\n", offset)
+    return len(text) if j < 0 else j + 1

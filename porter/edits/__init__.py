@@ -1,0 +1,1 @@
+"""Edit planners: pure functions `(text, spec) -> text`, one module per file kind."""

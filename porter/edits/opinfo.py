@@ -1,0 +1,107 @@
+"""Remove the MPS `expectedFailure` DecorateInfos of an OpInfo, with their "not implemented" comments.
+
+Only the OpInfo's own call span is touched: its DecorateInfo nodes come from an `ast` parse of
+that slice, and each is cut out together with its trailing comma and, when it owned its
+lines, the lines themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from porter.opinfo_source import OpInfoSource, parse_call
+
+NOT_IMPLEMENTED_RE = re.compile(r"^\s*#.*(not (currently |yet )?implemented|NotImplementedError).*MPS", re.I)
+
+
+@dataclass(frozen=True)
+class MpsDecorator:
+    start: int          # offsets in the file
+    end: int
+    line: int
+    expected_failure: bool
+    text: str
+
+
+def mps_decorators(text: str, source: OpInfoSource) -> list[MpsDecorator]:
+    node = parse_call(text, source.start, source.end)
+    if node is None:
+        return []
+    snippet = text[source.start:source.end]
+    line_offsets = _line_offsets(snippet)
+    found = []
+    for call in ast.walk(node):
+        if not (isinstance(call, ast.Call) and _name(call.func) == "DecorateInfo"):
+            continue
+        device = next((k.value for k in call.keywords if k.arg == "device_type"), None)
+        if not (isinstance(device, ast.Constant) and device.value == "mps"):
+            continue
+        start = source.start + _offset(snippet, line_offsets, call.lineno, call.col_offset)
+        end = source.start + _offset(snippet, line_offsets, call.end_lineno, call.end_col_offset)
+        decorator = call.args[0] if call.args else None
+        xfail = decorator is not None and _name(decorator) == "expectedFailure"
+        found.append(MpsDecorator(start, end, text.count("\n", 0, start) + 1, xfail, text[start:end]))
+    return found
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _line_offsets(snippet: str) -> list[int]:
+    offsets, pos = [0], 0
+    for line in snippet.splitlines(keepends=True):
+        pos += len(line)
+        offsets.append(pos)
+    return offsets
+
+
+def _offset(snippet: str, offsets: list[int], lineno: int, col: int) -> int:
+    """Offset in the snippet of an ast position in `"(" + snippet + "\\n)"`."""
+    base = offsets[lineno - 1]
+    line = snippet[base:offsets[lineno] if lineno < len(offsets) else len(snippet)]
+    if lineno == 1:
+        col -= 1       # the "(" porter put in front of the slice
+    return base + len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+
+
+def remove_expected_failures(text: str, sources: list[OpInfoSource]) -> tuple[str, list[MpsDecorator]]:
+    """(new text, MPS decorators left in place: skips and tolerance overrides, reported)."""
+    cuts: list[tuple[int, int]] = []
+    kept: list[MpsDecorator] = []
+    for source in sources:
+        for deco in mps_decorators(text, source):
+            if deco.expected_failure:
+                cuts.append(_cut_span(text, deco))
+            else:
+                kept.append(deco)
+    for start, end in sorted(cuts, reverse=True):
+        text = text[:start] + text[end:]
+    return text, kept
+
+
+def _cut_span(text: str, deco: MpsDecorator) -> tuple[int, int]:
+    start, end = deco.start, deco.end
+    rest = re.match(r"[ \t]*,?[ \t]*", text[end:])
+    end += rest.end()
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    if text[line_start:start].strip() or text[end:line_end].strip():
+        return start, end        # shares its line: cut the call and its comma only
+    start, end = line_start, line_end
+    # Comment lines right above that explain the missing MPS kernel go too, unless they also
+    # explain a decorator that stays (the next non-comment line must be this one).
+    while True:
+        prev_end = start
+        prev_start = text.rfind("\n", 0, prev_end - 1) + 1
+        if prev_start >= prev_end or not NOT_IMPLEMENTED_RE.match(text[prev_start:prev_end]):
+            break
+        start = prev_start
+    return start, end

@@ -1,0 +1,361 @@
+"""Compile a .metal kernel file with the host C++ compiler into a cached shared library.
+
+The kernel file is compiled as C++17 with our shim headers and `porter/prelude.h`
+force-included; every REGISTER_* line becomes an entry of a table exposed through a C ABI
+(`porter_kernel_count`, `porter_kernel_info`, `porter_run`).
+
+Quarantine: when the file does not compile, errors that belong to one functor (or one
+(functor, dtype) instantiation) are attributed to it, those registrations are recorded as
+"unsupported construct" with the compiler's message, and the rest is rebuilt. A registration
+whose declared output type differs from the functor's result is never quarantined: it is a
+bug in the kernel file and fails the build (`EmulateBuildError`).
+
+Cache: ~/.cache/porter/emulate (XDG_CACHE_HOME, PORTER_CACHE_DIR), keyed by a hash of the
+source, every header it can include, the flags and the compiler binary.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from porter.emulate import headers
+from porter.errors import PorterError
+
+FLAGS = [
+    "-std=c++17", "-fPIC", "-shared", "-g0",
+    # Metal literals are float; without this `1.0` makes float/half overloads ambiguous.
+    "-fsingle-precision-constant",
+    # GPU integer arithmetic wraps.
+    "-fwrapv",
+    "-fsigned-char",
+    # Metal attributes ([[buffer(0)]], [[host_name(..)]]) and `#pragma unroll` are unknown to g++.
+    "-w",
+    "-fno-diagnostics-show-caret",
+]
+MAX_QUARANTINE_ROUNDS = 6
+
+# g++'s spelling of a type in diagnostics -> Metal's name.
+GXX_TYPES = {
+    "metal::vec<float, 2>": "float2", "metal::vec<_Float16, 2>": "half2",
+    "metal::vec<bfloat, 2>": "bfloat2", "long unsigned int": "ulong",
+    "short unsigned int": "ushort", "unsigned int": "uint", "unsigned char": "uchar",
+    "signed char": "char", "long int": "long", "short int": "short", "_Float16": "half",
+    "bfloat": "bfloat", "float": "float", "int": "int", "char": "char", "bool": "bool",
+}
+
+
+class EmulateBuildError(PorterError):
+    """The kernel file cannot be built: a wrong registration or an unsupported construct
+    outside any functor. A failed check, not bad usage."""
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Registration:
+    index: int
+    name: str
+    kind: str          # unary, unary_alpha, binary, binary_alpha, ternary
+    in_type: str       # Metal type name as written in the registration
+    out_type: str
+    alpha_type: str
+    opmath: bool
+    line: int
+    built: bool
+
+
+@dataclass
+class Library:
+    path: Path                     # the shared library
+    source: Path                   # the .metal it came from (for messages)
+    registrations: list[Registration]
+    quarantined: dict[str, str] = field(default_factory=dict)   # "name|dtype" -> reason
+    dropped: list[str] = field(default_factory=list)            # non-functor constructs cut
+    seconds: float = 0.0
+    cached: bool = False
+
+    def find(self, name: str, in_type: str | None = None) -> list[Registration]:
+        return [r for r in self.registrations
+                if r.name == name and (in_type is None or r.in_type == in_type)]
+
+    def reason(self, reg: Registration) -> str | None:
+        return (self.quarantined.get(f"{reg.name}|{reg.in_type}")
+                or self.quarantined.get(f"{reg.name}|*"))
+
+
+def cache_dir() -> Path:
+    if os.environ.get("PORTER_CACHE_DIR"):
+        return Path(os.environ["PORTER_CACHE_DIR"]) / "emulate"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "porter" / "emulate"
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise PorterError("no C++ compiler found for --device emulate",
+                          hint="install g++ (apt-get install g++) or set CXX")
+    return cxx
+
+
+def _compiler_id(cxx: str) -> str:
+    # stat instead of `--version`: a cached rebuild must cost milliseconds.
+    path = shutil.which(cxx) or cxx
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return f"{real}:{st.st_size}:{int(st.st_mtime)}"
+
+
+def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
+    h = hashlib.sha256()
+    h.update(b"porter-emulate-v1\0")
+    h.update(_compiler_id(cxx).encode())
+    h.update("\0".join(flags).encode())
+    for f in headers.header_files(dirs):
+        h.update(str(f.name).encode())
+        h.update(f.read_bytes())
+    h.update(source_text.encode())
+    return h.hexdigest()[:32]
+
+
+def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
+               strict: bool = True, use_cache: bool = True) -> Library:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise PorterError(f"{path}: cannot read ({err.strerror})") from None
+    return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache)
+
+
+def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
+                 opt: str = "-O0", strict: bool = True, use_cache: bool = True) -> Library:
+    """Build `text` (the contents of a .metal file shown as `display_path` in messages)."""
+    import time
+    t0 = time.perf_counter()
+    root = Path(root) if root is not None else None
+    dirs = headers.include_dirs(root)
+    cxx = compiler()
+    flags = FLAGS + [opt]
+    key = _cache_key(text, dirs, flags, cxx)
+    out_dir = cache_dir()
+    so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
+    if use_cache and so_path.is_file() and meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        lib = Library(so_path, Path(display_path), [Registration(**r) for r in meta["regs"]],
+                      meta["quarantined"], meta["dropped"], cached=True)
+        lib.seconds = time.perf_counter() - t0
+        return lib
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = text.split("\n")
+    quarantined: dict[str, str] = {}
+    dropped: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
+        tmpdir = Path(tmp)
+        for _round in range(MAX_QUARANTINE_ROUNDS):
+            err = _compile(cxx, flags, dirs, tmpdir, "\n".join(lines), display_path,
+                           list(quarantined), so_path)
+            if err is None:
+                break
+            progress = _quarantine(err, lines, display_path, quarantined, dropped, strict)
+            if not progress:
+                raise EmulateBuildError(_first_error(err, display_path),
+                                        hint="the emulator could not attribute it to one functor")
+        else:
+            raise EmulateBuildError(f"{display_path}: still failing after "
+                                    f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+    regs = read_registrations(so_path)
+    meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs],
+                                     "quarantined": quarantined, "dropped": dropped}))
+    lib = Library(so_path, Path(display_path), regs, quarantined, dropped)
+    lib.seconds = time.perf_counter() - t0
+    return lib
+
+
+def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list[str],
+             so_path: Path) -> str | None:
+    src = tmpdir / "kernel.cpp"
+    # #line keeps diagnostics pointing at the user's file and line numbers.
+    src.write_text(f'#line 1 "{display_path}"\n{text}')
+    skip_h = tmpdir / "porter_skip.h"
+    items = ", ".join(json.dumps(k) for k in skip) + ", " if skip else ""
+    skip_h.write_text(f"#define PORTER_SKIP_LIST {items}nullptr\n")
+    tmp_so = tmpdir / "kernel.so"
+    cmd = [cxx, *flags, f"-I{tmpdir}", *(f"-I{d}" for d in dirs),
+           "-include", "porter/prelude.h", str(src), "-o", str(tmp_so)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
+    # Atomic publish: a concurrent reader never sees half a library.
+    fd, staged = tempfile.mkstemp(dir=so_path.parent, suffix=".so.tmp")
+    os.close(fd)
+    shutil.copyfile(tmp_so, staged)
+    os.replace(staged, so_path)
+    return None
+
+
+# ----------------------------------------------------------------- diagnostics
+
+_LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>error|note|warning): (?P<msg>.*)$")
+_IMPL = re.compile(r"porter::(?:Unary|UnaryAlpha|Binary|BinaryAlpha|Ternary)<(\w+)_functor, ")
+_MISMATCH = re.compile(r"registered_output_type_differs_from_functor_result<")
+
+
+def _blocks(stderr: str) -> list[list[str]]:
+    """Split g++ output into one block per error: its context lines, then the error."""
+    blocks, current = [], []
+    for line in stderr.splitlines():
+        current.append(line)
+        m = _LOC.match(line)
+        if m and m.group("kind") == "error":
+            blocks.append(current)
+            current = []
+    return blocks
+
+
+def _metal_type(spelled: str) -> str:
+    for gxx in sorted(GXX_TYPES, key=len, reverse=True):
+        if spelled.startswith(gxx):
+            return GXX_TYPES[gxx]
+    return spelled.split(",")[0].split(">")[0].strip()
+
+
+def _split_types(s: str) -> tuple[str, str]:
+    """'float, _Float16>' -> ('float', 'half') using known spellings."""
+    first = _metal_type(s)
+    for gxx, metal in sorted(GXX_TYPES.items(), key=lambda kv: -len(kv[0])):
+        if metal == first and s.startswith(gxx):
+            rest = s[len(gxx):].lstrip(", ")
+            return first, _metal_type(rest)
+    return first, _metal_type(s.split(", ", 1)[-1])
+
+
+def _site_line(block: list[str], display_path) -> int | None:
+    """Line of the user's file where the failing thing was required or expanded."""
+    best = None
+    for line in block:
+        m = _LOC.match(line) or re.match(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+):\s+required from here", line)
+        if m and m.group("file") == str(display_path):
+            best = int(m.group("line"))
+    return best
+
+
+def _error_text(block: list[str]) -> str:
+    m = _LOC.match(block[-1])
+    return m.group("msg") if m else block[-1]
+
+
+def _first_error(stderr: str, display_path) -> str:
+    blocks = _blocks(stderr)
+    if not blocks:
+        return f"{display_path}: compiler failed: {stderr.strip()[:300]}"
+    m = _LOC.match(blocks[0][-1])
+    return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}" if m else blocks[0][-1]
+
+
+def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[str, str],
+                dropped: list[str], strict: bool) -> bool:
+    progress = False
+    for block in _blocks(stderr):
+        text = "\n".join(block)
+        site = _site_line(block, display_path)
+        where = f"{display_path}:{site}" if site else str(display_path)
+        if _MISMATCH.search(text):
+            impl = _IMPL.search(text)
+            m = re.search(r"registered_output_type_differs_from_functor_result<(.*)>'", text)
+            actual, declared = _split_types(m.group(1)) if m else ("?", "?")
+            name, in_t = (impl.group(1), _metal_type(text[impl.end():])) if impl else ("?", "?")
+            message = (f"{where}: {name} registered with output type {declared} for input "
+                       f"{in_t}, but {name}_functor returns {actual}")
+            if strict:
+                raise EmulateBuildError(message, hint="fix the registration's output type or the functor's return type")
+            key = f"{name}|{in_t}"
+            if key not in quarantined:
+                quarantined[key] = f"wrong output type: {message}"
+                progress = True
+            continue
+        impl = _IMPL.search(text)
+        if impl:
+            key = f"{impl.group(1)}|{_metal_type(text[impl.end():])}"
+            if key not in quarantined:
+                quarantined[key] = f"unsupported construct: {where}: {_error_text(block)}"
+                progress = True
+            continue
+        m = _LOC.match(block[-1])
+        if m and m.group("file") == str(display_path):
+            err_line = int(m.group("line"))
+            functor = _enclosing_functor(lines, err_line)
+            reason = f"unsupported construct: {display_path}:{err_line}: {m.group('msg')}"
+            if functor:
+                name, start, end = functor
+                if f"{name}|*" not in quarantined:
+                    quarantined[f"{name}|*"] = reason
+                    lines[start - 1] = f"struct {name}_functor;"
+                    for i in range(start, end):
+                        lines[i] = ""
+                    progress = True
+                continue
+            span = _enclosing_construct(lines, err_line)
+            if span:
+                start, end = span
+                dropped.append(f"{display_path}:{start}-{end}: {m.group('msg')}")
+                for i in range(start - 1, end):
+                    lines[i] = ""
+                progress = True
+    return progress
+
+
+def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:
+    """(name, first line, last line) of the column-0 `struct NAME_functor {...};` around line_no."""
+    for i in range(line_no - 1, -1, -1):
+        m = re.match(r"struct (\w+)_functor\b", lines[i])
+        if m:
+            for j in range(i, len(lines)):
+                if lines[j].startswith("}"):
+                    return (m.group(1), i + 1, j + 1) if j + 1 >= line_no else None
+            return None
+        if lines[i].startswith("}") and i + 1 < line_no:
+            return None
+    return None
+
+
+def _enclosing_construct(lines: list[str], line_no: int) -> tuple[int, int] | None:
+    """A top-level declaration around line_no (1-based, inclusive), or None."""
+    idx = line_no - 1
+    if idx >= len(lines) or lines[idx].startswith("#"):
+        return None
+    start = idx
+    while start > 0 and (lines[start][:1] in (" ", "\t", "") or lines[start].startswith("{")):
+        start -= 1
+    if start > 0 and lines[start - 1].startswith("template"):
+        start -= 1
+    end = idx
+    if not lines[idx].rstrip().endswith(";") or lines[idx][:1] in (" ", "\t"):
+        while end < len(lines) and not lines[end].startswith("}"):
+            end += 1
+    return start + 1, min(end, len(lines) - 1) + 1
+
+
+# ----------------------------------------------------------------- the C ABI
+
+def read_registrations(so_path: Path) -> list[Registration]:
+    lib = ctypes.CDLL(str(so_path))
+    n = lib.porter_kernel_count()
+    strs = (ctypes.c_char_p * 5)()
+    ints = (ctypes.c_int * 3)()
+    regs = []
+    for i in range(n):
+        lib.porter_kernel_info(i, strs, ints)
+        name, kind, in_t, out_t, alpha = (s.decode() for s in strs)
+        regs.append(Registration(i, name, kind, in_t, out_t, alpha, bool(ints[0]), ints[1],
+                                 bool(ints[2])))
+    return regs

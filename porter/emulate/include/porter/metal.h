@@ -1,0 +1,682 @@
+// Host emulation of the parts of the Metal Shading Language that PyTorch's
+// kernel files and c10/metal headers use, for g++ on Linux.
+//
+// Fidelity choices (each one was needed by real upstream code):
+// - `half` is _Float16: g++ rounds it after every operation, like fp16 ALUs.
+// - `bfloat` is a 16-bit class rounding to nearest-even. float -> bfloat is
+//   explicit so that `cond ? bfloat : float` yields float as in Metal, instead
+//   of being ambiguous.
+// - No libm header is included: a global `expm1f`/`log1p` from glibc would
+//   collide with c10::metal's helpers once `using namespace c10::metal` is
+//   active. Math goes through __builtin_* instead.
+// - `constant` must be `const`: upstream overloads val_at_offs on address
+//   space (constant void* vs device void*).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#define __METAL__ 1
+#ifndef __METAL_VERSION__
+#define __METAL_VERSION__ 310
+#endif
+
+// Address spaces and function qualifiers carry no meaning on the host.
+#define device
+#define constant const
+#define thread
+#define threadgroup
+#define threadgroup_imageblock
+#define ray_data
+#define object_data
+#define kernel
+#define vertex
+#define fragment
+
+typedef _Float16 half;
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+
+struct bfloat {
+  unsigned short bits;
+
+  static constexpr unsigned short from_float(float f) {
+    unsigned int u = __builtin_bit_cast(unsigned int, f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      return (unsigned short)((u >> 16) | 0x40u); // quiet NaN, keep sign
+    }
+    u += 0x7fffu + ((u >> 16) & 1u); // round to nearest even
+    return (unsigned short)(u >> 16);
+  }
+  constexpr bfloat() : bits(0) {}
+  template <typename U,
+            std::enable_if_t<std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>, bool> = true>
+  constexpr explicit bfloat(U v) : bits(from_float(static_cast<float>(v))) {}
+  constexpr operator float() const {
+    return __builtin_bit_cast(float, (unsigned int)bits << 16);
+  }
+  static constexpr bfloat from_bits(unsigned short b) {
+    bfloat r;
+    r.bits = b;
+    return r;
+  }
+  constexpr bfloat operator-() const { return from_bits(bits ^ 0x8000u); }
+  constexpr bfloat operator+() const { return *this; }
+  template <typename U> bfloat& operator+=(U o) { return *this = bfloat(float(*this) + float(o)); }
+  template <typename U> bfloat& operator-=(U o) { return *this = bfloat(float(*this) - float(o)); }
+  template <typename U> bfloat& operator*=(U o) { return *this = bfloat(float(*this) * float(o)); }
+  template <typename U> bfloat& operator/=(U o) { return *this = bfloat(float(*this) / float(o)); }
+  bfloat& operator++() { return *this += 1.0f; }
+  bfloat& operator--() { return *this -= 1.0f; }
+};
+
+// bfloat (op) bfloat and bfloat (op) integer stay bfloat; with float they widen.
+#define PORTER_BF_ARITH(OP)                                                     \
+  constexpr inline bfloat operator OP(bfloat a, bfloat b) {                     \
+    return bfloat(float(a) OP float(b));                                        \
+  }                                                                             \
+  template <typename I, std::enable_if_t<std::is_integral_v<I>, bool> = true>   \
+  constexpr inline bfloat operator OP(bfloat a, I b) {                          \
+    return bfloat(float(a) OP float(b));                                        \
+  }                                                                             \
+  template <typename I, std::enable_if_t<std::is_integral_v<I>, bool> = true>   \
+  constexpr inline bfloat operator OP(I a, bfloat b) {                          \
+    return bfloat(float(a) OP float(b));                                        \
+  }                                                                             \
+  constexpr inline float operator OP(bfloat a, half b) { return float(a) OP float(b); } \
+  constexpr inline float operator OP(half a, bfloat b) { return float(a) OP float(b); }
+PORTER_BF_ARITH(+)
+PORTER_BF_ARITH(-)
+PORTER_BF_ARITH(*)
+PORTER_BF_ARITH(/)
+#undef PORTER_BF_ARITH
+
+#define PORTER_BF_CMP(OP)                                                       \
+  constexpr inline bool operator OP(bfloat a, bfloat b) { return float(a) OP float(b); } \
+  constexpr inline bool operator OP(bfloat a, half b) { return float(a) OP float(b); }   \
+  constexpr inline bool operator OP(half a, bfloat b) { return float(a) OP float(b); }
+PORTER_BF_CMP(==)
+PORTER_BF_CMP(!=)
+PORTER_BF_CMP(<)
+PORTER_BF_CMP(<=)
+PORTER_BF_CMP(>)
+PORTER_BF_CMP(>=)
+#undef PORTER_BF_CMP
+
+// Metal's math constants (float `_F` and half `_H` flavours).
+#define MAXFLOAT __FLT_MAX__
+#define HUGE_VALF __builtin_huge_valf()
+#define INFINITY __builtin_inff()
+#define NAN __builtin_nanf("")
+#define FLT_MAX __FLT_MAX__
+#define FLT_MIN __FLT_MIN__
+#define FLT_EPSILON __FLT_EPSILON__
+#define FLT_MANT_DIG __FLT_MANT_DIG__
+#define FLT_MAX_EXP __FLT_MAX_EXP__
+#define FLT_MIN_EXP __FLT_MIN_EXP__
+#define HALF_MAX ((half)65504.0f)
+#define HALF_MIN ((half)6.103515625e-05f)
+#define HALF_EPSILON ((half)0.0009765625f)
+#define M_E_F 2.71828182845904523536028747135266250f
+#define M_LOG2E_F 1.44269504088896340735992468100189214f
+#define M_LOG10E_F 0.434294481903251827651128918916605082f
+#define M_LN2_F 0.693147180559945309417232121458176568f
+#define M_LN10_F 2.30258509299404568401799145468436421f
+#define M_PI_F 3.14159265358979323846264338327950288f
+#define M_PI_2_F 1.57079632679489661923132169163975144f
+#define M_PI_4_F 0.785398163397448309615660845819875721f
+#define M_1_PI_F 0.318309886183790671537767526745028724f
+#define M_2_PI_F 0.636619772367581343075535053490057448f
+#define M_2_SQRTPI_F 1.12837916709551257389615890312154517f
+#define M_SQRT2_F 1.41421356237309504880168872420969808f
+#define M_SQRT1_2_F 0.707106781186547524400844362104849039f
+#define M_E_H ((half)M_E_F)
+#define M_LOG2E_H ((half)M_LOG2E_F)
+#define M_LOG10E_H ((half)M_LOG10E_F)
+#define M_LN2_H ((half)M_LN2_F)
+#define M_LN10_H ((half)M_LN10_F)
+#define M_PI_H ((half)M_PI_F)
+#define M_PI_2_H ((half)M_PI_2_F)
+#define M_PI_4_H ((half)M_PI_4_F)
+#define M_1_PI_H ((half)M_1_PI_F)
+#define M_2_PI_H ((half)M_2_PI_F)
+#define M_2_SQRTPI_H ((half)M_2_SQRTPI_F)
+#define M_SQRT2_H ((half)M_SQRT2_F)
+#define M_SQRT1_2_H ((half)M_SQRT1_2_F)
+
+namespace metal {
+
+// ---------------------------------------------------------------- vectors
+template <typename T, int N>
+struct vec;
+
+template <typename T>
+struct is_vec : std::false_type {};
+template <typename T, int N>
+struct is_vec<vec<T, N>> : std::true_type {};
+
+#define PORTER_VEC_COMMON(N)                                                    \
+  using value_type = T;                                                         \
+  static constexpr int size = N;                                                \
+  constexpr T& operator[](int i) { return (&x)[i]; }                            \
+  constexpr const T& operator[](int i) const { return (&x)[i]; }                \
+  /* scalar -> vector replicates; implicit for built-in scalars as in Metal */ \
+  template <typename U, std::enable_if_t<std::is_arithmetic_v<U>, bool> = true> \
+  constexpr vec(U s) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); }        \
+  constexpr explicit vec(bfloat s) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
+  template <typename U>                                                         \
+  constexpr explicit vec(const vec<U, N>& o) {                                  \
+    for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]);                           \
+  }
+
+template <typename T>
+struct vec<T, 2> {
+  T x, y;
+  constexpr vec() : x(), y() {}
+  template <typename A, typename B>
+  constexpr vec(A a, B b) : x(T(a)), y(T(b)) {}
+  PORTER_VEC_COMMON(2)
+};
+template <typename T>
+struct vec<T, 3> {
+  T x, y, z;
+  constexpr vec() : x(), y(), z() {}
+  template <typename A, typename B, typename C>
+  constexpr vec(A a, B b, C c) : x(T(a)), y(T(b)), z(T(c)) {}
+  PORTER_VEC_COMMON(3)
+};
+template <typename T>
+struct vec<T, 4> {
+  T x, y, z, w;
+  constexpr vec() : x(), y(), z(), w() {}
+  template <typename A, typename B, typename C, typename D>
+  constexpr vec(A a, B b, C c, D d) : x(T(a)), y(T(b)), z(T(c)), w(T(d)) {}
+  PORTER_VEC_COMMON(4)
+};
+#undef PORTER_VEC_COMMON
+
+#define PORTER_VEC_ARITH(OP)                                                    \
+  template <typename T, int N>                                                  \
+  constexpr vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {     \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] OP b[i]);                         \
+    return r;                                                                   \
+  }                                                                             \
+  template <typename T, int N, typename S,                                      \
+            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+  constexpr vec<T, N> operator OP(const vec<T, N>& a, S b) {                    \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] OP T(b));                         \
+    return r;                                                                   \
+  }                                                                             \
+  template <typename T, int N, typename S,                                      \
+            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+  constexpr vec<T, N> operator OP(S a, const vec<T, N>& b) {                    \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(T(a) OP b[i]);                         \
+    return r;                                                                   \
+  }                                                                             \
+  template <typename T, int N, typename S>                                      \
+  constexpr vec<T, N>& operator OP##=(vec<T, N>& a, const S& b) {               \
+    return a = a OP b;                                                          \
+  }
+PORTER_VEC_ARITH(+)
+PORTER_VEC_ARITH(-)
+PORTER_VEC_ARITH(*)
+PORTER_VEC_ARITH(/)
+PORTER_VEC_ARITH(%)
+PORTER_VEC_ARITH(&)
+PORTER_VEC_ARITH(|)
+PORTER_VEC_ARITH(^)
+PORTER_VEC_ARITH(<<)
+PORTER_VEC_ARITH(>>)
+#undef PORTER_VEC_ARITH
+
+#define PORTER_VEC_CMP(OP)                                                      \
+  template <typename T, int N>                                                  \
+  constexpr vec<bool, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {  \
+    vec<bool, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = a[i] OP b[i];                            \
+    return r;                                                                   \
+  }                                                                             \
+  template <typename T, int N, typename S,                                      \
+            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+  constexpr vec<bool, N> operator OP(const vec<T, N>& a, S b) {                 \
+    vec<bool, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = a[i] OP T(b);                            \
+    return r;                                                                   \
+  }                                                                             \
+  template <typename T, int N, typename S,                                      \
+            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+  constexpr vec<bool, N> operator OP(S a, const vec<T, N>& b) {                 \
+    vec<bool, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = T(a) OP b[i];                            \
+    return r;                                                                   \
+  }
+PORTER_VEC_CMP(==)
+PORTER_VEC_CMP(!=)
+PORTER_VEC_CMP(<)
+PORTER_VEC_CMP(<=)
+PORTER_VEC_CMP(>)
+PORTER_VEC_CMP(>=)
+PORTER_VEC_CMP(&&)
+PORTER_VEC_CMP(||)
+#undef PORTER_VEC_CMP
+
+template <typename T, int N>
+constexpr vec<T, N> operator-(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = T(-a[i]);
+  return r;
+}
+template <typename T, int N>
+constexpr vec<T, N> operator+(const vec<T, N>& a) { return a; }
+template <typename T, int N>
+constexpr vec<T, N> operator~(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = T(~a[i]);
+  return r;
+}
+template <typename T, int N>
+constexpr vec<bool, N> operator!(const vec<T, N>& a) {
+  vec<bool, N> r;
+  for (int i = 0; i < N; ++i) r[i] = !a[i];
+  return r;
+}
+template <int N>
+constexpr bool all(const vec<bool, N>& v) {
+  for (int i = 0; i < N; ++i) if (!v[i]) return false;
+  return true;
+}
+template <int N>
+constexpr bool any(const vec<bool, N>& v) {
+  for (int i = 0; i < N; ++i) if (v[i]) return true;
+  return false;
+}
+constexpr bool all(bool b) { return b; }
+constexpr bool any(bool b) { return b; }
+
+template <typename T, unsigned N>
+struct array {
+  T elems[N ? N : 1];
+  constexpr T& operator[](unsigned i) { return elems[i]; }
+  constexpr const T& operator[](unsigned i) const { return elems[i]; }
+  constexpr unsigned size() const { return N; }
+};
+
+// ---------------------------------------------------------------- traits
+using std::conditional_t;
+using std::declval;
+using std::enable_if;
+using std::enable_if_t;
+using std::false_type;
+using std::integral_constant;
+using std::is_const_v;
+using std::is_convertible_v;
+using std::is_pointer_v;
+using std::is_reference_v;
+using std::is_same;
+using std::is_same_v;
+using std::is_void_v;
+using std::remove_cv_t;
+using std::remove_reference_t;
+using std::decay_t;
+using std::true_type;
+
+template <typename T> struct is_floating_point_s : std::is_floating_point<T> {};
+template <> struct is_floating_point_s<half> : std::true_type {};
+template <> struct is_floating_point_s<bfloat> : std::true_type {};
+template <typename T, int N> struct is_floating_point_s<vec<T, N>> : is_floating_point_s<T> {};
+template <typename T> struct is_floating_point : is_floating_point_s<std::remove_cv_t<T>> {};
+template <typename T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+
+template <typename T> struct is_integral_s : std::is_integral<T> {};
+template <typename T, int N> struct is_integral_s<vec<T, N>> : std::is_integral<T> {};
+template <typename T> struct is_integral : is_integral_s<std::remove_cv_t<T>> {};
+template <typename T> constexpr bool is_integral_v = is_integral<T>::value;
+
+template <typename T> struct is_scalar_s
+    : std::integral_constant<bool, std::is_arithmetic_v<T> || std::is_same_v<T, half> ||
+                                       std::is_same_v<T, bfloat> || std::is_pointer_v<T> ||
+                                       std::is_enum_v<T>> {};
+template <typename T> struct is_scalar : is_scalar_s<std::remove_cv_t<T>> {};
+template <typename T> constexpr bool is_scalar_v = is_scalar<T>::value;
+
+template <typename T> struct is_arithmetic
+    : std::integral_constant<bool, is_floating_point_v<T> || is_integral_v<T>> {};
+template <typename T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+
+template <typename T> struct is_signed_s : std::is_signed<T> {};
+template <> struct is_signed_s<half> : std::true_type {};
+template <> struct is_signed_s<bfloat> : std::true_type {};
+template <typename T, int N> struct is_signed_s<vec<T, N>> : is_signed_s<T> {};
+template <typename T> struct is_signed : is_signed_s<std::remove_cv_t<T>> {};
+template <typename T> constexpr bool is_signed_v = is_signed<T>::value;
+template <typename T> constexpr bool is_unsigned_v = is_integral_v<T> && !is_signed_v<T>;
+
+template <typename T> struct is_vector : is_vec<std::remove_cv_t<T>> {};
+template <typename T> constexpr bool is_vector_v = is_vector<T>::value;
+
+template <typename T> struct make_unsigned { using type = std::make_unsigned_t<T>; };
+template <typename T> using make_unsigned_t = typename make_unsigned<T>::type;
+template <typename T> struct make_signed { using type = std::make_signed_t<T>; };
+template <typename T> using make_signed_t = typename make_signed<T>::type;
+
+template <typename T> struct numeric_limits : std::numeric_limits<T> {};
+template <> struct numeric_limits<half> {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = 11;
+  static constexpr int radix = 2;
+  static constexpr int min_exponent = -13;
+  static constexpr int max_exponent = 16;
+  static constexpr half min() { return (half)6.103515625e-05f; }
+  static constexpr half max() { return (half)65504.0f; }
+  static constexpr half lowest() { return (half)-65504.0f; }
+  static constexpr half epsilon() { return (half)0.0009765625f; }
+  static constexpr half infinity() { return (half)__builtin_inff(); }
+  static constexpr half quiet_NaN() { return (half)__builtin_nanf(""); }
+  static constexpr half denorm_min() { return (half)5.9604644775390625e-08f; }
+};
+template <> struct numeric_limits<bfloat> {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = 8;
+  static constexpr int radix = 2;
+  static constexpr int min_exponent = -125;
+  static constexpr int max_exponent = 128;
+  static constexpr bfloat min() { return bfloat::from_bits(0x0080); }
+  static constexpr bfloat max() { return bfloat::from_bits(0x7f7f); }
+  static constexpr bfloat lowest() { return bfloat::from_bits(0xff7f); }
+  static constexpr bfloat epsilon() { return bfloat::from_bits(0x3c00); }
+  static constexpr bfloat infinity() { return bfloat::from_bits(0x7f80); }
+  static constexpr bfloat quiet_NaN() { return bfloat::from_bits(0x7fc0); }
+  static constexpr bfloat denorm_min() { return bfloat::from_bits(0x0001); }
+};
+
+template <typename To, typename From>
+inline To as_type(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "as_type: size mismatch");
+  To to;
+  __builtin_memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+// ---------------------------------------------------------------- math
+namespace detail {
+template <typename T, int N, typename F>
+inline vec<T, N> map(const vec<T, N>& v, F f) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = T(f(v[i]));
+  return r;
+}
+template <typename T, int N, typename F>
+inline vec<T, N> map2(const vec<T, N>& a, const vec<T, N>& b, F f) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = T(f(a[i], b[i]));
+  return r;
+}
+inline half nextafter_half(half from, half to) {
+  if (from != from || to != to) return (half)__builtin_nanf("");
+  if (from == to) return to;
+  unsigned short b = __builtin_bit_cast(unsigned short, from);
+  if ((b & 0x7fff) == 0) {
+    b = (unsigned short)((__builtin_bit_cast(unsigned short, to) & 0x8000) | 1);
+  } else if ((from < to) == !(b & 0x8000)) {
+    ++b;
+  } else {
+    --b;
+  }
+  return __builtin_bit_cast(half, b);
+}
+} // namespace detail
+
+// One-argument functions: float and half in metal::, float only in precise::
+// and fast:: (upstream relies on precise:: taking bfloat without ambiguity).
+#define PORTER_MATH1_F(NAME, EXPR)                                              \
+  inline float NAME(float x) { return EXPR; }                                   \
+  template <typename T, int N>                                                  \
+  inline vec<T, N> NAME(const vec<T, N>& v) {                                   \
+    return detail::map(v, [](T e) { return NAME(float(e)); });                  \
+  }
+#define PORTER_MATH1(NAME, EXPR)                                                \
+  PORTER_MATH1_F(NAME, EXPR)                                                    \
+  inline half NAME(half h) { return half(NAME(float(h))); }
+
+#define PORTER_MATH2_F(NAME, EXPR)                                              \
+  inline float NAME(float x, float y) { return EXPR; }                          \
+  template <typename T, int N>                                                  \
+  inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {               \
+    return detail::map2(a, b, [](T e, T f) { return NAME(float(e), float(f)); }); \
+  }
+#define PORTER_MATH2(NAME, EXPR)                                                \
+  PORTER_MATH2_F(NAME, EXPR)                                                    \
+  inline half NAME(half x, half y) { return half(NAME(float(x), float(y))); }
+
+#define PORTER_MATH_TABLE(M1, M2)                                               \
+  M1(acos, __builtin_acosf(x))                                                  \
+  M1(acosh, __builtin_acoshf(x))                                                \
+  M1(asin, __builtin_asinf(x))                                                  \
+  M1(asinh, __builtin_asinhf(x))                                                \
+  M1(atan, __builtin_atanf(x))                                                  \
+  M1(atanh, __builtin_atanhf(x))                                                \
+  M1(cbrt, __builtin_cbrtf(x))                                                  \
+  M1(ceil, __builtin_ceilf(x))                                                  \
+  M1(cos, __builtin_cosf(x))                                                    \
+  M1(cosh, __builtin_coshf(x))                                                  \
+  M1(cospi, __builtin_cosf(M_PI_F * x))                                         \
+  M1(exp, __builtin_expf(x))                                                    \
+  M1(exp2, __builtin_exp2f(x))                                                  \
+  M1(exp10, __builtin_powf(10.0f, x))                                           \
+  M1(fabs, __builtin_fabsf(x))                                                  \
+  M1(abs, __builtin_fabsf(x))                                                   \
+  M1(floor, __builtin_floorf(x))                                                \
+  M1(fract, __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f))           \
+  M1(log, __builtin_logf(x))                                                    \
+  M1(log2, __builtin_log2f(x))                                                  \
+  M1(log10, __builtin_log10f(x))                                                \
+  M1(logb, __builtin_logbf(x))                                                  \
+  M1(rint, __builtin_rintf(x))                                                  \
+  M1(round, __builtin_roundf(x))                                                \
+  M1(rsqrt, 1.0f / __builtin_sqrtf(x))                                          \
+  M1(saturate, __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f))                 \
+  M1(sign, (x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == x ? __builtin_copysignf(0.0f, x) : 0.0f)) \
+  M1(sin, __builtin_sinf(x))                                                    \
+  M1(sinh, __builtin_sinhf(x))                                                  \
+  M1(sinpi, __builtin_sinf(M_PI_F * x))                                         \
+  M1(sqrt, __builtin_sqrtf(x))                                                  \
+  M1(tan, __builtin_tanf(x))                                                    \
+  M1(tanh, __builtin_tanhf(x))                                                  \
+  M1(tanpi, __builtin_tanf(M_PI_F * x))                                         \
+  M1(trunc, __builtin_truncf(x))                                                \
+  M2(atan2, __builtin_atan2f(x, y))                                             \
+  M2(copysign, __builtin_copysignf(x, y))                                       \
+  M2(fdim, __builtin_fdimf(x, y))                                               \
+  M2(fmax, __builtin_fmaxf(x, y))                                               \
+  M2(fmin, __builtin_fminf(x, y))                                               \
+  M2(fmod, __builtin_fmodf(x, y))                                               \
+  M2(pow, __builtin_powf(x, y))                                                 \
+  M2(powr, __builtin_powf(x, y))                                                \
+  M2(step, (y < x ? 0.0f : 1.0f))
+
+PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
+
+// Metal's max/min on floats are fmax/fmin (a NaN operand yields the other).
+PORTER_MATH2(max, __builtin_fmaxf(x, y))
+PORTER_MATH2(min, __builtin_fminf(x, y))
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+constexpr inline T max(T a, T b) { return a < b ? b : a; }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+constexpr inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+constexpr inline T abs(T a) { return a < 0 ? T(-a) : a; }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+constexpr inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
+template <typename T>
+constexpr inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T clz(T x) {
+  constexpr int bits = int(sizeof(T)) * 8;
+  using U = std::make_unsigned_t<T>;
+  U u = U(x);
+  if (u == 0) return T(bits);
+  return T(__builtin_clzll((unsigned long long)u) - (64 - bits));
+}
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T ctz(T x) {
+  constexpr int bits = int(sizeof(T)) * 8;
+  using U = std::make_unsigned_t<T>;
+  U u = U(x);
+  return u == 0 ? T(bits) : T(__builtin_ctzll((unsigned long long)u));
+}
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T popcount(T x) {
+  return T(__builtin_popcountll((unsigned long long)std::make_unsigned_t<T>(x)));
+}
+
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline half fma(half a, half b, half c) { return half(__builtin_fmaf(float(a), float(b), float(c))); }
+template <typename T, int N>
+inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = T(fma(a[i], b[i], c[i]));
+  return r;
+}
+inline float mad(float a, float b, float c) { return a * b + c; }
+inline float mix(float x, float y, float a) { return x + (y - x) * a; }
+inline half mix(half x, half y, half a) { return half(mix(float(x), float(y), float(a))); }
+inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
+inline half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
+inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
+inline half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
+inline int ilogb(float x) { return __builtin_ilogbf(x); }
+inline float modf(float x, float& ip) { return __builtin_modff(x, &ip); }
+inline float sincos(float x, float& c) {
+  c = __builtin_cosf(x);
+  return __builtin_sinf(x);
+}
+inline half sincos(half x, half& c) {
+  c = half(__builtin_cosf(float(x)));
+  return half(__builtin_sinf(float(x)));
+}
+inline float nextafter(float x, float y) { return __builtin_nextafterf(x, y); }
+inline half nextafter(half x, half y) { return detail::nextafter_half(x, y); }
+inline bfloat nextafter(bfloat x, bfloat y) {
+  if (x != x || y != y) return bfloat::from_bits(0x7fc0);
+  if (float(x) == float(y)) return y;
+  unsigned short b = x.bits;
+  if ((b & 0x7fff) == 0) {
+    b = (unsigned short)((y.bits & 0x8000) | 1);
+  } else if ((float(x) < float(y)) == !(b & 0x8000)) {
+    ++b;
+  } else {
+    --b;
+  }
+  return bfloat::from_bits(b);
+}
+
+#define PORTER_CLASSIFY(NAME, EXPR)                                             \
+  inline bool NAME(float x) { return EXPR; }                                    \
+  inline bool NAME(half h) { return NAME(float(h)); }                           \
+  template <typename T, int N>                                                  \
+  inline vec<bool, N> NAME(const vec<T, N>& v) {                                \
+    vec<bool, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = NAME(float(v[i]));                       \
+    return r;                                                                   \
+  }
+PORTER_CLASSIFY(isnan, __builtin_isnan(x))
+PORTER_CLASSIFY(isinf, __builtin_isinf(x))
+PORTER_CLASSIFY(isfinite, __builtin_isfinite(x))
+PORTER_CLASSIFY(isnormal, __builtin_isnormal(x))
+PORTER_CLASSIFY(signbit, __builtin_signbit(x))
+#undef PORTER_CLASSIFY
+inline bool isunordered(float x, float y) { return __builtin_isunordered(x, y); }
+inline bool isunordered(half x, half y) { return __builtin_isunordered(float(x), float(y)); }
+inline bool isordered(float x, float y) { return !__builtin_isunordered(x, y); }
+
+template <typename T, typename U>
+constexpr inline T select(T a, T b, U c) {
+  if constexpr (is_vec<U>::value) {
+    T r;
+    for (int i = 0; i < U::size; ++i) r[i] = c[i] ? b[i] : a[i];
+    return r;
+  } else {
+    return c ? b : a;
+  }
+}
+
+template <typename T, int N>
+inline auto dot(const vec<T, N>& a, const vec<T, N>& b) {
+  T r = T(0);
+  for (int i = 0; i < N; ++i) r = T(r + a[i] * b[i]);
+  return r;
+}
+template <typename T, int N>
+inline T length(const vec<T, N>& a) { return T(sqrt(float(dot(a, a)))); }
+template <typename T, int N>
+inline T length_squared(const vec<T, N>& a) { return dot(a, a); }
+template <typename T, int N>
+inline T distance(const vec<T, N>& a, const vec<T, N>& b) { return length(a - b); }
+template <typename T, int N>
+inline vec<T, N> normalize(const vec<T, N>& a) { return a / length(a); }
+
+// precise:: and fast:: only have float candidates.
+namespace precise {
+PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
+PORTER_MATH2_F(max, __builtin_fmaxf(x, y))
+PORTER_MATH2_F(min, __builtin_fminf(x, y))
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
+inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
+inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
+inline float divide(float x, float y) { return x / y; }
+} // namespace precise
+namespace fast {
+PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
+PORTER_MATH2_F(max, __builtin_fmaxf(x, y))
+PORTER_MATH2_F(min, __builtin_fminf(x, y))
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
+inline float divide(float x, float y) { return x / y; }
+} // namespace fast
+
+#undef PORTER_MATH_TABLE
+#undef PORTER_MATH1
+#undef PORTER_MATH1_F
+#undef PORTER_MATH2
+#undef PORTER_MATH2_F
+
+} // namespace metal
+
+#define PORTER_VEC_TYPEDEFS(T, NAME)                                            \
+  typedef ::metal::vec<T, 2> NAME##2;                                           \
+  typedef ::metal::vec<T, 3> NAME##3;                                           \
+  typedef ::metal::vec<T, 4> NAME##4;
+PORTER_VEC_TYPEDEFS(float, float)
+PORTER_VEC_TYPEDEFS(half, half)
+PORTER_VEC_TYPEDEFS(bfloat, bfloat)
+PORTER_VEC_TYPEDEFS(bool, bool)
+PORTER_VEC_TYPEDEFS(signed char, char)
+PORTER_VEC_TYPEDEFS(unsigned char, uchar)
+PORTER_VEC_TYPEDEFS(short, short)
+PORTER_VEC_TYPEDEFS(unsigned short, ushort)
+PORTER_VEC_TYPEDEFS(int, int)
+PORTER_VEC_TYPEDEFS(unsigned int, uint)
+PORTER_VEC_TYPEDEFS(long, long)
+PORTER_VEC_TYPEDEFS(unsigned long, ulong)
+#undef PORTER_VEC_TYPEDEFS
+
+// Metal's `precise::` and `fast::` are reachable as `::precise::` once
+// `using namespace metal;` is in effect; keep them reachable without it too.
+namespace precise = ::metal::precise;
+namespace fast = ::metal::fast;

@@ -1,0 +1,140 @@
+"""Devices the harness runs an op on.
+
+A backend takes a CPU `SampleInput`, runs the OpInfo's op on its device and returns the
+result moved back to the CPU; the runner computes the CPU reference and compares. New devices
+(the Metal emulator, a test double) plug in through `register_backend`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from porter.errors import PorterError
+
+# dtypes an MPS device has (no float64 / complex128); `emulate` stands in for MPS
+MPS_DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                   "float32", "complex64")
+
+
+class Backend(Protocol):
+    name: str
+    # the device_type whose OpInfo dtypes and DecorateInfos apply ("mps" for emulate)
+    device_type: str
+    # whether common_mps.py expectations apply
+    mps_expectations: bool
+
+    def unavailable_reason(self) -> str | None: ...
+
+    def supported_dtypes(self, opinfo) -> set | None: ...
+
+    def run(self, opinfo, sample, dtype): ...
+
+
+def mps_dtypes() -> set:
+    import torch
+    return {getattr(torch, n) for n in MPS_DTYPE_NAMES}
+
+
+def to_device(sample, device: str):
+    """A copy of `sample` with every tensor on `device` (CPU copies are real copies)."""
+    import torch
+
+    def move(x):
+        if isinstance(x, torch.Tensor):
+            y = x.detach().to(device)
+            return y.clone() if y.data_ptr() == x.data_ptr() and x.numel() else y
+        return x
+    return sample.transform(move)
+
+
+def to_cpu(value):
+    import torch
+    from torch.utils import _pytree as pytree
+    return pytree.tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, value)
+
+
+class TorchDeviceBackend:
+    """A real torch device: cuda, mps, or cpu (cpu compares CPU against CPU: overhead only)."""
+
+    def __init__(self, device: str, as_mps: bool = False):
+        self.name = f"{device}-mps" if as_mps else device
+        self.device = device
+        # as_mps: run on `device` but with MPS dtypes, DecorateInfos and expectations
+        # (cpu-mps is a diagnostic stand-in: every expectation entry xpasses)
+        self.device_type = "mps" if as_mps else device
+        self.mps_expectations = as_mps or device == "mps"
+
+    def unavailable_reason(self) -> str | None:
+        import torch
+        if self.device == "cuda" and not torch.cuda.is_available():
+            return f"--device cuda: torch {torch.__version__} sees no CUDA device"
+        if self.device == "mps" and not torch.backends.mps.is_available():
+            return f"--device mps: torch {torch.__version__} sees no MPS device (Apple silicon only)"
+        return None
+
+    def supported_dtypes(self, opinfo) -> set | None:
+        return mps_dtypes() if self.device_type == "mps" else None
+
+    def run(self, opinfo, sample, dtype):
+        s = to_device(sample, self.device)
+        args = list(s.args)
+        # tensor_split's indices tensor must stay on the CPU (as upstream)
+        if opinfo.name == "tensor_split" and args and hasattr(args[0], "device"):
+            args[0] = sample.args[0]
+        out = opinfo(s.input, *args, **s.kwargs)
+        if self.device == "cuda":
+            import torch
+            torch.cuda.synchronize()
+        return to_cpu(out)
+
+
+_FACTORIES: dict[str, Callable[[object], Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[[object], Backend]) -> None:
+    """`factory(root)` builds the backend; later registrations replace earlier ones."""
+    _FACTORIES[name] = factory
+
+
+def unregister_backend(name: str) -> None:
+    _FACTORIES.pop(name, None)
+
+
+def _emulate(root):
+    try:
+        from porter.emulate.backend import EmulateBackend
+    except ImportError:
+        raise PorterError("emulate backend not available",
+                          hint="porter.emulate.backend.EmulateBackend is missing") from None
+    return EmulateBackend(root)
+
+
+register_backend("cuda", lambda root: TorchDeviceBackend("cuda"))
+register_backend("mps", lambda root: TorchDeviceBackend("mps"))
+register_backend("cpu", lambda root: TorchDeviceBackend("cpu"))
+register_backend("cpu-mps", lambda root: TorchDeviceBackend("cpu", as_mps=True))
+register_backend("emulate", _emulate)
+
+# devices a user picks; `cpu` and `cpu-mps` are diagnostic (overhead measurement, audits
+# without a Mac) and not advertised
+PUBLIC_DEVICES = ("mps", "cuda", "emulate")
+
+
+def backend_names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def get_backend(name: str, root=None) -> Backend:
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise PorterError(f"unknown device {name!r}",
+                          hint=f"choose one of {', '.join(PUBLIC_DEVICES)}")
+    backend = factory(root)
+    for attr, default in (("device_type", "mps" if name == "emulate" else name),
+                          ("mps_expectations", name in ("mps", "emulate"))):
+        if not hasattr(backend, attr):
+            try:
+                setattr(backend, attr, default)
+            except AttributeError:
+                pass
+    return backend

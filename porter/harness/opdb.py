@@ -1,0 +1,100 @@
+"""The OpInfo database the checkout's tests would use, and op-name resolution.
+
+Which torch: the checkout's own `torch/testing/_internal` when the checkout is an importable
+torch (a built source tree: `torch/__init__.py` plus the compiled `torch/_C` extension), else
+the installed torch. Importing `op_db` costs ~5 s, so it is imported once per process.
+
+One op, several spellings, all accepted on the command line:
+  OpInfo name `special.log_ndtr`, aten name `special_log_ndtr`, full name with variant
+  `round.decimals_0`, test fragment `round_decimals_0`, xfail key `rounddecimals_0`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from porter.errors import PorterError
+
+_CACHE: dict = {}
+
+
+@dataclass(frozen=True)
+class OpDb:
+    ops: list            # OpInfo objects, `_refs` excluded
+    source: str          # "checkout" or "installed"
+    torch_version: str
+    torch_path: str
+
+
+def checkout_is_importable(root: Path | None) -> bool:
+    if root is None:
+        return False
+    pkg = Path(root) / "torch"
+    return (pkg / "__init__.py").is_file() and (any(pkg.glob("_C*.so")) or any(pkg.glob("_C*.pyd")))
+
+
+def load(root: Path | None = None) -> OpDb:
+    """Import torch and its op_db once; prefer the checkout's torch when it is importable."""
+    if "db" in _CACHE:
+        return _CACHE["db"]
+    if "torch" not in sys.modules and checkout_is_importable(root):
+        sys.path.insert(0, str(Path(root).resolve()))
+    try:
+        import torch
+        from torch.testing._internal.common_methods_invocations import op_db
+    except ImportError as err:
+        missing = getattr(err, "name", None) or ""
+        hint = ("install torch (pip install torch) or build the checkout" if missing.startswith("torch")
+                else f"torch's test utilities need {missing or 'a missing module'}: pip install {missing or '...'}")
+        raise PorterError(f"cannot import torch's OpInfo database: {err}", hint=hint) from None
+    torch_dir = Path(torch.__file__).resolve().parent
+    source = "installed"
+    if root is not None and torch_dir == (Path(root) / "torch").resolve():
+        source = "checkout"
+    ops = [op for op in op_db if not op.name.startswith("_refs")]
+    db = OpDb(ops, source, torch.__version__, str(torch_dir))
+    _CACHE["db"] = db
+    return db
+
+
+def xfail_key(op) -> str:
+    return op.name + op.variant_test_name
+
+
+def spellings(op) -> set[str]:
+    names = {op.name, op.full_name, op.formatted_name, xfail_key(op)}
+    aten = getattr(op, "aten_name", None)
+    if aten:
+        names.add(aten)
+        if op.variant_test_name:
+            names.add(f"{aten}.{op.variant_test_name}")
+    return names
+
+
+def find(db: OpDb, name: str) -> list:
+    """Every OpInfo (all variants) that `name` names; a full name selects one variant."""
+    exact = [op for op in db.ops if name in (op.full_name, op.formatted_name, xfail_key(op))
+             and op.variant_test_name]
+    if exact:
+        return exact
+    by_name = [op for op in db.ops if name == op.name or name == getattr(op, "aten_name", None)
+               or name == op.name.replace(".", "_")]
+    if by_name:
+        return by_name
+    rest = [op for op in db.ops if name in spellings(op)]
+    if rest:
+        return rest
+    import difflib
+    close = difflib.get_close_matches(name, sorted({op.name for op in db.ops}), n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "see torch's op_db for OpInfo names"
+    raise PorterError(f"no OpInfo named {name!r} in the op database ({db.source} torch "
+                      f"{db.torch_version})", hint=hint)
+
+
+def by_key(db: OpDb) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for op in db.ops:
+        out.setdefault(xfail_key(op), []).append(op)
+    return out

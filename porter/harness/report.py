@@ -1,0 +1,81 @@
+"""Human and JSON reports of harness results."""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+
+from porter.harness.runner import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
+
+OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
+
+
+def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = None) -> str:
+    parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
+    if sample is not None:
+        parts += ["--sample", str(sample)]
+    if root:
+        parts += ["--root", root]
+    return shlex.join(parts)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "0" if value == 0 else f"{value:.3g}"
+
+
+def summary_counts(results: list[OpResult]) -> Counter:
+    return Counter(d.outcome for r in results for d in r.dtypes)
+
+
+def summary_line(results: list[OpResult]) -> str:
+    counts = summary_counts(results)
+    return ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)
+
+
+def render_text(results: list[OpResult], root: str | None = None, header: str | None = None) -> str:
+    lines = [header] if header else []
+    for result in results:
+        lines.append("")
+        lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
+        if not result.dtypes:
+            lines.append("  no dtype to test on this device")
+            continue
+        has_upstream = any(d.upstream for d in result.dtypes)
+        cols = ["dtype", "outcome", "samples", "max_abs", "max_rel", "first_fail", "seconds"]
+        if has_upstream:
+            cols.append("upstream")
+        rows = []
+        for d in result.dtypes:
+            row = [d.dtype, d.outcome, str(d.samples), _num(d.max_abs), _num(d.max_rel),
+                   "-" if d.first_failure is None else str(d.first_failure), f"{d.seconds:.2f}"]
+            if has_upstream:
+                row.append(d.upstream or "-")
+            rows.append(row)
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+        for row in rows:
+            lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        for d in result.dtypes:
+            if d.outcome == FAIL:
+                where = f"sample {d.first_failure}" if d.first_failure is not None else "samples"
+                lines.append(f"  FAIL {d.dtype} ({d.failed_samples}/{d.samples} samples), {where}: "
+                             f"{d.message}")
+                lines.append(f"    repro: {repro(result, d.dtype, d.first_failure, root)}")
+            elif d.outcome == XPASS:
+                lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "
+                             f"{'; '.join(d.expected_by)} (stale entry; --prune-xfails narrows it)")
+    lines.append("")
+    lines.append("summary: " + summary_line(results))
+    return "\n".join(lines) + "\n"
+
+
+def to_json(results: list[OpResult], **extra) -> dict:
+    counts = summary_counts(results)
+    return {
+        "ok": not any(r.failed for r in results),
+        **extra,
+        "summary": {o: counts.get(o, 0) for o in OUTCOMES},
+        "ops": [r.to_json() for r in results],
+    }

@@ -1,0 +1,359 @@
+"""Run the OpInfo output-match test of one op, per dtype, on a backend.
+
+Mirrors upstream's `TestConsistency.test_output_match`: every sample input (generated on the
+CPU with `set_seed=True`, forward only), run on the device and on a CPU copy; half/bfloat16
+reference in float32 when the CPU has no kernel; compared by `TestCase.assertEqual` (NaN equal,
+exact dtype) with `_compute_tolerances` and the OpInfo's tolerance overrides as floors.
+Unlike upstream, every sample runs (not only up to the first failure), so the report can give
+the number of failing samples and the worst error.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import unittest
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from porter.harness import expectations as expmod
+from porter.harness import opdb, tolerances
+from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes
+
+PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
+TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
+
+
+@dataclass
+class DtypeResult:
+    dtype: str
+    outcome: str
+    samples: int = 0
+    failed_samples: int = 0
+    max_abs: float | None = None
+    max_rel: float | None = None
+    first_failure: int | None = None
+    message: str | None = None
+    expected_by: list[str] = field(default_factory=list)   # why an xfail / skip applies
+    atol: float | None = None
+    rtol: float | None = None
+    seconds: float = 0.0
+    upstream: str | None = None                              # outcome under test_mps.py
+
+
+@dataclass
+class OpResult:
+    op: str            # full name: name[.variant]
+    name: str
+    variant: str
+    key: str           # xfail key: name + variant
+    device: str
+    dtypes: list[DtypeResult] = field(default_factory=list)
+    supported: list[str] = field(default_factory=list)   # every dtype testable on the device
+
+    @property
+    def failed(self) -> bool:
+        return any(d.outcome in (FAIL, XPASS) for d in self.dtypes)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "OpResult":
+        dtypes = [DtypeResult(**d) for d in data.get("dtypes", [])]
+        return cls(**{**data, "dtypes": dtypes})
+
+
+@dataclass
+class RunContext:
+    """What one run needs besides the op: read once, shared by every op of the run."""
+
+    root: Path | None
+    backend: object
+    expectations: expmod.Expectations
+    lists: tolerances.LowPrecisionLists
+    db: opdb.OpDb
+    macos: tuple[int, int] | None = None
+
+
+def make_context(root, backend, checkout=None) -> RunContext:
+    from porter.checkout import Checkout
+    if checkout is None and root is not None:
+        checkout = Checkout.at(root)
+    mps_like = getattr(backend, "mps_expectations", False)
+    exp = expmod.load(checkout) if (checkout is not None and mps_like) else expmod.Expectations(None)
+    lists = tolerances.load_lists(checkout)
+    db = opdb.load(Path(root) if root is not None else None)
+    return RunContext(Path(root) if root is not None else None, backend, exp, lists, db,
+                      _macos_version() if getattr(backend, "name", "") == "mps" else None)
+
+
+def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
+                 ctx: RunContext | None = None) -> list[OpResult]:
+    """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
+    `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index."""
+    if isinstance(backend, str):
+        backend = get_backend(backend, root)
+    if ctx is None:
+        ctx = make_context(root, backend)
+    return [run_opinfo(info, ctx, dtypes=dtypes, sample=sample) for info in opdb.find(ctx.db, op)]
+
+
+def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) -> OpResult:
+    backend = ctx.backend
+    device_type = getattr(backend, "device_type", backend.name)
+    result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
+                      backend.name)
+    wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
+    supported = _tested_dtypes(info, backend, device_type)
+    result.supported = sorted((_dtype_name(d) for d in supported), key=_dtype_order)
+    if wanted:
+        for name in sorted(wanted - {_dtype_name(d) for d in supported}, key=_dtype_order):
+            result.dtypes.append(DtypeResult(name, SKIP, message=(
+                f"{info.full_name} does not support {name} on {backend.name}")))
+    for dtype in sorted(supported, key=lambda d: _dtype_order(_dtype_name(d))):
+        if wanted is None or _dtype_name(dtype) in wanted:
+            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample))
+    result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
+    return result
+
+
+def _tested_dtypes(info, backend, device_type: str) -> set:
+    supported = set(info.supported_dtypes(device_type))
+    if device_type == "mps":          # no float64 / complex128 on the device
+        supported &= mps_dtypes()
+    extra = backend.supported_dtypes(info)
+    if extra is not None:
+        supported &= set(extra)
+    return supported
+
+
+def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None) -> DtypeResult:
+    name = _dtype_name(dtype)
+    xfail_by, skip_by, tol_floor = _expectations(info, dtype, ctx, device_type)
+    res = DtypeResult(name, PASS)
+    if skip_by:
+        res.outcome, res.expected_by = SKIP, skip_by
+        res.message = "skipped by " + ", ".join(skip_by)
+        return res
+    atol, rtol = tolerances.compute_tolerances(ctx.lists, info.name, info.variant_test_name, name)
+    res.atol, res.rtol = atol, rtol
+    start = time.perf_counter()
+    try:
+        samples = info.sample_inputs("cpu", dtype, requires_grad=False, set_seed=True,
+                                     **({"include_conjugated_inputs": True}
+                                        if dtype.is_complex and info.test_conjugated_samples else {}))
+        for index, sample in enumerate(samples):
+            if only is not None and index != only:
+                continue
+            res.samples += 1
+            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res)
+            if err is not None:
+                res.failed_samples += 1
+                if res.first_failure is None:
+                    res.first_failure, res.message = index, err
+    except Exception as exc:   # sample generation itself broke: the test errors upstream too
+        res.failed_samples += 1
+        res.message = res.message or f"sample inputs failed: {_one_line(exc)}"
+    res.seconds = round(time.perf_counter() - start, 4)
+    failed = res.failed_samples > 0
+    if xfail_by:
+        res.expected_by = xfail_by
+        res.outcome = XFAIL if failed else XPASS
+    else:
+        res.outcome = FAIL if failed else PASS
+    return res
+
+
+def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> str | None:
+    """Run one sample; update the error maxima; return a one-line failure or None."""
+    from porter.harness.backend import to_device
+    name = _dtype_name(dtype)
+    atol, rtol = tolerances.per_sample_tolerances(info.name, name, sample.kwargs, (atol, rtol))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)
+        try:
+            dev_out = backend.run(info, to_device(sample, "cpu"), dtype)
+        except Exception as exc:
+            return f"{backend.name} error: {_one_line(exc)}"
+        try:
+            cpu_out = _reference(info, sample, dev_out)
+        except Exception as exc:
+            return f"CPU reference error: {_one_line(exc)}"
+    _update_errors(res, cpu_out, dev_out)
+    tc = _comparer(*tol_floor)
+    try:
+        if info.name == "kthvalue":
+            _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
+        else:
+            tc.assertEqual(cpu_out, dev_out, atol=atol, rtol=rtol)
+    except AssertionError as exc:
+        return _one_line(exc)
+    return None
+
+
+def _reference(info, sample, dev_out):
+    """CPU result on a copy of the sample, with upstream's float32 fallback for half/bf16."""
+    import torch
+    from porter.harness.backend import to_device
+    upcast = info.name in ("grid_sampler_2d", "grid_sampler_3d") and \
+        sample.input.dtype in (torch.float16, torch.bfloat16)
+    if not upcast:
+        try:
+            return _call(info, to_device(sample, "cpu"))
+        except (NotImplementedError, RuntimeError) as exc:
+            if isinstance(exc, RuntimeError) and "not implemented for" not in str(exc):
+                raise
+            if not isinstance(dev_out, torch.Tensor) or \
+                    getattr(sample.input, "dtype", None) not in (torch.float16, torch.bfloat16):
+                raise
+    wide = to_device(sample, "cpu").transform(
+        lambda t: t.float() if isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) else t)
+    out = _call(info, wide)
+    target = dev_out.dtype if isinstance(dev_out, torch.Tensor) else sample.input.dtype
+    return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
+
+
+def _call(info, sample):
+    return info(sample.input, *sample.args, **sample.kwargs)
+
+
+def _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol):
+    import torch
+    tc.assertEqual(cpu_out[0], dev_out[0], atol=atol, rtol=rtol)
+    # indices are ambiguous for repeated values: check they point at the values
+    dim = sample.args[1] if len(sample.args) > 1 else -1
+    keep = sample.args[2] if len(sample.args) > 2 else False
+    idx = dev_out[1] if keep else dev_out[1].unsqueeze(dim)
+    values = torch.gather(sample.input, dim, idx)
+    tc.assertEqual(values if keep else values.squeeze(dim), dev_out[0])
+
+
+_COMPARER: dict = {}
+
+
+def _comparer(precision: float, rel_tol: float):
+    """A TestCase whose `precision` / `rel_tol` act as tolerance floors, as upstream."""
+    tc = _COMPARER.get("tc")
+    if tc is None:
+        from torch.testing._internal.common_utils import TestCase
+
+        class _Compare(TestCase):
+            def runTest(self):
+                pass
+        tc = _COMPARER["tc"] = _Compare()
+    tc.precision, tc.rel_tol = precision, rel_tol
+    return tc
+
+
+def _expectations(info, dtype, ctx: RunContext, device_type: str):
+    """(xfail sources, skip sources, (precision, rel_tol) floors) for one op and dtype."""
+    xfail, skip = [], []
+    precision, rel_tol = 0.0, 0.0
+    name = _dtype_name(dtype)
+    key = opdb.xfail_key(info)
+    mps_like = getattr(ctx.backend, "mps_expectations", False)
+    if mps_like:
+        for entry in ctx.expectations.active(key, name, macos=ctx.macos):
+            (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
+        if ctx.expectations.complex_xfail(key, name):
+            xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
+    from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+    for index, info_dec in enumerate(info.decorators or ()):
+        # a bare decorator (no DecorateInfo) applies to every test of the op
+        decs = info_dec.decorators if hasattr(info_dec, "is_active") else [info_dec]
+        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype):
+            continue
+        for dec in decs:
+            if isinstance(dec, toleranceOverride):
+                if dtype in dec.d:
+                    precision, rel_tol = dec.d[dtype].atol, dec.d[dtype].rtol
+            elif isinstance(dec, precisionOverride):
+                precision = dec.d.get(dtype, precision)
+            elif mps_like:
+                kind = _decorator_kind(dec)
+                where = f"OpInfo DecorateInfo #{index} ({getattr(info_dec, 'cls_name', None)}, " \
+                        f"{getattr(info_dec, 'test_name', None)})"
+                if kind == XFAIL:
+                    xfail.append(where)
+                elif kind == SKIP:
+                    skip.append(where)
+    return xfail, skip, (precision, rel_tol)
+
+
+def _is_active(info_dec, device_type, dtype) -> bool:
+    try:
+        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype, {}))
+    except TypeError:   # older torch: no param_kwargs
+        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype))
+
+
+def _decorator_kind(dec) -> str | None:
+    if dec is unittest.expectedFailure:
+        return XFAIL
+    label = (getattr(dec, "__qualname__", None) or type(dec).__name__).lower()
+    if "expectedfailure" in label:
+        return XFAIL
+    if dec is unittest.skip or label.startswith("skip"):
+        dep = getattr(dec, "dep", True)   # common_device_type.skipIf-style classes
+        return SKIP if (dep if isinstance(dep, bool) else True) else None
+    return None
+
+
+def _update_errors(res: DtypeResult, expected, actual) -> None:
+    import torch
+    from torch.utils import _pytree as pytree
+    exp_leaves, act_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(actual)
+    if len(exp_leaves) != len(act_leaves):
+        return
+    for e, a in zip(exp_leaves, act_leaves):
+        if not (isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor)):
+            continue
+        if e.shape != a.shape or e.numel() == 0 or e.layout != torch.strided:
+            continue
+        wide = torch.complex128 if (e.is_complex() or a.is_complex()) else torch.float64
+        e64, a64 = e.detach().to(wide), a.detach().to(wide)
+        same = (e64 == a64) | (torch.isnan(e64) & torch.isnan(a64))
+        diff = (a64 - e64).abs().masked_fill(same, 0)
+        rel = (diff / e64.abs()).masked_fill(same, 0)
+        _raise_max(res, "max_abs", float(diff.max()))
+        _raise_max(res, "max_rel", float(rel.max()))
+
+
+def _raise_max(res, attr, value) -> None:
+    if math.isnan(value):
+        value = math.inf
+    old = getattr(res, attr)
+    setattr(res, attr, value if old is None else max(old, value))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AssertionError) else str(exc)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, str):
+        return expmod.canonical_dtype(dtype.removeprefix("torch."))
+    return str(dtype).removeprefix("torch.")
+
+
+_ORDER = {n: i for i, n in enumerate(MPS_DTYPE_NAMES + ("float64", "complex128", "complex32"))}
+
+
+def _dtype_order(name: str):
+    return (_ORDER.get(name, len(_ORDER)), name)
+
+
+def _macos_version() -> tuple[int, int] | None:
+    import platform
+    ver = platform.mac_ver()[0]
+    if not ver:
+        return None
+    parts = (ver.split(".") + ["0"])[:2]
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return None

@@ -1,0 +1,129 @@
+"""One `porter test` run end to end: resolve checkout and backend, run, report, prune.
+
+Shared by the `test` command and `run_after_edit` (`new-op ... --test`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from porter.changes import ChangeSet
+from porter.checkout import Checkout, find_root
+from porter.errors import PorterError
+from porter.harness import prune as prunemod
+from porter.harness import report, runner
+from porter.harness.backend import get_backend
+from porter.harness.runner import FAIL, XPASS
+
+
+@dataclass
+class Options:
+    ops: list[str]
+    root: str | None = None
+    device: str = "mps"
+    dtypes: list[str] | None = None
+    sample: int | None = None
+    json: bool = False
+    junit: str | None = None
+    prune_xfails: bool = False
+    dry_run: bool = False
+    upstream: bool = False
+    backend: object | None = None          # injected backend (tests); else by name
+    out: object = field(default=None)       # stream for the report (default stdout)
+
+
+def resolve_checkout(root: str | None) -> Checkout | None:
+    """--root, else the checkout around cwd, else none (installed torch, no expectations)."""
+    if root is not None:
+        return Checkout.at(root)
+    try:
+        return Checkout.at(find_root())
+    except PorterError:
+        return None
+
+
+def run(opts: Options) -> int:
+    out = opts.out or sys.stdout
+    if opts.prune_xfails and opts.sample is not None:
+        raise PorterError("--prune-xfails needs every sample; drop --sample")
+    checkout = resolve_checkout(opts.root)
+    root = checkout.root if checkout else None
+    backend = opts.backend or get_backend(opts.device, root)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise PorterError(reason)
+    ctx = runner.make_context(root, backend, checkout)
+    results: list[runner.OpResult] = []
+    for op in opts.ops:
+        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
+                                       ctx=ctx)
+    upstream_note = None
+    if opts.upstream:
+        from porter.harness import upstream
+        upstream_note = upstream.run(root, results) if root else "no checkout"
+    root_arg = opts.root
+    if opts.junit:
+        from porter.harness import junit
+        Path(opts.junit).write_text(junit.render(results, root_arg), encoding="utf-8")
+
+    pruned, changes, applied = None, None, False
+    if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
+        pruned = prunemod.plan([r for r in results], ctx.expectations)
+        changes = ChangeSet(checkout.root)
+        prunemod.add_to_changeset(changes, ctx.expectations, pruned)
+        if changes and not opts.dry_run:
+            changes.apply()
+            applied = True
+    elif opts.prune_xfails:
+        pruned = prunemod.PrunePlan(reported=["--prune-xfails: no MPS expectations apply to "
+                                              f"--device {backend.name} or no checkout"])
+
+    meta = {
+        "device": backend.name,
+        "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
+        "expectations": ctx.expectations.path,
+        "tolerance_lists": ctx.lists.source,
+    }
+    if upstream_note:
+        meta["upstream_error"] = upstream_note
+    if opts.json:
+        data = report.to_json(results, **meta)
+        if pruned is not None:
+            data["prune"] = {"actions": pruned.actions, "reported": pruned.reported,
+                             "applied": applied,
+                             "status": changes.status_lines() if changes else [],
+                             "diff": changes.diff() if changes else ""}
+        out.write(json.dumps(data, indent=1) + "\n")
+    else:
+        header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
+                  f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
+                  f"tolerance lists {ctx.lists.source}")
+        if upstream_note:
+            header += f"\n--upstream not run: {upstream_note}"
+        out.write(report.render_text(results, root_arg, header))
+        if pruned is not None:
+            for line in pruned.actions:
+                out.write(f"prune: {line}\n")
+            for line in pruned.reported:
+                out.write(f"prune (not edited): {line}\n")
+            if changes:
+                if applied:
+                    out.write("".join(f"{s}\n" for s in changes.status_lines()))
+                else:
+                    out.write("".join(f"{s}\n" for s in changes.status_lines()))
+                    out.write(changes.diff())
+            elif not pruned.actions:
+                out.write("prune: nothing to do\n")
+    return exit_code(results, pruned, applied)
+
+
+def exit_code(results, pruned, applied: bool) -> int:
+    if any(d.outcome == FAIL for r in results for d in r.dtypes):
+        return 1
+    xpass = any(d.outcome == XPASS for r in results for d in r.dtypes)
+    if xpass and not (applied and pruned is not None and not pruned.reported):
+        return 1
+    return 0

@@ -1,0 +1,110 @@
+"""What an Objective-C++ host file under `mps/operations/` defines and registers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from porter.cpp_scan import code_mask, line_of, matching_close
+
+REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
+TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
+MPS_UNARY_STUB_RE = re.compile(r"^[ \t]*REGISTER_MPS_UNARY_STUB\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
+FUNCTION_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
+EXEC_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(?:_with_params)?\s*(?:<[^>]*>)?\s*\(\s*[^,]+,\s*\"(\w+)\"")
+NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Registration:
+    stub: str
+    function: str
+    line: int
+    via_macro: bool     # REGISTER_UNARY_TI_DISPATCH(NAME) or REGISTER_MPS_UNARY_STUB
+
+
+@dataclass(frozen=True)
+class KernelFunction:
+    name: str
+    params: str
+    start: int
+    end: int            # just past the closing brace
+    line: int
+    kernels: tuple[str, ...]      # Metal kernel names passed to exec_*_kernel
+
+
+class HostFile:
+    def __init__(self, text: str, path: str = ""):
+        self.text = text
+        self.path = path
+
+    @cached_property
+    def mask(self) -> str:
+        return code_mask(self.text)
+
+    @cached_property
+    def dispatch_registrations(self) -> list[Registration]:
+        out = [Registration(m.group(1), m.group(2), line_of(self.text, m.start()), False)
+               for m in REGISTER_DISPATCH_RE.finditer(self.mask)
+               if not self._in_define(m.start())]
+        out += [Registration(f"{m.group(1)}_stub", f"{m.group(1)}_kernel_mps",
+                             line_of(self.text, m.start()), True)
+                for m in TI_DISPATCH_RE.finditer(self.mask) if not self._in_define(m.start())]
+        return out
+
+    @cached_property
+    def ti_dispatch_names(self) -> list[str]:
+        return [m.group(1) for m in TI_DISPATCH_RE.finditer(self.mask) if not self._in_define(m.start())]
+
+    @cached_property
+    def mpsgraph_stubs(self) -> dict[str, tuple[str, int]]:
+        """REGISTER_MPS_UNARY_STUB(op, selector): op -> (selector, line)."""
+        return {m.group(1): (m.group(2), line_of(self.text, m.start()))
+                for m in MPS_UNARY_STUB_RE.finditer(self.mask) if not self._in_define(m.start())}
+
+    @cached_property
+    def kernel_functions(self) -> dict[str, KernelFunction]:
+        out = {}
+        for m in FUNCTION_RE.finditer(self.mask):
+            open_at = m.end() - 1
+            close = matching_close(self.mask, open_at)
+            if close < 0:
+                continue
+            body = self.text[open_at:close]
+            kernels = tuple(k for _, k in EXEC_RE.findall(body))
+            out[m.group(1)] = KernelFunction(m.group(1), " ".join(m.group(2).split()), m.start(),
+                                             close + 1, line_of(self.text, m.start()), kernels)
+        return out
+
+    def kernels_of_stub(self, stub: str) -> tuple[str, ...]:
+        """Metal kernel names the registered function of `stub` passes to exec_*_kernel."""
+        for reg in self.dispatch_registrations:
+            if reg.stub == stub:
+                if reg.via_macro:
+                    return (reg.stub[:-len("_stub")],)
+                fn = self.kernel_functions.get(reg.function.split("::")[-1])
+                return fn.kernels if fn else ()
+        return ()
+
+    def _in_define(self, offset: int) -> bool:
+        start = self.mask.rfind("\n", 0, offset) + 1
+        k = start
+        # A line belongs to a #define when it or a line continued into it starts with #define.
+        while True:
+            line = self.mask[k:self.mask.find("\n", k) if self.mask.find("\n", k) >= 0 else None]
+            if line.lstrip().startswith("#"):
+                return True
+            prev_end = k - 1
+            if prev_end <= 0:
+                return False
+            prev_start = self.mask.rfind("\n", 0, prev_end) + 1
+            if not self.mask[prev_start:prev_end].rstrip().endswith("\\"):
+                return False
+            k = prev_start
+
+    @cached_property
+    def namespace_end(self) -> int:
+        """Offset of the line `} // namespace at::native`, or -1."""
+        matches = list(NAMESPACE_END_RE.finditer(self.text))
+        return matches[-1].start() if matches else -1

@@ -1,0 +1,203 @@
+"""Resolve an op name against a checkout into one frozen `OpSpec`: every fact, read once.
+
+Principles (after torchgen's model.py):
+- Resolution is read-only and happens once, up front; edit planners only consume an OpSpec.
+- Every fact that an error may cite carries its location (path and line).
+- Unknown or unsupported ops fail here, with a one-line reason and a suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from porter import checkout as co
+from porter import native_yaml
+from porter.cpu_kernel import ScalarLambda, meta_promotes_to_float, scalar_lambda
+from porter.dtypes import MPS_DTYPES
+from porter.errors import PorterError
+from porter.host_scan import HostFile
+from porter.opinfo_source import OpInfoSource, for_op
+from porter.stubs import Stub, parse_header
+
+UNARY, BINARY = "unary", "binary"
+UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
+PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
+
+
+@dataclass(frozen=True)
+class MpsGraphImpl:
+    """Where an op still runs through MPSGraph."""
+
+    shape: str            # "row" (MPS: x_mps in the yaml) or "stub" (REGISTER_MPS_UNARY_STUB)
+    functions: tuple[str, ...]
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: str
+    kind: str                               # unary | binary
+    state: str                              # unported | mpsgraph | native
+    entries: tuple[native_yaml.Entry, ...]  # the op's family in native_functions.yaml
+    backend_entries: tuple[native_yaml.Entry, ...]   # those with CPU/CUDA rows
+    cpu_kernel: str                         # shared structured kernel, e.g. heaviside_out
+    stub: Stub
+    kernel: str                             # Metal kernel (host_name prefix)
+    metal_path: str
+    host_path: str
+    opinfos: tuple[OpInfoSource, ...]
+    refs: tuple[OpInfoSource, ...]
+    dtypes: frozenset[str]                  # torch dtype names to register on MPS
+    promotes_int_to_float: bool
+    returns_bool: bool
+    scalar_lambda: ScalarLambda | None
+    registered_in: tuple[str, ...] = ()     # host files that already register the stub
+    mpsgraph: tuple[MpsGraphImpl, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def xfail_keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.xfail_key for o in self.opinfos))
+
+
+def resolve(checkout: co.Checkout, op: str) -> OpSpec:
+    op = op.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
+        raise PorterError(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
+    op = op.replace(".", "_") if op.startswith(("special.", "linalg.", "fft.")) else op
+    yaml_text = checkout.read(co.NATIVE_YAML)
+    fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
+    if not fam:
+        names = sorted(native_yaml.op_names(native_yaml.scan(yaml_text)))
+        close = difflib.get_close_matches(op, names, n=3, cutoff=0.75)
+        hint = f"did you mean {', '.join(close)}?" if close else "check the spelling"
+        raise PorterError(f"unknown operator '{op}': no '- func: {op}' entry",
+                          path=co.NATIVE_YAML, hint=hint)
+    backend = [e for e in fam if e.dense_rows()]
+    out_entry = next((e for e in backend if e.is_out), None)
+    if out_entry is None or not _is_elementwise(out_entry):
+        where = (out_entry or fam[0])
+        raise PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
+                          "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
+                          path=co.NATIVE_YAML, line=where.lineno,
+                          hint="write this op's MPS kernel by hand")
+    kind = _kind(out_entry)
+    cpu_kernel = _shared_kernel(out_entry)
+    stub = _find_stub(checkout, op, cpu_kernel, out_entry)
+    hosts = _host_files(checkout)
+    registered = tuple(sorted(path for path, host in hosts.items()
+                              if any(r.stub == stub.name for r in host.dispatch_registrations)))
+    graph = _mpsgraph_impls(fam, hosts, op)
+    state = _state(fam, registered, graph)
+    opinfos, refs = for_op(checkout, op)
+    lam = scalar_lambda(checkout, stub.name)
+    promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
+                or meta_promotes_to_float(checkout, op))
+    dtypes = _mps_dtypes(opinfos)
+    returns_bool = bool(lam and lam.return_type == "bool")
+    kernel = _existing_kernel(hosts, stub.name) or op
+    pair = PAIRS[kind]
+    return OpSpec(
+        op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
+        cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
+        metal_path=f"{co.KERNELS}/{pair}.metal", host_path=f"{co.OPERATIONS}/{pair}.mm",
+        opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
+        promotes_int_to_float=promotes and not returns_bool, returns_bool=returns_bool,
+        scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
+
+
+def _is_elementwise(entry: native_yaml.Entry) -> bool:
+    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
+            or "TensorIterator" in "".join(entry.lines[:6]))
+
+
+def _kind(entry: native_yaml.Entry) -> str:
+    args = entry.schema.split("(", 1)[1].rsplit(")", 1)[0]
+    positional = args.split("*", 1)[0]
+    tensors = len(re.findall(r"\bTensor\b(?!\(a!\))", positional))
+    if "Scalar" in positional or tensors not in (1, 2):
+        raise PorterError(f"'{entry.name}' takes ({positional.strip().rstrip(',')}): porter ports "
+                          "unary and binary tensor ops", path=co.NATIVE_YAML, line=entry.lineno)
+    return UNARY if tensors == 1 else BINARY
+
+
+def _shared_kernel(entry: native_yaml.Entry) -> str:
+    kernels = {d.kernel for d in entry.dense_rows()}
+    if len(kernels) != 1:
+        raise PorterError(f"'{entry.full_name}' has different CPU and CUDA kernels ({', '.join(sorted(kernels))}): "
+                          "no shared structured kernel for MPS to join",
+                          path=co.NATIVE_YAML, line=entry.lineno)
+    return kernels.pop()
+
+
+def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
+    """The stub the shared kernel calls: from its TORCH_IMPL_FUNC, else `<op>_stub`."""
+    names = []
+    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+        text = checkout.read(rel)
+        if cpu_kernel not in text:
+            continue
+        m = re.search(rf"CREATE_\w*TORCH_IMPL_FUNC\(\s*{cpu_kernel}\s*,\s*(\w+)\s*\)", text)
+        if m:
+            names.append(m.group(1))
+            break
+        m = re.search(rf"TORCH_IMPL_FUNC\(\s*{cpu_kernel}\s*\)[^{{]*\{{(.*?)\n\}}", text, re.S)
+        if m:
+            names += re.findall(r"\b(\w+_stub)\s*\(\s*device_type\(\)", m.group(1))
+            break
+    names.append(f"{op}_stub")
+    for name in dict.fromkeys(names):
+        for rel in checkout.glob(co.NATIVE, "*.h"):
+            text = checkout.read(rel)
+            if name in text:
+                stub = parse_header(text, rel).get(name)
+                if stub:
+                    return stub
+    raise PorterError(f"'{op}': no DispatchStub declared for its kernel {cpu_kernel} "
+                      f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
+                      path=co.NATIVE_YAML, line=entry.lineno,
+                      hint="ops without a stub need a hand-written MPS impl (pattern B)")
+
+
+def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
+    return {rel: HostFile(checkout.read(rel), rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+
+
+def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
+    found = []
+    for e in fam:
+        for row in e.mps_rows():
+            if row.kernel.endswith("_mps"):
+                found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
+    for rel, host in hosts.items():
+        if op in host.mpsgraph_stubs:
+            selector, line = host.mpsgraph_stubs[op]
+            found.append(MpsGraphImpl("stub", (selector,), rel, line))
+    return tuple(found)
+
+
+def _state(fam, registered, graph) -> str:
+    if graph:
+        return MPSGRAPH
+    has_mps = any(e.mps_rows() for e in fam)
+    return NATIVE if has_mps and registered else UNPORTED
+
+
+def _mps_dtypes(opinfos) -> frozenset[str]:
+    dtypes: set[str] = set()
+    for o in opinfos:
+        found = o.dtypes("dtypesIfMPS") or o.dtypes("dtypes")
+        if found:
+            dtypes |= found
+    return frozenset(d for d in dtypes if d in MPS_DTYPES)
+
+
+def _existing_kernel(hosts: dict[str, HostFile], stub: str) -> str | None:
+    for host in hosts.values():
+        kernels = host.kernels_of_stub(stub)
+        if kernels:
+            return kernels[0]
+    return None

@@ -1,0 +1,167 @@
+"""Plan the edits of a native Metal port of one op: the `new-op` pipeline's second step.
+
+`plan_port` reads the files it needs (each once), runs the pure edit functions, validates the
+planned texts and returns a ChangeSet plus what the user must know. It writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from porter import checkout as co
+from porter import validate
+from porter.c10_metal import available_functions
+from porter.changes import ChangeSet
+from porter.edits import host as host_edit
+from porter.edits import metal as metal_edit
+from porter.edits import native_yaml as yaml_edit
+from porter.edits import opinfo as opinfo_edit
+from porter.edits import xfails as xfail_edit
+from porter.errors import PorterError
+from porter.functor import SKELETON, Functor, build
+from porter.host_scan import HostFile
+from porter.metal_scan import MetalFile
+from porter.opinfo_source import call_span
+from porter.ops import UNARY, OpSpec
+
+
+@dataclass
+class Plan:
+    spec: OpSpec
+    changes: ChangeSet
+    functor: Functor | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
+              changes: ChangeSet | None = None) -> Plan:
+    """Edits that make `spec` run a native Metal kernel; `changes` may hold earlier edits."""
+    plan = Plan(spec, changes or ChangeSet(checkout.root))
+    cs = plan.changes
+
+    def read(path: str) -> str:
+        return cs.current(path, checkout.read)
+
+    def write(path: str, new: str) -> None:
+        cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
+
+    _plan_yaml(checkout, spec, read, write)
+    _plan_kernel(checkout, spec, body, read, write, plan)
+    _plan_host(checkout, spec, read, write)
+    _plan_expectations(checkout, spec, read, write, plan)
+    return plan
+
+
+def _plan_yaml(checkout, spec: OpSpec, read, write) -> None:
+    old = read(co.NATIVE_YAML)
+    new = yaml_edit.add_mps(old, spec.backend_entries)
+    if new != old:
+        changed = {e.full_name for e in spec.backend_entries}
+        tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
+        validate.yaml_entries(new, changed, tags)
+        write(co.NATIVE_YAML, new)
+
+
+def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
+    if not checkout.exists(spec.metal_path):
+        raise PorterError(f"{spec.metal_path} is missing: porter adds {spec.kind} kernels there",
+                          hint="is this a PyTorch checkout with MPS kernels?")
+    text = read(spec.metal_path)
+    _check_unique_kernel_name(checkout, spec)
+    metal = MetalFile(text, spec.metal_path)
+    if spec.kernel not in metal.functors:
+        plan.functor = build(spec, body, lambda: available_functions(checkout))
+        text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+        if plan.functor.origin == SKELETON:
+            plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
+                              f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
+                              f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
+    elif body is not None:
+        plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
+    try:
+        if spec.kind == UNARY:
+            kernels2, pairs = metal_edit.unary_registration_plan(
+                spec.dtypes, spec.promotes_int_to_float, spec.returns_bool)
+            text = metal_edit.add_unary_registration(text, spec.kernel, kernels2, pairs)
+        else:
+            macros = metal_edit.binary_registration_macros(spec.dtypes or frozenset({"float32"}),
+                                                           spec.promotes_int_to_float)
+            text = metal_edit.add_binary_registration(text, spec.kernel, macros)
+    except ValueError as err:
+        raise PorterError(str(err), path=spec.metal_path) from None
+    if "complex64" in spec.dtypes:
+        plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex overload")
+    write(spec.metal_path, text)
+
+
+def _check_unique_kernel_name(checkout, spec: OpSpec) -> None:
+    for rel in checkout.glob(co.KERNELS, "*.metal"):
+        if rel == spec.metal_path:
+            continue
+        text = checkout.read(rel)
+        if spec.kernel in text and any(r.kernel == spec.kernel for r in MetalFile(text).registrations):
+            raise PorterError(f"kernel name '{spec.kernel}' is already registered in {rel}; "
+                              "host names must be unique across .metal files", path=rel)
+
+
+def _plan_host(checkout, spec: OpSpec, read, write) -> None:
+    if spec.registered_in:
+        return
+    if not checkout.exists(spec.host_path):
+        raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
+    text = read(spec.host_path)
+    host = HostFile(text, spec.host_path)
+    iterator = spec.stub.iterator_type
+    if iterator is None or len(spec.stub.params) != 1:
+        raise PorterError(f"{spec.stub.name} takes ({', '.join(spec.stub.params)}): porter writes "
+                          "host stubs for kernels of one TensorIterator argument",
+                          path=spec.stub.header, line=spec.stub.line)
+    if spec.kind == UNARY and host_edit.uses_ti_macro(host, spec.stub.name, spec.kernel, iterator,
+                                                      len(spec.stub.params)):
+        new = host_edit.add_ti_dispatch(text, spec.kernel)
+    else:
+        new = host_edit.add_kernel_function(text, stub=spec.stub.name,
+                                            function=f"{spec.kernel}_mps_kernel",
+                                            kernel=spec.kernel, iterator=iterator, kind=spec.kind)
+    write(spec.host_path, new)
+    hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+    validate.stub_registered_once(hosts, spec.stub.name)
+    validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
+
+
+def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
+        old = read(co.COMMON_MPS)
+        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys)
+        if new != old:
+            validate.python_file(new, co.COMMON_MPS)
+            write(co.COMMON_MPS, new)
+        for e in others:
+            dtypes = "all dtypes" if e.dtypes is None else ", ".join(e.dtypes)
+            plan.notes.append(f"{co.COMMON_MPS}:{e.line}: {e.dict_name}['{e.key}'] ({dtypes}) left "
+                              f"in place; run `porter test {spec.op} --prune-xfails` to prune what passes")
+    by_file: dict[str, list] = {}
+    for source in (*spec.opinfos, *spec.refs):
+        by_file.setdefault(source.path, []).append(source)
+    for path, sources in by_file.items():
+        old = read(path)
+        new, kept = opinfo_edit.remove_expected_failures(old, sources)
+        for deco in kept:
+            plan.notes.append(f"{path}:{deco.line}: MPS decorator left in place: "
+                              f"{' '.join(deco.text.split())[:100]}")
+        if new != old:
+            _validate_calls(new, sources, path)
+            write(path, new)
+
+
+def _validate_calls(new: str, sources, path: str) -> None:
+    """Each edited OpInfo call still parses; cuts happen inside calls, so starts shift by the
+    text removed from the calls before them."""
+    removed = 0
+    for source in sorted(sources, key=lambda s: s.start):
+        start = source.start - removed
+        end = call_span(new, start)
+        if end < 0:
+            raise PorterError("edit would break the OpInfo call", path=path, line=source.line)
+        validate.python_slice(new, start, end, path)
+        removed += (source.end - source.start) - (end - start)

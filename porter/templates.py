@@ -1,0 +1,31 @@
+"""Jinja2 templates of generated Metal and host code.
+
+The templates live in the repository's top-level `templates/`; a wheel carries them as
+`porter/templates/` (see pyproject.toml). Both places are searched.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+
+def template_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError("porter's templates are missing from the installation")
+
+
+@lru_cache(maxsize=None)
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())),
+                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                              autoescape=False)
+
+
+def render(name: str, **values) -> str:
+    return _environment().get_template(name).render(**values)

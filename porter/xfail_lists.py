@@ -1,0 +1,90 @@
+"""The expectation dicts of `common_mps.py`, read statically.
+
+The dicts exist only when MPS is available at import time, so on Linux the file is parsed,
+never imported. Each dict is scoped to the function that defines it (`ON_MPS_XFAILLIST` is
+defined twice: once for output tests, once for gradients).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from porter.errors import PorterError
+
+UNIMPLEMENTED = ("UNIMPLEMENTED_XFAILLIST", "UNIMPLEMENTED_XFAILLIST_SPARSE")
+
+
+@dataclass(frozen=True)
+class XfailEntry:
+    function: str          # "mps_ops_modifier"
+    dict_name: str         # "UNIMPLEMENTED_XFAILLIST"
+    key: str
+    dtypes: tuple[str, ...] | None     # None: every dtype
+    line: int              # first line of the key (1-based)
+    end_line: int          # last line of the value
+    key_col: int
+    value_end_col: int
+
+
+def parse(text: str, path: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except SyntaxError as err:
+        raise PorterError(f"does not parse as Python: {err.msg}", path=path, line=err.lineno,
+                          hint="fix the syntax error first") from None
+
+
+def entries(text: str, path: str, tree: ast.Module | None = None) -> list[XfailEntry]:
+    tree = tree or parse(text, path)
+    found: list[XfailEntry] = []
+    _collect(tree.body, "", found)
+    return found
+
+
+def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry]) -> None:
+    """Dict assignments in statements, scoped to the enclosing function; expressions are not walked."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _collect(node.body, node.name, found)
+            continue
+        target, value = _dict_assignment(node)
+        if target is not None and isinstance(value, ast.Dict) and function:
+            for k, v in zip(value.keys, value.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    found.append(XfailEntry(function, target, k.value, _dtypes(v), k.lineno,
+                                            v.end_lineno, k.col_offset, v.end_col_offset))
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], (ast.stmt, ast.excepthandler)):
+                _collect(inner, function, found)
+
+
+def _dict_assignment(node) -> tuple[str | None, ast.AST | None]:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id, node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return node.target.id, node.value
+    return None, None
+
+
+def _dtypes(node: ast.AST) -> tuple[str, ...] | None:
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return tuple(ast.unparse(e).replace("torch.", "") for e in node.elts)
+    return (ast.unparse(node),)
+
+
+def remove_keys(text: str, found: list[XfailEntry]) -> str:
+    """Delete each entry's lines (key through value); entries must own their lines."""
+    lines = text.splitlines(keepends=True)
+    for entry in sorted(found, key=lambda e: e.line, reverse=True):
+        first, last = entry.line - 1, entry.end_line - 1
+        if lines[first][:entry.key_col].strip():
+            continue        # shares its line with another entry: leave it, reported by the caller
+        rest = lines[last][entry.value_end_col:].strip()
+        if rest not in ("", ",") and not rest.startswith(("#", ",#", ", #")):
+            continue
+        del lines[first:last + 1]
+    return "".join(lines)
