@@ -1,20 +1,47 @@
 """A planned set of file edits: shown as status lines and a diff, applied all or nothing.
 
-Nothing else in porter writes to the checkout. `apply` re-reads every target first and
-refuses if one changed since it was planned (stale plan), writes each new text to a
-temporary file beside its target, then replaces the targets one by one; if a replace fails
-the targets already replaced are restored, so the tree ends either all old or all new.
+Nothing else in porter writes to the checkout. `apply` guarantees that every target file is,
+at every instant, byte-identical to its old or to its new text, whatever happens to the
+process (an error, Ctrl-C, SIGKILL, a full disk):
+
+1. refuse read-only targets before anything is written;
+2. stage: write each new text to a temporary file beside its target and fsync it;
+3. check: re-read every target; if one changed since it was planned (edited, renamed away,
+   deleted, created), remove the temporary files and refuse (stale plan);
+4. commit: `os.replace` each temporary file onto its target (atomic per file); if a replace
+   fails, the targets already replaced get their old text back, so the tree ends all old or
+   all new.
+
+Ctrl-C and SIGTERM are held back while `apply` runs (it takes milliseconds) and act once it
+returns. Only SIGKILL or a power cut can stop it between two replaces: each file is still
+whole, some are new and some old, and temporary files may be left. Re-running the command
+completes the job, because planning is idempotent per file (an edit already present is
+"identical"; tests/reliability checks this for every subset of a command's files). So
+porter keeps no journal. The next `apply` in the checkout deletes the temporary files a
+killed run left; a lock on the checkout root tells them from those of a porter still
+running.
+
+PORTER_FAULT (tests/reliability only) injects faults at numbered steps of `apply`; see
+`_Faults`. When it is unset the hook costs one dictionary lookup per `apply`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
+import stat
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from porter.errors import PorterError
 from porter.linediff import unified_diff_text
+
+TMP_SUFFIX = ".porter-tmp"
+LOCK_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -72,60 +99,282 @@ class ChangeSet:
     def apply(self) -> list[str]:
         """Write every pending change, all or nothing. Returns the paths written."""
         pending = self.pending
-        for change in pending:
-            target = self.root / change.path
+        faults = _Faults.from_env()
+        root = Path(self.root)
+        with _signals_held(), _checkout_lock(root):
+            dirs = {(root / c.path).parent for c in self.changes.values()}
+            _sweep_stale_temps(dirs)
+            if not pending:
+                return []
+            targets = [_Target(c, _real_target(root / c.path)) for c in pending]
+            _refuse_read_only(targets)
             try:
-                with open(target, encoding="utf-8", newline="") as f:
-                    on_disk = f.read()
-            except FileNotFoundError:
-                on_disk = None
-            if on_disk != change.old:
-                raise PorterError(f"{change.path} changed on disk while porter was planning; "
-                                  "nothing was written", hint="run the command again")
-        staged: list[tuple[FileChange, Path, str]] = []
-        try:
-            for change in pending:
-                target = self.root / change.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".porter-tmp",
-                                           dir=target.parent)
-                with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                    f.write(change.new)
-                    f.flush()
-                    os.fsync(f.fileno())
-                if change.old is not None:
-                    os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-                staged.append((change, target, tmp))
-        except OSError as err:
-            for _, _, tmp in staged:
-                _unlink_quietly(tmp)
-            _unlink_quietly(locals().get("tmp"))
-            raise PorterError(f"could not stage the edit of {change.path}: {err.strerror}; "
-                              "nothing was written") from None
-        done: list[tuple[FileChange, Path]] = []
-        try:
-            for change, target, tmp in staged:
-                os.replace(tmp, target)
-                done.append((change, target))
-        except OSError as err:
-            failed = change.path
-            for change, target in reversed(done):
-                _restore(target, change.old)
-            for _, _, tmp in staged:
-                _unlink_quietly(tmp)
-            raise PorterError(f"could not write {failed}: {err.strerror}; "
-                              "every file was restored") from None
+                _stage(targets, faults)
+                _check_fresh(targets, faults)
+                _commit(targets, faults)
+            finally:
+                for t in targets:
+                    _unlink_quietly(t.tmp)
+                _remove_created_dirs(targets)
+            _sync_dirs({t.path.parent for t in targets})
         return [c.path for c in pending]
 
 
-def _restore(target: Path, old: str | None) -> None:
-    if old is None:
-        _unlink_quietly(str(target))
+@dataclass
+class _Target:
+    change: FileChange
+    path: Path                       # absolute, symlinks resolved (the link itself stays)
+    tmp: str | None = None           # staged new text, until replaced
+    created_dirs: list[Path] = field(default_factory=list)
+    replaced: bool = False
+
+
+def _real_target(path: Path) -> Path:
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _refuse_read_only(targets: list[_Target]) -> None:
+    # Root ignores permission bits, so look at the bits as well as os.access: a read-only
+    # file or directory is the user saying "do not edit", whoever runs porter.
+    for t in targets:
+        try:
+            st = os.stat(t.path)
+        except FileNotFoundError:
+            st = None
+        except OSError as err:
+            raise PorterError(f"cannot read: {err.strerror}; nothing was written",
+                              path=t.change.path) from None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise PorterError("is a directory, porter expected a file; nothing was written",
+                              path=t.change.path)
+        if st is not None and (not st.st_mode & stat.S_IWUSR or not os.access(t.path, os.W_OK)):
+            raise PorterError("file is read-only; nothing was written", path=t.change.path,
+                              hint="make it writable (chmod u+w) if porter may edit it")
+        directory = _nearest_existing(t.path.parent)
+        dmode = os.stat(directory).st_mode
+        if not dmode & stat.S_IWUSR or not os.access(directory, os.W_OK | os.X_OK):
+            raise PorterError(f"directory {directory} is read-only; nothing was written",
+                              path=t.change.path,
+                              hint="porter writes a temporary file beside each file it edits")
+
+
+def _nearest_existing(directory: Path) -> Path:
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    return directory
+
+
+def _stage(targets: list[_Target], faults: "_Faults | None") -> None:
+    for t in targets:
+        try:
+            t.created_dirs = _make_parents(t.path.parent)
+            if faults:
+                faults.step("tmp", t)
+            fd, t.tmp = tempfile.mkstemp(prefix=f".{t.path.name}.", suffix=TMP_SUFFIX,
+                                         dir=t.path.parent)
+            with os.fdopen(fd, "wb") as f:
+                data = t.change.new.encode("utf-8")
+                if faults:
+                    # a fault here lands in the middle of the data, as a full disk would
+                    half = len(data) // 2
+                    f.write(data[:half])
+                    f.flush()
+                    faults.step("write", t)
+                    f.write(data[half:])
+                else:
+                    f.write(data)
+                f.flush()
+                if faults:
+                    faults.step("fsync", t)
+                os.fsync(f.fileno())
+            if t.change.old is not None:
+                if faults:
+                    faults.step("chmod", t)
+                os.chmod(t.tmp, os.stat(t.path).st_mode & 0o7777)
+        except OSError as err:
+            raise PorterError(f"could not stage the edit: {_reason(err)}; nothing was written",
+                              path=t.change.path) from None
+
+
+def _check_fresh(targets: list[_Target], faults: "_Faults | None") -> None:
+    for t in targets:
+        if faults:
+            faults.step("check", t)
+        try:
+            with open(t.path, "rb") as f:
+                on_disk = f.read()
+        except FileNotFoundError:
+            on_disk = None
+        except OSError as err:
+            raise PorterError(f"cannot read: {_reason(err)}; nothing was written",
+                              path=t.change.path) from None
+        old = t.change.old
+        if on_disk != (None if old is None else old.encode("utf-8")):
+            what = ("was deleted or renamed" if on_disk is None else
+                    "was created" if old is None else "changed")
+            raise PorterError(f"{what} on disk while porter was planning; nothing was written",
+                              path=t.change.path, hint="run the command again")
+
+
+def _commit(targets: list[_Target], faults: "_Faults | None") -> None:
+    failed = None
+    try:
+        for t in targets:
+            failed = t
+            if faults:
+                faults.step("replace", t)
+            os.replace(t.tmp, t.path)
+            t.replaced, t.tmp = True, None
+    except OSError as err:
+        unrestored = _restore([t for t in targets if t.replaced], faults)
+        message = f"could not write: {_reason(err)}; "
+        if unrestored:
+            message += "could not restore " + ", ".join(
+                f"{t.change.path} (its old text is in {saved})" for t, saved in unrestored)
+        else:
+            message += "every file was restored"
+        raise PorterError(message, path=failed.change.path) from None
+
+
+def _restore(done: list[_Target], faults: "_Faults | None") -> list[tuple[_Target, str]]:
+    """Put the old text back into targets already replaced; returns those that failed."""
+    unrestored = []
+    for t in reversed(done):
+        old = t.change.old
+        try:
+            if faults:
+                faults.step("restore", t)
+            if old is None:
+                os.unlink(t.path)
+                continue
+            fd, tmp = tempfile.mkstemp(prefix=f".{t.path.name}.", suffix=TMP_SUFFIX,
+                                       dir=t.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(old.encode("utf-8"))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, t.path)
+            except OSError:
+                _unlink_quietly(tmp)
+                raise
+        except OSError:
+            unrestored.append((t, _save_aside(t)))
+    return unrestored
+
+
+def _save_aside(t: _Target) -> str:
+    """Last resort when a restore fails: keep the old text where the user can find it."""
+    for directory in (t.path.parent, Path(tempfile.gettempdir())):
+        try:
+            fd, saved = tempfile.mkstemp(prefix=f"{t.path.name}.", suffix=".porter-old",
+                                         dir=directory)
+            with os.fdopen(fd, "wb") as f:
+                f.write((t.change.old or "").encode("utf-8"))
+            return saved
+        except OSError:
+            continue
+    return "nowhere: the disk is full"
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        d.mkdir()
+    return missing
+
+
+def _remove_created_dirs(targets: list[_Target]) -> None:
+    for t in targets:
+        if not t.replaced:
+            for d in t.created_dirs:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+
+
+def _sync_dirs(dirs) -> None:
+    # The renames are durable once their directories are; skipped where a directory
+    # cannot be opened (not every platform allows fsync on one).
+    for d in dirs:
+        try:
+            fd = os.open(d, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _sweep_stale_temps(dirs) -> None:
+    """Remove temporary files that a killed porter left (the caller holds the checkout lock,
+    so no live porter owns one)."""
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(TMP_SUFFIX):
+                _unlink_quietly(os.path.join(d, name))
+
+
+@contextmanager
+def _checkout_lock(root: Path):
+    """One writer per checkout: an exclusive flock on the root directory, released by the
+    kernel when the process dies, so a killed run never leaves it held."""
+    try:
+        import fcntl
+    except ImportError:         # not POSIX: no lock, no sweep hazard worth a dependency
+        yield
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".porter-tmp", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(old)
-    os.replace(tmp, target)
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError as err:
+        raise PorterError(f"cannot open the checkout: {_reason(err)}", path=root) from None
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise PorterError("another porter is writing to this checkout; nothing "
+                                      "was written", path=root, hint="run the command again") from None
+                time.sleep(0.05)
+            except OSError:      # a filesystem without flock: go on unlocked
+                break
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _signals_held():
+    """Hold Ctrl-C and SIGTERM until the block ends: they then act as usual, after every
+    file is whole and consistent."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):   # no pthread_sigmask (Windows)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err)
 
 
 def _unlink_quietly(path: str | None) -> None:
@@ -134,3 +383,66 @@ def _unlink_quietly(path: str | None) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+class _Faults:
+    """Test hook: PORTER_FAULT="KIND@N[,KIND@N...]" acts at the N-th step of `apply`.
+
+    Steps, in order: per pending file `tmp`, `write` (half the data is written), `fsync`,
+    `chmod` (existing files), then per file `check`, then per file `replace`, then on failure
+    `restore` per replaced file. KIND is one of
+      kill        SIGKILL this process
+      stop        SIGSTOP this process (the test parent then sends SIGKILL)
+      enospc, eio, eacces, eperm, erofs   raise that OSError
+      rename, delete, edit   another process renames the target away (to NAME.moved-away),
+                  deletes it, or appends a line to it, just before the step
+    PORTER_FAULT_LOG=FILE appends "N step path" for every step (to learn a run's steps).
+    """
+
+    ERRNOS = {"enospc": errno.ENOSPC, "eio": errno.EIO, "eacces": errno.EACCES,
+              "eperm": errno.EPERM, "erofs": errno.EROFS}
+    KINDS = {"kill", "stop", "rename", "delete", "edit", *ERRNOS}
+
+    def __init__(self, plan: dict[int, str], log: str | None):
+        self.plan, self.log, self.count = plan, log, 0
+
+    @classmethod
+    def from_env(cls) -> "_Faults | None":
+        spec, log = os.environ.get("PORTER_FAULT"), os.environ.get("PORTER_FAULT_LOG")
+        if not spec and not log:
+            return None
+        plan = {}
+        for item in filter(None, (spec or "").split(",")):
+            kind, _, n = item.partition("@")
+            if kind not in cls.KINDS or not n.isdigit():
+                raise PorterError(f"PORTER_FAULT: bad item {item!r}",
+                                  hint=f"KIND@N with KIND one of {', '.join(sorted(cls.KINDS))}")
+            plan[int(n)] = kind
+        return cls(plan, log)
+
+    def step(self, name: str, target: _Target) -> None:
+        self.count += 1
+        if self.log:
+            with open(self.log, "a", encoding="utf-8") as f:
+                f.write(f"{self.count} {name} {target.change.path}\n")
+        kind = self.plan.get(self.count)
+        if kind is None:
+            return
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif kind == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        elif kind in ("rename", "delete", "edit"):
+            try:
+                if kind == "rename":
+                    os.rename(target.path, f"{target.path}.moved-away")
+                elif kind == "delete":
+                    os.unlink(target.path)
+                else:
+                    with open(target.path, "a", encoding="utf-8") as f:
+                        f.write("// edited by someone else\n")
+            except FileNotFoundError:
+                pass
+        else:
+            code = self.ERRNOS[kind]
+            raise OSError(code, os.strerror(code), str(target.path))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from porter.errors import PorterError
@@ -28,6 +29,8 @@ COMMANDS = {
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERNAL = 70           # EX_SOFTWARE: a porter bug (the one-line message says so)
+EXIT_BROKEN_PIPE = 141       # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
 
 
 def _load(name: str):
@@ -70,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return int(args._module.run(args) or 0)
+        code = int(args._module.run(args) or 0)
+        sys.stdout.flush()      # a closed pipe shows up here, not at interpreter exit
+        return code
     except PorterError as err:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, **err.to_json()}))
@@ -80,3 +85,38 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("porter: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader (`| head`) went away: stop quietly, as other command-line tools do.
+        sys.stdout = None
+        return 0
+    except BrokenPipeError:
+        # the reader went away (`porter ... | head`): stop quietly, as a shell tool does
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as err:
+        # A porter bug, never bad input (that is PorterError). One line, not a traceback;
+        # tests/reliability counts any of these as a failure.
+        if os.environ.get("PORTER_DEBUG"):
+            raise
+        where = _innermost_frame(err)
+        detail = " ".join(f"{type(err).__name__}: {err}".split())[:300]
+        print(f"porter: internal error: {detail} at {where} (a porter bug: please report it "
+              "with the command line; PORTER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _innermost_frame(err: BaseException) -> str:
+    tb = err.__traceback__
+    while tb and tb.tb_next:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # stdout replaced (tests) or closed
+        pass

@@ -1,7 +1,8 @@
 """Validate planned texts before anything is written.
 
 - Each changed `native_functions.yaml` entry goes through torchgen's own model
-  (`NativeFunction.from_yaml`, ~1 ms an entry); the whole-file parse is `porter check`'s job.
+  (`NativeFunction.from_yaml`, ~1 ms an entry, see torchgen_check.py); the whole-file parse
+  is `porter check`'s job.
 - Cross-row facts torchgen does not check: one MPS key per entry, the MPS kernel is the
   shared CPU/CUDA kernel, no MPS on a structured delegate.
 - Edited Python parses (the OpInfo slice only, for the 1.3 MB op database).
@@ -12,16 +13,17 @@
 from __future__ import annotations
 
 import ast
-import functools
 
 from porter import checkout as co
 from porter import native_yaml
 from porter.errors import PorterError
 from porter.host_scan import HostFile
 from porter.metal_scan import MetalFile
+from porter.torchgen_check import EntryValidator
 
 
-def yaml_entries(new_text: str, changed_names: set[str], tags_text: str | None) -> None:
+def yaml_entries(new_text: str, changed_names: set[str], tags_text: str | None,
+                 validator: EntryValidator | None = None) -> None:
     bases = {name.split(".")[0] for name in changed_names}
     entries = {e.full_name: e for e in native_yaml.entries_named(new_text, bases)
                if e.full_name in changed_names}
@@ -37,43 +39,12 @@ def yaml_entries(new_text: str, changed_names: set[str], tags_text: str | None) 
         if mps and dense and mps[0].kernel not in dense:
             raise PorterError(f"'{entry.full_name}': MPS runs {mps[0].kernel}, CPU/CUDA run "
                               f"{', '.join(sorted(dense))}", path=co.NATIVE_YAML, line=mps[0].lineno)
-        _torchgen_entry(entry, tags_text)
-
-
-def _torchgen_entry(entry: native_yaml.Entry, tags_text: str | None) -> None:
-    try:
-        from torchgen.model import Location, NativeFunction
-    except ImportError:
-        return      # torchgen ships with torch; without it `porter check` says so
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        loaded = yaml.load("".join(entry.lines), Loader=loader)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = entry.lineno + (mark.line if mark else 0)
-        raise PorterError(f"edited entry is not valid YAML: {getattr(err, 'problem', err)}",
-                          path=co.NATIVE_YAML, line=line) from None
-    if not isinstance(loaded, list) or not isinstance(loaded[0], dict):
-        raise PorterError("edited entry is not a YAML mapping", path=co.NATIVE_YAML, line=entry.lineno)
-    try:
-        NativeFunction.from_yaml(dict(loaded[0]), Location(co.NATIVE_YAML, entry.lineno),
-                                 _valid_tags(tags_text))
-    except (AssertionError, Exception) as err:      # torchgen reports by AssertionError
-        message = " ".join(str(err).split()) or type(err).__name__
-        raise PorterError(f"torchgen rejects '{entry.full_name}': {message}",
-                          path=co.NATIVE_YAML, line=entry.lineno) from None
-
-
-@functools.lru_cache(maxsize=4)
-def _valid_tags(tags_text: str | None) -> set[str]:
-    if not tags_text:
-        return set()
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return {t["tag"] for t in yaml.load(tags_text, Loader=loader) or [] if "tag" in t}
+    requests = [{"name": e.full_name, "line": e.lineno, "path": co.NATIVE_YAML,
+                 "text": "".join(e.lines)} for e in entries.values()]
+    rejected = (validator or EntryValidator()).check(requests, tags_text)
+    if rejected:
+        first = rejected[0]
+        raise PorterError(first["error"], path=co.NATIVE_YAML, line=first["line"])
 
 
 def python_slice(text: str, start: int, end: int, path: str) -> None:

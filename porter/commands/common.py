@@ -18,16 +18,24 @@ def add_edit_options(parser) -> None:
                         help="print per-file status and the unified diff; write nothing")
     parser.add_argument("--body", metavar="EXPR",
                         help="Metal expression of the functor body, in x (unary) or a and b (binary)")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="edit files even if they have uncommitted changes in git")
     parser.add_argument("--test", action="store_true",
                         help="run `porter test OP` right after applying")
     parser.add_argument("--device", default=None,
                         help="device for --test (mps, cuda, emulate; default: mps if available, else emulate)")
 
 
-def apply_unless_dry(changes: ChangeSet, dry_run: bool) -> list[str] | None:
-    if dry_run or not changes:
+def apply_unless_dry(changes: ChangeSet, dry_run: bool, allow_dirty: bool = False) -> list[str] | None:
+    """Write the changes unless this is a dry run. Files about to be written must have no
+    uncommitted changes in git unless `allow_dirty` (porter.vcs says why)."""
+    if dry_run:
         return None
-    return changes.apply()
+    if changes and not allow_dirty:
+        from porter.vcs import refuse_dirty
+        refuse_dirty(changes.root, [c.path for c in changes.pending])
+    written = changes.apply()      # with nothing pending: only sweeps a killed run's temp files
+    return written or None
 
 
 def run_tests_after(args, root) -> int:

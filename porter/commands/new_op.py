@@ -8,6 +8,7 @@ from porter.errors import PorterError
 from porter.ops import MPSGRAPH, resolve
 from porter.plan import plan_port
 from porter.report import show_plan
+from porter.torchgen_check import EntryValidator
 
 HELP = "add a native Metal (MPS) kernel for an elementwise op: yaml, .metal, .mm, expectations"
 
@@ -17,14 +18,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    checkout = Checkout.at(args.root)
-    spec = resolve(checkout, args.op)
-    if spec.state == MPSGRAPH:
-        impl = spec.mpsgraph[0]
-        raise PorterError(f"'{spec.op}' already runs on MPS through MPSGraph ({impl.path}:{impl.line})",
-                          hint=f"use porter migrate-from-mpsgraph {spec.op}")
-    plan = plan_port(checkout, spec, args.body)
-    written = apply_unless_dry(plan.changes, args.dry_run)
+    with EntryValidator() as validator:     # warms torchgen up while porter plans
+        checkout = Checkout.at(args.root)
+        spec = resolve(checkout, args.op)
+        if spec.state == MPSGRAPH:
+            impl = spec.mpsgraph[0]
+            raise PorterError(f"'{spec.op}' already runs on MPS through MPSGraph ({impl.path}:{impl.line})",
+                              hint=f"use porter migrate-from-mpsgraph {spec.op}")
+        plan = plan_port(checkout, spec, args.body, validator=validator)
+    written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     extra = {"functor": plan.functor.origin if plan.functor else None, "kind": spec.kind,
              "stub": spec.stub.name, "kernel": spec.kernel}
     show_plan("new-op", spec.op, plan.changes, plan.notes, dry_run=args.dry_run,

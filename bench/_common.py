@@ -1,0 +1,38 @@
+"""Shared bench helpers: a real-size tree in a temp dir and wall-clock timing of whole processes."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from porter.testing.trees import build_real_tree  # noqa: E402
+
+
+def real_tree() -> Path:
+    """A fresh real-size tree (fixture kernels + the installed wheel's real files), git-initialised."""
+    root = build_real_tree(Path(tempfile.mkdtemp(prefix="porter-bench-")) / "pytorch")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base"]):
+        subprocess.run(cmd, cwd=root, check=True)
+    return root
+
+
+def time_process(argv: list[str], repeat: int = 5, cwd: Path | None = None) -> tuple[float, float]:
+    """(best, median) wall seconds of a whole process, output discarded."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times)
+
+
+def porter_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "porter", *args]

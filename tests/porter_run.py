@@ -1,0 +1,60 @@
+"""Helpers for running porter in tests: in-process CLI calls and tree snapshots."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from porter.cli import main
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def porter(*args: str, root: Path | None = None) -> Result:
+    argv = list(args) + (["--root", str(root)] if root is not None else [])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (relative path -> digest)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def file_diff(result_out: str, path: str) -> str:
+    """The part of a dry-run diff that concerns one file."""
+    chunks, current = {}, None
+    for line in result_out.splitlines(keepends=True):
+        if line.startswith("--- "):
+            current = None
+        if line.startswith("+++ b/"):
+            current = line[len("+++ b/"):].strip()
+            chunks[current] = ""
+            continue
+        if line.startswith(("dry run:", "note:")):
+            current = None
+        if current:
+            chunks[current] += line
+    return chunks.get(path, "")
+
+
+def git_init(root: Path) -> None:
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(cmd, cwd=root, check=True)

@@ -1,0 +1,384 @@
+"""porter new-op: golden diffs per edited file, end to end on both trees, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from expecttest import assert_expected_inline
+
+from porter.checkout import NATIVE_YAML, TAGS_YAML
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+
+YAML = NATIVE_YAML
+BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+BINARY_MM = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+UNARY_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+UNARY_MM = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+CMI = "torch/testing/_internal/common_methods_invocations.py"
+SPECIAL = "torch/testing/_internal/opinfo/definitions/special.py"
+
+
+def parse_with_torchgen(root) -> int:
+    import torchgen.gen
+
+    torchgen.gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
+    parsed = torchgen.gen.parse_native_yaml(str(root / YAML), str(root / TAGS_YAML))
+    return len(parsed.native_functions)
+
+
+# --- golden diffs on the fixture checkout -------------------------------------------------
+
+@pytest.fixture
+def heaviside_dry(mini_root):
+    result = porter("new-op", "heaviside", "--dry-run", root=mini_root)
+    assert result.code == 0, result.err
+    return result.out
+
+
+@pytest.fixture
+def log_ndtr_dry(mini_root):
+    result = porter("new-op", "special_log_ndtr", "--dry-run", root=mini_root)
+    assert result.code == 0, result.err
+    return result.out
+
+
+def test_status_lines(heaviside_dry):
+    assert_expected_inline(heaviside_dry.split("\n\n", 1)[0], """\
+   update  aten/src/ATen/native/native_functions.yaml
+   update  aten/src/ATen/native/mps/kernels/BinaryKernel.metal
+   update  aten/src/ATen/native/mps/operations/BinaryKernel.mm
+   update  torch/testing/_internal/common_mps.py
+   update  torch/testing/_internal/common_methods_invocations.py""")
+
+
+def test_yaml_gets_mps_in_shared_row(heaviside_dry):
+    assert_expected_inline(file_diff(heaviside_dry, YAML), """\
+@@ -451,7 +451,7 @@
+   structured_inherits: TensorIteratorBase
+   device_check: NoCheck   # TensorIterator
+   dispatch:
+-    CPU, CUDA: heaviside_out
++    CPU, CUDA, MPS: heaviside_out
+   tags: pointwise
+ 
+ - func: heaviside(Tensor self, Tensor values) -> Tensor
+""")
+
+
+def test_binary_functor_and_registration(heaviside_dry):
+    assert_expected_inline(file_diff(heaviside_dry, BINARY_METAL), """\
+@@ -73,6 +73,17 @@
+   }
+ };
+ 
++struct heaviside_functor {
++  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(float(a) == 0 ? float(b) : static_cast<float>(float(a) > 0));
++  }
++  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(a == 0 ? b : static_cast<T>(a > 0));
++  }
++};
++
+ // Complex binary functors
+ struct mul_functor {
+   template <typename T>
+@@ -113,6 +124,8 @@
+ REGISTER_FLOAT_BINARY_OP(hypot);
+ REGISTER_FLOAT_BINARY_OP(atan2);
+ REGISTER_INT2FLOAT_BINARY_OP(atan2);
++REGISTER_FLOAT_BINARY_OP(heaviside);
++REGISTER_INTEGER_BINARY_OP(heaviside);
+ REGISTER_FLOAT_BINARY_OP(copysign);
+ REGISTER_INT2FLOAT_BINARY_OP(copysign);
+ REGISTER_OPMATH_FLOAT_BINARY_OP(xlogy);
+""")
+
+
+def test_binary_host_stub(heaviside_dry):
+    assert_expected_inline(file_diff(heaviside_dry, BINARY_MM), """\
+@@ -63,6 +63,10 @@
+   lib.exec_binary_kernel(iter, "sub_alpha", alpha);
+ }
+ 
++static void heaviside_mps_kernel(TensorIteratorBase& iter) {
++  lib.exec_binary_kernel(iter, "heaviside");
++}
++
+ REGISTER_DISPATCH(fmax_stub, &fmax_mps_kernel)
+ REGISTER_DISPATCH(fmin_stub, &fmin_mps_kernel)
+ REGISTER_DISPATCH(copysign_stub, &copysign_mps_kernel);
+@@ -71,4 +75,5 @@
+ REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)
+ REGISTER_DISPATCH(add_stub, &add_mps_kernel)
+ REGISTER_DISPATCH(sub_stub, &sub_mps_kernel)
++REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel)
+ } // namespace at::native
+""")
+
+
+def test_unimplemented_xfail_removed(heaviside_dry):
+    assert_expected_inline(file_diff(heaviside_dry, COMMON_MPS), """\
+@@ -39,7 +39,6 @@
+             # Failures due to lack of op implementation on MPS backend
+             "logspace": None,
+             "frexp": None,
+-            "heaviside": None,
+             "linalg.eig": None,
+             "rounddecimals_0": [
+                 torch.uint8,
+""")
+
+
+def test_opinfo_and_ref_decorators_removed(heaviside_dry):
+    assert_expected_inline(file_diff(heaviside_dry, CMI), """\
+@@ -122,11 +122,6 @@
+                         DecorateInfo(unittest.expectedFailure,
+                                      'TestBinaryUfuncsDevice',
+                                      'test_type_promotion'),
+-                        # heaviside is not implemented for the MPS device
+-                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_variant_consistency_eager', device_type='mps'),
+-                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out_warning', device_type='mps'),
+-                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps'),
+-                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_dtypes', device_type='mps'),
+                     )),
+     BinaryUfuncInfo('hypot',
+                     dtypes=floating_types_and(torch.bfloat16, torch.half),
+@@ -205,9 +200,6 @@
+         torch_opinfo_name="heaviside",
+         supports_rhs_python_scalar=False,
+         skips=(
+-            # heaviside is not implemented for the MPS device
+-            DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_python_ref_torch_fallback', device_type='mps'),
+-            DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_python_ref', device_type='mps'),
+         ),
+     ),
+ ]
+
+""")
+
+
+def test_notes_name_what_was_left(heaviside_dry):
+    notes = [line for line in heaviside_dry.splitlines() if line.startswith("note:")]
+    assert_expected_inline("\n".join(notes), """note: test/test_mps.py:17: TestFallbackWarning uses heaviside as its not-implemented example; change it to an op that still lacks MPS""")
+
+
+def test_unary_functor_in_float_math_with_int_to_float(log_ndtr_dry):
+    assert_expected_inline(file_diff(log_ndtr_dry, UNARY_METAL), """\
+@@ -118,6 +118,17 @@
+   }
+ };
+ 
++struct special_log_ndtr_functor {
++  template <typename T>
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
++    return static_cast<T>((float(x) < -1.0f ? ::precise::log(c10::metal::erfcx(-float(x) * M_SQRT1_2_F) / 2) - (float(x) * M_SQRT1_2_F) * (float(x) * M_SQRT1_2_F) : c10::metal::log1p(-c10::metal::erfc(float(x) * M_SQRT1_2_F) / 2)));
++  }
++  template <typename T>
++  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T x) {
++    return operator()(static_cast<float>(x));
++  }
++};
++
+ DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);
+ DEFINE_UNARY_FLOATING_FUNCTOR(erfcx);
+ DEFINE_UNARY_FLOATING_FUNCTOR(sinc);
+@@ -137,6 +148,13 @@
+ REGISTER_UNARY_OP(bitwise_not, char, char);
+ REGISTER_UNARY_OP(bitwise_not, uchar, uchar);
+ REGISTER_UNARY_OP(bitwise_not, bool, bool);
++REGISTER_UNARY_OP(special_log_ndtr, float, float);
++REGISTER_UNARY_OP(special_log_ndtr, long, float);
++REGISTER_UNARY_OP(special_log_ndtr, int, float);
++REGISTER_UNARY_OP(special_log_ndtr, short, float);
++REGISTER_UNARY_OP(special_log_ndtr, uchar, float);
++REGISTER_UNARY_OP(special_log_ndtr, char, float);
++REGISTER_UNARY_OP(special_log_ndtr, bool, float);
+ 
+ #define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) \\
+   REGISTER_UNARY_OP(erfinv, DTYPE1, DTYPE0);       \\
+""")
+
+
+def test_unary_host_uses_ti_macro(log_ndtr_dry):
+    assert_expected_inline(file_diff(log_ndtr_dry, UNARY_MM), """\
+@@ -28,6 +28,7 @@
+ REGISTER_UNARY_TI_DISPATCH(bitwise_not);
+ REGISTER_UNARY_TI_DISPATCH(sinc);
+ REGISTER_UNARY_TI_DISPATCH(erfinv);
++REGISTER_UNARY_TI_DISPATCH(special_log_ndtr);
+ 
+ // Stub and kernel names differ: special_erfcx_stub runs the "erfcx" kernel.
+ static void erfcx_kernel(TensorIteratorBase& iter) {
+""")
+
+
+def test_special_opinfo_decorators_removed(log_ndtr_dry):
+    assert_expected_inline(file_diff(log_ndtr_dry, SPECIAL), """\
+@@ -39,8 +39,6 @@
+         supports_forward_ad=True,
+         supports_fwgrad_bwgrad=True,
+         skips=(
+-            # special_log_ndtr is not implemented for the MPS device
+-            DecorateInfo(unittest.expectedFailure, "TestCommon", device_type="mps"),
+         ),
+     ),
+     UnaryUfuncInfo(
+@@ -66,19 +64,6 @@
+         torch_opinfo_name="special.log_ndtr",
+         op_db=op_db,
+         skips=(
+-            # special_log_ndtr is not implemented for the MPS device
+-            DecorateInfo(
+-                unittest.expectedFailure,
+-                "TestCommon",
+-                "test_python_ref",
+-                device_type="mps",
+-            ),
+-            DecorateInfo(
+-                unittest.expectedFailure,
+-                "TestCommon",
+-                "test_python_ref_torch_fallback",
+-                device_type="mps",
+-            ),
+         ),
+     ),
+ ]
+
+""")
+
+
+def test_body_option_replaces_translation(mini_root):
+    result = porter("new-op", "heaviside", "--dry-run", "--body", "a > 0 ? 1 : (a == 0 ? b : 0)",
+                    root=mini_root)
+    assert result.code == 0, result.err
+    functor = "".join(line for line in file_diff(result.out, BINARY_METAL).splitlines(keepends=True)
+                      if line.startswith("+"))
+    assert_expected_inline(functor, """\
++struct heaviside_functor {
++  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(float(a) > 0 ? 1 : (float(a) == 0 ? float(b) : 0));
++  }
++  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(a > 0 ? 1 : (a == 0 ? b : 0));
++  }
++};
++
++REGISTER_FLOAT_BINARY_OP(heaviside);
++REGISTER_INTEGER_BINARY_OP(heaviside);
+""")
+
+
+def test_untranslatable_lambda_gives_failing_skeleton(mini_root):
+    result = porter("new-op", "special_ndtri", "--dry-run", root=mini_root)
+    assert result.code == 0, result.err
+    added = [line[1:] for line in file_diff(result.out, UNARY_METAL).splitlines() if line.startswith("+")]
+    assert any('static_assert(sizeof(T) == 0, "porter: write the Metal body of special_ndtri_functor")'
+               in line for line in added)
+    assert "WARNING: special_ndtri_functor is a skeleton" in result.out
+
+
+# --- end to end -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,files", [
+    ("heaviside", {YAML, BINARY_METAL, BINARY_MM, COMMON_MPS, CMI}),
+    ("special_log_ndtr", {YAML, UNARY_METAL, UNARY_MM, COMMON_MPS, SPECIAL}),
+])
+@pytest.mark.parametrize("tree", ["mini_root", "real_root"])
+def test_end_to_end(op, files, tree, request):
+    root = request.getfixturevalue(tree)
+    git_init(root)
+    before = snapshot(root)
+
+    dry = porter("new-op", op, "--dry-run", root=root)
+    assert dry.code == 0, dry.err
+    assert snapshot(root) == before, "a dry run wrote to the tree"
+
+    applied = porter("new-op", op, root=root)
+    assert applied.code == 0, applied.err
+    after = snapshot(root)
+    assert set(changed_files(before, after)) == files
+
+    # The dry-run diff is exactly what the real run wrote.
+    subprocess.run(["git", "stash", "-q"], cwd=root, check=True)
+    patch = dry.out[dry.out.index("--- a/"):dry.out.rindex("\ndry run:")]
+    subprocess.run(["git", "apply", "-"], cwd=root, input=patch, text=True, check=True)
+    assert snapshot(root) == after
+
+    assert parse_with_torchgen(root) > 0
+    again = porter("new-op", op, root=root)
+    assert again.code == 0 and "nothing to do" in again.out
+    assert snapshot(root) == after
+
+
+def test_half_applied_port_is_completed(mini_root):
+    yaml_path = mini_root / YAML
+    text = yaml_path.read_text()
+    yaml_path.write_text(text.replace("CPU, CUDA: heaviside_out", "CPU, CUDA, MPS: heaviside_out"))
+    result = porter("new-op", "heaviside", root=mini_root)
+    assert result.code == 0, result.err
+    assert f"identical  {YAML}" in result.out
+    assert "update  " + BINARY_METAL in result.out
+    assert porter("new-op", "heaviside", root=mini_root).out.splitlines()[0].endswith("nothing to do")
+
+
+def test_json_output(mini_root):
+    result = porter("new-op", "heaviside", "--dry-run", "--json", root=mini_root)
+    data = json.loads(result.out)
+    assert data["ok"] and data["kind"] == "binary" and data["functor"] == "cpu-lambda"
+    assert {f["path"] for f in data["files"] if f["status"] == "update"} >= {YAML, BINARY_METAL}
+
+
+def test_already_native_op_is_nothing_to_do(mini_root):
+    result = porter("new-op", "atan2", root=mini_root)
+    assert (result.code, result.out.splitlines()[0]) == (0, "porter new-op atan2: nothing to do")
+
+
+# --- bad input: one line, exit 2, nothing touched --------------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["heavisde"], "unknown operator 'heavisde': no '- func: heavisde' entry (did you mean heaviside?)"),
+    (["linalg_svd"], "'linalg_svd' is not an elementwise TensorIterator op"),
+    (["sign"], "'sign' already runs on MPS through MPSGraph"),
+    (["bad name!"], "'bad name!' is not an operator name"),
+])
+def test_bad_input(mini_root, args, message):
+    before = snapshot(mini_root)
+    result = porter("new-op", *args, root=mini_root)
+    assert result.code == 2
+    assert result.out == "" and len(result.err.strip().splitlines()) == 1
+    assert message in result.err
+    assert snapshot(mini_root) == before
+
+
+def test_malformed_yaml_row_is_reported_with_line(mini_root):
+    yaml_path = mini_root / YAML
+    text = yaml_path.read_text()
+    yaml_path.write_text(text.replace("  structured_inherits: TensorIteratorBase\n  device_check: NoCheck   # TensorIterator\n  dispatch:\n    CPU, CUDA: heaviside_out",
+                                      "  structured_inherits: TensorIteratorBase\n  device_check: NoCheck   # TensorIterator\n  dispatch:\n    CPU, CUDA: heaviside_out\n   bad: [indent"))
+    before = snapshot(mini_root)
+    result = porter("new-op", "heaviside", root=mini_root)
+    assert result.code == 2, result.out
+    assert result.err.startswith(f"porter: error: {YAML}:")
+    assert snapshot(mini_root) == before
+
+
+def test_not_a_checkout(tmp_path):
+    result = porter("new-op", "heaviside", root=tmp_path)
+    assert result.code == 2 and "is not a PyTorch checkout" in result.err
+
+
+def test_scaffolding_never_imports_torch(mini_root):
+    code = ("import sys; from porter.cli import main; "
+            f"rc = main(['new-op', 'heaviside', '--dry-run', '--root', {str(mini_root)!r}]); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
