@@ -158,13 +158,14 @@ def _quoted_occurrences(text: str, names: set[str]):
 
 def for_op(checkout: co.Checkout, op: str) -> tuple[list[OpInfoSource], list[OpInfoSource]]:
     """The OpInfos of aten op `op` and their python-ref twins: (opinfos, refs)."""
-    names = {op}
+    names = {op, f"nn.functional.{op}"}
     if "_" in op:
         prefix, rest = op.split("_", 1)
         names.add(f"{prefix}.{rest}")        # special_log_ndtr -> special.log_ndtr
     names |= {f"_refs.{n}" for n in names}
     candidates = find(checkout, names)
-    opinfos = [c for c in candidates if not c.is_ref and op in (c.aten_name, c.name.replace(".", "_"))]
+    opinfos = [c for c in candidates if not c.is_ref and
+               op in (c.aten_name, c.name.replace(".", "_"), c.name.rsplit(".", 1)[-1])]
     infos = {o.name for o in opinfos}
     refs = [c for c in candidates
             if c.is_ref and (c.torch_opinfo_name or c.name[len("_refs."):]) in infos]

@@ -78,16 +78,12 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
                           path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
     out_entry = next((e for e in backend if e.is_out), None)
+    hosts = _host_files(checkout)
     if out_entry is None or not _is_elementwise(out_entry):
-        where = (out_entry or fam[0])
-        raise PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
-                          "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
-                          path=co.NATIVE_YAML, line=where.lineno,
-                          hint="write this op's MPS kernel by hand")
+        raise _not_portable(op, fam, out_entry, hosts)
     kind = _kind(out_entry)
     cpu_kernel = _shared_kernel(out_entry)
     stub = _find_stub(checkout, op, cpu_kernel, out_entry)
-    hosts = _host_files(checkout)
     registered = tuple(sorted(path for path, host in hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
     graph = _mpsgraph_impls(fam, hosts, op)
@@ -107,6 +103,24 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
         promotes_int_to_float=promotes and not returns_bool, returns_bool=returns_bool,
         scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
+
+
+def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
+    where = out_entry or fam[0]
+    graph = _mpsgraph_impls(fam, hosts, op)
+    if graph:
+        return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
+                           "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
+                           path=graph[0].path, line=graph[0].line,
+                           hint="its Metal kernel must be written by hand (pattern B)")
+    composite = [d for e in fam for d in e.dispatch if any(k.startswith("Composite") for k in d.keys)]
+    if not any(e.dense_rows() for e in fam) and (composite or not any(e.dispatch for e in fam)):
+        return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
+                           "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
+                           hint="port those ops instead")
+    return PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
+                       "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
+                       path=co.NATIVE_YAML, line=where.lineno, hint="write this op's MPS kernel by hand")
 
 
 def _is_elementwise(entry: native_yaml.Entry) -> bool:

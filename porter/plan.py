@@ -28,6 +28,7 @@ from porter.torchgen_check import EntryValidator
 
 
 TEST_MPS = "test/test_mps.py"
+FLOATING_DEFAULT = frozenset({"float32", "float16", "bfloat16"})
 
 
 @dataclass
@@ -85,14 +86,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
                               f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
     elif body is not None:
         plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
+    dtypes = spec.dtypes
+    if not dtypes:
+        dtypes = FLOATING_DEFAULT
+        plan.notes.append(f"no OpInfo names MPS dtypes for {spec.op}: registered "
+                          f"{', '.join(sorted(dtypes))} only")
     try:
         if spec.kind == UNARY:
             kernels2, pairs = metal_edit.unary_registration_plan(
-                spec.dtypes, spec.promotes_int_to_float, spec.returns_bool)
+                dtypes, spec.promotes_int_to_float, spec.returns_bool)
             text = metal_edit.add_unary_registration(text, spec.kernel, kernels2, pairs)
         else:
-            macros = metal_edit.binary_registration_macros(spec.dtypes or frozenset({"float32"}),
-                                                           spec.promotes_int_to_float)
+            macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
             text = metal_edit.add_binary_registration(text, spec.kernel, macros)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
