@@ -14,7 +14,10 @@ process (an error, Ctrl-C, SIGKILL, a full disk):
 
 Ctrl-C and SIGTERM are held back while `apply` runs (it takes milliseconds) and act once it
 returns. Only SIGKILL or a power cut can stop it between two replaces: each file is still
-whole, some are new and some old, and temporary files may be left. Re-running the command
+whole (its new text is fsynced before the rename, so not even a power cut can leave a renamed
+but empty file), some are new and some old, and temporary files may be left. The directories
+are not fsynced: after a power cut a rename may be lost, which leaves that file old, and so
+still whole. Re-running the command
 completes the job, because planning is idempotent per file (an edit already present is
 "identical"; tests/reliability checks this for every subset of a command's files). So
 porter keeps no journal. The next `apply` in the checkout deletes the temporary files a
@@ -116,7 +119,6 @@ class ChangeSet:
                 for t in targets:
                     _unlink_quietly(t.tmp)
                 _remove_created_dirs(targets)
-            _sync_dirs({t.path.parent for t in targets})
         return [c.path for c in pending]
 
 
@@ -198,9 +200,9 @@ def _stage(targets: list[_Target], faults: "_Faults | None") -> None:
 
 def _check_fresh(targets: list[_Target], faults: "_Faults | None") -> None:
     for t in targets:
-        if faults:
-            faults.step("check", t)
         try:
+            if faults:
+                faults.step("check", t)
             with open(t.path, "rb") as f:
                 on_disk = f.read()
         except FileNotFoundError:
@@ -295,22 +297,6 @@ def _remove_created_dirs(targets: list[_Target]) -> None:
                     d.rmdir()
                 except OSError:
                     break
-
-
-def _sync_dirs(dirs) -> None:
-    # The renames are durable once their directories are; skipped where a directory
-    # cannot be opened (not every platform allows fsync on one).
-    for d in dirs:
-        try:
-            fd = os.open(d, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
 
 
 def _sweep_stale_temps(dirs) -> None:

@@ -113,8 +113,8 @@ def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
                            "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
                            path=graph[0].path, line=graph[0].line,
                            hint="its Metal kernel must be written by hand (pattern B)")
-    composite = [d for e in fam for d in e.dispatch if any(k.startswith("Composite") for k in d.keys)]
-    if not any(e.dense_rows() for e in fam) and (composite or not any(e.dispatch for e in fam)):
+    pointwise = any("pointwise" in e.fields.get("tags", "") for e in fam)
+    if pointwise and not any(e.dense_rows() for e in fam):
         return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
                            "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
                            hint="port those ops instead")

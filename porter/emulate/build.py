@@ -40,6 +40,11 @@ FLAGS = [
     # Metal attributes ([[buffer(0)]], [[host_name(..)]]) and `#pragma unroll` are unknown to g++.
     "-w",
     "-fno-diagnostics-show-caret",
+    # Each library keeps its own registry and functors even when several are loaded
+    # into one process (inline variables are otherwise STB_GNU_UNIQUE, shared by all).
+    "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fno-gnu-unique",
+    # Less code to generate at -O0; kernels neither throw nor unwind.
+    "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-fno-threadsafe-statics",
 ]
 MAX_QUARANTINE_ROUNDS = 6
 
@@ -192,7 +197,8 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     tmp_so = tmpdir / "kernel.so"
     cmd = [cxx, *flags, f"-I{tmpdir}", *(f"-I{d}" for d in dirs),
            "-include", "porter/prelude.h", str(src), "-o", str(tmp_so)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # LC_ALL=C: plain quotes in diagnostics, which we parse and show
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
         return proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
     # Atomic publish: a concurrent reader never sees half a library.
@@ -229,16 +235,6 @@ def _metal_type(spelled: str) -> str:
     return spelled.split(",")[0].split(">")[0].strip()
 
 
-def _split_types(s: str) -> tuple[str, str]:
-    """'float, _Float16>' -> ('float', 'half') using known spellings."""
-    first = _metal_type(s)
-    for gxx, metal in sorted(GXX_TYPES.items(), key=lambda kv: -len(kv[0])):
-        if metal == first and s.startswith(gxx):
-            rest = s[len(gxx):].lstrip(", ")
-            return first, _metal_type(rest)
-    return first, _metal_type(s.split(", ", 1)[-1])
-
-
 def _site_line(block: list[str], display_path) -> int | None:
     """Line of the user's file where the failing thing was required or expanded."""
     best = None
@@ -271,8 +267,8 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
         where = f"{display_path}:{site}" if site else str(display_path)
         if _MISMATCH.search(text):
             impl = _IMPL.search(text)
-            m = re.search(r"registered_output_type_differs_from_functor_result<(.*)>'", text)
-            actual, declared = _split_types(m.group(1)) if m else ("?", "?")
+            m = re.search(r"check_output\(\) \[with R = (.+?); O = (.+?)\]", text)
+            actual, declared = (_metal_type(m.group(1)), _metal_type(m.group(2))) if m else ("?", "?")
             name, in_t = (impl.group(1), _metal_type(text[impl.end():])) if impl else ("?", "?")
             message = (f"{where}: {name} registered with output type {declared} for input "
                        f"{in_t}, but {name}_functor returns {actual}")

@@ -45,7 +45,11 @@ def shard_keys(keys: list[str], shard: tuple[int, int] | None) -> list[str]:
     return keys[k - 1::n]
 
 
-def _init_worker(root: str | None, device: str) -> None:
+def _init_worker(root: str | None, device: str, threads: int = 0) -> None:
+    if threads:
+        # N workers x torch's default intra-op threads would oversubscribe the cores
+        import torch
+        torch.set_num_threads(threads)
     from porter.harness import runner
     from porter.harness.backend import get_backend
     backend = get_backend(device, root)
@@ -76,7 +80,7 @@ def run(root, device: str, keys: list[str], jobs: int = 1, progress: bool = Fals
     else:
         import multiprocessing
         pool = multiprocessing.get_context("spawn").Pool(
-            min(jobs, len(keys)), initializer=_init_worker, initargs=(root_s, device))
+            min(jobs, len(keys)), initializer=_init_worker, initargs=(root_s, device, 1))
         done = pool.imap_unordered(_run_key, keys)
     try:
         for key, results in done:

@@ -113,7 +113,6 @@ def _removal_span(text: str, entry: expmod.Entry) -> tuple[int, int]:
         i += 1
     if i < len(text) and text[i] == ",":
         i += 1
-    after_comma = i
     while i < len(text) and text[i] in " \t":
         i += 1
     line_start = text.rfind("\n", 0, start) + 1
@@ -121,7 +120,11 @@ def _removal_span(text: str, entry: expmod.Entry) -> tuple[int, int]:
     if own_line_start and (i >= len(text) or text[i] in "\r\n#"):
         eol = text.find("\n", i)
         return line_start, len(text) if eol < 0 else eol + 1
-    return start, i if i > after_comma else after_comma
+    if i >= len(text) or text[i] in "\r\n":
+        # last entry of a shared line: drop the blank run before it too
+        while start > line_start and text[start - 1] in " \t":
+            start -= 1
+    return start, i
 
 
 def _validate(text: str, exp: expmod.Expectations, expected_after) -> None:

@@ -63,6 +63,8 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
                 lines.append(f"  FAIL {d.dtype} ({d.failed_samples}/{d.samples} samples), {where}: "
                              f"{d.message}")
                 lines.append(f"    repro: {repro(result, d.dtype, d.first_failure, root)}")
+            elif d.outcome == SKIP and d.message:
+                lines.append(f"  skip {d.dtype}: {d.message}")
             elif d.outcome == XPASS:
                 lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "
                              f"{'; '.join(d.expected_by)} (stale entry; --prune-xfails narrows it)")

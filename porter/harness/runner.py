@@ -19,7 +19,7 @@ from pathlib import Path
 
 from porter.harness import expectations as expmod
 from porter.harness import opdb, tolerances
-from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes
+from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
 TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
@@ -168,7 +168,6 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
 
 def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> str | None:
     """Run one sample; update the error maxima; return a one-line failure or None."""
-    from porter.harness.backend import to_device
     name = _dtype_name(dtype)
     atol, rtol = tolerances.per_sample_tolerances(info.name, name, sample.kwargs, (atol, rtol))
     with warnings.catch_warnings():
@@ -194,24 +193,27 @@ def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> s
 
 
 def _reference(info, sample, dev_out):
-    """CPU result on a copy of the sample, with upstream's float32 fallback for half/bf16."""
+    """CPU result on a copy of the sample. Where the CPU has no kernel for the dtype, the
+    reference is computed wider and cast back: half/bfloat16 (and bool, as upstream's code
+    ends up doing) in float32; complex32 in complex64 (a porter addition, for CUDA)."""
     import torch
-    from porter.harness.backend import to_device
+    wider = {torch.float16: torch.float32, torch.bfloat16: torch.float32,
+             torch.bool: torch.float32, torch.complex32: torch.complex64}
+    in_dtype = getattr(sample.input, "dtype", None)
     upcast = info.name in ("grid_sampler_2d", "grid_sampler_3d") and \
-        sample.input.dtype in (torch.float16, torch.bfloat16)
+        in_dtype in (torch.float16, torch.bfloat16)
     if not upcast:
         try:
             return _call(info, to_device(sample, "cpu"))
         except (NotImplementedError, RuntimeError) as exc:
             if isinstance(exc, RuntimeError) and "not implemented for" not in str(exc):
                 raise
-            if not isinstance(dev_out, torch.Tensor) or \
-                    getattr(sample.input, "dtype", None) not in (torch.float16, torch.bfloat16):
+            if not isinstance(dev_out, torch.Tensor) or in_dtype not in wider:
                 raise
     wide = to_device(sample, "cpu").transform(
-        lambda t: t.float() if isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) else t)
+        lambda t: t.to(wider[t.dtype]) if isinstance(t, torch.Tensor) and t.dtype in wider else t)
     out = _call(info, wide)
-    target = dev_out.dtype if isinstance(dev_out, torch.Tensor) else sample.input.dtype
+    target = dev_out.dtype if isinstance(dev_out, torch.Tensor) else in_dtype
     return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
 
 

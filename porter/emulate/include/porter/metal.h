@@ -426,6 +426,20 @@ inline vec<T, N> map2(const vec<T, N>& a, const vec<T, N>& b, F f) {
   for (int i = 0; i < N; ++i) r[i] = T(f(a[i], b[i]));
   return r;
 }
+// sinpi/cospi are exact at integers and half-integers in Metal (lgamma's reflection
+// formula relies on sinpi(n) == 0 to return inf at the poles).
+inline float sinpi(float x) {
+  if (__builtin_isinf(x) || __builtin_isnan(x)) return __builtin_nanf("");
+  const double r = __builtin_fmod((double)x, 2.0);
+  if (r == __builtin_trunc(r)) return __builtin_copysignf(0.0f, x);
+  return (float)__builtin_sin(3.14159265358979323846 * r);
+}
+inline float cospi(float x) {
+  if (__builtin_isinf(x) || __builtin_isnan(x)) return __builtin_nanf("");
+  const double r = __builtin_fmod(__builtin_fabs((double)x), 2.0);
+  if (r + 0.5 == __builtin_trunc(r + 0.5)) return 0.0f;
+  return (float)__builtin_cos(3.14159265358979323846 * r);
+}
 inline half nextafter_half(half from, half to) {
   if (from != from || to != to) return (half)__builtin_nanf("");
   if (from == to) return to;
@@ -474,7 +488,7 @@ inline half nextafter_half(half from, half to) {
   M1(ceil, __builtin_ceilf(x))                                                  \
   M1(cos, __builtin_cosf(x))                                                    \
   M1(cosh, __builtin_coshf(x))                                                  \
-  M1(cospi, __builtin_cosf(M_PI_F * x))                                         \
+  M1(cospi, detail::cospi(x))                                                   \
   M1(exp, __builtin_expf(x))                                                    \
   M1(exp2, __builtin_exp2f(x))                                                  \
   M1(exp10, __builtin_powf(10.0f, x))                                           \
@@ -493,11 +507,11 @@ inline half nextafter_half(half from, half to) {
   M1(sign, (x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == x ? __builtin_copysignf(0.0f, x) : 0.0f)) \
   M1(sin, __builtin_sinf(x))                                                    \
   M1(sinh, __builtin_sinhf(x))                                                  \
-  M1(sinpi, __builtin_sinf(M_PI_F * x))                                         \
+  M1(sinpi, detail::sinpi(x))                                                   \
   M1(sqrt, __builtin_sqrtf(x))                                                  \
   M1(tan, __builtin_tanf(x))                                                    \
   M1(tanh, __builtin_tanhf(x))                                                  \
-  M1(tanpi, __builtin_tanf(M_PI_F * x))                                         \
+  M1(tanpi, detail::sinpi(x) / detail::cospi(x))                                \
   M1(trunc, __builtin_truncf(x))                                                \
   M2(atan2, __builtin_atan2f(x, y))                                             \
   M2(copysign, __builtin_copysignf(x, y))                                       \

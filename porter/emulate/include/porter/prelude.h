@@ -46,9 +46,7 @@ constexpr bool skipped(const char* name, const char* dtype) {
   return false;
 }
 
-using fn_t = void (*)(void* out, const void* const* ins, const void* alpha,
-                      long numel, int ndim, const long* sizes,
-                      const long* const* strides);
+using elem_t = void (*)(void* out, const void* const* in, const void* alpha);
 
 struct Entry {
   const char* name;
@@ -58,13 +56,15 @@ struct Entry {
   const char* alpha;
   int opmath;
   int line;
-  fn_t dense;
-  fn_t strided;
+  elem_t elem;  // nullptr when quarantined
+  int arity;
+  long in_size;
+  long out_size;
 };
 
 constexpr int max_entries = 8192;
-inline Entry entries[max_entries];
-inline int n_entries = 0;
+static Entry entries[max_entries];
+static int n_entries = 0;
 
 inline int add(Entry e) {
   if (n_entries < max_entries) entries[n_entries++] = e;
@@ -102,126 +102,93 @@ constexpr void check_output() {
   }
 }
 
-template <typename F, typename I, typename A>
-struct UnaryAlpha {
-  using R = ::c10::metal::result_of<F, I, A>;
-  static void run(bool strided, void* out, const void* const* ins, const void* alpha,
-                  long n, int ndim, const long* sizes, const long* const* st) {
-    F f;
-    const A a = *static_cast<const A*>(alpha);
-    for (long i = 0; i < n; ++i) {
-      if (strided)
-        ref<R>(out, offset(i, ndim, sizes, st[0])) = f(at<I>(ins[0], offset(i, ndim, sizes, st[1])), a);
-      else
-        static_cast<R*>(out)[i] = f(static_cast<const I*>(ins[0])[i], a);
-    }
-  }
-};
-
+// Per (functor, dtype) only an element function is instantiated: load, call, store.
+// The loop over elements and strides is shared, non-template code below; this keeps
+// what g++ must generate at -O0 per registration to a minimum.
 template <typename F, typename I>
 struct Unary {
   using R = ::c10::metal::result_of<F, I>;
-  static void run(bool strided, void* out, const void* const* ins, const void*,
-                  long n, int ndim, const long* sizes, const long* const* st) {
-    F f;
-    for (long i = 0; i < n; ++i) {
-      if (strided)
-        ref<R>(out, offset(i, ndim, sizes, st[0])) = f(at<I>(ins[0], offset(i, ndim, sizes, st[1])));
-      else
-        static_cast<R*>(out)[i] = f(static_cast<const I*>(ins[0])[i]);
-    }
+  static constexpr int arity = 1;
+  static void elem(void* out, const void* const* in, const void*) {
+    *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]));
+  }
+};
+
+template <typename F, typename I, typename A>
+struct UnaryAlpha {
+  using R = ::c10::metal::result_of<F, I, A>;
+  static constexpr int arity = 1;
+  static void elem(void* out, const void* const* in, const void* alpha) {
+    *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]), *static_cast<const A*>(alpha));
   }
 };
 
 template <typename F, typename I, typename OM>
 struct Binary {
   using R = ::c10::metal::result_of<F, I, I>;
-  static void run(bool strided, void* out, const void* const* ins, const void*,
-                  long n, int ndim, const long* sizes, const long* const* st) {
-    F f;
-    for (long i = 0; i < n; ++i) {
-      if (strided) {
-        const I a = at<I>(ins[0], offset(i, ndim, sizes, st[1]));
-        const I b = at<I>(ins[1], offset(i, ndim, sizes, st[2]));
-        ref<R>(out, offset(i, ndim, sizes, st[0])) = static_cast<R>(f(OM(a), OM(b)));
-      } else {
-        const I a = static_cast<const I*>(ins[0])[i];
-        const I b = static_cast<const I*>(ins[1])[i];
-        static_cast<R*>(out)[i] = static_cast<R>(f(OM(a), OM(b)));
-      }
-    }
+  static constexpr int arity = 2;
+  static void elem(void* out, const void* const* in, const void*) {
+    *static_cast<R*>(out) = static_cast<R>(
+        F()(OM(*static_cast<const I*>(in[0])), OM(*static_cast<const I*>(in[1]))));
   }
 };
 
 template <typename F, typename I, typename A>
 struct BinaryAlpha {
   using R = ::c10::metal::result_of<F, I, I, A>;
-  static void run(bool strided, void* out, const void* const* ins, const void* alpha,
-                  long n, int ndim, const long* sizes, const long* const* st) {
-    F f;
-    const A al = *static_cast<const A*>(alpha);
-    for (long i = 0; i < n; ++i) {
-      if (strided) {
-        const I a = at<I>(ins[0], offset(i, ndim, sizes, st[1]));
-        const I b = at<I>(ins[1], offset(i, ndim, sizes, st[2]));
-        ref<R>(out, offset(i, ndim, sizes, st[0])) = f(a, b, al);
-      } else {
-        static_cast<R*>(out)[i] =
-            f(static_cast<const I*>(ins[0])[i], static_cast<const I*>(ins[1])[i], al);
-      }
-    }
+  static constexpr int arity = 2;
+  static void elem(void* out, const void* const* in, const void* alpha) {
+    *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]), *static_cast<const I*>(in[1]),
+                                *static_cast<const A*>(alpha));
   }
 };
 
 template <typename F, typename I, typename OM>
 struct Ternary {
   using R = ::c10::metal::result_of<F, I, I, I>;
-  static void run(bool strided, void* out, const void* const* ins, const void*,
-                  long n, int ndim, const long* sizes, const long* const* st) {
-    F f;
-    for (long i = 0; i < n; ++i) {
-      if (strided) {
-        const I a = at<I>(ins[0], offset(i, ndim, sizes, st[1]));
-        const I b = at<I>(ins[1], offset(i, ndim, sizes, st[2]));
-        const I c = at<I>(ins[2], offset(i, ndim, sizes, st[3]));
-        ref<R>(out, offset(i, ndim, sizes, st[0])) = static_cast<R>(f(OM(a), OM(b), OM(c)));
-      } else {
-        const I a = static_cast<const I*>(ins[0])[i];
-        const I b = static_cast<const I*>(ins[1])[i];
-        const I c = static_cast<const I*>(ins[2])[i];
-        static_cast<R*>(out)[i] = static_cast<R>(f(OM(a), OM(b), OM(c)));
-      }
-    }
+  static constexpr int arity = 3;
+  static void elem(void* out, const void* const* in, const void*) {
+    *static_cast<R*>(out) = static_cast<R>(F()(OM(*static_cast<const I*>(in[0])),
+                                               OM(*static_cast<const I*>(in[1])),
+                                               OM(*static_cast<const I*>(in[2]))));
   }
 };
 
-template <typename Impl>
-void dense(void* out, const void* const* ins, const void* alpha, long n, int ndim,
-           const long* sizes, const long* const* st) {
-  Impl::run(false, out, ins, alpha, n, ndim, sizes, st);
-}
-template <typename Impl>
-void strided(void* out, const void* const* ins, const void* alpha, long n, int ndim,
-             const long* sizes, const long* const* st) {
-  Impl::run(true, out, ins, alpha, n, ndim, sizes, st);
+// `st == nullptr`: dense (contiguous buffers); otherwise byte strides per operand, out first.
+static void run_loop(const Entry& e, void* out, const void* const* ins, const void* alpha,
+                     long n, int ndim, const long* sizes, const long* const* st) {
+  for (long i = 0; i < n; ++i) {
+    const void* p[3];
+    long o0;
+    if (st) {
+      o0 = offset(i, ndim, sizes, st[0]);
+      for (int k = 0; k < e.arity; ++k)
+        p[k] = static_cast<const char*>(ins[k]) + offset(i, ndim, sizes, st[k + 1]);
+    } else {
+      o0 = i * e.out_size;
+      for (int k = 0; k < e.arity; ++k)
+        p[k] = static_cast<const char*>(ins[k]) + i * e.in_size;
+    }
+    e.elem(static_cast<char*>(out) + o0, p, alpha);
+  }
 }
 
 template <bool Skip>
 struct Reg {
-  template <typename Impl, typename O>
+  template <typename Impl, typename O, typename In>
   static int add(const char* name, const char* kind, const char* in, const char* out,
                  const char* alpha, int opmath, int line) {
     check_output<typename Impl::R, O>();
-    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line,
-                               &dense<Impl>, &strided<Impl>});
+    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line, &Impl::elem,
+                               Impl::arity, long(sizeof(In)), long(sizeof(typename Impl::R))});
   }
 };
 template <>
 struct Reg<true> {
-  template <typename Impl, typename O>
+  template <typename Impl, typename O, typename In>
   static int add(const char* name, const char* kind, const char* in, const char* out,
                  const char* alpha, int opmath, int line) {
-    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line, nullptr, nullptr});
+    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line, nullptr, 0, 0, 0});
   }
 };
 
@@ -243,7 +210,7 @@ __attribute__((visibility("default"))) int porter_kernel_info(int i, const char*
   strs[4] = e.alpha;
   ints[0] = e.opmath;
   ints[1] = e.line;
-  ints[2] = e.dense != nullptr;
+  ints[2] = e.elem != nullptr;
   return 0;
 }
 __attribute__((visibility("default"))) int porter_run(int i, int strided, void* out,
@@ -251,9 +218,9 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
                                                      const void* alpha, long numel,
                                                      int ndim, const long* sizes,
                                                      const long* const* strides) {
-  if (i < 0 || i >= porter::n_entries || !porter::entries[i].dense) return -1;
-  const porter::Entry& e = porter::entries[i];
-  (strided ? e.strided : e.dense)(out, ins, alpha, numel, ndim, sizes, strides);
+  if (i < 0 || i >= porter::n_entries || !porter::entries[i].elem) return -1;
+  porter::run_loop(porter::entries[i], out, ins, alpha, numel, ndim, sizes,
+                   strided ? strides : nullptr);
   return 0;
 }
 }
@@ -263,7 +230,7 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
 #define PORTER_REGISTER(O, NAME, KIND, IN, OUT, ALPHA, OPMATH, ...)               \
   static const int PORTER_CAT(porter_registration_, __COUNTER__)                 \
       [[maybe_unused]] = ::porter::Reg<::porter::skipped(#NAME, #IN)>::template add< \
-          __VA_ARGS__, O>(#NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__)
+          __VA_ARGS__, O, IN>(#NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__)
 
 #undef REGISTER_UNARY_OP
 #undef REGISTER_UNARY_ALPHA_OP
