@@ -44,7 +44,7 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     """Edits that make `spec` run a native Metal kernel; `changes` may hold earlier edits.
 
     `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s)."""
-    plan = Plan(spec, changes or ChangeSet(checkout.root))
+    plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
     cs = plan.changes
 
     def read(path: str) -> str:

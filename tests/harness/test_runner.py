@@ -1,0 +1,232 @@
+"""The harness end to end on the CPU: a backend that stands in for MPS, with injected faults.
+
+The op database is imported once per session (porter.harness.opdb caches it), ~5-7 s.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import expecttest
+import pytest
+
+pytest.importorskip("torch")
+
+from porter.checkout import COMMON_MPS  # noqa: E402
+from porter.cli import main  # noqa: E402
+from porter.harness import audit, junit, runner, upstream  # noqa: E402
+from porter.harness.backend import TorchDeviceBackend, register_backend, unregister_backend  # noqa: E402
+from porter.harness.session import Options, run as run_session  # noqa: E402
+from porter.testing.trees import fixture_root  # noqa: E402
+
+COMMON_MPS_TEXT = '''\
+import torch
+
+if torch.backends.mps.is_available():
+
+    def mps_ops_modifier(ops):
+        SUPPORTED_COMPLEX_OPS = {"neg"}
+        UNIMPLEMENTED_XFAILLIST = {
+            "abs": [torch.int8],
+            "neg": [torch.float16, torch.float32],
+        }
+        SKIPLIST = {"sign": [torch.int16]}
+        return ops
+else:
+
+    def mps_ops_modifier(ops):
+        return ops
+'''
+
+
+class CpuFaultBackend(TorchDeviceBackend):
+    """Runs on the CPU standing in for MPS; adds 1 to every result of one dtype."""
+
+    def __init__(self, fault_dtype: str | None = None):
+        super().__init__("cpu", as_mps=True)
+        self.name = "cpu-fault"
+        self.fault = fault_dtype
+
+    def run(self, opinfo, sample, dtype):
+        out = super().run(opinfo, sample, dtype)
+        if self.fault and str(dtype) == f"torch.{self.fault}":
+            return out + 1
+        return out
+
+
+def outcomes(results):
+    return {(r.op, d.dtype): d.outcome for r in results for d in r.dtypes}
+
+
+def make_root(tmp: Path, text: str = COMMON_MPS_TEXT) -> Path:
+    root = Path(shutil.copytree(fixture_root(), tmp / "mini-pytorch"))
+    (root / COMMON_MPS).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_injected_error_fails_exactly_that_dtype():
+    results = runner.run_op_tests("neg", None, CpuFaultBackend("int32"))
+    got = outcomes(results)
+    assert [k for k, v in got.items() if v != "pass"] == [("neg", "int32")]
+    bad = results[0].dtypes[[d.dtype for d in results[0].dtypes].index("int32")]
+    assert bad.first_failure == 0 and bad.max_abs == 1.0 and bad.failed_samples == bad.samples
+    assert "float64" not in {d for _, d in got}          # MPS has no double
+
+
+def test_xfail_entry_for_passing_dtype_is_xpass(tmp_path):
+    root = make_root(tmp_path)
+    results = runner.run_op_tests("neg", root, CpuFaultBackend("float32"))
+    got = outcomes(results)
+    assert got[("neg", "float16")] == "xpass"
+    assert got[("neg", "float32")] == "xfail"
+    assert got[("neg", "int32")] == "pass"
+    assert got[("neg", "complex64")] == "pass"           # key in SUPPORTED_COMPLEX_OPS
+    sign = outcomes(runner.run_op_tests("sign", root, CpuFaultBackend()))
+    assert sign[("sign", "int16")] == "skip"
+    absolute = outcomes(runner.run_op_tests("abs", root, CpuFaultBackend()))
+    assert absolute[("abs", "complex64")] == "xpass"     # absent from SUPPORTED_COMPLEX_OPS
+
+
+def test_cuda_ignores_mps_expectations(tmp_path):
+    root = make_root(tmp_path)
+    results = runner.run_op_tests("neg", root, TorchDeviceBackend("cpu"), dtypes=["float16"])
+    assert outcomes(results) == {("neg", "float16"): "pass"}
+
+
+class TestPruneXfails(expecttest.TestCase):
+    def setUp(self):
+        import tempfile
+        self.tmp = Path(tempfile.mkdtemp())
+        self.root = make_root(self.tmp)
+        register_backend("cpu-fault", lambda root: CpuFaultBackend("float32"))
+
+    def tearDown(self):
+        unregister_backend("cpu-fault")
+        shutil.rmtree(self.tmp)
+
+    def porter(self, *argv):
+        out = io.StringIO()
+        code = run_session(Options(ops=["neg", "abs"], root=str(self.root), device="cpu-fault",
+                                   out=out, **dict(argv)))
+        return code, out.getvalue()
+
+    def test_prune_removes_exactly_the_stale_entry(self):
+        before = (self.root / COMMON_MPS).read_text()
+        code, text = self.porter(("prune_xfails", True), ("dry_run", True))
+        self.assertEqual(code, 1)
+        self.assertEqual((self.root / COMMON_MPS).read_text(), before)
+        diff = text[text.index("--- a/"):]
+        self.assertExpectedInline(diff, '''\
+--- a/torch/testing/_internal/common_mps.py
++++ b/torch/testing/_internal/common_mps.py
+@@ -5,8 +5,7 @@
+     def mps_ops_modifier(ops):
+         SUPPORTED_COMPLEX_OPS = {"neg"}
+         UNIMPLEMENTED_XFAILLIST = {
+-            "abs": [torch.int8],
+-            "neg": [torch.float16, torch.float32],
++            "neg": [torch.float32],
+         }
+         SKIPLIST = {"sign": [torch.int16]}
+         return ops
+''')
+        code, text = self.porter(("prune_xfails", True))
+        self.assertEqual(code, 1)     # abs complex64 xpass (SUPPORTED_COMPLEX_OPS) is only reported
+        self.assertIn("prune (not edited): abs complex64", text)
+        after = (self.root / COMMON_MPS).read_text()
+        self.assertEqual(after, before.replace('            "abs": [torch.int8],\n', "").replace(
+            '"neg": [torch.float16, torch.float32]', '"neg": [torch.float32]'))
+        code, text = self.porter(("prune_xfails", True))
+        self.assertNotIn("prune: UNIMPLEMENTED", text)
+        self.assertEqual((self.root / COMMON_MPS).read_text(), after)
+
+
+def test_report_json_junit_and_repro(tmp_path):
+    register_backend("cpu-fault", lambda root: CpuFaultBackend("int32"))
+    try:
+        out = io.StringIO()
+        code = run_session(Options(ops=["neg"], device="cpu-fault", out=out, dtypes=["int32"]))
+        assert code == 1
+        assert "repro: porter test neg --device cpu-fault --dtype int32 --sample 0" in out.getvalue()
+        out = io.StringIO()
+        xml_path = tmp_path / "r.xml"
+        run_session(Options(ops=["neg"], device="cpu-fault", out=out, json=True,
+                            dtypes=["int32", "int8"], junit=str(xml_path)))
+        data = json.loads(out.getvalue())
+        assert data["ok"] is False and data["summary"]["fail"] == 1 and data["summary"]["pass"] == 1
+        suite = ET.parse(xml_path).getroot().find("testsuite")
+        assert suite.get("name") == "neg" and suite.get("failures") == "1"
+        assert [c.get("name")[-5:] for c in suite.iter("testcase")] == ["_int8", "int32"]
+    finally:
+        unregister_backend("cpu-fault")
+
+
+def test_op_spellings_and_unknown_op():
+    from porter.errors import PorterError
+    from porter.harness import opdb
+    db = opdb.load(None)
+    assert {o.full_name for o in opdb.find(db, "special_log_ndtr")} == {"special.log_ndtr"}
+    assert [o.full_name for o in opdb.find(db, "round.decimals_0")] == ["round.decimals_0"]
+    assert [o.full_name for o in opdb.find(db, "rounddecimals_0")] == ["round.decimals_0"]
+    assert len(opdb.find(db, "round")) == 4
+    with pytest.raises(PorterError, match="did you mean"):
+        opdb.find(db, "heavisid")
+
+
+def test_cli_unavailable_device_exits_2(capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert main(["test", "neg", "--device", "cuda"]) == 2
+    assert "sees no CUDA device" in capsys.readouterr().err
+
+
+def test_help_does_not_import_torch():
+    code = ("import sys; from porter.cli import build_parser; build_parser().format_help(); "
+            "import porter.commands.test, porter.commands.audit_xfails; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+def test_audit_in_process_and_shards(tmp_path):
+    keys = ["a", "b", "c", "d", "e"]
+    assert audit.shard_keys(keys, (1, 2)) == ["a", "c", "e"]
+    assert audit.shard_keys(keys, (2, 2)) == ["b", "d"]
+    root = make_root(tmp_path)
+    res = audit.run(root, "cpu-mps", ["neg", "nosuchop"], jobs=1)
+    assert res.orphans == ["nosuchop"]
+    assert audit.stale_lines(res.results) == [
+        "neg: UNIMPLEMENTED_XFAILLIST['neg'] xpasses for float16, float32"]
+
+
+def test_upstream_junit_and_pytest_output_parsing():
+    xml = '''<testsuites><testsuite>
+      <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_float32"/>
+      <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_float16">
+        <failure message="AssertionError: Tensor-likes are not close!"/></testcase>
+      <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_int32">
+        <skipped type="pytest.xfail" message=""/></testcase>
+      <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_int8">
+        <failure message="Unexpected success"/></testcase>
+      <testcase classname="TestConsistencyMPS" name="test_output_match_round_decimals_0_mps_bool">
+        <skipped message="Skipped!"/></testcase>
+    </testsuite></testsuites>'''
+    assert upstream.parse_junit(xml) == {
+        ("neg", "float32"): "pass", ("neg", "float16"): "fail", ("neg", "int32"): "xfail",
+        ("neg", "int8"): "xpass", ("round_decimals_0", "bool"): "skip"}
+    text = ("test/test_mps.py::TestConsistencyMPS::test_output_match_neg_mps_float32 PASSED [ 50%]\n"
+            "FAILED test/test_mps.py::TestConsistencyMPS::test_output_match_neg_mps_int8 - Unexp\n")
+    assert upstream.parse_pytest_output(text) == {("neg", "float32"): "pass", ("neg", "int8"): "fail"}
+    cmd = upstream.command(Path("/r"), ["sin"], "j.xml")
+    assert cmd[cmd.index("-k") + 1] == "test_output_match_sin_mps_"
+    results = [runner.OpResult("neg", "neg", "", "neg", "mps",
+                               [runner.DtypeResult("float16", "pass")])]
+    upstream.fold(results, {("neg", "float16"): "fail"})
+    assert results[0].dtypes[0].upstream == "fail"
+    assert "test_output_match_neg_mps_float16" in junit.render(results)
