@@ -38,7 +38,15 @@ def apply_unless_dry(changes: ChangeSet, dry_run: bool, allow_dirty: bool = Fals
     return written or None
 
 
+def default_test_device() -> str:
+    """mps on Apple Silicon, else the host emulation of the Metal kernels."""
+    import platform
+    import sys
+
+    return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
+
+
 def run_tests_after(args, root) -> int:
     from porter.harness import run_after_edit
 
-    return run_after_edit(args.op, root, args.device)
+    return run_after_edit(args.op, root, args.device or default_test_device())

@@ -191,12 +191,13 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     src = tmpdir / "kernel.cpp"
     # #line keeps diagnostics pointing at the user's file and line numbers.
     src.write_text(f'#line 1 "{display_path}"\n{text}')
-    skip_h = tmpdir / "porter_skip.h"
     items = ", ".join(json.dumps(k) for k in skip) + ", " if skip else ""
-    skip_h.write_text(f"#define PORTER_SKIP_LIST {items}nullptr\n")
+    (tmpdir / "porter_skip.h").write_text(SKIP_HEADER.replace("ITEMS", items))
     tmp_so = tmpdir / "kernel.so"
-    cmd = [cxx, *flags, f"-I{tmpdir}", *(f"-I{d}" for d in dirs),
-           "-include", "porter/prelude.h", str(src), "-o", str(tmp_so)]
+    pch = _precompiled_prelude(cxx, flags, dirs)
+    cmd = [cxx, *flags, *([f"-I{pch}"] if pch else []), f"-I{tmpdir}", *(f"-I{d}" for d in dirs),
+           "-include", "porter/prelude.h", "-include", "porter_skip.h",
+           "-x", "c++", str(src), "-o", str(tmp_so)]
     # LC_ALL=C: plain quotes in diagnostics, which we parse and show
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
@@ -205,8 +206,50 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     fd, staged = tempfile.mkstemp(dir=so_path.parent, suffix=".so.tmp")
     os.close(fd)
     shutil.copyfile(tmp_so, staged)
+    os.chmod(staged, 0o644)
     os.replace(staged, so_path)
     return None
+
+
+# Registrations the build step quarantined ("name|dtype" or "name|*") are recorded but never
+# instantiated, so one unsupported functor does not take the rest of the file down with it.
+SKIP_HEADER = """#pragma once
+namespace porter {
+constexpr const char* skip_list[] = {ITEMS nullptr};
+constexpr bool skipped(const char* name, const char* dtype) {
+  for (const char* key : skip_list) {
+    if (key && key_eq(key, name, dtype)) return true;
+  }
+  return false;
+}
+} // namespace porter
+"""
+
+
+def _precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | None:
+    """A directory holding porter/prelude.h.gch (shim + c10/metal headers, parsed once per
+    cache), or None when the compiler cannot make one (the plain header is used then)."""
+    key_dirs = [d for d in dirs if d == headers.SHIM_DIR or (d / "c10" / "metal").is_dir()]
+    h = hashlib.sha256(b"pch-v1\0" + _compiler_id(cxx).encode() + "\0".join(flags).encode())
+    for d in key_dirs:
+        h.update(str(d).encode())
+    for f in headers.header_files(key_dirs):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    pch_dir = cache_dir() / f"pch-{h.hexdigest()[:24]}"
+    gch = pch_dir / "porter" / "prelude.h.gch"
+    if gch.is_file():
+        return pch_dir
+    gch.parent.mkdir(parents=True, exist_ok=True)
+    staged = gch.with_suffix(f".tmp{os.getpid()}")
+    cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs),
+           "-x", "c++-header", str(headers.SHIM_DIR / "porter" / "prelude.h"), "-o", str(staged)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        staged.unlink(missing_ok=True)
+        return None
+    os.replace(staged, gch)
+    return pch_dir
 
 
 # ----------------------------------------------------------------- diagnostics
@@ -238,10 +281,12 @@ def _metal_type(spelled: str) -> str:
 def _site_line(block: list[str], display_path) -> int | None:
     """Line of the user's file where the failing thing was required or expanded."""
     best = None
+    prefix = f"{display_path}:"
     for line in block:
-        m = _LOC.match(line) or re.match(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+):\s+required from here", line)
-        if m and m.group("file") == str(display_path):
-            best = int(m.group("line"))
+        if line.startswith(prefix):
+            m = re.match(r"(\d+):", line[len(prefix):])
+            if m:
+                best = int(m.group(1))
     return best
 
 

@@ -1,4 +1,5 @@
-// Force-included before a .metal file built for host emulation.
+// Force-included before a .metal file built for host emulation (precompiled once per
+// cache; the per-build skip list comes in a second force-include, porter_skip.h).
 //
 // It pulls in the real c10/metal/indexing.h (for its helpers), then replaces
 // its REGISTER_* macros: upstream's expand to explicit instantiations of GPU
@@ -14,36 +15,18 @@
 #include <c10/metal/utils.h>
 #include <c10/metal/indexing.h>
 
-#if __has_include(<porter_skip.h>)
-#include <porter_skip.h>
-#endif
-#ifndef PORTER_SKIP_LIST
-#define PORTER_SKIP_LIST nullptr
-#endif
-
 namespace porter {
-
-// Registrations the build step quarantined ("name|dtype" or "name|*"): they are
-// recorded but never instantiated, so one unsupported functor does not take
-// the rest of the file down with it.
-constexpr const char* skip_list[] = {PORTER_SKIP_LIST};
 
 constexpr bool str_eq(const char* a, const char* b) {
   while (*a && *a == *b) ++a, ++b;
   return *a == *b;
 }
+// key is "name|dtype" or "name|*"; the skip list itself is per build (porter_skip.h)
 constexpr bool key_eq(const char* key, const char* name, const char* dtype) {
-  // key is "name|dtype"
   while (*key && *key != '|' && *key == *name) ++key, ++name;
   if (*key != '|' || *name) return false;
   ++key;
   return str_eq(key, "*") || str_eq(key, dtype);
-}
-constexpr bool skipped(const char* name, const char* dtype) {
-  for (const char* key : skip_list) {
-    if (key && key_eq(key, name, dtype)) return true;
-  }
-  return false;
 }
 
 using elem_t = void (*)(void* out, const void* const* in, const void* alpha);
@@ -62,14 +45,6 @@ struct Entry {
   long out_size;
 };
 
-constexpr int max_entries = 8192;
-static Entry entries[max_entries];
-static int n_entries = 0;
-
-inline int add(Entry e) {
-  if (n_entries < max_entries) entries[n_entries++] = e;
-  return n_entries;
-}
 
 // Byte offset of element `i` (dim 0 fastest, as c10::metal::pos_from_thread_index).
 inline long offset(long i, int ndim, const long* sizes, const long* strides) {
@@ -173,35 +148,49 @@ static void run_loop(const Entry& e, void* out, const void* const* ins, const vo
   }
 }
 
+// Registrations are constant-initialised entries in the `porter_kernels` section (the
+// linker provides __start_/__stop_ symbols): no per-registration initialisation code.
 template <bool Skip>
 struct Reg {
-  template <typename Impl, typename O, typename In>
-  static int add(const char* name, const char* kind, const char* in, const char* out,
-                 const char* alpha, int opmath, int line) {
+  template <typename Impl, typename O>
+  static constexpr elem_t elem() {
     check_output<typename Impl::R, O>();
-    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line, &Impl::elem,
-                               Impl::arity, long(sizeof(In)), long(sizeof(typename Impl::R))});
+    return &Impl::elem;
   }
+  template <typename Impl>
+  static constexpr int arity = Impl::arity;
+  template <typename Impl>
+  static constexpr long out_size = long(sizeof(typename Impl::R));
 };
 template <>
 struct Reg<true> {
-  template <typename Impl, typename O, typename In>
-  static int add(const char* name, const char* kind, const char* in, const char* out,
-                 const char* alpha, int opmath, int line) {
-    return ::porter::add(Entry{name, kind, in, out, alpha, opmath, line, nullptr, 0, 0, 0});
-  }
+  template <typename Impl, typename O>
+  static constexpr elem_t elem() { return nullptr; }
+  template <typename Impl>
+  static constexpr int arity = 0;
+  template <typename Impl>
+  static constexpr long out_size = 0;
 };
 
 } // namespace porter
 
 extern "C" {
+extern const porter::Entry __start_porter_kernels[];
+extern const porter::Entry __stop_porter_kernels[];
+}
+namespace porter {
+// Entries in registration order (the linker keeps section contents in TU order).
+static const Entry* entries = __start_porter_kernels;
+static int n_entries_() { return int(__stop_porter_kernels - __start_porter_kernels); }
+} // namespace porter
+extern "C" {
 __attribute__((visibility("default"))) int porter_kernel_count() {
-  return porter::n_entries;
+  return porter::n_entries_();
 }
 // strs: name, kind, in, out, alpha; ints: opmath, line, built
 __attribute__((visibility("default"))) int porter_kernel_info(int i, const char** strs,
                                                              int* ints) {
-  if (i < 0 || i >= porter::n_entries) return -1;
+  if (i < 0 || i >= porter::n_entries_()) return -1;
   const porter::Entry& e = porter::entries[i];
   strs[0] = e.name;
   strs[1] = e.kind;
@@ -218,7 +207,7 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
                                                      const void* alpha, long numel,
                                                      int ndim, const long* sizes,
                                                      const long* const* strides) {
-  if (i < 0 || i >= porter::n_entries || !porter::entries[i].elem) return -1;
+  if (i < 0 || i >= porter::n_entries_() || !porter::entries[i].elem) return -1;
   porter::run_loop(porter::entries[i], out, ins, alpha, numel, ndim, sizes,
                    strided ? strides : nullptr);
   return 0;
@@ -228,9 +217,13 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
 #define PORTER_CAT_(a, b) a##b
 #define PORTER_CAT(a, b) PORTER_CAT_(a, b)
 #define PORTER_REGISTER(O, NAME, KIND, IN, OUT, ALPHA, OPMATH, ...)               \
-  static const int PORTER_CAT(porter_registration_, __COUNTER__)                 \
-      [[maybe_unused]] = ::porter::Reg<::porter::skipped(#NAME, #IN)>::template add< \
-          __VA_ARGS__, O, IN>(#NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__)
+  __attribute__((section("porter_kernels"), used, aligned(8)))                   \
+  static constexpr ::porter::Entry PORTER_CAT(porter_registration_, __COUNTER__) = { \
+      #NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__,                             \
+      ::porter::Reg<::porter::skipped(#NAME, #IN)>::template elem<__VA_ARGS__, O>(), \
+      ::porter::Reg<::porter::skipped(#NAME, #IN)>::template arity<__VA_ARGS__>,     \
+      long(sizeof(IN)),                                                            \
+      ::porter::Reg<::porter::skipped(#NAME, #IN)>::template out_size<__VA_ARGS__>}
 
 #undef REGISTER_UNARY_OP
 #undef REGISTER_UNARY_ALPHA_OP

@@ -1,0 +1,83 @@
+"""Run one emulated kernel on torch CPU tensors: the TensorIterator part, in Python.
+
+Inputs are broadcast to a common shape (expanded dims get stride 0, as in TensorIterator).
+Contiguous same-shape operands take the dense entry point; anything else the strided one with
+byte strides, dim 0 fastest (c10::metal::pos_from_thread_index's order).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+from porter.emulate.build import Library, Registration
+from porter.emulate.client import WorkerClient
+
+METAL_DTYPES = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool",
+                "float2", "half2")
+
+
+def torch_dtype(metal: str):
+    import torch
+    return {
+        "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
+        "long": torch.int64, "int": torch.int32, "short": torch.int16, "char": torch.int8,
+        "uchar": torch.uint8, "bool": torch.bool, "float2": torch.complex64,
+        "half2": torch.complex32,
+    }.get(metal)
+
+
+def metal_dtype(dtype) -> str | None:
+    for name in METAL_DTYPES:
+        if torch_dtype(name) == dtype:
+            return name
+    return None
+
+
+def pack_alpha(metal: str, value) -> bytes:
+    """Bytes of a scalar argument of Metal type `metal` (alpha, exponent, params struct)."""
+    import torch
+    if metal in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool",
+                 "float2", "half2"):
+        t = torch.tensor(value, dtype=torch_dtype(metal)).reshape(1)
+        return _tensor_bytes(t)
+    if metal.startswith("NanToNumParams"):
+        return struct.pack("<3f", *value)
+    raise ValueError(f"cannot pass a scalar of Metal type {metal}")
+
+
+def _tensor_bytes(t) -> bytes:
+    """The bytes of t's storage from its first element on (strided views keep their layout)."""
+    storage = t.untyped_storage()
+    start = t.storage_offset() * t.element_size()
+    return ctypes.string_at(storage.data_ptr() + start, storage.nbytes() - start) if storage.nbytes() else b""
+
+
+def run_registration(client: WorkerClient, lib: Library, reg: Registration, inputs: list,
+                     alpha: bytes | None = None, force_strided: bool = False):
+    """Run `reg` on CPU tensors already of dtype reg.in_type; returns a CPU tensor of out_type."""
+    import torch
+    in_dtype, out_dtype = torch_dtype(reg.in_type), torch_dtype(reg.out_type)
+    if in_dtype is None or out_dtype is None:
+        raise ValueError(f"{reg.name}: no torch dtype for Metal types {reg.in_type}/{reg.out_type}")
+    inputs = [t.to(in_dtype) for t in inputs]
+    shape = torch.broadcast_shapes(*(t.shape for t in inputs))
+    expanded = [t.expand(shape) for t in inputs]
+    out = torch.empty(shape, dtype=out_dtype)
+    numel = out.numel()
+    if numel == 0:
+        return out
+    dense = not force_strided and all(t.is_contiguous() and t.shape == shape for t in inputs)
+    request = {"lib": str(lib.path), "index": reg.index, "out_nbytes": numel * out.element_size(),
+               "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
+    if dense:
+        request["inputs"] = [_tensor_bytes(t) for t in inputs]
+    else:
+        sizes = list(reversed(shape)) or [1]
+        strides = [list(reversed([s * out.element_size() for s in out.stride()])) or [0]]
+        for t in expanded:
+            strides.append(list(reversed([s * t.element_size() for s in t.stride()])) or [0])
+        request.update(inputs=[_tensor_bytes(t) for t in expanded], sizes=sizes, strides=strides)
+    raw = client.call(request)
+    flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    return flat.view(out_dtype).reshape(shape).clone()

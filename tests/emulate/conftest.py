@@ -1,0 +1,39 @@
+"""Emulator tests share one temporary build cache per session (compiled libraries are reused)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def emulate_cache(tmp_path_factory: pytest.TempPathFactory):
+    if shutil.which(os.environ.get("CXX", "g++")) is None:
+        pytest.skip("no C++ compiler for the Metal emulator")
+    cache = tmp_path_factory.mktemp("porter-cache")
+    old = os.environ.get("PORTER_CACHE_DIR")
+    os.environ["PORTER_CACHE_DIR"] = str(cache)
+    yield cache
+    if old is None:
+        os.environ.pop("PORTER_CACHE_DIR", None)
+    else:
+        os.environ["PORTER_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def fixture_root() -> Path:
+    from porter.testing.trees import fixture_root as root
+    return root()
+
+
+@pytest.fixture(scope="session")
+def client():
+    from porter.emulate.client import WorkerClient
+    c = WorkerClient()
+    yield c
+    c.close()

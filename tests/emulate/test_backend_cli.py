@@ -1,0 +1,83 @@
+"""`porter test --device emulate` backend and `porter emulate check`."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from porter import cli
+from porter.emulate.backend import EmulateBackend
+
+torch = pytest.importorskip("torch")
+
+
+def _op(name, variant=""):
+    return SimpleNamespace(name=name, variant_test_name=variant)
+
+
+def _sample(x, *args, **kwargs):
+    return SimpleNamespace(input=x, args=args, kwargs=kwargs)
+
+
+@pytest.fixture(scope="module")
+def backend(fixture_root):
+    b = EmulateBackend(fixture_root)
+    yield b
+    b.close()
+
+
+def test_supported_dtypes_are_the_registered_ones(backend):
+    assert backend.unavailable_reason() is None
+    assert backend.supported_dtypes(_op("hypot")) == {torch.float32, torch.float16, torch.bfloat16}
+    assert torch.int64 in backend.supported_dtypes(_op("atan2"))
+    assert backend.supported_dtypes(_op("not_an_op")) == set()
+
+
+def test_run_promotes_broadcasts_and_uses_the_kernel_output_dtype(backend):
+    a = torch.randn(3, 4)
+    b = torch.randn(4, dtype=torch.float16)
+    torch.testing.assert_close(backend.run(_op("hypot"), _sample(a, b), torch.float32), torch.hypot(a, b))
+    i = torch.arange(-3, 3, dtype=torch.int64).reshape(2, 3)
+    out = backend.run(_op("atan2"), _sample(i, 2), torch.int64)
+    assert out.dtype == torch.float32                       # int -> float kernel
+    torch.testing.assert_close(out, torch.atan2(i, torch.tensor(2)))
+
+
+def test_alpha_and_kernel_names_from_the_host_file(backend):
+    a, b = torch.randn(6), torch.randn(6)
+    # add_stub -> exec_binary_kernel(iter, "add_alpha", alpha)
+    torch.testing.assert_close(backend.run(_op("add"), _sample(a, b, alpha=3), torch.float32),
+                               torch.add(a, b, alpha=3))
+    # special_erfcx_stub -> kernel "erfcx"
+    torch.testing.assert_close(backend.run(_op("special.erfcx"), _sample(a), torch.float32),
+                               torch.special.erfcx(a))
+
+
+def test_missing_dtype_is_a_failure_like_on_the_gpu(backend):
+    with pytest.raises(RuntimeError, match="Failed to create function state object for: hypot"):
+        backend.run(_op("hypot"), _sample(torch.ones(2, dtype=torch.int32), torch.ones(2, dtype=torch.int32)),
+                    torch.int32)
+
+
+def test_emulate_check_cli_json(fixture_root, capsys):
+    rc = cli.main(["emulate", "check", "--root", str(fixture_root), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["ok"]
+    assert data["summary"]["matched"] == data["summary"]["registered"] > 100
+    first = data["results"][0]
+    assert set(first) >= {"kernel", "in_type", "out_type", "status", "max_error", "bit_exact"}
+
+
+def test_emulate_check_cli_reports_a_wrong_functor(mini_root, capsys):
+    from porter.checkout import KERNELS
+    path = mini_root / KERNELS / "BinaryKernel.metal"
+    text = path.read_text()
+    old = "return static_cast<T>(precise::atan2(float(a), float(b)));"
+    assert old in text
+    path.write_text(text.replace(old, "return static_cast<T>(precise::atan2(float(b), float(a)));", 1))
+    rc = cli.main(["emulate", "check", "--root", str(mini_root)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "atan2" in out and "mismatched" in out and "max error" in out

@@ -1,0 +1,82 @@
+"""Building kernel files: fixtures match CPU, wrong functors and registrations are caught."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from porter.emulate.build import EmulateBuildError, build_file, build_source, cache_dir
+from porter.emulate.check import check_tree, kernel_files
+
+from .conftest import DATA
+
+torch = pytest.importorskip("torch")
+
+
+def test_every_fixture_registration_builds_and_matches_cpu(fixture_root):
+    files = kernel_files(fixture_root)
+    assert [f.name for f in files] == ["UnaryKernel.metal", "BinaryKernel.metal"]
+    results, notes = check_tree(fixture_root)
+    assert notes == []
+    assert len(results) > 100
+    bad = [(r.kernel, r.in_type, r.status, r.reason) for r in results if r.status != "matched"]
+    assert bad == []
+    # every registration of both files is there, unary and binary, dense and strided ran
+    kinds = {r.kind for r in results}
+    assert {"unary", "binary", "binary_alpha", "unary_alpha"} <= kinds
+
+
+def test_wrong_functor_body_fails_with_max_error(fixture_root):
+    results, _ = check_tree(fixture_root, [DATA / "wrong_body.metal"])
+    by_key = {(r.kernel, r.in_type): r for r in results}
+    for key in [("sin", "float"), ("sin", "half"), ("sin", "int")]:
+        r = by_key[key]
+        assert r.status == "mismatched"
+        assert r.max_error > 0.1
+        assert r.reason.startswith("max error ")
+    assert by_key[("exp", "float")].status == "matched"
+
+
+def test_wrong_output_type_fails_at_build_with_clear_message(fixture_root):
+    with pytest.raises(EmulateBuildError) as info:
+        build_file(DATA / "wrong_output.metal", fixture_root)
+    assert str(info.value).startswith(
+        f"{DATA / 'wrong_output.metal'}:19: exp registered with output type int for input int, "
+        "but exp_functor returns float")
+    assert info.value.exit_code == 1
+
+
+def test_wrong_output_type_is_reported_per_kernel_by_check(fixture_root):
+    results, _ = check_tree(fixture_root, [DATA / "wrong_output.metal"])
+    by_key = {(r.kernel, r.in_type): r for r in results}
+    assert by_key[("exp", "float")].status == "matched"
+    assert by_key[("exp", "int")].status == "unsupported"
+    assert "exp_functor returns float" in by_key[("exp", "int")].reason
+
+
+def test_unsupported_construct_is_quarantined_not_fatal(fixture_root, client):
+    lib = build_file(DATA / "unsupported.metal", fixture_root)
+    built = {r.name: r.built for r in lib.registrations}
+    assert built == {"neg": True, "shuffled": False}
+    reason = lib.quarantined["shuffled|*"]
+    assert reason.startswith(f"unsupported construct: {DATA / 'unsupported.metal'}:16: ")
+    assert "simd_shuffle" in reason
+
+
+def test_cache_is_keyed_by_content(fixture_root, emulate_cache):
+    text = (DATA / "hypot.metal").read_text()
+    first = build_source(text, "cache_probe.metal", fixture_root)
+    again = build_source(text, "cache_probe.metal", fixture_root)
+    assert again.cached and again.path == first.path
+    assert Path(os.environ["PORTER_CACHE_DIR"]) in first.path.parents
+    assert cache_dir() == emulate_cache / "emulate"
+    changed = build_source(text + "\n// edited\n", "cache_probe.metal", fixture_root)
+    assert not changed.cached and changed.path != first.path
+
+
+def test_cache_dir_honours_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("PORTER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "porter" / "emulate"

@@ -1,0 +1,68 @@
+"""Running kernels: Metal numerics of the shim, hypot overflow, strides, crashes."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.emulate.build import build_file
+from porter.emulate.client import KernelCrashed
+from porter.emulate.runner import run_registration
+
+from .conftest import DATA
+
+torch = pytest.importorskip("torch")
+
+FLT_MAX = torch.finfo(torch.float32).max
+
+
+def test_naive_hypot_overflows_at_flt_max_and_c10_hypot_does_not(fixture_root, client):
+    # pytorch issue 192507: sqrt(a*a + b*b) overflowed on real MPS at FLT_MAX
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    a = torch.tensor([FLT_MAX, 3.0, 1e-30])
+    b = torch.tensor([1.0, 4.0, 1e-30])
+    naive = run_registration(client, lib, lib.find("naive_hypot", "float")[0], [a, b])
+    good = run_registration(client, lib, lib.find("hypot", "float")[0], [a, b])
+    assert naive[0].item() == float("inf")
+    assert naive[2].item() == 0.0            # and underflows at the other end
+    torch.testing.assert_close(good, torch.hypot(a, b))
+    assert good[0].item() == FLT_MAX
+
+
+def test_fixture_hypot_does_not_overflow(fixture_root, client):
+    from porter.checkout import KERNELS
+    lib = build_file(fixture_root / KERNELS / "BinaryKernel.metal", fixture_root)
+    a = torch.tensor([FLT_MAX, -FLT_MAX])
+    out = run_registration(client, lib, lib.find("hypot", "float")[0], [a, torch.ones(2)])
+    assert out.tolist() == [FLT_MAX, FLT_MAX]
+
+
+def test_half_rounds_after_every_operation_and_vectors_behave(fixture_root, client):
+    lib = build_file(DATA / "shim_semantics.metal", fixture_root)   # static_asserts inside
+    a = torch.tensor([1.0009765625], dtype=torch.float16)
+    out = run_registration(client, lib, lib.find("half_fma", "half")[0], [a, a, -torch.ones(1, dtype=torch.float16)])
+    assert out.item() == 0.001953125           # (a*a rounded to half) - 1, not 0.00195407...
+    z = torch.tensor([1 + 2j, -3 + 0.5j], dtype=torch.complex64)
+    assert run_registration(client, lib, lib.find("vec", "float2")[0], [z, z]).tolist() == [True, True]
+
+
+def test_strided_and_broadcast_paths_agree_with_dense(fixture_root, client):
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    a = torch.randn(5, 7)
+    b = torch.randn(7, 5).t()                   # non-contiguous
+    out = run_registration(client, lib, reg, [a, b])
+    torch.testing.assert_close(out, torch.hypot(a, b))
+    row = torch.randn(1, 7)                     # broadcast: stride 0
+    torch.testing.assert_close(run_registration(client, lib, reg, [a, row]), torch.hypot(a, row))
+
+
+def test_integer_division_by_zero_crashes_the_worker_not_porter(fixture_root, client):
+    lib = build_file(DATA / "int_div.metal", fixture_root)
+    reg = lib.find("div_trunc", "int")[0]
+    with pytest.raises(KernelCrashed, match=r"kernel crashed \(signal 8, SIGFPE\)"):
+        run_registration(client, lib, reg, [torch.tensor([1], dtype=torch.int32),
+                                            torch.tensor([0], dtype=torch.int32)])
+    # the next call gets a fresh worker
+    out = run_registration(client, lib, reg, [torch.tensor([7], dtype=torch.int32),
+                                              torch.tensor([2], dtype=torch.int32)])
+    assert out.tolist() == [3]
