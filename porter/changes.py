@@ -19,8 +19,10 @@ but empty file), some are new and some old, and temporary files may be left. The
 are not fsynced: after a power cut a rename may be lost, which leaves that file old, and so
 still whole. Re-running the command
 completes the job, because planning is idempotent per file (an edit already present is
-"identical"; tests/reliability checks this for every subset of a command's files). So
-porter keeps no journal. The next `apply` in the checkout deletes the temporary files a
+"identical") and files are replaced in the order they were planned, except those a planner
+marks `apply_last` (what a re-run plans from), so a kill leaves a prefix of that order done;
+tests/reliability re-plans every such prefix of every editing command. So porter keeps no
+journal. The next `apply` in the checkout deletes the temporary files a
 killed run left; a lock on the checkout root tells them from those of a porter still
 running.
 
@@ -44,6 +46,11 @@ from porter.errors import PorterError
 from porter.linediff import unified_diff_text
 
 TMP_SUFFIX = ".porter-tmp"
+# Where porter's commands write: a run sweeps these for a killed run's temporary files even
+# when it writes elsewhere (or nothing).
+WRITTEN_DIRS = ("aten/src/ATen/native", "aten/src/ATen/native/mps/kernels",
+                "aten/src/ATen/native/mps/operations", "aten/src/ATen/mps",
+                "torch/testing/_internal", "torch/testing/_internal/opinfo/definitions")
 LOCK_WAIT_S = 5.0
 
 
@@ -74,12 +81,20 @@ class FileChange:
 class ChangeSet:
     root: Path
     changes: dict[str, FileChange] = field(default_factory=dict)
+    last: list[str] = field(default_factory=list)     # replaced after the others, in order
 
     def set(self, path: str, old: str | None, new: str) -> None:
         """Record the final text of `path`; `old` is its text when planning began."""
         if path in self.changes:
             old = self.changes[path].old
         self.changes[path] = FileChange(path, old, new)
+
+    def apply_last(self, path: str) -> None:
+        """Replace `path` after every other file. A planner marks so a file whose old text a
+        re-run plans from (the implementation a migration deletes): a kill between two replaces
+        then leaves it old, and the re-run still finds what it needs."""
+        if path not in self.last:
+            self.last.append(path)
 
     def current(self, path: str, read) -> str:
         """The planned text of `path` so far, else what `read(path)` returns."""
@@ -99,17 +114,29 @@ class ChangeSet:
     def diff(self) -> str:
         return "".join(c.diff() for c in self.pending)
 
+    def _in_apply_order(self) -> list[FileChange]:
+        pending = {c.path: c for c in self.pending}
+        last = [pending.pop(p) for p in self.last if p in pending]
+        return [*pending.values(), *last]
+
     def apply(self) -> list[str]:
         """Write every pending change, all or nothing. Returns the paths written."""
-        pending = self.pending
+        pending = self._in_apply_order()
         faults = _Faults.from_env()
         root = Path(self.root)
-        with _signals_held(), _checkout_lock(root):
-            dirs = {(root / c.path).parent for c in self.changes.values()}
+        targets = [_Target(c, _real_target(root / c.path)) for c in pending]
+        dirs = ({root / d for d in WRITTEN_DIRS} | {t.path.parent for t in targets}
+                | {(root / c.path).parent for c in self.changes.values()})
+        if not pending:             # nothing to write: only tidy up, if no porter is busy
+            try:
+                with _checkout_lock(root, wait=0):
+                    _sweep_stale_temps(dirs)
+            except PorterError:
+                pass
+            return []
+        # the lock first: Ctrl-C still works while waiting for another porter
+        with _checkout_lock(root), _signals_held():
             _sweep_stale_temps(dirs)
-            if not pending:
-                return []
-            targets = [_Target(c, _real_target(root / c.path)) for c in pending]
             _refuse_read_only(targets)
             try:
                 _stage(targets, faults)
@@ -189,13 +216,36 @@ def _stage(targets: list[_Target], faults: "_Faults | None") -> None:
                 if faults:
                     faults.step("fsync", t)
                 os.fsync(f.fileno())
-            if t.change.old is not None:
-                if faults:
-                    faults.step("chmod", t)
-                os.chmod(t.tmp, os.stat(t.path).st_mode & 0o7777)
+            if faults:
+                faults.step("chmod", t)
+            _copy_mode_and_owner(t.path, t.tmp)
         except OSError as err:
             raise PorterError(f"could not stage the edit: {_reason(err)}; nothing was written",
                               path=t.change.path) from None
+
+
+def _copy_mode_and_owner(target: Path, tmp: str) -> None:
+    """Give the staged file the target's permissions and owner (porter run as root on a
+    user's checkout must not leave root-owned files). A new file (or one gone meanwhile,
+    which the freshness check reports) gets what open() would give it, not mkstemp's 0600."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        return
+    if hasattr(os, "chown") and (st.st_uid, st.st_gid) != _owner(tmp):
+        try:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except OSError:         # not allowed (not root, or a group we are not in): keep ours
+            pass
+    os.chmod(tmp, st.st_mode & 0o7777)
+
+
+def _owner(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_uid, st.st_gid
 
 
 def _check_fresh(targets: list[_Target], faults: "_Faults | None") -> None:
@@ -248,6 +298,7 @@ def _restore(done: list[_Target], faults: "_Faults | None") -> list[tuple[_Targe
                 faults.step("restore", t)
             if old is None:
                 os.unlink(t.path)
+                t.replaced = False
                 continue
             fd, tmp = tempfile.mkstemp(prefix=f".{t.path.name}.", suffix=TMP_SUFFIX,
                                        dir=t.path.parent)
@@ -257,6 +308,7 @@ def _restore(done: list[_Target], faults: "_Faults | None") -> list[tuple[_Targe
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, t.path)
+                t.replaced = False
             except OSError:
                 _unlink_quietly(tmp)
                 raise
@@ -313,7 +365,7 @@ def _sweep_stale_temps(dirs) -> None:
 
 
 @contextmanager
-def _checkout_lock(root: Path):
+def _checkout_lock(root: Path, wait: float | None = None):
     """One writer per checkout: an exclusive flock on the root directory, released by the
     kernel when the process dies, so a killed run never leaves it held."""
     try:
@@ -326,7 +378,7 @@ def _checkout_lock(root: Path):
     except OSError as err:
         raise PorterError(f"cannot open the checkout: {_reason(err)}", path=root) from None
     try:
-        deadline = time.monotonic() + LOCK_WAIT_S
+        deadline = time.monotonic() + (LOCK_WAIT_S if wait is None else wait)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -375,7 +427,7 @@ class _Faults:
     """Test hook: PORTER_FAULT="KIND@N[,KIND@N...]" acts at the N-th step of `apply`.
 
     Steps, in order: per pending file `tmp`, `write` (half the data is written), `fsync`,
-    `chmod` (existing files), then per file `check`, then per file `replace`, then on failure
+    `chmod`, then per file `check`, then per file `replace`, then on failure
     `restore` per replaced file. KIND is one of
       kill        SIGKILL this process
       stop        SIGSTOP this process (the test parent then sends SIGKILL)

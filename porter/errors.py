@@ -6,6 +6,7 @@ as one line (`path:line: message (hint)`) and exits 2, with no traceback and no 
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 
@@ -27,7 +28,21 @@ class PorterError(Exception):
         text = f"{where}{self.message}"
         if self.hint:
             text += f" ({self.hint})"
-        return text.replace("\n", " ")
+        return _one_line(text)
 
     def to_json(self) -> dict:
         return {"error": self.message, "path": self.path, "line": self.line, "hint": self.hint}
+
+
+def _one_line(text: str) -> str:
+    """Line breaks and tabs become spaces; other control and format characters (hostile input:
+    an op name holding a terminal escape or a bidi override) are shown escaped."""
+    out = []
+    for ch in text:
+        if ch in "\n\r\t\v\f\x85\u2028\u2029":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ascii(ch)[1:-1])
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -111,13 +111,16 @@ def scan(text: str) -> list[Entry]:
 
 def entries_named(text: str, names: set[str]) -> list[Entry]:
     """The entries whose base name is in `names`, found without splitting the whole file."""
-    pattern = re.compile(r"^- func:\s*(?:%s)[.(]" % "|".join(re.escape(n) for n in sorted(names)), re.M)
+    # A literal "\n" prefix, not `^` under re.M: re then skips ahead by the literal (8x faster
+    # on the 600 KB file). The padding "\n" makes match offsets those of "- func:" in `text`.
+    pattern = re.compile(r"\n- func:\s*(?:%s)[.(]" % "|".join(re.escape(n) for n in sorted(names)))
     found = []
-    for m in pattern.finditer(text):
-        end = text.find("\n- func:", m.start())
+    for m in pattern.finditer("\n" + text):
+        start = m.start()
+        end = text.find("\n- func:", start)
         end = len(text) if end < 0 else end + 1
-        first_line = text.count("\n", 0, m.start())
-        for entry in scan(text[m.start():end]):
+        first_line = text.count("\n", 0, start)
+        for entry in scan(text[start:end]):
             found.append(Entry(entry.name, entry.overload, entry.start + first_line,
                                entry.end + first_line, entry.lines))
             break

@@ -67,7 +67,11 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     op = op.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
         raise PorterError(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
-    op = op.replace(".", "_") if op.startswith(("special.", "linalg.", "fft.")) else op
+    op = op.replace(".", "_", 1) if op.startswith(("special.", "linalg.", "fft.")) else op
+    if "." in op:       # an overload: porter edits every overload of the op at once
+        base = op.split(".", 1)[0]
+        raise PorterError(f"'{op}' names one overload of '{base}': porter ports all overloads "
+                          "of an op together", hint=f"pass the op name, '{base}'")
     yaml_text = checkout.read(co.NATIVE_YAML)
     fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
     if not fam:

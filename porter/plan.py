@@ -86,6 +86,12 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
                               f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
     elif body is not None:
         plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
+    registered = {(r.in_type, r.out_type) for r in metal.registrations
+                  if r.kernel == spec.kernel}
+    if registered:
+        # Registrations written by hand (or by an earlier porter run) stand as they are.
+        write(spec.metal_path, text)
+        return
     dtypes = spec.dtypes
     if not dtypes:
         dtypes = FLOATING_DEFAULT
@@ -130,13 +136,17 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
         raise PorterError(f"{spec.stub.name} takes ({', '.join(spec.stub.params)}): porter writes "
                           "host stubs for kernels of one TensorIterator argument",
                           path=spec.stub.header, line=spec.stub.line)
-    if spec.kind == UNARY and host_edit.uses_ti_macro(host, spec.stub.name, spec.kernel, iterator,
-                                                      len(spec.stub.params)):
-        new = host_edit.add_ti_dispatch(text, spec.kernel)
-    else:
-        new = host_edit.add_kernel_function(text, stub=spec.stub.name,
-                                            function=f"{spec.kernel}_mps_kernel",
-                                            kernel=spec.kernel, iterator=iterator, kind=spec.kind)
+    try:
+        if spec.kind == UNARY and host_edit.uses_ti_macro(host, spec.stub.name, spec.kernel,
+                                                          iterator, len(spec.stub.params)):
+            new = host_edit.add_ti_dispatch(text, spec.kernel)
+        else:
+            new = host_edit.add_kernel_function(text, stub=spec.stub.name,
+                                                function=f"{spec.kernel}_mps_kernel",
+                                                kernel=spec.kernel, iterator=iterator, kind=spec.kind)
+    except ValueError as err:
+        raise PorterError(str(err), path=spec.host_path,
+                          hint="is the file complete? porter adds the host stub before it") from None
     write(spec.host_path, new)
     hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
     validate.stub_registered_once(hosts, spec.stub.name)

@@ -13,15 +13,28 @@ import json
 import os
 
 
+TAGS_YAML = "aten/src/ATen/native/tags.yaml"
+
+
 def _validate(requests: list[dict], tags_text: str | None) -> list[dict]:
-    """Verdicts for entries: {"name", "line", "error"} for each rejected one."""
+    """Verdicts for entries: {"name", "line", "error"} for each rejected one (with "path"
+    when the fault lies in another file than native_functions.yaml)."""
     import yaml
     from torchgen.model import Location, NativeFunction
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     tags = set()
     if tags_text:
-        tags = {t["tag"] for t in yaml.load(tags_text, Loader=loader) or [] if "tag" in t}
+        try:
+            listed = yaml.load(tags_text, Loader=loader) or []
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            return [{"name": "", "path": TAGS_YAML, "line": mark.line + 1 if mark else None,
+                     "error": f"not valid YAML: {getattr(err, 'problem', None) or err}"}]
+        if not isinstance(listed, list):
+            return [{"name": "", "path": TAGS_YAML, "line": None,
+                     "error": "not a list of `- tag:` entries"}]
+        tags = {t["tag"] for t in listed if isinstance(t, dict) and isinstance(t.get("tag"), str)}
     verdicts = []
     for req in requests:
         try:

@@ -44,7 +44,8 @@ def yaml_entries(new_text: str, changed_names: set[str], tags_text: str | None,
     rejected = (validator or EntryValidator()).check(requests, tags_text)
     if rejected:
         first = rejected[0]
-        raise PorterError(first["error"], path=co.NATIVE_YAML, line=first["line"])
+        raise PorterError(first["error"], path=first.get("path") or co.NATIVE_YAML,
+                          line=first["line"])
 
 
 def python_slice(text: str, start: int, end: int, path: str) -> None:

@@ -13,6 +13,8 @@ import re
 from porter.host_scan import HostFile
 from porter.templates import render
 
+NO_NAMESPACE_END = "no `} // namespace at::native` line to insert before"
+
 
 def uses_ti_macro(host: HostFile, stub_name: str, kernel: str, iterator: str | None,
                   n_params: int) -> bool:
@@ -43,6 +45,8 @@ def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, ite
         text = text[:at] + "\n" + source + text[at:] if at is not None else text
         if at is None:
             end = host.namespace_end
+            if end < 0:
+                raise ValueError(NO_NAMESPACE_END)
             text = text[:end] + source + "\n" + text[end:]
         host = HostFile(text)
     semicolon = _registration_style(host)
@@ -50,7 +54,7 @@ def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, ite
     registrations = [m for m in re.finditer(r"^REGISTER_DISPATCH\([^\n]*\n", host.mask, re.M)]
     at = registrations[-1].end() if registrations else host.namespace_end
     if at < 0:
-        raise ValueError("no `} // namespace at::native` line to insert before")
+        raise ValueError(NO_NAMESPACE_END)
     return text[:at] + line + text[at:]
 
 

@@ -1,0 +1,224 @@
+"""What is left to port in a checkout: elementwise ops still on MPSGraph, and those with no MPS.
+
+One pass over each source, never a full `resolve` per op (that reads the OpInfo database for
+every op, ~0.1 s each): `native_functions.yaml` is scanned once (porter.native_yaml), the host
+files once (porter.mpsgraph_scan), the DispatchStub headers and the CPU sources once each.
+Whether porter can port an op without `--body` is the same decision the commands make
+(the CPU lambda translates, else one MPSGraph selector maps); integer dtypes are assumed,
+since reading each op's OpInfo dtypes is what makes `resolve` slow.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from porter import checkout as co
+from porter import native_yaml
+from porter import selectors
+from porter.body import translate
+from porter.c10_metal import available_functions
+from porter.cpp_scan import split_top_level
+from porter.cpu_kernel import scalar_lambda
+from porter.edits.native_yaml import mps_specific_rows
+from porter.mpsgraph_scan import STUB, HostSource
+from porter.stubs import Stub, declared_stubs
+
+MPSGRAPH, NO_MPS = "mpsgraph", "no-mps"
+UNARY, BINARY, ALPHA, OTHER = "unary", "binary", "alpha", "other"
+PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
+SCALAR_TYPES = {"Scalar", "float", "int", "bool", "SymInt"}
+MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
+FLOATING = {"float32", "float16", "bfloat16", "complex64"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    op: str
+    state: str                 # mpsgraph | no-mps
+    shape: str                 # impl | macro | function | stub | row (yaml only) | "" (no-mps)
+    kind: str                  # unary | binary | alpha
+    line: int                  # the .out entry in native_functions.yaml
+    automatic: bool            # porter can port it without --body
+    how: str                   # "CPU lambda", "selector acosh", or why not
+    files: tuple[str, ...] = field(default=())
+    command: str = ""
+
+
+@dataclass
+class Inventory:
+    candidates: list[Candidate]
+    others: int                # ops with an MPS-specific row that are not unary/binary/alpha elementwise
+
+
+def find(checkout: co.Checkout) -> Inventory:
+    text = checkout.read(co.NATIVE_YAML)
+    families: dict[str, list[native_yaml.Entry]] = {}
+    for e in native_yaml.scan(text):
+        families.setdefault(_root(e.name), []).append(e)
+    hosts = {rel: HostSource(checkout.read(rel), rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+    defined: dict[str, tuple[str, HostSource, object]] = {}
+    for rel, host in hosts.items():
+        for d in host.definitions:
+            key = f"stub:{d.name}" if d.shape == STUB else d.name
+            defined.setdefault(key, (rel, host, d))
+    facts = _Facts(checkout)
+    found, others = [], 0
+    for op, entries in families.items():
+        out = next((e for e in entries if e.is_out and e.dense_rows()), None)
+        if out is None:
+            continue
+        own = [r for e in entries for r in mps_specific_rows(e)]
+        stub_line = defined.get(f"stub:{op}")
+        elementwise = _elementwise(out)
+        kind = _kind(out.schema) if elementwise else OTHER
+        if own or stub_line:
+            defs = [defined[r.kernel] for r in own if r.kernel in defined]
+            defs += [stub_line] if stub_line else []
+            if defs and all(host.is_metal(d) for _, host, d in defs):
+                continue            # a Metal impl behind its own row (pattern B): native
+            if kind == OTHER:
+                others += 1
+                continue
+            shape = defs[0][2].shape if defs else "row"
+            files = [co.NATIVE_YAML] if own else []
+            files += list(dict.fromkeys(rel for rel, _, _ in defs))
+            candidate = _candidate(op, MPSGRAPH, shape, kind, out, entries, defs, files, facts)
+        elif not any(e.mps_rows() for e in entries) and kind != OTHER:
+            candidate = _candidate(op, NO_MPS, "", kind, out, entries, [], [co.NATIVE_YAML], facts)
+        else:
+            continue
+        found.append(candidate)
+    found.sort(key=lambda c: (c.state != MPSGRAPH, not c.automatic, c.op))
+    return Inventory(found, others)
+
+
+def _root(name: str) -> str:
+    return name[:-1] if name.endswith("_") and not name.startswith("_") else name
+
+
+def _elementwise(entry: native_yaml.Entry) -> bool:
+    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
+            or "pointwise" in entry.fields.get("tags", ""))
+
+
+def _kind(schema: str) -> str:
+    args = schema.split("(", 1)[1].rsplit(") ->", 1)[0]
+    tensors = scalars = 0
+    for arg in split_top_level(args):
+        if not arg or arg == "*" or "!" in arg:
+            continue
+        typ = arg.split()[0]
+        if typ == "Tensor":
+            tensors += 1
+        elif typ.rstrip("?") in SCALAR_TYPES:
+            scalars += 1
+        else:
+            return OTHER
+    if tensors in (1, 2) and scalars:
+        return ALPHA
+    return {1: UNARY, 2: BINARY}.get(tensors, OTHER) if not scalars else OTHER
+
+
+class _Facts:
+    """Per-checkout lookups built once: stubs, CPU impl -> stub, float meta functions, xfails."""
+
+    def __init__(self, checkout: co.Checkout):
+        self.checkout = checkout
+        self.stubs = declared_stubs(checkout)
+        self.impl_stubs: dict[str, list[str]] = {}
+        self.float_meta: set[str] = set()
+        for rel in checkout.glob(co.NATIVE, "*.cpp"):
+            source = checkout.read(rel)
+            for m in re.finditer(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)", source):
+                self.impl_stubs.setdefault(m.group(1), []).append(m.group(2))
+            for m in re.finditer(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", source, re.S):
+                self.impl_stubs.setdefault(m.group(1), []).extend(
+                    re.findall(r"\b(\w+_stub)\s*\(\s*device_type\(\)", m.group(2)))
+            self.float_meta |= set(re.findall(r"CREATE_UNARY_FLOAT_META_FUNC\(\s*(\w+)\s*\)", source))
+            self.float_meta |= set(re.findall(
+                r"TORCH_META_FUNC\((\w+)\)[^{]*\{[^}]*build_borrowing_(?:unary|binary)_float_op", source))
+        self.unimplemented: set[str] = set()
+        if checkout.exists(co.COMMON_MPS):
+            from porter import xfail_lists
+
+            try:
+                self.unimplemented = {e.key for e in xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS)
+                                      if e.dict_name in xfail_lists.UNIMPLEMENTED}
+            except Exception:       # a broken common_mps.py is `porter check`'s finding, not ours
+                self.unimplemented = set()
+        self.fallback = checkout.read(MPS_FALLBACK) if checkout.exists(MPS_FALLBACK) else ""
+        self._c10 = None
+
+    def c10(self):
+        if self._c10 is None:
+            self._c10 = available_functions(self.checkout)
+        return self._c10
+
+    def integer_facts(self, op: str) -> tuple[bool, bool]:
+        """(tests integer dtypes on MPS, integers compute in float) as `porter.ops.resolve` sees them."""
+        from porter.dtypes import MPS_DTYPES
+        from porter.opinfo_source import for_op
+
+        opinfos, _ = for_op(self.checkout, op)
+        dtypes: set[str] = set()
+        for o in opinfos:
+            dtypes |= o.dtypes("dtypesIfMPS") or o.dtypes("dtypes") or set()
+        has_int = any(d in MPS_DTYPES and d not in FLOATING for d in dtypes)
+        promotes = op in self.float_meta or any(o.flag("promotes_int_to_float") for o in opinfos)
+        return has_int, promotes
+
+    def stub_of(self, op: str, kernel: str) -> Stub | None:
+        for name in (*self.impl_stubs.get(kernel, []), f"{op}_stub"):
+            if name in self.stubs:
+                return self.stubs[name]
+        return None
+
+
+def _candidate(op, state, shape, kind, out, entries, defs, files, facts: _Facts) -> Candidate:
+    automatic, how = _automatic(op, kind, out, defs, facts)
+    if kind in PAIRS:
+        files += [f"{co.KERNELS}/{PAIRS[kind]}.metal", f"{co.OPERATIONS}/{PAIRS[kind]}.mm"]
+    keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
+    if state == NO_MPS and keys & facts.unimplemented:
+        files.append(co.COMMON_MPS)
+    if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
+        files.append(MPS_FALLBACK)
+    command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
+    return Candidate(op, state, shape, kind, out.lineno, automatic, how,
+                     tuple(dict.fromkeys(files)), command)
+
+
+def _automatic(op: str, kind: str, out, defs, facts: _Facts) -> tuple[bool, str]:
+    if kind not in PAIRS:
+        return False, "takes scalar arguments: porter ports unary and binary ops"
+    kernels = {r.kernel for r in out.dense_rows()}
+    keys = {k for r in out.dense_rows() for k in r.keys}
+    if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
+        return False, "CPU and CUDA share no kernel for MPS to join"
+    stub = facts.stub_of(op, next(iter(kernels)))
+    if stub is None:
+        return False, "no DispatchStub behind its CPU kernel"
+    if stub.iterator_type is None or len(stub.params) != 1:
+        return False, f"{stub.name} takes ({', '.join(stub.params)})"
+    lam = scalar_lambda(facts.checkout, stub.name)
+    why_not = "no CPU lambda found"
+    if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
+        translation = translate(lam.body, lam.params, "float", facts.c10)
+        if translation.statements is not None:
+            return True, "CPU lambda"
+        why_not = f"CPU lambda: {translation.reason}"
+    used: list[str] = []
+    for _, host, d in defs:
+        used += [s for s in host.selectors(d) if s not in used]
+    choice = selectors.body_for(used, kind, False, False)
+    if choice.expression and not selectors.body_for(used, kind, True, False).expression:
+        # A float-only selector: it fits only if the op has no integer dtypes or computes
+        # them in float; those facts come from the OpInfo, read for this op alone.
+        has_int, promotes = facts.integer_facts(op)
+        choice = selectors.body_for(used, kind, has_int, promotes)
+    if choice.expression:
+        return True, f"selector {choice.selector}"
+    if not defs:
+        return False, why_not
+    return False, choice.reason

@@ -1,0 +1,87 @@
+"""native_functions.yaml dispatch rows against the MPS sources (PORTER001, PORTER002).
+
+torchgen accepts `CPU, CUDA, MPS: abs_out` plus `MPS: abs_out_mps` in one entry (the last
+row wins, silently): the leftover of a half-done MPSGraph migration. And nothing before the
+link step notices an `MPS: x_mps` row whose function no source defines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from porter import checkout as co
+from porter.checks.model import Finding
+from porter.checks.tree import Tree, op_of_entry
+
+# Column-0 definitions of a function, the way upstream writes them.
+IMPL_FUNC_RE = re.compile(r"^TORCH_IMPL_FUNC\(\s*(\w+)\s*\)", re.M)
+MACRO_DEF_RE = re.compile(r"^[A-Z][A-Z0-9_]*\(\s*(\w+)\s*[,)]", re.M)
+FUNCTION_DEF_RE = re.compile(
+    r"^(?:static\s+|inline\s+|TORCH_API\s+)*(?:const\s+)?[A-Za-z_][\w:<>,&* ]*?[\s&*>](\w+)\s*\(", re.M)
+
+
+def check(tree: Tree) -> list[Finding]:
+    return duplicate_mps_keys(tree) + undefined_mps_functions(tree)
+
+
+def duplicate_mps_keys(tree: Tree) -> list[Finding]:
+    found = []
+    for entry in tree.mps_entries:
+        rows = [row for row in entry.dispatch for key in row.keys if key == "MPS"]
+        if len(rows) < 2:
+            continue
+        first, extra = rows[0], rows[1:]
+        for row in extra:
+            where = "again in the same row" if row is first else f"first at line {first.lineno}"
+            leftover = next((r for r in rows if r.kernel.endswith("_mps")), None)
+            if leftover is not None and any(not r.kernel.endswith("_mps") for r in rows):
+                hint = (f"delete the `MPS: {leftover.kernel}` row and its MPSGraph impl "
+                        f"(porter migrate-from-mpsgraph {op_of_entry(entry)})")
+            else:
+                hint = "keep one MPS row"
+            found.append(Finding(
+                "PORTER001", co.NATIVE_YAML, row.lineno,
+                f"'{entry.full_name}' names MPS twice ({where}): '{_row_text(first)}' and "
+                f"'{_row_text(row)}'; torchgen silently keeps {rows[-1].kernel}",
+                hint, op_of_entry(entry)))
+    return found
+
+
+def undefined_mps_functions(tree: Tree) -> list[Finding]:
+    wanted = {}
+    for entry in tree.mps_entries:
+        for row in entry.dispatch:
+            kernel = row.kernel.split("::")[-1]
+            if "MPS" in row.keys and kernel.endswith("_mps"):
+                wanted.setdefault(kernel, []).append((entry, row))
+    if not wanted:
+        return []
+    defined = defined_functions(tree)
+    found = []
+    for kernel, rows in wanted.items():
+        if kernel in defined:
+            continue
+        for entry, row in rows:
+            found.append(Finding(
+                "PORTER002", co.NATIVE_YAML, row.lineno,
+                f"'{entry.full_name}' dispatches MPS to {kernel}, which no {co.MPS}/ source defines",
+                f"define TORCH_IMPL_FUNC({kernel}) or `{kernel}(...)` in {co.OPERATIONS}/, "
+                "or drop the row", op_of_entry(entry)))
+    return found
+
+
+def defined_functions(tree: Tree) -> set[str]:
+    """Names defined at column 0 of the mps/ .mm and .cpp sources (a cheap over-approximation:
+    a declaration also counts, so the check only fires where no trace of the name exists)."""
+    names: set[str] = set()
+    for text in tree.mps_source_texts.values():
+        if "_mps" not in text:
+            continue
+        names.update(IMPL_FUNC_RE.findall(text))
+        names.update(MACRO_DEF_RE.findall(text))
+        names.update(FUNCTION_DEF_RE.findall(text))
+    return names
+
+
+def _row_text(row) -> str:
+    return row.text.strip().split("#", 1)[0].strip()

@@ -1,0 +1,39 @@
+"""`porter check` output: human lines, one JSON document, or lintrunner LintMessage lines."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from porter.checks import Report
+from porter.checks.model import CHECKS
+
+
+def human(report: Report) -> tuple[list[str], list[str]]:
+    """(stdout lines: one per finding, stderr lines: notes and the summary)."""
+    out = [f.human() for f in report.findings]
+    err = [f"note: {n}" for n in report.notes]
+    if report.findings:
+        counts = Counter(f.id for f in report.findings)
+        parts = ", ".join(f"{cid} {CHECKS[cid][0]} x{n}" for cid, n in sorted(counts.items()))
+        err.append(f"porter check: {len(report.findings)} finding(s): {parts}")
+    else:
+        err.append(f"porter check: clean ({len(report.ran)} checks)")
+    return out, err
+
+
+def as_json(report: Report, **extra) -> str:
+    counts = Counter(f.id for f in report.findings)
+    return json.dumps({
+        "ok": not report.findings, **extra,
+        "checks": report.ran, "counts": dict(sorted(counts.items())),
+        "findings": [f.to_json() for f in report.findings], "notes": report.notes,
+    }, indent=2)
+
+
+def lintrunner(report: Report) -> list[str]:
+    return [json.dumps(f.lint_message()) for f in report.findings]
+
+
+def list_checks() -> list[str]:
+    return [f"{cid} {name} [{severity}]: {text}" for cid, (name, severity, text) in CHECKS.items()]

@@ -1,0 +1,124 @@
+"""MPS `REGISTER_DISPATCH` lines against the `DECLARE_DISPATCH` stubs (PORTER020-PORTER022).
+
+In .mm files REGISTER_DISPATCH becomes `stub.set_mps_dispatch_ptr(fn)`: a stub registered
+from two translation units resolves silently by static-init order, and a kernel taking
+`TensorIterator&` where the stub passes `TensorIteratorBase&` fails only at compile time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from porter.checks.model import Finding
+from porter.checks.tree import Tree
+
+BUILTIN_WORDS = {"int", "long", "short", "char", "double", "float", "bool", "signed", "unsigned"}
+
+
+def check(tree: Tree) -> list[Finding]:
+    return undeclared_stubs(tree) + double_registrations(tree) + signature_mismatches(tree)
+
+
+def undeclared_stubs(tree: Tree) -> list[Finding]:
+    found = []
+    for stub, rel, line, function, via_macro in tree.registrations:
+        if tree.stub(stub) is not None:
+            continue
+        close = difflib.get_close_matches(stub, tree.declared_stub_names(), n=1, cutoff=0.8)
+        hint = (f"did you mean {close[0]}?" if close else
+                "declare it with DECLARE_DISPATCH(<fn type>, " + stub + ") in aten/src/ATen/native/<X>.h")
+        found.append(Finding("PORTER020", rel, line,
+                             f"{function} is registered on {stub}, which no DECLARE_DISPATCH declares",
+                             hint, tree.stub_op(stub)))
+    return found
+
+
+def double_registrations(tree: Tree) -> list[Finding]:
+    first: dict[str, tuple] = {}
+    found = []
+    for reg in tree.registrations:
+        stub, rel, line, function, via_macro = reg
+        if stub not in first:
+            first[stub] = reg
+            continue
+        _, rel0, line0, function0, _ = first[stub]
+        graph = [r for r in (first[stub], reg) if r[3].startswith("mps_") and r[3].endswith("_kernel")]
+        if graph:
+            hint = (f"delete the REGISTER_MPS_UNARY_STUB line at {graph[0][1]}:{graph[0][2]} "
+                    "(it still routes the stub to MPSGraph)")
+        else:
+            hint = "keep one registration"
+        found.append(Finding("PORTER021", rel, line,
+                             f"{stub} is registered again ({function}); it is already registered at "
+                             f"{rel0}:{line0} ({function0}); static-init order picks one silently",
+                             hint, tree.stub_op(stub)))
+    return found
+
+
+def signature_mismatches(tree: Tree) -> list[Finding]:
+    found = []
+    for stub_name, rel, line, function, via_macro in tree.registrations:
+        stub = tree.stub(stub_name)
+        if stub is None or not stub.signature.startswith("void"):
+            continue
+        host = tree.hosts[rel]
+        name = function.split("::")[-1].lstrip("&").strip()
+        where = line
+        if via_macro:
+            params = _macro_params(host.text, name)
+        else:
+            fn = host.kernel_functions.get(name)
+            params = fn.params if fn else None
+            where = fn.line if fn else line
+        if params is None:
+            continue
+        got = param_types(params)
+        want = [param_type(p) for p in stub.params]
+        if got == want:
+            continue
+        found.append(Finding(
+            "PORTER022", rel, where,
+            f"{name}({', '.join(got)}) is registered on {stub_name}, whose type is "
+            f"{_type_text(stub)} ({stub.header}:{stub.line})",
+            f"make {name} take ({', '.join(want)})", tree.stub_op(stub_name)))
+    return found
+
+
+def _type_text(stub) -> str:
+    return stub.signature if stub.fn_type == stub.signature else f"{stub.fn_type} = {stub.signature}"
+
+
+def _macro_params(text: str, function: str) -> str | None:
+    """Parameters of a kernel function a registration macro generates (`NAME##_kernel_mps`)."""
+    for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(\s*(\w+)\s*(?:,[^)]*)?\)((?:[^\n]*\\\n)*[^\n]*)",
+                         text, re.M):
+        param, body = m.group(2), m.group(3)
+        fn = re.search(r"\bvoid\s+([\w#]+)\s*\(([^)]*)\)", body)
+        if not fn:
+            continue
+        pattern = "".join(r"\w+" if part == param else re.escape(part)
+                          for part in fn.group(1).split("##"))
+        if re.fullmatch(pattern, function):
+            return " ".join(fn.group(2).replace("\\", " ").split())
+    return None
+
+
+def param_types(params: str) -> list[str]:
+    from porter.cpp_scan import split_top_level
+
+    params = params.strip()
+    if not params or params == "void":
+        return []
+    return [param_type(p) for p in split_top_level(params)]
+
+
+def param_type(param: str) -> str:
+    """`const Scalar& alpha = 1` -> `const Scalar&`; `at::TensorIteratorBase &iter` -> `TensorIteratorBase&`."""
+    p = param.split("=", 1)[0]
+    p = re.sub(r"\b(?:at|c10)::", "", p)
+    p = " ".join(p.split())
+    m = re.match(r"^(.*?[\w>&*\]])\s*\b([A-Za-z_]\w*)$", p)
+    if m and m.group(2) not in BUILTIN_WORDS and m.group(1).strip() not in ("const", "unsigned", "signed"):
+        p = m.group(1)
+    return re.sub(r"\s*([&*])\s*", r"\1", p).strip()

@@ -1,0 +1,144 @@
+"""`porter check`: tree-wide static checks with stable ids, for people, CI and lintrunner.
+
+Exit codes: 0 clean, 1 findings, 2 bad input. `--format lintrunner` follows lintrunner's
+adapter contract instead ("never exit uncleanly"): findings and errors are LintMessages on
+stdout and the exit code is 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from porter.commands.common import add_root_and_json
+from porter.errors import PorterError
+
+HELP = "static checks over the whole tree: yaml dispatch, kernels, stubs, expectations, torchgen"
+FORMATS = ("human", "json", "lintrunner")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="report only findings in these files (relative to --root); "
+                             "`@FILE` reads the paths from FILE, one per line (lintrunner's {{PATHSFILE}})")
+    add_root_and_json(parser)
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="human (default), json (same as --json) or lintrunner (LintMessage JSON lines; "
+                             "exits 0 with findings, as lintrunner adapters must)")
+    parser.add_argument("--changed-since", metavar="REF",
+                        help="report only findings on lines changed since the git ref REF, or about "
+                             "ops those changes touch")
+    parser.add_argument("--list-changed-ops", action="store_true",
+                        help="with --changed-since: print the ops the changes touch (one per line) "
+                             "instead of checking")
+    parser.add_argument("--select", action="append", metavar="IDS",
+                        help="run only these checks (ids or names, comma-separated; repeatable)")
+    parser.add_argument("--skip", action="append", metavar="IDS",
+                        help="skip these checks (ids or names, comma-separated; repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the checks and exit")
+
+
+def run(args) -> int:
+    fmt = args.format or ("json" if args.json else "human")
+    if fmt == "lintrunner":
+        try:
+            return _run(args, fmt)
+        except PorterError as err:
+            print(json.dumps({"path": err.path, "line": err.line, "char": None, "code": "PORTER",
+                              "severity": "error", "name": "porter-error", "original": None,
+                              "replacement": None, "description": str(err)}))
+            return 0
+    return _run(args, fmt)
+
+
+def _run(args, fmt: str) -> int:
+    from porter.checkout import Checkout
+    from porter.checks.model import CHECKS, resolve_ids
+
+    if args.list:
+        from porter.checks import output
+        for line in output.list_checks():
+            print(line)
+        return 0
+    if args.list_changed_ops and not args.changed_since:
+        raise PorterError("--list-changed-ops needs --changed-since REF")
+    selected = resolve_ids(args.select, "--select") or set(CHECKS)
+    selected -= resolve_ids(args.skip, "--skip")
+    checkout = Checkout.at(args.root)
+    pending = None
+    if "PORTER040" in selected and not args.list_changed_ops:
+        # torchgen's parse is the slow part: start it before porter loads anything else
+        from porter.checks.torchgen_child import Pending
+        pending = Pending(checkout.root)
+    try:
+        return _check(args, fmt, checkout, selected, pending)
+    finally:
+        if pending is not None:
+            pending.close()
+
+
+def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
+    from porter import checks
+    from porter.checks import output
+    from porter.checks.tree import Tree
+
+    tree = Tree(checkout)
+    changes = None
+    if args.changed_since:
+        from porter.checks import changed
+        changes = changed.since(checkout.root, args.changed_since)
+        ops = changed.touched_ops(tree, changes)
+        if args.list_changed_ops:
+            if fmt == "json":
+                print(json.dumps({"ok": True, "since": args.changed_since, "ops": sorted(ops),
+                                  "files": sorted(changes.files)}, indent=2))
+            else:
+                for op in sorted(ops):
+                    print(op)
+            return 0
+    report = checks.run(checkout, selected, tree, pending)
+    if changes is not None:
+        keep = ops | changes.names
+        report.findings = [f for f in report.findings
+                           if changes.touches(f.path, f.line) or (f.op and f.op in keep)]
+    paths = _paths(args.paths, checkout.root)
+    if paths is not None:
+        report.findings = [f for f in report.findings if f.path in paths]
+    if fmt == "json":
+        print(output.as_json(report, root=str(checkout.root), changed_since=args.changed_since))
+    elif fmt == "lintrunner":
+        for line in output.lintrunner(report):
+            print(line)
+        return 0
+    else:
+        out, err = output.human(report)
+        for line in out:
+            print(line)
+        for line in err:
+            print(line, file=sys.stderr)
+    return 1 if report.findings else 0
+
+
+def _paths(values: list[str], root: Path) -> set[str] | None:
+    if not values:
+        return None
+    items: list[str] = []
+    for value in values:
+        if value.startswith("@"):
+            try:
+                items += Path(value[1:]).read_text(encoding="utf-8").split()
+            except OSError as err:
+                raise PorterError(f"cannot read the paths file: {err.strerror}", path=value[1:]) from None
+        else:
+            items.append(value)
+    out = set()
+    for item in items:
+        path = Path(item)
+        if path.is_absolute():
+            try:
+                path = path.resolve().relative_to(root)
+            except ValueError:
+                continue
+        out.add(path.as_posix())
+    return out

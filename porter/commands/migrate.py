@@ -1,0 +1,33 @@
+"""porter migrate-from-mpsgraph OP: move an op from its MPSGraph implementation to a native Metal kernel."""
+
+from __future__ import annotations
+
+from porter.checkout import Checkout
+from porter.commands.common import add_edit_options, apply_unless_dry, run_tests_after
+from porter.migration import plan_migration
+from porter.report import show_plan
+from porter.torchgen_check import EntryValidator
+
+HELP = ("replace an elementwise op's MPSGraph implementation by a native Metal kernel: yaml, "
+        "old impl and its helpers, .metal, .mm, expectations")
+
+
+def add_arguments(parser) -> None:
+    add_edit_options(parser)
+
+
+def run(args) -> int:
+    with EntryValidator() as validator:     # warms torchgen up while porter plans
+        checkout = Checkout.at(args.root)
+        migration = plan_migration(checkout, args.op, args.body, validator)
+    spec = migration.spec
+    written = apply_unless_dry(migration.changes, args.dry_run, args.allow_dirty)
+    extra = {"functor": migration.functor.origin if migration.functor else None,
+             "functor_detail": migration.functor.detail if migration.functor else None,
+             "kind": spec.kind, "stub": spec.stub.name, "kernel": spec.kernel,
+             "removed": migration.removed}
+    show_plan("migrate-from-mpsgraph", spec.op, migration.changes, migration.notes,
+              dry_run=args.dry_run, applied=written, as_json=args.json, extra=extra)
+    if args.test and not args.dry_run:
+        return run_tests_after(args, checkout.root)
+    return 0

@@ -1,0 +1,81 @@
+"""Fixtures of the reliability suite: editing scenarios on the fixture (under git) and real trees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from porter.testing.trees import fixture_root
+from tests.reliability import harness
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_validator_fork():
+    # porter.torchgen_check forks a child to import torchgen while porter plans; in one
+    # long test process validating in-process is faster (torchgen stays imported), and the
+    # faults under test all lie in ChangeSet.apply, after that child is gone.
+    old = os.environ.get("PORTER_NO_FORK")
+    os.environ["PORTER_NO_FORK"] = "1"
+    yield
+    if old is None:
+        del os.environ["PORTER_NO_FORK"]
+    else:
+        os.environ["PORTER_NO_FORK"] = old
+
+
+@pytest.fixture(scope="session")
+def work_dir(tmp_path_factory):
+    """Where the scenario trees live: tmpfs when there is one, because every apply fsyncs
+    each file it writes (7 ms a file on the CI disk) and the suite applies thousands."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        path = Path(tempfile.mkdtemp(prefix="porter-reliability-", dir=shm))
+        yield path
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        yield tmp_path_factory.mktemp("reliability")
+
+
+@pytest.fixture(scope="session")
+def mini_scenarios(work_dir, _no_validator_fork) -> list[harness.Scenario]:
+    """Every editing command on every op it edits, in a git copy of the fixture checkout."""
+    found = harness.discover(fixture_root(), work_dir / "mini", "mini", git=True)
+    assert found, "no editing scenario on the fixture checkout"
+    return found
+
+
+@pytest.fixture(scope="session")
+def real_scenarios(request, work_dir, _no_validator_fork) -> list[harness.Scenario]:
+    """The same on the real-size tree (skipped without the torch wheel)."""
+    template = request.getfixturevalue("real_tree_template")
+    return harness.discover(template, work_dir / "real", "real")
+
+
+@pytest.fixture(scope="session")
+def scenarios(mini_scenarios, request) -> list[harness.Scenario]:
+    try:
+        real = request.getfixturevalue("real_scenarios")
+    except pytest.skip.Exception:
+        real = []
+    return mini_scenarios + real
+
+
+@pytest.fixture
+def scenario_reset(scenarios):
+    """Scenarios put back to their old tree after the test, whatever it did."""
+    yield scenarios
+    for sc in scenarios:
+        _writable(sc.tree)
+        sc.reset()
+
+
+def _writable(root) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o200)

@@ -1,0 +1,596 @@
+"""porter migrate-from-mpsgraph: golden diffs for every MPSGraph shape, end to end on both trees,
+refusals, and the pure deletion edits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from expecttest import assert_expected_inline
+
+from porter.checkout import NATIVE_YAML, TAGS_YAML
+from porter.edits import mpsgraph as graph_edit
+from porter.linediff import unified_diff_text
+from porter.mpsgraph_scan import HostSource
+from porter.testing.trees import fixture_root
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+
+YAML = NATIVE_YAML
+UNARY_OPS = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
+UNARY_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+UNARY_MM = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
+
+
+def migrate(root, *args):
+    return porter("migrate-from-mpsgraph", *args, root=root)
+
+
+def dry(root, op, *extra):
+    result = migrate(root, op, "--dry-run", *extra)
+    assert result.code == 0, result.err
+    return result
+
+
+def added_lines(diff: str) -> str:
+    return "".join(line for line in diff.splitlines(keepends=True) if line.startswith("+"))
+
+
+def notes(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("note: ")]
+
+
+def parse_with_torchgen(root) -> int:
+    import torchgen.gen
+
+    torchgen.gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
+    try:
+        parsed = torchgen.gen.parse_native_yaml(str(root / YAML), str(root / TAGS_YAML))
+    finally:
+        torchgen.gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
+    return len(parsed.native_functions)
+
+
+# --- golden diffs, one per shape, on the fixture checkout ----------------------------------
+
+def test_impl_block_with_tricky_braces(mini_root):
+    """sign: TORCH_IMPL_FUNC body with an ObjC block, a `// }` comment and `"}"` in a helper."""
+    out = dry(mini_root, "sign").out
+    assert_expected_inline(out.split("\n\n", 1)[0], """\
+   update  aten/src/ATen/native/native_functions.yaml
+   update  aten/src/ATen/native/mps/operations/UnaryOps.mm
+   update  aten/src/ATen/native/mps/kernels/UnaryKernel.metal
+   update  aten/src/ATen/native/mps/operations/UnaryKernel.mm""")
+    assert_expected_inline(file_diff(out, YAML), """\
+@@ -511,8 +511,7 @@
+   structured: True
+   structured_inherits: TensorIteratorBase
+   dispatch:
+-    CPU, CUDA: sign_out
+-    MPS: sign_out_mps
++    CPU, CUDA, MPS: sign_out
+     SparseCPU, SparseCUDA, SparseMPS: sign_sparse_out
+   tags: pointwise
+ 
+""")
+    assert_expected_inline(file_diff(out, UNARY_OPS), """\
+@@ -16,7 +16,6 @@
+ #include <ATen/ops/logit_native.h>
+ #include <ATen/ops/sgn_native.h>
+ #include <ATen/ops/sign.h>
+-#include <ATen/ops/sign_native.h>
+ #include <ATen/ops/signbit_native.h>
+ #include <ATen/ops/view_as_real.h>
+ #endif
+@@ -99,19 +98,6 @@
+ (const Tensor& self, const Tensor& output) {
+   mps::unary_op(self, output, "signbit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+     return mps::signbit_helper(mpsGraph, inputTensor);
+-  });
+-}
+-
+-TORCH_IMPL_FUNC(sign_out_mps)(const Tensor& self, const Tensor& output) {
+-  mps::unary_op(self, output, "sign_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-    // Sign op is not implemented in MPS as of MacOS13.0 beta, so simulate it using clamp
+-    if ([inputTensor dataType] == MPSDataTypeInt64) {
+-      return [mpsGraph clampWithTensor:inputTensor
+-                        minValueTensor:[mpsGraph constantWithScalar:-1 dataType:MPSDataTypeInt64]
+-                        maxValueTensor:[mpsGraph constantWithScalar:1 dataType:MPSDataTypeInt64]
+-                                  name:nil];
+-    }
+-    return [mpsGraph signWithTensor:inputTensor name:nil]; // } not the end of the block
+   });
+ }
+ 
+""")
+    # sgn reaches sign through the per-backend API: still compiles, now runs Metal.
+    assert_expected_inline("\n".join(notes(out)), """\
+note: aten/src/ATen/native/mps/operations/UnaryOps.mm:167: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
+note: torch/testing/_internal/common_mps.py:73: ON_MPS_XFAILLIST['sign'] (float16) left in place; run `porter test sign --prune-xfails` to prune what passes""")
+
+
+def test_wrapped_signature_helper_and_separate_rows(mini_root):
+    """signbit: `TORCH_IMPL_FUNC(x)` / `(args) {` on two lines, a static helper only it uses, and
+    CPU and CUDA naming the kernel on separate yaml lines."""
+    out = dry(mini_root, "signbit").out
+    assert_expected_inline(file_diff(out, YAML), """\
+@@ -529,7 +529,7 @@
+   dispatch:
+     CPU: signbit_out
+     CUDA: signbit_out
+-    MPS: signbit_out_mps
++    MPS: signbit_out
+     SparseCPU, SparseCUDA, SparseMPS: signbit_sparse_out
+ 
+ - func: atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+""")
+    assert_expected_inline(file_diff(out, UNARY_OPS), """\
+@@ -17,7 +17,6 @@
+ #include <ATen/ops/sgn_native.h>
+ #include <ATen/ops/sign.h>
+ #include <ATen/ops/sign_native.h>
+-#include <ATen/ops/signbit_native.h>
+ #include <ATen/ops/view_as_real.h>
+ #endif
+ 
+@@ -79,28 +78,7 @@
+                                         name:nil];
+ }
+ 
+-// Only signbit_out_mps uses this helper.
+-static MPSGraphTensor* signbit_helper(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-  MPSGraphTensor* output;
+-  // signbit is not implemented for int64 type.
+-  // workaround for `Function signbitOp_i64 was not found in the library`
+-  if ([inputTensor dataType] == MPSDataTypeInt64) {
+-    MPSGraphTensor* zeroTensor = [mpsGraph constantWithScalar:0.0 dataType:inputTensor.dataType];
+-    output = [mpsGraph lessThanWithPrimaryTensor:inputTensor secondaryTensor:zeroTensor name:nil];
+-  } else {
+-    output = [mpsGraph signbitWithTensor:inputTensor name:nil];
+-  }
+-  return castMPSTensor(mpsGraph, output, ScalarType::Bool);
+-}
+-
+ } // namespace mps
+-
+-TORCH_IMPL_FUNC(signbit_out_mps)
+-(const Tensor& self, const Tensor& output) {
+-  mps::unary_op(self, output, "signbit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-    return mps::signbit_helper(mpsGraph, inputTensor);
+-  });
+-}
+ 
+ TORCH_IMPL_FUNC(sign_out_mps)(const Tensor& self, const Tensor& output) {
+   mps::unary_op(self, output, "sign_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+""")
+
+
+def test_impl_with_helper_only_it_uses(mini_root):
+    """frac: its static `mps::trunc_tensor` and the comment attached to it go too."""
+    out = dry(mini_root, "frac").out
+    assert_expected_inline(file_diff(out, UNARY_OPS), """\
+@@ -12,7 +12,6 @@
+ #include <ATen/ops/acosh_native.h>
+ #include <ATen/ops/asinh_native.h>
+ #include <ATen/ops/atanh_native.h>
+-#include <ATen/ops/frac_native.h>
+ #include <ATen/ops/logit_native.h>
+ #include <ATen/ops/sgn_native.h>
+ #include <ATen/ops/sign.h>
+@@ -64,21 +63,6 @@
+   }
+ }
+ 
+-// Used only by frac_out_mps in this file.
+-static MPSGraphTensor* trunc_tensor(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-  // Rounding is a no-op for integral types, and also a reasonable workaround
+-  // for MPSGraph bug on Apple Silicon, that throws `Function floorOp_i64 was not found in the library`
+-  if ([inputTensor dataType] & MPSDataTypeIntBit) {
+-    return inputTensor;
+-  }
+-  auto zeroTensor = [mpsGraph constantWithScalar:0.0 dataType:inputTensor.dataType];
+-  auto predicateTensor = [mpsGraph lessThanWithPrimaryTensor:inputTensor secondaryTensor:zeroTensor name:nil];
+-  return [mpsGraph selectWithPredicateTensor:predicateTensor
+-                         truePredicateTensor:[mpsGraph ceilWithTensor:inputTensor name:nil]
+-                        falsePredicateTensor:[mpsGraph floorWithTensor:inputTensor name:nil]
+-                                        name:nil];
+-}
+-
+ // Only signbit_out_mps uses this helper.
+ static MPSGraphTensor* signbit_helper(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+   MPSGraphTensor* output;
+@@ -112,14 +96,6 @@
+                                   name:nil];
+     }
+     return [mpsGraph signWithTensor:inputTensor name:nil]; // } not the end of the block
+-  });
+-}
+-
+-TORCH_IMPL_FUNC(frac_out_mps)(const Tensor& self, const Tensor& output) {
+-  TORCH_CHECK(isFloatingType(self.scalar_type()), "frac_out_mps is only implemented for floating types");
+-  mps::unary_op(self, output, "frac_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-    auto truncTensor = mps::trunc_tensor(mpsGraph, inputTensor);
+-    return [mpsGraph subtractionWithPrimaryTensor:inputTensor secondaryTensor:truncTensor name:nil];
+   });
+ }
+ 
+""")
+
+
+def test_macro_instance(mini_root):
+    """asinh: a one-line CREATE_MPS_* instance; the macro stays (atanh still uses it)."""
+    out = dry(mini_root, "asinh").out
+    assert_expected_inline(file_diff(out, UNARY_OPS), """\
+@@ -10,7 +10,6 @@
+ #include <ATen/NativeFunctions.h>
+ #else
+ #include <ATen/ops/acosh_native.h>
+-#include <ATen/ops/asinh_native.h>
+ #include <ATen/ops/atanh_native.h>
+ #include <ATen/ops/frac_native.h>
+ #include <ATen/ops/logit_native.h>
+@@ -130,7 +129,6 @@
+     });                                                                                                     \\
+   }
+ 
+-CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)
+ CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(atanh_out_mps, atanh)
+ 
+ // Routes a shared stub to MPSGraph: the YAML row says `CPU, CUDA, MPS: <op>_out`, but this is not Metal.
+""")
+    assert_expected_inline(added_lines(file_diff(out, UNARY_METAL)), """\
++struct asinh_functor {
++  template <typename T>
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T a) {
++    return static_cast<T>(::precise::asinh(float(a)));
++  }
++  template <typename T>
++  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T a) {
++    return operator()(static_cast<float>(a));
++  }
++};
++
++  REGISTER_UNARY_OP(asinh, DTYPE1, DTYPE0);        \\
+""")
+
+
+def test_hidden_stub_line_and_selector_body(mini_root):
+    """acosh: shared yaml row (untouched), REGISTER_MPS_UNARY_STUB line deleted; no CPU lambda
+    (macro-generated vml kernel), so the functor body comes from the selector."""
+    out = dry(mini_root, "acosh").out
+    assert_expected_inline(out.split("\n\n", 1)[0], """\
+identical  aten/src/ATen/native/native_functions.yaml
+   update  aten/src/ATen/native/mps/operations/UnaryOps.mm
+   update  aten/src/ATen/native/mps/kernels/UnaryKernel.metal
+   update  aten/src/ATen/native/mps/operations/UnaryKernel.mm""")
+    assert_expected_inline(file_diff(out, UNARY_OPS), """\
+@@ -9,7 +9,6 @@
+ #include <ATen/Functions.h>
+ #include <ATen/NativeFunctions.h>
+ #else
+-#include <ATen/ops/acosh_native.h>
+ #include <ATen/ops/asinh_native.h>
+ #include <ATen/ops/atanh_native.h>
+ #include <ATen/ops/frac_native.h>
+@@ -141,8 +140,6 @@
+     });                                                                                                \\
+   }                                                                                                    \\
+   REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)
+-
+-REGISTER_MPS_UNARY_STUB(acosh, acosh);
+ 
+ static void logit_mps_impl(const Tensor& self, std::optional<double> eps, Tensor& output, const std::string& op_name) {
+   std::string key = op_name + ":[" + (eps.has_value() ? std::to_string(eps.value()) : "NULL") + "]";
+""")
+    assert_expected_inline(added_lines(file_diff(out, UNARY_METAL)), """\
++struct acosh_functor {
++  template <typename T>
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
++    return static_cast<T>(::precise::acosh(float(x)));
++  }
++  template <typename T>
++  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T x) {
++    return operator()(static_cast<float>(x));
++  }
++};
++
++  REGISTER_UNARY_OP(acosh, DTYPE1, DTYPE0);        \\
+""")
+    data = json.loads(dry(mini_root, "acosh", "--json").out)
+    assert (data["functor"], data["functor_detail"]) == (
+        "mpsgraph-selector", f"MPSGraph selector acosh ({UNARY_OPS}:145)")
+    assert {"path": UNARY_OPS, "line": 145, "what": "stub", "name": "acosh"} in data["removed"]
+
+
+def test_no_lambda_and_many_selectors_gives_loud_skeleton(mini_root):
+    """sgn: no CPU lambda, five selectors: the failing skeleton, said loudly."""
+    out = dry(mini_root, "sgn").out
+    assert 'static_assert(sizeof(T) == 0, "porter: write the Metal body of sgn_functor")' in out
+    assert_expected_inline("\n".join(notes(out)[:2]), """\
+note: no functor body from MPSGraph either: the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function
+note: WARNING: sgn_functor is a skeleton that fails the Metal build on purpose: no CPU kernel lambda found for sgn_stub. Write its body, or rerun with --body EXPR (in x).""")
+
+
+def test_body_option_wins(mini_root):
+    out = dry(mini_root, "acosh", "--body", "::precise::log(x + ::precise::sqrt(x * x - 1))").out
+    assert "return static_cast<T>(::precise::log(float(x) + ::precise::sqrt(float(x) * float(x) - 1)));" in out
+
+
+def test_function_pair_shape_deleted_with_shared_helper():
+    """logit's non-structured `Tensor& logit_out_mps` + `Tensor logit_mps` (the command refuses
+    logit for its yaml; the deletion itself handles the shape)."""
+    text = (fixture_root() / UNARY_OPS).read_text()
+    source = HostSource(text)
+    defs = source.named({"logit_out_mps", "logit_mps"})
+    new, removed = graph_edit.delete_definitions(text, defs, "logit", {"logit", "logit_out", "logit_mps",
+                                                                        "logit_out_mps", "logit_"})
+    assert_expected_inline("".join(unified_diff_text(text, new, "a", "b"))[8:], """\
++ b
+@@ -13,7 +13,6 @@
+ #include <ATen/ops/asinh_native.h>
+ #include <ATen/ops/atanh_native.h>
+ #include <ATen/ops/frac_native.h>
+-#include <ATen/ops/logit_native.h>
+ #include <ATen/ops/sgn_native.h>
+ #include <ATen/ops/sign.h>
+ #include <ATen/ops/sign_native.h>
+@@ -143,37 +142,6 @@
+   REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)
+ 
+ REGISTER_MPS_UNARY_STUB(acosh, acosh);
+-
+-static void logit_mps_impl(const Tensor& self, std::optional<double> eps, Tensor& output, const std::string& op_name) {
+-  std::string key = op_name + ":[" + (eps.has_value() ? std::to_string(eps.value()) : "NULL") + "]";
+-  mps::unary_op(self, output, key, ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+-    MPSGraphTensor* oneTensor = [mpsGraph constantWithScalar:1.0 shape:@[ @1 ] dataType:inputTensor.dataType];
+-    MPSGraphTensor* logitInputTensor = inputTensor;
+-    if (eps.has_value()) {
+-      MPSGraphTensor* lowTensor = [mpsGraph constantWithScalar:eps.value() shape:@[ @1 ] dataType:inputTensor.dataType];
+-      MPSGraphTensor* highTensor = [mpsGraph subtractionWithPrimaryTensor:oneTensor secondaryTensor:lowTensor name:nil];
+-      logitInputTensor = [mpsGraph clampWithTensor:inputTensor minValueTensor:lowTensor maxValueTensor:highTensor name:nil];
+-    }
+-    MPSGraphTensor* oneMinusInputTensor = [mpsGraph subtractionWithPrimaryTensor:oneTensor
+-                                                                 secondaryTensor:logitInputTensor
+-                                                                            name:nil];
+-    MPSGraphTensor* outputTensor = [mpsGraph divisionWithPrimaryTensor:logitInputTensor
+-                                                       secondaryTensor:oneMinusInputTensor
+-                                                                  name:nil];
+-    return [mpsGraph logarithmWithTensor:outputTensor name:nil];
+-  });
+-}
+-
+-Tensor& logit_out_mps(const Tensor& self, std::optional<double> eps, Tensor& result) {
+-  logit_mps_impl(self, eps, result, "logit_out_mps");
+-  return result;
+-}
+-
+-Tensor logit_mps(const Tensor& self, std::optional<double> eps) {
+-  Tensor result = at::empty(self.sizes(), ScalarType::Float, std::nullopt, kMPS, std::nullopt, std::nullopt);
+-  logit_mps_impl(self, eps, result, "logit_mps");
+-  return result;
+-}
+ 
+ TORCH_IMPL_FUNC(sgn_out_mps)(const Tensor& self, const Tensor& output) {
+   if (!self.is_complex()) {
+""")
+    assert [(r.name, r.what) for r in removed] == [
+        ("logit_out_mps", "function"), ("logit_mps", "function"),
+        ("logit_mps_impl", "static helper"), ("ATen/ops/logit_native.h", "include")]
+
+
+def test_binary_macro_keeps_header_still_needed():
+    """pow: deleting `pow_tensor_tensor_out_mps` keeps pow_native.h, which pow_Scalar_out_mps needs."""
+    text = (fixture_root() / BINARY_OPS).read_text()
+    defs = HostSource(text).named({"pow_tensor_tensor_out_mps"})
+    new, removed = graph_edit.delete_definitions(
+        text, defs, "pow", {"pow_Tensor_Tensor_out", "pow_tensor_tensor_out_mps", "pow_Scalar_out",
+                            "pow_Scalar_out_mps"})
+    assert_expected_inline("".join(unified_diff_text(text, new, "a", "b"))[8:], """\
++ b
+@@ -59,8 +59,6 @@
+     });                                                                                          \\
+   }
+ 
+-CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);
+-
+ TORCH_IMPL_FUNC(pow_Scalar_out_mps)(const Scalar& base, const Tensor& exp, const Tensor& out) {
+   if (base.equal(1.0)) {
+     out.fill_(1);
+""")
+    assert [r.what for r in removed] == ["macro"]
+
+
+def test_fallback_lines_are_dropped():
+    text = ('TORCH_LIBRARY_IMPL(aten, MPS, m) {\n'
+            '  m.impl("linalg_svd", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+            '  m.impl("frac.out", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+            '  m.impl("frac_", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+            '  m.impl("fractional_max_pool2d", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+            '}\n')
+    new, removed = graph_edit.drop_fallbacks(text, "frac")
+    assert [(r.name, r.line) for r in removed] == [("frac.out", 3), ("frac_", 4)]
+    assert "linalg_svd" in new and "fractional_max_pool2d" in new
+    assert '"frac.out"' not in new and '"frac_"' not in new
+
+
+def test_fallback_lines_dropped_end_to_end(mini_root):
+    path = mini_root / FALLBACK
+    text = path.read_text()
+    path.write_text(text.replace('  m.impl("logit_"', '  m.impl("frac.out", torch::CppFunction::'
+                                 'makeFromBoxedFunction<&mps_fallback>());\n  m.impl("logit_"'))
+    out = dry(mini_root, "frac").out
+    assert_expected_inline(file_diff(out, FALLBACK), """\
+@@ -14,7 +14,6 @@
+   // These ops are not supported via MPS backend currently, and we fallback to run on CPU.
+   m.impl("_linalg_svd.U", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());
+   m.impl("linalg_svd", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());
+-  m.impl("frac.out", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());
+   m.impl("logit_", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());
+ }
+ 
+""")
+
+
+# --- refusals: one line, exit 2, nothing touched --------------------------------------------
+
+@pytest.mark.parametrize("op,message", [
+    ("bmm", "cannot migrate 'bmm' off MPSGraph (bmm_out_mps): 'bmm' runs on MPS through MPSGraph "
+            "but is not a structured TensorIterator op, so there is no shared CPU/CUDA kernel"),
+    ("logit", "cannot migrate 'logit' off MPSGraph (logit_mps, logit_out_mps)"),
+    ("pow", "cannot migrate 'pow' off MPSGraph (pow_tensor_tensor_out_mps, pow_Scalar_out_mps): "
+            "'pow': no DispatchStub declared"),
+    ("heaviside", "'heaviside' has no MPS implementation to migrate (use porter new-op heaviside)"),
+    ("heavisde", "unknown operator 'heavisde'"),
+])
+def test_refusals(mini_root, op, message):
+    before = snapshot(mini_root)
+    result = migrate(mini_root, op)
+    assert result.code == 2 and result.out == ""
+    assert len(result.err.strip().splitlines()) == 1
+    assert message in result.err
+    assert snapshot(mini_root) == before
+
+
+def test_direct_caller_is_refused_and_named(mini_root):
+    """A function calling a deleted symbol would no longer compile: refuse, name it (file:line)."""
+    path = mini_root / UNARY_OPS
+    text = path.read_text()
+    caller = ("static void frac_twice(TensorIteratorBase& iter) {\n"
+              "  structured_frac_out_mps op;\n  op.impl(iter.input(0), iter.output(0));\n}\n\n")
+    path.write_text(text.replace("} // namespace at::native", caller + "} // namespace at::native"))
+    before = snapshot(mini_root)
+    result = migrate(mini_root, "frac")
+    assert result.code == 2
+    line = path.read_text().count("\n", 0, path.read_text().index("structured_frac_out_mps op")) + 1
+    assert result.err.strip() == (
+        f"porter: error: {UNARY_OPS}:{line}: cannot delete frac_out_mps ({UNARY_OPS}:118): frac_twice "
+        "still uses structured_frac_out_mps directly (port or rewrite the caller first; porter "
+        "changed nothing)")
+    assert snapshot(mini_root) == before
+
+
+def test_unbalanced_host_file_is_refused(mini_root):
+    path = mini_root / UNARY_OPS
+    path.write_text(path.read_text().replace("// } not the end of the block\n  });",
+                                             "// } not the end of the block\n  "))
+    before = snapshot(mini_root)
+    result = migrate(mini_root, "sign")
+    assert result.code == 2
+    assert result.err.startswith(f"porter: error: {UNARY_OPS}: braces or parentheses do not balance")
+    assert snapshot(mini_root) == before
+
+
+def test_real_tree_row_and_hidden_stub_both_go(real_root):
+    """torch 2.13's yaml still says `MPS: acosh_out_mps` (defined nowhere in the tree); the
+    fixture's host file has the stub line: the row is shared and the line deleted, in one run."""
+    data = json.loads(dry(real_root, "acosh", "--json").out)
+    assert "-    MPS: acosh_out_mps" in data["diff"] and "+    CPU, CUDA, MPS: acosh_out" in data["diff"]
+    assert "-REGISTER_MPS_UNARY_STUB(acosh, acosh);" in data["diff"]
+    assert data["functor"] == "mpsgraph-selector"
+    assert any("names acosh_out_mps, which no" in note for note in data["notes"])
+
+
+def test_already_native_is_nothing_to_do(mini_root):
+    result = migrate(mini_root, "exp")
+    assert (result.code, result.out) == (0, "porter migrate-from-mpsgraph exp: nothing to do\n")
+
+
+def test_half_done_migration_is_completed(mini_root):
+    """yaml already shared (an interrupted run, or a hand edit): the leftover impl still goes."""
+    path = mini_root / YAML
+    path.write_text(path.read_text().replace("    CPU, CUDA: frac_out\n    MPS: frac_out_mps\n",
+                                             "    CPU, CUDA, MPS: frac_out\n"))
+    out = dry(mini_root, "frac").out
+    assert f"identical  {YAML}" in out
+    assert "-TORCH_IMPL_FUNC(frac_out_mps)" in out and "-static MPSGraphTensor* trunc_tensor(" in out
+
+
+def test_json_output(mini_root):
+    data = json.loads(dry(mini_root, "signbit", "--json").out)
+    assert data["ok"] and data["command"] == "migrate-from-mpsgraph" and data["functor"] == "cpu-lambda"
+    assert [(r["what"], r["name"]) for r in data["removed"]] == [
+        ("impl", "signbit_out_mps"), ("static helper", "signbit_helper"),
+        ("include", "ATen/ops/signbit_native.h")]
+
+
+def test_migration_never_imports_torch(mini_root):
+    code = ("import sys; from porter.cli import main; "
+            f"rc = main(['migrate-from-mpsgraph', 'sign', '--dry-run', '--root', {str(mini_root)!r}]); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# --- end to end on both trees ----------------------------------------------------------------
+
+@pytest.mark.parametrize("op,gone,include", [
+    ("sign", "TORCH_IMPL_FUNC(sign_out_mps)", "#include <ATen/ops/sign_native.h>"),
+    ("asinh", "CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)",
+     "#include <ATen/ops/asinh_native.h>"),
+])
+@pytest.mark.parametrize("tree", ["mini_root", "real_root"])
+def test_end_to_end(op, gone, include, tree, request):
+    root = request.getfixturevalue(tree)
+    git_init(root)
+    before = snapshot(root)
+
+    planned = migrate(root, op, "--dry-run", "--json")
+    assert planned.code == 0, planned.err
+    assert snapshot(root) == before, "a dry run wrote to the tree"
+
+    applied = migrate(root, op)
+    assert applied.code == 0, applied.err
+    after = snapshot(root)
+    assert changed_files(before, after) == sorted([YAML, UNARY_OPS, UNARY_METAL, UNARY_MM])
+    host = (root / UNARY_OPS).read_text()
+    assert gone not in host and include not in host
+    assert f"MPS: {op}_out_mps" not in (root / YAML).read_text()
+    assert parse_with_torchgen(root) > 0
+
+    # The dry-run diff is exactly what the real run wrote.
+    subprocess.run(["git", "stash", "-q"], cwd=root, check=True)
+    assert snapshot(root) == before
+    subprocess.run(["git", "apply", "-"], cwd=root, input=json.loads(planned.out)["diff"], text=True,
+                   check=True)
+    assert snapshot(root) == after
+
+    again = migrate(root, op)
+    assert (again.code, again.out.splitlines()[0]) == (0, f"porter migrate-from-mpsgraph {op}: nothing to do")
+    assert snapshot(root) == after
+
+
+# --- the yaml edit alone ---------------------------------------------------------------------
+
+def _entry_text(dispatch: str) -> str:
+    return ("- func: foo.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n"
+            "  structured: True\n  structured_inherits: TensorIteratorBase\n  dispatch:\n"
+            f"{dispatch}  tags: pointwise\n")
+
+
+@pytest.mark.parametrize("before,after", [
+    ("    CPU, CUDA, XPU: foo_out\n    MPS: foo_out_mps\n", "    CPU, CUDA, MPS, XPU: foo_out\n"),
+    ("    MPS: foo_out_mps\n    CPU,CUDA: foo_out\n", "    CPU,CUDA,MPS: foo_out\n"),
+    ("    CPU: foo_out\n    CUDA: foo_out\n    MPS: foo_out_mps   # graph\n",
+     "    CPU: foo_out\n    CUDA: foo_out\n    MPS: foo_out\n"),
+    ("    CPU, CUDA: foo_out\n    MPS, SparseMPS: foo_out_mps\n",
+     "    CPU, CUDA, MPS: foo_out\n    SparseMPS: foo_out_mps\n"),
+    ("    CPU, CUDA, MPS: foo_out\n", "    CPU, CUDA, MPS: foo_out\n"),
+])
+def test_share_mps_rows(before, after):
+    from porter.edits.native_yaml import share_mps
+    from porter.native_yaml import scan
+
+    text = _entry_text(before)
+    assert share_mps(text, scan(text)) == _entry_text(after)
+
+
+def test_share_mps_refuses_without_a_shared_kernel():
+    from porter.edits.native_yaml import NoSharedKernel, share_mps
+    from porter.native_yaml import scan
+
+    text = _entry_text("    CPU: foo_out_cpu\n    CUDA: foo_out_cuda\n    MPS: foo_out_mps\n")
+    with pytest.raises(NoSharedKernel, match="no kernel shared by CPU and CUDA"):
+        share_mps(text, scan(text))
