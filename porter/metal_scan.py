@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from porter.cpp_scan import code_mask, line_of, matching_close, split_top_level
 
@@ -28,6 +28,13 @@ DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\
 FUNCTOR_RE = re.compile(r"^struct\s+(\w+)_functor\b", re.M)
 FLOATING_FUNCTOR_RE = re.compile(r"^DEFINE_UNARY_FLOATING_FUNCTOR\((\w+)\)", re.M)
 INVOCATION_RE = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]+)\(", re.M)
+MACRO_CALL_RE = re.compile(r"\b([A-Z][A-Z0-9_]+)\(")
+TOKEN_PASTE_RE = re.compile(r"\s*##\s*")
+
+
+@lru_cache(maxsize=64)
+def _word_re(word: str) -> re.Pattern:
+    return re.compile(rf"\b{re.escape(word)}\b")
 
 
 @dataclass(frozen=True)
@@ -123,9 +130,9 @@ class MetalFile:
         define = self.defines[name]
         body = define.body
         for param, arg in zip(define.params, args):
-            body = re.sub(rf"\b{re.escape(param)}\b", arg, body)
-        body = re.sub(r"\s*##\s*", "", body)
-        for m in re.finditer(r"\b([A-Z][A-Z0-9_]+)\(", body):
+            body = _word_re(param).sub(arg, body)
+        body = TOKEN_PASTE_RE.sub("", body)
+        for m in MACRO_CALL_RE.finditer(body):
             inner = m.group(1)
             if inner not in BASE_MACROS and inner not in self.defines:
                 continue

@@ -44,10 +44,11 @@ def parse_header(text: str, rel: str) -> dict[str, Stub]:
     for m in DECLARE_RE.finditer(mask):
         open_at = m.end() - 1
         close = matching_close(mask, open_at)
-        if close < 0 or mask[:m.start()].rstrip().endswith("#define"):
+        line_start = mask.rfind("\n", 0, m.start()) + 1
+        if close < 0 or mask[line_start:m.start()].lstrip().startswith("#define"):
             continue
         args = split_top_level(mask[open_at + 1:close])
-        if len(args) != 2 or not re.fullmatch(r"\w+", args[1]):
+        if len(args) != 2 or not args[1].isidentifier():
             continue
         fn_type, name = " ".join(args[0].split()), args[1]
         stubs[name] = Stub(name, fn_type, usings.get(fn_type, fn_type), rel, line_of(text, m.start()))

@@ -24,7 +24,19 @@ def _environment():
 
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())),
                               keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                              autoescape=False)
+                              autoescape=False, bytecode_cache=_bytecode_cache(jinja2))
+
+
+def _bytecode_cache(jinja2):
+    """Compiled templates cached on disk: compiling costs ~10 ms a template, loading ~0.1 ms."""
+    from porter.cache import cache_dir
+
+    directory = cache_dir("templates")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None          # a read-only home: compile every time
+    return jinja2.FileSystemBytecodeCache(str(directory))
 
 
 def render(name: str, **values) -> str:

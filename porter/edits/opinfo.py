@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from porter.opinfo_source import OpInfoSource, parse_call
 
+TRAILING_COMMA_RE = re.compile(r"[ \t]*,?[ \t]*")
 NOT_IMPLEMENTED_RE = re.compile(r"^\s*#.*(not (currently |yet )?implemented|NotImplementedError).*MPS", re.I)
 
 
@@ -42,7 +43,8 @@ def mps_decorators(text: str, source: OpInfoSource) -> list[MpsDecorator]:
         end = source.start + _offset(snippet, line_offsets, call.end_lineno, call.end_col_offset)
         decorator = call.args[0] if call.args else None
         xfail = decorator is not None and _name(decorator) == "expectedFailure"
-        found.append(MpsDecorator(start, end, text.count("\n", 0, start) + 1, xfail, text[start:end]))
+        line = source.line + snippet.count("\n", 0, start - source.start)
+        found.append(MpsDecorator(start, end, line, xfail, text[start:end]))
     return found
 
 
@@ -81,15 +83,17 @@ def remove_expected_failures(text: str, sources: list[OpInfoSource]) -> tuple[st
                 cuts.append(_cut_span(text, deco))
             else:
                 kept.append(deco)
-    for start, end in sorted(cuts, reverse=True):
-        text = text[:start] + text[end:]
-    return text, kept
+    pieces, pos = [], 0
+    for start, end in sorted(cuts):
+        pieces.append(text[pos:start])
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces), kept
 
 
 def _cut_span(text: str, deco: MpsDecorator) -> tuple[int, int]:
     start, end = deco.start, deco.end
-    rest = re.match(r"[ \t]*,?[ \t]*", text[end:])
-    end += rest.end()
+    end = TRAILING_COMMA_RE.match(text, end).end()
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end + 1

@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from porter.cache import cache_dir as porter_cache_dir
 from porter.emulate import headers
 from porter.errors import PorterError
 
@@ -97,10 +98,7 @@ class Library:
 
 
 def cache_dir() -> Path:
-    if os.environ.get("PORTER_CACHE_DIR"):
-        return Path(os.environ["PORTER_CACHE_DIR"]) / "emulate"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "porter" / "emulate"
+    return porter_cache_dir("emulate")
 
 
 def compiler() -> str:
