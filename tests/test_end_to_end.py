@@ -21,6 +21,7 @@ def test_ported_functors_match_cpu_under_emulation(real_root, tmp_path, monkeypa
 
     result = porter("test", "heaviside", "special_log_ndtr", "--device", "emulate", "--json",
                     root=real_root)
+    assert result.out.startswith("{"), result.err
     report = json.loads(result.out)
     outcomes = {(op["op"], case["dtype"]): case["outcome"]
                 for op in report["ops"] for case in op["dtypes"]}
