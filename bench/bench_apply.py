@@ -9,7 +9,6 @@ PyTorch checkout's (~20k tracked files outside submodules).
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import subprocess

@@ -13,21 +13,22 @@ process (an error, Ctrl-C, SIGKILL, a full disk):
    all new.
 
 Ctrl-C and SIGTERM are held back while `apply` runs (it takes milliseconds) and act once it
-returns. Only SIGKILL or a power cut can stop it between two replaces: each file is still
-whole (its new text is fsynced before the rename, so not even a power cut can leave a renamed
-but empty file), some are new and some old, and temporary files may be left. The directories
-are not fsynced: after a power cut a rename may be lost, which leaves that file old, and so
-still whole. Re-running the command
-completes the job, because planning is idempotent per file (an edit already present is
-"identical") and files are replaced in the order they were planned, except those a planner
-marks `apply_last` (what a re-run plans from), so a kill leaves a prefix of that order done;
-tests/reliability re-plans every such prefix of every editing command. So porter keeps no
-journal. The next `apply` in the checkout deletes the temporary files a
-killed run left; a lock on the checkout root tells them from those of a porter still
-running.
+returns. Only SIGKILL or a power cut can stop it between two replaces. Each file is still
+whole (its new text is fsynced before the rename, so not even a power cut leaves a renamed but
+empty file; directories are not fsynced, so a power cut may undo a rename, which leaves that
+file old and whole), but some files are new and some old, and temporary files may be left.
+
+No journal completes such a run; re-running the command does. Planning is idempotent per file
+(an edit already present is "identical"), and files are replaced in the order they were
+planned, except those a planner marks `apply_last` (the text a re-run plans from, such as the
+implementation a migration deletes), so a kill leaves a prefix of that order done;
+tests/reliability re-plans every such prefix of every editing command. The next `apply` in the
+checkout deletes the temporary files a killed run left; a lock on the checkout root tells them
+from those of a porter still running. Not kept across the rename: hard links to a target and
+extended attributes (permissions and, where allowed, owner are kept).
 
 PORTER_FAULT (tests/reliability only) injects faults at numbered steps of `apply`; see
-`_Faults`. When it is unset the hook costs one dictionary lookup per `apply`.
+`_Faults`. When it is unset the hook costs two environment lookups per `apply`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 
 
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"
@@ -112,12 +113,17 @@ class EntryValidator:
         return json.loads(raw)
 
     def close(self) -> None:
+        """Abandon an unused child: it is still importing torchgen, so stop it rather than wait."""
         if self._pid is not None:
             for fd in (self._send, self._receive):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             os.waitpid(self._pid, 0)
             self._pid = None
 

@@ -79,33 +79,23 @@ def editing_commands() -> list[str]:
 
 # --- trees ---------------------------------------------------------------------------------
 
-def read_tree(root: Path, cache: dict | None = None) -> dict[str, bytes]:
-    """Every file under root except .git, relative path -> bytes. With `cache`, a file whose
-    inode, size and mtime are unchanged since the last call is not read again."""
+def read_tree(root: Path) -> dict[str, bytes]:
+    """Every file under root except .git, relative path -> bytes. Read whole every time (a few
+    milliseconds): a cache keyed on stat() could miss a same-size rewrite within one tick."""
     files = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if ".git" in dirnames:
             dirnames.remove(".git")
         for name in filenames:
             path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root)
-            if cache is not None:
-                st = os.stat(path)
-                key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                hit = cache.get(rel)
-                if hit and hit[0] == key:
-                    files[rel] = hit[1]
-                    continue
             with open(path, "rb") as f:
-                files[rel] = f.read()
-            if cache is not None:
-                cache[rel] = (key, files[rel])
+                files[os.path.relpath(path, root)] = f.read()
     return files
 
 
-def write_tree(root: Path, want: dict[str, bytes], cache: dict | None = None) -> None:
+def write_tree(root: Path, want: dict[str, bytes]) -> None:
     """Make root hold exactly `want` (outside .git), rewriting only what differs."""
-    have = read_tree(root, cache)
+    have = read_tree(root)
     for rel in have.keys() - want.keys():
         os.unlink(root / rel)
     for rel, data in want.items():
@@ -134,7 +124,6 @@ class Scenario:
     steps: list[tuple[int, str, str]]  # (number, step name, path) of a clean apply
     git: bool = False
     label: str = ""                   # which tree: "mini" or "real"
-    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def argv(self) -> list[str]:
@@ -151,10 +140,10 @@ class Scenario:
 
     def reset(self) -> None:
         """Back to the old tree (under git: the committed one, so clean again)."""
-        write_tree(self.tree, self.old, self._cache)
+        write_tree(self.tree, self.old)
 
     def read(self) -> dict[str, bytes]:
-        return read_tree(self.tree, self._cache)
+        return read_tree(self.tree)
 
     def numbered(self, name: str) -> list[int]:
         return [n for n, step, _ in self.steps if step == name]
@@ -219,6 +208,9 @@ def forked_porter(argv: list[str], env: dict[str, str], kill_after: float | None
             code = 99
             try:
                 os.environ.update(env)
+                # as in a porter started from a terminal; a background job of a
+                # non-interactive shell inherits SIGINT ignored
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 devnull = os.open(os.devnull, os.O_RDWR)
                 os.dup2(devnull, 0)
                 os.dup2(devnull, 1)

@@ -36,6 +36,7 @@ def _with_fault(monkeypatch, spec: str, argv: list[str]) -> harness.Result:
 def test_an_error_at_any_step_leaves_the_tree_untouched(scenario_reset, monkeypatch):
     r = harness.rng("errno")
     stats, failures = harness.Stats(), []
+    start = time.perf_counter()
     chosen = scenario_reset if harness.SOAK else [
         sc for sc in scenario_reset if sc.label == "mini" or sc in _first_per_command(scenario_reset, "real")]
     for sc in chosen:
@@ -55,6 +56,7 @@ def test_an_error_at_any_step_leaves_the_tree_untouched(scenario_reset, monkeypa
                 failures.append(f"{sc.name} {kind}@{n} ({step} {path}): tree changed: "
                                 f"{sorted(k for k in now.keys() | sc.old.keys() if now.get(k) != sc.old.get(k))}")
                 sc.reset()
+    stats.seconds = time.perf_counter() - start
     harness.report("errno", stats.to_json())
     assert not failures, "\n".join(failures[:20])
 

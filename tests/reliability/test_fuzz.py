@@ -63,7 +63,7 @@ def commands():
     return harness.editing_commands()
 
 
-def check(root: Path, argv: list[str], before: dict, cache: dict, outcomes: Counter) -> list[str]:
+def check(root: Path, argv: list[str], before: dict, outcomes: Counter) -> list[str]:
     """Run porter; the problems with what it did."""
     result = porter(*argv)
     outcomes["runs"] += 1
@@ -78,8 +78,8 @@ def check(root: Path, argv: list[str], before: dict, cache: dict, outcomes: Coun
                             f"{(again.err or again.out).strip()[:400]}")
     elif not one_line_error(result):
         problems.append(f"exit {result.code}, not a one-line error: {result.err.strip()[:600]!r}")
-    elif read_tree(root, cache) != before:
-        now = read_tree(root, cache)
+    elif read_tree(root) != before:
+        now = read_tree(root)
         problems.append("a failed run changed " + ", ".join(
             sorted(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))))
     return problems
@@ -124,12 +124,11 @@ names = st.one_of(st.text(max_size=40), st.sampled_from(PATHS),
 def test_op_names(tree, commands, outcomes, data):
     command = data.draw(st.sampled_from(commands), label="command")
     name = data.draw(names, label="op")
-    cache: dict = {}
-    before = read_tree(tree, cache)
+    before = read_tree(tree)
     try:
-        problems = check(tree, [command, "--root", str(tree), "--", name], before, cache, outcomes)
+        problems = check(tree, [command, "--root", str(tree), "--", name], before, outcomes)
     finally:
-        write_tree(tree, before, cache)
+        write_tree(tree, before)
     assert not problems, f"porter {command} -- {name!r}: {problems}"
 
 
@@ -233,15 +232,14 @@ def test_damaged_checkout(tree, commands, outcomes, data):
     command = data.draw(st.sampled_from(commands), label="command")
     op = data.draw(st.sampled_from(OPS), label="op")
     damage = data.draw(st.lists(mutation(), min_size=1, max_size=3), label="damage")
-    cache: dict = {}
-    pristine = read_tree(tree, cache)
+    pristine = read_tree(tree)
     try:
         for m in damage:
             apply_mutation(tree, *m)
-        before = read_tree(tree, cache)
-        problems = check(tree, [command, "--root", str(tree), "--", op], before, cache, outcomes)
+        before = read_tree(tree)
+        problems = check(tree, [command, "--root", str(tree), "--", op], before, outcomes)
     finally:
-        write_tree(tree, pristine, cache)
+        write_tree(tree, pristine)
     assert not problems, f"porter {command} {op} after {damage}: {problems}"
 
 
