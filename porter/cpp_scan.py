@@ -8,6 +8,7 @@ do not count.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 
 LEXEMES_RE = re.compile(
@@ -80,3 +81,15 @@ def line_end(text: str, offset: int) -> int:
     """Offset just past the newline of the line holding `offset`."""
     j = text.find("\n", offset)
     return len(text) if j < 0 else j + 1
+
+
+class SourceFile:
+    """A C++/Objective-C++/Metal source text and its code mask, computed once."""
+
+    def __init__(self, text: str, path: str = ""):
+        self.text = text
+        self.path = path
+
+    @cached_property
+    def mask(self) -> str:
+        return code_mask(self.text)

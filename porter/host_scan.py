@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from porter.cpp_scan import code_mask, line_of, matching_close
+from porter.cpp_scan import SourceFile, line_of, matching_close
 
 REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
 TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
@@ -34,15 +34,7 @@ class KernelFunction:
     kernels: tuple[str, ...]      # Metal kernel names passed to exec_*_kernel
 
 
-class HostFile:
-    def __init__(self, text: str, path: str = ""):
-        self.text = text
-        self.path = path
-
-    @cached_property
-    def mask(self) -> str:
-        return code_mask(self.text)
-
+class HostFile(SourceFile):
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
         out = [Registration(m.group(1), m.group(2), line_of(self.text, m.start()), False)

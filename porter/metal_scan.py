@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from porter.cpp_scan import code_mask, line_of, matching_close, split_top_level
+from porter.cpp_scan import SourceFile, line_of, matching_close, split_top_level
 
 # Base macros from c10/metal/indexing.h: name -> (index of input type, index of output type).
 BASE_MACROS = {
@@ -56,15 +56,7 @@ class Define:
     line: int
 
 
-class MetalFile:
-    def __init__(self, text: str, path: str = ""):
-        self.text = text
-        self.path = path
-
-    @cached_property
-    def mask(self) -> str:
-        return code_mask(self.text)
-
+class MetalFile(SourceFile):
     @cached_property
     def defines(self) -> dict[str, Define]:
         out = {}

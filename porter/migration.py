@@ -30,11 +30,10 @@ from porter.cpp_scan import line_of
 from porter.edits import mpsgraph as graph_edit
 from porter.edits import native_yaml as yaml_edit
 from porter.errors import PorterError
-from porter.functor import Functor
 from porter.metal_scan import MetalFile
 from porter.mpsgraph_scan import STUB, Definition, HostSource, source_of
 from porter.ops import NATIVE, OpSpec, resolve
-from porter.plan import plan_port
+from porter.plan import Plan, plan_port
 
 MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 FROM_SELECTOR = "mpsgraph-selector"
@@ -42,11 +41,7 @@ FLOATING = {"float32", "float16", "bfloat16", "complex64"}
 
 
 @dataclass
-class Migration:
-    spec: OpSpec
-    changes: ChangeSet
-    functor: Functor | None = None
-    notes: list[str] = field(default_factory=list)
+class Migration(Plan):
     removed: list[dict] = field(default_factory=list)     # {"path", "line", "what", "name"}
 
 

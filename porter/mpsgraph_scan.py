@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from porter.cpp_scan import code_mask, line_of, matching_close
+from porter.cpp_scan import SourceFile, line_of, matching_close
 
 IMPL, MACRO, FUNCTION, STUB = "impl", "macro", "function", "stub"
 
@@ -54,16 +54,8 @@ class StaticFunction:
     line: int
 
 
-class HostSource:
+class HostSource(SourceFile):
     """Definitions and static helpers of one host file."""
-
-    def __init__(self, text: str, path: str = ""):
-        self.text = text
-        self.path = path
-
-    @cached_property
-    def mask(self) -> str:
-        return code_mask(self.text)
 
     @cached_property
     def identifiers(self) -> dict[str, list[int]]:
