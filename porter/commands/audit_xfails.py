@@ -17,6 +17,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--merge", nargs="+", metavar="FILE",
                         help="merge the --json results of shards instead of running")
     parser.add_argument("--prune", action="store_true", help="narrow or remove stale entries")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="with --prune: edit common_mps.py even if it has uncommitted changes")
     parser.add_argument("--dry-run", action="store_true", help="with --prune: show the diff only")
     parser.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     parser.add_argument("--json", action="store_true", help="machine-readable results (mergeable)")
@@ -24,6 +26,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from porter.changes import ChangeSet
+    from porter.commands.common import apply_unless_dry
     from porter.checkout import Checkout
     from porter.errors import PorterError
     from porter.harness import audit, expectations, prune
@@ -72,7 +75,7 @@ def run(args) -> int:
         changes = ChangeSet(checkout.root)
         prune.add_to_changeset(changes, exp, pruned)
         if changes and not args.dry_run:
-            changes.apply()
+            apply_unless_dry(changes, args.dry_run, args.allow_dirty)
             applied = True
     failed = [f"{r.op} {d.dtype}: {d.message}" for r in result.results for d in r.dtypes
               if d.outcome == FAIL]

@@ -22,6 +22,8 @@ def add_arguments(parser) -> None:
                         help="narrow or remove expectation entries that xpassed")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --prune-xfails: show status and diff, write nothing")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="with --prune-xfails: edit files even if they have uncommitted changes")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -31,4 +33,5 @@ def run(args) -> int:
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
-                               dry_run=args.dry_run, upstream=args.upstream))
+                               dry_run=args.dry_run, allow_dirty=args.allow_dirty,
+                               upstream=args.upstream))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from porter.changes import ChangeSet
+from porter.commands.common import apply_unless_dry
 from porter.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
@@ -30,6 +31,7 @@ class Options:
     junit: str | None = None
     prune_xfails: bool = False
     dry_run: bool = False
+    allow_dirty: bool = False
     upstream: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
@@ -75,7 +77,7 @@ def run(opts: Options) -> int:
         changes = ChangeSet(checkout.root)
         prunemod.add_to_changeset(changes, ctx.expectations, pruned)
         if changes and not opts.dry_run:
-            changes.apply()
+            apply_unless_dry(changes, opts.dry_run, opts.allow_dirty)
             applied = True
     elif opts.prune_xfails:
         pruned = prunemod.PrunePlan(reported=["--prune-xfails: no MPS expectations apply to "
