@@ -154,7 +154,7 @@ def _shared_kernel(entry: native_yaml.Entry) -> str:
 def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
     """The stub the shared kernel calls: from its TORCH_IMPL_FUNC, else `<op>_stub`."""
     names = []
-    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
         text = checkout.read(rel)
         if cpu_kernel not in text:
             continue
@@ -168,7 +168,7 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
             break
     names.append(f"{op}_stub")
     for name in dict.fromkeys(names):
-        for rel in checkout.glob(co.NATIVE, "*.h"):
+        for rel in _likely_first(checkout.glob(co.NATIVE, "*.h")):
             text = checkout.read(rel)
             if name in text:
                 stub = parse_header(text, rel).get(name)
@@ -178,6 +178,19 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
                       f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
                       path=co.NATIVE_YAML, line=entry.lineno,
                       hint="ops without a stub need a hand-written MPS impl (pattern B)")
+
+
+# Where elementwise stubs and their structured kernels live (anatomy §6): looked at first, so
+# that most ops never read the other ~100 headers and ~150 sources of aten/src/ATen/native.
+LIKELY_STEMS = ("UnaryOps", "BinaryOps", "PointwiseOps", "Pow", "Lerp", "TensorCompare",
+                "Activation", "ReduceOps", "Fill")
+
+
+def _likely_first(paths: list[str]) -> list[str]:
+    def rank(path: str) -> int:
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return LIKELY_STEMS.index(stem) if stem in LIKELY_STEMS else len(LIKELY_STEMS)
+    return sorted(paths, key=rank)
 
 
 def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
