@@ -37,7 +37,6 @@ import errno
 import os
 import signal
 import stat
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -195,6 +194,7 @@ def _nearest_existing(directory: Path) -> Path:
 
 
 def _stage(targets: list[_Target], faults: "_Faults | None") -> None:
+    import tempfile     # imported on writes only: dry runs never need it
     for t in targets:
         try:
             t.created_dirs = _make_parents(t.path.parent)
@@ -291,6 +291,7 @@ def _commit(targets: list[_Target], faults: "_Faults | None") -> None:
 
 def _restore(done: list[_Target], faults: "_Faults | None") -> list[tuple[_Target, str]]:
     """Put the old text back into targets already replaced; returns those that failed."""
+    import tempfile
     unrestored = []
     for t in reversed(done):
         old = t.change.old
@@ -320,6 +321,7 @@ def _restore(done: list[_Target], faults: "_Faults | None") -> list[tuple[_Targe
 
 def _save_aside(t: _Target) -> str:
     """Last resort when a restore fails: keep the old text where the user can find it."""
+    import tempfile
     for directory in (t.path.parent, Path(tempfile.gettempdir())):
         try:
             fd, saved = tempfile.mkstemp(prefix=f"{t.path.name}.", suffix=".porter-old",

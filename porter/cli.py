@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from porter.errors import PorterError
+from porter.errors import PorterError, one_line
 
 # command name -> module under porter.commands
 COMMANDS = {
@@ -48,14 +48,21 @@ def _available() -> list[str]:
     return names
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, as every other porter error (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, one_line(f"porter: error: {message} (see `{self.prog} --help`)") + "\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="porter",
         description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
     )
     from porter import __version__
     parser.add_argument("--version", action="version", version=f"porter {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in ([only] if only else _available()):
         module = _load(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)

@@ -28,13 +28,13 @@ class PorterError(Exception):
         text = f"{where}{self.message}"
         if self.hint:
             text += f" ({self.hint})"
-        return _one_line(text)
+        return one_line(text)
 
     def to_json(self) -> dict:
         return {"error": self.message, "path": self.path, "line": self.line, "hint": self.hint}
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Line breaks and tabs become spaces; other control and format characters (hostile input:
     an op name holding a terminal escape or a bidi override) are shown escaped."""
     out = []

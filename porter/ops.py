@@ -8,7 +8,6 @@ Principles (after torchgen's model.py):
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -76,6 +75,8 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
     if not fam:
         names = sorted(native_yaml.op_names(native_yaml.scan(yaml_text)))
+        import difflib      # only on this error path: it costs ~10 ms to import
+
         close = difflib.get_close_matches(op, names, n=3, cutoff=0.75)
         hint = f"did you mean {', '.join(close)}?" if close else "check the spelling"
         raise PorterError(f"unknown operator '{op}': no '- func: {op}' entry",

@@ -53,21 +53,23 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     def write(path: str, new: str) -> None:
         cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
 
-    _plan_yaml(checkout, spec, read, write, validator)
+    yaml_changed = _plan_yaml(spec, read, write)
     _plan_kernel(checkout, spec, body, read, write, plan)
     _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
+    if yaml_changed:
+        # Last, so that a warm validator has had the whole planning to import torchgen.
+        tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
+        validate.yaml_entries(read(co.NATIVE_YAML), {e.full_name for e in spec.backend_entries},
+                              tags, validator)
     return plan
 
 
-def _plan_yaml(checkout, spec: OpSpec, read, write, validator) -> None:
+def _plan_yaml(spec: OpSpec, read, write) -> bool:
     old = read(co.NATIVE_YAML)
     new = yaml_edit.add_mps(old, spec.backend_entries)
-    if new != old:
-        changed = {e.full_name for e in spec.backend_entries}
-        tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
-        validate.yaml_entries(new, changed, tags, validator)
     write(co.NATIVE_YAML, new)
+    return new != old
 
 
 def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:

@@ -6,8 +6,11 @@ The templates live in the repository's top-level `templates/`; a wheel carries t
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+
+from porter.warm import ChildUnavailable, WarmChild
 
 
 def template_dir() -> Path:
@@ -40,4 +43,30 @@ def _bytecode_cache(jinja2):
 
 
 def render(name: str, **values) -> str:
+    if _warm_renderer is not None:
+        try:
+            return _warm_renderer.ask({"template": name, "values": values})
+        except ChildUnavailable:
+            pass
+    return _render_here(name, values)
+
+
+def _render_here(name: str, values: dict) -> str:
     return _environment().get_template(name).render(**values)
+
+
+_warm_renderer: WarmChild | None = None
+
+
+@contextmanager
+def rendered_in_warm_child():
+    """Within this block, templates render in a child that imported Jinja2 while the parent
+    worked (porter.warm); the output is the same as rendering here."""
+    global _warm_renderer
+    child = WarmChild(lambda: _environment(), lambda r: _render_here(r["template"], r["values"]))
+    _warm_renderer = child
+    try:
+        yield
+    finally:
+        _warm_renderer = None
+        child.close()

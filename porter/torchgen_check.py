@@ -1,17 +1,16 @@
 """torchgen's validation of single `native_functions.yaml` entries, warmed up in parallel.
 
-Importing torchgen's model and PyYAML costs ~0.13 s, more than all of porter's planning. On
-POSIX the import happens in a forked child while the parent resolves and plans on the other
-core; the parent then sends the changed entries through a pipe and reads back the verdicts.
-Where fork is unavailable (or PORTER_NO_FORK=1) the same check runs in-process.
+Importing torchgen's model and PyYAML costs ~0.13 s, more than all of porter's planning: the
+import happens in a warm child (porter.warm) while the parent resolves and plans; the parent
+then sends the changed entries and reads back the verdicts, or validates in-process when no
+child is available.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import signal
+
+from porter.warm import ChildUnavailable, WarmChild
 
 
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"
@@ -58,74 +57,32 @@ def _validate(requests: list[dict], tags_text: str | None) -> list[dict]:
     return verdicts
 
 
+def _warm_up() -> None:
+    import torchgen.api.cpp  # noqa: F401  (from_yaml imports it lazily)
+    import torchgen.model  # noqa: F401
+    import yaml  # noqa: F401
+
+
 class EntryValidator:
-    """Start early with `EntryValidator()`; call `check(...)` at most once, or `close()`."""
+    """Start early with `EntryValidator()`; `check(...)` as often as needed; `close()`."""
 
     def __init__(self) -> None:
         self.available = importlib.util.find_spec("torchgen") is not None
-        self._pid = None
-        if self.available and hasattr(os, "fork") and not os.environ.get("PORTER_NO_FORK"):
-            self._start()
-
-    def _start(self) -> None:
-        to_child_r, to_child_w = os.pipe()
-        to_parent_r, to_parent_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:                       # child: warm up, answer one request, leave
-            os.close(to_child_w)
-            os.close(to_parent_r)
-            code = 0
-            try:
-                import torchgen.api.cpp  # noqa: F401  (from_yaml imports it lazily)
-                import torchgen.model  # noqa: F401
-                import yaml  # noqa: F401
-                with os.fdopen(to_child_r, "rb") as inbox:
-                    raw = inbox.read()
-                if raw:
-                    request = json.loads(raw)
-                    answer = json.dumps(_validate(request["entries"], request["tags"]))
-                    with os.fdopen(to_parent_w, "wb") as outbox:
-                        outbox.write(answer.encode())
-            except BaseException:
-                code = 1
-            os._exit(code)
-        os.close(to_child_r)
-        os.close(to_parent_w)
-        self._pid, self._send, self._receive = pid, to_child_w, to_parent_r
+        self._child = WarmChild(_warm_up, lambda r: _validate(r["entries"], r["tags"])) \
+            if self.available else None
 
     def check(self, entries: list[dict], tags_text: str | None) -> list[dict]:
         """entries: {"name", "line", "path", "text"}. Returns the rejected ones."""
         if not self.available:
             return []
-        if self._pid is None:
-            return _validate(entries, tags_text)
-        payload = json.dumps({"entries": entries, "tags": tags_text}).encode()
         try:
-            with os.fdopen(self._send, "wb") as outbox:
-                outbox.write(payload)
-            with os.fdopen(self._receive, "rb") as inbox:
-                raw = inbox.read()
-        finally:
-            _, status = os.waitpid(self._pid, 0)
-            self._pid = None
-        if not raw or status != 0:          # the child failed: validate here instead
+            return self._child.ask({"entries": entries, "tags": tags_text})
+        except ChildUnavailable:
             return _validate(entries, tags_text)
-        return json.loads(raw)
 
     def close(self) -> None:
-        """Abandon an unused child: it is still importing torchgen, so stop it rather than wait."""
-        if self._pid is not None:
-            for fd in (self._send, self._receive):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = None
+        if self._child is not None:
+            self._child.close()
 
     def __enter__(self) -> "EntryValidator":
         return self

@@ -6,6 +6,7 @@ from porter.checkout import Checkout
 from porter.commands.common import add_edit_options, apply_unless_dry, run_tests_after
 from porter.migration import plan_migration
 from porter.report import show_plan
+from porter.templates import rendered_in_warm_child
 from porter.torchgen_check import EntryValidator
 
 HELP = ("replace an elementwise op's MPSGraph implementation by a native Metal kernel: yaml, "
@@ -17,7 +18,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    with EntryValidator() as validator:     # warms torchgen up while porter plans
+    # torchgen and Jinja2 are imported in warm children while porter plans (porter.warm)
+    with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         migration = plan_migration(checkout, args.op, args.body, validator)
     spec = migration.spec

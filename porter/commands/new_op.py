@@ -8,6 +8,7 @@ from porter.errors import PorterError
 from porter.ops import MPSGRAPH, resolve
 from porter.plan import plan_port
 from porter.report import show_plan
+from porter.templates import rendered_in_warm_child
 from porter.torchgen_check import EntryValidator
 
 HELP = "add a native Metal (MPS) kernel for an elementwise op: yaml, .metal, .mm, expectations"
@@ -18,7 +19,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    with EntryValidator() as validator:     # warms torchgen up while porter plans
+    # torchgen and Jinja2 are imported in warm children while porter plans (porter.warm)
+    with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         spec = resolve(checkout, args.op)
         if spec.state == MPSGRAPH:
