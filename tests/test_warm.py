@@ -1,0 +1,48 @@
+"""Warm children answer like the parent would, and their failure costs only time."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from porter import templates
+from porter.torchgen_check import EntryValidator
+from porter.warm import ChildUnavailable, WarmChild
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="warm children need fork")
+
+
+def test_child_answers_each_request_in_turn():
+    with WarmChild(lambda: None, lambda r: r["x"] * 2) as child:
+        assert [child.ask({"x": n}) for n in (1, 2, 3)] == [2, 4, 6]
+
+
+def test_a_failing_request_or_dead_child_is_unavailable_not_an_error():
+    with WarmChild(lambda: None, lambda r: 1 / r["x"]) as child:
+        with pytest.raises(ChildUnavailable):
+            child.ask({"x": 0})
+        with pytest.raises(ChildUnavailable):      # closed after a failure: the caller works alone
+            child.ask({"x": 1})
+    with WarmChild(lambda: os._exit(3), lambda r: r) as child:
+        with pytest.raises(ChildUnavailable):
+            child.ask({})
+
+
+def test_rendering_in_the_warm_child_gives_the_same_text():
+    values = dict(op="foo", params=("a", "b"), float_body="return a;", int_body=None,
+                  float_out="T", int_out="T")
+    here = templates.render("binary_functor.metal.j2", **values)
+    with templates.rendered_in_warm_child():
+        assert templates.render("binary_functor.metal.j2", **values) == here
+
+
+def test_validator_child_and_in_process_agree(monkeypatch):
+    bad = [{"name": "x.out", "line": 1, "path": "native_functions.yaml",
+            "text": "- func: x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  dispatch:\n    Mps: x_out\n"}]
+    with EntryValidator() as warm:
+        forked = warm.check(bad, None)
+    monkeypatch.setenv("PORTER_NO_FORK", "1")
+    with EntryValidator() as alone:
+        assert alone.check(bad, None) == forked
+    assert len(forked) == 1 and "torchgen rejects 'x.out'" in forked[0]["error"]
