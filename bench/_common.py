@@ -48,3 +48,13 @@ def time_process(argv: list[str], repeat: int = 7, cwd: Path | None = None) -> t
 
 def porter_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "porter", *args]
+
+
+def time_call(fn, repeat: int = 7) -> tuple[float, float]:
+    """(best, median) wall seconds of an in-process call."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times)

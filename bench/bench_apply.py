@@ -10,13 +10,12 @@ PyTorch checkout's (~20k tracked files outside submodules).
 from __future__ import annotations
 
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _common import porter_argv, real_tree, time_process
+from _common import porter_argv, real_tree, time_call, time_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -38,22 +37,13 @@ def pad(root: Path) -> None:
                    cwd=root, check=True)
 
 
-def best_of(fn, repeat: int = 7) -> tuple[float, float]:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
-
-
 def main() -> None:
     root = real_tree()
     pad(root)
     checkout = Checkout.at(root)
     plan = plan_port(checkout, resolve(checkout, "heaviside"))
     targets = [c.path for c in plan.changes.pending]
-    check_best, check_median = best_of(lambda: dirty_files(root, targets))
+    check_best, check_median = time_call(lambda: dirty_files(root, targets))
 
     pristine = {rel: (root / rel).read_bytes() for rel in targets}
 
@@ -61,7 +51,7 @@ def main() -> None:
         plan.changes.apply()
         for rel, data in pristine.items():
             (root / rel).write_bytes(data)
-    apply_best, apply_median = best_of(apply_once)
+    apply_best, apply_median = time_call(apply_once)
 
     def restore():
         subprocess.run(["git", "checkout", "-q", "--", "."], cwd=root, check=True)

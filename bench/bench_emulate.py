@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from _common import REPO
+from _common import REPO, time_call
 
 from porter.checkout import KERNELS
 from porter.emulate.build import build_file, build_source
@@ -46,15 +45,6 @@ def fresh_cache() -> None:
     os.environ["PORTER_CACHE_DIR"] = tempfile.mkdtemp(prefix="porter-bench-cache-")
 
 
-def timed(fn, repeat: int) -> tuple[float, float]:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
-
-
 def report(label: str, best: float, median: float, target: float) -> None:
     print(f"{label:<44} best {best:7.3f} s  median {median:7.3f} s  "
           f"target < {target:g} s  ratio {median / target:5.2f}")
@@ -74,7 +64,7 @@ def main() -> int:
     build_source(ONE_FUNCTOR.format(tag="warm-up"), "warm_up.metal", fixture)
     print(f"{'first build in a fresh cache (incl. headers)':<44} {time.perf_counter() - t0:7.3f} s")
 
-    best, med = timed(lambda: build_source(ONE_FUNCTOR.format(tag=uuid.uuid4().hex),
+    best, med = time_call(lambda: build_source(ONE_FUNCTOR.format(tag=uuid.uuid4().hex),
                                            "one_functor.metal", fixture), args.repeat)
     report("one functor (3 registrations)", best, med, 0.5)
 
@@ -87,14 +77,14 @@ def main() -> int:
 
         def build_uncached():
             build_source(text + f"\n// {uuid.uuid4().hex}\n", path, root)
-        best, med = timed(build_uncached, args.repeat)
+        best, med = time_call(build_uncached, args.repeat)
         lib = build_file(path, root)
         where = "fixture" if root == fixture else "upstream"
         report(f"whole file -O0: {where} {path.name} ({len(lib.registrations)} kernels)", best, med, 3.0)
 
     root, path = files[0]
     build_file(path, root)
-    best, med = timed(lambda: build_file(path, root), max(args.repeat, 10))
+    best, med = time_call(lambda: build_file(path, root), max(args.repeat, 10))
     report(f"cached rebuild: {path.name}", best, med, 0.05)
     return 0
 

@@ -13,6 +13,12 @@ from porter.warm import ChildUnavailable, WarmChild
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="warm children need fork")
 
 
+@pytest.fixture(autouse=True)
+def forking_allowed(monkeypatch):
+    # Other suites switch forking off for their whole session (tests/reliability/conftest.py).
+    monkeypatch.delenv("PORTER_NO_FORK", raising=False)
+
+
 def test_child_answers_each_request_in_turn():
     with WarmChild(lambda: None, lambda r: r["x"] * 2) as child:
         assert [child.ask({"x": n}) for n in (1, 2, 3)] == [2, 4, 6]
