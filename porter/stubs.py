@@ -37,7 +37,27 @@ class Stub:
         return None
 
 
+# Upstream writes each declaration on one line: such headers are read without masking the file.
+DECLARE_LINE_RE = re.compile(r"^[ \t]*DECLARE_DISPATCH\((.*),\s*(\w+)\s*\)\s*;?[ \t]*(?://[^\n]*)?$", re.M)
+
+
 def parse_header(text: str, rel: str) -> dict[str, Stub]:
+    lines = DECLARE_LINE_RE.findall(text)
+    if text.count("DECLARE_DISPATCH(") == len(lines) + text.count("define DECLARE_DISPATCH"):
+        return _parse_one_line_declarations(text, rel)
+    return _parse_masked(text, rel)
+
+
+def _parse_one_line_declarations(text: str, rel: str) -> dict[str, Stub]:
+    usings = {m.group(1): " ".join(code_mask(m.group(2)).split()) for m in USING_RE.finditer(text)}
+    out = {}
+    for m in DECLARE_LINE_RE.finditer(text):
+        fn_type, name = " ".join(m.group(1).split()), m.group(2)
+        out[name] = Stub(name, fn_type, usings.get(fn_type, fn_type), rel, line_of(text, m.start()))
+    return out
+
+
+def _parse_masked(text: str, rel: str) -> dict[str, Stub]:
     mask = code_mask(text)
     usings = {m.group(1): " ".join(m.group(2).split()) for m in USING_RE.finditer(mask)}
     stubs = {}

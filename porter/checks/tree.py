@@ -229,7 +229,7 @@ class Tree:
         for rel in rels:
             text = self.read(rel)
             if "DECLARE_DISPATCH" in text:
-                for name, stub in _declared(text, rel).items():
+                for name, stub in parse_header(text, rel).items():
                     out.setdefault(name, stub)
         return out
 
@@ -289,23 +289,6 @@ def _offset_of_line(text: str, line: int) -> int | None:
         if pos == 0:
             return None
     return pos
-
-
-DECLARE_LINE_RE = re.compile(r"^[ \t]*DECLARE_DISPATCH\((.*),\s*(\w+)\s*\)\s*;?[ \t]*(?://[^\n]*)?$", re.M)
-USING_RE = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
-
-
-def _declared(text: str, rel: str) -> dict[str, Stub]:
-    """DECLARE_DISPATCH lines of a header; one-line declarations are read without masking the
-    file (upstream writes them so), anything else goes through stubs.parse_header."""
-    if text.count("DECLARE_DISPATCH(") != len(DECLARE_LINE_RE.findall(text)) + text.count("define DECLARE_DISPATCH"):
-        return parse_header(text, rel)
-    usings = {m.group(1): " ".join(m.group(2).split()) for m in USING_RE.finditer(text)}
-    out = {}
-    for m in DECLARE_LINE_RE.finditer(text):
-        fn_type, name = " ".join(m.group(1).split()), m.group(2)
-        out[name] = Stub(name, fn_type, usings.get(fn_type, fn_type), rel, text.count("\n", 0, m.start()) + 1)
-    return out
 
 
 def _stem(rel: str) -> str:
