@@ -8,20 +8,15 @@ plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`specia
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from porter.checkout import KERNELS, OPERATIONS
+from porter.host_scan import HostFile
 
-_TI = re.compile(r"^REGISTER_UNARY_TI_DISPATCH\((\w+)\)", re.M)
-_FN = re.compile(r"^static\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
-_EXEC = re.compile(r"exec_(unary|binary|ternary)_kernel\s*\(\s*\w+\s*,\s*\"(\w+)\"\s*(,)?")
-_DISPATCH = re.compile(r"REGISTER_DISPATCH\(\s*(\w+)_stub\s*,\s*&?(\w+)\s*\)")
 # stubs whose op (OpInfo name) is not the stub's name
 STUB_OPS = {"div_true": "div", "div_floor": "div", "div_trunc": "div",
-            "round_decimals": "round", "lerp_kernel_scalar_weight": "lerp",
-            "pow_tensor_scalar": "pow", "pow_tensor_tensor": "pow"}
+            "round_decimals": "round", "pow_tensor_scalar": "pow", "pow_tensor_tensor": "pow"}
 
 
 @dataclass(frozen=True)
@@ -41,33 +36,26 @@ def op_name(stub: str) -> str:
     return stub
 
 
-def _function_bodies(text: str) -> dict[str, str]:
-    bodies = {}
-    for m in _FN.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        bodies[m.group(1)] = text[m.end():i]
-    return bodies
-
-
 def host_kernels(root: Path) -> list[HostKernel]:
+    """Every (stub, kernel) the `*Kernel.mm` files register, read with porter.host_scan."""
     root = Path(root)
     found: list[HostKernel] = []
     for mm in sorted((root / OPERATIONS).glob("*Kernel.mm")):
         metal = root / KERNELS / f"{mm.stem}.metal"
         if not metal.is_file():
             continue
-        text = mm.read_text(encoding="utf-8", errors="replace")
-        for m in _TI.finditer(text):
-            found.append(HostKernel(op_name(m.group(1)), m.group(1), m.group(1), metal, False))
-        bodies = _function_bodies(text)
-        for m in _DISPATCH.finditer(text):
-            stub, fn = m.group(1), m.group(2)
-            ex = _EXEC.search(bodies.get(fn, ""))
-            if ex:
-                found.append(HostKernel(op_name(stub), stub, ex.group(2), metal, bool(ex.group(3))))
+        host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
+        for name in host.ti_dispatch_names:
+            found.append(HostKernel(op_name(name), name, name, metal, False))
+        for reg in host.dispatch_registrations:
+            if reg.via_macro or not reg.stub.endswith("_stub"):
+                continue
+            stub = reg.stub[:-len("_stub")]
+            fn = host.kernel_functions.get(reg.function.split("::")[-1])
+            # Params kernels need their struct built on the host: not emulated yet.
+            call = next((c for c in fn.calls if not c.with_params), None) if fn else None
+            if call:
+                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar))
     return found
 
 
