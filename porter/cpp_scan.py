@@ -83,6 +83,21 @@ def line_end(text: str, offset: int) -> int:
     return len(text) if j < 0 else j + 1
 
 
+def in_define(mask: str, offset: int) -> bool:
+    """Whether `offset` lies in a `#define` (its first line or a `\\`-continued one)."""
+    start = mask.rfind("\n", 0, offset) + 1
+    while True:
+        end = mask.find("\n", start)
+        if mask[start:end if end >= 0 else len(mask)].lstrip().startswith("#"):
+            return True
+        if start == 0:
+            return False
+        prev_start = mask.rfind("\n", 0, start - 1) + 1
+        if not mask[prev_start:start - 1].rstrip().endswith("\\"):
+            return False
+        start = prev_start
+
+
 class SourceFile:
     """A C++/Objective-C++/Metal source text and its code mask, computed once."""
 
@@ -93,3 +108,6 @@ class SourceFile:
     @cached_property
     def mask(self) -> str:
         return code_mask(self.text)
+
+    def in_define(self, offset: int) -> bool:
+        return in_define(self.mask, offset)

@@ -54,21 +54,26 @@ class HostFile(SourceFile):
     def dispatch_registrations(self) -> list[Registration]:
         out = [Registration(m.group(1), m.group(2), line_of(self.text, m.start()), False)
                for m in REGISTER_DISPATCH_RE.finditer(self.mask)
-               if not self._in_define(m.start())]
-        out += [Registration(f"{m.group(1)}_stub", f"{m.group(1)}_kernel_mps",
-                             line_of(self.text, m.start()), True)
-                for m in TI_DISPATCH_RE.finditer(self.mask) if not self._in_define(m.start())]
+               if not self.in_define(m.start())]
+        out += [Registration(f"{name}_stub", f"{name}_kernel_mps", line, True)
+                for name, line in self.ti_dispatches]
         return out
 
     @cached_property
+    def ti_dispatches(self) -> list[tuple[str, int]]:
+        """REGISTER_UNARY_TI_DISPATCH(NAME) lines: (NAME, line)."""
+        return [(m.group(1), line_of(self.text, m.start())) for m in TI_DISPATCH_RE.finditer(self.mask)
+                if not self.in_define(m.start())]
+
+    @property
     def ti_dispatch_names(self) -> list[str]:
-        return [m.group(1) for m in TI_DISPATCH_RE.finditer(self.mask) if not self._in_define(m.start())]
+        return [name for name, _ in self.ti_dispatches]
 
     @cached_property
     def mpsgraph_stubs(self) -> dict[str, tuple[str, int]]:
         """REGISTER_MPS_UNARY_STUB(op, selector): op -> (selector, line)."""
         return {m.group(1): (m.group(2), line_of(self.text, m.start()))
-                for m in MPS_UNARY_STUB_RE.finditer(self.mask) if not self._in_define(m.start())}
+                for m in MPS_UNARY_STUB_RE.finditer(self.mask) if not self.in_define(m.start())}
 
     @cached_property
     def kernel_functions(self) -> dict[str, KernelFunction]:
@@ -94,22 +99,6 @@ class HostFile(SourceFile):
                 fn = self.kernel_functions.get(reg.function.split("::")[-1])
                 return fn.kernels if fn else ()
         return ()
-
-    def _in_define(self, offset: int) -> bool:
-        start = self.mask.rfind("\n", 0, offset) + 1
-        k = start
-        # A line belongs to a #define when it or a line continued into it starts with #define.
-        while True:
-            line = self.mask[k:self.mask.find("\n", k) if self.mask.find("\n", k) >= 0 else None]
-            if line.lstrip().startswith("#"):
-                return True
-            prev_end = k - 1
-            if prev_end <= 0:
-                return False
-            prev_start = self.mask.rfind("\n", 0, prev_end) + 1
-            if not self.mask[prev_start:prev_end].rstrip().endswith("\\"):
-                return False
-            k = prev_start
 
     @cached_property
     def namespace_end(self) -> int:

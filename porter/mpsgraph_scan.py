@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from porter.cpp_scan import SourceFile, line_of, matching_close
+from porter.cpp_scan import SourceFile, in_define, line_of, matching_close
 
 IMPL, MACRO, FUNCTION, STUB = "impl", "macro", "function", "stub"
 
@@ -96,7 +96,7 @@ class HostSource(SourceFile):
                 end += 1
             found.append(Definition(m.group(1), STUB, m.start(), end, line_of(text, m.start()),
                                     m.group(2), "REGISTER_MPS_UNARY_STUB"))
-        found = [d for d in found if not _in_define(mask, d.start)]
+        found = [d for d in found if not in_define(mask, d.start)]
         return sorted(found, key=lambda d: d.start)
 
     def named(self, names: set[str]) -> list[Definition]:
@@ -117,7 +117,7 @@ class HostSource(SourceFile):
         out = []
         for m in STATIC_RE.finditer(self.mask):
             head = self.mask[m.start():m.end()]
-            if "=" in head or _in_define(self.mask, m.start()):
+            if "=" in head or self.in_define(m.start()):
                 continue
             end = _function_end(self.mask, m.end() - 1)
             if end is not None:
@@ -164,21 +164,6 @@ def _function_end(mask: str, open_paren: int) -> int | None:
         return None
     body_close = matching_close(mask, m.end() - 1)
     return None if body_close < 0 else body_close + 1
-
-
-def _in_define(mask: str, offset: int) -> bool:
-    """Whether `offset` lies in a `#define` (its first line or a `\\`-continued one)."""
-    start = mask.rfind("\n", 0, offset) + 1
-    while True:
-        end = mask.find("\n", start)
-        if mask[start:end if end >= 0 else len(mask)].lstrip().startswith("#"):
-            return True
-        if start == 0:
-            return False
-        prev_start = mask.rfind("\n", 0, start - 1) + 1
-        if not mask[prev_start:start - 1].rstrip().endswith("\\"):
-            return False
-        start = prev_start
 
 
 def identifier_index(mask: str) -> dict[str, list[int]]:

@@ -149,7 +149,7 @@ class Tree:
             uses = []
             functions = sorted(host.kernel_functions.values(), key=lambda f: f.start)
             for m in EXEC_CALL_RE.finditer(host.mask):
-                if host._in_define(m.start()):
+                if host.in_define(m.start()):
                     continue
                 close = matching_close(host.mask, m.end() - 1)
                 args = split_top_level(host.text[m.end():close]) if close > 0 else []
@@ -157,9 +157,8 @@ class Tree:
                 if name:
                     fn = next((f.name for f in functions if f.start <= m.start() < f.end), None)
                     uses.append((name.group(1), line_of(host.text, m.start()), fn))
-            for m in re.finditer(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", host.mask, re.M):
-                if not host._in_define(m.start()):
-                    uses.append((m.group(1), line_of(host.text, m.start()), f"{m.group(1)}_kernel_mps"))
+            for name, line in host.ti_dispatches:
+                uses.append((name, line, f"{name}_kernel_mps"))
             out[rel] = uses
         return out
 
