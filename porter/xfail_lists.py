@@ -25,6 +25,7 @@ class XfailEntry:
     end_line: int          # last line of the value
     key_col: int
     value_end_col: int
+    in_set: bool = False   # an element of a set literal, not a dict key
 
 
 def parse(text: str, path: str) -> ast.Module:
@@ -35,18 +36,21 @@ def parse(text: str, path: str) -> ast.Module:
                           hint="fix the syntax error first") from None
 
 
-def entries(text: str, path: str, tree: ast.Module | None = None) -> list[XfailEntry]:
+def entries(text: str, path: str, tree: ast.Module | None = None,
+            sets: bool = False) -> list[XfailEntry]:
+    """Dict entries of the expectation lists; with `sets`, also the elements of set literals
+    (SUPPORTED_COMPLEX_OPS, the error-input XFAILLIST), as entries for every dtype."""
     tree = tree or parse(text, path)
     found: list[XfailEntry] = []
-    _collect(tree.body, "", found)
+    _collect(tree.body, "", found, sets)
     return found
 
 
-def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry]) -> None:
-    """Dict assignments in statements, scoped to the enclosing function; expressions are not walked."""
+def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry], sets: bool) -> None:
+    """Assignments in statements, scoped to the enclosing function; expressions are not walked."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _collect(node.body, node.name, found)
+            _collect(node.body, node.name, found, sets)
             continue
         target, value = _dict_assignment(node)
         if target is not None and isinstance(value, ast.Dict) and function:
@@ -54,10 +58,16 @@ def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry]) -> No
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
                     found.append(XfailEntry(function, target, k.value, _dtypes(v), k.lineno,
                                             v.end_lineno, k.col_offset, v.end_col_offset))
+        if sets and target is not None and isinstance(value, ast.Set) and function:
+            for elt in value.elts:
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                    found.append(XfailEntry(function, target, elt.value, None, elt.lineno,
+                                            elt.end_lineno, elt.col_offset, elt.end_col_offset,
+                                            in_set=True))
         for field in ("body", "orelse", "finalbody", "handlers"):
             inner = getattr(node, field, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], (ast.stmt, ast.excepthandler)):
-                _collect(inner, function, found)
+                _collect(inner, function, found, sets)
 
 
 def _dict_assignment(node) -> tuple[str | None, ast.AST | None]:

@@ -253,11 +253,9 @@ class Tree:
         tree = self.common_mps_tree
         if tree is None:
             return []
-        found = dict_entries(self.read(co.COMMON_MPS), co.COMMON_MPS, tree)
-        sets: list[XfailEntry] = []
-        _collect_sets(tree.body, "", sets)
-        self.set_lists = {(e.function, e.dict_name) for e in sets}
-        return sorted(found + sets, key=lambda e: (e.line, e.key_col))
+        found = dict_entries(self.read(co.COMMON_MPS), co.COMMON_MPS, tree, sets=True)
+        self.set_lists = {(e.function, e.dict_name) for e in found if e.in_set}
+        return sorted(found, key=lambda e: (e.line, e.key_col))
 
     @cached_property
     def output_xfails(self) -> dict[str, list[XfailEntry]]:
@@ -294,23 +292,3 @@ def _stem(rel: str) -> str:
     return rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
-def _collect_sets(body: list[ast.stmt], function: str, found: list[XfailEntry]) -> None:
-    """Set literals assigned in functions (SUPPORTED_COMPLEX_OPS, the error-input XFAILLIST)."""
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _collect_sets(node.body, node.name, found)
-            continue
-        target = value = None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            target, value = node.targets[0].id, node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            target, value = node.target.id, node.value
-        if function and isinstance(value, ast.Set):
-            for elt in value.elts:
-                if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
-                    found.append(XfailEntry(function, target, elt.value, None, elt.lineno,
-                                            elt.end_lineno, elt.col_offset, elt.end_col_offset))
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(node, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                _collect_sets(inner, function, found)
