@@ -52,7 +52,7 @@ def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry], sets:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _collect(node.body, node.name, found, sets)
             continue
-        target, value = _dict_assignment(node)
+        target, value = assignment(node)
         if target is not None and isinstance(value, ast.Dict) and function:
             for k, v in zip(value.keys, value.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
@@ -70,7 +70,8 @@ def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry], sets:
                 _collect(inner, function, found, sets)
 
 
-def _dict_assignment(node) -> tuple[str | None, ast.AST | None]:
+def assignment(node) -> tuple[str | None, ast.AST | None]:
+    """(name, value) of `NAME = value` or `NAME: T = value`; (None, None) otherwise."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id, node.value
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:

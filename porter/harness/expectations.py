@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from porter.checkout import COMMON_MPS, Checkout
 from porter.errors import PorterError
+from porter.xfail_lists import assignment
 
 TEST_MPS = "test/test_mps.py"
 MODIFIER = "mps_ops_modifier"
@@ -150,12 +151,7 @@ def _find_modifier(tree: ast.Module) -> ast.FunctionDef | None:
 
 
 def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        name, value = stmt.targets[0].id, stmt.value
-    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-        name, value = stmt.target.id, stmt.value
-    else:
-        return None, None
+    name, value = assignment(stmt)
     if not isinstance(value, (ast.Dict, ast.Set)):
         return None, None
     return name, value
