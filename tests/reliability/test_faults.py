@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -174,17 +175,23 @@ def test_stale_plan_through_the_api(tmp_path):
         assert sorted(p.name for p in d.iterdir()) == sorted({"g.txt"} | ({"f.txt"} if meanwhile else set()))
 
 
+@contextmanager
+def mode_set(path, mode: int):
+    """`path` with permission bits `mode` for the duration of the block."""
+    old = path.stat().st_mode
+    path.chmod(mode)
+    try:
+        yield
+    finally:
+        path.chmod(old)
+
+
 def test_read_only_target_file(scenario_reset):
     for sc in _first_per_command(scenario_reset):
         for rel in sc.targets:
             sc.reset()
-            path = sc.tree / rel
-            mode = path.stat().st_mode
-            path.chmod(0o444)
-            try:
+            with mode_set(sc.tree / rel, 0o444):
                 result = porter(*sc.argv)
-            finally:
-                path.chmod(mode)
             assert one_line_error(result), result.err
             assert f"{rel}: file is read-only; nothing was written" in result.err
             assert sc.read() == sc.old
@@ -193,13 +200,8 @@ def test_read_only_target_file(scenario_reset):
 def test_read_only_directory(mini_scenarios):
     sc = mini_scenarios[0]
     sc.reset()
-    directory = sc.tree / sc.targets[-1].rsplit("/", 1)[0]
-    mode = directory.stat().st_mode
-    directory.chmod(0o555)
-    try:
+    with mode_set(sc.tree / sc.targets[-1].rsplit("/", 1)[0], 0o555):
         result = porter(*sc.argv)
-    finally:
-        directory.chmod(mode)
     assert one_line_error(result), result.err
     assert "is read-only; nothing was written" in result.err
     assert sc.read() == sc.old
