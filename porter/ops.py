@@ -89,7 +89,8 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     kind = _kind(out_entry)
     cpu_kernel = _shared_kernel(out_entry)
     stub = _find_stub(checkout, op, cpu_kernel, out_entry)
-    registered = tuple(sorted(path for path, host in hosts.items()
+    stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
+    registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
     graph = _mpsgraph_impls(fam, hosts, op)
     state = _state(fam, registered, graph)
@@ -99,7 +100,7 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
                 or meta_promotes_to_float(checkout, op))
     dtypes = _mps_dtypes(opinfos)
     returns_bool = bool(lam and lam.return_type == "bool")
-    kernel = _existing_kernel(hosts, stub.name) or op
+    kernel = _existing_kernel(stub_hosts, stub.name) or op
     pair = PAIRS[kind]
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
@@ -204,7 +205,7 @@ def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphI
         for row in e.mps_rows():
             if row.kernel.endswith("_mps"):
                 found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
-    for rel, host in hosts.items():
+    for rel, host in _naming(hosts, op).items():
         if op in host.mpsgraph_stubs:
             selector, line = host.mpsgraph_stubs[op]
             found.append(MpsGraphImpl("stub", (selector,), rel, line))
@@ -225,6 +226,12 @@ def _mps_dtypes(opinfos) -> frozenset[str]:
         if found:
             dtypes |= found
     return frozenset(d for d in dtypes if d in MPS_DTYPES)
+
+
+def _naming(hosts: dict[str, HostFile], word: str) -> dict[str, HostFile]:
+    """The host files whose text holds `word`: a checkout has ~100, and scanning one costs a
+    code mask, so the others are never scanned."""
+    return {rel: host for rel, host in hosts.items() if word in host.text}
 
 
 def _existing_kernel(hosts: dict[str, HostFile], stub: str) -> str | None:
