@@ -19,7 +19,7 @@ from porter import selectors
 from porter.body import translate
 from porter.c10_metal import available_functions
 from porter.cpp_scan import split_top_level
-from porter.cpu_kernel import scalar_lambda
+from porter.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda
 from porter.edits.native_yaml import mps_specific_rows
 from porter.mpsgraph_scan import STUB, HostSource
 from porter.stubs import Stub, declared_stubs
@@ -130,14 +130,9 @@ class _Facts:
         self.float_meta: set[str] = set()
         for rel in checkout.glob(co.NATIVE, "*.cpp"):
             source = checkout.read(rel)
-            for m in re.finditer(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)", source):
-                self.impl_stubs.setdefault(m.group(1), []).append(m.group(2))
-            for m in re.finditer(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", source, re.S):
-                self.impl_stubs.setdefault(m.group(1), []).extend(
-                    re.findall(r"\b(\w+_stub)\s*\(\s*device_type\(\)", m.group(2)))
-            self.float_meta |= set(re.findall(r"CREATE_UNARY_FLOAT_META_FUNC\(\s*(\w+)\s*\)", source))
-            self.float_meta |= set(re.findall(
-                r"TORCH_META_FUNC\((\w+)\)[^{]*\{[^}]*build_borrowing_(?:unary|binary)_float_op", source))
+            for kernel, stubs in impl_stubs(source).items():
+                self.impl_stubs.setdefault(kernel, []).extend(stubs)
+            self.float_meta |= float_meta_ops(source)
         self.unimplemented: set[str] = set()
         if checkout.exists(co.COMMON_MPS):
             from porter import xfail_lists

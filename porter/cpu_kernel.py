@@ -9,7 +9,28 @@ from porter import checkout as co
 from porter.cpp_scan import code_mask, line_of, matching_close, split_top_level
 
 LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
-META_FLOAT_RE = r"(?:CREATE_UNARY_FLOAT_META_FUNC\(\s*{op}\s*\)|TORCH_META_FUNC\({op}\)[^{{]*\{{[^}}]*build_borrowing_(?:unary|binary)_float_op)"
+# Structured kernels and the stubs they call, in native/*.cpp (anatomy §6).
+IMPL_MACRO_RE = re.compile(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+IMPL_BODY_RE = re.compile(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", re.S)
+STUB_CALL_RE = re.compile(r"\b(\w+_stub)\s*\(\s*device_type\(\)")
+# Meta functions that build a float op: integer inputs give float outputs.
+FLOAT_META_RE = re.compile(r"CREATE_UNARY_FLOAT_META_FUNC\(\s*(\w+)\s*\)|"
+                           r"TORCH_META_FUNC\((\w+)\)[^{]*\{[^}]*build_borrowing_(?:unary|binary)_float_op")
+
+
+def impl_stubs(text: str) -> dict[str, list[str]]:
+    """Structured kernel (`heaviside_out`) -> the stubs its TORCH_IMPL_FUNC calls, in a .cpp."""
+    found: dict[str, list[str]] = {}
+    for m in IMPL_MACRO_RE.finditer(text):
+        found.setdefault(m.group(1), []).append(m.group(2))
+    for m in IMPL_BODY_RE.finditer(text):
+        found.setdefault(m.group(1), []).extend(STUB_CALL_RE.findall(m.group(2)))
+    return found
+
+
+def float_meta_ops(text: str) -> set[str]:
+    """Ops of a .cpp whose meta function builds a float op."""
+    return {a or b for a, b in FLOAT_META_RE.findall(text)}
 
 
 @dataclass(frozen=True)
@@ -80,9 +101,5 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
 
 def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:
     """Whether the op's meta function builds a float op (integer inputs give float outputs)."""
-    pattern = re.compile(META_FLOAT_RE.format(op=re.escape(op)))
-    for rel in checkout.glob(co.NATIVE, "*.cpp"):
-        text = checkout.read(rel)
-        if op in text and pattern.search(text):
-            return True
-    return False
+    return any(op in text and op in float_meta_ops(text)
+               for text in map(checkout.read, checkout.glob(co.NATIVE, "*.cpp")))

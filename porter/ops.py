@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from porter import checkout as co
 from porter import native_yaml
-from porter.cpu_kernel import ScalarLambda, meta_promotes_to_float, scalar_lambda
+from porter.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
 from porter.dtypes import MPS_DTYPES
 from porter.errors import PorterError
 from porter.host_scan import HostFile
@@ -160,13 +160,9 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
         text = checkout.read(rel)
         if cpu_kernel not in text:
             continue
-        m = re.search(rf"CREATE_\w*TORCH_IMPL_FUNC\(\s*{cpu_kernel}\s*,\s*(\w+)\s*\)", text)
-        if m:
-            names.append(m.group(1))
-            break
-        m = re.search(rf"TORCH_IMPL_FUNC\(\s*{cpu_kernel}\s*\)[^{{]*\{{(.*?)\n\}}", text, re.S)
-        if m:
-            names += re.findall(r"\b(\w+_stub)\s*\(\s*device_type\(\)", m.group(1))
+        stubs = impl_stubs(text).get(cpu_kernel)
+        if stubs is not None:
+            names += stubs
             break
     names.append(f"{op}_stub")
     for name in dict.fromkeys(names):
