@@ -29,7 +29,6 @@ UNARY, BINARY, ALPHA, OTHER = "unary", "binary", "alpha", "other"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 SCALAR_TYPES = {"Scalar", "float", "int", "bool", "SymInt"}
 MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
-FLOATING = {"float32", "float16", "bfloat16", "complex64"}
 
 
 @dataclass(frozen=True)
@@ -152,14 +151,12 @@ class _Facts:
 
     def integer_facts(self, op: str) -> tuple[bool, bool]:
         """(tests integer dtypes on MPS, integers compute in float) as `porter.ops.resolve` sees them."""
-        from porter.dtypes import MPS_DTYPES
+        from porter.dtypes import has_integer
         from porter.opinfo_source import for_op
+        from porter.ops import mps_dtypes
 
         opinfos, _ = for_op(self.checkout, op)
-        dtypes: set[str] = set()
-        for o in opinfos:
-            dtypes |= o.dtypes("dtypesIfMPS") or o.dtypes("dtypes") or set()
-        has_int = any(d in MPS_DTYPES and d not in FLOATING for d in dtypes)
+        has_int = has_integer(mps_dtypes(opinfos))
         promotes = op in self.float_meta or any(o.flag("promotes_int_to_float") for o in opinfos)
         return has_int, promotes
 

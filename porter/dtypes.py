@@ -26,6 +26,13 @@ BASES = {
 MPS_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
               "float32", "complex64")
 
+
+
+def has_integer(dtypes) -> bool:
+    """Whether an MPS dtype set holds an integer (or bool) dtype."""
+    return any(d not in ("float32", "float16", "bfloat16", "complex64") for d in dtypes)
+
+
 METAL = {"float32": "float", "float16": "half", "bfloat16": "bfloat", "bool": "bool",
          "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
          "complex64": "float2"}

@@ -29,6 +29,7 @@ from porter.changes import ChangeSet
 from porter.cpp_scan import line_of
 from porter.edits import mpsgraph as graph_edit
 from porter.edits import native_yaml as yaml_edit
+from porter.dtypes import has_integer
 from porter.errors import PorterError
 from porter.metal_scan import MetalFile
 from porter.mpsgraph_scan import STUB, Definition, HostSource, source_of
@@ -37,7 +38,6 @@ from porter.plan import Plan, plan_port
 
 MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 FROM_SELECTOR = "mpsgraph-selector"
-FLOATING = {"float32", "float16", "bfloat16", "complex64"}
 
 
 @dataclass
@@ -274,7 +274,7 @@ def _selector_body(checkout, spec: OpSpec, hosts, found, cs: ChangeSet,
         for d in defs:
             for s in hosts[rel].selectors(d):
                 where.setdefault(s, f"{rel}:{d.line}")
-    has_int = any(d not in FLOATING for d in spec.dtypes)
+    has_int = has_integer(spec.dtypes)
     choice = selectors.body_for(list(where), spec.kind, has_int, spec.promotes_int_to_float)
     if choice.expression is None:
         notes.append(f"no functor body from MPSGraph either: {choice.reason}")

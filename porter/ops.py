@@ -98,7 +98,7 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     lam = scalar_lambda(checkout, stub.name)
     promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
                 or meta_promotes_to_float(checkout, op))
-    dtypes = _mps_dtypes(opinfos)
+    dtypes = mps_dtypes(opinfos)
     returns_bool = bool(lam and lam.return_type == "bool")
     kernel = _existing_kernel(stub_hosts, stub.name) or op
     pair = PAIRS[kind]
@@ -215,7 +215,8 @@ def _state(fam, registered, graph) -> str:
     return NATIVE if has_mps and registered else UNPORTED
 
 
-def _mps_dtypes(opinfos) -> frozenset[str]:
+def mps_dtypes(opinfos) -> frozenset[str]:
+    """The MPS dtypes an op's OpInfos test: `dtypesIfMPS`, else `dtypes` (never double)."""
     dtypes: set[str] = set()
     for o in opinfos:
         found = o.dtypes("dtypesIfMPS") or o.dtypes("dtypes")
