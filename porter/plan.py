@@ -18,6 +18,7 @@ from porter.edits import metal as metal_edit
 from porter.edits import native_yaml as yaml_edit
 from porter.edits import opinfo as opinfo_edit
 from porter.edits import xfails as xfail_edit
+from porter import xfail_lists
 from porter.errors import PorterError
 from porter.functor import SKELETON, Functor, build
 from porter.host_scan import HostFile
@@ -110,8 +111,25 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
     if "complex64" in spec.dtypes:
-        plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex overload")
+        if _tested_with_complex(checkout, spec):
+            plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
+                              f"complex64, which {spec.kernel}_functor has no overload for: add a "
+                              "complex overload and its complex (float2) registration, or "
+                              "that test fails")
+        else:
+            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex overload")
     write(spec.metal_path, text)
+
+
+def _tested_with_complex(checkout, spec: OpSpec) -> bool:
+    if not checkout.exists(co.COMMON_MPS):
+        return False
+    keys = set(spec.xfail_keys)
+    try:
+        found = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS, sets=True)
+    except PorterError:
+        return False        # a common_mps.py that does not parse is reported by the expectations step
+    return any(e.in_set and e.dict_name == "SUPPORTED_COMPLEX_OPS" and e.key in keys for e in found)
 
 
 def _check_unique_kernel_name(checkout, spec: OpSpec) -> None:
