@@ -594,3 +594,12 @@ def test_share_mps_refuses_without_a_shared_kernel():
     text = _entry_text("    CPU: foo_out_cpu\n    CUDA: foo_out_cuda\n    MPS: foo_out_mps\n")
     with pytest.raises(NoSharedKernel, match="no kernel shared by CPU and CUDA"):
         share_mps(text, scan(text))
+
+
+def test_dropping_complex_for_a_complex_tested_op_is_a_warning(real_root):
+    """torch 2.13 lists asinh in SUPPORTED_COMPLEX_OPS: its MPS test sends complex64, which the
+    generated functor does not take, so the port says which test will fail."""
+    result = porter("migrate-from-mpsgraph", "asinh", "--dry-run", root=real_root)
+    assert result.code == 0, result.err
+    assert ("note: WARNING: asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends complex64, "
+            "which asinh_functor has no overload for") in result.out
