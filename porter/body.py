@@ -8,7 +8,7 @@ porter says it could not translate, and the caller falls back to a failing skele
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 TOKEN_RE = re.compile(
     r"(?P<name>(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)"
@@ -49,8 +49,7 @@ KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "in
             "true", "false", "NAN", "INFINITY", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
 
 
-@dataclass(frozen=True)
-class Translation:
+class Translation(NamedTuple):
     statements: str | None   # Metal statements (with `return`), None when not translatable
     reason: str = ""
 

@@ -39,8 +39,8 @@ import signal
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from porter.errors import PorterError
 from porter.linediff import unified_diff_text
@@ -54,8 +54,7 @@ WRITTEN_DIRS = ("aten/src/ATen/native", "aten/src/ATen/native/mps/kernels",
 LOCK_WAIT_S = 5.0
 
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     path: str          # relative to the checkout root
     old: str | None    # None: the file does not exist yet
     new: str
@@ -77,11 +76,11 @@ class FileChange:
         return "".join(out)
 
 
-@dataclass
 class ChangeSet:
-    root: Path
-    changes: dict[str, FileChange] = field(default_factory=dict)
-    last: list[str] = field(default_factory=list)     # replaced after the others, in order
+    def __init__(self, root: Path):
+        self.root = root
+        self.changes: dict[str, FileChange] = {}
+        self.last: list[str] = []          # replaced after the others, in order
 
     def set(self, path: str, old: str | None, new: str) -> None:
         """Record the final text of `path`; `old` is its text when planning began."""
@@ -149,13 +148,13 @@ class ChangeSet:
         return [c.path for c in pending]
 
 
-@dataclass
 class _Target:
-    change: FileChange
-    path: Path                       # absolute, symlinks resolved (the link itself stays)
-    tmp: str | None = None           # staged new text, until replaced
-    created_dirs: list[Path] = field(default_factory=list)
-    replaced: bool = False
+    def __init__(self, change: FileChange, path: Path):
+        self.change = change
+        self.path = path                            # absolute, symlinks resolved (the link itself stays)
+        self.tmp: str | None = None                 # staged new text, until replaced
+        self.created_dirs: list[Path] = []
+        self.replaced = False
 
 
 def _real_target(path: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from porter.errors import PorterError
@@ -31,12 +30,15 @@ def find_root(start: Path | None = None) -> Path:
                       hint="run from a checkout or pass --root DIR")
 
 
-@dataclass
 class Checkout:
     """A PyTorch source tree. Paths are relative to `root`; each file is read at most once."""
 
-    root: Path
-    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+    def __init__(self, root: Path):
+        self.root = root
+        self._texts: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"Checkout({str(self.root)!r})"
 
     @classmethod
     def at(cls, root: str | Path | None) -> "Checkout":

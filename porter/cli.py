@@ -28,6 +28,13 @@ COMMANDS = {
     "ci": "ci",
 }
 
+# Commands whose warm children (porter.warm) are forked before their modules are imported:
+# command -> modules that each define `warm_child`
+WARM_CHILDREN = {
+    "new-op": ("porter.torchgen_check", "porter.templates"),
+    "migrate-from-mpsgraph": ("porter.torchgen_check", "porter.templates"),
+}
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERNAL = 70           # EX_SOFTWARE: a porter bug (the one-line message says so)
 EXIT_BROKEN_PIPE = 141       # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
@@ -74,6 +81,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
+    from porter import warm
+    factories = [importlib.import_module(m).warm_child for m in WARM_CHILDREN.get(first, ())]
+    with warm.forked_early(factories):
+        return _parse_and_run(argv, first)
+
+
+def _parse_and_run(argv: list[str], first: str | None) -> int:
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -92,10 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("porter: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # The reader (`| head`) went away: stop quietly, as other command-line tools do.
-        sys.stdout = None
-        return 0
     except BrokenPipeError:
         # the reader went away (`porter ... | head`): stop quietly, as a shell tool does
         _silence_stdout()

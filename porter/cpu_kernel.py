@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter import checkout as co
 from porter.cpp_scan import code_mask, line_of, matching_close, split_top_level
@@ -33,8 +33,7 @@ def float_meta_ops(text: str) -> set[str]:
     return {a or b for a, b in FLOAT_META_RE.findall(text)}
 
 
-@dataclass(frozen=True)
-class ScalarLambda:
+class ScalarLambda(NamedTuple):
     params: tuple[str, ...]      # parameter names, e.g. ("a", "b")
     param_types: tuple[str, ...]
     return_type: str | None      # "scalar_t", "bool" or None when not written

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter import body as translate_body
 from porter.dtypes import METAL, METAL_FLOATING
@@ -12,8 +12,7 @@ from porter.templates import render
 SKELETON, FROM_BODY, FROM_CPU = "skeleton", "--body", "cpu-lambda"
 
 
-@dataclass(frozen=True)
-class Functor:
+class Functor(NamedTuple):
     text: str
     origin: str          # skeleton | --body | cpu-lambda
     detail: str          # where the body came from, or why there is none

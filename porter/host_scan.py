@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from porter.cpp_scan import SourceFile, line_of, matching_close
 
@@ -16,16 +16,14 @@ EXEC_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
 
-@dataclass(frozen=True)
-class Registration:
+class Registration(NamedTuple):
     stub: str
     function: str
     line: int
     via_macro: bool     # REGISTER_UNARY_TI_DISPATCH(NAME) or REGISTER_MPS_UNARY_STUB
 
 
-@dataclass(frozen=True)
-class KernelCall:
+class KernelCall(NamedTuple):
     """One `lib.exec_<kind>_kernel[_with_params](iter, "name", ...)` in a host function."""
 
     kind: str                     # unary | binary | ternary
@@ -34,8 +32,7 @@ class KernelCall:
     passes_scalar: bool           # more arguments follow the name (alpha, decimals, params)
 
 
-@dataclass(frozen=True)
-class KernelFunction:
+class KernelFunction(NamedTuple):
     name: str
     params: str
     start: int

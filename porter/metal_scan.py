@@ -8,8 +8,8 @@ dtype, output dtype) triple is known without a Metal compiler.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from porter.cpp_scan import SourceFile, line_of, matching_close, split_top_level
 
@@ -37,8 +37,7 @@ def _word_re(word: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(word)}\b")
 
 
-@dataclass(frozen=True)
-class Registration:
+class Registration(NamedTuple):
     kernel: str
     in_type: str
     out_type: str
@@ -46,8 +45,7 @@ class Registration:
     line: int           # line of the top-level invocation in the file
 
 
-@dataclass(frozen=True)
-class Define:
+class Define(NamedTuple):
     name: str
     params: tuple[str, ...]
     body: str

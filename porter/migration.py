@@ -17,7 +17,6 @@ Nothing is written here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 
 from porter import checkout as co
 from porter import native_yaml
@@ -40,9 +39,10 @@ MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 FROM_SELECTOR = "mpsgraph-selector"
 
 
-@dataclass
 class Migration(Plan):
-    removed: list[dict] = field(default_factory=list)     # {"path", "line", "what", "name"}
+    def __init__(self, spec: OpSpec, changes: ChangeSet):
+        super().__init__(spec, changes)
+        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
 
 
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
@@ -107,8 +107,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
             cs.set(MPS_FALLBACK, text, new)
             migration.removed += [{"path": MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
                                   for r in removed]
-    port_spec = replace(spec, entries=new_entries,
-                        backend_entries=tuple(e for e in new_entries if e.dense_rows()))
+    port_spec = spec._replace(entries=new_entries,
+                              backend_entries=tuple(e for e in new_entries if e.dense_rows()))
     chosen = None
     if body is None:
         body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
@@ -117,7 +117,7 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
         cs.apply_last(rel)
     migration.functor = plan.functor
     if chosen and plan.functor is not None:
-        migration.functor = replace(plan.functor, origin=FROM_SELECTOR, detail=chosen)
+        migration.functor = plan.functor._replace(origin=FROM_SELECTOR, detail=chosen)
     migration.notes += plan.notes
     _validate_yaml(checkout, spec, cs, validator)
     return migration

@@ -13,8 +13,8 @@ do not count and ObjC blocks `^{...}` nest like any other braces.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from porter.cpp_scan import SourceFile, in_define, line_of, matching_close
 
@@ -32,8 +32,7 @@ METAL_CALL_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*[<(]")
 GRAPH_HINT_RE = re.compile(r"\bMPSGraph\w*\b|\bmpsGraph\b|\bLookUpOrCreateCachedGraph\b")
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):
     name: str             # function name, or the op of a REGISTER_MPS_UNARY_STUB line
     shape: str            # impl | macro | function | stub
     start: int            # offset of its first character (column 0)
@@ -46,8 +45,7 @@ class Definition:
         return text[self.start:self.end]
 
 
-@dataclass(frozen=True)
-class StaticFunction:
+class StaticFunction(NamedTuple):
     name: str
     start: int
     end: int

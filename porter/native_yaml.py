@@ -7,8 +7,8 @@ entries of one op family, so it scans lines and keeps line numbers for every mes
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\s*\(")
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
@@ -18,8 +18,7 @@ FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
 DENSE_BACKENDS = ("CPU", "CUDA")
 
 
-@dataclass(frozen=True)
-class DispatchLine:
+class DispatchLine(NamedTuple):
     lineno: int               # 1-based line in the file
     keys: tuple[str, ...]
     kernel: str
@@ -30,15 +29,27 @@ class DispatchLine:
         return any(k in DENSE_BACKENDS for k in self.keys)
 
 
-@dataclass(frozen=True)
 class Entry:
     """One `- func:` item: lines [start, end) of the file (0-based indices)."""
 
-    name: str                 # "heaviside" or "xlogy_"
-    overload: str             # "" or "out", "OutTensor"
-    start: int
-    end: int
-    lines: tuple[str, ...]
+    def __init__(self, name: str, overload: str, start: int, end: int, lines: tuple[str, ...]):
+        self.name = name              # "heaviside" or "xlogy_"
+        self.overload = overload      # "" or "out", "OutTensor"
+        self.start = start
+        self.end = end
+        self.lines = lines
+
+    def _key(self) -> tuple:
+        return self.name, self.overload, self.start, self.end, self.lines
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Entry) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Entry({self.full_name!r}, line {self.lineno})"
 
     @property
     def full_name(self) -> str:

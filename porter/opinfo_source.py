@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from porter import checkout as co
 from porter.dtypes import evaluate_dtypes
@@ -21,8 +21,7 @@ CALL_HEAD_RE = re.compile(r"[^\w](?P<cls>[A-Z]\w*Info)\(\s*$")
 NOT_OPS = {"ForeachFuncInfo", "ForeachRightmostArgTypeInfo", "ForeachSampleInput"}
 
 
-@dataclass(frozen=True)
-class OpInfoSource:
+class OpInfoSource(NamedTuple):
     """One OpInfo (or python-ref info) call in a source file."""
 
     cls: str                  # "BinaryUfuncInfo", "ElementwiseBinaryPythonRefInfo", ...
@@ -31,8 +30,8 @@ class OpInfoSource:
     start: int                # offset of the class name
     end: int                  # offset just past the closing parenthesis
     line: int
-    kwargs: dict = field(default_factory=dict, hash=False, compare=False)   # name -> ast node
-    node: ast.Call | None = field(default=None, hash=False, compare=False)
+    kwargs: dict              # keyword name -> ast node
+    node: ast.Call
 
     @property
     def variant_test_name(self) -> str:

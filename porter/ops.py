@@ -9,7 +9,7 @@ Principles (after torchgen's model.py):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from porter import checkout as co
 from porter import native_yaml
@@ -25,8 +25,7 @@ UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 
 
-@dataclass(frozen=True)
-class MpsGraphImpl:
+class MpsGraphImpl(NamedTuple):
     """Where an op still runs through MPSGraph."""
 
     shape: str            # "row" (MPS: x_mps in the yaml) or "stub" (REGISTER_MPS_UNARY_STUB)
@@ -35,8 +34,7 @@ class MpsGraphImpl:
     line: int
 
 
-@dataclass(frozen=True)
-class OpSpec:
+class OpSpec(NamedTuple):
     op: str
     kind: str                               # unary | binary
     state: str                              # unported | mpsgraph | native
@@ -55,7 +53,7 @@ class OpSpec:
     scalar_lambda: ScalarLambda | None
     registered_in: tuple[str, ...] = ()     # host files that already register the stub
     mpsgraph: tuple[MpsGraphImpl, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def xfail_keys(self) -> tuple[str, ...]:

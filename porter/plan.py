@@ -7,7 +7,6 @@ planned texts and returns a ChangeSet plus what the user must know. It writes no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from porter import checkout as co
 from porter import validate
@@ -32,12 +31,14 @@ TEST_MPS = "test/test_mps.py"
 FLOATING_DEFAULT = frozenset({"float32", "float16", "bfloat16"})
 
 
-@dataclass
 class Plan:
-    spec: OpSpec
-    changes: ChangeSet
-    functor: Functor | None = None
-    notes: list[str] = field(default_factory=list)
+    """A port's planned edits (`changes`), its functor and what the user must be told."""
+
+    def __init__(self, spec: OpSpec, changes: ChangeSet):
+        self.spec = spec
+        self.changes = changes
+        self.functor: Functor | None = None
+        self.notes: list[str] = []
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,

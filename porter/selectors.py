@@ -13,7 +13,7 @@ ops call the floating overload).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 PRECISE = {
     "exponent": "exp", "exponentBase2": "exp2", "exponentBase10": "exp10",
@@ -29,8 +29,7 @@ ANY_TYPE = {"absolute": "abs"}
 BINARY = {"power": "::precise::pow(a, b)", "atan2": "::precise::atan2(a, b)"}
 
 
-@dataclass(frozen=True)
-class SelectorBody:
+class SelectorBody(NamedTuple):
     selector: str
     expression: str | None     # a `--body`-like Metal expression, None when none fits
     reason: str                # why not, when expression is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter import checkout as co
 from porter.cpp_scan import code_mask, line_of, matching_close, split_top_level
@@ -12,8 +12,7 @@ USING_RE = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
 DECLARE_RE = re.compile(r"\bDECLARE_DISPATCH\s*\(")
 
 
-@dataclass(frozen=True)
-class Stub:
+class Stub(NamedTuple):
     name: str          # "heaviside_stub"
     fn_type: str       # "structured_binary_fn" or a spelled-out pointer type
     signature: str     # "void(*)(TensorIteratorBase&)" after resolving `using`

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
+from porter import warm
 from porter.warm import ChildUnavailable, WarmChild
 
 
@@ -58,12 +59,17 @@ def _render_here(name: str, values: dict) -> str:
 _warm_renderer: WarmChild | None = None
 
 
+def warm_child() -> WarmChild:
+    """A child that imports Jinja2 and renders templates on request."""
+    return WarmChild(_environment, lambda r: _render_here(r["template"], r["values"]))
+
+
 @contextmanager
 def rendered_in_warm_child():
     """Within this block, templates render in a child that imported Jinja2 while the parent
     worked (porter.warm); the output is the same as rendering here."""
     global _warm_renderer
-    child = WarmChild(lambda: _environment(), lambda r: _render_here(r["template"], r["values"]))
+    child = warm.adopt(warm_child)
     _warm_renderer = child
     try:
         yield

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from porter import warm
 from porter.warm import ChildUnavailable, WarmChild
 
 
@@ -63,13 +64,19 @@ def _warm_up() -> None:
     import yaml  # noqa: F401
 
 
+def warm_child() -> WarmChild | None:
+    """A child that imports torchgen and answers validation requests (None without torchgen)."""
+    if importlib.util.find_spec("torchgen") is None:
+        return None
+    return WarmChild(_warm_up, lambda r: _validate(r["entries"], r["tags"]))
+
+
 class EntryValidator:
     """Start early with `EntryValidator()`; `check(...)` as often as needed; `close()`."""
 
     def __init__(self) -> None:
-        self.available = importlib.util.find_spec("torchgen") is not None
-        self._child = WarmChild(_warm_up, lambda r: _validate(r["entries"], r["tags"])) \
-            if self.available else None
+        self._child = warm.adopt(warm_child)
+        self.available = self._child is not None
 
     def check(self, entries: list[dict], tags_text: str | None) -> list[dict]:
         """entries: {"name", "line", "path", "text"}. Returns the rejected ones."""

@@ -7,6 +7,11 @@ requests (one JSON line each way) until the parent closes the pipe. Anything tha
 in the child (no fork, PORTER_NO_FORK=1, a crash, a broken pipe) makes `ask` raise
 `ChildUnavailable`, and the caller does the work in-process instead: the result is the same,
 only slower.
+
+The command line forks a command's children first thing (`forked_early`), before it imports
+the command's ~40 modules (~0.05 s): the children's imports are the longest path of an editing
+command, so every millisecond they start sooner is one the whole run ends sooner. The command
+then `adopt`s them; any it does not adopt are stopped when the command ends.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 
 class ChildUnavailable(Exception):
@@ -91,3 +97,27 @@ class WarmChild:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# factory -> what it made before the command asked (None: a factory that had nothing to start)
+_early: dict[Callable[[], WarmChild | None], WarmChild | None] = {}
+
+
+@contextmanager
+def forked_early(factories: Iterable[Callable[[], WarmChild | None]]) -> Iterator[None]:
+    """Start these children now; `adopt(factory)` within the block hands one over."""
+    for factory in factories:
+        if factory not in _early:
+            _early[factory] = factory()
+    try:
+        yield
+    finally:
+        while _early:
+            child = _early.popitem()[1]
+            if child is not None:
+                child.close()
+
+
+def adopt(factory: Callable[[], WarmChild | None]) -> WarmChild | None:
+    """What `factory` made early, or what it makes now."""
+    return _early.pop(factory) if factory in _early else factory()

@@ -8,15 +8,14 @@ defined twice: once for output tests, once for gradients).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter.errors import PorterError
 
 UNIMPLEMENTED = ("UNIMPLEMENTED_XFAILLIST", "UNIMPLEMENTED_XFAILLIST_SPARSE")
 
 
-@dataclass(frozen=True)
-class XfailEntry:
+class XfailEntry(NamedTuple):
     function: str          # "mps_ops_modifier"
     dict_name: str         # "UNIMPLEMENTED_XFAILLIST"
     key: str

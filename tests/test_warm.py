@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from porter import templates
+from porter import cli, templates, warm
 from porter.torchgen_check import EntryValidator
 from porter.warm import ChildUnavailable, WarmChild
 
@@ -52,3 +52,27 @@ def test_validator_child_and_in_process_agree(monkeypatch):
     with EntryValidator() as alone:
         assert alone.check(bad, None) == forked
     assert len(forked) == 1 and "torchgen rejects 'x.out'" in forked[0]["error"]
+
+
+def _doubler() -> WarmChild:
+    return WarmChild(lambda: None, lambda r: r["x"] * 2)
+
+
+def test_a_child_forked_early_is_the_one_adopted_and_the_rest_are_stopped():
+    with warm.forked_early([_doubler, templates.warm_child]):
+        early = warm._early[_doubler]
+        unadopted = warm._early[templates.warm_child]
+        child = warm.adopt(_doubler)
+        assert child is early and child.ask({"x": 4}) == 8
+        assert warm.adopt(_doubler) is not early          # taken once; a later ask starts anew
+    assert unadopted._pid is None, "a child no command adopted outlived the command"
+    child.close()
+
+
+def test_an_editing_command_adopts_the_children_the_command_line_forked(monkeypatch, mini_root, capsys):
+    starts = []
+    real_start = WarmChild._start
+    monkeypatch.setattr(WarmChild, "_start", lambda self, *a: (starts.append(a), real_start(self, *a)))
+    assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
+    assert len(starts) == 2, "the validator and the renderer each forked a second child"
+    assert not warm._early

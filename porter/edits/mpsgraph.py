@@ -14,14 +14,13 @@ MPSFallback.mm: `m.impl("<op>[.overload]", ...mps_fallback...)` lines of the op.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter.cpp_scan import line_of
 from porter.mpsgraph_scan import Definition, HostSource, source_of
 
 
-@dataclass(frozen=True)
-class Removed:
+class Removed(NamedTuple):
     name: str
     what: str          # impl | macro | function | stub | static helper | include | fallback
     line: int          # in the old text

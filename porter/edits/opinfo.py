@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from porter.opinfo_source import OpInfoSource, parse_call
 
@@ -17,8 +17,7 @@ TRAILING_COMMA_RE = re.compile(r"[ \t]*,?[ \t]*")
 NOT_IMPLEMENTED_RE = re.compile(r"^\s*#.*(not (currently |yet )?implemented|NotImplementedError).*MPS", re.I)
 
 
-@dataclass(frozen=True)
-class MpsDecorator:
+class MpsDecorator(NamedTuple):
     start: int          # offsets in the file
     end: int
     line: int
