@@ -28,11 +28,11 @@ COMMANDS = {
     "ci": "ci",
 }
 
-# Commands whose warm children (porter.warm) are forked before their modules are imported:
-# command -> modules that each define `warm_child`
-WARM_CHILDREN = {
-    "new-op": ("porter.torchgen_check", "porter.templates"),
-    "migrate-from-mpsgraph": ("porter.torchgen_check", "porter.templates"),
+# Commands whose warm child (porter.warm) is forked before their modules are imported:
+# command -> modules whose `warm_services()` it runs, in the order the command needs them
+WARM_SERVICES = {
+    "new-op": ("porter.templates", "porter.torchgen_check"),
+    "migrate-from-mpsgraph": ("porter.templates", "porter.torchgen_check"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     from porter import warm
-    factories = [importlib.import_module(m).warm_child for m in WARM_CHILDREN.get(first, ())]
-    with warm.forked_early(factories):
+    services = [s for m in WARM_SERVICES.get(first, ()) for s in importlib.import_module(m).warm_services()]
+    with warm.forked_early(services):
         return _parse_and_run(argv, first)
 
 

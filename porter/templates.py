@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from porter import warm
-from porter.warm import ChildUnavailable, WarmChild
+from porter.warm import ChildUnavailable, Service, WarmChild
 
 
 def template_dir() -> Path:
@@ -46,7 +46,7 @@ def _bytecode_cache(jinja2):
 def render(name: str, **values) -> str:
     if _warm_renderer is not None:
         try:
-            return _warm_renderer.ask({"template": name, "values": values})
+            return _warm_renderer.ask(RENDERING.name, {"template": name, "values": values})
         except ChildUnavailable:
             pass
     return _render_here(name, values)
@@ -59,9 +59,11 @@ def _render_here(name: str, values: dict) -> str:
 _warm_renderer: WarmChild | None = None
 
 
-def warm_child() -> WarmChild:
-    """A child that imports Jinja2 and renders templates on request."""
-    return WarmChild(_environment, lambda r: _render_here(r["template"], r["values"]))
+RENDERING = Service("render", _environment, lambda r: _render_here(r["template"], r["values"]))
+
+
+def warm_services() -> list[Service]:
+    return [RENDERING]
 
 
 @contextmanager
@@ -69,10 +71,11 @@ def rendered_in_warm_child():
     """Within this block, templates render in a child that imported Jinja2 while the parent
     worked (porter.warm); the output is the same as rendering here."""
     global _warm_renderer
-    child = warm.adopt(warm_child)
+    child, owned = warm.child_for(RENDERING)
     _warm_renderer = child
     try:
         yield
     finally:
         _warm_renderer = None
-        child.close()
+        if owned:
+            child.close()

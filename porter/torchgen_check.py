@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from porter import warm
-from porter.warm import ChildUnavailable, WarmChild
+from porter.warm import ChildUnavailable, Service
 
 
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"
@@ -64,31 +64,32 @@ def _warm_up() -> None:
     import yaml  # noqa: F401
 
 
-def warm_child() -> WarmChild | None:
-    """A child that imports torchgen and answers validation requests (None without torchgen)."""
-    if importlib.util.find_spec("torchgen") is None:
-        return None
-    return WarmChild(_warm_up, lambda r: _validate(r["entries"], r["tags"]))
+VALIDATION = Service("validate", _warm_up, lambda r: _validate(r["entries"], r["tags"]))
+
+
+def warm_services() -> list[Service]:
+    """What a warm child needs to validate entries (nothing without torchgen)."""
+    return [VALIDATION] if importlib.util.find_spec("torchgen") is not None else []
 
 
 class EntryValidator:
     """Start early with `EntryValidator()`; `check(...)` as often as needed; `close()`."""
 
     def __init__(self) -> None:
-        self._child = warm.adopt(warm_child)
-        self.available = self._child is not None
+        self.available = importlib.util.find_spec("torchgen") is not None
+        self._child, self._owned = warm.child_for(VALIDATION) if self.available else (None, False)
 
     def check(self, entries: list[dict], tags_text: str | None) -> list[dict]:
         """entries: {"name", "line", "path", "text"}. Returns the rejected ones."""
         if not self.available:
             return []
         try:
-            return self._child.ask({"entries": entries, "tags": tags_text})
+            return self._child.ask(VALIDATION.name, {"entries": entries, "tags": tags_text})
         except ChildUnavailable:
             return _validate(entries, tags_text)
 
     def close(self) -> None:
-        if self._child is not None:
+        if self._owned:
             self._child.close()
 
     def __enter__(self) -> "EntryValidator":

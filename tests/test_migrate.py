@@ -4,6 +4,7 @@ refusals, and the pure deletion edits."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -523,7 +524,8 @@ def test_migration_never_imports_torch(mini_root):
             f"rc = main(['migrate-from-mpsgraph', 'sign', '--dry-run', '--root', {str(mini_root)!r}]); "
             "assert 'torch' not in sys.modules, 'torch was imported'; "
             "assert 'dataclasses' not in sys.modules, 'dataclasses was imported'; sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    forking = {k: v for k, v in os.environ.items() if k != "PORTER_NO_FORK"}   # as users run it
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=forking)
     assert done.returncode == 0, done.stderr
 
 

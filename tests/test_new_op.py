@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -392,5 +393,6 @@ def test_scaffolding_never_imports_torch(mini_root):
             f"rc = main(['new-op', 'heaviside', '--dry-run', '--root', {str(mini_root)!r}]); "
             "assert 'torch' not in sys.modules, 'torch was imported'; "
             "assert 'dataclasses' not in sys.modules, 'dataclasses was imported'; sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    forking = {k: v for k, v in os.environ.items() if k != "PORTER_NO_FORK"}   # as users run it
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=forking)
     assert done.returncode == 0, done.stderr

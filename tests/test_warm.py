@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from porter import cli, templates, warm
 from porter.torchgen_check import EntryValidator
-from porter.warm import ChildUnavailable, WarmChild
+from porter.warm import ChildUnavailable, Service, WarmChild
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="warm children need fork")
 
@@ -20,19 +21,39 @@ def forking_allowed(monkeypatch):
 
 
 def test_child_answers_each_request_in_turn():
-    with WarmChild(lambda: None, lambda r: r["x"] * 2) as child:
-        assert [child.ask({"x": n}) for n in (1, 2, 3)] == [2, 4, 6]
+    with WarmChild(Service("double", lambda: None, lambda r: r["x"] * 2)) as child:
+        assert [child.ask("double", {"x": n}) for n in (1, 2, 3)] == [2, 4, 6]
 
 
 def test_a_failing_request_or_dead_child_is_unavailable_not_an_error():
-    with WarmChild(lambda: None, lambda r: 1 / r["x"]) as child:
+    with WarmChild(Service("invert", lambda: None, lambda r: 1 / r["x"])) as child:
         with pytest.raises(ChildUnavailable):
-            child.ask({"x": 0})
+            child.ask("invert", {"x": 0})
         with pytest.raises(ChildUnavailable):      # closed after a failure: the caller works alone
-            child.ask({"x": 1})
-    with WarmChild(lambda: os._exit(3), lambda r: r) as child:
+            child.ask("invert", {"x": 1})
+    with WarmChild(Service("echo", lambda: os._exit(3), lambda r: r)) as child:
         with pytest.raises(ChildUnavailable):
-            child.ask({})
+            child.ask("echo", {})
+    with WarmChild(Service("echo", lambda: None, lambda r: r)) as child:
+        with pytest.raises(ChildUnavailable):       # a service it was not started with
+            child.ask("double", {})
+
+
+def test_a_warm_service_answers_while_a_later_one_is_still_warming_up(tmp_path):
+    gate = tmp_path / "slow-may-finish"
+
+    def slow_warm_up():
+        while not gate.exists():      # warms up until the parent has had its fast answer
+            time.sleep(0.01)
+
+    with WarmChild(Service("fast", lambda: None, lambda r: "fast"),
+                   Service("slow", slow_warm_up, lambda r: "slow"),
+                   Service("broken", lambda: 1 / 0, lambda r: "never")) as child:
+        assert child.ask("fast", {}) == "fast"
+        gate.touch()
+        assert child.ask("slow", {}) == "slow"
+        with pytest.raises(ChildUnavailable):        # its warm-up failed: the caller does it
+            child.ask("broken", {})
 
 
 def test_rendering_in_the_warm_child_gives_the_same_text():
@@ -54,25 +75,25 @@ def test_validator_child_and_in_process_agree(monkeypatch):
     assert len(forked) == 1 and "torchgen rejects 'x.out'" in forked[0]["error"]
 
 
-def _doubler() -> WarmChild:
-    return WarmChild(lambda: None, lambda r: r["x"] * 2)
+DOUBLE = Service("double", lambda: None, lambda r: r["x"] * 2)
 
 
-def test_a_child_forked_early_is_the_one_adopted_and_the_rest_are_stopped():
-    with warm.forked_early([_doubler, templates.warm_child]):
-        early = warm._early[_doubler]
-        unadopted = warm._early[templates.warm_child]
-        child = warm.adopt(_doubler)
-        assert child is early and child.ask({"x": 4}) == 8
-        assert warm.adopt(_doubler) is not early          # taken once; a later ask starts anew
-    assert unadopted._pid is None, "a child no command adopted outlived the command"
-    child.close()
+def test_the_early_child_is_shared_by_the_services_it_runs_and_stopped_after():
+    with warm.forked_early([DOUBLE, templates.RENDERING]):
+        early = warm._early
+        child, owned = warm.child_for(DOUBLE)
+        assert child is early and not owned and child.ask("double", {"x": 4}) == 8
+        assert warm.child_for(templates.RENDERING)[0] is early
+        other, owned = warm.child_for(Service("triple", lambda: None, lambda r: 3 * r["x"]))
+        assert other is not early and owned
+        other.close()
+    assert early._pid is None, "the early child outlived the command"
 
 
-def test_an_editing_command_adopts_the_children_the_command_line_forked(monkeypatch, mini_root, capsys):
+def test_an_editing_command_forks_one_child_for_everything(monkeypatch, mini_root, capsys):
     starts = []
     real_start = WarmChild._start
     monkeypatch.setattr(WarmChild, "_start", lambda self, *a: (starts.append(a), real_start(self, *a)))
     assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
-    assert len(starts) == 2, "the validator and the renderer each forked a second child"
-    assert not warm._early
+    assert [[s.name for s in services] for services, in starts] == [["render", "validate"]]
+    assert warm._early is None
