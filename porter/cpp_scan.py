@@ -36,20 +36,21 @@ def code_mask(text: str) -> str:
     return LEXEMES_RE.sub(blank, text)
 
 
+# opener -> its own kind of bracket, both ways: the scan hops from bracket to bracket
+BRACKETS_RE = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
+
+
 def matching_close(mask: str, open_at: int) -> int:
     """Offset of the bracket closing the one at `open_at` in a code mask, or -1."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
     opener = mask[open_at]
-    closer = pairs[opener]
     depth = 0
-    for k in range(open_at, len(mask)):
-        ch = mask[k]
-        if ch == opener:
+    for m in BRACKETS_RE[opener].finditer(mask, open_at):
+        if m.group() == opener:
             depth += 1
-        elif ch == closer:
+        else:
             depth -= 1
             if depth == 0:
-                return k
+                return m.start()
     return -1
 
 

@@ -126,11 +126,13 @@ def entries_named(text: str, names: set[str]) -> list[Entry]:
     # on the 600 KB file). The padding "\n" makes match offsets those of "- func:" in `text`.
     pattern = re.compile(r"\n- func:\s*(?:%s)[.(]" % "|".join(re.escape(n) for n in sorted(names)))
     found = []
+    counted, first_line = 0, 0       # lines before `counted`, counted once across matches
     for m in pattern.finditer("\n" + text):
         start = m.start()
         end = text.find("\n- func:", start)
         end = len(text) if end < 0 else end + 1
-        first_line = text.count("\n", 0, start)
+        first_line += text.count("\n", counted, start)
+        counted = start
         for entry in scan(text[start:end]):
             found.append(Entry(entry.name, entry.overload, entry.start + first_line,
                                entry.end + first_line, entry.lines))

@@ -147,12 +147,24 @@ def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
 
 
 def _quoted_occurrences(text: str, names: set[str]):
-    for name in names:
-        for quoted in (f'"{name}"', f"'{name}'"):
-            pos = text.find(quoted)
+    """Offsets of each name in quotes (of the opening quote).
+
+    The names of one op share their last dotted part (`sign`, `_refs.sign`,
+    `nn.functional.sign`): one scan per such tail and quote finds them all, where a scan per
+    name and quote read the 1.3 MB op database eight times."""
+    tails = {name.rsplit(".", 1)[-1] for name in names}
+    tails = {t for t in tails if not any(o != t and t.endswith(o) for o in tails)}
+    for tail in tails:
+        for quote in "\"'":
+            needle = tail + quote
+            pos = text.find(needle)
             while pos >= 0:
-                yield pos
-                pos = text.find(quoted, pos + 1)
+                end = pos + len(needle)
+                for name in names:
+                    begin = end - len(name) - 2
+                    if begin >= 0 and text.startswith(quote + name + quote, begin):
+                        yield begin
+                pos = text.find(needle, pos + 1)
 
 
 def for_op(checkout: co.Checkout, op: str) -> tuple[list[OpInfoSource], list[OpInfoSource]]:

@@ -8,6 +8,7 @@ defined twice: once for output tests, once for gradients).
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import NamedTuple
 
 from porter.errors import PorterError
@@ -27,7 +28,10 @@ class XfailEntry(NamedTuple):
     in_set: bool = False   # an element of a set literal, not a dict key
 
 
+@lru_cache(maxsize=4)
 def parse(text: str, path: str) -> ast.Module:
+    """The module's tree, parsed once per text: a port reads common_mps.py's lists twice
+    (complex ops, then the entries to remove). Callers must not change the tree."""
     try:
         return ast.parse(text)
     except SyntaxError as err:
@@ -82,8 +86,15 @@ def _dtypes(node: ast.AST) -> tuple[str, ...] | None:
     if isinstance(node, ast.Constant) and node.value is None:
         return None
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return tuple(ast.unparse(e).replace("torch.", "") for e in node.elts)
+        return tuple(_dtype_name(e) for e in node.elts)
     return (ast.unparse(node),)
+
+
+def _dtype_name(node: ast.AST) -> str:
+    # `torch.float16` is nearly every element: read it off the node (ast.unparse costs ~40 us)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return node.attr
+    return ast.unparse(node).replace("torch.", "")
 
 
 def remove_keys(text: str, found: list[XfailEntry]) -> str:
