@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, NamedTuple
@@ -115,6 +116,9 @@ def _serve_until_eof(services: tuple[Service, ...], inbox_fd: int, outbox_fd: in
                 failed[s.name] = f"warm-up: {type(err).__name__}: {err}"
             warm[s.name].set()
 
+    # A request waits for the importing thread to hand over the GIL: every 5 ms by default,
+    # which delayed a render by ~17 ms in half the runs. 0.5 ms costs the imports nothing.
+    sys.setswitchinterval(0.0005)
     threading.Thread(target=warm_up_in_order, daemon=True).start()
     by_name = {s.name: s for s in services}
     with os.fdopen(inbox_fd, "r", encoding="utf-8") as inbox, \
