@@ -56,7 +56,7 @@ print(f"  plan_migration total:    {total:.3f} s")
 """
 
 
-def time_with_cpu(argv: list[str], repeat: int = 5) -> tuple[float, float, float]:
+def time_with_cpu(argv: list[str], repeat: int = 15) -> tuple[float, float, float]:
     """(best wall, median wall, best CPU) seconds of a whole process and its children.
 
     CPU time barely moves when other jobs share the machine; wall time does (this 2-core

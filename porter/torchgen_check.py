@@ -1,14 +1,21 @@
 """torchgen's validation of single `native_functions.yaml` entries, warmed up in parallel.
 
-Importing torchgen's model and PyYAML costs ~0.13 s, more than all of porter's planning: the
-import happens in a warm child (porter.warm) while the parent resolves and plans; the parent
-then sends the changed entries and reads back the verdicts, or validates in-process when no
-child is available.
+Importing torchgen's model and PyYAML costs ~0.07 s, as much as half of porter's planning:
+the import happens in a warm child (porter.warm) while the parent resolves and plans; the
+parent then sends the changed entries and reads back the verdicts, or validates in-process
+when no child is available.
+
+`NativeFunction.from_yaml` imports `torchgen.api.cpp` (and with it torchgen's C++ type model,
+another ~0.04 s) on every call, but uses it only for entries without a backend dispatch row
+or with a CompositeImplicitAutograd one. porter registers that module as a lazy one
+(`importlib.util.LazyLoader`): it loads on first use, so an entry that needs it gets exactly
+the verdict of an eager import, and the usual CPU/CUDA/MPS entry never pays for it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from porter import warm
 from porter.warm import ChildUnavailable, Service
@@ -20,6 +27,7 @@ TAGS_YAML = "aten/src/ATen/native/tags.yaml"
 def _validate(requests: list[dict], tags_text: str | None) -> list[dict]:
     """Verdicts for entries: {"name", "line", "error"} for each rejected one (with "path"
     when the fault lies in another file than native_functions.yaml)."""
+    _load_on_first_use("torchgen.api.cpp")
     import yaml
     from torchgen.model import Location, NativeFunction
 
@@ -59,9 +67,24 @@ def _validate(requests: list[dict], tags_text: str | None) -> list[dict]:
 
 
 def _warm_up() -> None:
-    import torchgen.api.cpp  # noqa: F401  (from_yaml imports it lazily)
+    _load_on_first_use("torchgen.api.cpp")
     import torchgen.model  # noqa: F401
     import yaml  # noqa: F401
+
+
+def _load_on_first_use(name: str) -> None:
+    """Register module `name` so that importing it costs nothing until an attribute is used."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    setattr(sys.modules[parent], child, module)
 
 
 VALIDATION = Service("validate", _warm_up, lambda r: _validate(r["entries"], r["tags"]))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -97,3 +100,27 @@ def test_an_editing_command_forks_one_child_for_everything(monkeypatch, mini_roo
     assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
     assert [[s.name for s in services] for services, in starts] == [["render", "validate"]]
     assert warm._early is None
+
+
+LAZY_PROBE = r"""
+import json, sys
+from porter import torchgen_check
+if sys.argv[1] == "eager":
+    import torchgen.api.cpp
+shared = "- func: sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  structured: True\n  structured_inherits: TensorIteratorBase\n  dispatch:\n    CPU, CUDA, MPS: sign_out\n"
+composite = "- func: foo(Tensor self) -> Tensor\n  dispatch:\n    CompositeImplicitAutograd: foo\n"
+verdicts = [torchgen_check._validate([{"name": "e", "line": 1, "path": "y", "text": shared}], None)]
+loaded = "torchgen.api.types" in sys.modules
+verdicts.append(torchgen_check._validate([{"name": "e", "line": 1, "path": "y", "text": composite}], None))
+print(json.dumps({"verdicts": verdicts, "types_loaded_for_shared": loaded}))
+"""
+
+
+def test_torchgens_cpp_api_loads_only_for_entries_that_need_it_with_the_same_verdicts():
+    runs = {mode: json.loads(subprocess.run([sys.executable, "-c", LAZY_PROBE, mode], capture_output=True,
+                                            text=True, check=True).stdout)
+            for mode in ("eager", "lazy")}
+    assert runs["lazy"]["verdicts"] == runs["eager"]["verdicts"]
+    assert runs["lazy"]["verdicts"][0] == []
+    assert "unnecessary dispatch table" in runs["lazy"]["verdicts"][1][0]["error"]
+    assert runs["lazy"]["types_loaded_for_shared"] is False
