@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,9 +18,16 @@ sys.path.insert(0, str(REPO))
 from porter.testing.trees import build_real_tree  # noqa: E402
 
 
+def scratch_dir(prefix: str) -> Path:
+    """A temporary directory, removed when the bench exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def real_tree() -> Path:
     """A fresh real-size tree (fixture kernels + the installed wheel's real files), git-initialised."""
-    root = build_real_tree(Path(tempfile.mkdtemp(prefix="porter-bench-")) / "pytorch")
+    root = build_real_tree(scratch_dir("porter-bench-") / "pytorch")
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base"]):
         subprocess.run(cmd, cwd=root, check=True)

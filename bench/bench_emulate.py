@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from _common import REPO, time_call
+from _common import REPO, scratch_dir, time_call
 
 from porter.checkout import KERNELS
 from porter.emulate.build import build_file, build_source
@@ -42,7 +41,7 @@ REGISTER_BINARY_OP(hypot, bfloat, bfloat);
 
 
 def fresh_cache() -> None:
-    os.environ["PORTER_CACHE_DIR"] = tempfile.mkdtemp(prefix="porter-bench-cache-")
+    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
 
 
 def report(label: str, best: float, median: float, target: float) -> None:

@@ -30,14 +30,19 @@ def code_mask(text: str) -> str:
     def blank(m: re.Match) -> str:
         lexeme = m.group()
         if lexeme[0] in "\"'R" and lexeme[-1] == lexeme[0] and len(lexeme) > 1:
-            return lexeme[0] + NOT_NEWLINE_RE.sub(" ", lexeme[1:-1]) + lexeme[-1]
-        return NOT_NEWLINE_RE.sub(" ", lexeme)
+            return lexeme[0] + _spaces(lexeme[1:-1]) + lexeme[-1]
+        return _spaces(lexeme)
 
     return LEXEMES_RE.sub(blank, text)
 
 
 # opener -> its own kind of bracket, both ways: the scan hops from bracket to bracket
 BRACKETS_RE = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
+
+
+def _spaces(text: str) -> str:
+    # most lexemes are one line: a run of spaces, without a regex pass
+    return NOT_NEWLINE_RE.sub(" ", text) if "\n" in text else " " * len(text)
 
 
 def matching_close(mask: str, open_at: int) -> int:

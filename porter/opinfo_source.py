@@ -128,6 +128,7 @@ def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
     found = []
     for rel in opinfo_files(checkout):
         text = checkout.read(rel)
+        counted, line = 0, 1         # newlines counted once per file, not once per call
         for start in sorted(_quoted_occurrences(text, names)):
             window = text[max(0, start - 80):start]
             m = CALL_HEAD_RE.search(window)
@@ -141,8 +142,11 @@ def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
             if node is None or not node.args or not isinstance(node.args[0], ast.Constant):
                 continue
             kwargs = {k.arg: k.value for k in node.keywords if k.arg}
-            found.append(OpInfoSource(m["cls"], node.args[0].value, rel, begin, end,
-                                      text.count("\n", 0, begin) + 1, kwargs, node))
+            if begin < counted:
+                counted, line = 0, 1
+            line += text.count("\n", counted, begin)
+            counted = begin
+            found.append(OpInfoSource(m["cls"], node.args[0].value, rel, begin, end, line, kwargs, node))
     return found
 
 
