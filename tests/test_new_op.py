@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -386,13 +385,3 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
     assert run.wait() == 141 and err == "", err       # 128 + SIGPIPE, as a shell reports it
 
 
-def test_scaffolding_never_imports_torch(mini_root):
-    # dataclasses too: its import (with inspect) and ~1 ms a class on Python 3.11 were a sixth
-    # of an editing command's time (bench/bench_migrate.py); porter's records are NamedTuples.
-    code = ("import sys; from porter.cli import main; "
-            f"rc = main(['new-op', 'heaviside', '--dry-run', '--root', {str(mini_root)!r}]); "
-            "assert 'torch' not in sys.modules, 'torch was imported'; "
-            "assert 'dataclasses' not in sys.modules, 'dataclasses was imported'; sys.exit(rc)")
-    forking = {k: v for k, v in os.environ.items() if k != "PORTER_NO_FORK"}   # as users run it
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=forking)
-    assert done.returncode == 0, done.stderr
