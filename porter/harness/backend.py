@@ -69,7 +69,8 @@ class TorchDeviceBackend:
         if self.device == "cuda" and not torch.cuda.is_available():
             return f"--device cuda: torch {torch.__version__} sees no CUDA device"
         if self.device == "mps" and not torch.backends.mps.is_available():
-            return f"--device mps: torch {torch.__version__} sees no MPS device (Apple silicon only)"
+            return (f"--device mps: torch {torch.__version__} sees no MPS device (Apple silicon only; "
+                    "elsewhere --device emulate runs the Metal kernels on this CPU)")
         return None
 
     def supported_dtypes(self, opinfo) -> set | None:

@@ -187,6 +187,15 @@ def test_cli_unavailable_device_exits_2(capsys):
     assert "sees no CUDA device" in capsys.readouterr().err
 
 
+def test_cli_without_mps_exits_2_and_names_the_emulator(capsys):
+    import torch
+    if torch.backends.mps.is_available():
+        pytest.skip("an MPS device is present")
+    assert main(["test", "neg", "--device", "mps"]) == 2
+    err = capsys.readouterr().err
+    assert "sees no MPS device" in err and "--device emulate" in err and err.count("\n") == 1
+
+
 def test_help_does_not_import_torch():
     code = ("import sys; from porter.cli import build_parser; build_parser().format_help(); "
             "import porter.commands.test, porter.commands.audit_xfails; "
