@@ -34,6 +34,10 @@ class PorterError(Exception):
         return {"error": self.message, "path": self.path, "line": self.line, "hint": self.hint}
 
 
+class NotAnOp(PorterError):
+    """The name is not one op of native_functions.yaml: malformed, misspelt, or one overload."""
+
+
 def one_line(text: str) -> str:
     """Line breaks and tabs become spaces; other control and format characters (hostile input:
     an op name holding a terminal escape or a bidi override) are shown escaped."""

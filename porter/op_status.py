@@ -16,7 +16,7 @@ from porter import native_yaml
 from porter.checks.tree import Tree
 from porter.dtypes import MPS_DTYPES
 from porter.edits.opinfo import mps_decorators
-from porter.errors import PorterError
+from porter.errors import NotAnOp, PorterError
 from porter.mpsgraph_scan import HostSource
 from porter.opinfo_source import for_op
 
@@ -56,9 +56,9 @@ def gather(tree: Tree, op: str) -> Status:
     try:
         spec = resolve(checkout, name)
         name = spec.op
-    except PorterError as err:
-        if "unknown operator" in err.message:
-            raise
+    except NotAnOp:
+        raise
+    except PorterError as err:         # an op porter cannot port: its status says why
         refusal = err
         name = name.replace(".", "_") if name.startswith(("special.", "linalg.", "fft.")) else name
     st = Status(op=name, kind=spec.kind if spec else None)

@@ -15,7 +15,7 @@ from porter import checkout as co
 from porter import native_yaml
 from porter.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
 from porter.dtypes import MPS_DTYPES
-from porter.errors import PorterError
+from porter.errors import NotAnOp, PorterError
 from porter.host_scan import HostFile
 from porter.opinfo_source import OpInfoSource, for_op
 from porter.stubs import Stub, parse_header
@@ -63,12 +63,12 @@ class OpSpec(NamedTuple):
 def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     op = op.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
-        raise PorterError(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
+        raise NotAnOp(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
     op = op.replace(".", "_", 1) if op.startswith(("special.", "linalg.", "fft.")) else op
     if "." in op:       # an overload: porter edits every overload of the op at once
         base = op.split(".", 1)[0]
-        raise PorterError(f"'{op}' names one overload of '{base}': porter ports all overloads "
-                          "of an op together", hint=f"pass the op name, '{base}'")
+        raise NotAnOp(f"'{op}' names one overload of '{base}': porter ports all overloads "
+                      "of an op together", hint=f"pass the op name, '{base}'")
     yaml_text = checkout.read(co.NATIVE_YAML)
     fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
     if not fam:
@@ -77,8 +77,8 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
 
         close = difflib.get_close_matches(op, names, n=3, cutoff=0.75)
         hint = f"did you mean {', '.join(close)}?" if close else "check the spelling"
-        raise PorterError(f"unknown operator '{op}': no '- func: {op}' entry",
-                          path=co.NATIVE_YAML, hint=hint)
+        raise NotAnOp(f"unknown operator '{op}': no '- func: {op}' entry",
+                      path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
     out_entry = next((e for e in backend if e.is_out), None)
     hosts = _host_files(checkout)

@@ -115,9 +115,15 @@ def test_skeleton_functor_points_at_body(mini_root, capsys):
     assert data["findings"][0].endswith("(write the Metal body, or rerun `porter new-op exp --body EXPR`)")
 
 
-def test_unknown_op_is_bad_input(mini_root, capsys):
-    assert main(["status", "heavyside", "--root", str(mini_root)]) == 2
-    assert "did you mean heaviside?" in capsys.readouterr().err
+@pytest.mark.parametrize("name,says", [
+    ("heavyside", "did you mean heaviside?"),
+    ("1abc", "'1abc' is not an operator name"),
+    ("sign.out", "pass the op name, 'sign'"),        # once reported as a composite op
+])
+def test_a_name_that_is_not_one_op_is_bad_input(mini_root, capsys, name, says):
+    assert main(["status", name, "--root", str(mini_root)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and says in captured.err
 
 
 def test_real_size_tree(real_root, capsys):
