@@ -153,3 +153,41 @@ def as_float(statements: str, params: tuple[str, ...]) -> str:
     for p in params:
         statements = re.sub(rf"(?<![\w.]){re.escape(p)}\b", f"float({p})", statements)
     return statements
+
+
+CLOSERS = {")": "(", "]": "["}
+
+
+def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
+    """Why `expr` cannot be the body of a functor of `params` (a `--body`), or None.
+
+    Catches what a typo makes: nothing, statements, unbalanced brackets, a dangling operator,
+    the other functor kind's argument names. The Metal compiler judges the rest.
+    """
+    text = expr.strip().rstrip(";").strip()
+    if not text:
+        return "is empty"
+    if any(c in text for c in ";{}"):
+        return "holds statements, not one expression (the functor returns the expression)"
+    tokens = [(m.lastgroup, m.group()) for m in TOKEN_RE.finditer(text)]
+    open_brackets = []
+    for _, token in tokens:
+        if token in "([":
+            open_brackets.append(token)
+        elif token in CLOSERS:
+            if not open_brackets or open_brackets.pop() != CLOSERS[token]:
+                return f"has an unmatched '{token}'"
+    if open_brackets:
+        return f"has an unclosed '{open_brackets[-1]}'"
+    significant = [(k, t) for k, t in tokens if k != "space"]
+    first, last = significant[0], significant[-1]     # `::precise::log` is one name token
+    if last[0] == "other" and last[1] in "+-*/%&|^<>=!?:,.~":
+        return f"ends in '{last[1]}', an operator without its operand"
+    if first[0] == "other" and first[1] in "*/%&|^<>=?:,.":
+        return f"starts with '{first[1]}', an operator without its operand"
+    others = {"x"} if len(params) == 2 else {"a", "b"}
+    used = {t for i, (k, t) in enumerate(tokens) if k == "name" and _next_significant(tokens, i) != "("}
+    wrong = sorted((used & others) - set(params))
+    if wrong:
+        return f"uses {' and '.join(wrong)}, but the functor's arguments are {' and '.join(params)}"
+    return None

@@ -6,10 +6,12 @@ from typing import NamedTuple
 
 from porter import body as translate_body
 from porter.dtypes import METAL, METAL_FLOATING
+from porter.errors import PorterError
 from porter.ops import UNARY, OpSpec
 from porter.templates import render
 
 SKELETON, FROM_BODY, FROM_CPU = "skeleton", "--body", "cpu-lambda"
+EXAMPLES = {1: "x < 0 ? -x : x", 2: "a > b ? a : b"}      # --body, by number of arguments
 
 
 class Functor(NamedTuple):
@@ -22,6 +24,11 @@ def build(spec: OpSpec, body: str | None, c10_functions) -> Functor:
     """`c10_functions()` returns the c10::metal routines the checkout's headers define."""
     params = ("x",) if spec.kind == UNARY else ("a", "b")
     if body is not None:
+        problem = translate_body.expression_problem(body, params)
+        if problem:
+            raise PorterError(f"--body {body.strip()!r} for {spec.op} {problem}",
+                              hint=f"pass one Metal expression in {' and '.join(params)}, "
+                                   f"e.g. --body '{EXAMPLES[len(params)]}'")
         statements_float = statements_int = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:

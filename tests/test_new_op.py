@@ -371,6 +371,23 @@ def test_malformed_yaml_row_is_reported_with_line(mini_root):
     assert snapshot(mini_root) == before
 
 
+@pytest.mark.parametrize("body,says", [
+    ("", "is empty"),
+    ("a +", "ends in '+'"),
+    ("* a", "starts with '*'"),
+    ("max(a, b", "has an unclosed '('"),
+    ("x * 2", "uses x, but the functor's arguments are a and b"),
+    ("float t = a; return t", "holds statements"),
+])
+def test_a_broken_body_is_refused_before_anything_is_written(mini_root, body, says):
+    before = snapshot(mini_root)
+    result = porter("new-op", "heaviside", "--body", body, root=mini_root)
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith(f"porter: error: --body {body!r} for heaviside {says}")
+    assert result.err.count("\n") == 1 and "e.g. --body 'a > b ? a : b'" in result.err
+    assert snapshot(mini_root) == before
+
+
 def test_not_a_checkout(tmp_path):
     result = porter("new-op", "heaviside", root=tmp_path)
     assert result.code == 2 and "is not a PyTorch checkout" in result.err
