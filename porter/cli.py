@@ -74,7 +74,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = _load(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
-        p.set_defaults(_module=module)
+        p.set_defaults(_module=module, _parser=p)
     return parser
 
 
@@ -89,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parse_and_run(argv: list[str], first: str | None) -> int:
     parser = build_parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:       # reported by the command's parser, whose --help lists what it takes
+            getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as stop:      # --help, --version, a usage error: argparse has said it
+        return stop.code if isinstance(stop.code, int) else EXIT_OK
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_BAD_INPUT

@@ -388,6 +388,13 @@ def test_a_broken_body_is_refused_before_anything_is_written(mini_root, body, sa
     assert snapshot(mini_root) == before
 
 
+def test_an_unknown_option_points_at_the_commands_own_help(mini_root):
+    result = porter("new-op", "heaviside", "--dry-rnu", root=mini_root)
+    assert result.code == 2
+    assert result.err == ("porter: error: unrecognized arguments: --dry-rnu "
+                          "(see `porter new-op --help`)\n")
+
+
 def test_not_a_checkout(tmp_path):
     result = porter("new-op", "heaviside", root=tmp_path)
     assert result.code == 2 and "is not a PyTorch checkout" in result.err
