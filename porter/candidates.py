@@ -18,7 +18,6 @@ from porter import native_yaml
 from porter import selectors
 from porter.body import translate
 from porter.c10_metal import available_functions
-from porter.cpp_scan import split_top_level
 from porter.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda
 from porter.edits.native_yaml import mps_specific_rows
 from porter.mpsgraph_scan import STUB, HostSource
@@ -102,21 +101,13 @@ def _elementwise(entry: native_yaml.Entry) -> bool:
 
 
 def _kind(schema: str) -> str:
-    args = schema.split("(", 1)[1].rsplit(") ->", 1)[0]
-    tensors = scalars = 0
-    for arg in split_top_level(args):
-        if not arg or arg == "*" or "!" in arg:
-            continue
-        typ = arg.split()[0]
-        if typ == "Tensor":
-            tensors += 1
-        elif typ.rstrip("?") in SCALAR_TYPES:
-            scalars += 1
-        else:
-            return OTHER
-    if tensors in (1, 2) and scalars:
-        return ALPHA
-    return {1: UNARY, 2: BINARY}.get(tensors, OTHER) if not scalars else OTHER
+    args = native_yaml.arguments(schema)
+    scalars = [a for a in args.others if a.split()[0].rstrip("?") in SCALAR_TYPES]
+    if len(args.outputs) != 1 or len(scalars) != len(args.others):
+        return OTHER
+    if scalars:
+        return ALPHA if len(args.tensors) in (1, 2) else OTHER
+    return {1: UNARY, 2: BINARY}.get(len(args.tensors), OTHER)
 
 
 class _Facts:

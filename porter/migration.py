@@ -67,6 +67,14 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
                           line=spec.entries[0].lineno, hint=f"use porter new-op {op}")
     if not rows and not found and spec.state == NATIVE:
         return migration        # nothing of MPSGraph left; new-op's checks are new-op's job
+    if not rows and not found:
+        # MPS already shares the CPU/CUDA kernel but no Metal kernel is registered: a port
+        # left half done (a killed migration never leaves this: it deletes the old impl last)
+        shared = next(r for e in spec.entries for r in e.mps_rows())
+        raise PorterError(f"'{op}' has no MPSGraph implementation to migrate: its MPS row already "
+                          f"runs {shared.kernel}, but no host file registers a Metal kernel for "
+                          f"{spec.stub.name}", path=co.NATIVE_YAML, line=shared.lineno,
+                          hint=f"porter new-op {op} adds the missing kernel")
     metal = [(rel, d) for rel, defs in found.items() for d in defs if hosts[rel].is_metal(d)]
     if metal and len(metal) == sum(len(d) for d in found.values()):
         rel, d = metal[0]

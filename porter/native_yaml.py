@@ -10,6 +10,8 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
+from porter.cpp_scan import split_top_level
+
 FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\s*\(")
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
 FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
@@ -101,6 +103,44 @@ class Entry:
 
     def dense_rows(self) -> list[DispatchLine]:
         return [d for d in self.dispatch if d.is_dense_backend]
+
+
+class Arguments(NamedTuple):
+    """The arguments of a `func:` schema, each as written (`Tensor self`, `int[1]? dim`)."""
+
+    positional: tuple[str, ...]
+    keyword: tuple[str, ...]        # after `*`, outputs excluded
+    outputs: tuple[str, ...]        # `Tensor(a!) out`
+
+    @property
+    def tensors(self) -> tuple[str, ...]:
+        """Positional plain tensors: the inputs of an elementwise op."""
+        return tuple(a for a in self.positional if a.split()[0] == "Tensor")
+
+    @property
+    def others(self) -> tuple[str, ...]:
+        """Every input but the plain positional tensors (dims, scalars, options)."""
+        return tuple(a for a in self.positional + self.keyword if a not in self.tensors)
+
+
+def arguments(schema: str) -> Arguments:
+    """Split `name.overload(ARGS) -> RET` into its arguments."""
+    open_at = schema.index("(")
+    depth, close = 0, len(schema)
+    for k in range(open_at, len(schema)):
+        depth += {"(": 1, ")": -1}.get(schema[k], 0)
+        if depth == 0:
+            close = k
+            break
+    positional, keyword, outputs, after_star = [], [], [], False
+    for arg in split_top_level(schema[open_at + 1:close]):
+        if arg == "*":
+            after_star = True
+        elif "!" in arg.split()[0]:
+            outputs.append(arg)
+        elif arg:
+            (keyword if after_star else positional).append(arg)
+    return Arguments(tuple(positional), tuple(keyword), tuple(outputs))
 
 
 def scan(text: str) -> list[Entry]:

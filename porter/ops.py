@@ -133,13 +133,16 @@ def _is_elementwise(entry: native_yaml.Entry) -> bool:
 
 
 def _kind(entry: native_yaml.Entry) -> str:
-    args = entry.schema.split("(", 1)[1].rsplit(")", 1)[0]
-    positional = args.split("*", 1)[0]
-    tensors = len(re.findall(r"\bTensor\b(?!\(a!\))", positional))
-    if "Scalar" in positional or tensors not in (1, 2):
-        raise PorterError(f"'{entry.name}' takes ({positional.strip().rstrip(',')}): porter ports "
-                          "unary and binary tensor ops", path=co.NATIVE_YAML, line=entry.lineno)
-    return UNARY if tensors == 1 else BINARY
+    args = native_yaml.arguments(entry.schema)
+    if args.others or len(args.tensors) not in (1, 2):
+        raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
+                          "ports unary and binary tensor ops with no other arguments",
+                          path=co.NATIVE_YAML, line=entry.lineno)
+    if len(args.outputs) != 1:
+        names = ", ".join(a.split()[-1] for a in args.outputs)
+        raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
+                          "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
+    return UNARY if len(args.tensors) == 1 else BINARY
 
 
 def _shared_kernel(entry: native_yaml.Entry) -> str:

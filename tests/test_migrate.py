@@ -594,3 +594,12 @@ def test_dropping_complex_for_a_complex_tested_op_is_a_warning(real_root):
     assert result.code == 0, result.err
     assert ("note: WARNING: asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends complex64, "
             "which asinh_functor has no overload for") in result.out
+
+
+def test_a_shared_row_without_a_kernel_is_not_a_migration(real_tree_template):
+    # torch 2.13 runs sinh natively; the fixture's host files lack its kernel: half a port
+    result = migrate(real_tree_template, "sinh", "--dry-run")
+    assert result.code == 2
+    assert ("'sinh' has no MPSGraph implementation to migrate: its MPS row already runs sinh_out, "
+            "but no host file registers a Metal kernel for sinh_stub (porter new-op sinh adds "
+            "the missing kernel)") in result.err

@@ -409,3 +409,16 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
     assert run.wait() == 141 and err == "", err       # 128 + SIGPIPE, as a shell reports it
 
 
+
+
+# --- what resolve refuses in torch 2.13's real yaml ------------------------------------------
+
+@pytest.mark.parametrize("op,says", [
+    ("mean", "'mean' takes (Tensor self, int[1]? dim, bool keepdim=False, ScalarType? dtype=None): "
+             "porter ports unary and binary tensor ops with no other arguments"),       # a reduction
+    ("glu", "'glu' takes (Tensor self, int dim=-1)"),
+    ("sub", "'sub' takes (Tensor self, Tensor other, Scalar alpha=1)"),                  # alpha dropped
+])
+def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template, op, says):
+    result = porter("new-op", op, "--dry-run", root=real_tree_template)
+    assert result.code == 2 and says in result.err, result.err
