@@ -19,6 +19,7 @@ from porter.edits import opinfo as opinfo_edit
 from porter.edits import xfails as xfail_edit
 from porter import xfail_lists
 from porter.errors import PorterError
+from porter.dtypes import METAL
 from porter.functor import SKELETON, Functor, build
 from porter.host_scan import HostFile
 from porter.metal_scan import MetalFile
@@ -93,7 +94,15 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
     registered = {(r.in_type, r.out_type) for r in metal.registrations
                   if r.kernel == spec.kernel}
     if registered:
-        # Registrations written by hand (or by an earlier porter run) stand as they are.
+        # Registrations written by hand (or by an earlier porter run) stand as they are, but a
+        # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
+        inputs = {t for t, _ in registered}
+        missing = sorted(d for d in spec.dtypes if d in METAL and METAL[d] not in inputs)
+        if missing:
+            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
+                              f"{', '.join(sorted(inputs))} only, but {spec.op}'s MPS test also sends "
+                              f"{', '.join(missing)}: make the functor take them and register them, "
+                              "or xfail those dtypes in common_mps.py")
         write(spec.metal_path, text)
         return
     dtypes = spec.dtypes

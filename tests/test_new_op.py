@@ -422,3 +422,12 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
 def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template, op, says):
     result = porter("new-op", op, "--dry-run", root=real_tree_template)
     assert result.code == 2 and says in result.err, result.err
+
+
+def test_a_hand_written_functor_missing_the_tests_dtypes_is_a_warning(real_tree_template):
+    # the fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2)
+    result = porter("new-op", "mul", "--dry-run", root=real_tree_template)
+    assert result.code == 0, result.err
+    assert ("WARNING: mul_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal is "
+            "registered for float2, half2 only, but mul's MPS test also sends bfloat16, bool, "
+            "float16, float32, int16, int32, int64, int8, uint8") in result.out + result.err
