@@ -48,9 +48,16 @@ class WarmChild:
             self._start(services)
 
     def _start(self, services: tuple[Service, ...]) -> None:
-        to_child_r, to_child_w = os.pipe()
-        to_parent_r, to_parent_w = os.pipe()
-        pid = os.fork()
+        fds: list[int] = []
+        try:
+            fds += os.pipe()
+            fds += os.pipe()
+            pid = os.fork()
+        except OSError:         # no descriptor or process to spare: the parent works alone
+            for fd in fds:
+                os.close(fd)
+            return
+        to_child_r, to_child_w, to_parent_r, to_parent_w = fds
         if pid == 0:                        # child: warm up, answer until EOF, leave
             os.close(to_child_w)
             os.close(to_parent_r)

@@ -124,3 +124,14 @@ def test_torchgens_cpp_api_loads_only_for_entries_that_need_it_with_the_same_ver
     assert runs["lazy"]["verdicts"][0] == []
     assert "unnecessary dispatch table" in runs["lazy"]["verdicts"][1][0]["error"]
     assert runs["lazy"]["types_loaded_for_shared"] is False
+
+
+def test_a_fork_that_fails_leaves_the_work_to_the_parent(monkeypatch, mini_root):
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    with WarmChild(DOUBLE) as child:
+        with pytest.raises(ChildUnavailable):
+            child.ask("double", {"x": 1})
+    assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
