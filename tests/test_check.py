@@ -4,6 +4,7 @@ the clean fixture passes; output formats, --changed-since and exit codes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -179,6 +180,19 @@ def test_torchgen_rejects_yaml(mini_root, capsys):
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
 aten/src/ATen/native/native_functions.yaml:449: PORTER040 torchgen-rejects-yaml: torchgen rejects the file ('heaviside.out'): unknown dispatch key Mps (fix the entry; `porter check` re-runs torchgen's parse_native_yaml)
 """)
+
+
+def test_torchgen_runs_in_process_when_no_child_can_be_forked(mini_root, capsys, monkeypatch):
+    pytest.importorskip("torchgen")
+    monkeypatch.delenv("PORTER_NO_FORK", raising=False)
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    edit(mini_root, NATIVE_YAML, "    CPU, CUDA: heaviside_out\n", "    CPU, CUDA, Mps: heaviside_out\n")
+    code, out = check(mini_root, capsys, "--select", "PORTER040")
+    assert code == 1 and "unknown dispatch key Mps" in out
 
 
 def test_torchgen_reports_yaml_syntax_by_line(mini_root, capsys):

@@ -24,20 +24,30 @@ class Pending:
         self.root = Path(root)
         self.pid = None
         if hasattr(os, "fork") and not os.environ.get("PORTER_NO_FORK"):
-            read_fd, write_fd = os.pipe()
+            self._fork()
+
+    def _fork(self) -> None:
+        fds: list[int] = []
+        try:
+            fds += os.pipe()
             pid = os.fork()
-            if pid == 0:                     # child: parse, answer, leave without cleanup
-                os.close(read_fd)
-                code = 0
-                try:
-                    payload = json.dumps(parse_raw(self.root)).encode()
-                    with os.fdopen(write_fd, "wb") as out:
-                        out.write(payload)
-                except BaseException:
-                    code = 1
-                os._exit(code)
-            os.close(write_fd)
-            self.pid, self.read_fd = pid, read_fd
+        except OSError:         # no descriptor or process to spare: result() parses here
+            for fd in fds:
+                os.close(fd)
+            return
+        read_fd, write_fd = fds
+        if pid == 0:                     # child: parse, answer, leave without cleanup
+            os.close(read_fd)
+            code = 0
+            try:
+                payload = json.dumps(parse_raw(self.root)).encode()
+                with os.fdopen(write_fd, "wb") as out:
+                    out.write(payload)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(write_fd)
+        self.pid, self.read_fd = pid, read_fd
 
     def close(self) -> None:
         """Abandon the child (the run failed before collecting it): reap it, no zombie left."""
