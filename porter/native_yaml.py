@@ -134,11 +134,13 @@ def arguments(schema: str) -> Arguments:
             break
     positional, keyword, outputs, after_star = [], [], [], False
     for arg in split_top_level(schema[open_at + 1:close]):
+        if not arg:
+            continue            # `f()`: no arguments
         if arg == "*":
             after_star = True
         elif "!" in arg.split()[0]:
             outputs.append(arg)
-        elif arg:
+        else:
             (keyword if after_star else positional).append(arg)
     return Arguments(tuple(positional), tuple(keyword), tuple(outputs))
 

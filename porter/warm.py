@@ -1,7 +1,7 @@
 """A forked child that imports porter's heavy dependencies while the parent works.
 
-An editing command spends ~0.1 s importing torchgen and PyYAML (to validate yaml entries) and
-~0.05 s importing Jinja2 (to render a functor): as much as all of its own planning. On POSIX a
+An editing command spends ~0.07 s importing torchgen's model and PyYAML (to validate yaml
+entries) and ~0.05 s importing Jinja2 (to render a functor): as much as all of its planning. On POSIX a
 `WarmChild` forked at start-up does those imports on the other core, then answers the parent's
 requests (one JSON line each way) until the parent closes the pipe. Anything that goes wrong
 in the child (no fork, PORTER_NO_FORK=1, a crash, a broken pipe) makes `ask` raise
@@ -11,8 +11,8 @@ only slower.
 One child serves every `Service` a command needs. Its services warm up one after the other in
 a background thread, in the order given, while its main thread answers each request as soon as
 the service asked for is warm: Jinja2 is ready for the functor mid-plan while torchgen is
-still importing for the validation at the end. (Two children cost ~15% more: each forked
-child pays ~30 ms of copy-on-write faults, and three processes fight over two cores.)
+still importing for the validation at the end. (A child per service cost ~20 ms more CPU
+and ~15 ms more wall time over 60 alternated runs: three processes fight over two cores.)
 
 The command line forks the child first thing (`forked_early`), before it imports the command's
 ~40 modules: the child's imports are the longest path of an editing command, so every
@@ -112,7 +112,7 @@ class WarmChild:
 
 
 def _serve_until_eof(services: tuple[Service, ...], inbox_fd: int, outbox_fd: int) -> None:
-    warm = {s.name: threading.Event() for s in services}
+    ready = {s.name: threading.Event() for s in services}
     failed: dict[str, str] = {}
 
     def warm_up_in_order() -> None:
@@ -121,7 +121,7 @@ def _serve_until_eof(services: tuple[Service, ...], inbox_fd: int, outbox_fd: in
                 s.warm_up()
             except Exception as err:        # its requests fail; the parent does them itself
                 failed[s.name] = f"warm-up: {type(err).__name__}: {err}"
-            warm[s.name].set()
+            ready[s.name].set()
 
     # A request waits for the importing thread to hand over the GIL: every 5 ms by default,
     # which delayed a render by ~17 ms in half the runs. 0.5 ms costs the imports nothing.
@@ -133,7 +133,7 @@ def _serve_until_eof(services: tuple[Service, ...], inbox_fd: int, outbox_fd: in
         for line in inbox:
             message = json.loads(line)
             name = message["service"]
-            warm[name].wait()
+            ready[name].wait()
             try:
                 if name in failed:
                     raise RuntimeError(failed[name])
