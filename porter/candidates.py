@@ -102,7 +102,7 @@ def _elementwise(entry: native_yaml.Entry) -> bool:
 
 def _kind(schema: str) -> str:
     args = native_yaml.arguments(schema)
-    scalars = [a for a in args.others if a.split()[0].rstrip("?") in SCALAR_TYPES]
+    scalars = [a for a in args.others if native_yaml.argument_type(a).rstrip("?") in SCALAR_TYPES]
     if len(args.outputs) != 1 or len(scalars) != len(args.others):
         return OTHER
     if scalars:

@@ -10,8 +10,6 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
-from porter.cpp_scan import split_top_level
-
 FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\s*\(")
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
 FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
@@ -105,6 +103,9 @@ class Entry:
         return [d for d in self.dispatch if d.is_dense_backend]
 
 
+TENSOR_TYPE_RE = re.compile(r"Tensor(?:\([^)]*\))?")      # Tensor, Tensor(a!), Tensor(a -> *)
+
+
 class Arguments(NamedTuple):
     """The arguments of a `func:` schema, each as written (`Tensor self`, `int[1]? dim`)."""
 
@@ -114,31 +115,43 @@ class Arguments(NamedTuple):
 
     @property
     def tensors(self) -> tuple[str, ...]:
-        """Positional plain tensors: the inputs of an elementwise op."""
-        return tuple(a for a in self.positional if a.split()[0] == "Tensor")
+        """Positional tensors (`Tensor self`, `Tensor(a!) self`): an elementwise op's inputs."""
+        return tuple(a for a in self.positional if TENSOR_TYPE_RE.fullmatch(argument_type(a)))
 
     @property
     def others(self) -> tuple[str, ...]:
-        """Every input but the plain positional tensors (dims, scalars, options)."""
+        """Every input but the positional tensors (dims, scalars, options)."""
         return tuple(a for a in self.positional + self.keyword if a not in self.tensors)
 
 
+def argument_type(arg: str) -> str:
+    """`int[2] stride=[1, 1]` -> `int[2]`; `Tensor(a -> *) self` -> `Tensor(a -> *)`."""
+    declaration = arg.split("=", 1)[0].strip()      # types and names never hold `=`
+    return declaration.rsplit(None, 1)[0] if " " in declaration else declaration
+
+
 def arguments(schema: str) -> Arguments:
-    """Split `name.overload(ARGS) -> RET` into its arguments."""
-    open_at = schema.index("(")
-    depth, close = 0, len(schema)
-    for k in range(open_at, len(schema)):
-        depth += {"(": 1, ")": -1}.get(schema[k], 0)
-        if depth == 0:
-            close = k
-            break
+    """Split `name.overload(ARGS) -> RET` into its arguments (as torchgen's FunctionSchema)."""
+    parts, depth, start = [], 0, schema.index("(") + 1
+    for k in range(start - 1, len(schema)):
+        ch = schema[k]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth == 0:
+                parts.append(schema[start:k])
+                break
+        elif ch == "," and depth == 1:
+            parts.append(schema[start:k])
+            start = k + 1
     positional, keyword, outputs, after_star = [], [], [], False
-    for arg in split_top_level(schema[open_at + 1:close]):
+    for arg in (p.strip() for p in parts):
         if not arg:
             continue            # `f()`: no arguments
         if arg == "*":
             after_star = True
-        elif "!" in arg.split()[0]:
+        elif after_star and "!" in argument_type(arg):
             outputs.append(arg)
         else:
             (keyword if after_star else positional).append(arg)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from porter import native_yaml
 from porter.checkout import COMMON_MPS, KERNELS, NATIVE, NATIVE_YAML, OPERATIONS, OPINFO_DB, TAGS_YAML
 from porter.testing.trees import fixture_root
 
@@ -107,3 +108,17 @@ def test_fixture_mps_functions_match_the_real_yaml(real_root):
     # the fixture models the 2026 hidden-stub state (shared row), torch 2.13 still says acosh_out_mps.
     defined = {name for name in _defined_in_operations(FIXTURE) if name.endswith("_mps")}
     assert defined <= _mps_functions_in_yaml(real_root)
+
+
+def test_schema_arguments_split_as_torchgen_parses_them(real_root):
+    from torchgen.model import FunctionSchema
+
+    text = (real_root / "aten/src/ATen/native/native_functions.yaml").read_text()
+    entries = native_yaml.scan(text)
+    assert len(entries) > 2000
+    for entry in entries:
+        args = native_yaml.arguments(entry.schema)
+        parsed = FunctionSchema.parse(entry.schema).arguments
+        assert (len(args.positional), len(args.keyword), len(args.outputs)) == (
+            len(parsed.flat_positional), len(parsed.flat_kwarg_only), len(parsed.out)), entry.schema
+        assert len(args.tensors) == sum(str(a.type) == "Tensor" for a in parsed.flat_positional), entry.schema
