@@ -121,6 +121,13 @@ def _next_significant(tokens, i: int) -> str | None:
     return None
 
 
+def _previous_significant(tokens, i: int) -> str | None:
+    for kind, text in reversed(tokens[:i]):
+        if kind != "space":
+            return text
+    return None
+
+
 def _call_argument(tokens, i: int) -> tuple[str | None, int]:
     """The single argument of the call whose name is token i, and the index after `)`."""
     j = i + 1
@@ -186,7 +193,8 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
     if first[0] == "other" and first[1] in "*/%&|^<>=?:,.":
         return f"starts with '{first[1]}', an operator without its operand"
     others = {"x"} if len(params) == 2 else {"a", "b"}
-    used = {t for i, (k, t) in enumerate(tokens) if k == "name" and _next_significant(tokens, i) != "("}
+    used = {t for i, (k, t) in enumerate(tokens) if k == "name" and _next_significant(tokens, i) != "("
+            and _previous_significant(tokens, i) != "."}        # `a.x` is a member, not x
     wrong = sorted((used & others) - set(params))
     if wrong:
         return f"uses {' and '.join(wrong)}, but the functor's arguments are {' and '.join(params)}"

@@ -12,23 +12,22 @@ from porter.templates import render
 
 SKELETON, FROM_BODY, FROM_CPU = "skeleton", "--body", "cpu-lambda"
 EXAMPLES = {1: "x < 0 ? -x : x", 2: "a > b ? a : b"}      # --body, by number of arguments
+COMPLEX_EXAMPLES = {1: "float2(x.x, -x.y)", 2: "float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x)"}
 
 
 class Functor(NamedTuple):
     text: str
     origin: str          # skeleton | --body | cpu-lambda
     detail: str          # where the body came from, or why there is none
+    complex: bool = False   # has an overload for complex (float2, half2) values
 
 
-def build(spec: OpSpec, body: str | None, c10_functions) -> Functor:
+def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | None = None) -> Functor:
     """`c10_functions()` returns the c10::metal routines the checkout's headers define."""
     params = ("x",) if spec.kind == UNARY else ("a", "b")
+    _check_expression("--body", body, spec, params, EXAMPLES)
+    _check_expression("--complex-body", complex_body, spec, params, COMPLEX_EXAMPLES)
     if body is not None:
-        problem = translate_body.expression_problem(body, params)
-        if problem:
-            raise PorterError(f"--body {body.strip()!r} for {spec.op} {problem}",
-                              hint=f"pass one Metal expression in {' and '.join(params)}, "
-                                   f"e.g. --body '{EXAMPLES[len(params)]}'")
         statements_float = statements_int = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:
@@ -63,10 +62,20 @@ def build(spec: OpSpec, body: str | None, c10_functions) -> Functor:
         int_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params), "float")
     else:
         int_body = translate_body.wrap_returns(statements_int, int_out)
+    complex_statements = f"return T({complex_body.strip().rstrip(';')});" if complex_body else None
     template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
     text = render(template, op=spec.kernel, params=params, float_body=float_body,
-                  int_body=int_body, float_out=float_out, int_out=int_out)
-    return Functor(text, origin, detail)
+                  int_body=int_body, float_out=float_out, int_out=int_out,
+                  complex_body=complex_statements)
+    return Functor(text, origin, detail, complex=complex_statements is not None)
+
+
+def _check_expression(option: str, expression: str | None, spec: OpSpec, params, examples) -> None:
+    problem = expression is not None and translate_body.expression_problem(expression, params)
+    if problem:
+        raise PorterError(f"{option} {expression.strip()!r} for {spec.op} {problem}",
+                          hint=f"pass one Metal expression in {' and '.join(params)}, "
+                               f"e.g. {option} '{examples[len(params)]}'")
 
 
 def _skeleton(spec: OpSpec, params: tuple[str, ...], reason: str) -> Functor:

@@ -46,7 +46,7 @@ class Migration(Plan):
 
 
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
-                   validator=None) -> Migration:
+                   validator=None, complex_body: str | None = None) -> Migration:
     spec = _resolve(checkout, op)
     op = spec.op
     rows = [r for e in spec.entries for r in yaml_edit.mps_specific_rows(e)]
@@ -120,7 +120,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     chosen = None
     if body is None:
         body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
-    plan = plan_port(checkout, port_spec, body, changes=cs, validator=validator)
+    plan = plan_port(checkout, port_spec, body, changes=cs, validator=validator,
+                     complex_body=complex_body)
     for rel in found:       # a re-run after a kill reads the functor body from the old impl
         cs.apply_last(rel)
     migration.functor = plan.functor

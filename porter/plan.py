@@ -43,9 +43,11 @@ class Plan:
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
-              changes: ChangeSet | None = None, validator: EntryValidator | None = None) -> Plan:
+              changes: ChangeSet | None = None, validator: EntryValidator | None = None,
+              complex_body: str | None = None) -> Plan:
     """Edits that make `spec` run a native Metal kernel; `changes` may hold earlier edits.
 
+    `body` and `complex_body` are the user's Metal expressions (`--body`, `--complex-body`);
     `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s)."""
     plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
     cs = plan.changes
@@ -57,7 +59,7 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
         cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
 
     yaml_changed = _plan_yaml(spec, read, write)
-    _plan_kernel(checkout, spec, body, read, write, plan)
+    _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
     _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
     if yaml_changed:
@@ -75,7 +77,7 @@ def _plan_yaml(spec: OpSpec, read, write) -> bool:
     return new != old
 
 
-def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
+def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: Plan) -> None:
     if not checkout.exists(spec.metal_path):
         raise PorterError(f"{spec.metal_path} is missing: porter adds {spec.kind} kernels there",
                           hint="is this a PyTorch checkout with MPS kernels?")
@@ -83,14 +85,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
     _check_unique_kernel_name(checkout, spec)
     metal = MetalFile(text, spec.metal_path)
     if spec.kernel not in metal.functors:
-        plan.functor = build(spec, body, lambda: available_functions(checkout))
+        plan.functor = build(spec, body, lambda: available_functions(checkout), complex_body)
         text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
         if plan.functor.origin == SKELETON:
             plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
                               f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
                               f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
-    elif body is not None:
-        plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
+    else:
+        for option, value in (("--body", body), ("--complex-body", complex_body)):
+            if value is not None:
+                plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; "
+                                  f"{option} ignored")
+    with_complex = plan.functor is not None and plan.functor.complex
     registered = {(r.in_type, r.out_type) for r in metal.registrations
                   if r.kernel == spec.kernel}
     if registered:
@@ -118,16 +124,19 @@ def _plan_kernel(checkout, spec: OpSpec, body, read, write, plan: Plan) -> None:
         else:
             macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
             text = metal_edit.add_binary_registration(text, spec.kernel, macros)
+        if with_complex:
+            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
-    if "complex64" in spec.dtypes:
+    if "complex64" in spec.dtypes and not with_complex:
         if _tested_with_complex(checkout, spec):
             plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
-                              f"complex64, which {spec.kernel}_functor has no overload for: add a "
-                              "complex overload and its complex (float2) registration, or "
-                              "that test fails")
+                              f"complex64, which {spec.kernel}_functor has no overload for: rerun "
+                              "with --complex-body EXPR (or add the overload and its float2 "
+                              "registration by hand), or that test fails")
         else:
-            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex overload")
+            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
+                              "overload (--complex-body EXPR adds one)")
     write(spec.metal_path, text)
 
 

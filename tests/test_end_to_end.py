@@ -29,3 +29,23 @@ def test_ported_functors_match_cpu_under_emulation(real_root, tmp_path, monkeypa
     assert {dtype for (op, dtype) in outcomes if op == "heaviside"} == {
         "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
     assert set(outcomes.values()) == {"pass"}
+
+
+SGN_BODY = "(x > 0) - (x < 0)"
+SGN_COMPLEX_BODY = ("(x.x == 0 && x.y == 0) ? float2(0, 0) : "
+                    "float2(x) / precise::sqrt(float(x.x) * float(x.x) + float(x.y) * float(x.y))")
+
+
+def test_a_migration_with_a_complex_body_passes_the_complex_test(mini_root, tmp_path, monkeypatch):
+    # sgn is in SUPPORTED_COMPLEX_OPS: its MPS test sends complex64 (through the VEC2 macro)
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(mini_root)
+    migrated = porter("migrate-from-mpsgraph", "sgn", "--body", SGN_BODY, "--complex-body",
+                      SGN_COMPLEX_BODY, root=mini_root)
+    assert migrated.code == 0 and "SUPPORTED_COMPLEX_OPS" not in migrated.out, migrated.out
+
+    result = porter("test", "sgn", "--device", "emulate", "--json", root=mini_root)
+    outcomes = {case["dtype"]: case["outcome"] for op in json.loads(result.out)["ops"]
+                for case in op["dtypes"]}
+    assert outcomes.get("complex64") == "pass" and set(outcomes.values()) == {"pass"}, outcomes
+    assert porter("check", root=mini_root).code == 0

@@ -603,3 +603,46 @@ def test_a_shared_row_without_a_kernel_is_not_a_migration(real_tree_template):
     assert ("'sinh' has no MPSGraph implementation to migrate: its MPS row already runs sinh_out, "
             "but no host file registers a Metal kernel for sinh_stub (porter new-op sinh adds "
             "the missing kernel)") in result.err
+
+
+def test_complex_body_adds_the_complex_overload_and_joins_the_vec2_macro(mini_root):
+    out = dry(mini_root, "sgn", "--body", "(x > 0) - (x < 0)",
+              "--complex-body", "x.x == 0 && x.y == 0 ? float2(0, 0) : normalize(float2(x))").out
+    assert_expected_inline(added_lines(file_diff(out, UNARY_METAL)), """\
++struct sgn_functor {
++  template <typename T>
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
++    return static_cast<T>((float(x) > 0) - (float(x) < 0));
++  }
++  template <typename T>
++  inline enable_if_t<is_scalar_integral_v<T>, T> operator()(const T x) {
++    return static_cast<T>((x > 0) - (x < 0));
++  }
++  template <typename T>
++  inline enable_if_t<is_complex_v<T>, T> operator()(const T x) {
++    return T(x.x == 0 && x.y == 0 ? float2(0, 0) : normalize(float2(x)));
++  }
++};
++
++REGISTER_UNARY_OP(sgn, float, float);
++REGISTER_UNARY_OP(sgn, half, half);
++REGISTER_UNARY_OP(sgn, bfloat, bfloat);
++REGISTER_UNARY_OP(sgn, long, long);
++REGISTER_UNARY_OP(sgn, int, int);
++REGISTER_UNARY_OP(sgn, short, short);
++REGISTER_UNARY_OP(sgn, uchar, uchar);
++REGISTER_UNARY_OP(sgn, char, char);
++REGISTER_UNARY_OP(sgn, bool, bool);
++  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);     \\
+""")
+    assert "SUPPORTED_COMPLEX_OPS" not in out
+
+
+def test_a_broken_complex_body_is_refused(mini_root):
+    before = snapshot(mini_root)
+    result = migrate(mini_root, "sgn", "--complex-body", "float2(a.x, a.y)")
+    assert result.code == 2
+    assert result.err == ("porter: error: --complex-body 'float2(a.x, a.y)' for sgn uses a, but the "
+                          "functor's arguments are x (pass one Metal expression in x, e.g. "
+                          "--complex-body 'float2(x.x, -x.y)')\n")
+    assert snapshot(mini_root) == before

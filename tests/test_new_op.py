@@ -431,3 +431,32 @@ def test_a_hand_written_functor_missing_the_tests_dtypes_is_a_warning(real_tree_
     assert ("WARNING: mul_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal is "
             "registered for float2, half2 only, but mul's MPS test also sends bfloat16, bool, "
             "float16, float32, int16, int32, int64, int8, uint8") in result.out + result.err
+
+
+def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2(mini_root):
+    result = porter("new-op", "heaviside", "--dry-run", "--body", "a > 0 ? 1 : (a == 0 ? b : 0)",
+                    "--complex-body", "a.x > 0 ? float2(1, 0) : float2(b)", root=mini_root)
+    assert result.code == 0, result.err
+    added = "".join(line for line in file_diff(result.out, BINARY_METAL).splitlines(keepends=True)
+                    if line.startswith("+"))
+    assert_expected_inline(added, """\
++struct heaviside_functor {
++  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(float(a) > 0 ? 1 : (float(a) == 0 ? float(b) : 0));
++  }
++  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return static_cast<T>(a > 0 ? 1 : (a == 0 ? b : 0));
++  }
++  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return T(a.x > 0 ? float2(1, 0) : float2(b));
++  }
++};
++
++REGISTER_FLOAT_BINARY_OP(heaviside);
++REGISTER_INTEGER_BINARY_OP(heaviside);
++REGISTER_BINARY_OP(heaviside, float2, float2);
++REGISTER_BINARY_OP(heaviside, half2, half2);
+""")

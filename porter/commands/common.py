@@ -18,6 +18,9 @@ def add_edit_options(parser) -> None:
                         help="print per-file status and the unified diff; write nothing")
     parser.add_argument("--body", metavar="EXPR",
                         help="Metal expression of the functor body, in x (unary) or a and b (binary)")
+    parser.add_argument("--complex-body", metavar="EXPR",
+                        help="Metal expression of the functor's complex overload (x, or a and b, "
+                             "are float2/half2: .x real, .y imaginary); registers complex64")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="edit files even if they have uncommitted changes in git")
     parser.add_argument("--test", action="store_true",

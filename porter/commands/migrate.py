@@ -21,7 +21,8 @@ def run(args) -> int:
     # torchgen and Jinja2 are imported in warm children while porter plans (porter.warm)
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
-        migration = plan_migration(checkout, args.op, args.body, validator)
+        migration = plan_migration(checkout, args.op, args.body, validator,
+                                   complex_body=args.complex_body)
     spec = migration.spec
     written = apply_unless_dry(migration.changes, args.dry_run, args.allow_dirty)
     extra = {"functor": migration.functor.origin if migration.functor else None,

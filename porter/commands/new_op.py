@@ -27,7 +27,8 @@ def run(args) -> int:
             impl = spec.mpsgraph[0]
             raise PorterError(f"'{spec.op}' already runs on MPS through MPSGraph ({impl.path}:{impl.line})",
                               hint=f"use porter migrate-from-mpsgraph {spec.op}")
-        plan = plan_port(checkout, spec, args.body, validator=validator)
+        plan = plan_port(checkout, spec, args.body, validator=validator,
+                         complex_body=args.complex_body)
     written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     extra = {"functor": plan.functor.origin if plan.functor else None, "kind": spec.kind,
              "stub": spec.stub.name, "kernel": spec.kernel}

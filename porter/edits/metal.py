@@ -115,6 +115,28 @@ def _after_last_top_level(metal: MetalFile, macro: str, before: str) -> int:
     return _line_start(metal.text, limit) if limit < len(metal.text) else len(metal.text)
 
 
+COMPLEX_TYPES = ("float2", "half2")      # complex64 and complex32 as Metal sees them
+VEC2 = "INSTANTIATE_UNARY_KERNELS_VEC2"
+
+
+def add_complex_registration(text: str, op: str, kind: str) -> str:
+    """Register `op` for complex inputs: a unary op joins the `INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE)`
+    macro (`REGISTER_UNARY_OP(op, DTYPE##2, DTYPE##2)`) where the file has one; otherwise, and
+    for binary ops, one `REGISTER_*_OP(op, T, T)` line per complex type, after the file's last."""
+    metal = MetalFile(text)
+    have = {r.in_type for r in metal.registrations if r.kernel == op}
+    if all(t in have for t in COMPLEX_TYPES):
+        return text
+    macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
+    define = metal.defines.get(VEC2) if kind == "unary" else None
+    if define is not None and len(define.params) == 1:
+        param = define.params[0]
+        return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {param}##2);")
+    lines = [f"{macro}({op}, {t}, {t});" for t in COMPLEX_TYPES if t not in have]
+    at = _after_last_top_level(metal, macro, before="")
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
 BINARY_FLOAT_MACROS = ("REGISTER_FLOAT_BINARY_OP", "REGISTER_OPMATH_FLOAT_BINARY_OP")
 BINARY_INT_MACROS = ("REGISTER_INT2FLOAT_BINARY_OP", "REGISTER_INTEGER_BINARY_OP")
 
