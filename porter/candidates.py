@@ -24,7 +24,7 @@ from porter.mpsgraph_scan import STUB, HostSource
 from porter.stubs import Stub, declared_stubs
 
 MPSGRAPH, NO_MPS = "mpsgraph", "no-mps"
-UNARY, BINARY, ALPHA, OTHER = "unary", "binary", "alpha", "other"
+UNARY, BINARY, ALPHA, SCALAR, OTHER = "unary", "binary", "alpha", "scalar", "other"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 SCALAR_TYPES = {"Scalar", "float", "int", "bool", "SymInt"}
 MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
@@ -35,7 +35,7 @@ class Candidate:
     op: str
     state: str                 # mpsgraph | no-mps
     shape: str                 # impl | macro | function | stub | row (yaml only) | "" (no-mps)
-    kind: str                  # unary | binary | alpha
+    kind: str                  # unary | binary | alpha (add's `Scalar alpha`) | scalar (other scalar arguments)
     line: int                  # the .out entry in native_functions.yaml
     automatic: bool            # porter can port it without --body
     how: str                   # "CPU lambda", "selector acosh", or why not
@@ -46,7 +46,7 @@ class Candidate:
 @dataclass
 class Inventory:
     candidates: list[Candidate]
-    others: int                # ops with an MPS-specific row that are not unary/binary/alpha elementwise
+    others: int                # ops with an MPS-specific row that are not elementwise of those kinds
 
 
 def find(checkout: co.Checkout) -> Inventory:
@@ -106,7 +106,9 @@ def _kind(schema: str) -> str:
     if len(args.outputs) != 1 or len(scalars) != len(args.others):
         return OTHER
     if scalars:
-        return ALPHA if len(args.tensors) in (1, 2) else OTHER
+        if len(args.tensors) not in (1, 2):
+            return OTHER
+        return ALPHA if [native_yaml.argument_name(a) for a in scalars] == ["alpha"] else SCALAR
     return {1: UNARY, 2: BINARY}.get(len(args.tensors), OTHER)
 
 

@@ -130,6 +130,11 @@ def argument_type(arg: str) -> str:
     return declaration.rsplit(None, 1)[0] if " " in declaration else declaration
 
 
+def argument_name(arg: str) -> str:
+    """`Scalar alpha=1` -> `alpha`."""
+    return arg.split("=", 1)[0].split()[-1]
+
+
 def arguments(schema: str) -> Arguments:
     """Split `name.overload(ARGS) -> RET` into its arguments (as torchgen's FunctionSchema)."""
     parts, depth, start = [], 0, schema.index("(") + 1

@@ -22,15 +22,15 @@ atanh             mpsgraph  macro     unary   yes   native_functions.yaml, Unary
 frac              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
 sign              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
 signbit           mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-logit             mpsgraph  function  alpha   no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         takes scalar arguments: porter ports unary and binary ops
+logit             mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         takes scalar arguments: porter ports unary and binary ops
 pow               mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm   no DispatchStub behind its CPU kernel
 sgn               mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function
 heaviside         no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py  CPU lambda
 special_log_ndtr  no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda
 special_ndtri     no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-9 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (the others need --body EXPR, or get a failing skeleton).
-1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha elementwise): not listed.
+9 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (WHY NOT says what the others lack: a unary or binary op takes --body EXPR; alpha and scalar ops are not ported yet).
+1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
 FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP --dry-run` or `porter new-op OP --dry-run` shows every edit.
 """)
     assert snapshot(mini_root) == before

@@ -37,10 +37,11 @@ def run(args) -> int:
     graph = sum(c.state == MPSGRAPH for c in found)
     auto = sum(c.automatic for c in found)
     print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO: porter writes the "
-          f"kernel body of {auto} itself (the others need --body EXPR, or get a failing skeleton).")
+          f"kernel body of {auto} itself (WHY NOT says what the others lack: a unary or binary op "
+          "takes --body EXPR; alpha and scalar ops are not ported yet).")
     if inventory.others:
         print(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
-              "native_functions.yaml (not unary/binary/alpha elementwise): not listed.")
+              "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")
     print("FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP "
           "--dry-run` or `porter new-op OP --dry-run` shows every edit.")
     return 0
