@@ -13,11 +13,12 @@ from porter.testing.trees import fixture_root
 from tests.reliability import harness
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def _no_validator_fork():
-    # porter.torchgen_check forks a child to import torchgen while porter plans; in one
-    # long test process validating in-process is faster (torchgen stays imported), and the
-    # faults under test all lie in ChangeSet.apply, after that child is gone.
+    # porter.warm forks a child to import torchgen and Jinja2 while porter plans; in one
+    # long test process working in-process is faster (both stay imported), and the faults
+    # under test all lie in ChangeSet.apply, after that child is gone. Package scope: the
+    # other suites run porter as users do, with the child.
     old = os.environ.get("PORTER_NO_FORK")
     os.environ["PORTER_NO_FORK"] = "1"
     yield
@@ -27,7 +28,7 @@ def _no_validator_fork():
         os.environ["PORTER_NO_FORK"] = old
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def work_dir(tmp_path_factory):
     """Where the scenario trees live: tmpfs when there is one, because every apply fsyncs
     each file it writes (7 ms a file on the CI disk) and the suite applies thousands."""
@@ -40,7 +41,7 @@ def work_dir(tmp_path_factory):
         yield tmp_path_factory.mktemp("reliability")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def mini_scenarios(work_dir, _no_validator_fork) -> list[harness.Scenario]:
     """Every editing command on every op it edits, in a git copy of the fixture checkout."""
     found = harness.discover(fixture_root(), work_dir / "mini", "mini", git=True)
@@ -48,14 +49,14 @@ def mini_scenarios(work_dir, _no_validator_fork) -> list[harness.Scenario]:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_scenarios(request, work_dir, _no_validator_fork) -> list[harness.Scenario]:
     """The same on the real-size tree (skipped without the torch wheel)."""
     template = request.getfixturevalue("real_tree_template")
     return harness.discover(template, work_dir / "real", "real")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def scenarios(mini_scenarios, request) -> list[harness.Scenario]:
     try:
         real = request.getfixturevalue("real_scenarios")
