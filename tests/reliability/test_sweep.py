@@ -10,7 +10,6 @@ import contextlib
 import io
 import re
 
-
 from porter.checkout import NATIVE_YAML
 from porter.cli import main
 
