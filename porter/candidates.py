@@ -126,14 +126,17 @@ class _Facts:
                 self.impl_stubs.setdefault(kernel, []).extend(stubs)
             self.float_meta |= float_meta_ops(source)
         self.unimplemented: set[str] = set()
+        self.complex_tested: set[str] = set()       # SUPPORTED_COMPLEX_OPS: MPS tests complex64
         if checkout.exists(co.COMMON_MPS):
             from porter import xfail_lists
 
             try:
-                self.unimplemented = {e.key for e in xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS)
-                                      if e.dict_name in xfail_lists.UNIMPLEMENTED}
+                entries = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS, sets=True)
             except Exception:       # a broken common_mps.py is `porter check`'s finding, not ours
-                self.unimplemented = set()
+                entries = []
+            self.unimplemented = {e.key for e in entries if e.dict_name in xfail_lists.UNIMPLEMENTED}
+            self.complex_tested = {e.key for e in entries
+                                   if e.in_set and e.dict_name == "SUPPORTED_COMPLEX_OPS"}
         self.fallback = checkout.read(MPS_FALLBACK) if checkout.exists(MPS_FALLBACK) else ""
         self._c10 = None
 
@@ -169,6 +172,8 @@ def _candidate(op, state, shape, kind, out, entries, defs, files, facts: _Facts)
         files.append(co.COMMON_MPS)
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(MPS_FALLBACK)
+    if kind in PAIRS and keys & facts.complex_tested:
+        how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
                      tuple(dict.fromkeys(files)), command)

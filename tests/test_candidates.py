@@ -24,7 +24,7 @@ sign              mpsgraph  impl      unary   yes   native_functions.yaml, Unary
 signbit           mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
 logit             mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         takes scalar arguments: porter ports unary and binary ops
 pow               mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm   no DispatchStub behind its CPU kernel
-sgn               mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function
+sgn               mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
 heaviside         no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py  CPU lambda
 special_log_ndtr  no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda
 special_ndtri     no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
