@@ -91,6 +91,9 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
                               f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
                               f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
+            if complex_body is not None:
+                plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
+                                  "EXPR and --complex-body EXPR together")
     else:
         for option, value in (("--body", body), ("--complex-body", complex_body)):
             if value is not None:
@@ -128,7 +131,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
-    if "complex64" in spec.dtypes and not with_complex:
+    if "complex64" in spec.dtypes and not with_complex and complex_body is None:
         if _tested_with_complex(checkout, spec):
             plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
                               f"complex64, which {spec.kernel}_functor has no overload for: rerun "

@@ -646,3 +646,10 @@ def test_a_broken_complex_body_is_refused(mini_root):
                           "functor's arguments are x (pass one Metal expression in x, e.g. "
                           "--complex-body 'float2(x.x, -x.y)')\n")
     assert snapshot(mini_root) == before
+
+
+def test_a_complex_body_without_a_real_body_is_not_lost_silently(mini_root):
+    out = dry(mini_root, "sgn", "--complex-body", "float2(x)").out
+    assert ("note: --complex-body is not used with a skeleton: rerun with --body EXPR and "
+            "--complex-body EXPR together") in out
+    assert "float2(x)" not in file_diff(out, UNARY_METAL) and "SUPPORTED_COMPLEX_OPS" not in out
