@@ -106,10 +106,20 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) ->
     result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
                       backend.name)
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
-    supported = _tested_dtypes(info, backend, device_type)
+    supported, no_kernel = _tested_dtypes(info, backend, device_type)
     result.supported = sorted((_dtype_name(d) for d in supported), key=_dtype_order)
+    for dtype in no_kernel:
+        name = _dtype_name(dtype)
+        xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
+        if (wanted is None or name in wanted) and not (xfail_by or skip_by):
+            # Shown, not dropped: the device test sends this dtype and expects it to pass, which
+            # it cannot without a kernel unless the host handles it (porter check: PORTER011).
+            result.dtypes.append(DtypeResult(name, SKIP, message=(
+                f"no Metal kernel registered for {name}: the MPS test sends it, and fails "
+                "unless the host code handles it")))
     if wanted:
-        for name in sorted(wanted - {_dtype_name(d) for d in supported}, key=_dtype_order):
+        tested = {_dtype_name(d) for d in supported | no_kernel}
+        for name in sorted(wanted - tested, key=_dtype_order):
             result.dtypes.append(DtypeResult(name, SKIP, message=(
                 f"{info.full_name} does not support {name} on {backend.name}")))
     for dtype in sorted(supported, key=lambda d: _dtype_order(_dtype_name(d))):
@@ -119,14 +129,15 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) ->
     return result
 
 
-def _tested_dtypes(info, backend, device_type: str) -> set:
+def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
+    """(dtypes to run, dtypes the device test sends but the backend has no kernel for)."""
     supported = set(info.supported_dtypes(device_type))
     if device_type == "mps":          # no float64 / complex128 on the device
         supported &= mps_dtypes()
     extra = backend.supported_dtypes(info)
-    if extra is not None:
-        supported &= set(extra)
-    return supported
+    if extra is None:
+        return supported, set()
+    return supported & set(extra), supported - set(extra)
 
 
 def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None) -> DtypeResult:

@@ -239,3 +239,27 @@ def test_upstream_junit_and_pytest_output_parsing():
     upstream.fold(results, {("neg", "float16"): "fail"})
     assert results[0].dtypes[0].upstream == "fail"
     assert "test_output_match_neg_mps_float16" in junit.render(results)
+
+
+class NoComplexKernelBackend(CpuFaultBackend):
+    """Stands in for MPS with kernels for every dtype but complex64 (as the emulator sees a
+    .metal file without float2 registrations)."""
+
+    def supported_dtypes(self, opinfo):
+        import torch
+        return {d for d in runner.mps_dtypes() if d != torch.complex64}
+
+
+def test_a_dtype_the_device_test_sends_without_a_kernel_is_shown_not_dropped(tmp_path):
+    root = make_root(tmp_path)       # SUPPORTED_COMPLEX_OPS = {"neg"}: abs's complex64 is xfailed
+    register_backend("no-complex", lambda root: NoComplexKernelBackend())
+    try:
+        out = io.StringIO()
+        run_session(Options(ops=["neg", "abs"], root=str(root), device="no-complex", out=out, json=True))
+        found = {(op["op"], case["dtype"]): case for op in json.loads(out.getvalue())["ops"]
+                 for case in op["dtypes"]}
+    finally:
+        unregister_backend("no-complex")
+    assert found[("neg", "complex64")]["outcome"] == "skip"
+    assert "no Metal kernel registered for complex64" in found[("neg", "complex64")]["message"]
+    assert ("abs", "complex64") not in found      # expected to fail on MPS anyway
