@@ -29,6 +29,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, NamedTuple
 
+from porter.forking import fork_with_pipes
+
 
 class ChildUnavailable(Exception):
     pass
@@ -44,20 +46,13 @@ class WarmChild:
     def __init__(self, *services: Service):
         self._pid = None
         self.services = frozenset(s.name for s in services)
-        if hasattr(os, "fork") and not os.environ.get("PORTER_NO_FORK"):
-            self._start(services)
+        self._start(services)
 
     def _start(self, services: tuple[Service, ...]) -> None:
-        fds: list[int] = []
-        try:
-            fds += os.pipe()
-            fds += os.pipe()
-            pid = os.fork()
-        except OSError:         # no descriptor or process to spare: the parent works alone
-            for fd in fds:
-                os.close(fd)
-            return
-        to_child_r, to_child_w, to_parent_r, to_parent_w = fds
+        forked = fork_with_pipes(2)
+        if forked is None:
+            return                          # the parent works alone
+        pid, (to_child_r, to_child_w, to_parent_r, to_parent_w) = forked
         if pid == 0:                        # child: warm up, answer until EOF, leave
             os.close(to_child_w)
             os.close(to_parent_r)

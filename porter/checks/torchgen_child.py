@@ -15,6 +15,8 @@ import os
 import signal
 from pathlib import Path
 
+from porter.forking import fork_with_pipes
+
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"
 
@@ -23,19 +25,10 @@ class Pending:
     def __init__(self, root):
         self.root = Path(root)
         self.pid = None
-        if hasattr(os, "fork") and not os.environ.get("PORTER_NO_FORK"):
-            self._fork()
-
-    def _fork(self) -> None:
-        fds: list[int] = []
-        try:
-            fds += os.pipe()
-            pid = os.fork()
-        except OSError:         # no descriptor or process to spare: result() parses here
-            for fd in fds:
-                os.close(fd)
-            return
-        read_fd, write_fd = fds
+        forked = fork_with_pipes(1)
+        if forked is None:
+            return                           # result() parses here
+        pid, (read_fd, write_fd) = forked
         if pid == 0:                     # child: parse, answer, leave without cleanup
             os.close(read_fd)
             code = 0
