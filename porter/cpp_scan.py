@@ -79,6 +79,22 @@ def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+class LineNumbers:
+    """`line_of` for many offsets into one large text, mostly in increasing order: each call
+    counts only the newlines since the previous offset (a scan of a 1.3 MB file from its start
+    per offset is what it replaces)."""
+
+    def __init__(self, text: str):
+        self.text, self._offset, self._line = text, 0, 1
+
+    def of(self, offset: int) -> int:
+        if offset < self._offset:
+            self._offset, self._line = 0, 1
+        self._line += self.text.count("\n", self._offset, offset)
+        self._offset = offset
+        return self._line
+
+
 def line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 

@@ -10,6 +10,8 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
+from porter.cpp_scan import LineNumbers
+
 FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\s*\(")
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
 FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
@@ -186,13 +188,12 @@ def entries_named(text: str, names: set[str]) -> list[Entry]:
     # on the 600 KB file). The padding "\n" makes match offsets those of "- func:" in `text`.
     pattern = re.compile(r"\n- func:\s*(?:%s)[.(]" % "|".join(re.escape(n) for n in sorted(names)))
     found = []
-    counted, first_line = 0, 0       # lines before `counted`, counted once across matches
+    lines = LineNumbers(text)
     for m in pattern.finditer("\n" + text):
         start = m.start()
         end = text.find("\n- func:", start)
         end = len(text) if end < 0 else end + 1
-        first_line += text.count("\n", counted, start)
-        counted = start
+        first_line = lines.of(start) - 1        # entry offsets are 0-based lines
         for entry in scan(text[start:end]):
             found.append(Entry(entry.name, entry.overload, entry.start + first_line,
                                entry.end + first_line, entry.lines))

@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from porter import checkout as co
+from porter.cpp_scan import LineNumbers
 from porter.dtypes import evaluate_dtypes
 
 # The head of an Info call whose first argument starts at the end of the matched window.
@@ -128,7 +129,7 @@ def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
     found = []
     for rel in opinfo_files(checkout):
         text = checkout.read(rel)
-        counted, line = 0, 1         # newlines counted once per file, not once per call
+        lines = LineNumbers(text)
         for start in sorted(_quoted_occurrences(text, names)):
             window = text[max(0, start - 80):start]
             m = CALL_HEAD_RE.search(window)
@@ -142,11 +143,8 @@ def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
             if node is None or not node.args or not isinstance(node.args[0], ast.Constant):
                 continue
             kwargs = {k.arg: k.value for k in node.keywords if k.arg}
-            if begin < counted:
-                counted, line = 0, 1
-            line += text.count("\n", counted, begin)
-            counted = begin
-            found.append(OpInfoSource(m["cls"], node.args[0].value, rel, begin, end, line, kwargs, node))
+            found.append(OpInfoSource(m["cls"], node.args[0].value, rel, begin, end, lines.of(begin),
+                                      kwargs, node))
     return found
 
 
