@@ -135,8 +135,7 @@ class _Facts:
             except Exception:       # a broken common_mps.py is `porter check`'s finding, not ours
                 entries = []
             self.unimplemented = {e.key for e in entries if e.dict_name in xfail_lists.UNIMPLEMENTED}
-            self.complex_tested = {e.key for e in entries
-                                   if e.in_set and e.dict_name == "SUPPORTED_COMPLEX_OPS"}
+            self.complex_tested = xfail_lists.complex_supported(entries)
         self.fallback = checkout.read(MPS_FALLBACK) if checkout.exists(MPS_FALLBACK) else ""
         self._c10 = None
 

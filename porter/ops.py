@@ -139,7 +139,7 @@ def _kind(entry: native_yaml.Entry) -> str:
                           "ports unary and binary tensor ops with no other arguments",
                           path=co.NATIVE_YAML, line=entry.lineno)
     if len(args.outputs) != 1:
-        names = ", ".join(a.split()[-1] for a in args.outputs)
+        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
         raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
                           "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
     return UNARY if len(args.tensors) == 1 else BINARY

@@ -151,7 +151,7 @@ def _tested_with_complex(checkout, spec: OpSpec) -> bool:
         found = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS, sets=True)
     except PorterError:
         return False        # a common_mps.py that does not parse is reported by the expectations step
-    return any(e.in_set and e.dict_name == "SUPPORTED_COMPLEX_OPS" and e.key in keys for e in found)
+    return bool(keys & xfail_lists.complex_supported(found))
 
 
 def _check_unique_kernel_name(checkout, spec: OpSpec) -> None:

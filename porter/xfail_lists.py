@@ -14,6 +14,7 @@ from typing import NamedTuple
 from porter.errors import PorterError
 
 UNIMPLEMENTED = ("UNIMPLEMENTED_XFAILLIST", "UNIMPLEMENTED_XFAILLIST_SPARSE")
+COMPLEX_SUPPORTED = "SUPPORTED_COMPLEX_OPS"     # its ops' MPS tests send complex64
 
 
 class XfailEntry(NamedTuple):
@@ -47,6 +48,11 @@ def entries(text: str, path: str, tree: ast.Module | None = None,
     found: list[XfailEntry] = []
     _collect(tree.body, "", found, sets)
     return found
+
+
+def complex_supported(found: list[XfailEntry]) -> set[str]:
+    """Keys in SUPPORTED_COMPLEX_OPS (of `entries(..., sets=True)`)."""
+    return {e.key for e in found if e.dict_name == COMPLEX_SUPPORTED}
 
 
 def _collect(body: list[ast.stmt], function: str, found: list[XfailEntry], sets: bool) -> None:

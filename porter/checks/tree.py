@@ -17,6 +17,7 @@ from porter.host_scan import HostFile
 from porter.metal_scan import MetalFile
 from porter.stubs import Stub, parse_header
 from porter.xfail_lists import XfailEntry
+from porter.xfail_lists import complex_supported
 from porter.xfail_lists import entries as dict_entries
 
 FUNC_NAME_RE = re.compile(r"^- func:\s*([A-Za-z0-9_]+)", re.M)
@@ -268,7 +269,7 @@ class Tree:
 
     @cached_property
     def supported_complex(self) -> set[str]:
-        return {e.key for e in self.expectation_entries if e.dict_name == "SUPPORTED_COMPLEX_OPS"}
+        return complex_supported(self.expectation_entries)
 
 
 def op_of_entry(entry: native_yaml.Entry) -> str:
