@@ -54,6 +54,11 @@ def file_diff(result_out: str, path: str) -> str:
     return chunks.get(path, "")
 
 
+def added_lines(diff: str) -> str:
+    """The `+` lines of a diff, as one text."""
+    return "".join(line for line in diff.splitlines(keepends=True) if line.startswith("+"))
+
+
 def git_init(root: Path) -> None:
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):

@@ -14,7 +14,7 @@ from porter.edits import mpsgraph as graph_edit
 from porter.linediff import unified_diff_text
 from porter.mpsgraph_scan import HostSource
 from porter.testing.trees import fixture_root
-from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
 
 YAML = NATIVE_YAML
 UNARY_OPS = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
@@ -32,10 +32,6 @@ def dry(root, op, *extra):
     result = migrate(root, op, "--dry-run", *extra)
     assert result.code == 0, result.err
     return result
-
-
-def added_lines(diff: str) -> str:
-    return "".join(line for line in diff.splitlines(keepends=True) if line.startswith("+"))
 
 
 def notes(out: str) -> list[str]:

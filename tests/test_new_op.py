@@ -10,7 +10,7 @@ import pytest
 from expecttest import assert_expected_inline
 
 from porter.checkout import NATIVE_YAML, TAGS_YAML
-from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
 
 YAML = NATIVE_YAML
 BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -258,8 +258,7 @@ def test_body_option_replaces_translation(mini_root):
     result = porter("new-op", "heaviside", "--dry-run", "--body", "a > 0 ? 1 : (a == 0 ? b : 0)",
                     root=mini_root)
     assert result.code == 0, result.err
-    functor = "".join(line for line in file_diff(result.out, BINARY_METAL).splitlines(keepends=True)
-                      if line.startswith("+"))
+    functor = added_lines(file_diff(result.out, BINARY_METAL))
     assert_expected_inline(functor, """\
 +struct heaviside_functor {
 +  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
@@ -437,8 +436,7 @@ def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2
     result = porter("new-op", "heaviside", "--dry-run", "--body", "a > 0 ? 1 : (a == 0 ? b : 0)",
                     "--complex-body", "a.x > 0 ? float2(1, 0) : float2(b)", root=mini_root)
     assert result.code == 0, result.err
-    added = "".join(line for line in file_diff(result.out, BINARY_METAL).splitlines(keepends=True)
-                    if line.startswith("+"))
+    added = added_lines(file_diff(result.out, BINARY_METAL))
     assert_expected_inline(added, """\
 +struct heaviside_functor {
 +  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
