@@ -11,6 +11,7 @@ import ast
 import re
 from typing import NamedTuple
 
+from porter.ast_offsets import AstOffsets
 from porter.opinfo_source import OpInfoSource, parse_call
 
 TRAILING_COMMA_RE = re.compile(r"[ \t]*,?[ \t]*")
@@ -30,7 +31,7 @@ def mps_decorators(text: str, source: OpInfoSource) -> list[MpsDecorator]:
     if node is None:
         return []
     snippet = text[source.start:source.end]
-    line_offsets = _line_offsets(snippet)
+    offsets = AstOffsets("(" + snippet + "\n)")        # the text parse_call parsed
     found = []
     for call in ast.walk(node):
         if not (isinstance(call, ast.Call) and _name(call.func) == "DecorateInfo"):
@@ -38,8 +39,9 @@ def mps_decorators(text: str, source: OpInfoSource) -> list[MpsDecorator]:
         device = next((k.value for k in call.keywords if k.arg == "device_type"), None)
         if not (isinstance(device, ast.Constant) and device.value == "mps"):
             continue
-        start = source.start + _offset(snippet, line_offsets, call.lineno, call.col_offset)
-        end = source.start + _offset(snippet, line_offsets, call.end_lineno, call.end_col_offset)
+        # minus the "(" that parse_call put in front of the slice
+        start = source.start + offsets.at(call.lineno, call.col_offset) - 1
+        end = source.start + offsets.at(call.end_lineno, call.end_col_offset) - 1
         decorator = call.args[0] if call.args else None
         xfail = decorator is not None and _name(decorator) == "expectedFailure"
         line = source.line + snippet.count("\n", 0, start - source.start)
@@ -53,23 +55,6 @@ def _name(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
     return ""
-
-
-def _line_offsets(snippet: str) -> list[int]:
-    offsets, pos = [0], 0
-    for line in snippet.splitlines(keepends=True):
-        pos += len(line)
-        offsets.append(pos)
-    return offsets
-
-
-def _offset(snippet: str, offsets: list[int], lineno: int, col: int) -> int:
-    """Offset in the snippet of an ast position in `"(" + snippet + "\\n)"`."""
-    base = offsets[lineno - 1]
-    line = snippet[base:offsets[lineno] if lineno < len(offsets) else len(snippet)]
-    if lineno == 1:
-        col -= 1       # the "(" porter put in front of the slice
-    return base + len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
 
 
 def remove_expected_failures(text: str, sources: list[OpInfoSource]) -> tuple[str, list[MpsDecorator]]:

@@ -13,10 +13,10 @@ work (and are tested) without importing torch.
 from __future__ import annotations
 
 import ast
-import io
 import re
 from dataclasses import dataclass, field
 
+from porter.ast_offsets import AstOffsets
 from porter.checkout import COMMON_MPS, Checkout
 from porter.errors import PorterError
 from porter.xfail_lists import assignment
@@ -112,7 +112,7 @@ def parse(text: str, rel: str = COMMON_MPS) -> Expectations | None:
     func = _find_modifier(tree)
     if func is None:
         return None
-    offsets = _Offsets(text)
+    offsets = AstOffsets(text)
     exp = Expectations(path=rel, text=text)
     complex_ops: set[str] | None = None
     for stmt in func.body:
@@ -183,16 +183,3 @@ def _dtypes(node: ast.expr, rel: str) -> tuple[str, ...] | None:
                       line=node.lineno, hint="use None or a list of torch dtypes")
 
 
-class _Offsets:
-    """ast positions (line, UTF-8 byte column) -> character offsets into the text."""
-
-    def __init__(self, text: str):
-        # ast counts lines by \n, \r\n and \r only (str.splitlines also splits on \f etc.)
-        self.lines = io.StringIO(text, newline="").readlines()
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
-
-    def at(self, lineno: int, col_byte: int) -> int:
-        line = self.lines[lineno - 1]
-        return self.starts[lineno - 1] + len(line.encode("utf-8")[:col_byte].decode("utf-8"))
