@@ -102,6 +102,9 @@ def unregister_backend(name: str) -> None:
 
 
 def _emulate(root):
+    if root is None:        # the other devices test the installed torch; this one the tree's kernels
+        raise PorterError("--device emulate runs a checkout's Metal kernels, and none was found",
+                          hint="run from a PyTorch checkout or pass --root DIR")
     try:
         from porter.emulate.backend import EmulateBackend
     except ImportError:

@@ -263,3 +263,11 @@ def test_a_dtype_the_device_test_sends_without_a_kernel_is_shown_not_dropped(tmp
     assert found[("neg", "complex64")]["outcome"] == "skip"
     assert "no Metal kernel registered for complex64" in found[("neg", "complex64")]["message"]
     assert ("abs", "complex64") not in found      # expected to fail on MPS anyway
+
+
+def test_emulate_outside_a_checkout_is_bad_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)          # no native_functions.yaml above: no kernels to emulate
+    assert main(["test", "sign", "--device", "emulate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("porter: error: --device emulate runs a checkout's Metal kernels") and \
+        err.count("\n") == 1
