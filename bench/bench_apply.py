@@ -19,10 +19,10 @@ from _common import porter_argv, real_tree, time_call, time_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from porter.checkout import Checkout  # noqa: E402
-from porter.ops import resolve  # noqa: E402
-from porter.plan import plan_port  # noqa: E402
-from porter.vcs import dirty_files  # noqa: E402
+from porter.source.checkout import Checkout  # noqa: E402
+from porter.port.resolve import resolve  # noqa: E402
+from porter.port.plan import plan_port  # noqa: E402
+from porter.apply.vcs import dirty_files  # noqa: E402
 
 PADDING = 20_000
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _common import REPO, scratch_dir, time_call
 
-from porter.checkout import KERNELS
+from porter.source.checkout import KERNELS
 from porter.emulate.build import build_file, build_source
 
 ONE_FUNCTOR = """\

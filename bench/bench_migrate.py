@@ -26,7 +26,7 @@ STAGES = r"""
 import contextlib, io, resource, sys, time
 c0 = time.process_time()
 from porter.cli import main
-import porter.commands.migrate, porter.migration as M, porter.plan as P
+import porter.commands.migrate, porter.port.migration as M, porter.port.plan as P
 c1 = time.process_time()
 spent = {}
 def timed(mod, name):

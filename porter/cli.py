@@ -28,11 +28,11 @@ COMMANDS = {
     "ci": "ci",
 }
 
-# Commands whose warm child (porter.warm) is forked before their modules are imported:
+# Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:
 # command -> modules whose `warm_services()` it runs, in the order the command needs them
 WARM_SERVICES = {
-    "new-op": ("porter.templates", "porter.torchgen_check"),
-    "migrate-from-mpsgraph": ("porter.templates", "porter.torchgen_check"),
+    "new-op": ("porter.port.templates", "porter.port.torchgen_check"),
+    "migrate-from-mpsgraph": ("porter.port.templates", "porter.port.torchgen_check"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -81,7 +81,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
-    from porter import warm
+    from porter.runtime import warm
     services = [s for m in WARM_SERVICES.get(first, ()) for s in importlib.import_module(m).warm_services()]
     with warm.forked_early(services):
         return _parse_and_run(argv, first)

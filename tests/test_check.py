@@ -11,7 +11,7 @@ from pathlib import Path
 import expecttest
 import pytest
 
-from porter.checkout import COMMON_MPS, KERNELS, NATIVE_YAML, OPERATIONS
+from porter.source.checkout import COMMON_MPS, KERNELS, NATIVE_YAML, OPERATIONS
 from porter.cli import main
 
 T = expecttest.TestCase()
@@ -108,7 +108,7 @@ aten/src/ATen/native/mps/kernels/SpecialKernel.metal:3: PORTER013 unreachable-fu
 
 
 def test_skeleton_functor(mini_root, capsys):
-    from porter.templates import render
+    from porter.port.templates import render
 
     skeleton = render("skeleton_functor.metal.j2", op="heaviside", reason="no CPU kernel lambda found",
                       signature="const T a, const T b", out="T")

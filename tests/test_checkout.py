@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from porter import checkout as co
-from porter.checkout import Checkout
+from porter.source import checkout as co
+from porter.source.checkout import Checkout
 
 
 def _pathlib_glob(root, rel_dir, pattern):

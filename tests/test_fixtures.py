@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from porter import native_yaml
-from porter.checkout import COMMON_MPS, KERNELS, NATIVE, NATIVE_YAML, OPERATIONS, OPINFO_DB, TAGS_YAML
+from porter.source import native_yaml
+from porter.source.checkout import COMMON_MPS, KERNELS, NATIVE, NATIVE_YAML, OPERATIONS, OPINFO_DB, TAGS_YAML
 from porter.testing.trees import fixture_root
 
 FIXTURE = fixture_root()

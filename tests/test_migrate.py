@@ -9,10 +9,10 @@ import subprocess
 import pytest
 from expecttest import assert_expected_inline
 
-from porter.checkout import NATIVE_YAML, TAGS_YAML
-from porter.edits import mpsgraph as graph_edit
-from porter.linediff import unified_diff_text
-from porter.mpsgraph_scan import HostSource
+from porter.source.checkout import NATIVE_YAML, TAGS_YAML
+from porter.port.edits import mpsgraph as graph_edit
+from porter.apply.linediff import unified_diff_text
+from porter.source.mpsgraph_scan import HostSource
 from porter.testing.trees import fixture_root
 from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
 
@@ -567,16 +567,16 @@ def _entry_text(dispatch: str) -> str:
     ("    CPU, CUDA, MPS: foo_out\n", "    CPU, CUDA, MPS: foo_out\n"),
 ])
 def test_share_mps_rows(before, after):
-    from porter.edits.native_yaml import share_mps
-    from porter.native_yaml import scan
+    from porter.port.edits.native_yaml import share_mps
+    from porter.source.native_yaml import scan
 
     text = _entry_text(before)
     assert share_mps(text, scan(text)) == _entry_text(after)
 
 
 def test_share_mps_refuses_without_a_shared_kernel():
-    from porter.edits.native_yaml import NoSharedKernel, share_mps
-    from porter.native_yaml import scan
+    from porter.port.edits.native_yaml import NoSharedKernel, share_mps
+    from porter.source.native_yaml import scan
 
     text = _entry_text("    CPU: foo_out_cpu\n    CUDA: foo_out_cuda\n    MPS: foo_out_mps\n")
     with pytest.raises(NoSharedKernel, match="no kernel shared by CPU and CUDA"):

@@ -9,7 +9,7 @@ import sys
 import pytest
 from expecttest import assert_expected_inline
 
-from porter.checkout import NATIVE_YAML, TAGS_YAML
+from porter.source.checkout import NATIVE_YAML, TAGS_YAML
 from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
 
 YAML = NATIVE_YAML

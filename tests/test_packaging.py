@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_installed_package_finds_every_template(tmp_path):
     # Run outside the repository so that the installed porter is imported, not ./porter.
-    code = ("import json, porter, porter.templates as t; "
+    code = ("import json, porter, porter.port.templates as t; "
             "print(json.dumps([porter.__file__, str(t.template_dir()), "
             "sorted(p.name for p in t.template_dir().glob('*.j2'))]))")
     done = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path,

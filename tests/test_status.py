@@ -7,8 +7,8 @@ import json
 import expecttest
 import pytest
 
-from porter import op_status
-from porter.checkout import KERNELS, NATIVE_YAML
+from porter.survey import op_status
+from porter.source.checkout import KERNELS, NATIVE_YAML
 from porter.cli import main
 
 T = expecttest.TestCase()

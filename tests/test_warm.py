@@ -10,9 +10,13 @@ import time
 
 import pytest
 
-from porter import cli, templates, warm
-from porter.torchgen_check import EntryValidator
-from porter.warm import ChildUnavailable, Service, WarmChild
+from porter import cli
+
+from porter.port import templates
+
+from porter.runtime import warm
+from porter.port.torchgen_check import EntryValidator
+from porter.runtime.warm import ChildUnavailable, Service, WarmChild
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="warm children need fork")
 
@@ -104,7 +108,7 @@ def test_an_editing_command_forks_one_child_for_everything(monkeypatch, mini_roo
 
 LAZY_PROBE = r"""
 import json, sys
-from porter import torchgen_check
+from porter.port import torchgen_check
 if sys.argv[1] == "eager":
     import torchgen.api.cpp
 shared = "- func: sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  structured: True\n  structured_inherits: TensorIteratorBase\n  dispatch:\n    CPU, CUDA, MPS: sign_out\n"

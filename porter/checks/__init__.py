@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from porter.checks.model import CHECKS, Finding
 
 if TYPE_CHECKING:       # imported lazily: `porter check` forks torchgen's child before loading them
-    from porter.checkout import Checkout
+    from porter.source.checkout import Checkout
     from porter.checks.torchgen_child import Pending
     from porter.checks.tree import Tree
 

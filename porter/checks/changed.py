@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from porter import checkout as co
+from porter.source import checkout as co
 from porter.checks.tree import Tree, op_of_entry
 from porter.errors import PorterError
 

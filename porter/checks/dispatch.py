@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from porter import checkout as co
+from porter.source import checkout as co
 from porter.checks.model import Finding
 from porter.checks.tree import Tree, op_of_entry
 

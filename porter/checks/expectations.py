@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import difflib
 
-from porter import checkout as co
+from porter.source import checkout as co
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
-from porter.dtypes import ALIASES, METAL
+from porter.source.dtypes import ALIASES, METAL
 
 UNIMPLEMENTED = "UNIMPLEMENTED_XFAILLIST"
 

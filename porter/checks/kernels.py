@@ -12,9 +12,9 @@ import re
 
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
-from porter.dtypes import ALIASES, METAL, MPS_DTYPES
-from porter.metal_scan import BASE_MACROS, INVOCATION_RE, MetalFile
-from porter.cpp_scan import matching_close, split_top_level
+from porter.source.dtypes import ALIASES, METAL, MPS_DTYPES
+from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, MetalFile
+from porter.source.cpp_scan import matching_close, split_top_level
 
 SKELETON_MARK = "porter: write the Metal body of"
 SKELETON_RE = re.compile(r"porter: write the Metal body of (\w+?)_functor")

@@ -16,8 +16,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from porter import checkout as co
-from porter.opinfo_source import OpInfoSource, call_span, opinfo_files, parse_call
+from porter.source import checkout as co
+from porter.source.opinfo_source import OpInfoSource, call_span, opinfo_files, parse_call
 
 FIRST_ARG_RE = re.compile(r"""\s*(?:#[^\n]*\n\s*)*(?:name\s*=\s*)?(?:(['"])([^'"\n]+)\1)?""")
 KWARG_RE = re.compile(r"""(variant_test_name|aten_name)\s*=\s*(['"])([^'"\n]*)\2""")

@@ -105,7 +105,7 @@ def _macro_params(text: str, function: str) -> str | None:
 
 
 def param_types(params: str) -> list[str]:
-    from porter.cpp_scan import split_top_level
+    from porter.source.cpp_scan import split_top_level
 
     params = params.strip()
     if not params or params == "void":

@@ -15,7 +15,7 @@ import os
 import signal
 from pathlib import Path
 
-from porter.forking import fork_with_pipes
+from porter.runtime.forking import fork_with_pipes
 
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"

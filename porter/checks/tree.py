@@ -9,16 +9,16 @@ import ast
 import re
 from functools import cached_property
 
-from porter import checkout as co
-from porter import native_yaml
+from porter.source import checkout as co
+from porter.source import native_yaml
 from porter.checks.opinfo_index import OpInfoIndex
-from porter.cpp_scan import line_of, matching_close, split_top_level
-from porter.host_scan import HostFile
-from porter.metal_scan import MetalFile
-from porter.stubs import Stub, parse_header
-from porter.xfail_lists import XfailEntry
-from porter.xfail_lists import complex_supported
-from porter.xfail_lists import entries as dict_entries
+from porter.source.cpp_scan import line_of, matching_close, split_top_level
+from porter.source.host_scan import HostFile
+from porter.source.metal_scan import MetalFile
+from porter.source.stubs import Stub, parse_header
+from porter.source.xfail_lists import XfailEntry
+from porter.source.xfail_lists import complex_supported
+from porter.source.xfail_lists import entries as dict_entries
 
 FUNC_NAME_RE = re.compile(r"^- func:\s*([A-Za-z0-9_]+)", re.M)
 MPS_ROW_RE = re.compile(r"^ {4,}[A-Za-z0-9_, ]*\bMPS\b[A-Za-z0-9_, ]*:", re.M)

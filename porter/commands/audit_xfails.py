@@ -25,9 +25,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.changes import ChangeSet
-    from porter.commands.common import apply_unless_dry
-    from porter.checkout import Checkout
+    from porter.apply.changes import ChangeSet
+    from porter.apply.write import apply_unless_dry
+    from porter.source.checkout import Checkout
     from porter.errors import PorterError
     from porter.harness import audit, expectations, prune
     from porter.harness.runner import FAIL, OpResult

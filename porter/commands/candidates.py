@@ -16,8 +16,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.candidates import MPSGRAPH, find
-    from porter.checkout import Checkout
+    from porter.survey.candidates import MPSGRAPH, find
+    from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
     inventory = find(checkout)

@@ -53,7 +53,7 @@ def run(args) -> int:
 
 
 def _run(args, fmt: str) -> int:
-    from porter.checkout import Checkout
+    from porter.source.checkout import Checkout
     from porter.checks.model import CHECKS, resolve_ids
 
     if args.list:

@@ -38,7 +38,7 @@ def add_arguments(parser) -> None:
 def render_workflow(*, shards: int = 4, cron: str = "17 4 * * 1", python: str = "3.11",
                     porter_spec: str | None = None, torch_spec: str = "torch") -> str:
     from porter import __version__
-    from porter.templates import render
+    from porter.port.templates import render
 
     if not 1 <= shards <= 64:
         raise PorterError(f"--shards {shards}: must be between 1 and 64")
@@ -74,10 +74,10 @@ def validate(text: str) -> dict:
 
 
 def run(args) -> int:
-    from porter.changes import ChangeSet
-    from porter.checkout import Checkout
-    from porter.commands.common import apply_unless_dry
-    from porter.report import show_plan
+    from porter.apply.changes import ChangeSet
+    from porter.source.checkout import Checkout
+    from porter.apply.write import apply_unless_dry
+    from porter.apply.report import show_plan
 
     checkout = Checkout.at(args.root)
     new = render_workflow(shards=args.shards, cron=args.cron, python=args.python,

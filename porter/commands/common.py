@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from porter.changes import ChangeSet
 
 
 def add_root_and_json(parser) -> None:
@@ -27,20 +26,6 @@ def add_edit_options(parser) -> None:
                         help="run `porter test OP` right after applying")
     parser.add_argument("--device", default=None,
                         help="device for --test (mps, cuda, emulate; default: mps if available, else emulate)")
-
-
-def apply_unless_dry(changes: ChangeSet, dry_run: bool, allow_dirty: bool = False,
-                     flag: str = "--allow-dirty") -> list[str] | None:
-    """Write the changes unless this is a dry run. Files about to be written must have no
-    uncommitted changes in git unless `allow_dirty`, which the command's option `flag` sets
-    (porter.vcs says why)."""
-    if dry_run:
-        return None
-    if changes and not allow_dirty:
-        from porter.vcs import refuse_dirty
-        refuse_dirty(changes.root, [c.path for c in changes.pending], flag)
-    written = changes.apply()      # with nothing pending: only sweeps a killed run's temp files
-    return written or None
 
 
 def default_test_device() -> str:

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.checkout import Checkout
+    from porter.source.checkout import Checkout
     from porter.emulate.check import as_json, check_tree, kernel_files, summary
     from porter.errors import PorterError
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from porter.checkout import Checkout
-from porter.commands.common import add_edit_options, apply_unless_dry, run_tests_after
-from porter.migration import plan_migration
-from porter.report import show_plan
-from porter.templates import rendered_in_warm_child
-from porter.torchgen_check import EntryValidator
+from porter.source.checkout import Checkout
+from porter.apply.write import apply_unless_dry
+from porter.commands.common import add_edit_options, run_tests_after
+from porter.port.migration import plan_migration
+from porter.apply.report import show_plan
+from porter.port.templates import rendered_in_warm_child
+from porter.port.torchgen_check import EntryValidator
 
 HELP = ("replace an elementwise op's MPSGraph implementation by a native Metal kernel: yaml, "
         "old impl and its helpers, .metal, .mm, expectations")
@@ -18,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    # torchgen and Jinja2 are imported in warm children while porter plans (porter.warm)
+    # torchgen and Jinja2 are imported in warm children while porter plans (porter.runtime.warm)
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         migration = plan_migration(checkout, args.op, args.body, validator,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from porter.checkout import Checkout
-from porter.commands.common import add_edit_options, apply_unless_dry, run_tests_after
+from porter.source.checkout import Checkout
+from porter.apply.write import apply_unless_dry
+from porter.commands.common import add_edit_options, run_tests_after
 from porter.errors import PorterError
-from porter.ops import MPSGRAPH, resolve
-from porter.plan import plan_port
-from porter.report import show_plan
-from porter.templates import rendered_in_warm_child
-from porter.torchgen_check import EntryValidator
+from porter.port.resolve import MPSGRAPH, resolve
+from porter.port.plan import plan_port
+from porter.apply.report import show_plan
+from porter.port.templates import rendered_in_warm_child
+from porter.port.torchgen_check import EntryValidator
 
 HELP = "add a native Metal (MPS) kernel for an elementwise op: yaml, .metal, .mm, expectations"
 
@@ -19,7 +20,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    # torchgen and Jinja2 are imported in warm children while porter plans (porter.warm)
+    # torchgen and Jinja2 are imported in warm children while porter plans (porter.runtime.warm)
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         spec = resolve(checkout, args.op)

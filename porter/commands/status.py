@@ -15,9 +15,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.checkout import Checkout
+    from porter.source.checkout import Checkout
     from porter.checks.tree import Tree
-    from porter.op_status import gather
+    from porter.survey.op_status import gather
 
     checkout = Checkout.at(args.root)
     st = gather(Tree(checkout), args.op)

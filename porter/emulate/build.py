@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from porter.cache import cache_dir as porter_cache_dir
+from porter.runtime.cache import cache_dir as porter_cache_dir
 from porter.emulate import headers
 from porter.errors import PorterError
 

@@ -14,7 +14,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from porter.checkout import KERNELS
+from porter.source.checkout import KERNELS
 from porter.emulate.build import Library, Registration, build_file
 from porter.emulate.client import KernelCrashed, KernelError, WorkerClient
 from porter.emulate.references import alpha_for, reference

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from porter.checkout import KERNELS, OPERATIONS
-from porter.host_scan import HostFile
+from porter.source.checkout import KERNELS, OPERATIONS
+from porter.source.host_scan import HostFile
 
 # stubs whose op (OpInfo name) is not the stub's name
 STUB_OPS = {"div_true": "div", "div_floor": "div", "div_trunc": "div",
@@ -37,7 +37,7 @@ def op_name(stub: str) -> str:
 
 
 def host_kernels(root: Path) -> list[HostKernel]:
-    """Every (stub, kernel) the `*Kernel.mm` files register, read with porter.host_scan."""
+    """Every (stub, kernel) the `*Kernel.mm` files register, read with porter.source.host_scan."""
     root = Path(root)
     found: list[HostKernel] = []
     for mm in sorted((root / OPERATIONS).glob("*Kernel.mm")):

@@ -16,10 +16,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from porter.ast_offsets import AstOffsets
-from porter.checkout import COMMON_MPS, Checkout
+from porter.source.ast_offsets import AstOffsets
+from porter.source.checkout import COMMON_MPS, Checkout
 from porter.errors import PorterError
-from porter.xfail_lists import assignment
+from porter.source.xfail_lists import assignment
 
 TEST_MPS = "test/test_mps.py"
 MODIFIER = "mps_ops_modifier"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from porter.changes import ChangeSet
+from porter.apply.changes import ChangeSet
 from porter.errors import PorterError
 from porter.harness import expectations as expmod
 

@@ -78,7 +78,7 @@ class RunContext:
 
 
 def make_context(root, backend, checkout=None) -> RunContext:
-    from porter.checkout import Checkout
+    from porter.source.checkout import Checkout
     if checkout is None and root is not None:
         checkout = Checkout.at(root)
     mps_like = getattr(backend, "mps_expectations", False)

@@ -10,9 +10,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from porter.changes import ChangeSet
-from porter.commands.common import apply_unless_dry
-from porter.checkout import Checkout, find_root
+from porter.apply.changes import ChangeSet
+from porter.apply.write import apply_unless_dry
+from porter.source.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
 from porter.harness import report, runner

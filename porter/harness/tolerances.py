@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from porter.checkout import Checkout
+from porter.source.checkout import Checkout
 
 TEST_MPS = "test/test_mps.py"
 

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from porter.checkout import C10_METAL, NATIVE, TESTING
+from porter.source.checkout import C10_METAL, NATIVE, TESTING
 from porter.errors import PorterError
 
 

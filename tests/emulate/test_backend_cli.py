@@ -71,7 +71,7 @@ def test_emulate_check_cli_json(fixture_root, capsys):
 
 
 def test_emulate_check_cli_reports_a_wrong_functor(mini_root, capsys):
-    from porter.checkout import KERNELS
+    from porter.source.checkout import KERNELS
     path = mini_root / KERNELS / "BinaryKernel.metal"
     text = path.read_text()
     old = "return static_cast<T>(precise::atan2(float(a), float(b)));"

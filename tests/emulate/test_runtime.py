@@ -29,7 +29,7 @@ def test_naive_hypot_overflows_at_flt_max_and_c10_hypot_does_not(fixture_root, c
 
 
 def test_fixture_hypot_does_not_overflow(fixture_root, client):
-    from porter.checkout import KERNELS
+    from porter.source.checkout import KERNELS
     lib = build_file(fixture_root / KERNELS / "BinaryKernel.metal", fixture_root)
     a = torch.tensor([FLT_MAX, -FLT_MAX])
     out = run_registration(client, lib, lib.find("hypot", "float")[0], [a, torch.ones(2)])

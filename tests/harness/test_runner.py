@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from porter.checkout import COMMON_MPS  # noqa: E402
+from porter.source.checkout import COMMON_MPS  # noqa: E402
 from porter.cli import main  # noqa: E402
 from porter.harness import audit, junit, runner, upstream  # noqa: E402
 from porter.harness.backend import TorchDeviceBackend, register_backend, unregister_backend  # noqa: E402

@@ -15,7 +15,7 @@ from tests.reliability import harness
 
 @pytest.fixture(scope="package", autouse=True)
 def _no_validator_fork():
-    # porter.warm forks a child to import torchgen and Jinja2 while porter plans; in one
+    # porter.runtime.warm forks a child to import torchgen and Jinja2 while porter plans; in one
     # long test process working in-process is faster (both stay imported), and the faults
     # under test all lie in ChangeSet.apply, after that child is gone. Package scope: the
     # other suites run porter as users do, with the child.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from porter.checkout import COMMON_MPS, NATIVE_YAML
+from porter.source.checkout import COMMON_MPS, NATIVE_YAML
 from tests.reliability import harness
 from tests.reliability.harness import git_init, one_line_error, porter, read_tree
 
@@ -135,7 +135,7 @@ def test_git_that_cannot_answer_refuses(repo, monkeypatch, tmp_path):
 
 
 def test_many_dirty_files_are_counted(repo):
-    from porter.vcs import refuse_dirty
+    from porter.apply.vcs import refuse_dirty
     from porter.errors import PorterError
 
     rels = sorted(str(p.relative_to(repo)) for p in repo.rglob("*.mm"))

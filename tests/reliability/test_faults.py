@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from porter import changes as changes_mod
-from porter.changes import ChangeSet
+from porter.apply import changes as changes_mod
+from porter.apply.changes import ChangeSet
 from porter.errors import PorterError
 from tests.reliability import harness
 from tests.reliability.harness import check_whole, forked_porter, one_line_error, porter, rerun_completes

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from porter.checkout import COMMON_MPS, NATIVE_YAML
+from porter.source.checkout import COMMON_MPS, NATIVE_YAML
 from porter.testing.trees import fixture_root
 from tests.reliability import harness
 from tests.reliability.harness import one_line_error, porter, read_tree, write_tree

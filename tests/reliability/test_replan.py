@@ -44,7 +44,7 @@ def test_every_prefix_of_the_apply_order_replans_to_the_same_tree(mini_scenarios
 
 
 def test_apply_order_puts_marked_files_last(tmp_path):
-    from porter.changes import ChangeSet
+    from porter.apply.changes import ChangeSet
 
     cs = ChangeSet(tmp_path)
     for name in ("a", "b", "c", "d"):

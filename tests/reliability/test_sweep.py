@@ -10,7 +10,7 @@ import contextlib
 import io
 import re
 
-from porter.checkout import NATIVE_YAML
+from porter.source.checkout import NATIVE_YAML
 from porter.cli import main
 
 

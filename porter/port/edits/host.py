@@ -1,0 +1,72 @@
+"""Register the Metal kernel on the op's DispatchStub in the paired `.mm` host file.
+
+UnaryKernel.mm: `REGISTER_UNARY_TI_DISPATCH(op)` when the stub is `op_stub`, the kernel `op`
+and the stub takes only a TensorIteratorBase&. Otherwise, as BinaryKernel.mm does: a static
+kernel function whose parameter type matches the stub's DECLARE_DISPATCH type, after the last
+such function, and its REGISTER_DISPATCH at the end of the registration list.
+"""
+
+from __future__ import annotations
+
+import re
+
+from porter.source.host_scan import HostFile
+from porter.port.templates import render
+
+NO_NAMESPACE_END = "no `} // namespace at::native` line to insert before"
+
+
+def uses_ti_macro(host: HostFile, stub_name: str, kernel: str, iterator: str | None,
+                  n_params: int) -> bool:
+    return (bool(host.ti_dispatch_names) and stub_name == f"{kernel}_stub"
+            and iterator == "TensorIteratorBase" and n_params == 1)
+
+
+def add_ti_dispatch(text: str, kernel: str) -> str:
+    host = HostFile(text)
+    if kernel in host.ti_dispatch_names:
+        return text
+    last = None
+    for m in re.finditer(r"^REGISTER_UNARY_TI_DISPATCH\(\w+\);?[^\n]*\n", host.mask, re.M):
+        last = m
+    line = f"REGISTER_UNARY_TI_DISPATCH({kernel});\n"
+    return text[:last.end()] + line + text[last.end():]
+
+
+def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, iterator: str,
+                        kind: str) -> str:
+    host = HostFile(text)
+    if any(r.stub == stub for r in host.dispatch_registrations):
+        return text
+    template = "unary_host_kernel.mm.j2" if kind == "unary" else "binary_host_kernel.mm.j2"
+    source = render(template, function=function, iterator=iterator, kernel=kernel)
+    if function not in host.kernel_functions:
+        at = _after_last_kernel_function(host)
+        text = text[:at] + "\n" + source + text[at:] if at is not None else text
+        if at is None:
+            end = host.namespace_end
+            if end < 0:
+                raise ValueError(NO_NAMESPACE_END)
+            text = text[:end] + source + "\n" + text[end:]
+        host = HostFile(text)
+    semicolon = _registration_style(host)
+    line = f"REGISTER_DISPATCH({stub}, &{function}){semicolon}\n"
+    registrations = [m for m in re.finditer(r"^REGISTER_DISPATCH\([^\n]*\n", host.mask, re.M)]
+    at = registrations[-1].end() if registrations else host.namespace_end
+    if at < 0:
+        raise ValueError(NO_NAMESPACE_END)
+    return text[:at] + line + text[at:]
+
+
+def _after_last_kernel_function(host: HostFile) -> int | None:
+    functions = [f for f in host.kernel_functions.values() if f.kernels]
+    if not functions:
+        return None
+    end = max(f.end for f in functions)
+    return host.text.index("\n", end) + 1
+
+
+def _registration_style(host: HostFile) -> str:
+    """Upstream mixes `REGISTER_DISPATCH(...)` with and without `;`: follow the last one."""
+    lines = re.findall(r"^REGISTER_DISPATCH\([^\n]*\)(;?)", host.mask, re.M)
+    return lines[-1] if lines else ";"

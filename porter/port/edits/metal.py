@@ -1,0 +1,176 @@
+"""Add a functor and its registrations to a `.metal` kernel file, in that file's conventions.
+
+Unary files: the functor joins the other functors; a float-math op gets one line inside the
+`INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1)` macro, whose REGISTER_UNARY_OP takes the output
+type first; other dtype pairs get per-dtype REGISTER_UNARY_OP lines.
+Binary files: the functor goes after atan2's (or the last math functor); the registration
+uses the file-local REGISTER_*_BINARY_OP macros, so it must follow their `#define`s.
+"""
+
+from __future__ import annotations
+
+import re
+
+from porter.source.dtypes import METAL, METAL_FLOATING, METAL_INTEGRAL
+from porter.source.metal_scan import MetalFile
+
+KERNELS2 = "INSTANTIATE_UNARY_KERNELS2"
+
+
+def add_functor(text: str, op: str, functor: str, kind: str) -> str:
+    metal = MetalFile(text)
+    if op in metal.functors:
+        return text
+    at = _functor_anchor(metal, kind)
+    return text[:at] + "\n" + functor.rstrip("\n") + "\n" + text[at:]
+
+
+def _functor_anchor(metal: MetalFile, kind: str) -> int:
+    """Offset just after the functor that the new one should follow."""
+    text, mask = metal.text, metal.mask
+    if kind == "binary":
+        span = metal.functor_span("atan2")
+        if span:
+            return span[1]
+        stop = mask.find("// Complex binary functors")
+        stop = stop if stop >= 0 else _first(mask, r"^#define REGISTER_")
+    else:
+        stop = min(_first(mask, r"^DEFINE_UNARY_FLOATING_FUNCTOR\("),
+                   _first(mask, r"^REGISTER_UNARY_OP\("), _first(mask, rf"^#define {KERNELS2}"))
+    ends = [end for _, end in metal.functor_spans.values() if end <= stop]
+    last_end = max(ends) if ends else None
+    if last_end is None:
+        return _line_start(text, stop) if stop < len(text) else len(text)
+    return last_end
+
+
+def _first(mask: str, pattern: str) -> int:
+    m = re.search(pattern, mask, re.M)
+    return m.start() if m else len(mask)
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def unary_registration_plan(dtypes: frozenset[str], promotes: bool, returns_bool: bool) -> tuple[bool, list[tuple[str, str]]]:
+    """(use the INSTANTIATE_UNARY_KERNELS2 line?, extra (in, out) Metal type pairs)."""
+    metal = {METAL[d] for d in dtypes if d in METAL and d != "complex64"}
+    floats = [t for t in METAL_FLOATING if t in metal]
+    ints = [t for t in (*METAL_INTEGRAL, "bool") if t in metal]
+    if promotes and not returns_bool and set(floats) == set(METAL_FLOATING):
+        return True, []
+    pairs = []
+    for t in floats:
+        pairs.append((t, "bool" if returns_bool else t))
+    for t in ints:
+        pairs.append((t, "bool" if returns_bool else ("float" if promotes else t)))
+    return False, pairs
+
+
+def add_unary_registration(text: str, op: str, use_kernels2: bool, pairs: list[tuple[str, str]]) -> str:
+    metal = MetalFile(text)
+    have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
+    if use_kernels2 and ("float", "float") not in have:
+        define = metal.defines.get(KERNELS2)
+        if define is None:
+            pairs = [("float", "float"), ("half", "half"), ("bfloat", "bfloat")] + [
+                (t, "float") for t in (*METAL_INTEGRAL, "bool")]
+        else:
+            params = define.params        # (DTYPE0, DTYPE1): output first
+            text = _append_to_macro(text, define, f"REGISTER_UNARY_OP({op}, {params[1]}, {params[0]});")
+            metal = MetalFile(text)
+    lines = [f"REGISTER_UNARY_OP({op}, {i}, {o});" for i, o in pairs if (i, o) not in have]
+    if not lines:
+        return text
+    at = _after_last_top_level(metal, "REGISTER_UNARY_OP", before=KERNELS2)
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def _append_to_macro(text: str, define, statement: str) -> str:
+    """Insert `statement` as the last-but-one line of a multi-line macro (a one-line diff)."""
+    body_lines = text[define.start:define.end].split("\n")
+    if len(body_lines) < 2:
+        head = text[define.start:define.end]
+        return text[:define.start] + head + "; \\\n  " + statement.rstrip(";") + text[define.end:]
+    prev = body_lines[-2]
+    column = len(prev.rstrip("\\").rstrip()) + 1 if prev.rstrip().endswith("\\") else 0
+    slash_col = len(prev) - 1 if prev.endswith("\\") else column
+    indent = re.match(r"\s*", body_lines[-1]).group()
+    new_line = f"{indent}{statement}"
+    new_line = new_line + " " * max(1, slash_col - len(new_line)) + "\\"
+    body_lines.insert(len(body_lines) - 1, new_line)
+    return text[:define.start] + "\n".join(body_lines) + text[define.end:]
+
+
+def _after_last_top_level(metal: MetalFile, macro: str, before: str) -> int:
+    """Offset after the last top-level `macro(...)` line preceding `#define before`."""
+    limit = metal.defines[before].start if before in metal.defines else len(metal.text)
+    last = None
+    for m in re.finditer(rf"^{macro}\([^\n]*\n", metal.mask, re.M):
+        if m.start() < limit:
+            last = m.end()
+    if last is not None:
+        return last
+    return _line_start(metal.text, limit) if limit < len(metal.text) else len(metal.text)
+
+
+COMPLEX_TYPES = ("float2", "half2")      # complex64 and complex32 as Metal sees them
+VEC2 = "INSTANTIATE_UNARY_KERNELS_VEC2"
+
+
+def add_complex_registration(text: str, op: str, kind: str) -> str:
+    """Register `op` for complex inputs: a unary op joins the `INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE)`
+    macro (`REGISTER_UNARY_OP(op, DTYPE##2, DTYPE##2)`) where the file has one; otherwise, and
+    for binary ops, one `REGISTER_*_OP(op, T, T)` line per complex type, after the file's last."""
+    metal = MetalFile(text)
+    have = {r.in_type for r in metal.registrations if r.kernel == op}
+    if all(t in have for t in COMPLEX_TYPES):
+        return text
+    macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
+    define = metal.defines.get(VEC2) if kind == "unary" else None
+    if define is not None and len(define.params) == 1:
+        param = define.params[0]
+        return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {param}##2);")
+    lines = [f"{macro}({op}, {t}, {t});" for t in COMPLEX_TYPES if t not in have]
+    at = _after_last_top_level(metal, macro, before="")
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+BINARY_FLOAT_MACROS = ("REGISTER_FLOAT_BINARY_OP", "REGISTER_OPMATH_FLOAT_BINARY_OP")
+BINARY_INT_MACROS = ("REGISTER_INT2FLOAT_BINARY_OP", "REGISTER_INTEGER_BINARY_OP")
+
+
+def binary_registration_macros(dtypes: frozenset[str], promotes: bool) -> list[str]:
+    metal = {METAL[d] for d in dtypes if d in METAL}
+    macros = []
+    if metal & set(METAL_FLOATING):
+        macros.append("REGISTER_FLOAT_BINARY_OP")
+    if metal & set((*METAL_INTEGRAL, "bool")):
+        macros.append("REGISTER_INT2FLOAT_BINARY_OP" if promotes else "REGISTER_INTEGER_BINARY_OP")
+    return macros
+
+
+def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
+    metal = MetalFile(text)
+    missing = [m for m in macros if m not in metal.defines]
+    if missing:
+        raise ValueError(f"the file-local macro {missing[0]} is not defined in this file")
+    have = _invocations(metal, op)
+    lines = [f"{m}({op});" for m in macros if m not in have]
+    if not lines:
+        return text
+    last_define_end = max(metal.defines[m].end for m in macros)
+    registered = [m for m in re.finditer(
+        rf"^(?:{'|'.join(BINARY_FLOAT_MACROS + BINARY_INT_MACROS)})\((\w+)\);[^\n]*\n", metal.mask, re.M)
+        if m.start() > last_define_end]
+    beside_atan2 = [m for m in registered if m.group(1) == "atan2"]
+    at = (beside_atan2 or registered or [None])[-1]
+    at = at.end() if at is not None else None
+    if at is None:
+        at = metal.text.index("\n", last_define_end) + 1
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def _invocations(metal: MetalFile, op: str) -> set[str]:
+    return {m.group(1) for m in re.finditer(rf"^(\w+)\(\s*{re.escape(op)}\s*\)", metal.mask, re.M)}

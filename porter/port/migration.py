@@ -1,0 +1,291 @@
+"""Plan the move of an op from MPSGraph to a native Metal kernel: `migrate-from-mpsgraph`'s plan step.
+
+On top of new-op's `plan_port` (functor, registration, host stub, expectations) a migration
+1. finds the MPSGraph implementation in `mps/operations/*.mm` in any of its shapes
+   (porter.source.mpsgraph_scan), including the hidden `REGISTER_MPS_UNARY_STUB` behind a shared row;
+2. routes MPS through the CPU/CUDA structured kernel on every overload row (edits.native_yaml);
+3. deletes the implementation, the static helpers only it used, its now-unused
+   `<op>_native.h` include (edits.mpsgraph) and the op's MPSFallback.mm lines;
+4. takes the functor body from `--body`, the CPU lambda, or the MPSGraph selector (porter.port.selectors).
+
+A function that calls a deleted symbol directly would no longer compile: porter refuses and
+names it. Calls through the per-backend API (`at::mps::sign_outf`) keep compiling, because MPS
+still has a kernel for the op after the migration (the shared one): they are reported only.
+Nothing is written here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from porter.source import checkout as co
+from porter.source import native_yaml
+from porter.port import selectors
+from porter.port import validate
+from porter.port.body import translate
+from porter.source.c10_metal import available_functions
+from porter.apply.changes import ChangeSet
+from porter.source.cpp_scan import line_of
+from porter.port.edits import mpsgraph as graph_edit
+from porter.port.edits import native_yaml as yaml_edit
+from porter.source.dtypes import has_integer
+from porter.errors import PorterError
+from porter.source.metal_scan import MetalFile
+from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
+from porter.port.resolve import NATIVE, OpSpec, resolve
+from porter.port.plan import Plan, plan_port
+
+MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
+FROM_SELECTOR = "mpsgraph-selector"
+
+
+class Migration(Plan):
+    def __init__(self, spec: OpSpec, changes: ChangeSet):
+        super().__init__(spec, changes)
+        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
+
+
+def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
+                   validator=None, complex_body: str | None = None) -> Migration:
+    spec = _resolve(checkout, op)
+    op = spec.op
+    rows = [r for e in spec.entries for r in yaml_edit.mps_specific_rows(e)]
+    yaml_text = checkout.read(co.NATIVE_YAML)
+    names = {r.kernel for r in rows} | _leftover_names(spec, yaml_text)
+    stub_line = re.compile(rf"REGISTER_MPS_UNARY_STUB\(\s*{re.escape(op)}\s*,")
+    hosts = {}
+    for rel in checkout.glob(co.OPERATIONS, "*.mm"):
+        text = checkout.read(rel)
+        # A real checkout has ~100 host files: only those naming the op are scanned.
+        if any(n in text for n in names) or stub_line.search(text):
+            hosts[rel] = source_of(text)
+    found = {rel: host.named(names) + host.stubs_of(op) for rel, host in hosts.items()}
+    found = {rel: sorted(defs, key=lambda d: d.start) for rel, defs in found.items() if defs}
+    migration = Migration(spec, ChangeSet(checkout.root))
+    if not rows and not found and not any(e.mps_rows() for e in spec.entries):
+        raise PorterError(f"'{op}' has no MPS implementation to migrate", path=co.NATIVE_YAML,
+                          line=spec.entries[0].lineno, hint=f"use porter new-op {op}")
+    if not rows and not found and spec.state == NATIVE:
+        return migration        # nothing of MPSGraph left; new-op's checks are new-op's job
+    if not rows and not found:
+        # MPS already shares the CPU/CUDA kernel but no Metal kernel is registered: a port
+        # left half done (a killed migration never leaves this: it deletes the old impl last)
+        shared = next(r for e in spec.entries for r in e.mps_rows())
+        raise PorterError(f"'{op}' has no MPSGraph implementation to migrate: its MPS row already "
+                          f"runs {shared.kernel}, but no host file registers a Metal kernel for "
+                          f"{spec.stub.name}", path=co.NATIVE_YAML, line=shared.lineno,
+                          hint=f"porter new-op {op} adds the missing kernel")
+    metal = [(rel, d) for rel, defs in found.items() for d in defs if hosts[rel].is_metal(d)]
+    if metal and len(metal) == sum(len(d) for d in found.values()):
+        rel, d = metal[0]
+        migration.notes.append(f"{rel}:{d.line}: {d.name} already runs a Metal kernel "
+                               "(an MPS impl behind its own yaml row, anatomy §3.4): nothing to migrate")
+        return migration
+    defined = {d.name for defs in found.values() for d in defs}
+    for r in rows:
+        if r.kernel not in defined:
+            for rel, host in hosts.items():
+                at = host.uses(r.kernel)
+                if at:      # named there, but not in a shape porter can delimit: never guess
+                    raise PorterError(f"{r.kernel} appears here, but not as a definition porter can "
+                                      "delimit (TORCH_IMPL_FUNC, CREATE_MPS_*, Tensor& fn(...) {...}); "
+                                      "nothing was written", path=rel, line=line_of(host.text, at[0]),
+                                      hint="delete it by hand, then rerun to finish the port")
+            migration.notes.append(f"{co.NATIVE_YAML}:{r.lineno}: MPS row names {r.kernel}, which no "
+                                   f"{co.OPERATIONS}/*.mm defines; only the row changes")
+    _refuse_direct_callers(checkout, hosts, found, op)
+    cs = migration.changes
+    new_entries = _plan_yaml(spec, yaml_text, cs)
+    header_kernels = {r.kernel for e in spec.entries for r in e.dispatch}
+    for rel, defs in found.items():
+        text = hosts[rel].text
+        new, removed = graph_edit.delete_definitions(text, defs, op, header_kernels)
+        _check_balanced(rel, text, new)
+        cs.set(rel, text, new)
+        migration.removed += [{"path": rel, "line": r.line, "what": r.what, "name": r.name}
+                              for r in removed]
+        migration.notes += _unused_macros(rel, new, defs)
+    if found:       # on the edited texts, so that the lines cited are those the user will see
+        edited = {rel: source_of(cs.current(rel, checkout.read)) for rel in found}
+        migration.notes += _dispatcher_callers(checkout, {**hosts, **edited}, op)
+    if checkout.exists(MPS_FALLBACK):
+        text = checkout.read(MPS_FALLBACK)
+        new, removed = graph_edit.drop_fallbacks(text, op)
+        if removed:
+            cs.set(MPS_FALLBACK, text, new)
+            migration.removed += [{"path": MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
+                                  for r in removed]
+    port_spec = spec._replace(entries=new_entries,
+                              backend_entries=tuple(e for e in new_entries if e.dense_rows()))
+    chosen = None
+    if body is None:
+        body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
+    plan = plan_port(checkout, port_spec, body, changes=cs, validator=validator,
+                     complex_body=complex_body)
+    for rel in found:       # a re-run after a kill reads the functor body from the old impl
+        cs.apply_last(rel)
+    migration.functor = plan.functor
+    if chosen and plan.functor is not None:
+        migration.functor = plan.functor._replace(origin=FROM_SELECTOR, detail=chosen)
+    migration.notes += plan.notes
+    _validate_yaml(checkout, spec, cs, validator)
+    return migration
+
+
+def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
+    try:
+        return resolve(checkout, op)
+    except PorterError as err:
+        name = op.strip()
+        name = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
+        if not re.fullmatch(r"\w+", name or "-"):
+            raise
+        fam = native_yaml.entries_named(checkout.read(co.NATIVE_YAML), {name, name + "_"})
+        own = [r for e in fam for r in yaml_edit.mps_specific_rows(e)]
+        if not own:
+            raise
+        kernels = ", ".join(dict.fromkeys(r.kernel for r in own))
+        raise PorterError(f"cannot migrate '{name}' off MPSGraph ({kernels}): {err.message}",
+                          path=err.path, line=err.line,
+                          hint=err.hint or "port it by hand: a Metal kernel behind its own MPS row "
+                                           "(anatomy §3.4)") from None
+
+
+def _leftover_names(spec: OpSpec, yaml_text: str) -> set[str]:
+    """`<kernel>_mps` functions a half-done migration may have left behind: named by no row."""
+    names = {f"{r.kernel}_mps" for e in spec.entries for r in e.dense_rows()}
+    return {n for n in names if not re.search(rf":\s*{re.escape(n)}\s*$", yaml_text, re.M)}
+
+
+def _plan_yaml(spec: OpSpec, old: str, cs: ChangeSet) -> tuple:
+    try:
+        new = yaml_edit.share_mps(old, spec.entries)
+    except yaml_edit.NoSharedKernel as err:
+        own = ", ".join(r.kernel for r in yaml_edit.mps_specific_rows(err.entry))
+        raise PorterError(f"{err}: MPS keeps {own}", path=co.NATIVE_YAML, line=err.entry.lineno,
+                          hint="port it by hand: a Metal kernel behind its own MPS row (anatomy §3.4)") from None
+    cs.set(co.NATIVE_YAML, old, new)      # listed first, "identical" for a stub-only op
+    if new == old:
+        return spec.entries
+    return tuple(native_yaml.entries_named(new, {spec.op, spec.op + "_"}))
+
+
+def _validate_yaml(checkout, spec: OpSpec, cs: ChangeSet, validator) -> None:
+    """torchgen checks the rewritten entries; last, so that its warm-up overlaps planning."""
+    change = cs.changes.get(co.NATIVE_YAML)
+    if change is None or change.old == change.new:
+        return
+    changed = {e.full_name for e in spec.entries if yaml_edit.mps_specific_rows(e)}
+    tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
+    validate.yaml_entries(change.new, changed, tags, validator)
+
+
+def _deleted_symbols(d: Definition, op: str) -> list[str]:
+    if d.shape == STUB:
+        return [f"mps_{op}_kernel"]
+    return [d.name, f"structured_{d.name}"]
+
+
+def _mps_sources(checkout: co.Checkout, hosts: dict[str, HostSource]) -> dict[str, HostSource]:
+    """Every C++/ObjC source under native/mps (the host files already read are reused)."""
+    out = dict(hosts)
+    for pattern in ("**/*.mm", "**/*.h", "**/*.cpp"):
+        for rel in checkout.glob(co.MPS, pattern):
+            if rel not in out:
+                out[rel] = source_of(checkout.read(rel))
+    return out
+
+
+def _refuse_direct_callers(checkout, hosts, found: dict[str, list[Definition]], op: str) -> None:
+    sources = None
+    for rel, defs in found.items():
+        for d in defs:
+            for symbol in _deleted_symbols(d, op):
+                sources = sources or _mps_sources(checkout, hosts)
+                for src_rel, src in sources.items():
+                    if symbol not in src.text:
+                        continue
+                    deleted = [(x.start, x.end) for x in found.get(src_rel, [])]
+                    for pos in src.uses(symbol):
+                        if any(a <= pos < b for a, b in deleted):
+                            continue
+                        caller = src.enclosing(pos)
+                        who = caller.name if caller else "code at file scope"
+                        raise PorterError(
+                            f"cannot delete {d.name} ({rel}:{d.line}): {who} still uses "
+                            f"{symbol} directly", path=src_rel, line=line_of(src.text, pos),
+                            hint="port or rewrite the caller first; porter changed nothing")
+
+
+def _dispatcher_callers(checkout, hosts, op: str) -> list[str]:
+    """Calls of the op through `at::mps::` left after the deletion: they keep working."""
+    pattern = re.compile(rf"\bat::mps::{re.escape(op)}(?:_|_out|_outf)?\s*\(")
+    notes = []
+    for rel, src in _mps_sources(checkout, hosts).items():
+        if f"at::mps::{op}" not in src.text:
+            continue
+        for m in pattern.finditer(src.mask):
+            caller = src.enclosing(m.start())
+            who = caller.name if caller else "code at file scope"
+            call = m.group().rstrip("( ")
+            notes.append(f"{rel}:{line_of(src.text, m.start())}: {who} calls {call}, which keeps "
+                         "working and now runs the Metal kernel")
+    return notes
+
+
+def _check_balanced(rel: str, old: str, new: str) -> None:
+    """Whole definitions were cut: if braces or parentheses no longer balance, porter misread
+    the file, and writing it would break the build."""
+    def balance(text: str) -> tuple[int, int]:
+        mask = source_of(text).mask
+        return mask.count("{") - mask.count("}"), mask.count("(") - mask.count(")")
+
+    if balance(old) != (0, 0):
+        raise PorterError("braces or parentheses do not balance in this file, so porter cannot tell "
+                          "where its definitions end; nothing was written", path=rel,
+                          hint="fix the file first")
+    if balance(new) != (0, 0):
+        raise PorterError("deleting the MPSGraph implementation would unbalance braces; nothing was "
+                          "written", path=rel, hint="a porter bug: please report it with this file")
+
+
+def _unused_macros(rel: str, new: str, defs: list[Definition]) -> list[str]:
+    notes = []
+    source = source_of(new)
+    for macro in dict.fromkeys(d.macro for d in defs if d.macro):
+        uses = [p for p in source.uses(macro)
+                if not new[new.rfind("\n", 0, p) + 1:p].lstrip().startswith("#")]
+        if not uses:
+            at = re.search(rf"^#define\s+{re.escape(macro)}\b", new, re.M)
+            where = f"{rel}:{line_of(new, at.start())}" if at else rel
+            notes.append(f"{where}: macro {macro} has no use left; delete it if nothing will need it")
+    return notes
+
+
+def _cpu_lambda_translates(checkout, spec: OpSpec) -> bool:
+    """What functor.build decides first, without rendering a template."""
+    lam = spec.scalar_lambda
+    if lam is None or len(lam.params) != (1 if spec.kind == "unary" else 2):
+        return False
+    return translate(lam.body, lam.params, "float", lambda: available_functions(checkout)).statements is not None
+
+
+def _selector_body(checkout, spec: OpSpec, hosts, found, cs: ChangeSet,
+                   notes: list[str]) -> tuple[str | None, str | None]:
+    """(body, where it came from) from the MPSGraph selector, when the CPU lambda gives none."""
+    metal_text = cs.current(spec.metal_path, checkout.read) if checkout.exists(spec.metal_path) else ""
+    if spec.kernel in MetalFile(metal_text).functors:
+        return None, None
+    if _cpu_lambda_translates(checkout, spec):
+        return None, None
+    where: dict[str, str] = {}
+    for rel, defs in found.items():
+        for d in defs:
+            for s in hosts[rel].selectors(d):
+                where.setdefault(s, f"{rel}:{d.line}")
+    has_int = has_integer(spec.dtypes)
+    choice = selectors.body_for(list(where), spec.kind, has_int, spec.promotes_int_to_float)
+    if choice.expression is None:
+        notes.append(f"no functor body from MPSGraph either: {choice.reason}")
+        return None, None
+    return choice.expression, f"MPSGraph selector {choice.selector} ({where[choice.selector]})"

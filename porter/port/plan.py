@@ -1,0 +1,250 @@
+"""Plan the edits of a native Metal port of one op: the `new-op` pipeline's second step.
+
+`plan_port` reads the files it needs (each once), runs the pure edit functions, validates the
+planned texts and returns a ChangeSet plus what the user must know. It writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from porter.source import checkout as co
+from porter.port import validate
+from porter.source.c10_metal import available_functions
+from porter.apply.changes import ChangeSet
+from porter.port.edits import host as host_edit
+from porter.port.edits import metal as metal_edit
+from porter.port.edits import native_yaml as yaml_edit
+from porter.port.edits import opinfo as opinfo_edit
+from porter.port.edits import xfails as xfail_edit
+from porter.source import xfail_lists
+from porter.errors import PorterError
+from porter.source.dtypes import METAL
+from porter.port.functor import SKELETON, Functor, build
+from porter.source.host_scan import HostFile
+from porter.source.metal_scan import MetalFile
+from porter.source.opinfo_source import call_span
+from porter.port.resolve import UNARY, OpSpec
+from porter.port.torchgen_check import EntryValidator
+
+
+TEST_MPS = "test/test_mps.py"
+FLOATING_DEFAULT = frozenset({"float32", "float16", "bfloat16"})
+
+
+class Plan:
+    """A port's planned edits (`changes`), its functor and what the user must be told."""
+
+    def __init__(self, spec: OpSpec, changes: ChangeSet):
+        self.spec = spec
+        self.changes = changes
+        self.functor: Functor | None = None
+        self.notes: list[str] = []
+
+
+def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
+              changes: ChangeSet | None = None, validator: EntryValidator | None = None,
+              complex_body: str | None = None) -> Plan:
+    """Edits that make `spec` run a native Metal kernel; `changes` may hold earlier edits.
+
+    `body` and `complex_body` are the user's Metal expressions (`--body`, `--complex-body`);
+    `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s)."""
+    plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
+    cs = plan.changes
+
+    def read(path: str) -> str:
+        return cs.current(path, checkout.read)
+
+    def write(path: str, new: str) -> None:
+        cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
+
+    yaml_changed = _plan_yaml(spec, read, write)
+    _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
+    _plan_host(checkout, spec, read, write)
+    _plan_expectations(checkout, spec, read, write, plan)
+    if yaml_changed:
+        # Last, so that a warm validator has had the whole planning to import torchgen.
+        tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
+        validate.yaml_entries(read(co.NATIVE_YAML), {e.full_name for e in spec.backend_entries},
+                              tags, validator)
+    return plan
+
+
+def _plan_yaml(spec: OpSpec, read, write) -> bool:
+    old = read(co.NATIVE_YAML)
+    new = yaml_edit.add_mps(old, spec.backend_entries)
+    write(co.NATIVE_YAML, new)
+    return new != old
+
+
+def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: Plan) -> None:
+    if not checkout.exists(spec.metal_path):
+        raise PorterError(f"{spec.metal_path} is missing: porter adds {spec.kind} kernels there",
+                          hint="is this a PyTorch checkout with MPS kernels?")
+    text = read(spec.metal_path)
+    _check_unique_kernel_name(checkout, spec)
+    metal = MetalFile(text, spec.metal_path)
+    if spec.kernel not in metal.functors:
+        plan.functor = build(spec, body, lambda: available_functions(checkout), complex_body)
+        text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+        if plan.functor.origin == SKELETON:
+            plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
+                              f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
+                              f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
+            if complex_body is not None:
+                plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
+                                  "EXPR and --complex-body EXPR together")
+    else:
+        for option, value in (("--body", body), ("--complex-body", complex_body)):
+            if value is not None:
+                plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; "
+                                  f"{option} ignored")
+    with_complex = plan.functor is not None and plan.functor.complex
+    registered = {(r.in_type, r.out_type) for r in metal.registrations
+                  if r.kernel == spec.kernel}
+    if registered:
+        # Registrations written by hand (or by an earlier porter run) stand as they are, but a
+        # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
+        inputs = {t for t, _ in registered}
+        missing = sorted(d for d in spec.dtypes if d in METAL and METAL[d] not in inputs)
+        if missing:
+            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
+                              f"{', '.join(sorted(inputs))} only, but {spec.op}'s MPS test also sends "
+                              f"{', '.join(missing)}: make the functor take them and register them, "
+                              "or xfail those dtypes in common_mps.py")
+        write(spec.metal_path, text)
+        return
+    dtypes = spec.dtypes
+    if not dtypes:
+        dtypes = FLOATING_DEFAULT
+        plan.notes.append(f"no OpInfo names MPS dtypes for {spec.op}: registered "
+                          f"{', '.join(sorted(dtypes))} only")
+    try:
+        if spec.kind == UNARY:
+            kernels2, pairs = metal_edit.unary_registration_plan(
+                dtypes, spec.promotes_int_to_float, spec.returns_bool)
+            text = metal_edit.add_unary_registration(text, spec.kernel, kernels2, pairs)
+        else:
+            macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
+            text = metal_edit.add_binary_registration(text, spec.kernel, macros)
+        if with_complex:
+            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
+    except ValueError as err:
+        raise PorterError(str(err), path=spec.metal_path) from None
+    if "complex64" in spec.dtypes and not with_complex and complex_body is None:
+        if _tested_with_complex(checkout, spec):
+            plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
+                              f"complex64, which {spec.kernel}_functor has no overload for: rerun "
+                              "with --complex-body EXPR (or add the overload and its float2 "
+                              "registration by hand), or that test fails")
+        else:
+            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
+                              "overload (--complex-body EXPR adds one)")
+    write(spec.metal_path, text)
+
+
+def _tested_with_complex(checkout, spec: OpSpec) -> bool:
+    if not checkout.exists(co.COMMON_MPS):
+        return False
+    keys = set(spec.xfail_keys)
+    try:
+        found = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS, sets=True)
+    except PorterError:
+        return False        # a common_mps.py that does not parse is reported by the expectations step
+    return bool(keys & xfail_lists.complex_supported(found))
+
+
+def _check_unique_kernel_name(checkout, spec: OpSpec) -> None:
+    for rel in checkout.glob(co.KERNELS, "*.metal"):
+        if rel == spec.metal_path:
+            continue
+        text = checkout.read(rel)
+        if spec.kernel in text and any(r.kernel == spec.kernel for r in MetalFile(text).registrations):
+            raise PorterError(f"kernel name '{spec.kernel}' is already registered in {rel}; "
+                              "host names must be unique across .metal files", path=rel)
+
+
+def _plan_host(checkout, spec: OpSpec, read, write) -> None:
+    if spec.registered_in:
+        if spec.host_path in spec.registered_in:
+            write(spec.host_path, read(spec.host_path))
+        return
+    if not checkout.exists(spec.host_path):
+        raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
+    text = read(spec.host_path)
+    host = HostFile(text, spec.host_path)
+    iterator = spec.stub.iterator_type
+    if iterator is None or len(spec.stub.params) != 1:
+        raise PorterError(f"{spec.stub.name} takes ({', '.join(spec.stub.params)}): porter writes "
+                          "host stubs for kernels of one TensorIterator argument",
+                          path=spec.stub.header, line=spec.stub.line)
+    try:
+        if spec.kind == UNARY and host_edit.uses_ti_macro(host, spec.stub.name, spec.kernel,
+                                                          iterator, len(spec.stub.params)):
+            new = host_edit.add_ti_dispatch(text, spec.kernel)
+        else:
+            new = host_edit.add_kernel_function(text, stub=spec.stub.name,
+                                                function=f"{spec.kernel}_mps_kernel",
+                                                kernel=spec.kernel, iterator=iterator, kind=spec.kind)
+    except ValueError as err:
+        raise PorterError(str(err), path=spec.host_path,
+                          hint="is the file complete? porter adds the host stub before it") from None
+    write(spec.host_path, new)
+    hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+    validate.stub_registered_once(hosts, spec.stub.name)
+    validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
+
+
+def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
+        old = read(co.COMMON_MPS)
+        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys)
+        if new != old:
+            validate.python_file(new, co.COMMON_MPS)
+            write(co.COMMON_MPS, new)
+        for e in others:
+            dtypes = "all dtypes" if e.dtypes is None else ", ".join(e.dtypes)
+            plan.notes.append(f"{co.COMMON_MPS}:{e.line}: {e.dict_name}['{e.key}'] ({dtypes}) left "
+                              f"in place; run `porter test {spec.op} --prune-xfails` to prune what passes")
+    _note_fallback_example(checkout, spec, plan)
+    by_file: dict[str, list] = {}
+    for source in (*spec.opinfos, *spec.refs):
+        by_file.setdefault(source.path, []).append(source)
+    for path, sources in by_file.items():
+        old = read(path)
+        new, kept = opinfo_edit.remove_expected_failures(old, sources)
+        for deco in kept:
+            plan.notes.append(f"{path}:{deco.line}: MPS decorator left in place: "
+                              f"{' '.join(deco.text.split())[:100]}")
+        if new != old:
+            _validate_calls(new, sources, path)
+            write(path, new)
+
+
+def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
+    """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it."""
+    if not checkout.exists(TEST_MPS):
+        return
+    text = checkout.read(TEST_MPS)
+    at = text.find("def _get_not_implemented_op")
+    if at < 0:
+        return
+    body_end = text.find("\n    def ", at + 1)
+    body = text[at:body_end if body_end > 0 else len(text)]
+    if re.search(rf"\btorch\.{re.escape(spec.op)}\b|aten::{re.escape(spec.op)}\b", body):
+        line = text.count("\n", 0, at) + 1
+        plan.notes.append(f"{TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
+                          "not-implemented example; change it to an op that still lacks MPS")
+
+
+def _validate_calls(new: str, sources, path: str) -> None:
+    """Each edited OpInfo call still parses; cuts happen inside calls, so starts shift by the
+    text removed from the calls before them."""
+    removed = 0
+    for source in sorted(sources, key=lambda s: s.start):
+        start = source.start - removed
+        end = call_span(new, start)
+        if end < 0:
+            raise PorterError("edit would break the OpInfo call", path=path, line=source.line)
+        validate.python_slice(new, start, end, path)
+        removed += (source.end - source.start) - (end - start)

@@ -1,0 +1,240 @@
+"""Resolve an op name against a checkout into one frozen `OpSpec`: every fact, read once.
+
+Principles (after torchgen's model.py):
+- Resolution is read-only and happens once, up front; edit planners only consume an OpSpec.
+- Every fact that an error may cite carries its location (path and line).
+- Unknown or unsupported ops fail here, with a one-line reason and a suggestion.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from porter.source import checkout as co
+from porter.source import native_yaml
+from porter.source.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
+from porter.source.dtypes import MPS_DTYPES
+from porter.errors import NotAnOp, PorterError
+from porter.source.host_scan import HostFile
+from porter.source.opinfo_source import OpInfoSource, for_op
+from porter.source.stubs import Stub, parse_header
+
+UNARY, BINARY = "unary", "binary"
+UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
+PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
+
+
+class MpsGraphImpl(NamedTuple):
+    """Where an op still runs through MPSGraph."""
+
+    shape: str            # "row" (MPS: x_mps in the yaml) or "stub" (REGISTER_MPS_UNARY_STUB)
+    functions: tuple[str, ...]
+    path: str
+    line: int
+
+
+class OpSpec(NamedTuple):
+    op: str
+    kind: str                               # unary | binary
+    state: str                              # unported | mpsgraph | native
+    entries: tuple[native_yaml.Entry, ...]  # the op's family in native_functions.yaml
+    backend_entries: tuple[native_yaml.Entry, ...]   # those with CPU/CUDA rows
+    cpu_kernel: str                         # shared structured kernel, e.g. heaviside_out
+    stub: Stub
+    kernel: str                             # Metal kernel (host_name prefix)
+    metal_path: str
+    host_path: str
+    opinfos: tuple[OpInfoSource, ...]
+    refs: tuple[OpInfoSource, ...]
+    dtypes: frozenset[str]                  # torch dtype names to register on MPS
+    promotes_int_to_float: bool
+    returns_bool: bool
+    scalar_lambda: ScalarLambda | None
+    registered_in: tuple[str, ...] = ()     # host files that already register the stub
+    mpsgraph: tuple[MpsGraphImpl, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def xfail_keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.xfail_key for o in self.opinfos))
+
+
+def resolve(checkout: co.Checkout, op: str) -> OpSpec:
+    op = op.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
+        raise NotAnOp(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
+    op = op.replace(".", "_", 1) if op.startswith(("special.", "linalg.", "fft.")) else op
+    if "." in op:       # an overload: porter edits every overload of the op at once
+        base = op.split(".", 1)[0]
+        raise NotAnOp(f"'{op}' names one overload of '{base}': porter ports all overloads "
+                      "of an op together", hint=f"pass the op name, '{base}'")
+    yaml_text = checkout.read(co.NATIVE_YAML)
+    fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
+    if not fam:
+        names = sorted(native_yaml.op_names(native_yaml.scan(yaml_text)))
+        import difflib      # only on this error path: it costs ~10 ms to import
+
+        close = difflib.get_close_matches(op, names, n=3, cutoff=0.75)
+        hint = f"did you mean {', '.join(close)}?" if close else "check the spelling"
+        raise NotAnOp(f"unknown operator '{op}': no '- func: {op}' entry",
+                      path=co.NATIVE_YAML, hint=hint)
+    backend = [e for e in fam if e.dense_rows()]
+    out_entry = next((e for e in backend if e.is_out), None)
+    hosts = _host_files(checkout)
+    if out_entry is None or not _is_elementwise(out_entry):
+        raise _not_portable(op, fam, out_entry, hosts)
+    kind = _kind(out_entry)
+    cpu_kernel = _shared_kernel(out_entry)
+    stub = _find_stub(checkout, op, cpu_kernel, out_entry)
+    stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
+    registered = tuple(sorted(path for path, host in stub_hosts.items()
+                              if any(r.stub == stub.name for r in host.dispatch_registrations)))
+    graph = _mpsgraph_impls(fam, hosts, op)
+    state = _state(fam, registered, graph)
+    opinfos, refs = for_op(checkout, op)
+    lam = scalar_lambda(checkout, stub.name)
+    promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
+                or meta_promotes_to_float(checkout, op))
+    dtypes = mps_dtypes(opinfos)
+    returns_bool = bool(lam and lam.return_type == "bool")
+    kernel = _existing_kernel(stub_hosts, stub.name) or op
+    pair = PAIRS[kind]
+    return OpSpec(
+        op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
+        cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
+        metal_path=f"{co.KERNELS}/{pair}.metal", host_path=f"{co.OPERATIONS}/{pair}.mm",
+        opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
+        promotes_int_to_float=promotes and not returns_bool, returns_bool=returns_bool,
+        scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
+
+
+def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
+    where = out_entry or fam[0]
+    graph = _mpsgraph_impls(fam, hosts, op)
+    if graph:
+        return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
+                           "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
+                           path=graph[0].path, line=graph[0].line,
+                           hint="its Metal kernel must be written by hand (pattern B)")
+    pointwise = any("pointwise" in e.fields.get("tags", "") for e in fam)
+    if pointwise and not any(e.dense_rows() for e in fam):
+        return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
+                           "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
+                           hint="port those ops instead")
+    return PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
+                       "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
+                       path=co.NATIVE_YAML, line=where.lineno, hint="write this op's MPS kernel by hand")
+
+
+def _is_elementwise(entry: native_yaml.Entry) -> bool:
+    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
+            or "TensorIterator" in "".join(entry.lines[:6]))
+
+
+def _kind(entry: native_yaml.Entry) -> str:
+    args = native_yaml.arguments(entry.schema)
+    if args.others or len(args.tensors) not in (1, 2):
+        raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
+                          "ports unary and binary tensor ops with no other arguments",
+                          path=co.NATIVE_YAML, line=entry.lineno)
+    if len(args.outputs) != 1:
+        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
+        raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
+                          "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
+    return UNARY if len(args.tensors) == 1 else BINARY
+
+
+def _shared_kernel(entry: native_yaml.Entry) -> str:
+    kernels = {d.kernel for d in entry.dense_rows()}
+    if len(kernels) != 1:
+        raise PorterError(f"'{entry.full_name}' has different CPU and CUDA kernels ({', '.join(sorted(kernels))}): "
+                          "no shared structured kernel for MPS to join",
+                          path=co.NATIVE_YAML, line=entry.lineno)
+    return kernels.pop()
+
+
+def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
+    """The stub the shared kernel calls: from its TORCH_IMPL_FUNC, else `<op>_stub`."""
+    names = []
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        if cpu_kernel not in text:
+            continue
+        stubs = impl_stubs(text).get(cpu_kernel)
+        if stubs is not None:
+            names += stubs
+            break
+    names.append(f"{op}_stub")
+    for name in dict.fromkeys(names):
+        for rel in _likely_first(checkout.glob(co.NATIVE, "*.h")):
+            text = checkout.read(rel)
+            if name in text:
+                stub = parse_header(text, rel).get(name)
+                if stub:
+                    return stub
+    raise PorterError(f"'{op}': no DispatchStub declared for its kernel {cpu_kernel} "
+                      f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
+                      path=co.NATIVE_YAML, line=entry.lineno,
+                      hint="ops without a stub need a hand-written MPS impl (pattern B)")
+
+
+# Where elementwise stubs and their structured kernels live (anatomy §6): looked at first, so
+# that most ops never read the other ~100 headers and ~150 sources of aten/src/ATen/native.
+LIKELY_STEMS = ("UnaryOps", "BinaryOps", "PointwiseOps", "Pow", "Lerp", "TensorCompare",
+                "Activation", "ReduceOps", "Fill")
+
+
+def _likely_first(paths: list[str]) -> list[str]:
+    def rank(path: str) -> int:
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return LIKELY_STEMS.index(stem) if stem in LIKELY_STEMS else len(LIKELY_STEMS)
+    return sorted(paths, key=rank)
+
+
+def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
+    return {rel: HostFile(checkout.read(rel), rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+
+
+def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
+    found = []
+    for e in fam:
+        for row in e.mps_rows():
+            if row.kernel.endswith("_mps"):
+                found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
+    for rel, host in _naming(hosts, op).items():
+        if op in host.mpsgraph_stubs:
+            selector, line = host.mpsgraph_stubs[op]
+            found.append(MpsGraphImpl("stub", (selector,), rel, line))
+    return tuple(found)
+
+
+def _state(fam, registered, graph) -> str:
+    if graph:
+        return MPSGRAPH
+    has_mps = any(e.mps_rows() for e in fam)
+    return NATIVE if has_mps and registered else UNPORTED
+
+
+def mps_dtypes(opinfos) -> frozenset[str]:
+    """The MPS dtypes an op's OpInfos test: `dtypesIfMPS`, else `dtypes` (never double)."""
+    dtypes: set[str] = set()
+    for o in opinfos:
+        found = o.dtypes("dtypesIfMPS") or o.dtypes("dtypes")
+        if found:
+            dtypes |= found
+    return frozenset(d for d in dtypes if d in MPS_DTYPES)
+
+
+def _naming(hosts: dict[str, HostFile], word: str) -> dict[str, HostFile]:
+    """The host files whose text holds `word`: a checkout has ~100, and scanning one costs a
+    code mask, so the others are never scanned."""
+    return {rel: host for rel, host in hosts.items() if word in host.text}
+
+
+def _existing_kernel(hosts: dict[str, HostFile], stub: str) -> str | None:
+    for host in hosts.values():
+        kernels = host.kernels_of_stub(stub)
+        if kernels:
+            return kernels[0]
+    return None

@@ -1,0 +1,104 @@
+"""The CPU kernel of a DispatchStub and the scalar lambda it runs, read from `native/cpu/*.cpp`."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from porter.source import checkout as co
+from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
+
+LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
+# Structured kernels and the stubs they call, in native/*.cpp (anatomy §6).
+IMPL_MACRO_RE = re.compile(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+IMPL_BODY_RE = re.compile(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", re.S)
+STUB_CALL_RE = re.compile(r"\b(\w+_stub)\s*\(\s*device_type\(\)")
+# Meta functions that build a float op: integer inputs give float outputs.
+FLOAT_META_RE = re.compile(r"CREATE_UNARY_FLOAT_META_FUNC\(\s*(\w+)\s*\)|"
+                           r"TORCH_META_FUNC\((\w+)\)[^{]*\{[^}]*build_borrowing_(?:unary|binary)_float_op")
+
+
+def impl_stubs(text: str) -> dict[str, list[str]]:
+    """Structured kernel (`heaviside_out`) -> the stubs its TORCH_IMPL_FUNC calls, in a .cpp."""
+    found: dict[str, list[str]] = {}
+    for m in IMPL_MACRO_RE.finditer(text):
+        found.setdefault(m.group(1), []).append(m.group(2))
+    for m in IMPL_BODY_RE.finditer(text):
+        found.setdefault(m.group(1), []).extend(STUB_CALL_RE.findall(m.group(2)))
+    return found
+
+
+def float_meta_ops(text: str) -> set[str]:
+    """Ops of a .cpp whose meta function builds a float op."""
+    return {a or b for a, b in FLOAT_META_RE.findall(text)}
+
+
+class ScalarLambda(NamedTuple):
+    params: tuple[str, ...]      # parameter names, e.g. ("a", "b")
+    param_types: tuple[str, ...]
+    return_type: str | None      # "scalar_t", "bool" or None when not written
+    body: str                    # the statements between the braces
+    path: str
+    line: int
+
+    @property
+    def expression(self) -> str | None:
+        """The returned expression when the body is a single `return EXPR;`."""
+        m = re.fullmatch(r"\s*return\s+(.*?);\s*", self.body, re.S)
+        return " ".join(m.group(1).split()) if m else None
+
+
+def find_kernel_function(checkout: co.Checkout, stub: str) -> tuple[str, str, int] | None:
+    """(path, function name, line) of the CPU kernel registered for `stub`."""
+    pattern = re.compile(rf"REGISTER_DISPATCH\(\s*{re.escape(stub)}\s*,\s*&?\s*([\w:]+)\s*\)")
+    for rel in checkout.glob(co.CPU_KERNELS, "*.cpp"):
+        text = checkout.read(rel)
+        if stub not in text:
+            continue
+        m = pattern.search(text)
+        if m:
+            return rel, m.group(1).split("::")[-1], line_of(text, m.start())
+    return None
+
+
+def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
+    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one."""
+    found = find_kernel_function(checkout, stub)
+    if not found:
+        return None
+    rel, fn, _ = found
+    text = checkout.read(rel)
+    mask = code_mask(text)
+    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\([^)]*\)\s*\{{", mask, re.M)
+    if not m:
+        return None
+    body_end = matching_close(mask, m.end() - 1)
+    candidates = []
+    for call in LAMBDA_CALL_RE.finditer(mask, m.end(), body_end):
+        lam = _lambda_after(text, mask, call.end(), rel)
+        if lam:
+            candidates.append(lam)
+    generic = [c for c in candidates if any("scalar_t" in t for t in c.param_types)]
+    return (generic or candidates or [None])[0]
+
+
+def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | None:
+    m = re.compile(r"\[[^\]]*\]\s*\(([^)]*)\)\s*(?:->\s*([\w:]+)\s*)?\{").search(mask, start)
+    if not m:
+        return None
+    close = matching_close(mask, m.end() - 1)
+    params, types = [], []
+    for p in split_top_level(m.group(1)):
+        words = p.replace("const", "").split()
+        if len(words) < 2:
+            return None
+        types.append(" ".join(words[:-1]))
+        params.append(words[-1])
+    return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
+                        rel, line_of(text, m.start()))
+
+
+def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:
+    """Whether the op's meta function builds a float op (integer inputs give float outputs)."""
+    return any(op in text and op in float_meta_ops(text)
+               for text in map(checkout.read, checkout.glob(co.NATIVE, "*.cpp")))

@@ -1,0 +1,85 @@
+"""DispatchStubs declared in `aten/src/ATen/native/*.h` and the function-pointer types they take."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from porter.source import checkout as co
+from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
+
+USING_RE = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
+DECLARE_RE = re.compile(r"\bDECLARE_DISPATCH\s*\(")
+
+
+class Stub(NamedTuple):
+    name: str          # "heaviside_stub"
+    fn_type: str       # "structured_binary_fn" or a spelled-out pointer type
+    signature: str     # "void(*)(TensorIteratorBase&)" after resolving `using`
+    header: str        # path relative to the checkout
+    line: int
+
+    @property
+    def params(self) -> list[str]:
+        """Parameter types of the kernel function, e.g. ["TensorIteratorBase&"]."""
+        m = re.search(r"\(\s*\*\s*\)\s*\((.*)\)\s*$", self.signature, re.S)
+        if not m or not m.group(1).strip():
+            return []
+        return [" ".join(p.split()) for p in split_top_level(m.group(1))]
+
+    @property
+    def iterator_type(self) -> str | None:
+        """`TensorIteratorBase` or `TensorIterator` when the first parameter is one."""
+        params = self.params
+        if params and re.match(r"(const\s+)?TensorIterator(Base)?\s*&", params[0]):
+            return params[0].replace("const", "").replace("&", "").strip()
+        return None
+
+
+# Upstream writes each declaration on one line: such headers are read without masking the file.
+DECLARE_LINE_RE = re.compile(r"^[ \t]*DECLARE_DISPATCH\((.*),\s*(\w+)\s*\)\s*;?[ \t]*(?://[^\n]*)?$", re.M)
+
+
+def parse_header(text: str, rel: str) -> dict[str, Stub]:
+    lines = DECLARE_LINE_RE.findall(text)
+    if text.count("DECLARE_DISPATCH(") == len(lines) + text.count("define DECLARE_DISPATCH"):
+        return _parse_one_line_declarations(text, rel)
+    return _parse_masked(text, rel)
+
+
+def _parse_one_line_declarations(text: str, rel: str) -> dict[str, Stub]:
+    usings = {m.group(1): " ".join(code_mask(m.group(2)).split()) for m in USING_RE.finditer(text)}
+    out = {}
+    for m in DECLARE_LINE_RE.finditer(text):
+        fn_type, name = " ".join(m.group(1).split()), m.group(2)
+        out[name] = Stub(name, fn_type, usings.get(fn_type, fn_type), rel, line_of(text, m.start()))
+    return out
+
+
+def _parse_masked(text: str, rel: str) -> dict[str, Stub]:
+    mask = code_mask(text)
+    usings = {m.group(1): " ".join(m.group(2).split()) for m in USING_RE.finditer(mask)}
+    stubs = {}
+    for m in DECLARE_RE.finditer(mask):
+        open_at = m.end() - 1
+        close = matching_close(mask, open_at)
+        line_start = mask.rfind("\n", 0, m.start()) + 1
+        if close < 0 or mask[line_start:m.start()].lstrip().startswith("#define"):
+            continue
+        args = split_top_level(mask[open_at + 1:close])
+        if len(args) != 2 or not args[1].isidentifier():
+            continue
+        fn_type, name = " ".join(args[0].split()), args[1]
+        stubs[name] = Stub(name, fn_type, usings.get(fn_type, fn_type), rel, line_of(text, m.start()))
+    return stubs
+
+
+def declared_stubs(checkout: co.Checkout) -> dict[str, Stub]:
+    """Every stub declared in the checkout's `aten/src/ATen/native/*.h` (not subfolders)."""
+    stubs: dict[str, Stub] = {}
+    for rel in checkout.glob(co.NATIVE, "*.h"):
+        text = checkout.read(rel)
+        if "DECLARE_DISPATCH" in text:
+            for name, stub in parse_header(text, rel).items():
+                stubs.setdefault(name, stub)
+    return stubs

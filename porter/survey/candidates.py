@@ -1,0 +1,213 @@
+"""What is left to port in a checkout: elementwise ops still on MPSGraph, and those with no MPS.
+
+One pass over each source, never a full `resolve` per op (that reads the OpInfo database for
+every op, ~0.1 s each): `native_functions.yaml` is scanned once (porter.source.native_yaml), the host
+files once (porter.source.mpsgraph_scan), the DispatchStub headers and the CPU sources once each.
+Whether porter can port an op without `--body` is the same decision the commands make
+(the CPU lambda translates, else one MPSGraph selector maps); integer dtypes are assumed,
+since reading each op's OpInfo dtypes is what makes `resolve` slow.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from porter.source import checkout as co
+from porter.source import native_yaml
+from porter.port import selectors
+from porter.port.body import translate
+from porter.source.c10_metal import available_functions
+from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda
+from porter.port.edits.native_yaml import mps_specific_rows
+from porter.source.mpsgraph_scan import STUB, HostSource
+from porter.source.stubs import Stub, declared_stubs
+
+MPSGRAPH, NO_MPS = "mpsgraph", "no-mps"
+UNARY, BINARY, ALPHA, SCALAR, OTHER = "unary", "binary", "alpha", "scalar", "other"
+PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
+SCALAR_TYPES = {"Scalar", "float", "int", "bool", "SymInt"}
+MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    op: str
+    state: str                 # mpsgraph | no-mps
+    shape: str                 # impl | macro | function | stub | row (yaml only) | "" (no-mps)
+    kind: str                  # unary | binary | alpha (add's `Scalar alpha`) | scalar (other scalar arguments)
+    line: int                  # the .out entry in native_functions.yaml
+    automatic: bool            # porter can port it without --body
+    how: str                   # "CPU lambda", "selector acosh", or why not
+    files: tuple[str, ...] = field(default=())
+    command: str = ""
+
+
+@dataclass
+class Inventory:
+    candidates: list[Candidate]
+    others: int                # ops with an MPS-specific row that are not elementwise of those kinds
+
+
+def find(checkout: co.Checkout) -> Inventory:
+    text = checkout.read(co.NATIVE_YAML)
+    families: dict[str, list[native_yaml.Entry]] = {}
+    for e in native_yaml.scan(text):
+        families.setdefault(_root(e.name), []).append(e)
+    hosts = {rel: HostSource(checkout.read(rel), rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+    defined: dict[str, tuple[str, HostSource, object]] = {}
+    for rel, host in hosts.items():
+        for d in host.definitions:
+            key = f"stub:{d.name}" if d.shape == STUB else d.name
+            defined.setdefault(key, (rel, host, d))
+    facts = _Facts(checkout)
+    found, others = [], 0
+    for op, entries in families.items():
+        out = next((e for e in entries if e.is_out and e.dense_rows()), None)
+        if out is None:
+            continue
+        own = [r for e in entries for r in mps_specific_rows(e)]
+        stub_line = defined.get(f"stub:{op}")
+        elementwise = _elementwise(out)
+        kind = _kind(out.schema) if elementwise else OTHER
+        if own or stub_line:
+            defs = [defined[r.kernel] for r in own if r.kernel in defined]
+            defs += [stub_line] if stub_line else []
+            if defs and all(host.is_metal(d) for _, host, d in defs):
+                continue            # a Metal impl behind its own row (pattern B): native
+            if kind == OTHER:
+                others += 1
+                continue
+            shape = defs[0][2].shape if defs else "row"
+            files = [co.NATIVE_YAML] if own else []
+            files += list(dict.fromkeys(rel for rel, _, _ in defs))
+            candidate = _candidate(op, MPSGRAPH, shape, kind, out, entries, defs, files, facts)
+        elif not any(e.mps_rows() for e in entries) and kind != OTHER:
+            candidate = _candidate(op, NO_MPS, "", kind, out, entries, [], [co.NATIVE_YAML], facts)
+        else:
+            continue
+        found.append(candidate)
+    found.sort(key=lambda c: (c.state != MPSGRAPH, not c.automatic, c.op))
+    return Inventory(found, others)
+
+
+def _root(name: str) -> str:
+    return name[:-1] if name.endswith("_") and not name.startswith("_") else name
+
+
+def _elementwise(entry: native_yaml.Entry) -> bool:
+    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
+            or "pointwise" in entry.fields.get("tags", ""))
+
+
+def _kind(schema: str) -> str:
+    args = native_yaml.arguments(schema)
+    scalars = [a for a in args.others if native_yaml.argument_type(a).rstrip("?") in SCALAR_TYPES]
+    if len(args.outputs) != 1 or len(scalars) != len(args.others):
+        return OTHER
+    if scalars:
+        if len(args.tensors) not in (1, 2):
+            return OTHER
+        return ALPHA if [native_yaml.argument_name(a) for a in scalars] == ["alpha"] else SCALAR
+    return {1: UNARY, 2: BINARY}.get(len(args.tensors), OTHER)
+
+
+class _Facts:
+    """Per-checkout lookups built once: stubs, CPU impl -> stub, float meta functions, xfails."""
+
+    def __init__(self, checkout: co.Checkout):
+        self.checkout = checkout
+        self.stubs = declared_stubs(checkout)
+        self.impl_stubs: dict[str, list[str]] = {}
+        self.float_meta: set[str] = set()
+        for rel in checkout.glob(co.NATIVE, "*.cpp"):
+            source = checkout.read(rel)
+            for kernel, stubs in impl_stubs(source).items():
+                self.impl_stubs.setdefault(kernel, []).extend(stubs)
+            self.float_meta |= float_meta_ops(source)
+        self.unimplemented: set[str] = set()
+        self.complex_tested: set[str] = set()       # SUPPORTED_COMPLEX_OPS: MPS tests complex64
+        if checkout.exists(co.COMMON_MPS):
+            from porter.source import xfail_lists
+
+            try:
+                entries = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS, sets=True)
+            except Exception:       # a broken common_mps.py is `porter check`'s finding, not ours
+                entries = []
+            self.unimplemented = {e.key for e in entries if e.dict_name in xfail_lists.UNIMPLEMENTED}
+            self.complex_tested = xfail_lists.complex_supported(entries)
+        self.fallback = checkout.read(MPS_FALLBACK) if checkout.exists(MPS_FALLBACK) else ""
+        self._c10 = None
+
+    def c10(self):
+        if self._c10 is None:
+            self._c10 = available_functions(self.checkout)
+        return self._c10
+
+    def integer_facts(self, op: str) -> tuple[bool, bool]:
+        """(tests integer dtypes on MPS, integers compute in float) as `porter.port.resolve.resolve` sees them."""
+        from porter.source.dtypes import has_integer
+        from porter.source.opinfo_source import for_op
+        from porter.port.resolve import mps_dtypes
+
+        opinfos, _ = for_op(self.checkout, op)
+        has_int = has_integer(mps_dtypes(opinfos))
+        promotes = op in self.float_meta or any(o.flag("promotes_int_to_float") for o in opinfos)
+        return has_int, promotes
+
+    def stub_of(self, op: str, kernel: str) -> Stub | None:
+        for name in (*self.impl_stubs.get(kernel, []), f"{op}_stub"):
+            if name in self.stubs:
+                return self.stubs[name]
+        return None
+
+
+def _candidate(op, state, shape, kind, out, entries, defs, files, facts: _Facts) -> Candidate:
+    automatic, how = _automatic(op, kind, out, defs, facts)
+    if kind in PAIRS:
+        files += [f"{co.KERNELS}/{PAIRS[kind]}.metal", f"{co.OPERATIONS}/{PAIRS[kind]}.mm"]
+    keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
+    if state == NO_MPS and keys & facts.unimplemented:
+        files.append(co.COMMON_MPS)
+    if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
+        files.append(MPS_FALLBACK)
+    if kind in PAIRS and keys & facts.complex_tested:
+        how += "; its complex64 test needs --complex-body EXPR"
+    command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
+    return Candidate(op, state, shape, kind, out.lineno, automatic, how,
+                     tuple(dict.fromkeys(files)), command)
+
+
+def _automatic(op: str, kind: str, out, defs, facts: _Facts) -> tuple[bool, str]:
+    if kind not in PAIRS:
+        return False, "takes scalar arguments: porter ports unary and binary ops"
+    kernels = {r.kernel for r in out.dense_rows()}
+    keys = {k for r in out.dense_rows() for k in r.keys}
+    if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
+        return False, "CPU and CUDA share no kernel for MPS to join"
+    stub = facts.stub_of(op, next(iter(kernels)))
+    if stub is None:
+        return False, "no DispatchStub behind its CPU kernel"
+    if stub.iterator_type is None or len(stub.params) != 1:
+        return False, f"{stub.name} takes ({', '.join(stub.params)})"
+    lam = scalar_lambda(facts.checkout, stub.name)
+    why_not = "no CPU lambda found"
+    if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
+        translation = translate(lam.body, lam.params, "float", facts.c10)
+        if translation.statements is not None:
+            return True, "CPU lambda"
+        why_not = f"CPU lambda: {translation.reason}"
+    used: list[str] = []
+    for _, host, d in defs:
+        used += [s for s in host.selectors(d) if s not in used]
+    choice = selectors.body_for(used, kind, False, False)
+    if choice.expression and not selectors.body_for(used, kind, True, False).expression:
+        # A float-only selector: it fits only if the op has no integer dtypes or computes
+        # them in float; those facts come from the OpInfo, read for this op alone.
+        has_int, promotes = facts.integer_facts(op)
+        choice = selectors.body_for(used, kind, has_int, promotes)
+    if choice.expression:
+        return True, f"selector {choice.selector}"
+    if not defs:
+        return False, why_not
+    return False, choice.reason

@@ -1,0 +1,212 @@
+"""Everything porter knows about one op's MPS state, gathered read-only for `porter status`.
+
+Works for any op of native_functions.yaml: the facts of an elementwise op come from
+`ops.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
+the reason porter cannot port them becomes the "next" line.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass, field
+
+from porter.source import checkout as co
+from porter.source import native_yaml
+from porter.checks.tree import Tree
+from porter.source.dtypes import MPS_DTYPES
+from porter.port.edits.opinfo import mps_decorators
+from porter.errors import NotAnOp, PorterError
+from porter.source.mpsgraph_scan import HostSource
+from porter.source.opinfo_source import for_op
+
+UNPORTED, MPSGRAPH, NATIVE, BROKEN, COMPOSITE, FALLBACK = (
+    "unported", "mpsgraph", "native", "inconsistent", "composite", "cpu-fallback")
+
+
+@dataclass
+class Status:
+    op: str
+    state: str = UNPORTED
+    detail: str = ""
+    kind: str | None = None
+    yaml: list[dict] = field(default_factory=list)
+    stub: dict | None = None
+    mpsgraph: list[dict] = field(default_factory=list)
+    functor: dict | None = None
+    registrations: list[dict] = field(default_factory=list)      # Metal kernel registrations
+    host: list[dict] = field(default_factory=list)               # REGISTER_DISPATCH lines
+    opinfos: list[dict] = field(default_factory=list)
+    expectations: list[dict] = field(default_factory=list)
+    decorators: list[dict] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    next: str = ""
+    why: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def gather(tree: Tree, op: str) -> Status:
+    from porter.port.resolve import resolve
+
+    checkout = tree.checkout
+    name = op.strip()
+    spec, refusal = None, None
+    try:
+        spec = resolve(checkout, name)
+        name = spec.op
+    except NotAnOp:
+        raise
+    except PorterError as err:         # an op porter cannot port: its status says why
+        refusal = err
+        name = name.replace(".", "_") if name.startswith(("special.", "linalg.", "fft.")) else name
+    st = Status(op=name, kind=spec.kind if spec else None)
+    family = tree.families.get(name, [])
+    st.yaml = [_yaml_row(e) for e in family]
+    _mpsgraph(tree, st, family)
+    _kernel(tree, st, spec)
+    _tests(tree, st, spec)
+    _state(tree, st, spec, family)
+    from porter import checks
+    selected = {cid for cid in checks.CHECKS if cid != "PORTER040"}
+    report = checks.run(checkout, selected, tree)
+    kernels = {spec.kernel} if spec else set()
+    st.findings = [f.human() for f in report.findings if f.op == name or (f.op and f.op in kernels)]
+    _next(st, spec, refusal)
+    return st
+
+
+def _yaml_row(entry: native_yaml.Entry) -> dict:
+    rows = [{"line": d.lineno, "keys": list(d.keys), "kernel": d.kernel} for d in entry.dispatch]
+    return {"name": entry.full_name, "line": entry.lineno, "dispatch": rows,
+            "structured_delegate": entry.structured_delegate}
+
+
+def _mpsgraph(tree: Tree, st: Status, family) -> None:
+    wanted = {d.kernel for e in family for d in e.mps_rows() if d.kernel.endswith("_mps")}
+    for rel in sorted(tree.hosts):
+        source = HostSource(tree.hosts[rel].text, rel)
+        for d in source.named(wanted) + source.stubs_of(st.op):
+            shape = {"impl": "TORCH_IMPL_FUNC body", "macro": f"one-line {d.macro}",
+                     "function": "non-structured function",
+                     "stub": "hidden REGISTER_MPS_UNARY_STUB on the shared stub"}[d.shape]
+            metal = d.shape != "stub" and source.is_metal(d)
+            st.mpsgraph.append({"function": d.name, "shape": shape, "path": rel, "line": d.line,
+                                "selectors": source.selectors(d), "metal": metal})
+
+
+def _kernel(tree: Tree, st: Status, spec) -> None:
+    if spec is None:
+        return
+    st.stub = {"name": spec.stub.name, "type": spec.stub.fn_type, "path": spec.stub.header,
+               "line": spec.stub.line}
+    for rel, metal in tree.metals.items():
+        if spec.kernel in metal.functors:
+            st.functor = {"name": f"{spec.kernel}_functor", "path": rel, "line": metal.functors[spec.kernel]}
+        for reg in metal.kernels().get(spec.kernel, []):
+            st.registrations.append({"path": rel, "line": reg.line, "in": reg.in_type,
+                                     "out": reg.out_type, "macro": reg.macro})
+    for stub, rel, line, function, _ in tree.registrations:
+        if stub == spec.stub.name:
+            st.host.append({"path": rel, "line": line, "function": function})
+
+
+def _tests(tree: Tree, st: Status, spec) -> None:
+    checkout = tree.checkout
+    opinfos, refs = (list(spec.opinfos), list(spec.refs)) if spec else for_op(checkout, st.op)
+    keys = set()
+    for source in opinfos + refs:
+        dtypes = source.dtypes("dtypesIfMPS") or source.dtypes("dtypes")
+        st.opinfos.append({"name": source.name, "variant": source.variant_test_name,
+                           "path": source.path, "line": source.line, "ref": source.is_ref,
+                           "mps_dtypes": [d for d in MPS_DTYPES if d in dtypes] if dtypes else None})
+        if not source.is_ref:
+            keys.add(source.xfail_key)
+        text = checkout.read(source.path)
+        for deco in mps_decorators(text, source):
+            st.decorators.append({"path": source.path, "line": deco.line, "opinfo": source.name,
+                                  "expected_failure": deco.expected_failure,
+                                  "text": " ".join(deco.text.split())})
+    for e in tree.expectation_entries:
+        if e.key in keys:
+            st.expectations.append({"path": co.COMMON_MPS, "line": e.line, "list": e.dict_name,
+                                    "function": e.function, "key": e.key,
+                                    "set": (e.function, e.dict_name) in tree.set_lists,
+                                    "dtypes": list(e.dtypes) if e.dtypes is not None else None})
+
+
+def _state(tree: Tree, st: Status, spec, family) -> None:
+    graph = [g for g in st.mpsgraph if not g["metal"]]
+    mps_rows = [d for e in family for d in e.mps_rows()]
+    if graph:
+        g = graph[0]
+        st.state = MPSGRAPH
+        st.detail = f"MPSGraph, {g['shape']} {g['function']} ({g['path']}:{g['line']})"
+    elif spec is not None and spec.state == "native":
+        st.state = NATIVE
+        st.detail = f"native Metal kernel '{spec.kernel}' on {spec.stub.name}"
+    elif any(g["metal"] for g in st.mpsgraph):
+        g = next(g for g in st.mpsgraph if g["metal"])
+        st.state = NATIVE
+        st.detail = f"native Metal, MPS impl calling the kernel ({g['path']}:{g['line']})"
+    elif mps_rows and spec is not None:
+        st.state = BROKEN
+        st.detail = (f"the yaml routes MPS through {spec.stub.name}, but no host file registers "
+                     "an MPS kernel for it (a run fails with 'missing MPS kernel')")
+    elif mps_rows:
+        st.state = NATIVE
+        st.detail = f"MPS row '{mps_rows[0].text.strip()}'"
+    elif not any(e.dispatch for e in family):
+        fallback = _fallback_line(tree, st.op)
+        st.state = FALLBACK if fallback else COMPOSITE
+        st.detail = (f"no dispatch rows; MPSFallback.mm:{fallback} sends it to the CPU" if fallback
+                     else "no dispatch rows: composite, runs through the ops it decomposes into")
+    else:
+        st.state = UNPORTED
+        st.detail = "no MPS dispatch row"
+
+
+def _fallback_line(tree: Tree, op: str) -> int | None:
+    rel = "aten/src/ATen/mps/MPSFallback.mm"
+    if not tree.checkout.exists(rel):
+        return None
+    for n, line in enumerate(tree.read(rel).splitlines(), 1):
+        if f'm.impl("{op}"' in line or f'm.impl("{op}.' in line or f'm.impl("_{op}' in line:
+            return n
+    return None
+
+
+def device() -> str:
+    """The device `porter test` should use here: the real GPU on Apple silicon, else the emulator."""
+    return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
+
+
+def _next(st: Status, spec, refusal: PorterError | None) -> None:
+    dev = device()
+    if st.state == MPSGRAPH and spec is not None:
+        st.next, st.why = f"porter migrate-from-mpsgraph {st.op}", "replace the MPSGraph path with a Metal kernel"
+    elif st.state == UNPORTED and spec is not None:
+        st.next, st.why = f"porter new-op {st.op}", "scaffold the Metal kernel"
+    elif st.state == NATIVE:
+        skeleton = [f for f in st.findings if "PORTER014" in f]
+        stale = [f for f in st.findings if "PORTER031" in f] or [
+            e for e in st.expectations if e["list"] == "UNIMPLEMENTED_XFAILLIST" and e["dtypes"] is None]
+        if skeleton:
+            st.next = f"porter new-op {st.op} --body EXPR"
+            st.why = "the functor is still porter's skeleton: give its body (or edit the .metal)"
+        elif stale:
+            st.next = f"porter test {st.op} --device {dev} --prune-xfails"
+            st.why = "the op is native but still listed as unimplemented"
+        elif st.findings:
+            st.next, st.why = "porter check", "fix the findings listed above"
+        else:
+            st.next, st.why = f"porter test {st.op} --device {dev}", "prove the kernel against the CPU"
+    elif st.state == BROKEN:
+        st.next, st.why = f"porter new-op {st.op}", "register the missing MPS kernel"
+    elif refusal is not None:
+        st.next = "no porter command"
+        st.why = refusal.message + (f" ({refusal.hint})" if refusal.hint else "")
+    else:
+        st.next, st.why = "no porter command", st.detail
+
