@@ -26,7 +26,7 @@ def run(args) -> int:
     checkout = Checkout.at(args.root)
     files = kernel_files(checkout.root)
     if not files:
-        raise PorterError("no UnaryKernel.metal or BinaryKernel.metal under "
+        raise PorterError("no UnaryKernel.metal, BinaryKernel.metal or ActivationKernel.metal under "
                           "aten/src/ATen/native/mps/kernels", path=checkout.root)
     results, notes = check_tree(checkout.root, files)
     stats = summary(results)

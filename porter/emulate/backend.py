@@ -14,6 +14,7 @@ from pathlib import Path
 
 from porter.emulate.build import Library, build_file
 from porter.emulate.client import WorkerClient
+from porter.emulate import host_args
 from porter.emulate.hostmap import HostKernel, host_kernels
 from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
 
@@ -74,17 +75,19 @@ class EmulateBackend:
                    for x in operands]
         alpha = None
         if reg.kind.endswith("alpha"):
-            alpha = pack_alpha(reg.alpha_type, self._scalar(host, sample, reg))
+            alpha = pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, arity))
         return run_registration(self._worker(), lib, reg, [t.cpu() for t in tensors], alpha)
 
     # ------------------------------------------------------------ helpers
-    def _host_kernels(self, op: str) -> list[HostKernel]:
+    def _host_kernels(self, op: str, aten_name: str | None = None) -> list[HostKernel]:
         if self._host is None:
             self._host = host_kernels(self.root)
-        return [h for h in self._host if h.op == op]
+        found = [h for h in self._host if h.op == op]
+        return found or [h for h in self._host if aten_name and h.op == aten_name]
 
     def _candidates(self, opinfo) -> list[HostKernel]:
-        hosts = self._host_kernels(opinfo.name)
+        # nn.functional.softplus's aten_name is its own name: the last component is the op
+        hosts = self._host_kernels(opinfo.name, opinfo.name.rsplit(".", 1)[-1])
         if opinfo.name == "round":
             # round.decimals_N runs round_decimals_stub; plain round runs round_stub
             wants_decimals = "decimals" in (getattr(opinfo, "variant_test_name", "") or "")
@@ -101,11 +104,26 @@ class EmulateBackend:
             hosts = [h for h in hosts if h.kernel == want] or hosts
         return hosts[0]
 
-    @staticmethod
-    def _scalar(host: HostKernel, sample, reg):
+    def _scalar(self, host: HostKernel, sample, reg, arity: int):
         kwargs = sample.kwargs
         if host.stub == "round_decimals":
             return kwargs.get("decimals", 0)
+        scalars = host_args.schema_scalars(self.root, host.stub)
+        if scalars:
+            # What the host function gives the kernel, through the code porter generated
+            values = host_args.sample_values(sample, arity, scalars)
+            fields = None
+            if host.params_struct:
+                header = host.metal.with_suffix(".h")
+                text = header.read_text(encoding="utf-8") if header.is_file() else ""
+                fields = host_args.struct_fields(text, host.params_struct)
+            try:
+                order = [s.name for s in scalars]
+                passed = host_args.stub_values(
+                    host_args.stub_call_arguments(self.root, host.stub + "_stub"), values, order)
+                return host_args.alpha_value(host.body, host.params, fields, passed)
+            except host_args.HostCodeUnknown as err:
+                raise RuntimeError(f"emulate: cannot model {host.stub}'s host code: {err}") from None
         if "alpha" in kwargs and kwargs["alpha"] is not None:
             return kwargs["alpha"]
         return 1

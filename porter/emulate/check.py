@@ -1,4 +1,4 @@
-"""`porter emulate check`: build the Unary/Binary kernel files and compare every
+"""`porter emulate check`: build the Unary/Binary/Activation kernel files and compare every
 registered (op, dtype) kernel with the torch op on CPU.
 
 Statuses: matched, mismatched (max error shown), crashed (signal), unsupported (the
@@ -20,7 +20,7 @@ from porter.emulate.client import KernelCrashed, KernelError, WorkerClient
 from porter.emulate.references import alpha_for, reference
 from porter.emulate.runner import pack_alpha, run_registration, torch_dtype
 
-KERNEL_FILES = ("UnaryKernel.metal", "BinaryKernel.metal")
+KERNEL_FILES = ("UnaryKernel.metal", "BinaryKernel.metal", "ActivationKernel.metal")
 
 # (atol, rtol) per output dtype: torch.testing's defaults, loosened for GPU-vs-CPU libm
 # differences in transcendental functions.

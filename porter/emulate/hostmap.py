@@ -8,6 +8,7 @@ plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`specia
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,9 @@ class HostKernel:
     kernel: str       # kernel name in the .metal ("erfcx")
     metal: Path       # the paired .metal file
     has_scalar: bool  # the host passes a Scalar (alpha, decimals)
+    params: str = ""          # the host function's parameter list
+    body: str = ""            # the host function's text (how it builds the kernel's alpha)
+    params_struct: str = ""   # "SoftplusParams" when a params struct travels with the call
 
 
 def op_name(stub: str) -> str:
@@ -52,10 +56,15 @@ def host_kernels(root: Path) -> list[HostKernel]:
                 continue
             stub = reg.stub[:-len("_stub")]
             fn = host.kernel_functions.get(reg.function.split("::")[-1])
-            # Params kernels need their struct built on the host: not emulated yet.
-            call = next((c for c in fn.calls if not c.with_params), None) if fn else None
+            call = fn.calls[0] if fn and fn.calls else None
             if call:
-                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar))
+                body = host.text[fn.start:fn.end]
+                struct = ""
+                if call.with_params:
+                    m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
+                    struct = m.group(1) if m else "?"
+                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar,
+                                        fn.params, body, struct))
     return found
 
 

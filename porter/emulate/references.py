@@ -36,6 +36,13 @@ def _map() -> dict[str, Callable]:
         "pow_scalar": lambda x, a: torch.pow(x, a),
         "polygamma": lambda x, a: torch.polygamma(int(a), x),
         "nan_to_num": lambda x, p: torch.nan_to_num(x, *p),
+        # activations with scalar arguments (params structs: their fields in order)
+        "hardshrink": lambda x, a: F.hardshrink(x, a),
+        "softshrink": lambda x, a: F.softshrink(x, a),
+        "leaky_relu": lambda x, a: F.leaky_relu(x, a),
+        "softplus": lambda x, p: F.softplus(x, *p),
+        "threshold": lambda x, p: F.threshold(x, *p),
+        "logit": lambda x, a: torch.logit(x, None if a < 0 else a),
         # binary
         "zeta": _special("zeta"),
         "xlog1py": _special("xlog1py"),
@@ -101,6 +108,8 @@ ALPHAS = {
     "add_alpha": 2, "sub_alpha": 2, "lerp_alpha": 0.25, "smooth_l1": 1.0, "huber": 1.0,
     "smooth_l1_backward_clip": 1.0, "huber_backward_clip": 1.0, "round_decimals": 2,
     "polygamma": 1, "nan_to_num": (0.0, 100.0, -100.0),
+    "hardshrink": 0.5, "softshrink": 0.5, "leaky_relu": 0.125, "softplus": (2.0, 3.0),
+    "threshold": (0.5, -1.0), "logit": 0.125,
 }
 
 

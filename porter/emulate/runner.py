@@ -41,8 +41,9 @@ def pack_alpha(metal: str, value) -> bytes:
                  "float2", "half2"):
         t = torch.tensor(value, dtype=torch_dtype(metal)).reshape(1)
         return _tensor_bytes(t)
-    if metal.startswith("NanToNumParams"):
-        return struct.pack("<3f", *value)
+    if metal.endswith("Params_float"):
+        # a params struct instantiated at float (porter.port.scalars): its fields in order
+        return struct.pack(f"<{len(value)}f", *value)
     raise ValueError(f"cannot pass a scalar of Metal type {metal}")
 
 

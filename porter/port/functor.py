@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from porter.port import body as translate_body
@@ -80,7 +81,87 @@ def _check_expression(option: str, expression: str | None, spec: OpSpec, params,
 
 def _skeleton(spec: OpSpec, params: tuple[str, ...], reason: str) -> Functor:
     signature = ", ".join(f"const T {p}" for p in params)
+    if spec.scalars:
+        from porter.port import scalars as scalar_args
+        alpha = (f"const {scalar_args.struct_name(spec.kernel)}<float> params"
+                 if scalar_args.uses_params_struct(spec.scalars) else f"const T {spec.scalars[0].name}")
+        signature += ", " + alpha
     out = "bool" if spec.returns_bool else "T"
     text = render("skeleton_functor.metal.j2", op=spec.kernel, reason=reason,
                   signature=signature, out=out)
     return Functor(text, SKELETON, reason)
+
+
+def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset[str]) -> Functor:
+    """The functor of an op with scalar parameters (`spec.scalars`): `--body` names them as the
+    schema does; a CPU lambda's captured scalars keep their names, so it translates the same way."""
+    tensors = ("x",) if spec.kind == UNARY else ("a", "b")
+    names = tuple(a.name for a in spec.scalars)
+    clash = set(names) & set(tensors)
+    if clash:
+        raise PorterError(f"{spec.op}'s scalar argument {sorted(clash)[0]} has a tensor's name in "
+                          "porter's functors", hint="port this op by hand")
+    example = {len(tensors + names): f"{tensors[0]} > {names[0]} ? {tensors[0]} : {names[0]}"}
+    _check_expression("--body", body, spec, tensors + names, example)
+    if body is not None:
+        statements = f"return {body.strip().rstrip(';')};"
+        origin, detail = FROM_BODY, body.strip()
+    else:
+        lam = spec.scalar_lambda
+        if lam is None:
+            return _skeleton(spec, tensors, f"no CPU kernel lambda found for {spec.stub.name}")
+        if len(lam.params) != len(tensors):
+            return _skeleton(spec, tensors, f"the CPU lambda at {lam.path}:{lam.line} takes "
+                                            f"{len(lam.params)} arguments")
+        if lam.alternatives:
+            return _skeleton(spec, tensors, f"the CPU kernel at {lam.path}:{lam.line} chooses between "
+                                            f"{lam.alternatives + 1} lambdas by its scalar arguments")
+        unknown = _captured_unknown(lam, names)
+        if unknown:
+            return _skeleton(spec, tensors, f"the CPU lambda at {lam.path}:{lam.line} uses {unknown}, "
+                                            "a local of its kernel function that is not a schema scalar")
+        translated = translate_body.translate(lam.body, tuple(lam.params) + names, "float",
+                                              c10_functions)
+        if translated.statements is None:
+            return _skeleton(spec, tensors, f"{translated.reason} (CPU lambda at {lam.path}:{lam.line})")
+        tensors, statements = lam.params, translated.statements
+        origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
+    from porter.port import scalars as scalar_args
+    params_struct = scalar_args.uses_params_struct(spec.scalars)
+    metal_types = {METAL[d] for d in dtypes if d in METAL}
+    has_int = bool(metal_types - set(METAL_FLOATING) - {"float2"})
+    # The body computes in float: tensor values and a lone alpha (typed as the input) are read
+    # as float; a params struct already holds floats.
+    as_float = tensors if params_struct else tuple(tensors) + names
+    statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)",
+                        translate_body.as_float(statements, as_float))
+    out_float = "bool" if spec.returns_bool else "T"
+    overloads = [{"trait": "is_scalar_floating_point_v", "out": out_float,
+                  "alpha_type": "T" if not params_struct else f"{scalar_args.struct_name(spec.kernel)}<float>",
+                  "body": translate_body.wrap_returns(statements, out_float)}]
+    if has_int:
+        struct = f"{scalar_args.struct_name(spec.kernel)}<float>"
+        if spec.promotes_int_to_float:
+            args = ", ".join([f"static_cast<float>({p})" for p in tensors] + [
+                "params" if params_struct else names[0]])
+            overloads.append({"trait": "is_scalar_integral_v", "out": "float",
+                              "alpha_type": struct if params_struct else "float",
+                              "body": f"return operator()({args});"})
+        else:
+            out_int = "bool" if spec.returns_bool else "T"
+            overloads.append({"trait": "is_scalar_integral_v", "out": out_int,
+                              "alpha_type": struct if params_struct else "T",
+                              "body": translate_body.wrap_returns(statements, out_int)})
+    unpack = [f"const float {n} = params.{n};" for n in names] if params_struct else []
+    text = render("alpha_functor.metal.j2", op=spec.kernel, params=tensors, overloads=overloads,
+                  alpha_name="params" if params_struct else names[0], unpack=unpack)
+    return Functor(text, origin, detail)
+
+
+def _captured_unknown(lam, names: tuple[str, ...]) -> str | None:
+    """A local of the kernel function the lambda reads that is not a schema scalar (the functor
+    would not have it): `lo`, `hi` computed from `eps`."""
+    for local in lam.locals:
+        if local not in names and local not in lam.params and re.search(rf"\b{local}\b", lam.body):
+            return local
+    return None

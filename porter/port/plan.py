@@ -11,6 +11,7 @@ import re
 from porter.source import checkout as co
 from porter.port import validate
 from porter.source.c10_metal import available_functions
+from porter.source.cpu_kernel import dispatches_floating_only
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
 from porter.port.edits import metal as metal_edit
@@ -19,13 +20,15 @@ from porter.port.edits import opinfo as opinfo_edit
 from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import PorterError
-from porter.source.dtypes import METAL
-from porter.port.functor import SKELETON, Functor, build
+from porter.source.dtypes import METAL, METAL_FLOATING
+from porter.port.functor import SKELETON, Functor, build, build_alpha
+from porter.port import scalars as scalar_args
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
 from porter.source.opinfo_source import call_span
 from porter.port.resolve import UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
+from porter.port.templates import render
 
 
 TEST_MPS = "test/test_mps.py"
@@ -40,6 +43,7 @@ class Plan:
         self.changes = changes
         self.functor: Functor | None = None
         self.notes: list[str] = []
+        self.unregistered: set[str] = set()     # dtypes the MPS test sends, left without a kernel on purpose
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -60,7 +64,7 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
 
     yaml_changed = _plan_yaml(spec, read, write)
     _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
-    _plan_host(checkout, spec, read, write)
+    _plan_host(checkout, spec, read, write, plan)
     _plan_expectations(checkout, spec, read, write, plan)
     if yaml_changed:
         # Last, so that a warm validator has had the whole planning to import torchgen.
@@ -81,6 +85,9 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if not checkout.exists(spec.metal_path):
         raise PorterError(f"{spec.metal_path} is missing: porter adds {spec.kind} kernels there",
                           hint="is this a PyTorch checkout with MPS kernels?")
+    if spec.scalars:
+        _plan_alpha_kernel(checkout, spec, body, complex_body, read, write, plan)
+        return
     text = read(spec.metal_path)
     _check_unique_kernel_name(checkout, spec)
     metal = MetalFile(text, spec.metal_path)
@@ -143,6 +150,104 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     write(spec.metal_path, text)
 
 
+def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: Plan) -> None:
+    """An op with scalar parameters: an ALPHA functor and registrations, plus the params struct
+    in the family header when the scalars travel as one (porter.port.scalars)."""
+    text = read(spec.metal_path)
+    _check_unique_kernel_name(checkout, spec)
+    metal = MetalFile(text, spec.metal_path)
+    if complex_body is not None:
+        plan.notes.append("--complex-body ignored: porter writes no complex overload for ops "
+                          "with scalar parameters")
+    dtypes = _alpha_dtypes(checkout, spec, plan)
+    if spec.kernel in metal.functors:
+        if body is not None:
+            plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
+        registered = {r.in_type for r in metal.registrations if r.kernel == spec.kernel}
+        missing = sorted(d for d in dtypes if d in METAL and METAL[d] not in registered)
+        if missing:
+            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
+                              f"{', '.join(sorted(registered))} only, but {spec.op}'s MPS test also "
+                              f"sends {', '.join(missing)}: register them, or that test fails")
+        write(spec.metal_path, text)
+        return
+    functor = build_alpha(spec, body, lambda: available_functions(checkout), dtypes)
+    plan.functor = functor
+    text = metal_edit.add_functor(text, spec.kernel, functor.text, spec.kind)
+    if functor.origin == SKELETON:
+        names = ", ".join(["x" if spec.kind == UNARY else "a, b"] + [a.name for a in spec.scalars])
+        plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal build "
+                          f"on purpose: {functor.detail}. Write its body, or rerun with --body EXPR "
+                          f"(in {names}).")
+    rows = []
+    for in_t, out_t in _alpha_pairs(spec, dtypes):
+        rows.append((in_t, scalar_args.alpha_type(spec.scalars, spec.kernel, out_t), out_t))
+    text = metal_edit.add_alpha_registration(text, spec.kernel, spec.kind, rows)
+    if scalar_args.uses_params_struct(spec.scalars):
+        header = spec.metal_path.removesuffix(".metal") + ".h"
+        old = read(header) if checkout.exists(header) or header in plan.changes.changes else None
+        struct = scalar_args.struct_name(spec.kernel)
+        new = old if old is not None else "#pragma once\n"
+        if not re.search(rf"\bstruct\s+{struct}\b", new):
+            new = new.rstrip("\n") + "\n\n" + scalar_args.header_struct(spec.kernel, spec.scalars)
+        write(header, new)
+        text = metal_edit.ensure_include(text, header.split("aten/src/", 1)[-1])
+    write(spec.metal_path, text)
+
+
+def _alpha_pairs(spec: OpSpec, dtypes) -> list[tuple[str, str]]:
+    pairs = []
+    for d in sorted(dtypes, key=lambda d: list(METAL).index(d) if d in METAL else 99):
+        t = METAL.get(d)
+        if t is None or d == "complex64":
+            continue
+        if spec.returns_bool:
+            out = "bool"
+        elif spec.promotes_int_to_float and t not in METAL_FLOATING:
+            out = "float"
+        else:
+            out = t
+        pairs.append((t, out))
+    return pairs
+
+
+def _alpha_dtypes(checkout, spec: OpSpec, plan: Plan) -> frozenset[str]:
+    """The dtypes to register: those the MPS test sends, less those its expectation lists
+    (other than UNIMPLEMENTED, which the port removes) expect to fail on MPS."""
+    dtypes = set(spec.dtypes) or set(FLOATING_DEFAULT)
+    # An iterator that promotes integers to float hands the kernel floats: the CPU dispatch
+    # then says nothing about integer inputs.
+    floating_only = not spec.promotes_int_to_float and dispatches_floating_only(checkout, spec.stub.name)
+    if floating_only and dtypes - FLOATING_DEFAULT - {"complex64"}:
+        dropped = sorted(dtypes - FLOATING_DEFAULT - {"complex64"})
+        plan.notes.append(f"not registered: {', '.join(dropped)} (the CPU kernel at "
+                          f"{floating_only[0]}:{floating_only[1]} dispatches floating types only, so "
+                          "the reference raises for them too)")
+        dtypes &= FLOATING_DEFAULT | {"complex64"}
+        plan.unregistered |= set(dropped)
+    if "complex64" in dtypes:
+        dtypes.discard("complex64")
+        plan.notes.append(f"complex64 is not registered: porter writes no complex overload for "
+                          f"ops with scalar parameters, so {spec.op}'s complex64 test needs one by hand")
+    if not checkout.exists(co.COMMON_MPS):
+        return frozenset(dtypes)
+    try:
+        found = xfail_lists.entries(checkout.read(co.COMMON_MPS), co.COMMON_MPS)
+    except PorterError:
+        return frozenset(dtypes)
+    keys = set(spec.xfail_keys)
+    expected = set()
+    for e in found:
+        if e.key in keys and e.dict_name not in xfail_lists.UNIMPLEMENTED and e.dtypes:
+            expected |= {d.removeprefix("torch.") for d in e.dtypes} & dtypes
+    if expected and expected != dtypes:
+        plan.notes.append(f"not registered: {', '.join(sorted(expected))} ({co.COMMON_MPS} expects "
+                          f"{spec.op} to fail for them on MPS)")
+        dtypes -= expected
+        plan.unregistered |= expected
+    return frozenset(dtypes)
+
+
 def _tested_with_complex(checkout, spec: OpSpec) -> bool:
     if not checkout.exists(co.COMMON_MPS):
         return False
@@ -164,13 +269,16 @@ def _check_unique_kernel_name(checkout, spec: OpSpec) -> None:
                               "host names must be unique across .metal files", path=rel)
 
 
-def _plan_host(checkout, spec: OpSpec, read, write) -> None:
+def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if spec.registered_in:
         if spec.host_path in spec.registered_in:
             write(spec.host_path, read(spec.host_path))
         return
     if not checkout.exists(spec.host_path):
         raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
+    if spec.scalars:
+        _plan_alpha_host(checkout, spec, read, write, plan)
+        return
     text = read(spec.host_path)
     host = HostFile(text, spec.host_path)
     iterator = spec.stub.iterator_type
@@ -195,10 +303,70 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
     validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
 
 
+def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    """The host kernel function of an op with scalars: the stub's parameters, named as the
+    schema names them, turned into the kernel's alpha or params struct."""
+    if checkout.exists(spec.host_path):
+        text = read(spec.host_path)
+    else:
+        model = f"{co.OPERATIONS}/{UNARY_FAMILY}.mm"
+        if not checkout.exists(model):
+            raise PorterError(f"{spec.host_path} is missing and so is {model}, whose preamble "
+                              "porter would copy", hint="create the host file by hand")
+        try:
+            text = host_edit.new_family_file(read(model), UNARY_FAMILY, spec.family,
+                                             spec.stub.header.rsplit("/", 1)[-1])
+        except ValueError as err:
+            raise PorterError(str(err), path=model) from None
+        plan.notes.append(f"created {spec.host_path} with {model}'s preamble (includes, the bundled "
+                          "library, the namespace): add it to the build's list of MPS sources if "
+                          "your checkout lists them by hand")
+    iterator = spec.stub.iterator_type
+    params_struct = scalar_args.uses_params_struct(spec.scalars)
+    struct = scalar_args.struct_name(spec.kernel) if params_struct else None
+    function = f"{spec.kernel}_mps_kernel"
+    try:
+        fields = [(a.name, scalar_args.host_value(a)) for a in spec.scalars] if struct else []
+    except ValueError as err:
+        raise PorterError(f"'{spec.op}': {err}, so porter cannot tell what the kernel should receive "
+                          "when it is None", path=spec.stub.header, line=spec.stub.line,
+                          hint="write the host function by hand") from None
+    source = render("alpha_host_kernel.mm.j2", function=function, iterator=iterator,
+                    parameters=scalar_args.host_parameters(spec.scalars), struct=struct,
+                    fields=fields, kind=spec.kind, kernel=spec.kernel,
+                    scalar=spec.scalars[0].name)
+    try:
+        new = host_edit.add_kernel_function(text, stub=spec.stub.name, function=function,
+                                            kernel=spec.kernel, iterator=iterator, kind=spec.kind,
+                                            source=source)
+    except ValueError as err:
+        raise PorterError(str(err), path=spec.host_path,
+                          hint="is the file complete? porter adds the host stub before it") from None
+    new = host_edit.ensure_include(new, "ATen/native/" + spec.stub.header.rsplit("/", 1)[-1])
+    if struct:
+        new = host_edit.ensure_include(new, spec.metal_path.removesuffix(".metal").split(
+            "aten/src/", 1)[-1] + ".h")
+    write(spec.host_path, new)
+    hosts = {rel: read(rel) for rel in {*checkout.glob(co.OPERATIONS, "*.mm"), spec.host_path}}
+    validate.stub_registered_once(hosts, spec.stub.name)
+    validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
+
+
+UNARY_FAMILY = "UnaryKernel"
+
+
 def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
         old = read(co.COMMON_MPS)
-        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys)
+        keys = spec.xfail_keys
+        if plan.unregistered:
+            # A key listing only dtypes porter leaves without a kernel still holds after the port.
+            kept = _unimplemented_kept(old, keys, plan.unregistered)
+            for e in kept:
+                plan.notes.append(f"{co.COMMON_MPS}:{e.line}: {e.dict_name}['{e.key}'] "
+                                  f"({', '.join(e.dtypes)}) kept: those dtypes get no kernel")
+            keys = tuple(k for k in keys if k not in {e.key for e in kept})
+        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, keys)
         if new != old:
             validate.python_file(new, co.COMMON_MPS)
             write(co.COMMON_MPS, new)
@@ -219,6 +387,15 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         if new != old:
             _validate_calls(new, sources, path)
             write(path, new)
+
+
+def _unimplemented_kept(text: str, keys, unregistered: set[str]) -> list:
+    try:
+        found = xfail_lists.entries(text, co.COMMON_MPS)
+    except PorterError:
+        return []
+    return [e for e in found if e.key in keys and e.dict_name in xfail_lists.UNIMPLEMENTED
+            and e.dtypes and {d.removeprefix("torch.") for d in e.dtypes} <= unregistered]
 
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:

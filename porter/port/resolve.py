@@ -19,10 +19,14 @@ from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
 from porter.source.opinfo_source import OpInfoSource, for_op
 from porter.source.stubs import Stub, parse_header
+from porter.port import scalars as scalar_args
+from porter.port.scalars import ScalarArg
 
 UNARY, BINARY = "unary", "binary"
 UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
+# Stubs declared in these headers get their kernels in this family's .metal/.mm, as upstream's
+ACTIVATION_HEADER, ACTIVATION = "Activation.h", "ActivationKernel"
 
 
 class MpsGraphImpl(NamedTuple):
@@ -54,6 +58,12 @@ class OpSpec(NamedTuple):
     registered_in: tuple[str, ...] = ()     # host files that already register the stub
     mpsgraph: tuple[MpsGraphImpl, ...] = ()
     notes: tuple[str, ...] = ()
+    scalars: tuple[ScalarArg, ...] = ()     # schema scalars the kernel receives, in order
+
+    @property
+    def family(self) -> str:
+        """UnaryKernel, BinaryKernel or ActivationKernel: the .metal/.mm pair of the kernel."""
+        return self.metal_path.rsplit("/", 1)[-1].removesuffix(".metal")
 
     @property
     def xfail_keys(self) -> tuple[str, ...]:
@@ -82,11 +92,20 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     backend = [e for e in fam if e.dense_rows()]
     out_entry = next((e for e in backend if e.is_out), None)
     hosts = _host_files(checkout)
-    if out_entry is None or not _is_elementwise(out_entry):
+    if out_entry is None:
         raise _not_portable(op, fam, out_entry, hosts)
-    kind = _kind(out_entry)
+    shared_stubs = None
+    if not _is_elementwise(out_entry):
+        # Not structured: portable when CPU and CUDA share one function that runs a stub on a
+        # TensorIterator (logit_out, nan_to_num_out), which MPS can join as they do.
+        kernels = {d.kernel for d in out_entry.dense_rows()}
+        shared_stubs = shared_function_stubs(checkout, kernels.pop()) if len(kernels) == 1 else []
+        if not shared_stubs:
+            raise _not_portable(op, fam, out_entry, hosts)
     cpu_kernel = _shared_kernel(out_entry)
-    stub = _find_stub(checkout, op, cpu_kernel, out_entry)
+    kind, scalars = _kind(out_entry)
+    stub = _find_stub(checkout, op, cpu_kernel, out_entry, shared_stubs)
+    scalars = _check_stub_scalars(op, out_entry, stub, scalars)
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
@@ -99,18 +118,27 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     dtypes = mps_dtypes(opinfos)
     returns_bool = bool(lam and lam.return_type == "bool")
     kernel = _existing_kernel(stub_hosts, stub.name) or op
-    pair = PAIRS[kind]
+    pair = ACTIVATION if stub.header.endswith("/" + ACTIVATION_HEADER) else PAIRS[kind]
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
         cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
         metal_path=f"{co.KERNELS}/{pair}.metal", host_path=f"{co.OPERATIONS}/{pair}.mm",
         opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
         promotes_int_to_float=promotes and not returns_bool, returns_bool=returns_bool,
-        scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
+        scalar_lambda=lam, registered_in=registered, mpsgraph=graph, scalars=scalars)
 
 
 def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
     where = out_entry or fam[0]
+    ufunc = next((e for e in fam if "ufunc_inner_loop" in "".join(e.lines)), None)
+    if ufunc is not None and out_entry is None:
+        # add, sub-like ops upstream moved to torchgen's ufunc codegen: no CPU/CUDA row to share
+        return PorterError(f"'{op}' has no CPU/CUDA dispatch row to share: its CPU and CUDA kernels "
+                           "are generated from ufunc_inner_loop (torchgen's ufunc codegen), so there is "
+                           "no structured kernel function an MPS row could name",
+                           path=co.NATIVE_YAML, line=ufunc.lineno,
+                           hint="MPS keeps its own row; port it by hand, or add a shared "
+                                f"CPU, CUDA: {op}_out row first")
     graph = _mpsgraph_impls(fam, hosts, op)
     if graph:
         return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
@@ -132,31 +160,76 @@ def _is_elementwise(entry: native_yaml.Entry) -> bool:
             or "TensorIterator" in "".join(entry.lines[:6]))
 
 
-def _kind(entry: native_yaml.Entry) -> str:
+def _kind(entry: native_yaml.Entry) -> tuple[str, list[ScalarArg]]:
     args = native_yaml.arguments(entry.schema)
-    if args.others or len(args.tensors) not in (1, 2):
+    scalars, others = scalar_args.schema_scalars(args)
+    if others or len(args.tensors) not in (1, 2):
+        what = f"'{others[0]}'" if others else f"{len(args.tensors)} tensors"
         raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
-                          "ports unary and binary tensor ops with no other arguments",
+                          "ports unary and binary tensor ops whose other arguments are scalars "
+                          f"(Scalar, float, optional or defaulted), not {what}",
                           path=co.NATIVE_YAML, line=entry.lineno)
     if len(args.outputs) != 1:
         names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
         raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
                           "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
-    return UNARY if len(args.tensors) == 1 else BINARY
+    return (UNARY if len(args.tensors) == 1 else BINARY), scalars
+
+
+def _check_stub_scalars(op: str, entry, stub: Stub, scalars: list[ScalarArg]) -> tuple[ScalarArg, ...]:
+    """The stub's declared type decides what the host function receives: it must carry the
+    op's scalars one for one (the shared CPU/CUDA function may convert them, as logit's
+    `float? eps` becomes a Scalar)."""
+    params = stub.params
+    problem = scalar_args.stub_mismatch(scalars, params) if stub.iterator_type else \
+        "the stub's kernel does not take a TensorIterator first"
+    if problem:
+        schema = entry.schema.split(" -> ")[0]
+        raise PorterError(f"'{op}': {problem}: {schema} vs {stub.fn_type} = {stub.signature} "
+                          f"({stub.header}:{stub.line})", path=co.NATIVE_YAML, line=entry.lineno,
+                          hint="write this op's MPS host function by hand")
+    return scalar_args.with_stub_types(scalars, params)
+
+
+def shared_function_stubs(checkout: co.Checkout, function: str) -> list[str]:
+    """Stubs a plain (not structured) CPU/CUDA function runs on a TensorIterator it builds,
+    e.g. `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
+    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        if function not in text:
+            continue
+        for m in head.finditer(text):
+            open_brace = text.find("{", m.end())
+            semicolon = text.find(";", m.end())
+            if open_brace < 0 or 0 <= semicolon < open_brace:
+                continue        # a declaration, not the definition
+            end = text.find("\n}", open_brace)
+            body = text[open_brace:end if end > 0 else len(text)]
+            if "TensorIterator" not in body and "iter" not in body:
+                continue
+            found = re.findall(r"\b(\w+_stub)\s*\(\s*\w+\.device_type\(\)", body)
+            if found:
+                return list(dict.fromkeys(found))
+    return []
 
 
 def _shared_kernel(entry: native_yaml.Entry) -> str:
     kernels = {d.kernel for d in entry.dense_rows()}
     if len(kernels) != 1:
         raise PorterError(f"'{entry.full_name}' has different CPU and CUDA kernels ({', '.join(sorted(kernels))}): "
-                          "no shared structured kernel for MPS to join",
+                          "no shared structured kernel for MPS to join; porting it means replacing "
+                          "its MPS function's body with a Metal call in place, which porter does not "
+                          "do for this op",
                           path=co.NATIVE_YAML, line=entry.lineno)
     return kernels.pop()
 
 
-def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
-    """The stub the shared kernel calls: from its TORCH_IMPL_FUNC, else `<op>_stub`."""
-    names = []
+def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,
+               shared: list[str] | None = None) -> Stub:
+    """The stub the shared kernel calls: from its TORCH_IMPL_FUNC (or the plain function's
+    body, `shared`), else `<op>_stub`."""
+    names = list(shared or [])
     for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
         text = checkout.read(rel)
         if cpu_kernel not in text:

@@ -40,6 +40,8 @@ class ScalarLambda(NamedTuple):
     body: str                    # the statements between the braces
     path: str
     line: int
+    alternatives: int = 0        # other cpu_kernel calls in the same kernel function
+    locals: tuple[str, ...] = ()     # variables the kernel function declares (captured scalars)
 
     @property
     def expression(self) -> str | None:
@@ -79,7 +81,15 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
         if lam:
             candidates.append(lam)
     generic = [c for c in candidates if any("scalar_t" in t for t in c.param_types)]
-    return (generic or candidates or [None])[0]
+    chosen = (generic or candidates or [None])[0]
+    if chosen is None:
+        return None
+    declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, m.end(), body_end)))
+    return chosen._replace(alternatives=len(generic or candidates) - 1, locals=declared)
+
+
+# `const scalar_t eps = ...;`, `auto lo = ...;`: what a lambda of the kernel can capture
+LOCAL_RE = re.compile(r"\b(?:auto|scalar_t|opmath_t|float|double|int64_t|bool|\w+_t)\s*&?\s+(\w+)\s*[=({]")
 
 
 def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | None:
@@ -102,3 +112,25 @@ def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:
     """Whether the op's meta function builds a float op (integer inputs give float outputs)."""
     return any(op in text and op in float_meta_ops(text)
                for text in map(checkout.read, checkout.glob(co.NATIVE, "*.cpp")))
+
+
+DISPATCH_RE = re.compile(r"\bAT_DISPATCH_(\w+?)(?:_AND\d*)?\s*\(")
+
+
+def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int] | None:
+    """(path, line) of the CPU kernel's `AT_DISPATCH_FLOATING_TYPES...` when every dispatch in
+    it covers floating types only (integer inputs raise on CPU), else None."""
+    found = find_kernel_function(checkout, stub)
+    if not found:
+        return None
+    rel, fn, _ = found
+    text = checkout.read(rel)
+    mask = code_mask(text)
+    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\([^)]*\)\s*\{{", mask, re.M)
+    if not m:
+        return None
+    body_end = matching_close(mask, m.end() - 1)
+    calls = list(DISPATCH_RE.finditer(mask, m.end(), body_end))
+    if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES")) for c in calls):
+        return rel, line_of(text, calls[0].start())
+    return None

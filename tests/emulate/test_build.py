@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 def test_every_fixture_registration_builds_and_matches_cpu(fixture_root):
     files = kernel_files(fixture_root)
-    assert [f.name for f in files] == ["UnaryKernel.metal", "BinaryKernel.metal"]
+    assert [f.name for f in files] == ["UnaryKernel.metal", "BinaryKernel.metal", "ActivationKernel.metal"]
     results, notes = check_tree(fixture_root)
     assert notes == []
     assert len(results) > 100

@@ -34,12 +34,14 @@ def add_ti_dispatch(text: str, kernel: str) -> str:
 
 
 def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, iterator: str,
-                        kind: str) -> str:
+                        kind: str, source: str | None = None) -> str:
+    """`source`: the kernel function's text when it is not the plain one (scalar parameters)."""
     host = HostFile(text)
     if any(r.stub == stub for r in host.dispatch_registrations):
         return text
-    template = "unary_host_kernel.mm.j2" if kind == "unary" else "binary_host_kernel.mm.j2"
-    source = render(template, function=function, iterator=iterator, kernel=kernel)
+    if source is None:
+        template = "unary_host_kernel.mm.j2" if kind == "unary" else "binary_host_kernel.mm.j2"
+        source = render(template, function=function, iterator=iterator, kernel=kernel)
     if function not in host.kernel_functions:
         at = _after_last_kernel_function(host)
         text = text[:at] + "\n" + source + text[at:] if at is not None else text
@@ -70,3 +72,31 @@ def _registration_style(host: HostFile) -> str:
     """Upstream mixes `REGISTER_DISPATCH(...)` with and without `;`: follow the last one."""
     lines = re.findall(r"^REGISTER_DISPATCH\([^\n]*\)(;?)", host.mask, re.M)
     return lines[-1] if lines else ";"
+
+
+def ensure_include(text: str, header: str) -> str:
+    """`#include <header>` after the file's last `#include <ATen/...>` line, unless present."""
+    line = f"#include <{header}>"
+    if re.search(rf"^{re.escape(line)}\s*$", text, re.M):
+        return text
+    last = None
+    stop = text.find("\nnamespace ")
+    # before the namespace and outside the `#ifndef PYTORCH_JIT_COMPILE_SHADERS` block
+    for m in re.finditer(r"^#include <ATen/[^\n]*\n", text[:stop if stop >= 0 else len(text)], re.M):
+        last = m
+    if last is None:
+        return line + "\n" + text
+    return text[:last.end()] + line + "\n" + text[last.end():]
+
+
+def new_family_file(template_text: str, template_family: str, family: str, stub_header: str) -> str:
+    """A host file for a kernel family that has none yet (ActivationKernel.mm), with the preamble
+    of an existing one (includes, the bundled library, the namespace)."""
+    end = template_text.find("#endif", template_text.find("getBundledLibrary"))
+    if end < 0:
+        raise ValueError(f"{template_family}.mm has no bundled-library block to copy")
+    preamble = template_text[:template_text.index("\n", end) + 1].replace(template_family, family)
+    preamble = re.sub(r"^#include <ATen/native/mps/kernels/[^\n]*\n", "", preamble, flags=re.M)
+    preamble = re.sub(r"^#include <ATen/native/(?!mps/)\w+\.h>\n",
+                      f"#include <ATen/native/{stub_header}>\n", preamble, count=1, flags=re.M)
+    return preamble + "\n} // namespace at::native\n"

@@ -174,3 +174,30 @@ def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
 
 def _invocations(metal: MetalFile, op: str) -> set[str]:
     return {m.group(1) for m in re.finditer(rf"^(\w+)\(\s*{re.escape(op)}\s*\)", metal.mask, re.M)}
+
+
+ALPHA_MACROS = {"unary": "REGISTER_UNARY_ALPHA_OP", "binary": "REGISTER_BINARY_ALPHA_OP"}
+
+
+def add_alpha_registration(text: str, op: str, kind: str, rows: list[tuple[str, str, str]]) -> str:
+    """`REGISTER_{UNARY,BINARY}_ALPHA_OP(op, in, alpha, out);` per (in, alpha, out) row, right
+    after the op's functor (as ActivationKernel.metal keeps each functor with its registrations)."""
+    metal = MetalFile(text)
+    macro = ALPHA_MACROS[kind]
+    have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
+    lines = [f"{macro}({op}, {i}, {a}, {o});" for i, a, o in rows if (i, o) not in have]
+    if not lines:
+        return text
+    span = metal.functor_span(op)
+    at = span[1] if span else len(text)       # the span ends after the functor's newline
+    return text[:at] + "\n" + "\n".join(lines) + "\n" + text[at:]
+
+
+def ensure_include(text: str, header: str) -> str:
+    """`#include <header>` as the kernel file's first include, unless present."""
+    line = f"#include <{header}>"
+    if line in text:
+        return text
+    m = re.search(r"^#include ", text, re.M)
+    at = m.start() if m else 0
+    return text[:at] + line + "\n" + text[at:]

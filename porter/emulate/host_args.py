@@ -1,0 +1,189 @@
+"""What a host kernel function hands its Metal kernel as "alpha", computed from an OpInfo sample.
+
+The host function receives the stub's parameters (`const Scalar& beta, const Scalar& threshold`),
+which are the op's schema scalars in schema order. Its body passes one of them as the kernel's
+alpha (`lib.exec_unary_kernel(iter, "leaky_relu", negative_slope)`), or fills a params struct
+declared in the kernel family's header and passes that (`params.beta = beta.to<float>();` ...
+`exec_unary_kernel_with_params(iter, "softplus", params, "SoftplusParams_float")`).
+
+This module reads exactly those forms, so `porter test --device emulate` runs the kernel with
+the values the generated host code would give it. Anything else is `HostCodeUnknown`: the test
+says it cannot model the host code rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from porter.source import native_yaml
+from porter.source.checkout import NATIVE_YAML
+
+EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)
+FIELD_RE = re.compile(r"\bparams\.(\w+)\s*=\s*(.*?);")
+SCHEMA_SCALARS = ("Scalar", "Scalar?", "float", "float?", "int", "int?", "bool")
+
+
+class HostCodeUnknown(Exception):
+    """The host function passes its scalars in a way porter does not model."""
+
+
+class SchemaScalar(NamedTuple):
+    name: str
+    default: object      # the schema default as a Python value; None for `=None` or none written
+    has_default: bool
+
+
+def schema_scalars(root: Path, op: str) -> list[SchemaScalar] | None:
+    """The scalar arguments of `op`'s out= overload (else its first overload), in schema order."""
+    text = (Path(root) / NATIVE_YAML).read_text(encoding="utf-8")
+    entries = native_yaml.entries_named(text, {op})
+    if not entries:
+        return None
+    entry = next((e for e in entries if e.is_out), entries[0])
+    args = native_yaml.arguments(entry.schema)
+    found = []
+    for arg in args.others:
+        if native_yaml.argument_type(arg) not in SCHEMA_SCALARS:
+            continue
+        default = arg.split("=", 1)[1].strip() if "=" in arg else None
+        found.append(SchemaScalar(native_yaml.argument_name(arg), _python(default), default is not None))
+    return found
+
+
+def _python(default: str | None):
+    if default in (None, "None"):
+        return None
+    if default in ("True", "False"):
+        return default == "True"
+    try:
+        return int(default)
+    except ValueError:
+        return float(default)
+
+
+def host_parameters(params: str) -> list[str]:
+    """`TensorIteratorBase& iter, const Scalar& beta = 1` -> ["beta"] (names after the iterator)."""
+    names = []
+    for p in params.split(",")[1:]:
+        declaration = p.split("=", 1)[0].strip()
+        m = re.search(r"(\w+)\s*$", declaration)
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def sample_values(sample, n_tensors: int, scalars: list[SchemaScalar]) -> dict[str, object]:
+    """The schema scalars' values in this sample: positional args after the tensors, then
+    keyword args, then the schema default."""
+    positional = list(sample.args)[n_tensors - 1:]
+    values = {}
+    for k, s in enumerate(scalars):
+        if k < len(positional):
+            values[s.name] = positional[k]
+        elif s.name in sample.kwargs:
+            values[s.name] = sample.kwargs[s.name]
+        elif s.has_default:
+            values[s.name] = s.default
+        else:
+            raise HostCodeUnknown(f"the sample gives no value for {s.name}")
+    return values
+
+
+def stub_call_arguments(root: Path, stub: str) -> list[str] | None:
+    """The scalar arguments the shared CPU/CUDA function passes to `stub` after the iterator
+    (`logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0))` ->
+    ["Scalar(eps ? eps.value() : -1.0)"]), or None when no call is found."""
+    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
+    for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        m = call.search(text) if stub in text else None
+        if not m:
+            continue
+        depth, k = 1, m.end()
+        while k < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        return _split_args(text[m.end():k - 1])[1:]
+    return None
+
+
+def stub_values(arguments: list[str] | None, values_by_schema: dict[str, object],
+                schema_order: list[str]) -> list[object]:
+    """What the stub's kernel function receives, in its parameter order."""
+    if arguments is None:       # the stub's parameters are the schema's scalars, as resolve checks
+        return [values_by_schema[s] for s in schema_order]
+    if len(arguments) != len(schema_order):
+        raise HostCodeUnknown(f"the shared function passes {len(arguments)} scalar(s) to the stub, "
+                              f"the op has {len(schema_order)}")
+    return [_evaluate(a, values_by_schema) for a in arguments]
+
+
+def alpha_value(body: str, params: str, fields: list[str] | None, values: list[object]):
+    """The alpha the host function of text `body` passes, given what the stub hands it.
+
+    `fields`: the params struct's fields in declaration order (from the family header), for a
+    `_with_params` call."""
+    host_names = host_parameters(params)
+    if len(host_names) != len(values):
+        raise HostCodeUnknown(f"the host function takes {len(host_names)} scalar(s), the stub "
+                              f"passes {len(values)}")
+    env = dict(zip(host_names, values))
+    m = EXEC_ARGS_RE.search(body)
+    if not m:
+        raise HostCodeUnknown("no exec_*_kernel call with a scalar argument")
+    with_params, rest = bool(m.group(1)), m.group(2)
+    if not with_params:
+        first = _split_args(rest)[0]
+        return _evaluate(first, env)
+    if fields is None:
+        raise HostCodeUnknown("the params struct's declaration was not found in the kernel header")
+    assigned = {f: _evaluate(e, env) for f, e in FIELD_RE.findall(body)}
+    missing = [f for f in fields if f not in assigned]
+    if missing:
+        raise HostCodeUnknown(f"params.{missing[0]} is not set in a form porter models")
+    return tuple(float(assigned[f]) for f in fields)
+
+
+def _split_args(text: str) -> list[str]:
+    depth, start, out = 0, 0, []
+    for k, ch in enumerate(text):
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:k].strip())
+            start = k + 1
+    out.append(text[start:].strip())
+    return out
+
+
+def _evaluate(expr: str, env: dict[str, object]):
+    expr = " ".join(expr.split())
+    forms = (
+        (r"(\w+)", lambda v, m: v),
+        (r"Scalar\((\w+)\)", lambda v, m: v),
+        (r"(\w+)\.to<(?:float|double)>\(\)", lambda v, m: float(v)),
+        (r"static_cast<float>\((\w+)\)", lambda v, m: float(v)),
+        (r"static_cast<float>\((\w+)\.value_or\(([-+0-9.eE]+)\)\)",
+         lambda v, m: float(m.group(2)) if v is None else float(v)),
+        # the optional-None conventions of shared functions (logit: eps < 0 means none)
+        (r"Scalar\((\w+) \? \1\.value\(\) : ([-+0-9.eE]+)\)",
+         lambda v, m: float(m.group(2)) if v is None else v),
+        (r"(\w+)\.value_or\(([-+0-9.eE]+)\)", lambda v, m: float(m.group(2)) if v is None else v),
+    )
+    for pattern, convert in forms:
+        m = re.fullmatch(pattern, expr)
+        if m and m.group(1) in env:
+            return convert(env[m.group(1)], m)
+    raise HostCodeUnknown(f"`{expr}` is not a form porter models")
+
+
+def struct_fields(header_text: str, struct: str) -> list[str] | None:
+    """Field names of `template <typename T> struct NAME { T a; T b; };` in declaration order."""
+    m = re.search(rf"\bstruct\s+{re.escape(struct)}\s*\{{(.*?)\}};", header_text, re.S)
+    if not m:
+        return None
+    return re.findall(r"^\s*\w+\s+(\w+)\s*;", m.group(1), re.M)

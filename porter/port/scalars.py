@@ -1,0 +1,123 @@
+"""Scalar parameters of an elementwise op: from the schema, through the stub, to the kernel.
+
+An op such as `softplus(Tensor self, Scalar beta=1, Scalar threshold=20)` runs its CPU/CUDA
+kernel through a stub whose declared type says what the kernel function receives
+(`void (*)(TensorIteratorBase&, const c10::Scalar&, const c10::Scalar&)`). The MPS host
+function takes exactly those parameters, named as the schema names them, and hands them to
+the Metal kernel in one of the two shapes upstream uses:
+
+- one Scalar: the kernel's "alpha" (`REGISTER_UNARY_ALPHA_OP(op, T, T, T)`,
+  `lib.exec_unary_kernel(iter, "op", name)`), typed as the iterator's common dtype;
+- several scalars, or an optional one: a params struct `<Op>Params<T>` declared in the kernel
+  family's header (shared by host and kernel), filled on the host and always instantiated at
+  float (`REGISTER_UNARY_ALPHA_OP(op, half, OpParams_float, half)`), as upstream's NanToNumParams.
+
+Everything here is pure: resolve and plan call it with what they read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from porter.source import native_yaml
+
+# Schema types porter hands to a kernel as a scalar.
+SCHEMA_SCALARS = ("Scalar", "Scalar?", "float", "float?")
+# Stub parameter types that carry one such scalar, as upstream spells them.
+STUB_SCALAR_RE = re.compile(r"^(const\s+)?(c10::)?Scalar\s*&$")
+STUB_OPTIONAL_RE = re.compile(r"^(const\s+)?(std::|c10::)?optional<\s*double\s*>\s*&?$")
+STUB_DOUBLE_RE = re.compile(r"^(const\s+)?double$")
+
+
+class ScalarArg(NamedTuple):
+    name: str          # as the schema names it ("beta"): the host parameter and the --body name
+    schema_type: str   # "Scalar", "float?", ...
+    default: str | None
+    stub_type: str = ""    # the stub's parameter type for it ("const c10::Scalar&")
+
+    @property
+    def optional_in_stub(self) -> bool:
+        return bool(STUB_OPTIONAL_RE.match(self.stub_type))
+
+
+def schema_scalars(args: native_yaml.Arguments) -> tuple[list[ScalarArg], list[str]]:
+    """(the scalar arguments, the arguments porter cannot pass) among the non-tensor ones."""
+    scalars, others = [], []
+    for arg in args.others:
+        typ = native_yaml.argument_type(arg)
+        if typ in SCHEMA_SCALARS:
+            default = arg.split("=", 1)[1].strip() if "=" in arg else None
+            scalars.append(ScalarArg(native_yaml.argument_name(arg), typ, default))
+        else:
+            others.append(arg)
+    return scalars, others
+
+
+def stub_mismatch(scalars: list[ScalarArg], stub_params: list[str]) -> str | None:
+    """Why the stub's kernel function cannot receive the op's scalars, or None."""
+    extra = [parameter_type(p) for p in stub_params[1:]]
+    if len(extra) != len(scalars):
+        return f"the op takes {len(scalars)} scalar argument(s), the stub's kernel {len(extra)}"
+    for arg, typ in zip(scalars, extra):
+        if not (STUB_SCALAR_RE.match(typ) or STUB_OPTIONAL_RE.match(typ) or STUB_DOUBLE_RE.match(typ)):
+            return f"the stub passes {arg.name} as `{typ}`, which is not a scalar porter can hand to Metal"
+    return None
+
+
+def with_stub_types(scalars: list[ScalarArg], stub_params: list[str]) -> tuple[ScalarArg, ...]:
+    return tuple(a._replace(stub_type=parameter_type(t)) for a, t in zip(scalars, stub_params[1:]))
+
+
+def parameter_type(param: str) -> str:
+    """`const Scalar& a` -> `const Scalar&`; `std::optional<double> nan` -> `std::optional<double>`."""
+    param = " ".join(param.split())
+    m = re.fullmatch(r"(.*[&*>]|.*\b(?:double|float|bool|int64_t))\s*\w+", param)
+    return m.group(1).strip() if m else param
+
+
+def uses_params_struct(scalars: tuple[ScalarArg, ...]) -> bool:
+    """One Scalar rides as the kernel's alpha; anything else as a params struct."""
+    return len(scalars) > 1 or any(not STUB_SCALAR_RE.match(a.stub_type) for a in scalars)
+
+
+def struct_name(kernel: str) -> str:
+    """`softplus` -> `SoftplusParams`, `nan_to_num` -> `NanToNumParams`."""
+    return "".join(part.capitalize() for part in kernel.split("_")) + "Params"
+
+
+def alpha_type(scalars: tuple[ScalarArg, ...], kernel: str, out_type: str) -> str:
+    """The Metal type the kernel's alpha argument has for a kernel writing `out_type`."""
+    if uses_params_struct(scalars):
+        return f"{struct_name(kernel)}_float"
+    return out_type
+
+
+def host_value(arg: ScalarArg) -> str:
+    """C++ that turns the host parameter into the float the params struct holds."""
+    if STUB_SCALAR_RE.match(arg.stub_type):
+        return f"{arg.name}.to<float>()"
+    if arg.optional_in_stub:
+        fallback = arg.default if arg.default not in (None, "None") else None
+        if fallback is None:
+            raise ValueError(f"{arg.name} is optional with no default value")
+        return f"static_cast<float>({arg.name}.value_or({fallback}))"
+    return f"static_cast<float>({arg.name})"
+
+
+def host_parameters(scalars: tuple[ScalarArg, ...]) -> str:
+    """`, const Scalar& beta, const Scalar& threshold` for the host kernel function."""
+    return "".join(f", {_plain(a.stub_type)} {a.name}" for a in scalars)
+
+
+def _plain(stub_type: str) -> str:
+    """The stub's spelling without the `c10::` a host file inside at::native does not need."""
+    return " ".join(stub_type.replace("c10::Scalar", "Scalar").split()).replace(" &", "&")
+
+
+def header_struct(kernel: str, scalars: tuple[ScalarArg, ...]) -> str:
+    """The params struct and its float alias, for the family header."""
+    name = struct_name(kernel)
+    fields = "\n".join(f"  T {a.name};" for a in scalars)
+    return (f"template <typename T>\nstruct {name} {{\n{fields}\n}};\n"
+            f"using {name}_float = {name}<float>;\n")
