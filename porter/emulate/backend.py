@@ -121,7 +121,8 @@ class EmulateBackend:
                 order = [s.name for s in scalars]
                 passed = host_args.stub_values(
                     host_args.stub_call_arguments(self.root, host.stub + "_stub"), values, order)
-                return host_args.alpha_value(host.body, host.params, fields, passed)
+                return host_args.alpha_value(host.body, host.params, fields, passed,
+                                             dtype=getattr(sample.input, "dtype", None))
             except host_args.HostCodeUnknown as err:
                 raise RuntimeError(f"emulate: cannot model {host.stub}'s host code: {err}") from None
         if "alpha" in kwargs and kwargs["alpha"] is not None:

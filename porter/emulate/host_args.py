@@ -91,7 +91,12 @@ def sample_values(sample, n_tensors: int, scalars: list[SchemaScalar]) -> dict[s
     return values
 
 
-def stub_call_arguments(root: Path, stub: str) -> list[str] | None:
+class StubCall(NamedTuple):
+    arguments: list[str]      # what follows the iterator in the call
+    parameters: list[str]     # the calling function's non-tensor parameter names, in order
+
+
+def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
     """The scalar arguments the shared CPU/CUDA function passes to `stub` after the iterator
     (`logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0))` ->
     ["Scalar(eps ? eps.value() : -1.0)"]), or None when no call is found."""
@@ -105,22 +110,35 @@ def stub_call_arguments(root: Path, stub: str) -> list[str] | None:
         while k < len(text) and depth:
             depth += {"(": 1, ")": -1}.get(text[k], 0)
             k += 1
-        return _split_args(text[m.end():k - 1])[1:]
+        heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\(\w+\)\s*|[A-Za-z_][\w:&<> ]*\b\w+)\s*\(([^{;]*?)\)\s*\{",
+                                 text[:m.start()], re.M | re.S))
+        names = []
+        if heads:
+            for p in _split_args(" ".join(heads[-1].group(1).split())):
+                if p and "Tensor" not in p and "TensorIterator" not in p:
+                    names.append(re.search(r"(\w+)\s*(?:=.*)?$", p).group(1))
+        return StubCall(_split_args(text[m.end():k - 1])[1:], names)
     return None
 
 
-def stub_values(arguments: list[str] | None, values_by_schema: dict[str, object],
+def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
                 schema_order: list[str]) -> list[object]:
     """What the stub's kernel function receives, in its parameter order."""
-    if arguments is None:       # the stub's parameters are the schema's scalars, as resolve checks
+    if call is None:       # the stub's parameters are the schema's scalars, as resolve checks
         return [values_by_schema[s] for s in schema_order]
-    if len(arguments) != len(schema_order):
-        raise HostCodeUnknown(f"the shared function passes {len(arguments)} scalar(s) to the stub, "
-                              f"the op has {len(schema_order)}")
-    return [_evaluate(a, values_by_schema) for a in arguments]
+    if len(call.arguments) != len(schema_order):
+        raise HostCodeUnknown(f"the shared function passes {len(call.arguments)} scalar(s) to the "
+                              f"stub, the op has {len(schema_order)}")
+    # the shared function names the schema's arguments its own way (pos_inf for posinf)
+    names = call.parameters if len(call.parameters) == len(schema_order) else schema_order
+    env = {n: values_by_schema[s] for n, s in zip(names, schema_order)}
+    return [_evaluate(a, env) for a in call.arguments]
 
 
-def alpha_value(body: str, params: str, fields: list[str] | None, values: list[object]):
+LIMIT_ASSIGN_RE = re.compile(r"\b(\w+)\s*=\s*static_cast<float>\(\s*std::numeric_limits<scalar_t>::(max|lowest)\(\)\s*\)")
+
+
+def alpha_value(body: str, params: str, fields: list[str] | None, values: list[object], dtype=None):
     """The alpha the host function of text `body` passes, given what the stub hands it.
 
     `fields`: the params struct's fields in declaration order (from the family header), for a
@@ -130,6 +148,13 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
         raise HostCodeUnknown(f"the host function takes {len(host_names)} scalar(s), the stub "
                               f"passes {len(values)}")
     env = dict(zip(host_names, values))
+    if dtype is not None and dtype.is_floating_point:
+        # `dtype_max = static_cast<float>(std::numeric_limits<scalar_t>::max())` under a dispatch
+        # on the iterator's dtype: the input dtype's extremes, as float
+        import torch
+        for name, limit in LIMIT_ASSIGN_RE.findall(body):
+            info = torch.finfo(dtype)
+            env[name] = float(info.max if limit == "max" else info.min)
     m = EXEC_ARGS_RE.search(body)
     if not m:
         raise HostCodeUnknown("no exec_*_kernel call with a scalar argument")
@@ -173,12 +198,20 @@ def _evaluate(expr: str, env: dict[str, object]):
         (r"Scalar\((\w+) \? \1\.value\(\) : ([-+0-9.eE]+)\)",
          lambda v, m: float(m.group(2)) if v is None else v),
         (r"(\w+)\.value_or\(([-+0-9.eE]+)\)", lambda v, m: float(m.group(2)) if v is None else v),
+        (r"(\w+)\.has_value\(\) \? static_cast<float>\(\1\.value\(\)\) : (\w+)",
+         lambda v, m: float(v) if v is not None else _known(env, m.group(2))),
     )
     for pattern, convert in forms:
         m = re.fullmatch(pattern, expr)
         if m and m.group(1) in env:
             return convert(env[m.group(1)], m)
     raise HostCodeUnknown(f"`{expr}` is not a form porter models")
+
+
+def _known(env: dict, name: str):
+    if name not in env:
+        raise HostCodeUnknown(f"`{name}` is not computed in a form porter models")
+    return env[name]
 
 
 def struct_fields(header_text: str, struct: str) -> list[str] | None:

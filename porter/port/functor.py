@@ -130,31 +130,34 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
     params_struct = scalar_args.uses_params_struct(spec.scalars)
     metal_types = {METAL[d] for d in dtypes if d in METAL}
     has_int = bool(metal_types - set(METAL_FLOATING) - {"float2"})
-    # The body computes in float: tensor values and a lone alpha (typed as the input) are read
-    # as float; a params struct already holds floats.
+    # Floating inputs compute in float: tensor values and a lone alpha (typed as the input) are
+    # read as float; a params struct already holds floats. Integers stay in their own type
+    # (int64 values beyond 2^24 survive), with the scalars converted as the CPU's to<scalar_t>().
     as_float = tensors if params_struct else tuple(tensors) + names
-    statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)",
-                        translate_body.as_float(statements, as_float))
+    float_statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)",
+                              translate_body.as_float(statements, as_float))
     out_float = "bool" if spec.returns_bool else "T"
+    struct = f"{scalar_args.struct_name(spec.kernel)}<float>"
     overloads = [{"trait": "is_scalar_floating_point_v", "out": out_float,
-                  "alpha_type": "T" if not params_struct else f"{scalar_args.struct_name(spec.kernel)}<float>",
-                  "body": translate_body.wrap_returns(statements, out_float)}]
+                  "alpha_type": struct if params_struct else "T",
+                  "unpack": [f"const float {n} = params.{n};" for n in names] if params_struct else [],
+                  "body": translate_body.wrap_returns(float_statements, out_float)}]
     if has_int:
-        struct = f"{scalar_args.struct_name(spec.kernel)}<float>"
         if spec.promotes_int_to_float:
             args = ", ".join([f"static_cast<float>({p})" for p in tensors] + [
                 "params" if params_struct else names[0]])
             overloads.append({"trait": "is_scalar_integral_v", "out": "float",
-                              "alpha_type": struct if params_struct else "float",
+                              "alpha_type": struct if params_struct else "float", "unpack": [],
                               "body": f"return operator()({args});"})
         else:
             out_int = "bool" if spec.returns_bool else "T"
             overloads.append({"trait": "is_scalar_integral_v", "out": out_int,
                               "alpha_type": struct if params_struct else "T",
+                              "unpack": [f"const T {n} = static_cast<T>(params.{n});" for n in names]
+                              if params_struct else [],
                               "body": translate_body.wrap_returns(statements, out_int)})
-    unpack = [f"const float {n} = params.{n};" for n in names] if params_struct else []
     text = render("alpha_functor.metal.j2", op=spec.kernel, params=tensors, overloads=overloads,
-                  alpha_name="params" if params_struct else names[0], unpack=unpack)
+                  alpha_name="params" if params_struct else names[0])
     return Functor(text, origin, detail)
 
 

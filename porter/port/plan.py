@@ -171,6 +171,11 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
                               f"sends {', '.join(missing)}: register them, or that test fails")
         write(spec.metal_path, text)
         return
+    if "complex64" in dtypes:
+        dtypes = dtypes - {"complex64"}
+        plan.unregistered.add("complex64")
+        plan.notes.append(f"complex64 is not registered: porter writes no complex overload for "
+                          f"ops with scalar parameters, so {spec.op}'s complex64 test needs one by hand")
     functor = build_alpha(spec, body, lambda: available_functions(checkout), dtypes)
     plan.functor = functor
     text = metal_edit.add_functor(text, spec.kernel, functor.text, spec.kind)
@@ -190,6 +195,10 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         new = old if old is not None else "#pragma once\n"
         if not re.search(rf"\bstruct\s+{struct}\b", new):
             new = new.rstrip("\n") + "\n\n" + scalar_args.header_struct(spec.kernel, spec.scalars)
+        elif not re.search(rf"^\s*(using\s+{struct}_float\b|typedef\b.*\b{struct}_float\s*;)", new, re.M):
+            # the family header declares the struct (upstream's NanToNumParams) but not the
+            # float instantiation the registrations name
+            new = new.rstrip("\n") + f"\nusing {struct}_float = {struct}<float>;\n"
         write(header, new)
         text = metal_edit.ensure_include(text, header.split("aten/src/", 1)[-1])
     write(spec.metal_path, text)
@@ -221,14 +230,11 @@ def _alpha_dtypes(checkout, spec: OpSpec, plan: Plan) -> frozenset[str]:
     if floating_only and dtypes - FLOATING_DEFAULT - {"complex64"}:
         dropped = sorted(dtypes - FLOATING_DEFAULT - {"complex64"})
         plan.notes.append(f"not registered: {', '.join(dropped)} (the CPU kernel at "
-                          f"{floating_only[0]}:{floating_only[1]} dispatches floating types only, so "
-                          "the reference raises for them too)")
+                          f"{floating_only[0]}:{floating_only[1]} dispatches floating types only: "
+                          "on CPU they never reach the stub, the shared function handles or refuses "
+                          "them first)")
         dtypes &= FLOATING_DEFAULT | {"complex64"}
         plan.unregistered |= set(dropped)
-    if "complex64" in dtypes:
-        dtypes.discard("complex64")
-        plan.notes.append(f"complex64 is not registered: porter writes no complex overload for "
-                          f"ops with scalar parameters, so {spec.op}'s complex64 test needs one by hand")
     if not checkout.exists(co.COMMON_MPS):
         return frozenset(dtypes)
     try:
@@ -334,6 +340,7 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     source = render("alpha_host_kernel.mm.j2", function=function, iterator=iterator,
                     parameters=scalar_args.host_parameters(spec.scalars), struct=struct,
                     fields=fields, kind=spec.kind, kernel=spec.kernel,
+                    dtype_limits=scalar_args.needs_dtype_limits(spec.scalars),
                     scalar=spec.scalars[0].name)
     try:
         new = host_edit.add_kernel_function(text, stub=spec.stub.name, function=function,

@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source import native_yaml
-from porter.source.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
+from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
+                                     none_conventions, scalar_lambda)
 from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
@@ -105,7 +106,7 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     cpu_kernel = _shared_kernel(out_entry)
     kind, scalars = _kind(out_entry)
     stub = _find_stub(checkout, op, cpu_kernel, out_entry, shared_stubs)
-    scalars = _check_stub_scalars(op, out_entry, stub, scalars)
+    scalars = _check_stub_scalars(checkout, op, out_entry, stub, scalars)
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
@@ -176,7 +177,7 @@ def _kind(entry: native_yaml.Entry) -> tuple[str, list[ScalarArg]]:
     return (UNARY if len(args.tensors) == 1 else BINARY), scalars
 
 
-def _check_stub_scalars(op: str, entry, stub: Stub, scalars: list[ScalarArg]) -> tuple[ScalarArg, ...]:
+def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[ScalarArg]) -> tuple[ScalarArg, ...]:
     """The stub's declared type decides what the host function receives: it must carry the
     op's scalars one for one (the shared CPU/CUDA function may convert them, as logit's
     `float? eps` becomes a Scalar)."""
@@ -188,7 +189,9 @@ def _check_stub_scalars(op: str, entry, stub: Stub, scalars: list[ScalarArg]) ->
         raise PorterError(f"'{op}': {problem}: {schema} vs {stub.fn_type} = {stub.signature} "
                           f"({stub.header}:{stub.line})", path=co.NATIVE_YAML, line=entry.lineno,
                           hint="write this op's MPS host function by hand")
-    return scalar_args.with_stub_types(scalars, params)
+    conventions = none_conventions(checkout, stub.name) if any(
+        scalar_args.STUB_OPTIONAL_RE.match(scalar_args.parameter_type(p)) for p in params[1:]) else None
+    return scalar_args.with_stub_types(scalars, params, conventions)
 
 
 def shared_function_stubs(checkout: co.Checkout, function: str) -> list[str]:

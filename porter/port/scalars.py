@@ -35,6 +35,7 @@ class ScalarArg(NamedTuple):
     schema_type: str   # "Scalar", "float?", ...
     default: str | None
     stub_type: str = ""    # the stub's parameter type for it ("const c10::Scalar&")
+    none_means: str | None = None   # what the CPU kernel uses when it is None: "0.", "max", "lowest"
 
     @property
     def optional_in_stub(self) -> bool:
@@ -65,8 +66,11 @@ def stub_mismatch(scalars: list[ScalarArg], stub_params: list[str]) -> str | Non
     return None
 
 
-def with_stub_types(scalars: list[ScalarArg], stub_params: list[str]) -> tuple[ScalarArg, ...]:
-    return tuple(a._replace(stub_type=parameter_type(t)) for a, t in zip(scalars, stub_params[1:]))
+def with_stub_types(scalars: list[ScalarArg], stub_params: list[str],
+                    none_means: list[str | None] | None = None) -> tuple[ScalarArg, ...]:
+    conventions = none_means if none_means and len(none_means) == len(scalars) else [None] * len(scalars)
+    return tuple(a._replace(stub_type=parameter_type(t), none_means=c)
+                 for a, t, c in zip(scalars, stub_params[1:], conventions))
 
 
 def parameter_type(param: str) -> str:
@@ -98,11 +102,23 @@ def host_value(arg: ScalarArg) -> str:
     if STUB_SCALAR_RE.match(arg.stub_type):
         return f"{arg.name}.to<float>()"
     if arg.optional_in_stub:
-        fallback = arg.default if arg.default not in (None, "None") else None
+        fallback = arg.default if arg.default not in (None, "None") else arg.none_means
+        if fallback in LIMITS:
+            # the input dtype's extreme, computed on the host (dtype_limits in the template)
+            return f"{arg.name}.has_value() ? static_cast<float>({arg.name}.value()) : {LIMITS[fallback]}"
         if fallback is None:
-            raise ValueError(f"{arg.name} is optional with no default value")
+            raise ValueError(f"{arg.name} is optional with no default value, and the CPU kernel "
+                             "does not say what it uses when it is None")
         return f"static_cast<float>({arg.name}.value_or({fallback}))"
     return f"static_cast<float>({arg.name})"
+
+
+LIMITS = {"max": "dtype_max", "lowest": "dtype_lowest"}
+
+
+def needs_dtype_limits(scalars: tuple[ScalarArg, ...]) -> bool:
+    return any(a.optional_in_stub and a.default in (None, "None") and a.none_means in LIMITS
+               for a in scalars)
 
 
 def host_parameters(scalars: tuple[ScalarArg, ...]) -> str:

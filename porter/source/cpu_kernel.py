@@ -134,3 +134,31 @@ def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int
     if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES")) for c in calls):
         return rel, line_of(text, calls[0].start())
     return None
+
+
+VALUE_OR_RE = re.compile(r"\b(\w+)\.value_or\(\s*([-+0-9.eEf]+)\s*\)")
+LIMIT_RE = re.compile(r"\b(\w+)\.has_value\(\)\s*\?[^:;]*:\s*std::numeric_limits<scalar_t>::(max|lowest)\(\)")
+
+
+def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | None:
+    """What the CPU kernel of `stub` uses for each optional parameter left None, in parameter
+    order after the iterator: a number (`nan.value_or(0.)` -> "0."), "max" or "lowest"
+    (`pos_inf.has_value() ? ... : std::numeric_limits<scalar_t>::max()`), or None when it says
+    nothing porter reads. None when the kernel function is not found."""
+    found = find_kernel_function(checkout, stub)
+    if not found:
+        return None
+    rel, fn, _ = found
+    text = checkout.read(rel)
+    mask = code_mask(text)
+    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
+    if not m:
+        return None
+    body = text[m.end():matching_close(mask, m.end() - 1)]
+    names = [p.split("=")[0].split()[-1] for p in split_top_level(m.group(1))[1:] if p.split()]
+    conventions: dict[str, str] = {}
+    for name, value in VALUE_OR_RE.findall(body):
+        conventions.setdefault(name, value.rstrip("f"))
+    for name, limit in LIMIT_RE.findall(" ".join(body.split())):
+        conventions.setdefault(name, limit)
+    return [conventions.get(n) for n in names]
