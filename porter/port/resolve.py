@@ -12,7 +12,7 @@ import re
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source import native_yaml
+from porter.source import native_yaml, op_kind
 from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
                                      none_conventions, scalar_lambda)
 from porter.source.dtypes import MPS_DTYPES
@@ -23,10 +23,10 @@ from porter.source.stubs import Stub, parse_header
 from porter.port import scalars as scalar_args
 from porter.port.scalars import ScalarArg
 
-UNARY, BINARY = "unary", "binary"
+UNARY, BINARY = op_kind.UNARY, op_kind.BINARY
 UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
-# Stubs declared in these headers get their kernels in this family's .metal/.mm, as upstream's
+# Stubs declared in this header get their kernels in this family's .metal/.mm, as upstream's
 ACTIVATION_HEADER, ACTIVATION = "Activation.h", "ActivationKernel"
 
 
@@ -91,22 +91,22 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         raise NotAnOp(f"unknown operator '{op}': no '- func: {op}' entry",
                       path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
-    out_entry = next((e for e in backend if e.is_out), None)
     hosts = _host_files(checkout)
-    if out_entry is None:
-        raise _not_portable(op, fam, out_entry, hosts)
+    classified, out_entry = op_kind.classify_family(fam)
     shared_stubs = None
-    if not _is_elementwise(out_entry):
+    if classified.reason in (op_kind.NOT_STRUCTURED, op_kind.NOT_ELEMENTWISE) and out_entry is not None:
         # Not structured: portable when CPU and CUDA share one function that runs a stub on a
         # TensorIterator (logit_out, nan_to_num_out), which MPS can join as they do.
-        kernels = {d.kernel for d in out_entry.dense_rows()}
-        shared_stubs = shared_function_stubs(checkout, kernels.pop()) if len(kernels) == 1 else []
-        if not shared_stubs:
-            raise _not_portable(op, fam, out_entry, hosts)
+        shared_stubs = shared_function_stubs(checkout, out_entry)
+        if shared_stubs:
+            classified = op_kind.classify(out_entry, runs_stub=True)
+    if not classified.portable:
+        raise _not_portable(op, fam, out_entry, hosts, classified)
+    kind = UNARY if len(classified.tensors) == 1 else BINARY
     cpu_kernel = _shared_kernel(out_entry)
-    kind, scalars = _kind(out_entry)
     stub = _find_stub(checkout, op, cpu_kernel, out_entry, shared_stubs)
-    scalars = _check_stub_scalars(checkout, op, out_entry, stub, scalars)
+    scalars = _check_stub_scalars(checkout, op, out_entry, stub,
+                                  scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0])
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
@@ -129,52 +129,25 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         scalar_lambda=lam, registered_in=registered, mpsgraph=graph, scalars=scalars)
 
 
-def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
-    where = out_entry or fam[0]
-    ufunc = next((e for e in fam if "ufunc_inner_loop" in "".join(e.lines)), None)
-    if ufunc is not None and out_entry is None:
-        # add, sub-like ops upstream moved to torchgen's ufunc codegen: no CPU/CUDA row to share
-        return PorterError(f"'{op}' has no CPU/CUDA dispatch row to share: its CPU and CUDA kernels "
-                           "are generated from ufunc_inner_loop (torchgen's ufunc codegen), so there is "
-                           "no structured kernel function an MPS row could name",
-                           path=co.NATIVE_YAML, line=ufunc.lineno,
-                           hint="MPS keeps its own row; port it by hand, or add a shared "
-                                f"CPU, CUDA: {op}_out row first")
+def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:
+    """The one-line refusal for an op of a kind porter does not port (porter.source.op_kind):
+    cited at its MPSGraph implementation when it has one, else at its yaml entry."""
     graph = _mpsgraph_impls(fam, hosts, op)
     if graph:
-        return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
-                           "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
-                           path=graph[0].path, line=graph[0].line,
-                           hint="its Metal kernel must be written by hand (pattern B)")
-    pointwise = any("pointwise" in e.fields.get("tags", "") for e in fam)
-    if pointwise and not any(e.dense_rows() for e in fam):
-        return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
-                           "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
-                           hint="port those ops instead")
-    return PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
-                       "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
-                       path=co.NATIVE_YAML, line=where.lineno, hint="write this op's MPS kernel by hand")
+        return PorterError(kind.refusal(op), path=graph[0].path, line=graph[0].line,
+                           hint=kind.hint and "write its Metal kernel by hand, run by an MPS "
+                                              "function named by its own MPS row")
+    return PorterError(kind.refusal(op), path=co.NATIVE_YAML, line=(out_entry or fam[0]).lineno,
+                       hint=kind.hint)
 
 
-def _is_elementwise(entry: native_yaml.Entry) -> bool:
-    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
-            or "TensorIterator" in "".join(entry.lines[:6]))
-
-
-def _kind(entry: native_yaml.Entry) -> tuple[str, list[ScalarArg]]:
-    args = native_yaml.arguments(entry.schema)
-    scalars, others = scalar_args.schema_scalars(args)
-    if others or len(args.tensors) not in (1, 2):
-        what = f"'{others[0]}'" if others else f"{len(args.tensors)} tensors"
-        raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
-                          "ports unary and binary tensor ops whose other arguments are scalars "
-                          f"(Scalar, float, optional or defaulted), not {what}",
+def _shared_kernel(entry: native_yaml.Entry) -> str:
+    kernels = {d.kernel for d in entry.dense_rows()}
+    if len(kernels) != 1:
+        raise PorterError(f"'{entry.full_name}' has different CPU and CUDA kernels ({', '.join(sorted(kernels))}): "
+                          "no shared structured kernel for MPS to join",
                           path=co.NATIVE_YAML, line=entry.lineno)
-    if len(args.outputs) != 1:
-        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
-        raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
-                          "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
-    return (UNARY if len(args.tensors) == 1 else BINARY), scalars
+    return kernels.pop()
 
 
 def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[ScalarArg]) -> tuple[ScalarArg, ...]:
@@ -194,9 +167,13 @@ def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[Scal
     return scalar_args.with_stub_types(scalars, params, conventions)
 
 
-def shared_function_stubs(checkout: co.Checkout, function: str) -> list[str]:
-    """Stubs a plain (not structured) CPU/CUDA function runs on a TensorIterator it builds,
-    e.g. `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
+def shared_function_stubs(checkout: co.Checkout, entry: native_yaml.Entry) -> list[str]:
+    """Stubs the plain (not structured) function CPU and CUDA share runs on a TensorIterator it
+    builds: `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
+    kernels = {d.kernel for d in entry.dense_rows()}
+    if len(kernels) != 1:
+        return []
+    function = kernels.pop()
     head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
     for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
         text = checkout.read(rel)
@@ -209,23 +186,10 @@ def shared_function_stubs(checkout: co.Checkout, function: str) -> list[str]:
                 continue        # a declaration, not the definition
             end = text.find("\n}", open_brace)
             body = text[open_brace:end if end > 0 else len(text)]
-            if "TensorIterator" not in body and "iter" not in body:
-                continue
             found = re.findall(r"\b(\w+_stub)\s*\(\s*\w+\.device_type\(\)", body)
-            if found:
+            if found and "TensorIterator" in body:
                 return list(dict.fromkeys(found))
     return []
-
-
-def _shared_kernel(entry: native_yaml.Entry) -> str:
-    kernels = {d.kernel for d in entry.dense_rows()}
-    if len(kernels) != 1:
-        raise PorterError(f"'{entry.full_name}' has different CPU and CUDA kernels ({', '.join(sorted(kernels))}): "
-                          "no shared structured kernel for MPS to join; porting it means replacing "
-                          "its MPS function's body with a Metal call in place, which porter does not "
-                          "do for this op",
-                          path=co.NATIVE_YAML, line=entry.lineno)
-    return kernels.pop()
 
 
 def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,
@@ -252,10 +216,10 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,
     raise PorterError(f"'{op}': no DispatchStub declared for its kernel {cpu_kernel} "
                       f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
                       path=co.NATIVE_YAML, line=entry.lineno,
-                      hint="ops without a stub need a hand-written MPS impl (pattern B)")
+                      hint="without a stub, MPS needs its own kernel: write it by hand behind its own MPS row")
 
 
-# Where elementwise stubs and their structured kernels live (anatomy §6): looked at first, so
+# Where elementwise stubs and their structured kernels live upstream: looked at first, so
 # that most ops never read the other ~100 headers and ~150 sources of aten/src/ATen/native.
 LIKELY_STEMS = ("UnaryOps", "BinaryOps", "PointwiseOps", "Pow", "Lerp", "TensorCompare",
                 "Activation", "ReduceOps", "Fill")
@@ -273,16 +237,18 @@ def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
 
 
 def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
-    found = []
-    for e in fam:
-        for row in e.mps_rows():
-            if row.kernel.endswith("_mps"):
-                found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
+    found = [MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno) for row in mpsgraph_rows(fam)]
     for rel, host in _naming(hosts, op).items():
         if op in host.mpsgraph_stubs:
             selector, line = host.mpsgraph_stubs[op]
             found.append(MpsGraphImpl("stub", (selector,), rel, line))
     return tuple(found)
+
+
+def mpsgraph_rows(fam) -> list[native_yaml.DispatchLine]:
+    """MPS rows naming an MPS-only `*_mps` function: MPSGraph's, unless its definition says
+    otherwise (status and candidates read the definition; a port deletes it)."""
+    return [row for e in fam for row in e.mps_rows() if row.kernel.endswith("_mps")]
 
 
 def _state(fam, registered, graph) -> str:
