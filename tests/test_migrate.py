@@ -72,15 +72,15 @@ def test_impl_block_with_tricky_braces(mini_root):
  
 """)
     assert_expected_inline(file_diff(out, UNARY_OPS), """\
-@@ -16,7 +16,6 @@
- #include <ATen/ops/logit_native.h>
+@@ -17,7 +17,6 @@
+ #include <ATen/ops/nan_to_num_native.h>
  #include <ATen/ops/sgn_native.h>
  #include <ATen/ops/sign.h>
 -#include <ATen/ops/sign_native.h>
  #include <ATen/ops/signbit_native.h>
  #include <ATen/ops/view_as_real.h>
  #endif
-@@ -99,19 +98,6 @@
+@@ -100,19 +99,6 @@
  (const Tensor& self, const Tensor& output) {
    mps::unary_op(self, output, "signbit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
      return mps::signbit_helper(mpsGraph, inputTensor);
@@ -103,7 +103,7 @@ def test_impl_block_with_tricky_braces(mini_root):
 """)
     # sgn reaches sign through the per-backend API: still compiles, now runs Metal.
     assert_expected_inline("\n".join(notes(out)), """\
-note: aten/src/ATen/native/mps/operations/UnaryOps.mm:167: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
+note: aten/src/ATen/native/mps/operations/UnaryOps.mm:168: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
 note: torch/testing/_internal/common_mps.py:73: ON_MPS_XFAILLIST['sign'] (float16) left in place; run `porter test sign --prune-xfails` to prune what passes""")
 
 
@@ -123,7 +123,7 @@ def test_wrapped_signature_helper_and_separate_rows(mini_root):
  - func: atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 """)
     assert_expected_inline(file_diff(out, UNARY_OPS), """\
-@@ -17,7 +17,6 @@
+@@ -18,7 +18,6 @@
  #include <ATen/ops/sgn_native.h>
  #include <ATen/ops/sign.h>
  #include <ATen/ops/sign_native.h>
@@ -131,7 +131,7 @@ def test_wrapped_signature_helper_and_separate_rows(mini_root):
  #include <ATen/ops/view_as_real.h>
  #endif
  
-@@ -79,28 +78,7 @@
+@@ -80,28 +79,7 @@
                                          name:nil];
  }
  
@@ -173,9 +173,9 @@ def test_impl_with_helper_only_it_uses(mini_root):
  #include <ATen/ops/atanh_native.h>
 -#include <ATen/ops/frac_native.h>
  #include <ATen/ops/logit_native.h>
+ #include <ATen/ops/nan_to_num_native.h>
  #include <ATen/ops/sgn_native.h>
- #include <ATen/ops/sign.h>
-@@ -64,21 +63,6 @@
+@@ -65,21 +64,6 @@
    }
  }
  
@@ -197,7 +197,7 @@ def test_impl_with_helper_only_it_uses(mini_root):
  // Only signbit_out_mps uses this helper.
  static MPSGraphTensor* signbit_helper(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
    MPSGraphTensor* output;
-@@ -112,14 +96,6 @@
+@@ -113,14 +97,6 @@
                                    name:nil];
      }
      return [mpsGraph signWithTensor:inputTensor name:nil]; // } not the end of the block
@@ -227,7 +227,7 @@ def test_macro_instance(mini_root):
  #include <ATen/ops/atanh_native.h>
  #include <ATen/ops/frac_native.h>
  #include <ATen/ops/logit_native.h>
-@@ -130,7 +129,6 @@
+@@ -131,7 +130,6 @@
      });                                                                                                     \\
    }
  
@@ -270,7 +270,7 @@ identical  aten/src/ATen/native/native_functions.yaml
  #include <ATen/ops/asinh_native.h>
  #include <ATen/ops/atanh_native.h>
  #include <ATen/ops/frac_native.h>
-@@ -141,8 +140,6 @@
+@@ -142,8 +141,6 @@
      });                                                                                                \\
    }                                                                                                    \\
    REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)
@@ -329,10 +329,10 @@ def test_function_pair_shape_deleted_with_shared_helper():
  #include <ATen/ops/atanh_native.h>
  #include <ATen/ops/frac_native.h>
 -#include <ATen/ops/logit_native.h>
+ #include <ATen/ops/nan_to_num_native.h>
  #include <ATen/ops/sgn_native.h>
  #include <ATen/ops/sign.h>
- #include <ATen/ops/sign_native.h>
-@@ -143,37 +142,6 @@
+@@ -144,37 +143,6 @@
    REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)
  
  REGISTER_MPS_UNARY_STUB(acosh, acosh);
@@ -461,7 +461,7 @@ def test_direct_caller_is_refused_and_named(mini_root):
     assert result.code == 2
     line = path.read_text().count("\n", 0, path.read_text().index("structured_frac_out_mps op")) + 1
     assert result.err.strip() == (
-        f"porter: error: {UNARY_OPS}:{line}: cannot delete frac_out_mps ({UNARY_OPS}:118): frac_twice "
+        f"porter: error: {UNARY_OPS}:{line}: cannot delete frac_out_mps ({UNARY_OPS}:119): frac_twice "
         "still uses structured_frac_out_mps directly (port or rewrite the caller first; porter "
         "changed nothing)")
     assert snapshot(mini_root) == before

@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.survey.candidates import MPSGRAPH, find
+    from porter.survey.candidates import refusal_label, MPSGRAPH, find
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
@@ -36,9 +36,17 @@ def run(args) -> int:
         print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
     graph = sum(c.state == MPSGRAPH for c in found)
     auto = sum(c.automatic for c in found)
-    print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO: porter writes the "
-          f"kernel body of {auto} itself (WHY NOT says what the others lack: a unary or binary op "
-          "takes --body EXPR; alpha and scalar ops are not ported yet).")
+    with_body = sum(c.verdict == "--body" for c in found)
+    refused: dict[str, int] = {}
+    for c in found:
+        if c.verdict == "refused":
+            label = refusal_label(c.how)
+            refused[label] = refused.get(label, 0) + 1
+    by_reason = ", ".join(f"{n} {label}" for label, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
+    print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS: {auto} ported automatically "
+          f"(AUTO: porter writes the kernel body itself), {with_body} with --body EXPR (WHY NOT says "
+          f"what the body replaces), {sum(refused.values())} refused"
+          + (f" ({by_reason})." if refused else "."))
     if inventory.others:
         print(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
               "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
-                                     none_conventions, scalar_lambda)
+                                     none_conventions, scalar_lambda, shared_function_stubs)
 from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
@@ -165,31 +165,6 @@ def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[Scal
     conventions = none_conventions(checkout, stub.name) if any(
         scalar_args.STUB_OPTIONAL_RE.match(scalar_args.parameter_type(p)) for p in params[1:]) else None
     return scalar_args.with_stub_types(scalars, params, conventions)
-
-
-def shared_function_stubs(checkout: co.Checkout, entry: native_yaml.Entry) -> list[str]:
-    """Stubs the plain (not structured) function CPU and CUDA share runs on a TensorIterator it
-    builds: `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
-    kernels = {d.kernel for d in entry.dense_rows()}
-    if len(kernels) != 1:
-        return []
-    function = kernels.pop()
-    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
-    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
-        text = checkout.read(rel)
-        if function not in text:
-            continue
-        for m in head.finditer(text):
-            open_brace = text.find("{", m.end())
-            semicolon = text.find(";", m.end())
-            if open_brace < 0 or 0 <= semicolon < open_brace:
-                continue        # a declaration, not the definition
-            end = text.find("\n}", open_brace)
-            body = text[open_brace:end if end > 0 else len(text)]
-            found = re.findall(r"\b(\w+_stub)\s*\(\s*\w+\.device_type\(\)", body)
-            if found and "TensorIterator" in body:
-                return list(dict.fromkeys(found))
-    return []
 
 
 def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,

@@ -162,3 +162,28 @@ def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | Non
     for name, limit in LIMIT_RE.findall(" ".join(body.split())):
         conventions.setdefault(name, limit)
     return [conventions.get(n) for n in names]
+
+
+def shared_function_stubs(checkout: co.Checkout, entry) -> list[str]:
+    """Stubs the plain (not structured) function CPU and CUDA share runs on a TensorIterator it
+    builds: `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
+    kernels = {d.kernel for d in entry.dense_rows()}
+    if len(kernels) != 1:
+        return []
+    function = kernels.pop()
+    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
+    for rel in sorted(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        if function not in text:
+            continue
+        for m in head.finditer(text):
+            open_brace = text.find("{", m.end())
+            semicolon = text.find(";", m.end())
+            if open_brace < 0 or 0 <= semicolon < open_brace:
+                continue        # a declaration, not the definition
+            end = text.find("\n}", open_brace)
+            body = text[open_brace:end if end > 0 else len(text)]
+            found = re.findall(r"\b(\w+_stub)\s*\(\s*\w+\.device_type\(\)", body)
+            if found and "TensorIterator" in body:
+                return list(dict.fromkeys(found))
+    return []

@@ -48,6 +48,11 @@ NO_OUT = "has no out= overload with CPU/CUDA kernels for MPS to share"
 UFUNC = ("has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no DispatchStub "
          "for MPS to join")
 BACKWARD = "is a backward op (it writes `grad_input`): porter ports forward ops"
+REDUCTION = ("reduces its result (`{arg}`): its kernel is an elementwise part plus a reduction on "
+             "the host, not one functor")
+SPLITS = "works along a dimension of its input (`{arg}`), not one functor of its elements"
+OVERLOADS = ("has {n} out= overloads with their own CPU/CUDA kernels ({kernels}): several kernels "
+             "chosen by the arguments' dtypes and kinds, not one functor")
 
 
 class OpKind(NamedTuple):
@@ -92,6 +97,11 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False,
         return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
     if is_backward(entry):
         return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
+    names = {native_yaml.argument_name(a): a for a in args.others}
+    if "reduction" in names:
+        return OpKind(shape, elementwise, REDUCTION.format(arg=names["reduction"]), HAND_PORT, **facts)
+    if "dim" in names and _type(names["dim"]) == "int":
+        return OpKind(shape, elementwise, SPLITS.format(arg=names["dim"]), HAND_PORT, **facts)
     if strings and len(tensors) in (1, 2):
         names = ", ".join(native_yaml.argument_name(a) for a in strings)
         kernels = sorted({d.kernel for d in entry.dense_rows()})
@@ -101,6 +111,10 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False,
         return OpKind(shape, elementwise, f"takes a str argument ({names}) that picks its kernel: "
                       f"porter passes Scalar and float arguments to a kernel, not strings{split}",
                       HAND_PORT, **facts)
+    if len(tensors) == 3 and scalars and len(args.outputs) == 1:
+        return OpKind(shape, elementwise, f"takes three tensors and a scalar ({', '.join(scalars)}): "
+                      "porter writes unary and binary kernels, and a three-tensor kernel would need "
+                      "a way to pass the scalar (a ternary alpha registration)", HAND_PORT, **facts)
     if shape not in PORTABLE and (args.others or len(tensors) not in (1, 2)):
         written = ", ".join(args.positional + args.keyword)
         other = next((a for a in args.others if _type(a) not in KERNEL_SCALAR_TYPES), None)
@@ -130,7 +144,14 @@ def classify_family(entries, *, include_pointwise: bool = False) -> tuple[OpKind
     there is none)."""
     out = next((e for e in entries if writes_out(e) and e.dense_rows()), None)
     if out is not None:
-        return classify(out, include_pointwise=include_pointwise), out
+        kernels = list(dict.fromkeys(r.kernel for e in entries if writes_out(e) and not is_backward(e)
+                                     for r in e.dense_rows()))
+        kind = classify(out, include_pointwise=include_pointwise)
+        if len(kernels) > 2 and kind.portable:
+            # pow: Tensor_Tensor, Tensor_Scalar, Scalar, each with its own kernel and stub
+            return kind._replace(reason=OVERLOADS.format(n=len(kernels), kernels=", ".join(kernels)),
+                                 hint=HAND_PORT), out
+        return kind, out
     if any(writes_out(e) and "ufunc_inner_loop" in e.fields for e in entries):
         return OpKind(OTHER, False, UFUNC, HAND_PORT), None
     pointwise = any("pointwise" in e.fields.get("tags", "") for e in entries)

@@ -18,7 +18,8 @@ from porter.source import native_yaml, op_kind
 from porter.port import selectors
 from porter.port.body import translate
 from porter.source.c10_metal import available_functions
-from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda
+from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
+from porter.port import scalars as scalar_args
 from porter.port.edits.native_yaml import mps_specific_rows
 from porter.source.mpsgraph_scan import STUB, HostSource
 from porter.source.stubs import Stub, declared_stubs
@@ -39,6 +40,23 @@ class Candidate:
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
     command: str = ""
+    verdict: str = ""          # automatic | --body (a body is all it lacks) | refused
+
+
+# Why-nots a --body does not cure: the port itself is refused.
+NO_BODY_CURES = ("CPU and CUDA share no kernel", "no DispatchStub", "the op takes",
+                 "the stub", "the shared function")
+
+
+def refusal_label(how: str) -> str:
+    """A short name for a refusal's reason, for the summary's counts."""
+    labels = ((op_kind.BACKWARD, "backward op"), (op_kind.NOT_STRUCTURED, "no shared CPU/CUDA kernel"),
+              (op_kind.NOT_ELEMENTWISE, "not elementwise"), (op_kind.UFUNC, "ufunc codegen"),
+              ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
+              ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
+              ("three tensors and a scalar", "three tensors and a scalar"),
+              ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"))
+    return next((label for phrase, label in labels if phrase[:40] in how), "other")
 
 
 @dataclass
@@ -59,6 +77,8 @@ def find(checkout: co.Checkout) -> Inventory:
             key = f"stub:{d.name}" if d.shape == STUB else d.name
             defined.setdefault(key, (rel, host, d))
     facts = _Facts(checkout)
+    for host in hosts.values():
+        facts.registered |= set(re.findall(r"\bREGISTER_DISPATCH\(\s*(\w+_stub)\b", host.text))
     found, others = [], 0
     for op, entries in families.items():
         # The commands' classification, with the wider net: ops tagged `pointwise` are listed
@@ -66,6 +86,11 @@ def find(checkout: co.Checkout) -> Inventory:
         classified, out = op_kind.classify_family(entries, include_pointwise=True)
         if out is None:
             continue
+        if classified.reason in (op_kind.NOT_STRUCTURED, op_kind.NOT_ELEMENTWISE):
+            shared = shared_function_stubs(checkout, out)
+            if shared:      # logit_out: a plain function CPU and CUDA share runs a stub
+                classified = op_kind.classify(out, include_pointwise=True, runs_stub=True)
+                facts.shared[op] = shared
         own = [r for e in entries for r in mps_specific_rows(e)]
         stub_line = defined.get(f"stub:{op}")
         kind = classified.shape if classified.elementwise else OTHER
@@ -74,7 +99,9 @@ def find(checkout: co.Checkout) -> Inventory:
             defs += [stub_line] if stub_line else []
             if defs and all(host.is_metal(d) for _, host, d in defs):
                 continue            # a Metal impl behind its own yaml row: native
-            if kind == OTHER:
+            if kind == OTHER and not (classified.elementwise and (classified.scalars or classified.strings)):
+                # ops wearing scalar or str arguments are listed with the reason they are not
+                # one functor (mse_loss's reduction, glu's dim, gelu's approximate)
                 others += 1
                 continue
             shape = defs[0][2].shape if defs else "row"
@@ -119,6 +146,8 @@ class _Facts:
             self.unimplemented = {e.key for e in entries if e.dict_name in xfail_lists.UNIMPLEMENTED}
             self.complex_tested = xfail_lists.complex_supported(entries)
         self.fallback = checkout.read(co.MPS_FALLBACK) if checkout.exists(co.MPS_FALLBACK) else ""
+        self.shared: dict[str, list[str]] = {}      # op -> stubs its plain shared function runs
+        self.registered: set[str] = set()           # stubs a host file already gives a kernel
         self._c10 = None
 
     def c10(self):
@@ -138,7 +167,7 @@ class _Facts:
         return has_int, promotes
 
     def stub_of(self, op: str, kernel: str) -> Stub | None:
-        for name in (*self.impl_stubs.get(kernel, []), f"{op}_stub"):
+        for name in (*self.shared.get(op, []), *self.impl_stubs.get(kernel, []), f"{op}_stub"):
             if name in self.stubs:
                 return self.stubs[name]
         return None
@@ -146,12 +175,15 @@ class _Facts:
 
 def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, facts: _Facts) -> Candidate:
     kind = classified.shape
+    tensors = UNARY if len(classified.tensors) == 1 else BINARY
+    family = None
     if classified.portable:
-        automatic, how = _automatic(op, kind, out, defs, facts)
+        automatic, how, family = _automatic(op, kind, tensors, out, defs, facts)
     else:
         automatic, how = False, classified.reason
-    if kind in PAIRS:
-        files += [f"{co.KERNELS}/{PAIRS[kind]}.metal", f"{co.OPERATIONS}/{PAIRS[kind]}.mm"]
+    if classified.portable:
+        family = family or PAIRS[tensors]
+        files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
     keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
     if state == NO_MPS and keys & facts.unimplemented:
         files.append(co.COMMON_MPS)
@@ -160,20 +192,64 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if classified.portable and kind in PAIRS and keys & facts.complex_tested:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
+    if automatic:
+        verdict = "automatic"
+    elif classified.portable and not how.startswith(NO_BODY_CURES):
+        verdict = "--body"
+    else:
+        verdict = "refused"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command)
+                     tuple(dict.fromkeys(files)), command, verdict)
 
 
-def _automatic(op: str, kind: str, out, defs, facts: _Facts) -> tuple[bool, str]:
+def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str, str | None]:
+    """(porter ports it without --body, how or why not, its kernel family when not the default)."""
     kernels = {r.kernel for r in out.dense_rows()}
     keys = {k for r in out.dense_rows() for k in r.keys}
     if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
-        return False, "CPU and CUDA share no kernel for MPS to join"
+        return False, "CPU and CUDA share no kernel for MPS to join", None
     stub = facts.stub_of(op, next(iter(kernels)))
     if stub is None:
-        return False, "no DispatchStub behind its CPU kernel"
+        return False, "no DispatchStub behind its CPU kernel", None
+    family = "ActivationKernel" if stub.header.endswith("/Activation.h") else None
+    if stub.name in facts.registered:
+        return True, f"Metal kernel already registered on {stub.name}", family
+    if kind in (op_kind.ALPHA, op_kind.SCALAR):
+        automatic, how = _automatic_with_scalars(op, tensors, out, stub, defs, facts)
+        return automatic, how, family
     if stub.iterator_type is None or len(stub.params) != 1:
-        return False, f"{stub.name} takes ({', '.join(stub.params)})"
+        return False, f"{stub.name} takes ({', '.join(stub.params)})", family
+    automatic, how = _automatic_body(op, kind, stub, defs, facts)
+    return automatic, how, family
+
+
+def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:
+    """The commands' decision for an op with scalar arguments (porter.port.functor.build_alpha)."""
+    scalars, _ = scalar_args.schema_scalars(native_yaml.arguments(out.schema))
+    problem = scalar_args.stub_mismatch(scalars, stub.params) if stub.iterator_type else \
+        "the stub's kernel does not take a TensorIterator first"
+    if problem:
+        return False, f"{problem} ({stub.name}: {stub.signature})"
+    names = tuple(a.name for a in scalars)
+    lam = scalar_lambda(facts.checkout, stub.name)
+    if lam is None:
+        return False, "no CPU lambda found: --body EXPR in " + ", ".join(
+            ("x",) if tensors == UNARY else ("a", "b")) + ", " + ", ".join(names)
+    if len(lam.params) != (1 if tensors == UNARY else 2):
+        return False, f"the CPU lambda takes {len(lam.params)} arguments"
+    if lam.alternatives:
+        return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
+    local = next((n for n in lam.locals if n not in names and n not in lam.params
+                  and re.search(rf"\b{n}\b", lam.body)), None)
+    if local:
+        return False, f"the CPU lambda uses `{local}`, a local that is not a schema scalar"
+    translation = translate(lam.body, tuple(lam.params) + names, "float", facts.c10)
+    if translation.statements is None:
+        return False, f"CPU lambda: {translation.reason}"
+    return True, "CPU lambda"
+
+
+def _automatic_body(op, kind, stub, defs, facts) -> tuple[bool, str]:
     lam = scalar_lambda(facts.checkout, stub.name)
     why_not = "no CPU lambda found"
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
