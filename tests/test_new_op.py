@@ -420,8 +420,18 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
     ("logical_not", "'logical_not' is not a structured TensorIterator op, so there is no shared "
                     "CPU/CUDA kernel for MPS to join"),                                  # pointwise only
     ("sigmoid_backward", "'sigmoid_backward' is a backward op (it writes `grad_input`)"),
-    ("glu", "'glu' takes (Tensor self, int dim=-1)"),
-    ("sub", "'sub' takes (Tensor self, Tensor other, Scalar alpha=1)"),                  # alpha dropped
+    # scalar-wearing ops that are not one functor (issue 13 item 4)
+    ("glu", "'glu' works along a dimension of its input (`int dim=-1`), not one functor"),
+    ("mse_loss", "'mse_loss' reduces its result (`int reduction=Mean`): its kernel is an elementwise "
+                 "part plus a reduction on the host, not one functor"),
+    ("addcmul", "'addcmul' takes three tensors and a scalar (Scalar value=1)"),
+    ("gelu", "'gelu' takes a str argument (approximate) that picks its kernel"),
+    ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
+            "DispatchStub for MPS to join"),
+    # the stub's declared type decides what the host receives: both signatures quoted
+    ("clamp", "'clamp': the op takes 2 scalar argument(s), the stub's kernel 0: clamp.out(Tensor self, "
+              "Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) vs clamp_tensor_fn = "
+              "void (*)(TensorIteratorBase&) (aten/src/ATen/native/TensorCompare.h:"),
 ])
 def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template, op, says):
     result = porter("new-op", op, "--dry-run", root=real_tree_template)

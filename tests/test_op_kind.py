@@ -12,6 +12,7 @@ from porter.checks.tree import Tree, op_of_entry
 from porter.errors import PorterError
 from porter.port import migration
 from porter.port.resolve import NATIVE, resolve
+from porter.source.cpu_kernel import shared_function_stubs
 from porter.source import native_yaml, op_kind
 from porter.source.checkout import Checkout
 from porter.survey import candidates
@@ -40,7 +41,8 @@ def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_
     report = findings_report(tree)
     refused = 0
     for op in ops:
-        kind, _ = op_kind.classify_family(tree.families[op])
+        kind, _ = op_kind.classify_family(
+            tree.families[op], runs_stub=lambda e: bool(shared_function_stubs(checkout, e)))
         new_op = _refusal(lambda: resolve(checkout, op))
         migrate = _refusal(lambda: migration._resolve(checkout, op))      # migrate's first step
         status = gather(tree, op, report)
@@ -65,9 +67,11 @@ def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_
 @pytest.mark.parametrize("op,listed_as,reason", [
     # pointwise, but non-structured functions: listed by candidates' wider net, refused by all
     ("conj_physical", "unary", op_kind.NOT_STRUCTURED),
-    ("logit", "scalar", op_kind.NOT_STRUCTURED),
-    ("sub", "alpha", "takes (Tensor self, Tensor other, Scalar alpha=1): porter ports unary and "
-                     "binary tensor ops with no other arguments"),
+    # ops wearing scalars that are not one functor
+    ("mse_loss", "other", op_kind.REDUCTION.format(arg="int reduction=Mean")),
+    ("glu", "other", op_kind.SPLITS.format(arg="int dim=-1")),
+    ("pow", "binary", op_kind.OVERLOADS.format(
+        n=3, kernels="pow_Tensor_Tensor_out, pow_Scalar_out, pow_Tensor_Scalar_out")),
     ("tanh_backward", "binary", op_kind.BACKWARD),
 ])
 def test_candidates_lists_what_the_commands_refuse_with_their_reason(real_tree_template, op, listed_as, reason):
@@ -95,17 +99,25 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
     pytest.param("x.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
                  "binary", "", id="binary"),
     pytest.param("x.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
-                 STRUCTURED, "alpha", "takes (Tensor self, Tensor other, Scalar alpha=1): porter ports "
-                 "unary and binary tensor ops with no other arguments", id="alpha"),
+                 STRUCTURED, "alpha", "", id="alpha"),
     pytest.param("x.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
-                 "scalar", "takes (Tensor self, float? eps=None): porter ports unary and binary tensor "
-                 "ops with no other arguments", id="optional-scalar"),
+                 "scalar", "", id="optional-scalar"),
+    pytest.param("x.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "scalar", "", id="two-scalars"),
     pytest.param("x.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
-                 "other", "takes (Tensor self, str approximate='none'): porter ports unary and binary "
-                 "tensor ops with no other arguments", id="str"),
-    pytest.param("x.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED, "scalar",
-                 "takes (Tensor self, int dim): porter ports unary and binary tensor ops with no other "
-                 "arguments", id="an-int-dim-is-a-scalar-argument"),
+                 "other", "takes a str argument (approximate) that picks its kernel: porter passes Scalar "
+                 "and float arguments to a kernel, not strings", id="str"),
+    pytest.param("x.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED, "other",
+                 op_kind.SPLITS.format(arg="int dim"), id="an-int-dim-is-not-a-kernel-scalar"),
+    pytest.param("x.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "other", op_kind.REDUCTION.format(arg="int reduction=Mean"), id="reduction"),
+    pytest.param("x.out(Tensor self, bool flag, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED, "other",
+                 "takes (Tensor self, bool flag): porter ports unary and binary tensor ops whose other "
+                 "arguments are Scalar or float, not bool flag", id="a-bool-is-not-a-kernel-scalar"),
+    pytest.param("x.out(Tensor self, Tensor t1, Tensor t2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "other", "takes three tensors and a scalar (Scalar value=1): porter writes "
+                 "unary and binary kernels, and a three-tensor kernel would need a way to pass the "
+                 "scalar (a ternary alpha registration)", id="three-tensors-and-a-scalar"),
     pytest.param("x.out(Tensor self, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
                  STRUCTURED, "other", "writes 2 outputs (values, indices): porter ports ops with one "
                  "output", id="two-outputs"),
@@ -122,6 +134,15 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
 def test_classify(schema, fields, shape, reason):
     kind = _kind(schema, fields)
     assert (kind.shape, kind.reason) == (shape, reason)
+
+
+def test_a_shared_function_that_runs_a_stub_is_portable_when_the_caller_found_it():
+    # logit.out: not structured, but CPU and CUDA share logit_out, which runs logit_stub
+    # (the yaml cannot say so: resolve and candidates read the function and pass runs_stub)
+    fields = "  tags: pointwise\n"
+    schema = "x.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)"
+    assert _kind(schema, fields).reason == op_kind.NOT_STRUCTURED
+    assert (_kind(schema, fields, runs_stub=True).shape, _kind(schema, fields, runs_stub=True).reason) == ("scalar", "")
 
 
 def test_the_wider_net_changes_membership_never_the_reason():

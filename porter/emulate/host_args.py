@@ -121,6 +121,22 @@ def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
     return None
 
 
+def integers_copied(root: Path, stub: str) -> bool:
+    """Whether the shared CPU/CUDA function copies integer (and bool) inputs to the output and
+    returns before it calls `stub` (nan_to_num_out): for those dtypes no kernel ever runs."""
+    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
+    for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        m = call.search(text) if stub in text else None
+        if not m:
+            continue
+        head = text.rfind("\n}", 0, m.start())      # the end of the function before this one
+        before = text[head + 1 if head >= 0 else 0:m.start()]
+        return bool(re.search(r"isIntegralType\([^;]*includeBool\s*=\s*\*/\s*true\)", before)
+                    and "copy_(" in before and "return" in before)
+    return False
+
+
 def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
                 schema_order: list[str]) -> list[object]:
     """What the stub's kernel function receives, in its parameter order."""

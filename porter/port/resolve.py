@@ -92,14 +92,12 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
                       path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
     hosts = _host_files(checkout)
-    classified, out_entry = op_kind.classify_family(fam)
-    shared_stubs = None
-    if classified.reason in (op_kind.NOT_STRUCTURED, op_kind.NOT_ELEMENTWISE) and out_entry is not None:
-        # Not structured: portable when CPU and CUDA share one function that runs a stub on a
-        # TensorIterator (logit_out, nan_to_num_out), which MPS can join as they do.
-        shared_stubs = shared_function_stubs(checkout, out_entry)
-        if shared_stubs:
-            classified = op_kind.classify(out_entry, runs_stub=True)
+    # Not structured, yet portable when CPU and CUDA share one function that runs a stub on a
+    # TensorIterator (logit_out, nan_to_num_out), which MPS can join as they do.
+    shared: dict[str, list[str]] = {}
+    classified, out_entry = op_kind.classify_family(
+        fam, runs_stub=lambda e: bool(shared.setdefault("stubs", shared_function_stubs(checkout, e))))
+    shared_stubs = shared.get("stubs")
     if not classified.portable:
         raise _not_portable(op, fam, out_entry, hosts, classified)
     kind = UNARY if len(classified.tensors) == 1 else BINARY

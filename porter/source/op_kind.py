@@ -138,15 +138,20 @@ def writes_out(entry: native_yaml.Entry) -> bool:
     return entry.is_out or is_backward(entry)
 
 
-def classify_family(entries, *, include_pointwise: bool = False) -> tuple[OpKind, native_yaml.Entry | None]:
+def classify_family(entries, *, include_pointwise: bool = False,
+                    runs_stub=None) -> tuple[OpKind, native_yaml.Entry | None]:
     """The kind of an op from its family of entries (functional, in-place, overloads), and the
     out= entry it was read from: the first with CPU/CUDA rows, which a port shares (None when
-    there is none)."""
+    there is none). `runs_stub(entry)`: asked only for a non-structured out= entry, whether the
+    function CPU and CUDA share runs a DispatchStub on a TensorIterator (the checkout's sources
+    say; porter.source.cpu_kernel.shared_function_stubs)."""
     out = next((e for e in entries if writes_out(e) and e.dense_rows()), None)
     if out is not None:
         kernels = list(dict.fromkeys(r.kernel for e in entries if writes_out(e) and not is_backward(e)
                                      for r in e.dense_rows()))
         kind = classify(out, include_pointwise=include_pointwise)
+        if kind.reason in (NOT_STRUCTURED, NOT_ELEMENTWISE) and runs_stub is not None and runs_stub(out):
+            kind = classify(out, include_pointwise=include_pointwise, runs_stub=True)
         if len(kernels) > 2 and kind.portable:
             # pow: Tensor_Tensor, Tensor_Scalar, Scalar, each with its own kernel and stub
             return kind._replace(reason=OVERLOADS.format(n=len(kernels), kernels=", ".join(kernels)),

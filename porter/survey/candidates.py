@@ -83,14 +83,11 @@ def find(checkout: co.Checkout) -> Inventory:
     for op, entries in families.items():
         # The commands' classification, with the wider net: ops tagged `pointwise` are listed
         # too, with the reason the commands refuse them.
-        classified, out = op_kind.classify_family(entries, include_pointwise=True)
+        classified, out = op_kind.classify_family(
+            entries, include_pointwise=True,
+            runs_stub=lambda e: bool(facts.shared.setdefault(op, shared_function_stubs(checkout, e))))
         if out is None:
             continue
-        if classified.reason in (op_kind.NOT_STRUCTURED, op_kind.NOT_ELEMENTWISE):
-            shared = shared_function_stubs(checkout, out)
-            if shared:      # logit_out: a plain function CPU and CUDA share runs a stub
-                classified = op_kind.classify(out, include_pointwise=True, runs_stub=True)
-                facts.shared[op] = shared
         own = [r for e in entries for r in mps_specific_rows(e)]
         stub_line = defined.get(f"stub:{op}")
         kind = classified.shape if classified.elementwise else OTHER
