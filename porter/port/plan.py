@@ -279,11 +279,11 @@ def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         if spec.host_path in spec.registered_in:
             write(spec.host_path, read(spec.host_path))
         return
-    if not checkout.exists(spec.host_path):
-        raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
-    if spec.scalars:
+    if spec.scalars:        # creates the family's host file when it has none
         _plan_alpha_host(checkout, spec, read, write, plan)
         return
+    if not checkout.exists(spec.host_path):
+        raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
     text = read(spec.host_path)
     host = HostFile(text, spec.host_path)
     iterator = spec.stub.iterator_type

@@ -1,0 +1,160 @@
+"""Ops with scalar parameters (issue 13) on the real-size tree: each migrated off MPSGraph, then
+its kernel file built and the op's OpInfo samples run through the emulated kernel, with the
+samples' own scalar arguments passed through the host code porter wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.porter_run import added_lines, file_diff, git_init, porter
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+
+ACTIVATION_METAL = "aten/src/ATen/native/mps/kernels/ActivationKernel.metal"
+ACTIVATION_HOST = "aten/src/ATen/native/mps/operations/ActivationKernel.mm"
+ACTIVATION_HEADER = "aten/src/ATen/native/mps/kernels/ActivationKernel.h"
+UNARY_HOST = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+ALL = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
+FLOATS = {"float16", "bfloat16", "float32"}
+
+LOGIT_BODY = "eps < 0 ? log(x / (1 - x)) : log(clamp(x, eps, 1 - eps) / (1 - clamp(x, eps, 1 - eps)))"
+NAN_TO_NUM_BODY = "isnan(x) ? nan : (isinf(x) ? (x > 0 ? posinf : neginf) : x)"
+
+# op, OpInfo name, extra migrate arguments, dtypes the emulated test must pass
+PORTS = [
+    pytest.param("threshold", "nn.functional.threshold", ["--body", "x <= threshold ? value : x"], ALL,
+                 id="threshold-two-scalars-params-struct"),
+    # ints: the CPU kernel refuses them too, so no kernel and their UNIMPLEMENTED xfail stays
+    pytest.param("softplus", "nn.functional.softplus", [], {d: "pass" for d in FLOATS} | {
+                 d: "xfail" for d in ALL - FLOATS - {"int64"}}, id="softplus-cpu-lambda-captured-scalars"),
+    pytest.param("logit", "logit", ["--body", LOGIT_BODY], ALL, id="logit-optional-eps-alpha"),
+    pytest.param("nan_to_num", "nan_to_num", ["--body", NAN_TO_NUM_BODY], ALL,
+                 id="nan_to_num-three-optionals-dtype-extremes"),
+    pytest.param("sub", "sub", [], ALL - {"bool"} | {"complex64"}, id="sub-binary-alpha"),
+]
+
+
+def _emulated(root, name: str) -> tuple[int, dict[str, str]]:
+    result = porter("test", name, "--device", "emulate", "--json", root=root)
+    assert result.out.startswith("{"), result.err
+    report = json.loads(result.out)
+    return result.code, {case["dtype"]: case["outcome"] for op in report["ops"] for case in op["dtypes"]}
+
+
+@pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
+def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, monkeypatch,
+                                                          op, name, extra, dtypes):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    migrated = porter("migrate-from-mpsgraph", op, *extra, root=real_root)
+    assert migrated.code == 0, migrated.err + migrated.out
+    assert "skeleton" not in migrated.out, migrated.out
+    built = porter("emulate", "check", "--json", root=real_root)
+    assert json.loads(built.out)["ok"], built.out[:2000]
+    code, outcomes = _emulated(real_root, name)
+    expected = dtypes if isinstance(dtypes, dict) else {d: "pass" for d in dtypes}
+    assert outcomes == expected
+    assert code == 0
+
+
+def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
+    # softplus without its beta: the samples' beta reaches the kernel through the params struct,
+    # so the wrong body is caught (what porter prints if the port were wrong)
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "softplus", "--body", "x > threshold ? x : log1p(exp(x))",
+                  root=real_root).code == 0
+    code, outcomes = _emulated(real_root, "nn.functional.softplus")
+    assert code == 1 and {outcomes[d] for d in FLOATS} == {"fail"}, outcomes
+
+
+def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
+    # the samples with eps (0.2) clamp their inputs; a body that ignores eps fails them
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    wrong = "log(x / (1 - x))"
+    assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
+    code, outcomes = _emulated(real_root, "logit")
+    assert code == 1 and "fail" in outcomes.values(), outcomes
+
+
+def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_root):
+    result = porter("migrate-from-mpsgraph", "softplus", "--dry-run", root=real_root)
+    assert result.code == 0, result.err
+    assert added_lines(file_diff(result.out, ACTIVATION_HEADER)).endswith(
+        "+#pragma once\n+\n+template <typename T>\n+struct SoftplusParams {\n+  T beta;\n"
+        "+  T threshold;\n+};\n+using SoftplusParams_float = SoftplusParams<float>;\n")
+    host = added_lines(file_diff(result.out, ACTIVATION_HOST))
+    assert host.split("\n", 1)[-1] == (
+        "+#include <ATen/native/mps/kernels/ActivationKernel.h>\n"
+        "+static void softplus_mps_kernel(TensorIteratorBase& iter, const Scalar& beta, const Scalar& threshold) {\n"
+        "+  SoftplusParams<float> params;\n"
+        "+  params.beta = beta.to<float>();\n"
+        "+  params.threshold = threshold.to<float>();\n"
+        "+  lib.exec_unary_kernel_with_params(iter, \"softplus\", params, \"SoftplusParams_float\");\n"
+        "+}\n+\n"
+        "+REGISTER_DISPATCH(softplus_stub, &softplus_mps_kernel);\n")
+    metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, half, SoftplusParams_float, half);" in metal
+    assert "const float beta = params.beta;" in metal
+    # integers: the CPU kernel dispatches floating types only, so their xfails stay
+    assert "UNIMPLEMENTED_XFAILLIST['nn.functional.softplus'] (int32, uint8, bool, int8, int16) kept" \
+        in result.out
+
+
+def test_nan_to_num_host_computes_the_dtype_extremes_the_cpu_kernel_uses_for_none(real_root):
+    result = porter("migrate-from-mpsgraph", "nan_to_num", "--body", NAN_TO_NUM_BODY, "--dry-run",
+                    root=real_root)
+    assert result.code == 0, result.err
+    host = added_lines(file_diff(result.out, UNARY_HOST))
+    for line in ("std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf",
+                 "dtype_max = static_cast<float>(std::numeric_limits<scalar_t>::max());",
+                 "params.nan = static_cast<float>(nan.value_or(0.));",
+                 "params.posinf = posinf.has_value() ? static_cast<float>(posinf.value()) : dtype_max;",
+                 "params.neginf = neginf.has_value() ? static_cast<float>(neginf.value()) : dtype_lowest;"):
+        assert line in host, host
+
+
+def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missing(real_root):
+    (real_root / ACTIVATION_HOST).unlink()
+    result = porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",
+                    "--dry-run", root=real_root)
+    assert result.code == 0, result.err
+    assert f"created {ACTIVATION_HOST} with aten/src/ATen/native/mps/operations/UnaryKernel.mm's " \
+           "preamble" in result.out
+    created = added_lines(file_diff(result.out, ACTIVATION_HOST))
+    for line in ("+#include <ATen/native/Activation.h>", "getBundledLibrary()",
+                 "+#include <ATen/native/mps/ActivationKernel_metallib.h>",
+                 "+REGISTER_DISPATCH(threshold_stub, &threshold_mps_kernel);",
+                 "+} // namespace at::native"):
+        assert line in created, created
+
+
+@pytest.mark.parametrize("op,says", [
+    ("gelu", "its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared "
+             "function for an MPS row to join and it can only be ported in place"),
+    ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
+            "DispatchStub for MPS to join"),
+    ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels"),
+    ("smooth_l1_loss", "'smooth_l1_loss' reduces its result (`int reduction=Mean`)"),
+])
+def test_ops_that_are_not_one_functor_are_refused_with_what_is_missing(real_root, op, says):
+    result = porter("migrate-from-mpsgraph", op, "--dry-run", root=real_root)
+    assert result.code == 2 and says in result.err, result.err
+
+
+def test_candidates_classify_the_scalar_ops(real_root):
+    result = porter("candidates", "--json", root=real_root)
+    rows = {c["op"]: c for c in json.loads(result.out)["candidates"]}
+    got = {op: (rows[op]["kind"], rows[op]["verdict"]) for op in
+           ("softplus", "sub", "threshold", "logit", "nan_to_num", "gelu", "mse_loss", "glu", "pow")}
+    assert got == {
+        "softplus": ("scalar", "automatic"), "sub": ("alpha", "automatic"),
+        "threshold": ("scalar", "--body"), "logit": ("scalar", "--body"),
+        "nan_to_num": ("scalar", "--body"), "gelu": ("other", "refused"),
+        "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
+    assert rows["threshold"]["how"] == "no CPU lambda found: --body EXPR in x, threshold, value"
+    assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"
