@@ -296,8 +296,8 @@ identical  aten/src/ATen/native/native_functions.yaml
 """)
     data = json.loads(dry(mini_root, "acosh", "--json").out)
     assert (data["functor"], data["functor_detail"]) == (
-        "mpsgraph-selector", f"MPSGraph selector acosh ({UNARY_OPS}:145)")
-    assert {"path": UNARY_OPS, "line": 145, "what": "stub", "name": "acosh"} in data["removed"]
+        "mpsgraph-selector", f"MPSGraph selector acosh ({UNARY_OPS}:146)")
+    assert {"path": UNARY_OPS, "line": 146, "what": "stub", "name": "acosh"} in data["removed"]
 
 
 def test_no_lambda_and_many_selectors_gives_loud_skeleton(mini_root):
@@ -434,7 +434,6 @@ def test_fallback_lines_dropped_end_to_end(mini_root):
 @pytest.mark.parametrize("op,message", [
     ("bmm", "cannot migrate 'bmm' off MPSGraph (bmm_out_mps): 'bmm' is not an elementwise "
             "TensorIterator op"),
-    ("logit", "cannot migrate 'logit' off MPSGraph (logit_mps, logit_out_mps)"),
     ("pow", "cannot migrate 'pow' off MPSGraph (pow_tensor_tensor_out_mps, pow_Scalar_out_mps): "
             "'pow': no DispatchStub declared"),
     ("heaviside", "'heaviside' has no MPS implementation to migrate (use porter new-op heaviside)"),
@@ -649,3 +648,18 @@ def test_a_complex_body_without_a_real_body_is_not_lost_silently(mini_root):
     assert ("note: --complex-body is not used with a skeleton: rerun with --body EXPR and "
             "--complex-body EXPR together") in out
     assert "float2(x)" not in file_diff(out, UNARY_METAL) and "SUPPORTED_COMPLEX_OPS" not in out
+
+
+def test_a_non_structured_shared_function_that_runs_a_stub_migrates(mini_root):
+    """logit's `logit_out` is a plain function CPU and CUDA share; it runs logit_stub on a
+    TensorIterator, so MPS joins it: both MPS rows go, the MPSGraph function pair with them."""
+    result = porter("migrate-from-mpsgraph", "logit", "--dry-run", "--body", "log(x / (1 - x))",
+                    root=mini_root)
+    assert result.code == 0, result.err
+    yaml = added_lines(file_diff(result.out, "aten/src/ATen/native/native_functions.yaml"))
+    assert "+    CPU, CUDA, MPS, MTIA: logit\n" in yaml and "+    CPU, CUDA, MPS: logit_out\n" in yaml
+    host = added_lines(file_diff(result.out, "aten/src/ATen/native/mps/operations/UnaryKernel.mm"))
+    assert "+static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& eps) {\n" \
+           "+  lib.exec_unary_kernel(iter, \"logit\", eps);\n" in host
+    removed = [line for line in file_diff(result.out, UNARY_OPS).splitlines() if line.startswith("-")]
+    assert any("Tensor& logit_out_mps(" in line for line in removed)
