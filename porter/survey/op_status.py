@@ -1,7 +1,7 @@
 """Everything porter knows about one op's MPS state, gathered read-only for `porter status`.
 
 Works for any op of native_functions.yaml: the facts of an elementwise op come from
-`ops.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
+`porter.port.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
 the reason porter cannot port them becomes the "next" line.
 """
 
