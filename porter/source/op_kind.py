@@ -4,15 +4,19 @@ One home for the question, asked by every command: `resolve` (new-op, migrate-fr
 status) and `candidates` read the same `OpKind`, so they give the same reason for the same op.
 The model classifies itself, as torchgen's `FunctionSchema.kind()` does: `Entry.kind()`.
 
-Two facts decide, both read from the yaml entry alone:
-- the op is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`): its
-  CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
+The facts, read from the yaml alone, in the order they are checked:
+- the family has an out= entry with CPU/CUDA rows (else: composite, or ufunc-generated kernels);
+- that entry is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`):
+  its CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
   native MPS port joins. `tags: pointwise` alone says the op is elementwise, not that such a
   kernel exists (`conj_physical`, `logit`: non-structured functions), so it is only the wider
   net that `candidates` casts (`include_pointwise=True`): those ops are listed, with the reason.
-- the arguments: one or two positional tensors, one output, and nothing else (`UNARY`,
-  `BINARY`). Scalar and `str` arguments are listed on the kind (`scalars`, `strings`) so that
-  a port that learns to pass them can widen `PORTABLE` without reclassifying anything.
+  A `# TensorIterator` comment is not a fact (it sits on reductions like `min.unary_out` too);
+- it is not a backward op (`.grad_input`);
+- its arguments have a shape porter ports (`PORTABLE`: one or two positional tensors, one
+  output, nothing else).
+To port a new kind of op, widen `PORTABLE` (the scalar arguments are listed on the kind:
+`scalars`, `strings`) or drop a reason (`BACKWARD`); every surface follows.
 
 Reasons are phrases with the op name left out ("takes (...): porter ports ..."), so that each
 surface can say `'op' <reason>`; `OpKind.refusal(op)` writes that sentence.
@@ -86,15 +90,15 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
         return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
     if is_backward(entry):
         return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
-    if args.others or len(tensors) not in (1, 2):
-        written = ", ".join(args.positional + args.keyword)
-        return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
-                      "tensor ops with no other arguments", HAND_PORT, **facts)
-    if len(args.outputs) != 1:
+    if shape in PORTABLE:
+        return OpKind(shape, elementwise, "", **facts)
+    if not args.others and len(tensors) in (1, 2):        # the outputs are what is wrong
         names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
         return OpKind(shape, elementwise, f"writes {len(args.outputs)} outputs ({names}): porter "
                       "ports ops with one output", HAND_PORT, **facts)
-    return OpKind(shape, elementwise, "", **facts)
+    written = ", ".join(args.positional + args.keyword)
+    return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
+                  "tensor ops with no other arguments", HAND_PORT, **facts)
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
