@@ -78,21 +78,25 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
     `pointwise` as elementwise too (candidates' wider net); the reason never depends on it."""
     structured = entry.fields.get("structured_inherits") == "TensorIteratorBase"
     pointwise = "pointwise" in entry.fields.get("tags", "")
+    if not (structured or pointwise):
+        # not elementwise in any net (reductions, linear algebra, ...): no argument shape, and
+        # candidates asks this of ~350 entries, so their schemas are not parsed
+        return OpKind(OTHER, False, NOT_ELEMENTWISE, HAND_PORT)
     args = native_yaml.arguments(entry.schema)
-    tensors = args.tensors
-    scalars = tuple(a for a in args.others if _type(a) in SCALAR_TYPES)
-    strings = tuple(a for a in args.others if _type(a) in STRING_TYPES)
-    shape = _shape(args, scalars, strings)
+    tensors, others = args.tensors, args.others          # each a pass over the arguments
+    types = [_type(a) for a in others]
+    scalars = tuple(a for a, t in zip(others, types) if t in SCALAR_TYPES)
+    strings = tuple(a for a, t in zip(others, types) if t in STRING_TYPES)
+    shape = _shape(len(tensors), others, args.outputs, scalars, strings)
     facts = dict(tensors=tensors, scalars=scalars, strings=strings, outputs=args.outputs)
     elementwise = structured or (include_pointwise and pointwise)
     if not structured:
-        reason = NOT_STRUCTURED if pointwise else NOT_ELEMENTWISE
-        return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
+        return OpKind(shape, elementwise, NOT_STRUCTURED, HAND_PORT, **facts)
     if is_backward(entry):
         return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
     if shape in PORTABLE:
         return OpKind(shape, elementwise, "", **facts)
-    if not args.others and len(tensors) in (1, 2):        # the outputs are what is wrong
+    if not others and len(tensors) in (1, 2):        # the outputs are what is wrong
         names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
         return OpKind(shape, elementwise, f"writes {len(args.outputs)} outputs ({names}): porter "
                       "ports ops with one output", HAND_PORT, **facts)
@@ -102,7 +106,10 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
-    return entry.overload == "grad_input" or any(
+    if entry.overload == "grad_input":
+        return True
+    # the word first: candidates asks this of all ~3,000 entries, and a schema parse costs
+    return "grad_input" in entry.lines[0] and any(
         native_yaml.argument_name(a) == "grad_input" for a in native_yaml.arguments(entry.schema).outputs)
 
 
@@ -111,11 +118,16 @@ def writes_out(entry: native_yaml.Entry) -> bool:
     return entry.is_out or is_backward(entry)
 
 
+def shared_out_entry(entries) -> native_yaml.Entry | None:
+    """The out= entry whose CPU/CUDA kernel a port shares: the first with CPU/CUDA rows."""
+    return next((e for e in entries if writes_out(e) and e.dense_rows()), None)
+
+
 def classify_family(entries, *, include_pointwise: bool = False) -> tuple[OpKind, native_yaml.Entry | None]:
     """The kind of an op from its family of entries (functional, in-place, overloads), and the
     out= entry it was read from: the first with CPU/CUDA rows, which a port shares (None when
     there is none)."""
-    out = next((e for e in entries if writes_out(e) and e.dense_rows()), None)
+    out = shared_out_entry(entries)
     if out is not None:
         return classify(out, include_pointwise=include_pointwise), out
     if any(writes_out(e) and "ufunc_inner_loop" in e.fields for e in entries):
@@ -130,14 +142,14 @@ def _type(arg: str) -> str:
     return native_yaml.argument_type(arg).rstrip("?")
 
 
-def _shape(args: native_yaml.Arguments, scalars, strings) -> str:
+def _shape(n_tensors: int, others, outputs, scalars, strings) -> str:
     # str arguments (gelu's approximate) are listed on the kind but not yet a shape of their own
-    if len(args.outputs) != 1 or len(args.tensors) not in (1, 2):
+    if len(outputs) != 1 or n_tensors not in (1, 2):
         return OTHER
-    if strings or len(scalars) != len(args.others):
+    if strings or len(scalars) != len(others):
         return OTHER
-    if not args.others:
-        return UNARY if len(args.tensors) == 1 else BINARY
-    if [native_yaml.argument_name(a) for a in args.others] == ["alpha"]:
+    if not others:
+        return UNARY if n_tensors == 1 else BINARY
+    if [native_yaml.argument_name(a) for a in others] == ["alpha"]:
         return ALPHA
     return SCALAR
