@@ -33,6 +33,7 @@ class Options:
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -61,7 +62,7 @@ def run(opts: Options) -> int:
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx)
+                                       ctx=ctx, grad=opts.grad)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream

@@ -20,7 +20,7 @@ from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import PorterError
 from porter.source.dtypes import METAL
-from porter.port.functor import SKELETON, Functor, build
+from porter.port.functor import SKELETON, Functor, build, functor_params
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
 from porter.source.opinfo_source import call_span
@@ -90,7 +90,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         if plan.functor.origin == SKELETON:
             plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
                               f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
-                              f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
+                              f"with --body EXPR (in {' and '.join(functor_params(spec))}).")
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
                                   "EXPR and --complex-body EXPR together")
