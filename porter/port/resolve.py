@@ -101,7 +101,14 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     hosts = _host_files(checkout)
     if out_entry is None or not _is_elementwise(out_entry):
         raise _not_portable(op, fam, out_entry, hosts)
-    kind = _kind(out_entry)
+    try:
+        kind = _kind(out_entry)
+    except PorterError as err:
+        kernels = sorted({d.kernel for d in out_entry.dense_rows()})
+        if len(kernels) > 1:
+            err.message += (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so MPS "
+                            "could not join a shared row either: it would be ported in place")
+        raise
     graph = _mpsgraph_impls(fam, hosts, op)
     place = None
     try:
