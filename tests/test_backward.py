@@ -196,3 +196,67 @@ def test_grad_reports_wrong_gradients(real_root):
     assert result.code == 1
     assert "FAIL float32" in result.out
     assert "repro: porter test sigmoid --device cpu --dtype float32 --grad --sample 0" in result.out
+
+
+HOST_WITH_HELPERS = """\
+namespace at::native {
+
+static MPSGraphTensor* square_of(MPSGraph* g, MPSGraphTensor* t) {
+  return [g squareWithTensor:t name:nil];
+}
+
+static MPSGraphTensor* shared_one(MPSGraph* g) {
+  return [g constantWithScalar:1.0 dataType:MPSDataTypeFloat32];
+}
+
+static MPSGraphTensor* one_minus_square(MPSGraph* g, MPSGraphTensor* t) {
+  return [g subtractionWithPrimaryTensor:shared_one(g) secondaryTensor:square_of(g, t) name:nil];
+}
+
+TORCH_IMPL_FUNC(tanh_backward_out_mps)
+(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
+  MPSGraphTensor* t = one_minus_square(graph, out);
+}
+
+TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
+  MPSGraphTensor* t = shared_one(graph);
+}
+
+} // namespace at::native
+"""
+
+
+def test_in_place_body_drops_the_helpers_only_the_old_body_used():
+    from porter.port.edits import in_place
+    from porter.source.mpsgraph_scan import source_of
+
+    impl = next(d for d in source_of(HOST_WITH_HELPERS).definitions if d.name == "tanh_backward_out_mps")
+    new, removed = in_place.replace_body(HOST_WITH_HELPERS, impl, "tanh_backward", "binary")
+    # one_minus_square, then the helper only it used; shared_one has another user
+    assert sorted(r.name for r in removed) == ["one_minus_square", "square_of"]
+    assert new == """\
+namespace at::native {
+
+static MPSGraphTensor* shared_one(MPSGraph* g) {
+  return [g constantWithScalar:1.0 dataType:MPSDataTypeFloat32];
+}
+
+TORCH_IMPL_FUNC(tanh_backward_out_mps)
+(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
+  if (this->numel() == 0)
+    return;
+  lib.exec_binary_kernel(*this, "tanh_backward");
+}
+
+TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
+  MPSGraphTensor* t = shared_one(graph);
+}
+
+} // namespace at::native
+"""
+    assert not in_place.has_library(new)
+    with_lib = in_place.add_library(new, "BinaryKernel")
+    assert with_lib.startswith("namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+                               "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
+                               "#else\n#include <ATen/native/mps/BinaryKernel_metallib.h>\n#endif\n\n")
+    assert in_place.has_library(with_lib)

@@ -24,6 +24,7 @@ from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
 TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
+GRAD_TEST_NAME = "test_output_grad_match"
 
 
 @dataclass
@@ -78,6 +79,7 @@ class RunContext:
     lists: tolerances.LowPrecisionLists
     db: opdb.OpDb
     macos: tuple[int, int] | None = None
+    grad_expectations: expmod.Expectations | None = None     # read on first --grad use
 
 
 def make_context(root, backend, checkout=None) -> RunContext:
@@ -234,7 +236,10 @@ def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
     _update_errors(res, cpu_out, dev_out)
     tc = _comparer(*tol_floor)
     try:
-        if info.name == "kthvalue":
+        compare = getattr(info, "compare", None)     # --grad: output and gradients apart
+        if compare is not None:
+            compare(tc, cpu_out, dev_out, atol, rtol, name)
+        elif info.name == "kthvalue":
             _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
         else:
             tc.assertEqual(cpu_out, dev_out, atol=atol, rtol=rtol)
@@ -307,16 +312,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     name = _dtype_name(dtype)
     key = opdb.xfail_key(info)
     mps_like = getattr(ctx.backend, "mps_expectations", False)
+    test_name = getattr(info, "test_name", TEST_NAME)
     if mps_like:
-        for entry in ctx.expectations.active(key, name, macos=ctx.macos):
+        # test_output_grad_match has lists of its own (mps_ops_grad_modifier)
+        expected = _grad_expectations(ctx) if test_name == GRAD_TEST_NAME else ctx.expectations
+        for entry in expected.active(key, name, macos=ctx.macos):
             (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
-        if ctx.expectations.complex_xfail(key, name):
+        if test_name == TEST_NAME and ctx.expectations.complex_xfail(key, name):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
     from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
     for index, info_dec in enumerate(info.decorators or ()):
         # a bare decorator (no DecorateInfo) applies to every test of the op
         decs = info_dec.decorators if hasattr(info_dec, "is_active") else [info_dec]
-        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype):
+        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype, test_name):
             continue
         for dec in decs:
             if isinstance(dec, toleranceOverride):
@@ -335,11 +343,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     return xfail, skip, (precision, rel_tol)
 
 
-def _is_active(info_dec, device_type, dtype) -> bool:
+def _is_active(info_dec, device_type, dtype, test_name: str = TEST_NAME) -> bool:
     try:
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype, {}))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype, {}))
     except TypeError:   # older torch: no param_kwargs
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype))
+
+
+def _grad_expectations(ctx: RunContext) -> expmod.Expectations:
+    if ctx.grad_expectations is None:
+        from porter.source.checkout import Checkout
+        ctx.grad_expectations = (expmod.load_grad(Checkout.at(ctx.root)) if ctx.root is not None
+                                 else expmod.Expectations(None))
+    return ctx.grad_expectations
 
 
 def _decorator_kind(dec) -> str | None:

@@ -52,6 +52,9 @@ def run(opts: Options) -> int:
     out = opts.out or sys.stdout
     if opts.prune_xfails and opts.sample is not None:
         raise PorterError("--prune-xfails needs every sample; drop --sample")
+    if opts.prune_xfails and opts.grad:
+        raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
+                          hint="run --prune-xfails without --grad")
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
