@@ -147,7 +147,7 @@ def test_backward_ops_with_other_arguments_are_refused_naming_them(real_root, op
     assert f"passing {missing} to the Metal kernel is what is missing" in result.err
     if op == "gelu_backward":
         assert "gelu_backward_out_cpu, gelu_backward_out_cuda" in result.err
-        assert "it would be ported in place" in result.err
+        assert "so it would be ported in place" in result.err
     assert snapshot(real_root) == before
 
 

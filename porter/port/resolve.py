@@ -12,7 +12,7 @@ import re
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source import native_yaml
+from porter.source import native_yaml, op_kind
 from porter.source.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
 from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
@@ -20,7 +20,7 @@ from porter.source.host_scan import HostFile
 from porter.source.opinfo_source import OpInfoSource, for_op
 from porter.source.stubs import Stub, parse_header
 
-UNARY, BINARY = "unary", "binary"
+UNARY, BINARY = op_kind.UNARY, op_kind.BINARY
 UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 
@@ -97,18 +97,20 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         raise NotAnOp(f"unknown operator '{op}': no '- func: {op}' entry",
                       path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
-    out_entry = next((e for e in backend if e.is_out), None)
     hosts = _host_files(checkout)
-    if out_entry is None or not _is_elementwise(out_entry):
-        raise _not_portable(op, fam, out_entry, hosts)
-    try:
-        kind = _kind(out_entry)
-    except PorterError as err:
-        kernels = sorted({d.kernel for d in out_entry.dense_rows()})
-        if len(kernels) > 1:
-            err.message += (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so MPS "
-                            "could not join a shared row either: it would be ported in place")
-        raise
+    classified, out_entry = op_kind.classify_family(fam)
+    if not classified.portable:
+        err = _not_portable(op, fam, out_entry, hosts, classified)
+        if out_entry is not None and (classified.scalars or classified.strings):
+            # the reason is the same on every surface; the hint names what a port would need
+            err.hint = (f"passing {', '.join(classified.scalars + classified.strings)} to the "
+                        "Metal kernel is what is missing")
+            kernels = sorted({d.kernel for d in out_entry.dense_rows()})
+            if len(kernels) > 1:
+                err.hint += (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so it "
+                             "would be ported in place")
+        raise err
+    kind = classified.shape
     graph = _mpsgraph_impls(fam, hosts, op)
     place = None
     try:
@@ -219,44 +221,16 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
         in_place=place, backward=backward)
 
 
-def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
-    where = out_entry or fam[0]
+def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:
+    """The one-line refusal for an op of a kind porter does not port (porter.source.op_kind):
+    cited at its MPSGraph implementation when it has one, else at its yaml entry."""
     graph = _mpsgraph_impls(fam, hosts, op)
     if graph:
-        return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
-                           "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
-                           path=graph[0].path, line=graph[0].line,
-                           hint="its Metal kernel must be written by hand (pattern B)")
-    pointwise = any("pointwise" in e.fields.get("tags", "") for e in fam)
-    if pointwise and not any(e.dense_rows() for e in fam):
-        return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
-                           "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
-                           hint="port those ops instead")
-    return PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
-                       "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
-                       path=co.NATIVE_YAML, line=where.lineno, hint="write this op's MPS kernel by hand")
-
-
-def _is_elementwise(entry: native_yaml.Entry) -> bool:
-    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
-            or "TensorIterator" in "".join(entry.lines[:6]))
-
-
-def _kind(entry: native_yaml.Entry) -> str:
-    args = native_yaml.arguments(entry.schema)
-    if args.others or len(args.tensors) not in (1, 2):
-        missing = ""
-        if args.others and len(args.tensors) in (1, 2):
-            # name what a kernel of this op would need porter to pass it
-            missing = f"; passing {', '.join(args.others)} to the Metal kernel is what is missing"
-        raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
-                          f"ports unary and binary tensor ops with no other arguments{missing}",
-                          path=co.NATIVE_YAML, line=entry.lineno)
-    if len(args.outputs) != 1:
-        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
-        raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
-                          "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
-    return UNARY if len(args.tensors) == 1 else BINARY
+        return PorterError(kind.refusal(op), path=graph[0].path, line=graph[0].line,
+                           hint=kind.hint and "write its Metal kernel by hand, run by an MPS "
+                                              "function named by its own MPS row")
+    return PorterError(kind.refusal(op), path=co.NATIVE_YAML, line=(out_entry or fam[0]).lineno,
+                       hint=kind.hint)
 
 
 def _shared_kernel(entry: native_yaml.Entry) -> str:
@@ -290,10 +264,10 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
     raise PorterError(f"'{op}': no DispatchStub declared for its kernel {cpu_kernel} "
                       f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
                       path=co.NATIVE_YAML, line=entry.lineno,
-                      hint="ops without a stub need a hand-written MPS impl (pattern B)")
+                      hint="without a stub, MPS needs its own kernel: write it by hand behind its own MPS row")
 
 
-# Where elementwise stubs and their structured kernels live (anatomy §6): looked at first, so
+# Where elementwise stubs and their structured kernels live upstream: looked at first, so
 # that most ops never read the other ~100 headers and ~150 sources of aten/src/ATen/native.
 LIKELY_STEMS = ("UnaryOps", "BinaryOps", "PointwiseOps", "Pow", "Lerp", "TensorCompare",
                 "Activation", "ReduceOps", "Fill")
@@ -311,11 +285,8 @@ def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
 
 
 def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
-    found = []
-    for e in fam:
-        for row in e.mps_rows():
-            if row.kernel.endswith("_mps") and not _runs_metal(hosts, row.kernel):
-                found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
+    found = [MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno) for row in mpsgraph_rows(fam)
+             if not _runs_metal(hosts, row.kernel)]
     for rel, host in _naming(hosts, op).items():
         if op in host.mpsgraph_stubs:
             selector, line = host.mpsgraph_stubs[op]
@@ -332,6 +303,12 @@ def _runs_metal(hosts: dict[str, HostFile], function: str) -> bool:
         if defs and all(source.is_metal(d) for d in defs):
             return True
     return False
+
+
+def mpsgraph_rows(fam) -> list[native_yaml.DispatchLine]:
+    """MPS rows naming an MPS-only `*_mps` function: MPSGraph's, unless its definition says
+    otherwise (status and candidates read the definition; a port deletes it)."""
+    return [row for e in fam for row in e.mps_rows() if row.kernel.endswith("_mps")]
 
 
 def _state(fam, registered, graph) -> str:

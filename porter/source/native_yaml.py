@@ -95,10 +95,7 @@ class Entry:
 
     @property
     def is_out(self) -> bool:
-        """The overload that writes into a given tensor: `.out`, or a backward op's
-        `.grad_input` / `.grad_output` (`sigmoid_backward.grad_input`)."""
-        return ("Tensor(a!) out" in self.schema or self.overload.startswith("out")
-                or self.overload in BACKWARD_OUT_OVERLOADS)
+        return "Tensor(a!) out" in self.schema or self.overload.startswith("out")
 
     @property
     def is_backward(self) -> bool:
@@ -108,6 +105,13 @@ class Entry:
     @property
     def structured_delegate(self) -> str | None:
         return self.fields.get("structured_delegate")
+
+    def kind(self, *, include_pointwise: bool = False):
+        """What kind of op this (`.out`) entry is, and why porter cannot port it if not
+        (porter.source.op_kind, after torchgen's `FunctionSchema.kind()`)."""
+        from porter.source.op_kind import classify      # op_kind reads this module's model
+
+        return classify(self, include_pointwise=include_pointwise)
 
     def mps_rows(self) -> list[DispatchLine]:
         return [d for d in self.dispatch if "MPS" in d.keys]
