@@ -16,7 +16,6 @@ JSON, JUnit, `--sample` and exit codes are those of every other op.
 from __future__ import annotations
 
 import ast
-import math
 
 from porter.errors import PorterError
 from porter.source.derivatives import Forward
@@ -108,7 +107,6 @@ class BackwardOpInfo:
 
     # ------------------------------------------------------------------ inputs
     def _arguments(self, sample, index: int) -> list:
-        import torch
         values = {}
         for arg in self.forward.call_args:
             values[arg] = self._value(arg, sample, index, values)
@@ -159,8 +157,6 @@ def _literal(text: str, arg: str, info: BackwardOpInfo):
                           f"{info.forward.line} ({info.forward.op}'s formula passes {text!r})",
                           hint="porter builds grad, self, result, the forward op's arguments "
                                "and literals") from None
-    if isinstance(value, float) and math.isinf(value):
-        return value
     return value
 
 

@@ -15,7 +15,7 @@ import re
 
 from porter.port.edits.mpsgraph import Removed, orphaned_statics, cut
 from porter.port.templates import render
-from porter.source.cpp_scan import line_of, matching_close
+from porter.source.cpp_scan import matching_close
 from porter.source.mpsgraph_scan import Definition, source_of
 
 LIB_RE = re.compile(r"\blib\s*=\s*[\w:]*MetalShaderLibrary::getBundledLibrary\(\)|_metallib\.h>")
