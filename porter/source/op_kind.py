@@ -5,18 +5,18 @@ status) and `candidates` read the same `OpKind`, so they give the same reason fo
 The model classifies itself, as torchgen's `FunctionSchema.kind()` does: `Entry.kind()`.
 
 The facts, read from the yaml alone, in the order they are checked:
-- the family has an out= entry with CPU/CUDA rows (else: composite, or ufunc-generated kernels);
+- the family has an out= entry with CPU/CUDA rows (`.out` and its kin, or a backward op's
+  `.grad_input`; else: composite, or ufunc-generated kernels);
 - that entry is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`):
   its CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
   native MPS port joins. `tags: pointwise` alone says the op is elementwise, not that such a
   kernel exists (`conj_physical`, `logit`: non-structured functions), so it is only the wider
   net that `candidates` casts (`include_pointwise=True`): those ops are listed, with the reason.
   A `# TensorIterator` comment is not a fact (it sits on reductions like `min.unary_out` too);
-- it is not a backward op (`.grad_input`);
 - its arguments have a shape porter ports (`PORTABLE`: one or two positional tensors, one
   output, nothing else).
 To port a new kind of op, widen `PORTABLE` (the scalar arguments are listed on the kind:
-`scalars`, `strings`) or drop a reason (`BACKWARD`); every surface follows.
+`scalars`, `strings`) or drop a reason; every surface follows.
 
 Reasons are phrases with the op name left out ("takes (...): porter ports ..."), so that each
 surface can say `'op' <reason>`; `OpKind.refusal(op)` writes that sentence.
@@ -49,7 +49,6 @@ COMPOSITE = ("has no CPU/CUDA kernel: it is composite (or an alias) and runs thr
 NO_OUT = "has no out= overload with CPU/CUDA kernels for MPS to share"
 UFUNC = ("has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no DispatchStub "
          "for MPS to join")
-BACKWARD = "is a backward op (it writes `grad_input`): porter ports forward ops"
 
 
 class OpKind(NamedTuple):
@@ -92,8 +91,6 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
     elementwise = structured or (include_pointwise and pointwise)
     if not structured:
         return OpKind(shape, elementwise, NOT_STRUCTURED, HAND_PORT, **facts)
-    if is_backward(entry):
-        return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
     if shape in PORTABLE:
         return OpKind(shape, elementwise, "", **facts)
     if not others and len(tensors) in (1, 2):        # the outputs are what is wrong
@@ -106,11 +103,14 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
-    if entry.overload == "grad_input":
+    """A backward op's out= overload (`sigmoid_backward.grad_input`, `.grad_output`): ported as
+    any other out= overload, tested through its forward op (porter.harness.backward)."""
+    if entry.overload in native_yaml.BACKWARD_OUT_OVERLOADS:
         return True
-    # the word first: candidates asks this of all ~3,000 entries, and a schema parse costs
-    return "grad_input" in entry.lines[0] and any(
-        native_yaml.argument_name(a) == "grad_input" for a in native_yaml.arguments(entry.schema).outputs)
+    # the words first: candidates asks this of all ~3,000 entries, and a schema parse costs
+    return any(w in entry.lines[0] for w in native_yaml.BACKWARD_OUT_OVERLOADS) and any(
+        native_yaml.argument_name(a) in native_yaml.BACKWARD_OUT_OVERLOADS
+        for a in native_yaml.arguments(entry.schema).outputs)
 
 
 def writes_out(entry: native_yaml.Entry) -> bool:
