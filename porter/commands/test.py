@@ -18,6 +18,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="text (default) or markdown: the table --summary appends")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also append a Markdown table (op, dtype outcomes, first failing sample, "
+                             "repro) to FILE, e.g. \"$GITHUB_STEP_SUMMARY\"")
     parser.add_argument("--prune-xfails", action="store_true",
                         help="narrow or remove expectation entries that xpassed")
     parser.add_argument("--dry-run", action="store_true",
@@ -32,6 +37,7 @@ def run(args) -> int:
     from porter.harness.session import Options, run as run_session
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
-                               junit=args.junit, prune_xfails=args.prune_xfails,
+                               junit=args.junit, summary=args.summary,
+                               markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
                                upstream=args.upstream))
