@@ -11,8 +11,9 @@ def add_arguments(parser) -> None:
                              "full name with variant (round.decimals_0)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("--device", default="mps",
-                        help="mps, cuda or emulate (default mps; cpu: compare CPU with CPU, "
-                             "for measuring overhead)")
+                        help="mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
+                             "installed torch's torch.mps.compile_shader on Apple silicon, no build) "
+                             "(default mps; cpu: compare CPU with CPU, for measuring overhead)")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
