@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.source.checkout import Checkout
+    from porter.source.checkout import KERNELS, Checkout
     from porter.emulate.check import as_json, check_tree, kernel_files, summary
     from porter.errors import PorterError
 
@@ -27,7 +27,7 @@ def run(args) -> int:
     files = kernel_files(checkout.root)
     if not files:
         raise PorterError("no UnaryKernel.metal or BinaryKernel.metal under "
-                          "aten/src/ATen/native/mps/kernels", path=checkout.root)
+                          f"{KERNELS}", path=checkout.root)
     results, notes = check_tree(checkout.root, files)
     stats = summary(results)
     failed = any(r.status in ("mismatched", "crashed", "unsupported", "error") for r in results)
