@@ -30,18 +30,19 @@ def run(args) -> int:
                           f"{KERNELS}", path=checkout.root)
     results, notes = check_tree(checkout.root, files)
     stats = summary(results)
-    failed = any(r.status in ("mismatched", "crashed", "unsupported", "error") for r in results)
+    failed = any(r.status in ("mismatched", "crashed", "build-error", "unsupported", "error")
+                 for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "summary": stats, "notes": notes,
                           "results": as_json(results)}, indent=1))
         return 1 if failed else 0
-    rel = lambda p: str(p).replace(str(checkout.root) + "/", "")
+    rel = lambda p: str(p).replace(str(checkout.root) + "/", "")   # noqa: E731
     width = max((len(r.kernel) for r in results), default=6)
     print(f"{'kernel':<{width}}  {'in':<6}  {'out':<6}  {'status':<12}  detail")
     for r in results:
         if r.status == "matched" and not args.all:
             continue
-        detail = r.reason
+        detail = rel(r.reason)
         if r.status == "matched":
             detail = "bit-exact" if r.bit_exact else f"max error {r.max_error:.3g}"
         print(f"{r.kernel:<{width}}  {r.in_type:<6}  {r.out_type:<6}  {r.status:<12}  "
