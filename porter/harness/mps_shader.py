@@ -27,7 +27,8 @@ import re
 from pathlib import Path
 
 from porter.emulate import headers
-from porter.emulate.backend import ARITY, EmulateBackend, _result_type3
+from porter.emulate.backend import (ARITY, EmulateBackend, _out_matches, _output_dtype, _result_type3,
+                                    _torch_name)
 from porter.emulate.runner import metal_dtype, torch_dtype
 
 # markers around each inlined header: the source stays readable in a compiler error, and the
@@ -125,13 +126,27 @@ class MpsShaderBackend(EmulateBackend):
                     "only; elsewhere --device emulate runs the Metal kernels on this CPU)")
         return None
 
-    def supported_dtypes(self, opinfo) -> set:
+    # supported_dtypes (None: every dtype the MPS test sends runs, a missing kernel fails as on
+    # a Mac) and skip_reason (no *Kernel.mm dispatches the op) are the emulator's
+
+    def registered_dtypes(self, opinfo) -> set:
+        """torch dtypes whose (promoted) input the .metal registers a kernel for."""
         dtypes = set()
         for host in self._candidates(opinfo):
             for reg in self._static_registrations(host.metal):
                 if reg.kernel == host.kernel and torch_dtype(reg.in_type) is not None:
                     dtypes.add(torch_dtype(reg.in_type))
         return dtypes
+
+    def build_error(self, opinfo) -> str | None:
+        """The Metal compiler's words when the op's kernel file does not compile: every dtype
+        fails then, as no kernel of the file can be loaded."""
+        for host in self._candidates(opinfo):
+            try:
+                self._shader_library(host.metal)
+            except Exception as err:          # compile_shader raises RuntimeError with the log
+                return f"{self._rel(host.metal)} does not compile: {self._rel(str(err).strip())}"
+        return None
 
     def run(self, opinfo, sample, dtype):
         import torch
@@ -147,15 +162,24 @@ class MpsShaderBackend(EmulateBackend):
             raise RuntimeError(f"mps-shader: unsupported operands for {opinfo.name}")
         common = operands[0].dtype if arity == 1 else torch.result_type(*operands[:2]) \
             if arity == 2 else _result_type3(operands)
-        reg = next((r for r in regs if r.in_type == metal_dtype(common)), None)
+        want_out = _output_dtype(opinfo, sample)
+        matching = [r for r in regs if r.in_type == metal_dtype(common)]
+        reg = next((r for r in matching if _out_matches(r, want_out, host)), None)
         if reg is None:
-            raise RuntimeError(f"Failed to create function state object for: "
-                               f"{host.kernel} on {metal_dtype(common) or common}")
+            out_dtype = want_out if want_out is not None else common
+            name = f"{host.kernel}_{_torch_name(common)}_{_torch_name(out_dtype)}"
+            have = ", ".join(f"{r.in_type}->{r.out_type}" for r in matching)
+            raise RuntimeError(f"no kernel {name} registered in {host.metal.name}"
+                               f"{f' (registered: {have})' if have else ''}: MPS raises "
+                               f"'Failed to create function state object for: {name}'")
         if kind == "ternary":
             raise RuntimeError("mps-shader: ternary kernels are not run yet (use --device mps)")
         tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=common) for x in operands]
         alpha = self._scalar(host, sample, reg) if kind.endswith("alpha") else None
-        return self.run_dense(host.metal, reg, kind, tensors, alpha)
+        out = self.run_dense(host.metal, reg, kind, tensors, alpha)
+        if want_out is not None and out.is_complex() and not want_out.is_complex:
+            out = out.real.clone()    # |z| in both lanes of a float2; the host reads one
+        return out
 
     # ------------------------------------------------------------ the GPU call
     def run_dense(self, metal: Path, reg, kind: str, tensors: list, alpha=None):
@@ -195,7 +219,13 @@ class MpsShaderBackend(EmulateBackend):
         if found is None:
             text = metal.read_text(encoding="utf-8")
             source = inline_headers(text, source_dirs(self.root))
-            found = self._shader_libs[metal] = (self.mps.compile_shader(source), source)
+            try:
+                found = (self.mps.compile_shader(source), source)
+            except Exception as err:           # remembered: one compile per session
+                found = err
+            self._shader_libs[metal] = found
+        if isinstance(found, Exception):
+            raise found
         return found
 
     def _static_registrations(self, metal: Path) -> list:

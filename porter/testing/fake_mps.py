@@ -25,6 +25,7 @@ from pathlib import Path
 from porter.emulate import headers
 from porter.emulate.build import build_source
 from porter.emulate.client import WorkerClient
+from porter.errors import PorterError
 from porter.emulate.runner import METAL_DTYPES, run_registration, torch_dtype
 from porter.harness.mps_shader import BEGIN, END, INCLUDE_RE, DenseEntry
 
@@ -70,7 +71,14 @@ class FakeMps:
             raise RuntimeError(f"compile_shader: #include <{left[0]}> is not inlined: the installed "
                                "torch's header would be used, not the checkout's")
         self.sources.append(source)
-        lib = build_source(restore_includes(source), "compile_shader.metal", self.root, strict=False)
+        try:
+            lib = build_source(restore_includes(source), "compile_shader.metal", self.root, strict=False)
+        except PorterError as err:
+            raise RuntimeError(f"Failed to create metal library, error: {err.message}") from None
+        # what the emulator sets aside one functor at a time stops a Metal library whole
+        errors = lib.build_errors()
+        if errors:
+            raise RuntimeError(f"Failed to create metal library, error: {errors[0]}")
         return FakeShaderLibrary(self, lib, source)
 
     def synchronize(self) -> None:
