@@ -7,8 +7,9 @@ HELP = "run the OpInfo output-match test of ops on a device, per dtype (pass/fai
 
 def add_arguments(parser) -> None:
     parser.add_argument("ops", nargs="+", metavar="OP",
-                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr) or "
-                             "full name with variant (round.decimals_0)")
+                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr), "
+                             "full name with variant (round.decimals_0), or a backward op "
+                             "(sigmoid_backward: tested through its forward op's samples)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("--device", default="mps",
                         help="mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
@@ -30,6 +31,9 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--grad", action="store_true",
+                        help="also compare gradients (upstream's test_output_grad_match) on mps/cuda; "
+                             "on emulate, test the backward kernels the op's derivative formula calls")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -41,4 +45,4 @@ def run(args) -> int:
                                junit=args.junit, summary=args.summary,
                                markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream))
+                               upstream=args.upstream, grad=args.grad))

@@ -35,6 +35,7 @@ class Options:
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -53,6 +54,9 @@ def run(opts: Options) -> int:
     out = opts.out or sys.stdout
     if opts.prune_xfails and opts.sample is not None:
         raise PorterError("--prune-xfails needs every sample; drop --sample")
+    if opts.prune_xfails and opts.grad:
+        raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
+                          hint="run --prune-xfails without --grad")
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
@@ -63,7 +67,7 @@ def run(opts: Options) -> int:
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx)
+                                       ctx=ctx, grad=opts.grad)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
