@@ -47,6 +47,14 @@ def run(args) -> int:
           f"(AUTO: porter writes the kernel body itself), {with_body} with --body EXPR (WHY NOT says "
           f"what the body replaces), {sum(refused.values())} refused"
           + (f" ({by_reason})." if refused else "."))
+    backward = sum(c.backward for c in found)
+    in_place = sum(c.way == "in place" for c in found)
+    if backward:
+        print(f"{backward} of them are backward ops (`.grad_input`), tested through their forward "
+              "op's samples: `porter test OP --device emulate`.")
+    if in_place:
+        print(f"{in_place} can only be ported in place: the op keeps its own MPS impl, whose body "
+              "then calls the kernel.")
     if inventory.others:
         print(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
               "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")

@@ -16,6 +16,9 @@ FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
 FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
 
+# How a backward op names its out overload (`sigmoid_backward.grad_input`).
+BACKWARD_OUT_OVERLOADS = ("grad_input", "grad_output")
+
 # The dense backends whose kernels MPS shares when an op is ported natively.
 DENSE_BACKENDS = ("CPU", "CUDA")
 
@@ -95,6 +98,11 @@ class Entry:
         return "Tensor(a!) out" in self.schema or self.overload.startswith("out")
 
     @property
+    def is_backward(self) -> bool:
+        """A backward op's entry (`sigmoid_backward.grad_input`, `gelu_backward`)."""
+        return self.name.endswith("_backward") or self.overload in BACKWARD_OUT_OVERLOADS
+
+    @property
     def structured_delegate(self) -> str | None:
         return self.fields.get("structured_delegate")
 
@@ -130,7 +138,8 @@ class Arguments(NamedTuple):
     @property
     def others(self) -> tuple[str, ...]:
         """Every input but the positional tensors (dims, scalars, options)."""
-        return tuple(a for a in self.positional + self.keyword if a not in self.tensors)
+        tensors = self.tensors          # once: a property, recomputed on every access
+        return tuple(a for a in self.positional + self.keyword if a not in tensors)
 
 
 def argument_type(arg: str) -> str:
@@ -144,11 +153,14 @@ def argument_name(arg: str) -> str:
     return arg.split("=", 1)[0].split()[-1]
 
 
+SCHEMA_PUNCTUATION_RE = re.compile(r"[()\[\],]")
+
+
 def arguments(schema: str) -> Arguments:
     """Split `name.overload(ARGS) -> RET` into its arguments (as torchgen's FunctionSchema)."""
     parts, depth, start = [], 0, schema.index("(") + 1
-    for k in range(start - 1, len(schema)):
-        ch = schema[k]
+    for m in SCHEMA_PUNCTUATION_RE.finditer(schema, start - 1):     # hop, not every character
+        ch, k = m.group(), m.start()
         if ch in "([":
             depth += 1
         elif ch in ")]":
@@ -156,7 +168,7 @@ def arguments(schema: str) -> Arguments:
             if depth == 0:
                 parts.append(schema[start:k])
                 break
-        elif ch == "," and depth == 1:
+        elif depth == 1:
             parts.append(schema[start:k])
             start = k + 1
     positional, keyword, outputs, after_star = [], [], [], False

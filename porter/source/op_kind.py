@@ -4,15 +4,20 @@ One home for the question, asked by every command: `resolve` (new-op, migrate-fr
 status) and `candidates` read the same `OpKind`, so they give the same reason for the same op.
 The model classifies itself, as torchgen's `FunctionSchema.kind()` does: `Entry.kind()`.
 
-Two facts decide, both read from the yaml entry alone:
-- the op is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`): its
-  CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
-  native MPS port joins. `tags: pointwise` alone says the op is elementwise, not that such a
+The facts, read from the yaml alone, in the order they are checked:
+- the family has an out= entry with CPU/CUDA rows (`.out` and its kin, or a backward op's
+  `.grad_input`; else: composite, or ufunc-generated kernels);
+- that entry is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`):
+  its CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
+  native MPS port joins (or a plain function CPU and CUDA share that runs a stub, which the
+  caller finds in the checkout: `runs_stub`). `tags: pointwise` alone says the op is elementwise, not that such a
   kernel exists (`conj_physical`, `logit`: non-structured functions), so it is only the wider
   net that `candidates` casts (`include_pointwise=True`): those ops are listed, with the reason.
-- the arguments: one or two positional tensors, one output, and nothing else (`UNARY`,
-  `BINARY`), or Scalar/float ones besides (`ALPHA`, `SCALAR`: porter.port.scalars passes them
-  to the kernel). `str` and other arguments are listed on the kind (`strings`) but not ported.
+  A `# TensorIterator` comment is not a fact (it sits on reductions like `min.unary_out` too);
+- its arguments have a shape porter ports (`PORTABLE`: one or two positional tensors, one
+  output, nothing else).
+To port a new kind of op, widen `PORTABLE` (the scalar arguments are listed on the kind:
+`scalars`, `strings`) or drop a reason; every surface follows.
 
 Reasons are phrases with the op name left out ("takes (...): porter ports ..."), so that each
 surface can say `'op' <reason>`; `OpKind.refusal(op)` writes that sentence.
@@ -32,7 +37,7 @@ OTHER = "other"                           # anything else: str, dims, lists, opt
 PORTABLE = frozenset({UNARY, BINARY, ALPHA, SCALAR})     # the shapes porter writes kernels for
 
 SCALAR_TYPES = frozenset({"Scalar", "float", "int", "bool", "SymInt"})   # `?` stripped
-# The scalars porter hands a kernel (as its alpha or in a params struct): `?` stripped
+# The scalars porter hands a kernel (as its alpha or in a params struct; porter.port.scalars)
 KERNEL_SCALAR_TYPES = frozenset({"Scalar", "float"})
 STRING_TYPES = frozenset({"str"})
 
@@ -47,7 +52,7 @@ COMPOSITE = ("has no CPU/CUDA kernel: it is composite (or an alias) and runs thr
 NO_OUT = "has no out= overload with CPU/CUDA kernels for MPS to share"
 UFUNC = ("has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no DispatchStub "
          "for MPS to join")
-BACKWARD = "is a backward op (it writes `grad_input`): porter ports forward ops"
+# Ops wearing scalar arguments that are not one functor of their elements
 REDUCTION = ("reduces its result (`{arg}`): its kernel is an elementwise part plus a reduction on "
              "the host, not one functor")
 SPLITS = "works along a dimension of its input (`{arg}`), not one functor of its elements"
@@ -85,57 +90,81 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False,
     structured kernel; the yaml alone cannot say so."""
     structured = entry.fields.get("structured_inherits") == "TensorIteratorBase" or runs_stub
     pointwise = "pointwise" in entry.fields.get("tags", "")
+    if not (structured or pointwise):
+        # not elementwise in any net (reductions, linear algebra, ...): no argument shape, and
+        # candidates asks this of ~350 entries, so their schemas are not parsed
+        return OpKind(OTHER, False, NOT_ELEMENTWISE, HAND_PORT)
     args = native_yaml.arguments(entry.schema)
-    tensors = args.tensors
-    scalars = tuple(a for a in args.others if _type(a) in SCALAR_TYPES)
-    strings = tuple(a for a in args.others if _type(a) in STRING_TYPES)
-    shape = _shape(args, scalars, strings)
+    tensors, others = args.tensors, args.others          # each a pass over the arguments
+    types = [_type(a) for a in others]
+    scalars = tuple(a for a, t in zip(others, types) if t in SCALAR_TYPES)
+    strings = tuple(a for a, t in zip(others, types) if t in STRING_TYPES)
+    shape = _shape(len(tensors), others, args.outputs, scalars, strings)
     facts = dict(tensors=tensors, scalars=scalars, strings=strings, outputs=args.outputs)
     elementwise = structured or (include_pointwise and pointwise)
     if not structured:
-        reason = NOT_STRUCTURED if pointwise else NOT_ELEMENTWISE
-        return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
-    if is_backward(entry):
-        return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
+        return OpKind(shape, elementwise, NOT_STRUCTURED, HAND_PORT, **facts)
+    refused = _not_one_functor(entry, args, tensors, scalars, strings)
+    if refused:
+        return OpKind(shape, elementwise, refused, HAND_PORT, **facts)
+    if shape in PORTABLE:
+        if shape in (ALPHA, SCALAR) and is_backward(entry):
+            written = ", ".join(args.positional + args.keyword)
+            return OpKind(shape, elementwise, f"takes ({written}): porter ports backward ops whose "
+                          "other arguments are tensors", HAND_PORT, **facts)
+        return OpKind(shape, elementwise, "", **facts)
+    if not others and len(tensors) in (1, 2):        # the outputs are what is wrong
+        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
+        return OpKind(shape, elementwise, f"writes {len(args.outputs)} outputs ({names}): porter "
+                      "ports ops with one output", HAND_PORT, **facts)
+    written = ", ".join(args.positional + args.keyword)
+    other = next((a for a in others if _type(a) not in KERNEL_SCALAR_TYPES), None)
+    why = f", not {other}" if other and len(tensors) in (1, 2) else ""
+    return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
+                  f"tensor ops whose other arguments are Scalar or float{why}", HAND_PORT, **facts)
+
+
+def _not_one_functor(entry, args, tensors, scalars, strings) -> str:
+    """Why an op wearing scalar or str arguments is not one functor of its elements, or ""."""
     names = {native_yaml.argument_name(a): a for a in args.others}
     if "reduction" in names:
-        return OpKind(shape, elementwise, REDUCTION.format(arg=names["reduction"]), HAND_PORT, **facts)
+        return REDUCTION.format(arg=names["reduction"])
     if "dim" in names and _type(names["dim"]) == "int":
-        return OpKind(shape, elementwise, SPLITS.format(arg=names["dim"]), HAND_PORT, **facts)
+        return SPLITS.format(arg=names["dim"])
     if strings and len(tensors) in (1, 2):
-        names = ", ".join(native_yaml.argument_name(a) for a in strings)
         kernels = sorted({d.kernel for d in entry.dense_rows()})
         split = (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so there is no shared "
                  "function for an MPS row to join and it can only be ported in place (its MPS "
                  "function's body replaced by a Metal call)") if len(kernels) > 1 else ""
-        return OpKind(shape, elementwise, f"takes a str argument ({names}) that picks its kernel: "
-                      f"porter passes Scalar and float arguments to a kernel, not strings{split}",
-                      HAND_PORT, **facts)
+        return (f"takes a str argument ({', '.join(native_yaml.argument_name(a) for a in strings)}) "
+                f"that picks its kernel: porter passes Scalar and float arguments to a kernel, not "
+                f"strings{split}")
     if len(tensors) == 3 and scalars and len(args.outputs) == 1:
-        return OpKind(shape, elementwise, f"takes three tensors and a scalar ({', '.join(scalars)}): "
-                      "porter writes unary and binary kernels, and a three-tensor kernel would need "
-                      "a way to pass the scalar (a ternary alpha registration)", HAND_PORT, **facts)
-    if shape not in PORTABLE and (args.others or len(tensors) not in (1, 2)):
-        written = ", ".join(args.positional + args.keyword)
-        other = next((a for a in args.others if _type(a) not in KERNEL_SCALAR_TYPES), None)
-        why = f", not {other}" if other and len(tensors) in (1, 2) else ""
-        return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
-                      f"tensor ops whose other arguments are Scalar or float{why}", HAND_PORT, **facts)
-    if len(args.outputs) != 1:
-        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
-        return OpKind(shape, elementwise, f"writes {len(args.outputs)} outputs ({names}): porter "
-                      "ports ops with one output", HAND_PORT, **facts)
-    return OpKind(shape, elementwise, "", **facts)
+        return (f"takes three tensors and a scalar ({', '.join(scalars)}): porter writes unary and "
+                "binary kernels, and a three-tensor kernel would need a way to pass the scalar (a "
+                "ternary alpha registration)")
+    return ""
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
-    return entry.overload == "grad_input" or any(
-        native_yaml.argument_name(a) == "grad_input" for a in native_yaml.arguments(entry.schema).outputs)
+    """A backward op's out= overload (`sigmoid_backward.grad_input`, `.grad_output`): ported as
+    any other out= overload, tested through its forward op (porter.harness.backward)."""
+    if entry.overload in native_yaml.BACKWARD_OUT_OVERLOADS:
+        return True
+    # the words first: candidates asks this of all ~3,000 entries, and a schema parse costs
+    return any(w in entry.lines[0] for w in native_yaml.BACKWARD_OUT_OVERLOADS) and any(
+        native_yaml.argument_name(a) in native_yaml.BACKWARD_OUT_OVERLOADS
+        for a in native_yaml.arguments(entry.schema).outputs)
 
 
 def writes_out(entry: native_yaml.Entry) -> bool:
     """An out= overload: `.out` and its kin, or a backward op's `.grad_input`."""
     return entry.is_out or is_backward(entry)
+
+
+def shared_out_entry(entries) -> native_yaml.Entry | None:
+    """The out= entry whose CPU/CUDA kernel a port shares: the first with CPU/CUDA rows."""
+    return next((e for e in entries if writes_out(e) and e.dense_rows()), None)
 
 
 def classify_family(entries, *, include_pointwise: bool = False,
@@ -145,17 +174,18 @@ def classify_family(entries, *, include_pointwise: bool = False,
     there is none). `runs_stub(entry)`: asked only for a non-structured out= entry, whether the
     function CPU and CUDA share runs a DispatchStub on a TensorIterator (the checkout's sources
     say; porter.source.cpu_kernel.shared_function_stubs)."""
-    out = next((e for e in entries if writes_out(e) and e.dense_rows()), None)
+    out = shared_out_entry(entries)
     if out is not None:
-        kernels = list(dict.fromkeys(r.kernel for e in entries if writes_out(e) and not is_backward(e)
-                                     for r in e.dense_rows()))
         kind = classify(out, include_pointwise=include_pointwise)
         if kind.reason in (NOT_STRUCTURED, NOT_ELEMENTWISE) and runs_stub is not None and runs_stub(out):
             kind = classify(out, include_pointwise=include_pointwise, runs_stub=True)
-        if len(kernels) > 2 and kind.portable:
+        if kind.portable:
             # pow: Tensor_Tensor, Tensor_Scalar, Scalar, each with its own kernel and stub
-            return kind._replace(reason=OVERLOADS.format(n=len(kernels), kernels=", ".join(kernels)),
-                                 hint=HAND_PORT), out
+            kernels = list(dict.fromkeys(r.kernel for e in entries if writes_out(e) and not is_backward(e)
+                                         for r in e.dense_rows()))
+            if len(kernels) > 2:
+                return kind._replace(reason=OVERLOADS.format(n=len(kernels), kernels=", ".join(kernels)),
+                                     hint=HAND_PORT), out
         return kind, out
     if any(writes_out(e) and "ufunc_inner_loop" in e.fields for e in entries):
         return OpKind(OTHER, False, UFUNC, HAND_PORT), None
@@ -169,15 +199,14 @@ def _type(arg: str) -> str:
     return native_yaml.argument_type(arg).rstrip("?")
 
 
-def _shape(args: native_yaml.Arguments, scalars, strings) -> str:
+def _shape(n_tensors: int, others, outputs, scalars, strings) -> str:
     # str arguments (gelu's approximate) are listed on the kind but not yet a shape of their own
-    if len(args.outputs) != 1 or len(args.tensors) not in (1, 2):
+    if len(outputs) != 1 or n_tensors not in (1, 2):
         return OTHER
-    if strings or len(scalars) != len(args.others) or any(
-            _type(a) not in KERNEL_SCALAR_TYPES for a in args.others):
+    if strings or len(scalars) != len(others) or any(_type(a) not in KERNEL_SCALAR_TYPES for a in others):
         return OTHER
-    if not args.others:
-        return UNARY if len(args.tensors) == 1 else BINARY
-    if [native_yaml.argument_name(a) for a in args.others] == ["alpha"]:
+    if not others:
+        return UNARY if n_tensors == 1 else BINARY
+    if [native_yaml.argument_name(a) for a in others] == ["alpha"]:
         return ALPHA
     return SCALAR

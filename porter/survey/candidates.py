@@ -40,6 +40,8 @@ class Candidate:
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
     command: str = ""
+    backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
+    way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
     verdict: str = ""          # automatic | --body (a body is all it lacks) | refused
 
 
@@ -50,11 +52,12 @@ NO_BODY_CURES = ("CPU and CUDA share no kernel", "no DispatchStub", "the op take
 
 def refusal_label(how: str) -> str:
     """A short name for a refusal's reason, for the summary's counts."""
-    labels = ((op_kind.BACKWARD, "backward op"), (op_kind.NOT_STRUCTURED, "no shared CPU/CUDA kernel"),
+    labels = ((op_kind.NOT_STRUCTURED, "no shared CPU/CUDA kernel"),
               (op_kind.NOT_ELEMENTWISE, "not elementwise"), (op_kind.UFUNC, "ufunc codegen"),
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
               ("three tensors and a scalar", "three tensors and a scalar"),
+              ("porter ports backward ops whose", "backward op with scalars"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"))
     return next((label for phrase, label in labels if phrase[:40] in how), "other")
 
@@ -178,7 +181,11 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         automatic, how, family = _automatic(op, kind, tensors, out, defs, facts)
     else:
         automatic, how = False, classified.reason
-    if classified.portable:
+    way = "in place" if how.startswith(IN_PLACE_ONLY) else "shared"
+    if way == "in place":
+        # the yaml row stays; the impl's own host file and the kernel file change
+        files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[tensors]}.metal"]
+    elif classified.portable:
         family = family or PAIRS[tensors]
         files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
     keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
@@ -196,28 +203,66 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     else:
         verdict = "refused"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command, verdict)
+                     tuple(dict.fromkeys(files)), command, backward=out.is_backward, way=way,
+                     verdict=verdict)
+
+
+IN_PLACE_ONLY = "in place only"
 
 
 def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str, str | None]:
     """(porter ports it without --body, how or why not, its kernel family when not the default)."""
+    automatic, how = _automatic_how(op, kind, tensors, out, defs, facts)
+    stub = facts.stub_of(op, next(iter({r.kernel for r in out.dense_rows()}), ""))
+    family = "ActivationKernel" if stub is not None and stub.header.endswith("/Activation.h") \
+        and not how.startswith(IN_PLACE_ONLY) else None
+    return automatic, how, family
+
+
+def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str]:
     kernels = {r.kernel for r in out.dense_rows()}
     keys = {k for r in out.dense_rows() for k in r.keys}
+    own = {r.kernel for r in out.mps_rows()}
+    in_place = out.fields.get("structured") == "True" and any(
+        d.shape == "impl" and d.name in own for _, _, d in defs)
     if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
-        return False, "CPU and CUDA share no kernel for MPS to join", None
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (CPU and CUDA share no kernel): --body EXPR; the impl "
+                           "keeps its row and calls the kernel")
+        return False, "CPU and CUDA share no kernel for MPS to join"
     stub = facts.stub_of(op, next(iter(kernels)))
     if stub is None:
-        return False, "no DispatchStub behind its CPU kernel", None
-    family = "ActivationKernel" if stub.header.endswith("/Activation.h") else None
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (no DispatchStub behind its CPU kernel): --body EXPR; "
+                           "the impl keeps its row and calls the kernel")
+        return False, "no DispatchStub behind its CPU kernel"
     if stub.name in facts.registered:
-        return True, f"Metal kernel already registered on {stub.name}", family
+        return True, f"Metal kernel already registered on {stub.name}"
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
-        automatic, how = _automatic_with_scalars(op, tensors, out, stub, defs, facts)
-        return automatic, how, family
+        return _automatic_with_scalars(op, tensors, out, stub, defs, facts)
     if stub.iterator_type is None or len(stub.params) != 1:
-        return False, f"{stub.name} takes ({', '.join(stub.params)})", family
-    automatic, how = _automatic_body(op, kind, stub, defs, facts)
-    return automatic, how, family
+        return False, f"{stub.name} takes ({', '.join(stub.params)})"
+    lam = scalar_lambda(facts.checkout, stub.name)
+    why_not = "no CPU lambda found"
+    if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
+        translation = translate(lam.body, lam.params, "float", facts.c10)
+        if translation.statements is not None:
+            return True, "CPU lambda"
+        why_not = f"CPU lambda: {translation.reason}"
+    used: list[str] = []
+    for _, host, d in defs:
+        used += [s for s in host.selectors(d) if s not in used]
+    choice = selectors.body_for(used, kind, False, False)
+    if choice.expression and not selectors.body_for(used, kind, True, False).expression:
+        # A float-only selector: it fits only if the op has no integer dtypes or computes
+        # them in float; those facts come from the OpInfo, read for this op alone.
+        has_int, promotes = facts.integer_facts(op)
+        choice = selectors.body_for(used, kind, has_int, promotes)
+    if choice.expression:
+        return True, f"selector {choice.selector}"
+    if not defs:
+        return False, why_not
+    return False, choice.reason
 
 
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:
@@ -244,27 +289,3 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
     if translation.statements is None:
         return False, f"CPU lambda: {translation.reason}"
     return True, "CPU lambda"
-
-
-def _automatic_body(op, kind, stub, defs, facts) -> tuple[bool, str]:
-    lam = scalar_lambda(facts.checkout, stub.name)
-    why_not = "no CPU lambda found"
-    if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
-        translation = translate(lam.body, lam.params, "float", facts.c10)
-        if translation.statements is not None:
-            return True, "CPU lambda"
-        why_not = f"CPU lambda: {translation.reason}"
-    used: list[str] = []
-    for _, host, d in defs:
-        used += [s for s in host.selectors(d) if s not in used]
-    choice = selectors.body_for(used, kind, False, False)
-    if choice.expression and not selectors.body_for(used, kind, True, False).expression:
-        # A float-only selector: it fits only if the op has no integer dtypes or computes
-        # them in float; those facts come from the OpInfo, read for this op alone.
-        has_int, promotes = facts.integer_facts(op)
-        choice = selectors.body_for(used, kind, has_int, promotes)
-    if choice.expression:
-        return True, f"selector {choice.selector}"
-    if not defs:
-        return False, why_not
-    return False, choice.reason

@@ -1,7 +1,7 @@
 """Everything porter knows about one op's MPS state, gathered read-only for `porter status`.
 
 Works for any op of native_functions.yaml: the facts of an elementwise op come from
-`ops.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
+`porter.port.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
 the reason porter cannot port them becomes the "next" line.
 """
 
@@ -19,9 +19,8 @@ from porter.port.edits.opinfo import mps_decorators
 from porter.errors import NotAnOp, PorterError
 from porter.source.mpsgraph_scan import HostSource
 from porter.source.opinfo_source import for_op
-from porter.port.resolve import mpsgraph_rows, resolve
+from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED, mpsgraph_rows, resolve
 
-from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED
 
 # Besides resolve's three states (which only an op porter can port has), those status
 # reports for any op.
@@ -202,7 +201,13 @@ def device() -> str:
 
 def _next(st: Status, spec, refusal: PorterError | None) -> None:
     dev = device()
-    if st.state == MPSGRAPH and spec is not None:
+    if st.state == MPSGRAPH and spec is not None and spec.backward and spec.scalar_lambda is None:
+        # no CPU lambda to translate (upstream's backward kernels are vectorized): the body is
+        # the user's, in the schema's names
+        params = " and ".join(spec.arg_names)
+        st.next = f"porter migrate-from-mpsgraph {st.op} --body EXPR"
+        st.why = f"replace the MPSGraph path with a Metal kernel whose body EXPR is in {params}"
+    elif st.state == MPSGRAPH and spec is not None:
         st.next, st.why = f"porter migrate-from-mpsgraph {st.op}", "replace the MPSGraph path with a Metal kernel"
     elif st.state == UNPORTED and spec is not None:
         st.next, st.why = f"porter new-op {st.op}", "scaffold the Metal kernel"
