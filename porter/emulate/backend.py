@@ -163,7 +163,14 @@ class EmulateBackend:
             hosts = [h for h in hosts if h.kernel == want] or hosts
         return hosts[0]
 
-    def _scalar(self, host: HostKernel, sample, reg, arity: int):
+    def _scalar(self, host: HostKernel, sample, reg, arity: int | None = None):
+        if arity is None:       # the tensors are the input and the leading tensor args
+            import torch
+            arity = 1
+            for a in sample.args:
+                if not isinstance(a, torch.Tensor):
+                    break
+                arity += 1
         kwargs = sample.kwargs
         if host.stub == "round_decimals":
             return kwargs.get("decimals", 0)

@@ -176,6 +176,10 @@ class MpsShaderBackend(EmulateBackend):
             raise RuntimeError("mps-shader: ternary kernels are not run yet (use --device mps)")
         tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=common) for x in operands]
         alpha = self._scalar(host, sample, reg) if kind.endswith("alpha") else None
+        if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and \
+                reg.in_type in ("uchar", "char", "short", "int", "long"):
+            # the host hands the kernel Scalar::to<T>() of the alpha: integers wrap (uint8 -1 -> 255)
+            alpha = torch.tensor(alpha).to(torch_dtype(reg.in_type)).item()
         out = self.run_dense(host.metal, reg, kind, tensors, alpha)
         if want_out is not None and out.is_complex() and not want_out.is_complex:
             out = out.real.clone()    # |z| in both lanes of a float2; the host reads one
