@@ -124,6 +124,12 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     status = porter("status", "tanh_backward", root=real_root)
     assert status.out.startswith("tanh_backward: native"), status.out
 
+    # what a Mac says of an impl calling a kernel no .metal registers: fail, not skip
+    (real_root / ACTIVATION).write_text(host.replace('"tanh_backward"', '"tanh_backward_typo"'))
+    broken = porter("test", "tanh_backward", "--device", "emulate", root=real_root)
+    assert broken.code == 1
+    assert "no kernel 'tanh_backward_typo' registered in BinaryKernel.metal" in broken.out
+
 
 def test_in_place_without_a_body_writes_nothing(real_root):
     before = snapshot(real_root)
