@@ -283,3 +283,20 @@ def test_porter_test_runs_where_expecttest_is_not_installed(tmp_path):
                            "--dtype", "float32"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "summary: 1 pass, 0 fail" in done.stdout
+
+
+def test_in_place_kernel_goes_where_jit_builds_of_the_host_load_it(mini_root):
+    from porter.port.resolve import resolve
+
+    spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    assert (spec.in_place.function, spec.metal_path.rsplit("/", 1)[-1]) == (
+        "tanh_backward_out_mps", "BinaryKernel.metal")
+    host = mini_root / ACTIVATION
+    host.write_text(host.read_text().replace(
+        "namespace at::native {\n", "namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+        "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
+        "#include <ATen/native/mps/ActivationKernel_metallib.h>\n#endif\n", 1))
+    (mini_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").write_text(
+        "#include <c10/metal/indexing.h>\n")
+    spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    assert spec.metal_path.rsplit("/", 1)[-1] == "ActivationKernel.metal"
