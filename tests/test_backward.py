@@ -10,7 +10,7 @@ import pytest
 
 from porter.source.checkout import NATIVE_YAML, OPERATIONS, Checkout
 from porter.source.derivatives import forward_of
-from tests.porter_run import changed_files, git_init, porter, snapshot
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
 
 needs_compiler = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
@@ -300,3 +300,12 @@ def test_in_place_kernel_goes_where_jit_builds_of_the_host_load_it(mini_root):
         "#include <c10/metal/indexing.h>\n")
     spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
     assert spec.metal_path.rsplit("/", 1)[-1] == "ActivationKernel.metal"
+    # a file without BinaryKernel.metal's local macros registers with the base macro, per dtype,
+    # right after the functor (upstream's ActivationKernel.metal style)
+    result = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
+                    BODIES["tanh_backward"], "--dry-run", root=mini_root)
+    assert result.code == 0, result.err
+    assert file_diff(result.out, "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").endswith(
+        "+};\n+\n+REGISTER_BINARY_OP(tanh_backward, float, float);\n"
+        "+REGISTER_BINARY_OP(tanh_backward, half, half);\n"
+        "+REGISTER_BINARY_OP(tanh_backward, bfloat, bfloat);\n")
