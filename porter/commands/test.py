@@ -24,6 +24,9 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="with --device emulate: ignore the reference cache (samples and CPU "
+                             "references of earlier runs) and recompute everything")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -34,4 +37,4 @@ def run(args) -> int:
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream))
+                               upstream=args.upstream, no_cache=args.no_cache))

@@ -15,7 +15,12 @@ from pathlib import Path
 from porter.emulate.build import Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate.hostmap import HostKernel, host_kernels
+from porter.emulate import nprun
+from porter.emulate.nprun import METAL_TO_NAME, NAME_TO_METAL
+from porter.emulate.nprun import pack_alpha as pack_alpha_np
 from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
+from porter.harness.portable import PArray, Unsupported
+from porter.harness.portable import scalar as portable_scalar
 
 ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
 # div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)
@@ -44,13 +49,44 @@ class EmulateBackend:
 
     def supported_dtypes(self, opinfo) -> set:
         """torch dtypes whose (promoted) input the .metal registers a kernel for."""
+        return {torch_dtype(NAME_TO_METAL[n])
+                for n in self.supported_dtype_names(opinfo.name, _variant(opinfo))}
+
+    def supported_dtype_names(self, name: str, variant: str) -> set[str]:
+        """`supported_dtypes` as dtype names ("float32"), without importing torch."""
         dtypes = set()
-        for host in self._candidates(opinfo):
+        for host in self._candidates_named(name, variant):
             lib = self._library(host.metal)
             for reg in lib.find(host.kernel):
-                if reg.built and torch_dtype(reg.in_type) is not None:
-                    dtypes.add(torch_dtype(reg.in_type))
+                if reg.built and reg.in_type in METAL_TO_NAME:
+                    dtypes.add(METAL_TO_NAME[reg.in_type])
         return dtypes
+
+    def run_portable(self, name: str, variant: str, sample) -> PArray:
+        """`run` on a sample of the reference cache (porter.harness.cached_run.Sample): numpy
+        arrays, the promoted dtype per arity recorded with torch when it was cached."""
+        host = self._select_named(name, variant, sample.kwargs)
+        lib = self._library(host.metal)
+        regs = [r for r in lib.find(host.kernel) if r.built]
+        if not regs:
+            raise RuntimeError(f"emulate: kernel {host.kernel!r} is not registered in {host.metal.name}")
+        arity = ARITY[regs[0].kind]
+        operands = [sample.input, *list(sample.args)[: arity - 1]]
+        if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
+            raise RuntimeError(f"emulate: unsupported operands for {name}")
+        common = sample.promoted.get(str(arity))
+        if common is None:
+            raise Unsupported(f"no recorded promotion for {arity} operands")
+        metal = NAME_TO_METAL.get(common)
+        reg = next((r for r in regs if r.in_type == metal), None)
+        if reg is None:
+            raise RuntimeError(f"Failed to create function state object for: "
+                               f"{host.kernel} on {metal or 'torch.' + common}")
+        tensors = [x if isinstance(x, PArray) else portable_scalar(x, common) for x in operands]
+        alpha = None
+        if reg.kind.endswith("alpha"):
+            alpha = pack_alpha_np(reg.alpha_type, self._scalar(host, sample, reg))
+        return nprun.run_registration(self._worker(), lib, reg, tensors, alpha)
 
     def run(self, opinfo, sample, dtype):
         import torch
@@ -84,20 +120,26 @@ class EmulateBackend:
         return [h for h in self._host if h.op == op]
 
     def _candidates(self, opinfo) -> list[HostKernel]:
-        hosts = self._host_kernels(opinfo.name)
-        if opinfo.name == "round":
+        return self._candidates_named(opinfo.name, _variant(opinfo))
+
+    def _candidates_named(self, name: str, variant: str) -> list[HostKernel]:
+        hosts = self._host_kernels(name)
+        if name == "round":
             # round.decimals_N runs round_decimals_stub; plain round runs round_stub
-            wants_decimals = "decimals" in (getattr(opinfo, "variant_test_name", "") or "")
+            wants_decimals = "decimals" in variant
             hosts = [h for h in hosts if (h.stub == "round_decimals") == wants_decimals]
         return hosts
 
     def _select(self, opinfo, sample) -> HostKernel:
-        hosts = self._candidates(opinfo)
+        return self._select_named(opinfo.name, _variant(opinfo), sample.kwargs)
+
+    def _select_named(self, name: str, variant: str, kwargs: dict) -> HostKernel:
+        hosts = self._candidates_named(name, variant)
         if not hosts:
-            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {opinfo.name} "
+            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {name} "
                                f"in the checkout's *Kernel.mm")
-        if opinfo.name == "div":
-            want = DIV_KERNELS.get(sample.kwargs.get("rounding_mode"))
+        if name == "div":
+            want = DIV_KERNELS.get(kwargs.get("rounding_mode"))
             hosts = [h for h in hosts if h.kernel == want] or hosts
         return hosts[0]
 
@@ -125,6 +167,10 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _variant(opinfo) -> str:
+    return getattr(opinfo, "variant_test_name", "") or ""
 
 
 def _result_type3(operands):
