@@ -27,12 +27,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="with --device emulate: ignore the reference cache (samples and CPU "
                              "references of earlier runs) and recompute everything")
+    parser.add_argument("--watch", action="store_true",
+                        help="with --device emulate: run again on every save of a .metal file, "
+                             "a header it includes, a *Kernel.mm or the expectation lists; "
+                             "Ctrl-C stops")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
 
 def run(args) -> int:
     from porter.harness.session import Options, run as run_session
+    if args.watch:
+        from porter.harness import watch
+        return watch.run(Options(ops=args.ops, root=args.root, device=args.device,
+                                 dtypes=args.dtypes, sample=args.sample, json=args.json,
+                                 no_cache=args.no_cache))
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
