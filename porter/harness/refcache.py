@@ -14,7 +14,7 @@ What a cached verdict depends on, and where each part comes from:
 - the kernels: never cached here; built from the checkout's `.metal` on every run
   (porter.emulate.build keeps its own content-addressed cache of the compiled library).
 
-Layout under `porter.runtime.cache.cache_dir("references")`: `ops-<key>.json` (what a name on
+Layout under `porter.runtime.cache.cache_dir("references")` (or $PORTER_REFCACHE_DIR): `ops-<key>.json` (what a name on
 the command line resolves to, and each OpInfo's record), `ref-<key>.npz` (one OpInfo and dtype:
 samples, references, meta), `files.json` (content hashes of the torch sources by stat, so a
 warm run hashes nothing). Entries are used least-recently first evicted once the directory
@@ -40,7 +40,9 @@ _PORTER_SOURCES = ("harness/runner.py", "harness/record.py", "harness/portable.p
 
 
 def directory() -> Path:
-    return cache_dir("references")
+    """$PORTER_REFCACHE_DIR (e.g. a CI cache path of its own), else porter's cache dir."""
+    own = os.environ.get("PORTER_REFCACHE_DIR")
+    return Path(own) if own else cache_dir("references")
 
 
 def limit_bytes() -> int:
