@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from porter.emulate.build import Library, build_file
+from porter.emulate.build import Library, build_file, build_source
 from porter.emulate.client import WorkerClient
 from porter.emulate.hostmap import HostKernel, host_kernels
 from porter.emulate import nprun
@@ -37,6 +37,7 @@ class EmulateBackend:
         self._libs: dict[Path, Library] = {}
         self._host: list[HostKernel] | None = None
         self._client: WorkerClient | None = None
+        self._focus: set[str] | None = None     # kernel names to build; None: every one
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -115,9 +116,7 @@ class EmulateBackend:
 
     # ------------------------------------------------------------ helpers
     def _host_kernels(self, op: str) -> list[HostKernel]:
-        if self._host is None:
-            self._host = host_kernels(self.root)
-        return [h for h in self._host if h.op == op]
+        return [h for h in self._host_kernels_all() if h.op == op]
 
     def _candidates(self, opinfo) -> list[HostKernel]:
         return self._candidates_named(opinfo.name, _variant(opinfo))
@@ -152,10 +151,33 @@ class EmulateBackend:
             return kwargs["alpha"]
         return 1
 
+    def focus(self, op_names) -> None:
+        """Build only the kernels these ops (OpInfo names) dispatch to (porter.emulate.focus);
+        call before the first run."""
+        names = set(op_names)
+        self._focus = {h.kernel for h in self._host_kernels_all() if h.op in names}
+        self._libs.clear()
+
+    def _host_kernels_all(self) -> list[HostKernel]:
+        if self._host is None:
+            self._host = host_kernels(self.root)
+        return self._host
+
     def _library(self, metal: Path) -> Library:
         lib = self._libs.get(metal)
         if lib is None:
-            lib = self._libs[metal] = build_file(metal, self.root, strict=False)
+            if self._focus is None:
+                lib = build_file(metal, self.root, strict=False)
+            else:
+                from porter.emulate.focus import focused_source
+                try:
+                    text = metal.read_text(encoding="utf-8")
+                except OSError:
+                    lib = build_file(metal, self.root, strict=False)   # its error message
+                else:
+                    lib = build_source(focused_source(text, self._focus), metal, self.root,
+                                       strict=False)
+            self._libs[metal] = lib
         return lib
 
     def _worker(self) -> WorkerClient:

@@ -55,6 +55,7 @@ class CachedRun:
 def cache_wanted(opts, backend) -> bool:
     """Only emulate runs are cached: a real device's verdict is the device's, every time."""
     return (getattr(backend, "name", "") == "emulate" and hasattr(backend, "run_portable")
+            and hasattr(backend, "focus")
             and not getattr(opts, "no_cache", False) and not opts.upstream)
 
 
@@ -76,6 +77,7 @@ def _run(opts, checkout, backend, env: str) -> CachedRun:
         if data is None or any(r.get("uncacheable") for r in data["ops"]):
             raise Miss(query)
         entries.append(data)
+    backend.focus({rec["name"] for data in entries for rec in data["ops"]})
     exp = expmod.load(checkout) if checkout is not None else expmod.Expectations(None)
     lists = tolerances.load_lists(checkout)
     results = []

@@ -131,6 +131,12 @@ def _run_ops(opts: Options, checkout, root, backend):
         if cached is not None:
             return cached, cached.results
     ctx = runner.make_context(root, backend, checkout)
+    if hasattr(backend, "focus"):            # build only the kernels of these ops
+        from porter.harness import opdb
+        try:
+            backend.focus({info.name for op in opts.ops for info in opdb.find(ctx.db, op)})
+        except PorterError:
+            pass                             # the run below reports the unknown name
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
