@@ -10,19 +10,17 @@ broadcasting, and the kernel's registered output dtype (int -> float for math op
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
-from porter.emulate.build import Library, build_file, build_source
+from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate.hostmap import HostKernel, host_kernels
-from porter.emulate import nprun
-from porter.emulate.nprun import METAL_TO_NAME, NAME_TO_METAL
-from porter.emulate.nprun import pack_alpha as pack_alpha_np
 from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
-from porter.harness.portable import PArray, Unsupported
-from porter.harness.portable import scalar as portable_scalar
 
 ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
+# complex kernels whose result the host reads as real (abs of complex is a real tensor)
+REAL_PART_KERNELS = {"abs"}
 # div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)
 DIV_KERNELS = {None: "div_true", "floor": "div_floor", "trunc": "div_trunc"}
 
@@ -37,7 +35,8 @@ class EmulateBackend:
         self._libs: dict[Path, Library] = {}
         self._host: list[HostKernel] | None = None
         self._client: WorkerClient | None = None
-        self._focus: set[str] | None = None     # kernel names to build; None: every one
+        self._pending: dict[Path, threading.Thread] = {}    # libraries building in a thread
+        self._built: dict[Path, object] = {}                # what those threads produced
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -48,96 +47,168 @@ class EmulateBackend:
             return f"--device emulate: {err}"
         return None
 
-    def supported_dtypes(self, opinfo) -> set:
-        """torch dtypes whose (promoted) input the .metal registers a kernel for."""
-        return {torch_dtype(NAME_TO_METAL[n])
-                for n in self.supported_dtype_names(opinfo.name, _variant(opinfo))}
+    def supported_dtypes(self, opinfo) -> None:
+        """Every dtype the MPS test sends is run: a dtype without a kernel fails in `run`,
+        with the message the GPU gives, as it fails on a Mac."""
+        return None
 
-    def supported_dtype_names(self, name: str, variant: str) -> set[str]:
-        """`supported_dtypes` as dtype names ("float32"), without importing torch."""
+    def registered_dtypes(self, opinfo) -> set:
+        """torch dtypes whose (promoted) input the .metal registers a built kernel for."""
         dtypes = set()
-        for host in self._candidates_named(name, variant):
+        for host in self._candidates(opinfo):
             lib = self._library(host.metal)
             for reg in lib.find(host.kernel):
-                if reg.built and reg.in_type in METAL_TO_NAME:
-                    dtypes.add(METAL_TO_NAME[reg.in_type])
+                if reg.built and torch_dtype(reg.in_type) is not None:
+                    dtypes.add(torch_dtype(reg.in_type))
         return dtypes
 
-    def run_portable(self, name: str, variant: str, sample) -> PArray:
-        """`run` on a sample of the reference cache (porter.harness.cached_run.Sample): numpy
-        arrays, the promoted dtype per arity recorded with torch when it was cached."""
-        host = self._select_named(name, variant, sample.kwargs)
-        lib = self._library(host.metal)
-        regs = [r for r in lib.find(host.kernel) if r.built]
-        if not regs:
-            raise RuntimeError(f"emulate: kernel {host.kernel!r} is not registered in {host.metal.name}")
-        arity = ARITY[regs[0].kind]
-        operands = [sample.input, *list(sample.args)[: arity - 1]]
-        if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
-            raise RuntimeError(f"emulate: unsupported operands for {name}")
-        common = sample.promoted.get(str(arity))
-        if common is None:
-            raise Unsupported(f"no recorded promotion for {arity} operands")
-        metal = NAME_TO_METAL.get(common)
-        reg = next((r for r in regs if r.in_type == metal), None)
-        if reg is None:
-            raise RuntimeError(f"Failed to create function state object for: "
-                               f"{host.kernel} on {metal or 'torch.' + common}")
-        tensors = [x if isinstance(x, PArray) else portable_scalar(x, common) for x in operands]
-        alpha = None
-        if reg.kind.endswith("alpha"):
-            alpha = pack_alpha_np(reg.alpha_type, self._scalar(host, sample, reg))
-        return nprun.run_registration(self._worker(), lib, reg, tensors, alpha)
+    def skip_reason(self, opinfo) -> str | None:
+        """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of
+        a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
+        return self.skip_reason_named(OpNames.of(opinfo))
+
+    def skip_reason_named(self, op: "OpNames") -> str | None:
+        if self._candidates_named(op):
+            return None
+        return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
+                "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
+                "code porter does not model; `porter status` shows which)")
+
+    def build_error(self, opinfo) -> str | None:
+        """Why the op's kernel file would not compile on a Mac, or None. Every dtype fails
+        then: one bad registration stops the whole .metal file."""
+        return self.build_error_named(OpNames.of(opinfo))
+
+    def build_error_named(self, op: "OpNames") -> str | None:
+        for host in self._candidates_named(op):
+            try:
+                lib = self._library(host.metal)
+            except EmulateBuildError as err:
+                return f"{self._rel(host.metal)} does not build: {self._rel(err.message)}"
+            errors = lib.build_errors()
+            if errors:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                return (f"{self._rel(host.metal)} does not build: "
+                        f"{self._rel(errors[0])}{more}")
+        return None
 
     def run(self, opinfo, sample, dtype):
         import torch
         host = self._select(opinfo, sample)
         lib = self._library(host.metal)
-        regs = [r for r in lib.find(host.kernel) if r.built]
+        regs = lib.find(host.kernel)
         if not regs:
-            raise RuntimeError(f"emulate: kernel {host.kernel!r} is not registered in {host.metal.name}")
+            raise RuntimeError(f"no kernel {host.kernel!r} registered in {host.metal.name}: MPS "
+                               f"raises 'Failed to create function state object for: "
+                               f"{host.kernel}'")
         arity = ARITY[regs[0].kind]
         operands = [sample.input, *list(sample.args)[: arity - 1]]
         if any(not isinstance(x, (torch.Tensor, int, float, bool, complex)) for x in operands):
             raise RuntimeError(f"emulate: unsupported operands for {opinfo.name}")
         common = operands[0].dtype if arity == 1 else torch.result_type(*operands[:2]) \
             if arity == 2 else _result_type3(operands)
-        reg = next((r for r in regs if r.in_type == metal_dtype(common)), None)
+        want_out = _output_dtype(opinfo, sample)
+        matching = [r for r in lib.find(host.kernel) if r.in_type == metal_dtype(common)]
+        reg = next((r for r in matching if r.built and _out_matches(r, want_out, host)), None)
         if reg is None:
-            # Metal has no such function: what the GPU reports as a missing state object
-            raise RuntimeError(f"Failed to create function state object for: "
-                               f"{host.kernel} on {metal_dtype(common) or common}")
+            raise RuntimeError(self._missing(host, lib, matching, common, want_out))
         tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=common)
                    for x in operands]
         alpha = None
         if reg.kind.endswith("alpha"):
             alpha = pack_alpha(reg.alpha_type, self._scalar(host, sample, reg))
-        return run_registration(self._worker(), lib, reg, [t.cpu() for t in tensors], alpha)
+        out = run_registration(self._worker(), lib, reg, [t.cpu() for t in tensors], alpha)
+        if want_out is not None and out.is_complex() and not want_out.is_complex:
+            out = out.real.clone()    # |z| broadcast into both lanes; the host reads one
+        return out
+
+    def run_portable(self, op: "OpNames", sample):
+        """`run` on a sample of the reference cache (porter.harness.cached_run.Sample), without
+        torch: numpy arrays, and what `run` asks torch (the promoted dtype per operand count,
+        the meta output dtype) as recorded when the sample was cached."""
+        from porter.emulate import nprun
+        from porter.harness.portable import PArray, Unsupported, scalar
+
+        host = self._select_named(op, sample.kwargs)
+        lib = self._library(host.metal)
+        regs = lib.find(host.kernel)
+        if not regs:
+            raise RuntimeError(f"no kernel {host.kernel!r} registered in {host.metal.name}: MPS "
+                               f"raises 'Failed to create function state object for: "
+                               f"{host.kernel}'")
+        arity = ARITY[regs[0].kind]
+        operands = [sample.input, *list(sample.args)[: arity - 1]]
+        if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
+            raise RuntimeError(f"emulate: unsupported operands for {op.name}")
+        common = sample.promoted.get(str(arity))
+        if common is None or common not in nprun.NAME_TO_METAL:
+            raise Unsupported(f"no recorded promotion to a Metal type for {arity} operands")
+        want_out = sample.out_dtype
+        matching = [r for r in regs if r.in_type == nprun.NAME_TO_METAL[common]]
+        reg = next((r for r in matching if r.built and _out_matches_named(r, want_out, host)), None)
+        if reg is None:
+            raise RuntimeError(self._missing_named(host, lib, matching, common, want_out))
+        tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in operands]
+        alpha = None
+        if reg.kind.endswith("alpha"):
+            alpha = nprun.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg))
+        out = nprun.run_registration(self._worker(), lib, reg, tensors, alpha)
+        if want_out is not None and out.dtype.startswith("complex") and \
+                not want_out.startswith("complex"):
+            out = nprun.real_part(out)   # |z| broadcast into both lanes; the host reads one
+        return out
 
     # ------------------------------------------------------------ helpers
-    def _host_kernels(self, op: str) -> list[HostKernel]:
-        return [h for h in self._host_kernels_all() if h.op == op]
+    def _missing(self, host: HostKernel, lib: Library, matching: list, common, want_out) -> str:
+        """The failure a Mac reports for a (kernel, dtype) the .metal lacks or cannot build."""
+        return self._missing_named(host, lib, matching, _torch_name(common),
+                                   None if want_out is None else _torch_name(want_out))
+
+    def _missing_named(self, host: HostKernel, lib: Library, matching: list, common: str,
+                       want_out: str | None) -> str:
+        out = want_out if want_out is not None else common
+        name = f"{host.kernel}_{common}_{out}"
+        unbuilt = [r for r in matching if not r.built]
+        if unbuilt:
+            return f"kernel {name} does not build: {self._rel(lib.reason(unbuilt[0]) or '?')}"
+        from porter.emulate.nprun import METAL_TO_NAME
+        have = ", ".join(f"{METAL_TO_NAME.get(r.in_type, 'None')}->{METAL_TO_NAME.get(r.out_type, 'None')}"
+                         for r in matching)
+        where = f" (registered: {have})" if have else ""
+        return (f"no kernel {name} registered in {host.metal.name}{where}: MPS raises "
+                f"'Failed to create function state object for: {name}'")
+
+    def _rel(self, text) -> str:
+        return str(text).replace(str(self.root) + "/", "")
+
+    def _host_kernels(self, names: set[str]) -> list[HostKernel]:
+        if self._host is None:
+            self._host = host_kernels(self.root)
+        return [h for h in self._host if h.op in names]
 
     def _candidates(self, opinfo) -> list[HostKernel]:
-        return self._candidates_named(opinfo.name, _variant(opinfo))
+        return self._candidates_named(OpNames.of(opinfo))
 
-    def _candidates_named(self, name: str, variant: str) -> list[HostKernel]:
-        hosts = self._host_kernels(name)
-        if name == "round":
+    def _candidates_named(self, op: "OpNames") -> list[HostKernel]:
+        # the stub is named after the aten op (mish_stub), the OpInfo may not be
+        # (nn.functional.mish): either names the kernel
+        names = {op.name, op.aten_name or op.name, op.name.removeprefix("nn.functional.")}
+        hosts = self._host_kernels(names)
+        if op.name == "round":
             # round.decimals_N runs round_decimals_stub; plain round runs round_stub
-            wants_decimals = "decimals" in variant
+            wants_decimals = "decimals" in op.variant
             hosts = [h for h in hosts if (h.stub == "round_decimals") == wants_decimals]
         return hosts
 
     def _select(self, opinfo, sample) -> HostKernel:
-        return self._select_named(opinfo.name, _variant(opinfo), sample.kwargs)
+        return self._select_named(OpNames.of(opinfo), sample.kwargs)
 
-    def _select_named(self, name: str, variant: str, kwargs: dict) -> HostKernel:
-        hosts = self._candidates_named(name, variant)
+    def _select_named(self, op: "OpNames", kwargs: dict) -> HostKernel:
+        hosts = self._candidates_named(op)
         if not hosts:
-            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {name} "
+            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {op.name} "
                                f"in the checkout's *Kernel.mm")
-        if name == "div":
+        if op.name == "div":
             want = DIV_KERNELS.get(kwargs.get("rounding_mode"))
             hosts = [h for h in hosts if h.kernel == want] or hosts
         return hosts[0]
@@ -151,33 +222,46 @@ class EmulateBackend:
             return kwargs["alpha"]
         return 1
 
-    def focus(self, op_names) -> None:
-        """Build only the kernels these ops (OpInfo names) dispatch to (porter.emulate.focus);
-        call before the first run."""
-        names = set(op_names)
-        self._focus = {h.kernel for h in self._host_kernels_all() if h.op in names}
-        self._libs.clear()
+    def prebuild(self, queries) -> None:
+        """Start building the .metal files these ops (as spelled on the command line) dispatch
+        to, in one thread: g++ works on the other core while porter imports and reads its
+        caches; `_library` waits for the result. The same builds, started sooner (one after
+        the other: they share the precompiled header, and the main thread needs a core)."""
+        names = set(queries) | {q.removeprefix("nn.functional.") for q in queries}
+        metals = [m for m in sorted({h.metal for h in self._host_kernels(names)})
+                  if m not in self._libs and m not in self._pending]
+        if not metals:
+            return
+        thread = threading.Thread(target=self._build_in_thread, args=(metals,), daemon=True)
+        for metal in metals:
+            self._pending[metal] = thread
+        thread.start()
 
-    def _host_kernels_all(self) -> list[HostKernel]:
-        if self._host is None:
-            self._host = host_kernels(self.root)
-        return self._host
+    def _build_in_thread(self, metals: list[Path]) -> None:
+        for metal in metals:
+            try:
+                self._built[metal] = build_file(metal, self.root, strict=False)
+            except Exception as err:          # handed to the main thread by `_library`
+                self._built[metal] = err
 
     def _library(self, metal: Path) -> Library:
+        pending = self._pending.pop(metal, None)
+        if pending is not None:
+            while metal not in self._built and pending.is_alive():
+                pending.join(0.005)
+            built = self._built.pop(metal, None) or build_file(metal, self.root, strict=False)
+            if isinstance(built, Exception) and not isinstance(built, EmulateBuildError):
+                raise built
+            self._libs[metal] = built
         lib = self._libs.get(metal)
         if lib is None:
-            if self._focus is None:
-                lib = build_file(metal, self.root, strict=False)
-            else:
-                from porter.emulate.focus import focused_source
-                try:
-                    text = metal.read_text(encoding="utf-8")
-                except OSError:
-                    lib = build_file(metal, self.root, strict=False)   # its error message
-                else:
-                    lib = build_source(focused_source(text, self._focus), metal, self.root,
-                                       strict=False)
-            self._libs[metal] = lib
+            try:
+                lib = self._libs[metal] = build_file(metal, self.root, strict=False)
+            except EmulateBuildError as err:      # remembered: one compile per session
+                self._libs[metal] = err
+                raise
+        if isinstance(lib, EmulateBuildError):
+            raise lib
         return lib
 
     def _worker(self) -> WorkerClient:
@@ -191,8 +275,58 @@ class EmulateBackend:
             self._client = None
 
 
-def _variant(opinfo) -> str:
-    return getattr(opinfo, "variant_test_name", "") or ""
+class OpNames:
+    """What the backend needs of an OpInfo to find its kernel: the OpInfo itself on the
+    ordinary path, a record of the reference cache on the cached one."""
+
+    __slots__ = ("name", "aten_name", "variant")
+
+    def __init__(self, name: str, aten_name: str | None = None, variant: str = ""):
+        self.name, self.aten_name, self.variant = name, aten_name, variant or ""
+
+    @classmethod
+    def of(cls, opinfo) -> "OpNames":
+        return cls(opinfo.name, getattr(opinfo, "aten_name", None),
+                   getattr(opinfo, "variant_test_name", "") or "")
+
+
+def _out_matches_named(reg, want_out: str | None, host) -> bool:
+    """`_out_matches` on dtype names."""
+    from porter.emulate.nprun import METAL_TO_NAME
+    out = METAL_TO_NAME.get(reg.out_type)
+    if want_out is None or out == want_out:
+        return True
+    return (host.kernel in REAL_PART_KERNELS and out is not None and out.startswith("complex")
+            and not want_out.startswith("complex"))
+
+
+def _output_dtype(opinfo, sample):
+    """The dtype the op's meta function gives the output (bool for logical ops, float for
+    int->float math): the host looks the kernel up by it. None when it cannot be told."""
+    import torch
+    from porter.harness.backend import to_device
+    for device in ("meta", "cpu"):
+        try:
+            moved = to_device(sample, device)
+            out = opinfo(moved.input, *moved.args, **moved.kwargs)
+        except Exception:
+            continue
+        if isinstance(out, torch.Tensor):
+            return out.dtype
+        return None
+    return None
+
+
+def _out_matches(reg, want_out, host) -> bool:
+    if want_out is None or reg.out_type == metal_dtype(want_out):
+        return True
+    # complex abs: a float2 kernel whose real lane the host reads as the real result
+    return (host.kernel in REAL_PART_KERNELS and torch_dtype(reg.out_type) is not None
+            and torch_dtype(reg.out_type).is_complex and not want_out.is_complex)
+
+
+def _torch_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _result_type3(operands):

@@ -69,3 +69,11 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
         request.update(sizes=sizes, strides=strides)
     raw = client.call(request)
     return PArray(out_name, np.frombuffer(bytearray(raw), dtype=out_np).reshape(shape).copy())
+
+
+def real_part(a: PArray) -> PArray:
+    """`out.real.clone()` of a complex result."""
+    real = {"complex64": "float32", "complex128": "float64"}.get(a.dtype)
+    if real is None:
+        raise Unsupported(f"real part of {a.dtype}")
+    return PArray(real, np.array(a.data.real, order="C"))

@@ -5,8 +5,8 @@ environment's key (porter.harness.refcache); otherwise it returns None and the s
 the ordinary way, then records (porter.harness.record). A cached run repeats
 `runner.run_opinfo` step for step, on dtype names:
 
-- the dtypes to test: the OpInfo's (recorded) ∩ the kernels the checkout's `.metal` registers
-  now (built on every run: the kernel is what the author is editing);
+- the dtypes to test: the OpInfo's (recorded), each run against the kernels the checkout's
+  `.metal` registers now (built on every run: the kernel is what the author is editing);
 - expectations: `common_mps.py` parsed now, plus the OpInfo's DecorateInfos (recorded);
 - tolerances: `test_mps.py`'s lists read now, plus the recorded floors;
 - each sample runs on the emulator (`EmulateBackend.run_portable`) and is compared with the
@@ -38,6 +38,7 @@ class Sample:
     args: list
     kwargs: dict
     promoted: dict
+    out_dtype: str | None            # the meta output dtype (the host's kernel lookup)
     ref: PArray | None
     ref_cast: bool
     ref_error: str | None
@@ -55,7 +56,6 @@ class CachedRun:
 def cache_wanted(opts, backend) -> bool:
     """Only emulate runs are cached: a real device's verdict is the device's, every time."""
     return (getattr(backend, "name", "") == "emulate" and hasattr(backend, "run_portable")
-            and hasattr(backend, "focus")
             and not getattr(opts, "no_cache", False) and not opts.upstream)
 
 
@@ -77,7 +77,6 @@ def _run(opts, checkout, backend, env: str) -> CachedRun:
         if data is None or any(r.get("uncacheable") for r in data["ops"]):
             raise Miss(query)
         entries.append(data)
-    backend.focus({rec["name"] for data in entries for rec in data["ops"]})
     exp = expmod.load(checkout) if checkout is not None else expmod.Expectations(None)
     lists = tolerances.load_lists(checkout)
     results = []
@@ -95,27 +94,41 @@ def _canonical(name: str) -> str:
 
 
 def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only) -> OpResult:
+    """runner.run_opinfo on a record: every dtype the MPS test sends is run (a dtype without
+    a kernel fails in the backend); the op beyond the emulator is skipped, a kernel file that
+    does not build fails every dtype."""
+    from porter.emulate.backend import OpNames
     result = OpResult(rec["full_name"], rec["name"], rec["variant"], rec["key"], backend.name)
     wanted = {_canonical(d) for d in dtypes} if dtypes else None
     declared = set(rec["supported"])
-    have = backend.supported_dtype_names(rec["name"], rec["variant"])
-    supported, no_kernel = declared & have, declared - have
-    result.supported = sorted(supported, key=_dtype_order)
-    for name in no_kernel:
-        xfail_by, skip_by, _ = _expectations(rec, name, exp)
-        if (wanted is None or name in wanted) and not (xfail_by or skip_by):
-            result.dtypes.append(DtypeResult(name, SKIP, message=(
-                f"no Metal kernel registered for {name}: the MPS test sends it, and fails "
-                "unless the host code handles it")))
+    result.supported = sorted(declared, key=_dtype_order)
     if wanted:
         for name in sorted(wanted - declared, key=_dtype_order):
             result.dtypes.append(DtypeResult(name, SKIP, message=(
                 f"{rec['full_name']} does not support {name} on {backend.name}")))
-    for name in sorted(supported, key=_dtype_order):
-        if wanted is None or name in wanted:
-            result.dtypes.append(_run_dtype(rec, name, env, backend, exp, lists, only))
+    op = OpNames(rec["name"], rec.get("aten_name"), rec["variant"])
+    cannot_run = backend.skip_reason_named(op)
+    build_error = None if cannot_run else backend.build_error_named(op)
+    for name in sorted(declared, key=_dtype_order):
+        if wanted is not None and name not in wanted:
+            continue
+        if cannot_run or build_error:
+            result.dtypes.append(_not_run(rec, name, exp, cannot_run, build_error))
+        else:
+            result.dtypes.append(_run_dtype(rec, op, name, env, backend, exp, lists, only))
     result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
     return result
+
+
+def _not_run(rec, name, exp, cannot_run, failure) -> DtypeResult:
+    xfail_by, skip_by, _ = _expectations(rec, name, exp)
+    if skip_by:
+        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
+    if cannot_run:
+        return DtypeResult(name, SKIP, message=cannot_run)
+    if xfail_by:
+        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
+    return DtypeResult(name, FAIL, message=failure)
 
 
 def _expectations(rec: dict, dtype: str, exp: expmod.Expectations):
@@ -132,7 +145,7 @@ def _expectations(rec: dict, dtype: str, exp: expmod.Expectations):
     return xfail + dec_xfail, skip + dec_skip, tuple(floors)
 
 
-def _run_dtype(rec, dtype, env, backend, exp, lists, only) -> DtypeResult:
+def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
     xfail_by, skip_by, floors = _expectations(rec, dtype, exp)
     res = DtypeResult(dtype, PASS)
     if skip_by:
@@ -150,7 +163,8 @@ def _run_dtype(rec, dtype, env, backend, exp, lists, only) -> DtypeResult:
         if only is not None and index != only:
             continue
         res.samples += 1
-        err = _check_sample(rec, _decode_sample(raw, arrays), dtype, backend, atol, rtol, floors, res)
+        err = _check_sample(rec, op, _decode_sample(raw, arrays), dtype, backend, atol, rtol,
+                            floors, res)
         if err is not None:
             res.failed_samples += 1
             if res.first_failure is None:
@@ -168,10 +182,10 @@ def _run_dtype(rec, dtype, env, backend, exp, lists, only) -> DtypeResult:
     return res
 
 
-def _check_sample(rec, sample: Sample, dtype, backend, atol, rtol, floors, res) -> str | None:
+def _check_sample(rec, op, sample: Sample, dtype, backend, atol, rtol, floors, res) -> str | None:
     atol, rtol = tolerances.per_sample_tolerances(rec["name"], dtype, sample.kwargs, (atol, rtol))
     try:
-        dev_out = backend.run_portable(rec["name"], rec["variant"], sample)
+        dev_out = backend.run_portable(op, sample)
     except Unsupported:
         raise
     except Exception as exc:
@@ -205,5 +219,5 @@ def _decode(value: dict, arrays: dict):
 def _decode_sample(raw: dict, arrays: dict) -> Sample:
     return Sample(_decode(raw["input"], arrays), [_decode(a, arrays) for a in raw["args"]],
                   {k: _decode(v, arrays) for k, v in raw["kwargs"].items()}, raw["promoted"],
-                  _decode(raw["ref"], arrays) if raw["ref"] else None, raw["ref_cast"],
+                  raw["out_dtype"], _decode(raw["ref"], arrays) if raw["ref"] else None, raw["ref_cast"],
                   raw["ref_error"])

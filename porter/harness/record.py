@@ -71,6 +71,12 @@ def _promotions(sample) -> dict[str, str | None]:
     return out
 
 
+def _output_dtype(info, sample) -> str | None:
+    from porter.emulate.backend import _output_dtype as meta_output
+    dtype = meta_output(info, sample)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
+
+
 def _source_sha(info) -> str:
     try:
         return hashlib.sha256(inspect.getsource(info.sample_inputs_func).encode()).hexdigest()[:16]
@@ -88,7 +94,8 @@ def record_dtype(env: str, info, dtype) -> None:
             item = {"input": enc.value(sample.input, f"s{i}_input"),
                     "args": [enc.value(a, f"s{i}_arg{j}") for j, a in enumerate(sample.args)],
                     "kwargs": {k: enc.value(v, f"s{i}_kw_{k}") for k, v in sample.kwargs.items()},
-                    "promoted": _promotions(sample), "ref": None, "ref_cast": False,
+                    "promoted": _promotions(sample), "out_dtype": _output_dtype(info, sample),
+                    "ref": None, "ref_cast": False,
                     "ref_error": None}
             try:
                 out, cast = runner.reference_uncast(info, sample)
@@ -128,6 +135,7 @@ def record(ctx: runner.RunContext, queries: list[str], env: str) -> None:
             if device_type == "mps":
                 supported &= mps_dtypes()
             rec = {"full_name": info.full_name, "name": info.name,
+                   "aten_name": getattr(info, "aten_name", None),
                    "variant": info.variant_test_name, "key": opdb.xfail_key(info),
                    "supported": sorted(runner._dtype_name(d) for d in supported),
                    "decorators": {}, "uncacheable": None}

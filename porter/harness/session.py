@@ -124,6 +124,8 @@ def _run_ops(opts: Options, checkout, root, backend):
     (porter.harness.cached_run: no op database, no torch), else the ordinary way, recording
     for the next run."""
     env = None
+    if hasattr(backend, "prebuild"):         # g++ on the other core while we import and read
+        backend.prebuild(opts.ops)
     from porter.harness import cached_run
     if cached_run.cache_wanted(opts, backend):
         env = cached_run.environment(root, backend)
@@ -131,12 +133,6 @@ def _run_ops(opts: Options, checkout, root, backend):
         if cached is not None:
             return cached, cached.results
     ctx = runner.make_context(root, backend, checkout)
-    if hasattr(backend, "focus"):            # build only the kernels of these ops
-        from porter.harness import opdb
-        try:
-            backend.focus({info.name for op in opts.ops for info in opdb.find(ctx.db, op)})
-        except PorterError:
-            pass                             # the run below reports the unknown name
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
