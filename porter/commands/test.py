@@ -7,8 +7,9 @@ HELP = "run the OpInfo output-match test of ops on a device, per dtype (pass/fai
 
 def add_arguments(parser) -> None:
     parser.add_argument("ops", nargs="+", metavar="OP",
-                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr) or "
-                             "full name with variant (round.decimals_0)")
+                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr), "
+                             "full name with variant (round.decimals_0), or a backward op "
+                             "(sigmoid_backward: tested through its forward op's samples)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("--device", default="mps",
                         help="mps, cuda or emulate (default mps; cpu: compare CPU with CPU, "
@@ -31,6 +32,9 @@ def add_arguments(parser) -> None:
                         help="with --device emulate: run again on every save of a .metal file, "
                              "a header it includes, a *Kernel.mm or the expectation lists; "
                              "Ctrl-C stops")
+    parser.add_argument("--grad", action="store_true",
+                        help="also compare gradients (upstream's test_output_grad_match) on mps/cuda; "
+                             "on emulate, test the backward kernels the op's derivative formula calls")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -41,9 +45,9 @@ def run(args) -> int:
         from porter.harness import watch
         return watch.run(Options(ops=args.ops, root=args.root, device=args.device,
                                  dtypes=args.dtypes, sample=args.sample, json=args.json,
-                                 no_cache=args.no_cache))
+                                 grad=args.grad, no_cache=args.no_cache))
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, no_cache=args.no_cache))
+                               upstream=args.upstream, grad=args.grad, no_cache=args.no_cache))

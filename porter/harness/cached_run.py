@@ -56,7 +56,8 @@ class CachedRun:
 def cache_wanted(opts, backend) -> bool:
     """Only emulate runs are cached: a real device's verdict is the device's, every time."""
     return (getattr(backend, "name", "") == "emulate" and hasattr(backend, "run_portable")
-            and not getattr(opts, "no_cache", False) and not opts.upstream)
+            and not getattr(opts, "no_cache", False) and not opts.upstream
+            and not getattr(opts, "grad", False))    # backward ops: built from the checkout
 
 
 def environment(root, backend) -> str | None:

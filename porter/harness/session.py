@@ -34,6 +34,7 @@ class Options:
     allow_dirty: bool = False
     upstream: bool = False
     no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
+    grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -52,6 +53,9 @@ def run(opts: Options) -> int:
     out = opts.out or sys.stdout
     if opts.prune_xfails and opts.sample is not None:
         raise PorterError("--prune-xfails needs every sample; drop --sample")
+    if opts.prune_xfails and opts.grad:
+        raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
+                          hint="run --prune-xfails without --grad")
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
@@ -136,7 +140,7 @@ def _run_ops(opts: Options, checkout, root, backend):
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx)
+                                       ctx=ctx, grad=opts.grad)
     if env:
         from porter.harness import record
         try:
