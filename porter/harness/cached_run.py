@@ -18,7 +18,7 @@ Anything numpy cannot do (`portable.Unsupported`) abandons the cached run for th
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from porter.harness import expectations as expmod
@@ -50,7 +50,7 @@ class CachedRun:
     expectations: expmod.Expectations
     lists: tolerances.LowPrecisionLists
     db: SimpleNamespace                      # source, torch_version, torch_path (for the header)
-    notes: list[str] = field(default_factory=list)
+    from_reference_cache: bool = True
 
 
 def cache_wanted(opts, backend) -> bool:

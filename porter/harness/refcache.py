@@ -36,7 +36,8 @@ FORMAT = "porter-refcache-v1"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
 _PORTER_SOURCES = ("harness/runner.py", "harness/record.py", "harness/portable.py",
-                   "harness/cached_run.py", "harness/opdb.py", "emulate/nprun.py")
+                   "harness/cached_run.py", "harness/opdb.py", "harness/backend.py",
+                   "emulate/nprun.py", "emulate/backend.py")
 
 
 def directory() -> Path:

@@ -90,6 +90,9 @@ def run(opts: Options) -> int:
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
     }
+    cached = getattr(ctx, "from_reference_cache", False)
+    if cached:
+        meta["reference_cache"] = "samples and CPU references read from the cache"
     if upstream_note:
         meta["upstream_error"] = upstream_note
     if opts.json:
@@ -104,6 +107,8 @@ def run(opts: Options) -> int:
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
                   f"tolerance lists {ctx.lists.source}")
+        if cached:
+            header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
         out.write(report.render_text(results, root_arg, header))
