@@ -260,3 +260,20 @@ TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
                                "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
                                "#else\n#include <ATen/native/mps/BinaryKernel_metallib.h>\n#endif\n\n")
     assert in_place.has_library(with_lib)
+
+
+def test_porter_test_runs_where_expecttest_is_not_installed(tmp_path):
+    """The CUDA machine the README's --grad command targets has torch but no expecttest."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    blocker = tmp_path / "sitecustomize.py"
+    # a None entry makes `import expecttest` fail and find_spec find nothing, as if not installed
+    blocker.write_text("import sys\nsys.modules['expecttest'] = None\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{repo}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "porter", "test", "sigmoid", "--grad", "--device", "cpu",
+                           "--dtype", "float32"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "summary: 1 pass, 0 fail" in done.stdout

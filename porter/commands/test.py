@@ -12,13 +12,19 @@ def add_arguments(parser) -> None:
                              "(sigmoid_backward: tested through its forward op's samples)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("--device", default="mps",
-                        help="mps, cuda or emulate (default mps; cpu: compare CPU with CPU, "
-                             "for measuring overhead)")
+                        help="mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
+                             "installed torch's torch.mps.compile_shader on Apple silicon, no build) "
+                             "(default mps; cpu: compare CPU with CPU, for measuring overhead)")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="text (default) or markdown: the table --summary appends")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also append a Markdown table (op, dtype outcomes, first failing sample, "
+                             "repro) to FILE, e.g. \"$GITHUB_STEP_SUMMARY\"")
     parser.add_argument("--prune-xfails", action="store_true",
                         help="narrow or remove expectation entries that xpassed")
     parser.add_argument("--dry-run", action="store_true",
@@ -48,6 +54,7 @@ def run(args) -> int:
                                  grad=args.grad, no_cache=args.no_cache))
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
-                               junit=args.junit, prune_xfails=args.prune_xfails,
+                               junit=args.junit, summary=args.summary,
+                               markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
                                upstream=args.upstream, grad=args.grad, no_cache=args.no_cache))

@@ -29,6 +29,8 @@ class Options:
     sample: int | None = None
     json: bool = False
     junit: str | None = None
+    summary: str | None = None              # append the Markdown table to this file
+    markdown: bool = False                  # print the Markdown table instead of text
     prune_xfails: bool = False
     dry_run: bool = False
     allow_dirty: bool = False
@@ -71,6 +73,12 @@ def run(opts: Options) -> int:
     if opts.junit:
         from porter.harness import junit
         Path(opts.junit).write_text(junit.render(results, root_arg), encoding="utf-8")
+    if opts.summary or opts.markdown:
+        from porter.harness import markdown
+        section = markdown.test_section(results, backend.name, root_arg,
+                                        [f"--upstream not run: {upstream_note}"] if upstream_note else None)
+        if opts.summary:
+            markdown.append(opts.summary, section)
 
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
@@ -103,6 +111,8 @@ def run(opts: Options) -> int:
                              "status": changes.status_lines() if changes else [],
                              "diff": changes.diff() if changes else ""}
         out.write(json.dumps(data, indent=1) + "\n")
+    elif opts.markdown:
+        out.write(section)
     else:
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
