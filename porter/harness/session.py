@@ -143,7 +143,7 @@ def _run_ops(opts: Options, checkout, root, backend):
     (porter.harness.cached_run: no op database, no torch), else the ordinary way, recording
     for the next run."""
     env = None
-    if hasattr(backend, "prebuild"):         # g++ on the other core while we import and read
+    if getattr(backend, "name", "") == "emulate":   # g++ on the other core while we start up
         backend.prebuild(opts.ops)
     from porter.harness import cached_run
     if cached_run.cache_wanted(opts, backend):
