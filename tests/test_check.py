@@ -89,9 +89,30 @@ def test_float_guard_limits_the_dtypes_a_kernel_gets(mini_root, capsys):
     assert check(mini_root, capsys) == (0, "")
 
 
+UNARY_METAL = f"{KERNELS}/UnaryKernel.metal"
+
+
 def test_duplicate_kernel_name(mini_root, capsys):
-    edit(mini_root, BINARY_METAL, "REGISTER_FLOAT_BINARY_OP(fmin);\n",
-         "REGISTER_FLOAT_BINARY_OP(fmin);\nREGISTER_UNARY_OP(exp, float, float);\n")
+    # a repeat of BinaryKernel.metal's fmin registration, added to a file that sorts after it,
+    # and a repeat of exp's float registration in its own file, after the original
+    edit(mini_root, UNARY_METAL, "REGISTER_UNARY_ALPHA_OP(round_decimals, float, long, float);\n",
+         "REGISTER_UNARY_ALPHA_OP(round_decimals, float, long, float);\n"
+         "REGISTER_BINARY_OP(fmin, float, float);\nREGISTER_UNARY_OP(exp, float, float);\n")
+    T.assertExpectedInline(check(mini_root, capsys, "--select", "PORTER012")[1], """\
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:171: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:121 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:172: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+""")
+
+
+DUPLICATE_EXP = ("REGISTER_FLOAT_BINARY_OP(fmin);\n",
+                 "REGISTER_FLOAT_BINARY_OP(fmin);\nREGISTER_UNARY_OP(exp, float, float);\n")
+
+
+def test_duplicate_kernel_name_without_history_falls_on_the_later_file(mini_root, capsys):
+    # Without --changed-since porter cannot tell which copy is new: the copy in the file that
+    # sorts first stands as the original, so a repeat added to BinaryKernel.metal is reported
+    # on UnaryKernel.metal (--changed-since puts it on the added line: the test below).
+    edit(mini_root, BINARY_METAL, *DUPLICATE_EXP)
     T.assertExpectedInline(check(mini_root, capsys, "--select", "PORTER012")[1], """\
 aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 """)
@@ -289,6 +310,26 @@ def test_changed_since_keeps_only_the_changes_findings(repo, capsys):
     assert code == 1
     assert [line.split(": ")[1].split()[0] for line in out.splitlines()] == ["PORTER011", "PORTER001"]
     assert "heavyside" in check(repo, capsys)[1]        # the whole tree still has the old debt
+
+
+def test_changed_since_puts_a_duplicate_kernel_name_on_the_added_line(repo, capsys):
+    edit(repo, BINARY_METAL, *DUPLICATE_EXP)
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER012")
+    assert code == 1
+    T.assertExpectedInline(out, """\
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+""")
+    # fmin's half copies: one added to UnaryKernel.metal, the other moved below the new exp line;
+    # both sit on changed lines, so path order decides, as without --changed-since
+    edit(repo, UNARY_METAL, "INSTANTIATE_UNARY_KERNELS_VEC2(half);\n",
+         "INSTANTIATE_UNARY_KERNELS_VEC2(half);\nREGISTER_BINARY_OP(fmin, half, half);\n")
+    edit(repo, BINARY_METAL, "REGISTER_FLOAT_BINARY_OP(fmin);\n", "")
+    edit(repo, BINARY_METAL, "REGISTER_UNARY_OP(exp, float, float);\n",
+         "REGISTER_UNARY_OP(exp, float, float);\nREGISTER_FLOAT_BINARY_OP(fmin);\n")
+    T.assertExpectedInline(check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER012")[1], """\
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:121: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:169: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, half -> half) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+""")
 
 
 def test_list_changed_ops(repo, capsys):

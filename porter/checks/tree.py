@@ -33,6 +33,9 @@ class Tree:
         self.checkout = checkout
         self.notes: list[str] = []
         self.set_lists: set[tuple[str, str]] = set()     # (function, name) of set-literal lists
+        # What `--changed-since` found changed (porter.checks.changed.Changes), else None: where
+        # two lines clash, the changed one is the finding's line.
+        self.changes = None
 
     def read(self, rel: str) -> str:
         return self.checkout.read(rel)
