@@ -313,3 +313,39 @@ def test_audit_xfails_shards_merge_into_the_two_job_run(tmp_path, capsys, monkey
     assert sorted(merged["stale"]) == sorted(whole["stale"])
     assert _timeless(merged["ops"]) == _timeless(whole["ops"])
 
+
+class RecordingBackend(CpuFaultBackend):
+    """CPU standing in for MPS, with a fault on one dtype; keeps every input it was sent."""
+
+    def __init__(self, fault_dtype: str | None = None):
+        super().__init__(fault_dtype)
+        self.inputs = []
+
+    def run(self, opinfo, sample, dtype):
+        self.inputs.append(sample.input.clone())
+        return super().run(opinfo, sample, dtype)
+
+
+def test_sample_runs_that_sample_input_alone(capsys):
+    import torch
+    from porter.harness import opdb
+
+    backend = RecordingBackend("float32")
+    register_backend("cpu-record", lambda root: backend)
+    try:
+        capsys.readouterr()
+        code = main(["test", "atan2", "--device", "cpu-record", "--dtype", "float32", "--sample", "2"])
+        out = capsys.readouterr().out
+        # an index past the samples ran nothing: bad input, not a pass
+        assert main(["test", "atan2", "--device", "cpu-record", "--dtype", "float32", "--sample", "9"]) == 2
+        err = capsys.readouterr().err
+    finally:
+        unregister_backend("cpu-record")
+    info, = opdb.find(opdb.load(None), "atan2")
+    inputs = [s.input for s in info.sample_inputs("cpu", torch.float32, requires_grad=False, set_seed=True)]
+    assert len(inputs) == 9 and inputs[2].shape != inputs[0].shape
+    assert len(backend.inputs) == 1 and torch.equal(backend.inputs[0], inputs[2])
+    assert code == 1 and "FAIL float32 (1/1 samples), sample 2:" in out
+    assert "repro: porter test atan2 --device cpu-fault --dtype float32 --sample 2" in out
+    assert err == ("porter: error: --sample 9: atan2 has 9 sample input(s) for float32 "
+                   "(pass --sample 0 to 8)\n")
