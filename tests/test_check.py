@@ -333,6 +333,19 @@ aten/src/ATen/native/mps/kernels/UnaryKernel.metal:169: PORTER012 duplicate-kern
 """)
 
 
+def test_changed_since_puts_a_second_stub_registration_on_the_added_line(repo, capsys):
+    # exp_stub is registered in UnaryKernel.mm; the change registers it again in BinaryKernel.mm,
+    # which sorts first: without --changed-since that file's line would stand as the original
+    edit(repo, BINARY_MM, "} // namespace at::native", "REGISTER_DISPATCH(exp_stub, &hypot_mps_kernel)\n"
+         "} // namespace at::native")
+    T.assertExpectedInline(check(repo, capsys, "--select", "PORTER021")[1], """\
+aten/src/ATen/native/mps/operations/UnaryKernel.mm:21: PORTER021 stub-registered-twice: exp_stub is registered again (exp_kernel_mps); it is already registered at aten/src/ATen/native/mps/operations/BinaryKernel.mm:74 (hypot_mps_kernel); static-init order picks one silently (keep one registration)
+""")
+    T.assertExpectedInline(check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER021")[1], """\
+aten/src/ATen/native/mps/operations/BinaryKernel.mm:74: PORTER021 stub-registered-twice: exp_stub is registered again (hypot_mps_kernel); it is already registered at aten/src/ATen/native/mps/operations/UnaryKernel.mm:21 (exp_kernel_mps); static-init order picks one silently (keep one registration)
+""")
+
+
 def test_list_changed_ops(repo, capsys):
     edit(repo, BINARY_METAL, "REGISTER_INT2FLOAT_BINARY_OP(atan2);\n", "")
     edit(repo, BINARY_METAL, "c10::metal::hypot(", "::metal::hypot(")     # inside hypot_functor's body

@@ -154,23 +154,18 @@ def _list(metal_types: list[str]) -> str:
 
 
 def duplicate_kernel_names(tree: Tree) -> list[Finding]:
-    """Registrations instantiating one host name: each repeat is reported on its own line.
-
-    Which copy is the repeat: the one a change added (`--changed-since`: the first copy on an
-    unchanged line stays the original), else each copy after the first in path, then line order.
-    """
+    """Registrations instantiating one host name: each repeat is reported on its own line
+    (`Tree.original` says which copy is not a repeat)."""
     copies: dict[tuple, list[tuple[str, int, object]]] = {}
     for rel, metal in tree.metals.items():          # sorted paths (Checkout.glob)
         for reg in metal.registrations:
             key = (reg.kernel, reg.in_type, reg.out_type, FAMILY.get(reg.macro, reg.macro))
             copies.setdefault(key, []).append((rel, reg.line, reg))
-    changes = tree.changes
     found = []
     for group in copies.values():
         if len(group) < 2:
             continue
-        kept = [c for c in group if changes is None or not changes.touches(c[0], c[1])]
-        first = (kept or group)[0]
+        first = tree.original(group, lambda copy: copy[:2])
         for copy in group:
             if copy is first:
                 continue

@@ -40,6 +40,16 @@ class Tree:
     def read(self, rel: str) -> str:
         return self.checkout.read(rel)
 
+    def original(self, copies: list, where=lambda copy: copy):
+        """Of clashing copies (in path, line order), the one that stands as the original: the
+        first whose (path, line) = `where(copy)` is not on a changed line, else the first. A
+        finding then goes on every other copy, where the change made the clash."""
+        if self.changes is not None:
+            for copy in copies:
+                if not self.changes.touches(*where(copy)):
+                    return copy
+        return copies[0]
+
     # --- native_functions.yaml -------------------------------------------------------------
     @cached_property
     def yaml_text(self) -> str:
