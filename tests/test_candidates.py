@@ -22,7 +22,7 @@ atanh             mpsgraph  macro     unary   yes   native_functions.yaml, Unary
 frac              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
 sign              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
 signbit           mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-logit             mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         takes scalar arguments: porter ports unary and binary ops
+logit             mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         is not a structured TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join
 pow               mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm   no DispatchStub behind its CPU kernel
 sgn               mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
 heaviside         no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py  CPU lambda

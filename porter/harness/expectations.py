@@ -17,11 +17,10 @@ import re
 from dataclasses import dataclass, field
 
 from porter.source.ast_offsets import AstOffsets
-from porter.source.checkout import COMMON_MPS, Checkout
+from porter.source.checkout import COMMON_MPS, TEST_MPS, Checkout
 from porter.errors import PorterError
 from porter.source.xfail_lists import assignment
 
-TEST_MPS = "test/test_mps.py"
 MODIFIER = "mps_ops_modifier"
 
 XFAIL, SKIP, XFAIL_OLD_MACOS = "xfail", "skip", "xfail-old-macos"

@@ -108,26 +108,48 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) ->
                       backend.name)
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
     supported, no_kernel = _tested_dtypes(info, backend, device_type)
-    result.supported = sorted((_dtype_name(d) for d in supported), key=_dtype_order)
-    for dtype in no_kernel:
-        name = _dtype_name(dtype)
-        xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
-        if (wanted is None or name in wanted) and not (xfail_by or skip_by):
-            # Shown, not dropped: the device test sends this dtype and expects it to pass, which
-            # it cannot without a kernel unless the host handles it (porter check: PORTER011).
-            result.dtypes.append(DtypeResult(name, SKIP, message=(
-                f"no Metal kernel registered for {name}: the MPS test sends it, and fails "
-                "unless the host code handles it")))
+    result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
     if wanted:
         tested = {_dtype_name(d) for d in supported | no_kernel}
         for name in sorted(wanted - tested, key=_dtype_order):
             result.dtypes.append(DtypeResult(name, SKIP, message=(
                 f"{info.full_name} does not support {name} on {backend.name}")))
-    for dtype in sorted(supported, key=lambda d: _dtype_order(_dtype_name(d))):
-        if wanted is None or _dtype_name(dtype) in wanted:
+    # What stops every dtype: the op is beyond the backend (skip, with why), or its kernel
+    # file does not compile (fail, with the compiler's words: a Mac cannot load it either).
+    cannot_run = _backend_says(backend, "skip_reason", info)
+    build_error = None if cannot_run else _backend_says(backend, "build_error", info)
+    for dtype in sorted(supported | no_kernel, key=lambda d: _dtype_order(_dtype_name(d))):
+        name = _dtype_name(dtype)
+        if wanted is not None and name not in wanted:
+            continue
+        if cannot_run or build_error or dtype in no_kernel:
+            result.dtypes.append(_not_run(info, dtype, ctx, device_type, cannot_run, build_error
+                                          or f"no Metal kernel registered for {name}: the MPS "
+                                          "test sends it, and MPS raises for it"))
+        else:
             result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample))
     result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
     return result
+
+
+def _backend_says(backend, question: str, info) -> str | None:
+    ask = getattr(backend, question, None)
+    return ask(info) if ask is not None else None
+
+
+def _not_run(info, dtype, ctx: RunContext, device_type: str, cannot_run: str | None,
+             failure: str) -> DtypeResult:
+    """A dtype decided without running a sample: skipped because porter cannot run the op,
+    or failed as the device would fail it (subject to the op's expectations, as a run is)."""
+    name = _dtype_name(dtype)
+    xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
+    if skip_by:
+        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
+    if cannot_run:
+        return DtypeResult(name, SKIP, message=cannot_run)
+    if xfail_by:
+        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
+    return DtypeResult(name, FAIL, message=failure)
 
 
 def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:

@@ -35,7 +35,6 @@ from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
 from porter.port.resolve import NATIVE, OpSpec, resolve
 from porter.port.plan import Plan, plan_port
 
-MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 FROM_SELECTOR = "mpsgraph-selector"
 
 
@@ -79,7 +78,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if metal and len(metal) == sum(len(d) for d in found.values()):
         rel, d = metal[0]
         migration.notes.append(f"{rel}:{d.line}: {d.name} already runs a Metal kernel "
-                               "(an MPS impl behind its own yaml row, anatomy §3.4): nothing to migrate")
+                               "(an MPS impl behind its own yaml row, which MPSGraph no longer "
+                               "builds): nothing to migrate")
         return migration
     defined = {d.name for defs in found.values() for d in defs}
     for r in rows:
@@ -108,12 +108,12 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if found:       # on the edited texts, so that the lines cited are those the user will see
         edited = {rel: source_of(cs.current(rel, checkout.read)) for rel in found}
         migration.notes += _dispatcher_callers(checkout, {**hosts, **edited}, op)
-    if checkout.exists(MPS_FALLBACK):
-        text = checkout.read(MPS_FALLBACK)
+    if checkout.exists(co.MPS_FALLBACK):
+        text = checkout.read(co.MPS_FALLBACK)
         new, removed = graph_edit.drop_fallbacks(text, op)
         if removed:
-            cs.set(MPS_FALLBACK, text, new)
-            migration.removed += [{"path": MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
+            cs.set(co.MPS_FALLBACK, text, new)
+            migration.removed += [{"path": co.MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
                                   for r in removed]
     port_spec = spec._replace(entries=new_entries,
                               backend_entries=tuple(e for e in new_entries if e.dense_rows()))
@@ -132,6 +132,10 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     return migration
 
 
+HAND_PORT = ("port it by hand: an MPS function that runs a Metal kernel, named by its own MPS row "
+             "in native_functions.yaml")
+
+
 def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
     try:
         return resolve(checkout, op)
@@ -147,8 +151,7 @@ def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
         kernels = ", ".join(dict.fromkeys(r.kernel for r in own))
         raise PorterError(f"cannot migrate '{name}' off MPSGraph ({kernels}): {err.message}",
                           path=err.path, line=err.line,
-                          hint=err.hint or "port it by hand: a Metal kernel behind its own MPS row "
-                                           "(anatomy §3.4)") from None
+                          hint=err.hint or HAND_PORT) from None
 
 
 def _leftover_names(spec: OpSpec, yaml_text: str) -> set[str]:
@@ -163,7 +166,7 @@ def _plan_yaml(spec: OpSpec, old: str, cs: ChangeSet) -> tuple:
     except yaml_edit.NoSharedKernel as err:
         own = ", ".join(r.kernel for r in yaml_edit.mps_specific_rows(err.entry))
         raise PorterError(f"{err}: MPS keeps {own}", path=co.NATIVE_YAML, line=err.entry.lineno,
-                          hint="port it by hand: a Metal kernel behind its own MPS row (anatomy §3.4)") from None
+                          hint=HAND_PORT) from None
     cs.set(co.NATIVE_YAML, old, new)      # listed first, "identical" for a stub-only op
     if new == old:
         return spec.entries

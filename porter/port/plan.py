@@ -28,7 +28,6 @@ from porter.port.resolve import UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
 
 
-TEST_MPS = "test/test_mps.py"
 FLOATING_DEFAULT = frozenset({"float32", "float16", "bfloat16"})
 
 
@@ -223,9 +222,9 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
     """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it."""
-    if not checkout.exists(TEST_MPS):
+    if not checkout.exists(co.TEST_MPS):
         return
-    text = checkout.read(TEST_MPS)
+    text = checkout.read(co.TEST_MPS)
     at = text.find("def _get_not_implemented_op")
     if at < 0:
         return
@@ -233,7 +232,7 @@ def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
     body = text[at:body_end if body_end > 0 else len(text)]
     if re.search(rf"\btorch\.{re.escape(spec.op)}\b|aten::{re.escape(spec.op)}\b", body):
         line = text.count("\n", 0, at) + 1
-        plan.notes.append(f"{TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
+        plan.notes.append(f"{co.TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
                           "not-implemented example; change it to an op that still lacks MPS")
 
 

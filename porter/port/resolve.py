@@ -12,7 +12,7 @@ import re
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source import native_yaml
+from porter.source import native_yaml, op_kind
 from porter.source.cpu_kernel import ScalarLambda, impl_stubs, meta_promotes_to_float, scalar_lambda
 from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
@@ -20,7 +20,7 @@ from porter.source.host_scan import HostFile
 from porter.source.opinfo_source import OpInfoSource, for_op
 from porter.source.stubs import Stub, parse_header
 
-UNARY, BINARY = "unary", "binary"
+UNARY, BINARY = op_kind.UNARY, op_kind.BINARY
 UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 
@@ -80,11 +80,11 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         raise NotAnOp(f"unknown operator '{op}': no '- func: {op}' entry",
                       path=co.NATIVE_YAML, hint=hint)
     backend = [e for e in fam if e.dense_rows()]
-    out_entry = next((e for e in backend if e.is_out), None)
     hosts = _host_files(checkout)
-    if out_entry is None or not _is_elementwise(out_entry):
-        raise _not_portable(op, fam, out_entry, hosts)
-    kind = _kind(out_entry)
+    classified, out_entry = op_kind.classify_family(fam)
+    if not classified.portable:
+        raise _not_portable(op, fam, out_entry, hosts, classified)
+    kind = classified.shape
     cpu_kernel = _shared_kernel(out_entry)
     stub = _find_stub(checkout, op, cpu_kernel, out_entry)
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
@@ -109,40 +109,16 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
 
 
-def _not_portable(op: str, fam, out_entry, hosts) -> PorterError:
-    where = out_entry or fam[0]
+def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:
+    """The one-line refusal for an op of a kind porter does not port (porter.source.op_kind):
+    cited at its MPSGraph implementation when it has one, else at its yaml entry."""
     graph = _mpsgraph_impls(fam, hosts, op)
     if graph:
-        return PorterError(f"'{op}' runs on MPS through MPSGraph but is not a structured "
-                           "TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join",
-                           path=graph[0].path, line=graph[0].line,
-                           hint="its Metal kernel must be written by hand (pattern B)")
-    pointwise = any("pointwise" in e.fields.get("tags", "") for e in fam)
-    if pointwise and not any(e.dense_rows() for e in fam):
-        return PorterError(f"'{op}' has no CPU/CUDA kernel: it is composite (or an alias) and runs "
-                           "through the ops it decomposes into", path=co.NATIVE_YAML, line=where.lineno,
-                           hint="port those ops instead")
-    return PorterError(f"'{op}' is not an elementwise TensorIterator op: porter ports ops whose "
-                       "CPU/CUDA kernel is a structured TensorIterator DispatchStub",
-                       path=co.NATIVE_YAML, line=where.lineno, hint="write this op's MPS kernel by hand")
-
-
-def _is_elementwise(entry: native_yaml.Entry) -> bool:
-    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
-            or "TensorIterator" in "".join(entry.lines[:6]))
-
-
-def _kind(entry: native_yaml.Entry) -> str:
-    args = native_yaml.arguments(entry.schema)
-    if args.others or len(args.tensors) not in (1, 2):
-        raise PorterError(f"'{entry.name}' takes ({', '.join(args.positional + args.keyword)}): porter "
-                          "ports unary and binary tensor ops with no other arguments",
-                          path=co.NATIVE_YAML, line=entry.lineno)
-    if len(args.outputs) != 1:
-        names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
-        raise PorterError(f"'{entry.name}' writes {len(args.outputs)} outputs ({names}): porter "
-                          "ports ops with one output", path=co.NATIVE_YAML, line=entry.lineno)
-    return UNARY if len(args.tensors) == 1 else BINARY
+        return PorterError(kind.refusal(op), path=graph[0].path, line=graph[0].line,
+                           hint=kind.hint and "write its Metal kernel by hand, run by an MPS "
+                                              "function named by its own MPS row")
+    return PorterError(kind.refusal(op), path=co.NATIVE_YAML, line=(out_entry or fam[0]).lineno,
+                       hint=kind.hint)
 
 
 def _shared_kernel(entry: native_yaml.Entry) -> str:
@@ -176,10 +152,10 @@ def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry) -> Stub:
     raise PorterError(f"'{op}': no DispatchStub declared for its kernel {cpu_kernel} "
                       f"(looked for {', '.join(dict.fromkeys(names))} in {co.NATIVE}/*.h)",
                       path=co.NATIVE_YAML, line=entry.lineno,
-                      hint="ops without a stub need a hand-written MPS impl (pattern B)")
+                      hint="without a stub, MPS needs its own kernel: write it by hand behind its own MPS row")
 
 
-# Where elementwise stubs and their structured kernels live (anatomy §6): looked at first, so
+# Where elementwise stubs and their structured kernels live upstream: looked at first, so
 # that most ops never read the other ~100 headers and ~150 sources of aten/src/ATen/native.
 LIKELY_STEMS = ("UnaryOps", "BinaryOps", "PointwiseOps", "Pow", "Lerp", "TensorCompare",
                 "Activation", "ReduceOps", "Fill")
@@ -197,16 +173,18 @@ def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
 
 
 def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
-    found = []
-    for e in fam:
-        for row in e.mps_rows():
-            if row.kernel.endswith("_mps"):
-                found.append(MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno))
+    found = [MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno) for row in mpsgraph_rows(fam)]
     for rel, host in _naming(hosts, op).items():
         if op in host.mpsgraph_stubs:
             selector, line = host.mpsgraph_stubs[op]
             found.append(MpsGraphImpl("stub", (selector,), rel, line))
     return tuple(found)
+
+
+def mpsgraph_rows(fam) -> list[native_yaml.DispatchLine]:
+    """MPS rows naming an MPS-only `*_mps` function: MPSGraph's, unless its definition says
+    otherwise (status and candidates read the definition; a port deletes it)."""
+    return [row for e in fam for row in e.mps_rows() if row.kernel.endswith("_mps")]
 
 
 def _state(fam, registered, graph) -> str:

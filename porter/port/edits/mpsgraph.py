@@ -1,6 +1,6 @@
 """Delete an op's MPSGraph implementation from a host `.mm` file, and what only it needed.
 
-Deletion recipe (anatomy §4.3):
+Deletion recipe (what a migration removes from a host file):
 - each definition exactly (porter.source.mpsgraph_scan spans), extended up over the `//` comment
   lines attached to it and down over one trailing blank line, where that blank line only
   separated it from what follows (a definition inside a run of lines keeps the blank that
