@@ -72,7 +72,9 @@ def test_installed_package_finds_every_template(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     package_file, template_dir, names = json.loads(done.stdout)
-    assert names == sorted(p.name for p in (REPO / "templates").glob("*.j2"))
     package_dir = Path(package_file).parent
-    if not (package_dir.parent / "pyproject.toml").is_file():     # not an editable install of a checkout
+    editable = (package_dir.parent / "pyproject.toml").is_file()    # of this or another checkout
+    source = package_dir.parent if editable else REPO
+    assert names == sorted(p.name for p in (source / "templates").glob("*.j2"))
+    if not editable:                    # a wheel install: templates inside the package
         assert Path(template_dir) == package_dir / "templates"
