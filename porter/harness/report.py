@@ -7,11 +7,15 @@ from collections import Counter
 
 from porter.harness.runner import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
+GRAD_TEST = "test_output_grad_match"
+
 OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
 
 
 def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = None) -> str:
     parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
+    if result.test == GRAD_TEST:
+        parts.append("--grad")
     if sample is not None:
         parts += ["--sample", str(sample)]
     if root:
@@ -65,7 +69,13 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
     lines = [header] if header else []
     for result in results:
         lines.append("")
-        lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
+        if result.via:
+            lines.append(f"{result.op}  (backward op, device {result.device}; samples of {result.via})")
+        elif result.test == GRAD_TEST:
+            lines.append(f"{result.op}  (output and gradients, {result.test}; xfail key "
+                         f"{result.key!r}, device {result.device})")
+        else:
+            lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
         if not result.dtypes:
             lines.append("  no dtype to test on this device")
             continue
