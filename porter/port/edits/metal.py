@@ -130,6 +130,8 @@ def add_complex_registration(text: str, op: str, kind: str) -> str:
     macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
     define = metal.defines.get(VEC2) if kind == "unary" else None
     if define is not None and len(define.params) == 1:
+        if re.search(rf"\b{macro}\(\s*{re.escape(op)}\s*,", define.body):
+            return text         # in the macro already, for DTYPEs the file does not instantiate
         param = define.params[0]
         return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {param}##2);")
     lines = [f"{macro}({op}, {t}, {t});" for t in COMPLEX_TYPES if t not in have]
