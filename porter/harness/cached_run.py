@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from porter.errors import PorterError
 from porter.harness import expectations as expmod
 from porter.harness import refcache, tolerances
 from porter.harness.portable import PArray, Unsupported, astype, compare, max_errors
@@ -173,6 +174,11 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
     if meta["error"]:
         res.failed_samples += 1
         res.message = res.message or meta["error"]
+    elif only is not None and not res.samples:
+        # nothing ran: a pass here would be a green no device ever gave (as runner._run_dtype)
+        generated = len(meta["samples"])
+        raise PorterError(f"--sample {only}: {rec['full_name']} has {generated} sample input(s) "
+                          f"for {dtype}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
     res.seconds = round(time.perf_counter() - start, 4)
     failed = res.failed_samples > 0
     if xfail_by:
