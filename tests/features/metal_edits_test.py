@@ -146,6 +146,11 @@ _fixes = (
                  BINARY.split("\n\n")[0].replace("float, float)\n", "float, float)\nREGISTER_FLOAT_BINARY_OP(foo);\n")
                  + "\n\n// end\n",
                  id="binary registration with no other: right after its macro's define"),
+    pytest.param(partial(metal.add_binary_registration, op="foo", macros=["REGISTER_FLOAT_BINARY_OP"]),
+                 FOO + "\nstruct bar_functor {};\n",
+                 FOO + "\nREGISTER_BINARY_OP(foo, float, float);\nREGISTER_BINARY_OP(foo, half, half);\n"
+                 "REGISTER_BINARY_OP(foo, bfloat, bfloat);\n\nstruct bar_functor {};\n",
+                 id="a file with no file-local macros: base lines after the functor"),
 )
 
 

@@ -11,6 +11,8 @@ and returns the new text (unchanged when there is nothing to do, so a second run
   function is rendered from its Jinja2 template), `add_ti_dispatch(text, kernel)`;
 - `mpsgraph`: `delete_definitions(text, definitions, op, header_kernels)` and
   `drop_fallbacks(text, op)`, which also return what they removed;
+- `in_place`: `replace_body(text, definition, kernel, kind)` (an op's own structured MPS impl
+  keeps its signature and calls the Metal kernel) and `add_library(text, metal_stem)`;
 - `opinfo`: `remove_expected_failures(text, opinfo_sources)`, `xfails`:
   `remove_unimplemented(text, path, keys)`, which also return what they left in place.
 Where an edit cannot be made in the file's conventions it raises ValueError (`native_yaml`'s
