@@ -164,10 +164,12 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
         raise HostCodeUnknown(f"the host function takes {len(host_names)} scalar(s), the stub "
                               f"passes {len(values)}")
     env = dict(zip(host_names, values))
-    if dtype is not None and dtype.is_floating_point:
+    import torch
+    if isinstance(dtype, str):      # a cached sample's stand-in names its dtype
+        dtype = getattr(torch, dtype.removeprefix("torch."), None)
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
         # `dtype_max = static_cast<float>(std::numeric_limits<scalar_t>::max())` under a dispatch
         # on the iterator's dtype: the input dtype's extremes, as float
-        import torch
         for name, limit in LIMIT_ASSIGN_RE.findall(body):
             info = torch.finfo(dtype)
             env[name] = float(info.max if limit == "max" else info.min)

@@ -27,8 +27,9 @@ NAME_TO_METAL = {v: k for k, v in METAL_TO_NAME.items()}
 
 def pack_alpha(metal: str, value) -> bytes:
     """porter.emulate.runner.pack_alpha without torch."""
-    if metal.startswith("NanToNumParams"):
-        return struct.pack("<3f", *value)
+    if metal.endswith("Params_float"):
+        # a params struct instantiated at float (porter.port.scalars): its fields in order
+        return struct.pack(f"<{len(value)}f", *value)
     name = METAL_TO_NAME.get(metal)
     if name is None or name == "complex32":
         raise Unsupported(f"scalar of Metal type {metal}")
