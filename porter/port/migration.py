@@ -128,6 +128,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if chosen and plan.functor is not None:
         migration.functor = plan.functor._replace(origin=FROM_SELECTOR, detail=chosen)
     migration.notes += plan.notes
+    migration.gaps, migration.wrong = plan.gaps, plan.wrong
+    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
     _validate_yaml(checkout, spec, cs, validator)
     return migration
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import validate
+from porter.port import completeness, validate
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
@@ -40,6 +40,10 @@ class Plan:
         self.changes = changes
         self.functor: Functor | None = None
         self.notes: list[str] = []
+        self.gaps: list[completeness.Gap] = []       # what makes the port incomplete
+        self.wrong: list[completeness.Wrong] = []    # registrations a Mac would reject
+        self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
+        self.new_kernels: dict[str, str] = {}        # .metal path -> kernel porter registers there
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -84,13 +88,19 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     text = read(spec.metal_path)
     _check_unique_kernel_name(checkout, spec)
     metal = MetalFile(text, spec.metal_path)
+    tested_complex = _tested_with_complex(checkout, spec)
+    wanted = completeness.dtype_plan(spec, tested_complex)
+    plan.refused = wanted.refused
+    if wanted.refused:
+        plan.notes.append(f"no kernel for {', '.join(sorted(wanted.refused))}: {spec.op}'s MPS test "
+                          "sends them but the CPU reference refuses them (its OpInfo's CPU dtypes "
+                          "leave them out), so their expectations stay")
+    # the functor and registrations cover the dtypes that get a kernel, nothing the CPU refuses
+    kernel_spec = spec._replace(dtypes=wanted.register | (spec.dtypes & {"complex64"}))
     if spec.kernel not in metal.functors:
-        plan.functor = build(spec, body, lambda: available_functions(checkout), complex_body)
+        plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
         text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
         if plan.functor.origin == SKELETON:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
-                              f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
-                              f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
                                   "EXPR and --complex-body EXPR together")
@@ -114,7 +124,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
                               "or xfail those dtypes in common_mps.py")
         write(spec.metal_path, text)
         return
-    dtypes = spec.dtypes
+    dtypes = kernel_spec.dtypes
     if not dtypes:
         dtypes = FLOATING_DEFAULT
         plan.notes.append(f"no OpInfo names MPS dtypes for {spec.op}: registered "
@@ -131,16 +141,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
-    if "complex64" in spec.dtypes and not with_complex and complex_body is None:
-        if _tested_with_complex(checkout, spec):
-            plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
-                              f"complex64, which {spec.kernel}_functor has no overload for: rerun "
-                              "with --complex-body EXPR (or add the overload and its float2 "
-                              "registration by hand), or that test fails")
-        else:
-            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
-                              "overload (--complex-body EXPR adds one)")
+    if "complex64" in spec.dtypes and not with_complex and complex_body is None and not tested_complex:
+        plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
+                          "overload (--complex-body EXPR adds one)")
     write(spec.metal_path, text)
+    plan.new_kernels[spec.metal_path] = spec.kernel
+    if plan.functor is not None and plan.functor.origin == SKELETON:
+        plan.gaps.append(completeness.Gap(
+            f"the body of {spec.kernel}_functor ({plan.functor.detail})",
+            f"--body EXPR (in {'x' if spec.kind == UNARY else 'a and b'})"))
+    if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
+        gaps, plan.wrong = completeness.check(spec, text, wanted)
+        plan.gaps += gaps
 
 
 def _tested_with_complex(checkout, spec: OpSpec) -> bool:
@@ -198,14 +210,19 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
 def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
         old = read(co.COMMON_MPS)
-        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys)
+        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys,
+                                                      keep_dtypes=plan.refused)
         if new != old:
             validate.python_file(new, co.COMMON_MPS)
             write(co.COMMON_MPS, new)
         for e in others:
             dtypes = "all dtypes" if e.dtypes is None else ", ".join(e.dtypes)
+            if set(e.dtypes or ()) & plan.refused:
+                why = "the port registers no kernel for dtypes the CPU reference refuses"
+            else:
+                why = f"run `porter test {spec.op} --prune-xfails` to prune what passes"
             plan.notes.append(f"{co.COMMON_MPS}:{e.line}: {e.dict_name}['{e.key}'] ({dtypes}) left "
-                              f"in place; run `porter test {spec.op} --prune-xfails` to prune what passes")
+                              f"in place; {why}")
     _note_fallback_example(checkout, spec, plan)
     by_file: dict[str, list] = {}
     for source in (*spec.opinfos, *spec.refs):
@@ -214,8 +231,10 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         old = read(path)
         new, kept = opinfo_edit.remove_expected_failures(old, sources)
         for deco in kept:
-            plan.notes.append(f"{path}:{deco.line}: MPS decorator left in place: "
-                              f"{' '.join(deco.text.split())[:100]}")
+            kind = "expectedFailure" if deco.expected_failure else "decorator"
+            what = " ".join(x for x in (deco.test_class, deco.test_name, ", ".join(deco.dtypes)) if x)
+            plan.notes.append(f"{path}:{deco.line}: MPS {kind} ({what}) kept: it is not about the "
+                              f"missing kernel; check it on a Mac: {opinfo_edit.mac_command(deco)}")
         if new != old:
             _validate_calls(new, sources, path)
             write(path, new)
