@@ -153,6 +153,18 @@ def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
                                            "(anatomy §3.4)") from None
 
 
+def leftovers(checkout: co.Checkout, spec: OpSpec) -> list[tuple[str, Definition]]:
+    """MPSGraph definitions of a half-applied migration (the yaml already shares the CPU/CUDA
+    kernel, the old `<kernel>_mps` implementation is still there), as (host file, definition)."""
+    names = _leftover_names(spec, checkout.read(co.NATIVE_YAML))
+    out = []
+    for rel in checkout.glob(co.OPERATIONS, "*.mm"):
+        text = checkout.read(rel)
+        if any(n in text for n in names):
+            out += [(rel, d) for d in source_of(text).named(names)]
+    return out
+
+
 def _leftover_names(spec: OpSpec, yaml_text: str) -> set[str]:
     """`<kernel>_mps` functions a half-done migration may have left behind: named by no row."""
     names = {f"{r.kernel}_mps" for e in spec.entries for r in e.dense_rows()}
