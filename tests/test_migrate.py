@@ -239,12 +239,12 @@ def test_macro_instance(mini_root):
     assert_expected_inline(added_lines(file_diff(out, UNARY_METAL)), """\
 +struct asinh_functor {
 +  template <typename T>
-+  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T a) {
-+    return static_cast<T>(::precise::asinh(float(a)));
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
++    return static_cast<T>(::precise::asinh(float(x)));
 +  }
 +  template <typename T>
-+  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T a) {
-+    return operator()(static_cast<float>(a));
++  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T x) {
++    return operator()(static_cast<float>(x));
 +  }
 +};
 +

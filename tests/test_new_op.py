@@ -180,7 +180,7 @@ def test_unary_functor_in_float_math_with_int_to_float(log_ndtr_dry):
 +struct special_log_ndtr_functor {
 +  template <typename T>
 +  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
-+    return static_cast<T>((float(x) < -1.0f ? ::precise::log(c10::metal::erfcx(-float(x) * M_SQRT1_2_F) / 2) - (float(x) * M_SQRT1_2_F) * (float(x) * M_SQRT1_2_F) : c10::metal::log1p(-c10::metal::erfc(float(x) * M_SQRT1_2_F) / 2)));
++    return static_cast<T>(float(x) < -1.0f ? ::precise::log(c10::metal::erfcx(-float(x) * M_SQRT1_2_F) / 2) - (float(x) * M_SQRT1_2_F) * (float(x) * M_SQRT1_2_F) : c10::metal::log1p(-c10::metal::erfc(float(x) * M_SQRT1_2_F) / 2));
 +  }
 +  template <typename T>
 +  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T x) {
