@@ -61,7 +61,14 @@ def check_expression(option: str, expression: str, params: tuple[str, ...], meta
         message = error.split(": ", 1)[1] if error.startswith(f"{option}:") else error
         raise PorterError(f"{option} {expression.strip()!r} for {op} does not compile as one Metal "
                           f"expression in {' and '.join(params)}: {message}",
-                          hint="pass one expression, without `return` or `;`")
+                          hint=f"pass one expression (no `return`, no `;`), e.g. {option} "
+                               f"'{_example(params, complex_)}'")
+
+
+def _example(params, complex_: bool) -> str:
+    from porter.port.functor import COMPLEX_EXAMPLES, EXAMPLES
+
+    return (COMPLEX_EXAMPLES if complex_ else EXAMPLES)[len(params)]
 
 
 def check_kernel_file(path: str, original: str | None, planned: str, root, kernels) -> None:

@@ -111,7 +111,7 @@ def remove_expected_failures(text: str, sources: list[OpInfoSource]) -> tuple[st
         mps = mps_decorators(text, source)
         blocks = {d.start: _comment_block(text, d, every) for d in mps}
         doomed = [d for d in mps if (d.expected_failure or _says_skip(d))
-                  and (NOT_IMPLEMENTED_RE.search(d.text) or NOT_IMPLEMENTED_RE.search(blocks[d.start][2]))]
+                  and (NOT_IMPLEMENTED_RE.search(d.text) or says_not_implemented(blocks[d.start][2]))]
         kept += [d for d in mps if d not in doomed]
         if not doomed:
             continue
@@ -147,6 +147,11 @@ def remove_expected_failures(text: str, sources: list[OpInfoSource]) -> tuple[st
 
 EMPTY_CONTAINER_RE = re.compile(r"^[ \t]*(?:skips|decorators)[ \t]*=[ \t]*(?:\([ \t\n]*\)|\[[ \t\n]*\]),?[ \t]*\n",
                                 re.M)
+
+
+def says_not_implemented(comment: str) -> bool:
+    """A comment block (its sentence may wrap onto the next `#` line) saying MPS lacks the op."""
+    return bool(NOT_IMPLEMENTED_RE.search(re.sub(r"\s*\n\s*#\s*", " ", comment)))
 
 
 def _says_skip(deco: MpsDecorator) -> bool:
