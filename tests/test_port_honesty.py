@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from porter.emulate.build import probe_source
+from porter.emulate.probe import probe_source
 from porter.port.build_check import BuildRefused, check_kernel_file
 from porter.source.checkout import KERNELS, NATIVE_YAML, OPERATIONS, TESTING
 from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
@@ -110,11 +110,10 @@ def test_a_complex_body_is_compiled_with_float2(real_root):
 def test_acosh_without_complex_body_is_incomplete(real_root):
     git_init(real_root)
     result = refused(real_root, "migrate-from-mpsgraph", "acosh")
-    assert result.out.splitlines()[:3] == [
-        "porter migrate-from-mpsgraph acosh: incomplete port, nothing written:",
-        "  missing: no complex64 kernel (acosh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
-        "complex64): --complex-body EXPR",
-        "  (--allow-incomplete writes it anyway)"]
+    assert result.err == (
+        "porter: error: incomplete port of acosh, nothing written: missing no complex64 kernel "
+        "(acosh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends complex64): --complex-body EXPR "
+        "(--allow-incomplete writes it anyway)\n")
     data = json.loads(refused(real_root, "migrate-from-mpsgraph", "acosh", "--json").out)
     assert data["ok"] is False and data["written"] == [] and data["incomplete"]
     before = snapshot(real_root)

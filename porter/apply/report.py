@@ -6,6 +6,7 @@ import json
 import sys
 
 from porter.apply.changes import ChangeSet
+from porter.errors import one_line
 
 
 def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dry_run: bool,
@@ -25,14 +26,12 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
         return
     out = sys.stdout
     if refused:
-        if dry_run:
+        if dry_run and changes:
             out.write(changes.diff() + "\n")
-        out.write(f"porter {command} {op}: incomplete port, nothing written:\n")
-        for gap in refused:
-            out.write(f"  missing: {gap}\n")
-        out.write("  (--allow-incomplete writes it anyway)\n")
         for note in notes:
             out.write(f"note: {note}\n")
+        sys.stderr.write(one_line(f"porter: error: incomplete port of {op}, nothing written: missing "
+                                  f"{'; '.join(refused)} (--allow-incomplete writes it anyway)") + "\n")
         return
     if nothing:
         out.write(f"porter {command} {op}: nothing to do\n")
@@ -47,6 +46,9 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
     for note in notes:
         out.write(f"note: {note}\n")
     if incomplete:
-        out.write(f"porter {command} {op}: INCOMPLETE port written (--allow-incomplete):\n")
+        done = "planned (dry run)" if dry_run else "written"
+        out.write(f"porter {command} {op}: INCOMPLETE port {done} (--allow-incomplete):\n")
         for gap in incomplete:
             out.write(f"  missing: {gap}\n")
+        sys.stderr.write(one_line(f"porter: error: incomplete port of {op} {done} "
+                                  f"(--allow-incomplete): missing {'; '.join(incomplete)}") + "\n")

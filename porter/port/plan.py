@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import completeness, validate
+from porter.port import completeness, formatting, validate
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
@@ -66,6 +66,9 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
     _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
+    problem = formatting.format_changes(checkout.root, cs)
+    if problem:
+        plan.notes.append(problem)
     if yaml_changed:
         # Last, so that a warm validator has had the whole planning to import torchgen.
         tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
@@ -97,9 +100,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
                           "leave them out), so their expectations stay")
     # the functor and registrations cover the dtypes that get a kernel, nothing the CPU refuses
     kernel_spec = spec._replace(dtypes=wanted.register | (spec.dtypes & {"complex64"}))
-    if spec.kernel not in metal.functors:
+    skeleton_at = _skeleton_span(metal, spec.kernel)
+    if skeleton_at is not None and body is None:
+        plan.gaps.append(completeness.Gap(
+            f"the body of {spec.kernel}_functor (porter's skeleton is still in {spec.metal_path})",
+            f"--body EXPR (in {'x' if spec.kind == UNARY else 'a and b'})"))
+    if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
         plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
-        text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+        if skeleton_at is not None:     # the body the skeleton was waiting for
+            start, end = skeleton_at
+            text = text[:start] + plan.functor.text.rstrip("\n") + "\n" + text[end:]
+        else:
+            text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
         if plan.functor.origin == SKELETON:
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
@@ -112,6 +124,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     with_complex = plan.functor is not None and plan.functor.complex
     registered = {(r.in_type, r.out_type) for r in metal.registrations
                   if r.kernel == spec.kernel}
+    if registered and with_complex:
+        text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     if registered:
         # Registrations written by hand (or by an earlier porter run) stand as they are, but a
         # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
@@ -153,6 +167,19 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
         gaps, plan.wrong = completeness.check(spec, text, wanted)
         plan.gaps += gaps
+
+
+def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
+    """The span of porter's skeleton functor for `kernel` with its comment, if it is still there."""
+    span = metal.functor_span(kernel)
+    text = metal.text
+    if span is None or f"porter: write the Metal body of {kernel}_functor" not in text[span[0]:span[1]]:
+        return None
+    start = span[0]
+    head = text.rfind(f"// porter: skeleton for {kernel}:", 0, start)
+    if head >= 0 and all(line.startswith("//") for line in text[head:start].splitlines()):
+        start = head
+    return start, span[1]
 
 
 def _tested_with_complex(checkout, spec: OpSpec) -> bool:

@@ -322,9 +322,11 @@ def rerun_completes(sc: Scenario) -> list[str]:
     return problems
 
 
-def one_line_error(result: Result) -> bool:
+def one_line_error(result: Result, codes: tuple[int, ...] = (2,)) -> bool:
+    """One `porter: error:` line with an exit status of `codes`: 2 for bad input; a failed
+    check, such as an incomplete port, is 1."""
     lines = result.err.strip().splitlines()
-    return (result.code == 2 and len(lines) == 1 and lines[0].startswith("porter: error: ")
+    return (result.code in codes and len(lines) == 1 and lines[0].startswith("porter: error: ")
             and "Traceback" not in result.err)
 
 
