@@ -439,8 +439,8 @@ def test_fallback_lines_dropped_end_to_end(mini_root):
 # --- refusals: one line, exit 2, nothing touched --------------------------------------------
 
 @pytest.mark.parametrize("op,message", [
-    ("bmm", "cannot migrate 'bmm' off MPSGraph (bmm_out_mps): 'bmm' runs on MPS through MPSGraph "
-            "but is not a structured TensorIterator op, so there is no shared CPU/CUDA kernel"),
+    ("bmm", "cannot migrate 'bmm' off MPSGraph (bmm_out_mps): 'bmm' is not an elementwise "
+            "TensorIterator op"),
     ("logit", "cannot migrate 'logit' off MPSGraph (logit_mps, logit_out_mps)"),
     ("pow", "cannot migrate 'pow' off MPSGraph (pow_tensor_tensor_out_mps, pow_Scalar_out_mps): "
             "'pow': no DispatchStub declared"),

@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.errors import PorterError
+from porter.source import checkout as co
 from porter.apply.linediff import unified_diff_text
 
 TMP_SUFFIX = ".porter-tmp"
 # Where porter's commands write: a run sweeps these for a killed run's temporary files even
 # when it writes elsewhere (or nothing).
-WRITTEN_DIRS = ("aten/src/ATen/native", "aten/src/ATen/native/mps/kernels",
-                "aten/src/ATen/native/mps/operations", "aten/src/ATen/mps",
-                "torch/testing/_internal", "torch/testing/_internal/opinfo/definitions")
+WRITTEN_DIRS = (co.NATIVE, co.KERNELS, co.OPERATIONS, co.MPS_FALLBACK.rsplit("/", 1)[0],
+                co.TESTING, co.OPINFO_DEFINITIONS)
 LOCK_WAIT_S = 5.0
 
 

@@ -16,9 +16,8 @@ import signal
 from pathlib import Path
 
 from porter.runtime.forking import fork_with_pipes
+from porter.source.checkout import NATIVE_YAML, TAGS_YAML
 
-NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
-TAGS_YAML = "aten/src/ATen/native/tags.yaml"
 
 
 class Pending:

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.source.checkout import Checkout
+    from porter.source.checkout import KERNELS, Checkout
     from porter.emulate.check import as_json, check_tree, kernel_files, summary
     from porter.errors import PorterError
 
@@ -27,21 +27,22 @@ def run(args) -> int:
     files = kernel_files(checkout.root)
     if not files:
         raise PorterError("no UnaryKernel.metal or BinaryKernel.metal under "
-                          "aten/src/ATen/native/mps/kernels", path=checkout.root)
+                          f"{KERNELS}", path=checkout.root)
     results, notes = check_tree(checkout.root, files)
     stats = summary(results)
-    failed = any(r.status in ("mismatched", "crashed", "unsupported", "error") for r in results)
+    failed = any(r.status in ("mismatched", "crashed", "build-error", "unsupported", "error")
+                 for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "summary": stats, "notes": notes,
                           "results": as_json(results)}, indent=1))
         return 1 if failed else 0
-    rel = lambda p: str(p).replace(str(checkout.root) + "/", "")
+    rel = lambda p: str(p).replace(str(checkout.root) + "/", "")   # noqa: E731
     width = max((len(r.kernel) for r in results), default=6)
     print(f"{'kernel':<{width}}  {'in':<6}  {'out':<6}  {'status':<12}  detail")
     for r in results:
         if r.status == "matched" and not args.all:
             continue
-        detail = r.reason
+        detail = rel(r.reason)
         if r.status == "matched":
             detail = "bit-exact" if r.bit_exact else f"max error {r.max_error:.3g}"
         print(f"{r.kernel:<{width}}  {r.in_type:<6}  {r.out_type:<6}  {r.status:<12}  "

@@ -14,6 +14,9 @@ HELP = ("replace an elementwise op's MPSGraph implementation by a native Metal k
 
 def add_arguments(parser) -> None:
     add_edit_options(parser)
+    parser.add_argument("--in-place", action="store_true",
+                        help="keep the op's own MPS impl (MPS: <op>_out_mps) and make its body run "
+                             "the Metal kernel, even where MPS could join the CPU/CUDA row")
 
 
 def run(args) -> int:
@@ -21,10 +24,11 @@ def run(args) -> int:
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         migration = plan_migration(checkout, args.op, args.body, validator,
-                                   complex_body=args.complex_body)
+                                   complex_body=args.complex_body, in_place=args.in_place)
     spec = migration.spec
     extra = {"functor": migration.functor.origin if migration.functor else None,
              "functor_detail": migration.functor.detail if migration.functor else None,
              "kind": spec.kind, "stub": spec.stub.name, "kernel": spec.kernel,
-             "removed": migration.removed}
+             "removed": migration.removed,
+             "in_place": spec.in_place._asdict() if spec.in_place else None}
     return finish_edit("migrate-from-mpsgraph", checkout, migration, args, extra)

@@ -34,6 +34,22 @@ from porter.errors import PorterError
 
 MAX_QUARANTINE_ROUNDS = 6
 
+
+WRONG_OUTPUT, BUILD_ERROR, UNSUPPORTED = "wrong output type", "build error", "unsupported construct"
+BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
+# g++ messages that are errors in any C++ dialect, Metal's included: the file is wrong, not
+# beyond the emulator (a Metal builtin the shim lacks reads "was not declared", and stays
+# an unsupported construct).
+_BUILD_ERROR_MESSAGE = re.compile(
+    r"(^|: )(expected |stray |missing terminating|unterminated |invalid preprocessing|"
+    r"static assertion failed|expected primary-expression|"
+    r"operands to '\?:' have different types)")
+
+
+def is_build_error(message: str) -> bool:
+    return bool(_BUILD_ERROR_MESSAGE.search(message))
+
+
 class EmulateBuildError(PorterError):
     """The kernel file cannot be built: a wrong registration or an unsupported construct
     outside any functor. A failed check, not bad usage."""
@@ -70,6 +86,14 @@ class Library:
     def reason(self, reg: Registration) -> str | None:
         return (self.quarantined.get(f"{reg.name}|{reg.in_type}")
                 or self.quarantined.get(f"{reg.name}|*"))
+
+    def build_errors(self) -> list[str]:
+        """What stops this file compiling on a Mac too: a registration whose output type is
+        not its functor's result (the file's static_assert), a syntax error, a failed
+        static_assert. An "unsupported construct" is the emulator's limit, not listed."""
+        reasons = [r for r in self.quarantined.values() if r.startswith(BUILD_ERROR_PREFIXES)]
+        return list(dict.fromkeys(reasons)) + [f"{BUILD_ERROR}: {d}" for d in self.dropped
+                                       if is_build_error(d)]
 
 
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
@@ -167,16 +191,22 @@ constexpr bool skipped(const char* name, const char* dtype) {
 """
 
 
+# ----------------------------------------------------------------- diagnostics
+
+
 def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[str, str],
                 dropped: list[str], strict: bool) -> bool:
     progress = False
+    cut: list[tuple[int, int]] = []     # functors blanked this round: their later errors are theirs
     for block in _blocks(stderr):
         text = "\n".join(block)
         site = _site_line(block, display_path)
         where = f"{display_path}:{site}" if site else str(display_path)
         if _MISMATCH.search(text):
-            impl = _IMPL.search(text)
-            m = re.search(r"check_output\(\) \[with R = (.+?); O = (.+?)\]", text)
+            # g++ closes one registration's diagnostics with a note naming it, inside the next
+            # error's block: the last mention in a block is the registration that block is about
+            impl = _last(_IMPL, text)
+            m = _last(re.compile(r"check_output\(\) \[with R = (.+?); O = (.+?)\]"), text)
             actual, declared = (_metal_type(m.group(1)), _metal_type(m.group(2))) if m else ("?", "?")
             name, in_t = (impl.group(1), _metal_type(text[impl.end():])) if impl else ("?", "?")
             message = (f"{where}: {name} registered with output type {declared} for input "
@@ -185,23 +215,26 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
                 raise EmulateBuildError(message, hint="fix the registration's output type or the functor's return type")
             key = f"{name}|{in_t}"
             if key not in quarantined:
-                quarantined[key] = f"wrong output type: {message}"
+                quarantined[key] = f"{WRONG_OUTPUT}: {message}"
                 progress = True
             continue
         impl = _IMPL.search(text)
         if impl:
             key = f"{impl.group(1)}|{_metal_type(text[impl.end():])}"
             if key not in quarantined:
-                quarantined[key] = f"unsupported construct: {where}: {_error_text(block)}"
+                quarantined[key] = _classified(f"{where}: {_error_text(block)}")
                 progress = True
             continue
         m = _LOC.match(block[-1])
         if m and m.group("file") == str(display_path):
             err_line = int(m.group("line"))
+            if any(start <= err_line <= end for start, end in cut):
+                continue
             functor = _enclosing_functor(lines, err_line)
-            reason = f"unsupported construct: {display_path}:{err_line}: {m.group('msg')}"
+            reason = _classified(f"{display_path}:{err_line}: {m.group('msg')}")
             if functor:
                 name, start, end = functor
+                cut.append((start, end))
                 if f"{name}|*" not in quarantined:
                     quarantined[f"{name}|*"] = reason
                     lines[start - 1] = f"struct {name}_functor;"
@@ -217,6 +250,18 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
                     lines[i] = ""
                 progress = True
     return progress
+
+
+def _last(pattern: re.Pattern, text: str):
+    found = None
+    for found in pattern.finditer(text):
+        pass
+    return found
+
+
+def _classified(where_and_message: str) -> str:
+    kind = BUILD_ERROR if is_build_error(where_and_message) else UNSUPPORTED
+    return f"{kind}: {where_and_message}"
 
 
 def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:

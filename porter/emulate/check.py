@@ -1,8 +1,10 @@
 """`porter emulate check`: build the Unary/Binary kernel files and compare every
 registered (op, dtype) kernel with the torch op on CPU.
 
-Statuses: matched, mismatched (max error shown), crashed (signal), unsupported (the
-compiler rejected a construct; the registration was quarantined), no-reference (no CPU op
+Statuses: matched, mismatched (max error shown), crashed (signal), build-error (the file
+does not compile on a Mac either: a syntax error, a failed static_assert, a registration whose
+output type is not the functor's result), unsupported (the compiler rejected a construct the
+emulator lacks; the registration was quarantined), no-reference (no CPU op
 of that name), error (the kernel ran but its inputs could not be prepared).
 Matches use tolerances; bit-exactness is reported separately, since the host math library
 is not Metal's.
@@ -15,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from porter.source.checkout import KERNELS
-from porter.emulate.build import Library, Registration, build_file
+from porter.emulate.build import BUILD_ERROR_PREFIXES, Library, Registration, build_file
 from porter.emulate.client import KernelCrashed, KernelError, WorkerClient
 from porter.emulate.references import alpha_for, reference
 from porter.emulate.runner import pack_alpha, run_registration, torch_dtype
@@ -178,7 +180,11 @@ def compare(got, want, out_type: str) -> tuple[bool, float, bool, str]:
 def check_registration(client: WorkerClient, lib: Library, reg: Registration) -> Result:
     res = Result(str(lib.source), reg.name, reg.kind, reg.in_type, reg.out_type, reg.line, "")
     if not reg.built:
-        res.status, res.reason = "unsupported", lib.reason(reg) or "not built"
+        reason = lib.reason(reg) or "not built"
+        # a wrong output type or a syntax error stops the file compiling on a Mac as well;
+        # "unsupported" is left for constructs beyond the emulator
+        res.status = "build-error" if reason.startswith(BUILD_ERROR_PREFIXES) else "unsupported"
+        res.reason = reason
         return res
     if torch_dtype(reg.in_type) is None or torch_dtype(reg.out_type) is None:
         res.status, res.reason = "no-reference", f"no torch dtype for {reg.in_type}->{reg.out_type}"

@@ -26,7 +26,7 @@ def render(results: list[OpResult], root: str | None = None) -> str:
             total[key] += counts[key]
         for d in result.dtypes:
             case = ET.SubElement(suite, "testcase", classname=f"porter.{result.device}.{result.op}",
-                                 name=f"test_output_match_{result.op.replace('.', '_')}_{result.device}_{d.dtype}",
+                                 name=f"{result.test}_{result.op.replace('.', '_')}_{result.device}_{d.dtype}",
                                  time=f"{d.seconds:.3f}")
             if d.outcome == FAIL:
                 el = ET.SubElement(case, "failure", type="mismatch", message=d.message or "failed")

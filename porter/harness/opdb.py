@@ -6,7 +6,8 @@ the installed torch. Importing `op_db` costs ~5 s, so it is imported once per pr
 
 One op, several spellings, all accepted on the command line:
   OpInfo name `special.log_ndtr`, aten name `special_log_ndtr`, full name with variant
-  `round.decimals_0`, test fragment `round_decimals_0`, xfail key `rounddecimals_0`.
+  `round.decimals_0`, test fragment `round_decimals_0`, xfail key `rounddecimals_0`, and the
+  aten name of an OpInfo in a Python namespace (`mish` for `nn.functional.mish`).
 """
 
 from __future__ import annotations
@@ -35,12 +36,33 @@ def checkout_is_importable(root: Path | None) -> bool:
     return (pkg / "__init__.py").is_file() and (any(pkg.glob("_C*.so")) or any(pkg.glob("_C*.pyd")))
 
 
+def _stand_in_for_expecttest() -> None:
+    """torch's `common_utils` imports expecttest for `assertExpectedInline`, which porter never
+    calls; torch does not depend on it. Where it is missing (a CUDA machine with torch and no
+    network), a stand-in lets the OpInfo database import; calling it says what is missing."""
+    import importlib.util
+    if sys.modules.get("expecttest") is not None or importlib.util.find_spec("expecttest") is not None:
+        return
+    import types
+    import unittest
+
+    class TestCase(unittest.TestCase):
+        def assertExpectedInline(self, *args, **kwargs):
+            raise RuntimeError("expecttest is not installed (porter's stand-in)")
+
+    module = types.ModuleType("expecttest")
+    module.ACCEPT = False
+    module.TestCase = TestCase
+    sys.modules["expecttest"] = module
+
+
 def load(root: Path | None = None) -> OpDb:
     """Import torch and its op_db once; prefer the checkout's torch when it is importable."""
     if "db" in _CACHE:
         return _CACHE["db"]
     if "torch" not in sys.modules and checkout_is_importable(root):
         sys.path.insert(0, str(Path(root).resolve()))
+    _stand_in_for_expecttest()
     try:
         import torch
         from torch.testing._internal.common_methods_invocations import op_db
@@ -73,6 +95,12 @@ def spellings(op) -> set[str]:
     return names
 
 
+def aten_base(op) -> str:
+    """The aten op an OpInfo tests, as its stub and yaml row name it: the OpInfo name without
+    its Python namespace (nn.functional.mish -> mish, special.erfcx -> erfcx)."""
+    return op.name.rsplit(".", 1)[-1]
+
+
 def find(db: OpDb, name: str) -> list:
     """Every OpInfo (all variants) that `name` names; a full name selects one variant."""
     exact = [op for op in db.ops if name in (op.full_name, op.formatted_name, xfail_key(op))
@@ -86,6 +114,11 @@ def find(db: OpDb, name: str) -> list:
     rest = [op for op in db.ops if name in spellings(op)]
     if rest:
         return rest
+    # the aten name of an op whose OpInfo lives in a namespace: mish -> nn.functional.mish
+    if "." not in name:
+        namespaced = [op for op in db.ops if aten_base(op) == name]
+        if namespaced:
+            return namespaced
     import difflib
     close = difflib.get_close_matches(name, sorted({op.name for op in db.ops}), n=3)
     hint = f"did you mean {', '.join(close)}?" if close else "see torch's op_db for OpInfo names"

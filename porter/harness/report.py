@@ -7,11 +7,15 @@ from collections import Counter
 
 from porter.harness.runner import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
+GRAD_TEST = "test_output_grad_match"
+
 OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
 
 
 def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = None) -> str:
     parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
+    if result.test == GRAD_TEST:
+        parts.append("--grad")
     if sample is not None:
         parts += ["--sample", str(sample)]
     if root:
@@ -30,15 +34,48 @@ def summary_counts(results: list[OpResult]) -> Counter:
 
 
 def summary_line(results: list[OpResult]) -> str:
+    """Verdicts first; skips apart: they are what porter did not run, not a result."""
     counts = summary_counts(results)
-    return ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)
+    verdicts = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES if o != SKIP)
+    skipped = counts.get(SKIP, 0)
+    return verdicts + (f"; {skipped} skip (not run, reasons above)" if skipped else "; 0 skip")
+
+
+def _details(result: OpResult, root: str | None) -> list[str]:
+    """One line per failing dtype that ran (with its repro); dtypes decided without running
+    a sample (a missing kernel, a file that does not build, an op porter cannot run) are
+    grouped by message, so ten dtypes with one cause read as one line."""
+    lines: list[str] = []
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for d in result.dtypes:
+        if d.outcome in (FAIL, SKIP, XFAIL) and d.samples == 0 and d.message:
+            if d.outcome != XFAIL:
+                grouped.setdefault((d.outcome, d.message), []).append(d.dtype)
+        elif d.outcome == FAIL:
+            where = f"sample {d.first_failure}" if d.first_failure is not None else "samples"
+            lines.append(f"  FAIL {d.dtype} ({d.failed_samples}/{d.samples} samples), {where}: "
+                         f"{d.message}")
+            lines.append(f"    repro: {repro(result, d.dtype, d.first_failure, root)}")
+        elif d.outcome == XPASS:
+            lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "
+                         f"{'; '.join(d.expected_by)} (stale entry; --prune-xfails narrows it)")
+    for (outcome, message), dtypes in grouped.items():
+        label = "FAIL" if outcome == FAIL else "skip"
+        lines.append(f"  {label} {', '.join(dtypes)}: {message}")
+    return lines
 
 
 def render_text(results: list[OpResult], root: str | None = None, header: str | None = None) -> str:
     lines = [header] if header else []
     for result in results:
         lines.append("")
-        lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
+        if result.via:
+            lines.append(f"{result.op}  (backward op, device {result.device}; samples of {result.via})")
+        elif result.test == GRAD_TEST:
+            lines.append(f"{result.op}  (output and gradients, {result.test}; xfail key "
+                         f"{result.key!r}, device {result.device})")
+        else:
+            lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
         if not result.dtypes:
             lines.append("  no dtype to test on this device")
             continue
@@ -57,17 +94,7 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
         for row in rows:
             lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
-        for d in result.dtypes:
-            if d.outcome == FAIL:
-                where = f"sample {d.first_failure}" if d.first_failure is not None else "samples"
-                lines.append(f"  FAIL {d.dtype} ({d.failed_samples}/{d.samples} samples), {where}: "
-                             f"{d.message}")
-                lines.append(f"    repro: {repro(result, d.dtype, d.first_failure, root)}")
-            elif d.outcome == SKIP and d.message:
-                lines.append(f"  skip {d.dtype}: {d.message}")
-            elif d.outcome == XPASS:
-                lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "
-                             f"{'; '.join(d.expected_by)} (stale entry; --prune-xfails narrows it)")
+        lines += _details(result, root)
     lines.append("")
     lines.append("summary: " + summary_line(results))
     return "\n".join(lines) + "\n"

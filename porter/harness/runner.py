@@ -17,12 +17,14 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from porter.errors import PorterError
 from porter.harness import expectations as expmod
 from porter.harness import opdb, tolerances
 from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
 TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
+GRAD_TEST_NAME = "test_output_grad_match"
 
 
 @dataclass
@@ -51,6 +53,8 @@ class OpResult:
     device: str
     dtypes: list[DtypeResult] = field(default_factory=list)
     supported: list[str] = field(default_factory=list)   # every dtype testable on the device
+    test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
+    via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
 
     @property
     def failed(self) -> bool:
@@ -75,6 +79,7 @@ class RunContext:
     lists: tolerances.LowPrecisionLists
     db: opdb.OpDb
     macos: tuple[int, int] | None = None
+    grad_expectations: expmod.Expectations | None = None     # read on first --grad use
 
 
 def make_context(root, backend, checkout=None) -> RunContext:
@@ -90,43 +95,96 @@ def make_context(root, backend, checkout=None) -> RunContext:
 
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
-                 ctx: RunContext | None = None) -> list[OpResult]:
+                 ctx: RunContext | None = None, grad: bool = False) -> list[OpResult]:
     """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
-    `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index."""
+    `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index;
+    `grad`: compare gradients too (upstream's test_output_grad_match)."""
     if isinstance(backend, str):
         backend = get_backend(backend, root)
     if ctx is None:
         ctx = make_context(root, backend)
-    return [run_opinfo(info, ctx, dtypes=dtypes, sample=sample) for info in opdb.find(ctx.db, op)]
+    return [run_opinfo(info, ctx, dtypes=dtypes, sample=sample) for info in test_infos(op, ctx, grad)]
+
+
+def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
+    """What `porter test op` runs: the OpInfos named `op`; for a backward op (no OpInfo of its
+    own), the forward op's samples fed through its derivative formula; with `grad`, the
+    forward op's gradients (on a device with autograd) or its backward ops (emulate)."""
+    from porter.harness import backward
+    from porter.source.checkout import Checkout
+    checkout = Checkout.at(ctx.root) if ctx.root is not None else None
+    if not grad:
+        try:
+            return opdb.find(ctx.db, op)
+        except PorterError:
+            infos = backward.backward_infos(checkout, ctx.db, op)
+            if infos is None:
+                raise
+            return infos
+    infos = opdb.find(ctx.db, op)
+    if getattr(ctx.backend, "name", "") != "emulate":
+        mps_like = getattr(ctx.backend, "device_type", "") == "mps"
+        return [backward.GradOpInfo(info, mps_like) for info in infos]
+    # The emulator has no autograd: it tests the backward kernels the formulas call.
+    names = backward.backward_ops_of(checkout, infos[0].aten_name or infos[0].name)
+    found = [b for name in names for b in (backward.backward_infos(checkout, ctx.db, name) or [])]
+    if not found:
+        raise PorterError(f"--grad --device emulate: the derivative formula of {op} calls no "
+                          "*_backward op, so there is no backward kernel to emulate",
+                          hint="run --grad on a device with autograd (mps, cuda)")
+    return found
 
 
 def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) -> OpResult:
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
-                      backend.name)
+                      backend.name, test=getattr(info, "test_name", TEST_NAME),
+                      via=getattr(info, "via", None))
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
     supported, no_kernel = _tested_dtypes(info, backend, device_type)
-    result.supported = sorted((_dtype_name(d) for d in supported), key=_dtype_order)
-    for dtype in no_kernel:
-        name = _dtype_name(dtype)
-        xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
-        if (wanted is None or name in wanted) and not (xfail_by or skip_by):
-            # Shown, not dropped: the device test sends this dtype and expects it to pass, which
-            # it cannot without a kernel unless the host handles it (porter check: PORTER011).
-            result.dtypes.append(DtypeResult(name, SKIP, message=(
-                f"no Metal kernel registered for {name}: the MPS test sends it, and fails "
-                "unless the host code handles it")))
+    result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
     if wanted:
         tested = {_dtype_name(d) for d in supported | no_kernel}
         for name in sorted(wanted - tested, key=_dtype_order):
             result.dtypes.append(DtypeResult(name, SKIP, message=(
                 f"{info.full_name} does not support {name} on {backend.name}")))
-    for dtype in sorted(supported, key=lambda d: _dtype_order(_dtype_name(d))):
-        if wanted is None or _dtype_name(dtype) in wanted:
+    # What stops every dtype: the op is beyond the backend (skip, with why), or its kernel
+    # file does not compile (fail, with the compiler's words: a Mac cannot load it either).
+    cannot_run = _backend_says(backend, "skip_reason", info)
+    build_error = None if cannot_run else _backend_says(backend, "build_error", info)
+    for dtype in sorted(supported | no_kernel, key=lambda d: _dtype_order(_dtype_name(d))):
+        name = _dtype_name(dtype)
+        if wanted is not None and name not in wanted:
+            continue
+        if cannot_run or build_error or dtype in no_kernel:
+            result.dtypes.append(_not_run(info, dtype, ctx, device_type, cannot_run, build_error
+                                          or f"no Metal kernel registered for {name}: the MPS "
+                                          "test sends it, and MPS raises for it"))
+        else:
             result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample))
     result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
     return result
+
+
+def _backend_says(backend, question: str, info) -> str | None:
+    ask = getattr(backend, question, None)
+    return ask(info) if ask is not None else None
+
+
+def _not_run(info, dtype, ctx: RunContext, device_type: str, cannot_run: str | None,
+             failure: str) -> DtypeResult:
+    """A dtype decided without running a sample: skipped because porter cannot run the op,
+    or failed as the device would fail it (subject to the op's expectations, as a run is)."""
+    name = _dtype_name(dtype)
+    xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
+    if skip_by:
+        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
+    if cannot_run:
+        return DtypeResult(name, SKIP, message=cannot_run)
+    if xfail_by:
+        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
+    return DtypeResult(name, FAIL, message=failure)
 
 
 def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
@@ -148,7 +206,10 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
         res.outcome, res.expected_by = SKIP, skip_by
         res.message = "skipped by " + ", ".join(skip_by)
         return res
-    atol, rtol = tolerances.compute_tolerances(ctx.lists, info.name, info.variant_test_name, name)
+    # a backward op or a --grad test takes the forward OpInfo's tolerances
+    tol_name = getattr(info, "tolerance_name", info.name)
+    tol_variant = getattr(info, "tolerance_variant", info.variant_test_name)
+    atol, rtol = tolerances.compute_tolerances(ctx.lists, tol_name, tol_variant, name)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
@@ -159,7 +220,8 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
             if only is not None and index != only:
                 continue
             res.samples += 1
-            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res)
+            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res,
+                                tol_name)
             if err is not None:
                 res.failed_samples += 1
                 if res.first_failure is None:
@@ -177,10 +239,12 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
     return res
 
 
-def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> str | None:
+def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
+                  tol_name: str | None = None) -> str | None:
     """Run one sample; update the error maxima; return a one-line failure or None."""
     name = _dtype_name(dtype)
-    atol, rtol = tolerances.per_sample_tolerances(info.name, name, sample.kwargs, (atol, rtol))
+    atol, rtol = tolerances.per_sample_tolerances(tol_name or info.name, name, sample.kwargs,
+                                                  (atol, rtol))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning)
         try:
@@ -194,7 +258,10 @@ def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> s
     _update_errors(res, cpu_out, dev_out)
     tc = _comparer(*tol_floor)
     try:
-        if info.name == "kthvalue":
+        compare = getattr(info, "compare", None)     # --grad: output and gradients apart
+        if compare is not None:
+            compare(tc, cpu_out, dev_out, atol, rtol, name)
+        elif info.name == "kthvalue":
             _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
         else:
             tc.assertEqual(cpu_out, dev_out, atol=atol, rtol=rtol)
@@ -267,16 +334,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     name = _dtype_name(dtype)
     key = opdb.xfail_key(info)
     mps_like = getattr(ctx.backend, "mps_expectations", False)
+    test_name = getattr(info, "test_name", TEST_NAME)
     if mps_like:
-        for entry in ctx.expectations.active(key, name, macos=ctx.macos):
+        # test_output_grad_match has lists of its own (mps_ops_grad_modifier)
+        expected = _grad_expectations(ctx) if test_name == GRAD_TEST_NAME else ctx.expectations
+        for entry in expected.active(key, name, macos=ctx.macos):
             (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
-        if ctx.expectations.complex_xfail(key, name):
+        if test_name == TEST_NAME and ctx.expectations.complex_xfail(key, name):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
     from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
     for index, info_dec in enumerate(info.decorators or ()):
         # a bare decorator (no DecorateInfo) applies to every test of the op
         decs = info_dec.decorators if hasattr(info_dec, "is_active") else [info_dec]
-        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype):
+        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype, test_name):
             continue
         for dec in decs:
             if isinstance(dec, toleranceOverride):
@@ -295,11 +365,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     return xfail, skip, (precision, rel_tol)
 
 
-def _is_active(info_dec, device_type, dtype) -> bool:
+def _is_active(info_dec, device_type, dtype, test_name: str = TEST_NAME) -> bool:
     try:
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype, {}))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype, {}))
     except TypeError:   # older torch: no param_kwargs
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype))
+
+
+def _grad_expectations(ctx: RunContext) -> expmod.Expectations:
+    if ctx.grad_expectations is None:
+        from porter.source.checkout import Checkout
+        ctx.grad_expectations = (expmod.load_grad(Checkout.at(ctx.root)) if ctx.root is not None
+                                 else expmod.Expectations(None))
+    return ctx.grad_expectations
 
 
 def _decorator_kind(dec) -> str | None:

@@ -29,10 +29,13 @@ class Options:
     sample: int | None = None
     json: bool = False
     junit: str | None = None
+    summary: str | None = None              # append the Markdown table to this file
+    markdown: bool = False                  # print the Markdown table instead of text
     prune_xfails: bool = False
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -51,6 +54,9 @@ def run(opts: Options) -> int:
     out = opts.out or sys.stdout
     if opts.prune_xfails and opts.sample is not None:
         raise PorterError("--prune-xfails needs every sample; drop --sample")
+    if opts.prune_xfails and opts.grad:
+        raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
+                          hint="run --prune-xfails without --grad")
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
@@ -61,7 +67,7 @@ def run(opts: Options) -> int:
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx)
+                                       ctx=ctx, grad=opts.grad)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -70,6 +76,12 @@ def run(opts: Options) -> int:
     if opts.junit:
         from porter.harness import junit
         Path(opts.junit).write_text(junit.render(results, root_arg), encoding="utf-8")
+    if opts.summary or opts.markdown:
+        from porter.harness import markdown
+        section = markdown.test_section(results, backend.name, root_arg,
+                                        [f"--upstream not run: {upstream_note}"] if upstream_note else None)
+        if opts.summary:
+            markdown.append(opts.summary, section)
 
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
@@ -99,6 +111,8 @@ def run(opts: Options) -> int:
                              "status": changes.status_lines() if changes else [],
                              "diff": changes.diff() if changes else ""}
         out.write(json.dumps(data, indent=1) + "\n")
+    elif opts.markdown:
+        out.write(section)
     else:
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "

@@ -13,9 +13,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from porter.source.checkout import Checkout
+from porter.source.checkout import TEST_MPS, Checkout
 
-TEST_MPS = "test/test_mps.py"
 
 BUILTIN_LISTS: dict[str, frozenset[str]] = {
     "FP16_LOW_PRECISION_LIST": frozenset({

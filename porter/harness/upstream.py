@@ -14,9 +14,9 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from porter.source.checkout import TEST_MPS
 from porter.harness.runner import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
-TEST_MPS = "test/test_mps.py"
 _NAME = re.compile(r"^test_output_match_(?P<frag>.+)_mps_(?P<dtype>[a-z0-9]+)$")
 
 

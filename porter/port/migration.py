@@ -29,25 +29,26 @@ from porter.source.cpp_scan import line_of
 from porter.port.edits import mpsgraph as graph_edit
 from porter.port.edits import native_yaml as yaml_edit
 from porter.source.dtypes import has_integer
-from porter.errors import PorterError
+from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
 from porter.port.resolve import NATIVE, OpSpec, resolve
+from porter.port.functor import SKELETON, functor_params
 from porter.port.plan import Plan, plan_port
 
-MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 FROM_SELECTOR = "mpsgraph-selector"
 
 
 class Migration(Plan):
-    def __init__(self, spec: OpSpec, changes: ChangeSet):
-        super().__init__(spec, changes)
-        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
+    pass
 
 
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
-                   validator=None, complex_body: str | None = None) -> Migration:
-    spec = _resolve(checkout, op)
+                   validator=None, complex_body: str | None = None,
+                   in_place: bool = False) -> Migration:
+    spec = _resolve(checkout, op, in_place)
+    if spec.in_place:
+        return _plan_in_place(checkout, spec, body, validator, complex_body)
     op = spec.op
     rows = [r for e in spec.entries for r in yaml_edit.mps_specific_rows(e)]
     yaml_text = checkout.read(co.NATIVE_YAML)
@@ -79,7 +80,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if metal and len(metal) == sum(len(d) for d in found.values()):
         rel, d = metal[0]
         migration.notes.append(f"{rel}:{d.line}: {d.name} already runs a Metal kernel "
-                               "(an MPS impl behind its own yaml row, anatomy §3.4): nothing to migrate")
+                               "(an MPS impl behind its own yaml row, which MPSGraph no longer "
+                               "builds): nothing to migrate")
         return migration
     defined = {d.name for defs in found.values() for d in defs}
     for r in rows:
@@ -108,12 +110,12 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if found:       # on the edited texts, so that the lines cited are those the user will see
         edited = {rel: source_of(cs.current(rel, checkout.read)) for rel in found}
         migration.notes += _dispatcher_callers(checkout, {**hosts, **edited}, op)
-    if checkout.exists(MPS_FALLBACK):
-        text = checkout.read(MPS_FALLBACK)
+    if checkout.exists(co.MPS_FALLBACK):
+        text = checkout.read(co.MPS_FALLBACK)
         new, removed = graph_edit.drop_fallbacks(text, op)
         if removed:
-            cs.set(MPS_FALLBACK, text, new)
-            migration.removed += [{"path": MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
+            cs.set(co.MPS_FALLBACK, text, new)
+            migration.removed += [{"path": co.MPS_FALLBACK, "line": r.line, "what": r.what, "name": r.name}
                                   for r in removed]
     port_spec = spec._replace(entries=new_entries,
                               backend_entries=tuple(e for e in new_entries if e.dense_rows()))
@@ -134,9 +136,42 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     return migration
 
 
-def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
+def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Migration:
+    """Keep the op's own MPS impl and make its body run the Metal kernel (resolve's InPlace)."""
+    place = spec.in_place
+    migration = Migration(spec, ChangeSet(checkout.root))
+    if spec.state == NATIVE:
+        migration.notes.append(f"{place.path}:{place.line}: {place.function} already runs a Metal "
+                               "kernel: nothing to migrate")
+        return migration
+    plan = plan_port(checkout, spec, body, changes=migration.changes, validator=validator,
+                     complex_body=complex_body)
+    if plan.functor is not None and plan.functor.origin == SKELETON:
+        params = " and ".join(functor_params(spec))
+        raise Incomplete(f"cannot port '{spec.op}' in place without a functor body "
+                         f"({plan.functor.detail}): porter never replaces a working MPSGraph "
+                         "implementation by a skeleton; nothing was written",
+                         path=place.path, line=place.line,
+                         hint=f"rerun with --body EXPR (in {params})")
+    migration.functor = plan.functor
+    migration.removed = plan.removed
+    how = ("--in-place" if place.reason == "--in-place"
+           else f"in place, because the shared row cannot be used: {place.reason}")
+    migration.notes.append(f"{place.path}:{place.line}: {how}; MPS keeps {place.function}, whose "
+                           "MPSGraph body now runs the Metal kernel on its TensorIterator")
+    migration.notes += plan.notes
+    migration.gaps, migration.wrong = plan.gaps, plan.wrong
+    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
+    return migration
+
+
+HAND_PORT = ("port it by hand: an MPS function that runs a Metal kernel, named by its own MPS row "
+             "in native_functions.yaml")
+
+
+def _resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     try:
-        return resolve(checkout, op)
+        return resolve(checkout, op, in_place)
     except PorterError as err:
         name = op.strip()
         name = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
@@ -149,8 +184,7 @@ def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
         kernels = ", ".join(dict.fromkeys(r.kernel for r in own))
         raise PorterError(f"cannot migrate '{name}' off MPSGraph ({kernels}): {err.message}",
                           path=err.path, line=err.line,
-                          hint=err.hint or "port it by hand: a Metal kernel behind its own MPS row "
-                                           "(anatomy §3.4)") from None
+                          hint=err.hint or HAND_PORT) from None
 
 
 def leftovers(checkout: co.Checkout, spec: OpSpec) -> list[tuple[str, Definition]]:
@@ -177,7 +211,7 @@ def _plan_yaml(spec: OpSpec, old: str, cs: ChangeSet) -> tuple:
     except yaml_edit.NoSharedKernel as err:
         own = ", ".join(r.kernel for r in yaml_edit.mps_specific_rows(err.entry))
         raise PorterError(f"{err}: MPS keeps {own}", path=co.NATIVE_YAML, line=err.entry.lineno,
-                          hint="port it by hand: a Metal kernel behind its own MPS row (anatomy §3.4)") from None
+                          hint=HAND_PORT) from None
     cs.set(co.NATIVE_YAML, old, new)      # listed first, "identical" for a stub-only op
     if new == old:
         return spec.entries

@@ -13,6 +13,7 @@ from porter.port import completeness, formatting, validate
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
+from porter.port.edits import in_place as in_place_edit
 from porter.port.edits import metal as metal_edit
 from porter.port.edits import native_yaml as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
@@ -20,15 +21,15 @@ from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import PorterError
 from porter.source.dtypes import METAL
-from porter.port.functor import SKELETON, Functor, build
+from porter.port.functor import SKELETON, Functor, build, functor_params
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
+from porter.source.mpsgraph_scan import source_of
 from porter.source.opinfo_source import call_span
 from porter.port.resolve import UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
 
 
-TEST_MPS = "test/test_mps.py"
 FLOATING_DEFAULT = frozenset({"float32", "float16", "bfloat16"})
 
 
@@ -40,6 +41,7 @@ class Plan:
         self.changes = changes
         self.functor: Functor | None = None
         self.notes: list[str] = []
+        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
         self.gaps: list[completeness.Gap] = []       # what makes the port incomplete
         self.wrong: list[completeness.Wrong] = []    # registrations a Mac would reject
         self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
@@ -62,9 +64,13 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     def write(path: str, new: str) -> None:
         cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
 
-    yaml_changed = _plan_yaml(spec, read, write)
+    # A port in place keeps the op's own MPS row: the yaml does not change.
+    yaml_changed = False if spec.in_place else _plan_yaml(spec, read, write)
     _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
-    _plan_host(checkout, spec, read, write)
+    if spec.in_place:
+        _plan_in_place_host(checkout, spec, read, write, plan)
+    else:
+        _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
     problem = formatting.format_changes(checkout.root, cs)
     if problem:
@@ -104,7 +110,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if skeleton_at is not None and body is None:
         plan.gaps.append(completeness.Gap(
             f"the body of {spec.kernel}_functor (porter's skeleton is still in {spec.metal_path})",
-            f"--body EXPR (in {'x' if spec.kind == UNARY else 'a and b'})"))
+            f"--body EXPR (in {' and '.join(functor_params(spec))})"))
     if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
         plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
         if skeleton_at is not None:     # the body the skeleton was waiting for
@@ -163,7 +169,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if plan.functor is not None and plan.functor.origin == SKELETON:
         plan.gaps.append(completeness.Gap(
             f"the body of {spec.kernel}_functor ({plan.functor.detail})",
-            f"--body EXPR (in {'x' if spec.kind == UNARY else 'a and b'})"))
+            f"--body EXPR (in {' and '.join(functor_params(spec))})"))
     if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
         gaps, plan.wrong = completeness.check(spec, text, wanted)
         plan.gaps += gaps
@@ -234,6 +240,31 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
     validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
 
 
+def _plan_in_place_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    """The op's own impl calls the kernel on its iterator; its MPSGraph helpers go."""
+    place = spec.in_place
+    text = read(place.path)
+    source = source_of(text)
+    impl = next((d for d in source.named({place.function}) if d.shape == "impl"), None)
+    if impl is None:
+        raise PorterError(f"TORCH_IMPL_FUNC({place.function}) is no longer in this file",
+                          path=place.path, hint="rerun porter on the current tree")
+    if not source.is_metal(impl):
+        new, removed = in_place_edit.replace_body(text, impl, spec.kernel, spec.kind)
+        plan.removed += [{"path": place.path, "line": r.line, "what": r.what, "name": r.name}
+                         for r in removed]
+        text = new
+    if not in_place_edit.has_library(text):
+        try:
+            text = in_place_edit.add_library(text, spec.metal_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+        except ValueError as err:
+            raise PorterError(str(err), path=place.path) from None
+        plan.notes.append(f"{place.path}: declares the bundled kernel library (`lib`) its new "
+                          "Metal call uses")
+    write(place.path, text)
+    validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
+
+
 def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
         old = read(co.COMMON_MPS)
@@ -269,9 +300,9 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
     """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it."""
-    if not checkout.exists(TEST_MPS):
+    if not checkout.exists(co.TEST_MPS):
         return
-    text = checkout.read(TEST_MPS)
+    text = checkout.read(co.TEST_MPS)
     at = text.find("def _get_not_implemented_op")
     if at < 0:
         return
@@ -279,7 +310,7 @@ def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
     body = text[at:body_end if body_end > 0 else len(text)]
     if re.search(rf"\btorch\.{re.escape(spec.op)}\b|aten::{re.escape(spec.op)}\b", body):
         line = text.count("\n", 0, at) + 1
-        plan.notes.append(f"{TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
+        plan.notes.append(f"{co.TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
                           "not-implemented example; change it to an op that still lacks MPS")
 
 

@@ -19,9 +19,9 @@ import sys
 
 from porter.runtime import warm
 from porter.runtime.warm import ChildUnavailable, Service
+from porter.source.checkout import TAGS_YAML
 
 
-TAGS_YAML = "aten/src/ATen/native/tags.yaml"
 
 
 def _validate(requests: list[dict], tags_text: str | None) -> list[dict]:

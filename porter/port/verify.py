@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from porter.port import build_check, completeness
 from porter.port.functor import SKELETON
-from porter.port.resolve import UNARY
 from porter.errors import PorterError
 
 
@@ -27,7 +26,9 @@ class IncompleteMigration(PorterError):
 
 
 def params_of(spec) -> tuple[str, ...]:
-    return ("x",) if spec.kind == UNARY else ("a", "b")
+    from porter.port.functor import functor_params
+
+    return functor_params(spec)
 
 
 class Outcome(NamedTuple):

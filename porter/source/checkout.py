@@ -20,6 +20,8 @@ COMMON_MPS = f"{TESTING}/common_mps.py"
 OPINFO_DB = f"{TESTING}/common_methods_invocations.py"
 OPINFO_DEFINITIONS = f"{TESTING}/opinfo/definitions"
 C10_METAL = "c10/metal"
+MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"     # ops sent to the CPU on MPS
+TEST_MPS = "test/test_mps.py"
 
 
 def find_root(start: Path | None = None) -> Path:

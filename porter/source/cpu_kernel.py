@@ -9,7 +9,7 @@ from porter.source import checkout as co
 from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
 
 LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
-# Structured kernels and the stubs they call, in native/*.cpp (anatomy §6).
+# Structured kernels and the stubs they call, in native/*.cpp.
 IMPL_MACRO_RE = re.compile(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 IMPL_BODY_RE = re.compile(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", re.S)
 STUB_CALL_RE = re.compile(r"\b(\w+_stub)\s*\(\s*device_type\(\)")

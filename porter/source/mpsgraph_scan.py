@@ -1,6 +1,6 @@
 """Where an op's MPSGraph implementation sits in a host `.mm` file, in each of its shapes.
 
-Shapes (anatomy §4.1), all anchored at column 0 so that the bodies of `#define`s never match:
+Shapes, all anchored at column 0 so that the bodies of `#define`s never match:
 - `impl`:     `TORCH_IMPL_FUNC(fn)(...) { ... }`; the parameter list may wrap onto the next line
 - `macro`:    `CREATE_MPS_<...>(fn, selector[, ...])` one-line macro instance
 - `function`: `Tensor& fn(...) { ... }` (also `Tensor`, `std::tuple<...>`, `void`)
@@ -123,7 +123,7 @@ class HostSource(SourceFile):
         return out
 
     def is_metal(self, d: Definition) -> bool:
-        """A definition that already runs a Metal kernel and builds no graph (pattern B)."""
+        """A definition that already runs a Metal kernel and builds no graph (an MPS impl behind its own yaml row)."""
         body = self.mask[d.start:d.end]
         return bool(METAL_CALL_RE.search(body)) and not GRAPH_HINT_RE.search(body)
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from porter.source import checkout as co
-from porter.source import native_yaml
+from porter.source import native_yaml, op_kind
 from porter.port import selectors
 from porter.port.body import translate
 from porter.source.c10_metal import available_functions
@@ -24,10 +24,8 @@ from porter.source.mpsgraph_scan import STUB, HostSource
 from porter.source.stubs import Stub, declared_stubs
 
 MPSGRAPH, NO_MPS = "mpsgraph", "no-mps"
-UNARY, BINARY, ALPHA, SCALAR, OTHER = "unary", "binary", "alpha", "scalar", "other"
+UNARY, BINARY, OTHER = op_kind.UNARY, op_kind.BINARY, op_kind.OTHER
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
-SCALAR_TYPES = {"Scalar", "float", "int", "bool", "SymInt"}
-MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,8 @@ class Candidate:
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
     command: str = ""
+    backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
+    way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
 
 
 @dataclass
@@ -63,27 +63,28 @@ def find(checkout: co.Checkout) -> Inventory:
     facts = _Facts(checkout)
     found, others = [], 0
     for op, entries in families.items():
-        out = next((e for e in entries if e.is_out and e.dense_rows()), None)
+        # The commands' classification, with the wider net: ops tagged `pointwise` are listed
+        # too, with the reason the commands refuse them.
+        classified, out = op_kind.classify_family(entries, include_pointwise=True)
         if out is None:
             continue
         own = [r for e in entries for r in mps_specific_rows(e)]
         stub_line = defined.get(f"stub:{op}")
-        elementwise = _elementwise(out)
-        kind = _kind(out.schema) if elementwise else OTHER
+        kind = classified.shape if classified.elementwise else OTHER
         if own or stub_line:
             defs = [defined[r.kernel] for r in own if r.kernel in defined]
             defs += [stub_line] if stub_line else []
             if defs and all(host.is_metal(d) for _, host, d in defs):
-                continue            # a Metal impl behind its own row (pattern B): native
+                continue            # a Metal impl behind its own yaml row: native
             if kind == OTHER:
                 others += 1
                 continue
             shape = defs[0][2].shape if defs else "row"
             files = [co.NATIVE_YAML] if own else []
             files += list(dict.fromkeys(rel for rel, _, _ in defs))
-            candidate = _candidate(op, MPSGRAPH, shape, kind, out, entries, defs, files, facts)
+            candidate = _candidate(op, MPSGRAPH, shape, classified, out, defs, files, facts)
         elif not any(e.mps_rows() for e in entries) and kind != OTHER:
-            candidate = _candidate(op, NO_MPS, "", kind, out, entries, [], [co.NATIVE_YAML], facts)
+            candidate = _candidate(op, NO_MPS, "", classified, out, [], [co.NATIVE_YAML], facts)
         else:
             continue
         found.append(candidate)
@@ -93,23 +94,6 @@ def find(checkout: co.Checkout) -> Inventory:
 
 def _root(name: str) -> str:
     return name[:-1] if name.endswith("_") and not name.startswith("_") else name
-
-
-def _elementwise(entry: native_yaml.Entry) -> bool:
-    return (entry.fields.get("structured_inherits") == "TensorIteratorBase"
-            or "pointwise" in entry.fields.get("tags", ""))
-
-
-def _kind(schema: str) -> str:
-    args = native_yaml.arguments(schema)
-    scalars = [a for a in args.others if native_yaml.argument_type(a).rstrip("?") in SCALAR_TYPES]
-    if len(args.outputs) != 1 or len(scalars) != len(args.others):
-        return OTHER
-    if scalars:
-        if len(args.tensors) not in (1, 2):
-            return OTHER
-        return ALPHA if [native_yaml.argument_name(a) for a in scalars] == ["alpha"] else SCALAR
-    return {1: UNARY, 2: BINARY}.get(len(args.tensors), OTHER)
 
 
 class _Facts:
@@ -136,7 +120,7 @@ class _Facts:
                 entries = []
             self.unimplemented = {e.key for e in entries if e.dict_name in xfail_lists.UNIMPLEMENTED}
             self.complex_tested = xfail_lists.complex_supported(entries)
-        self.fallback = checkout.read(MPS_FALLBACK) if checkout.exists(MPS_FALLBACK) else ""
+        self.fallback = checkout.read(co.MPS_FALLBACK) if checkout.exists(co.MPS_FALLBACK) else ""
         self._c10 = None
 
     def c10(self):
@@ -162,31 +146,49 @@ class _Facts:
         return None
 
 
-def _candidate(op, state, shape, kind, out, entries, defs, files, facts: _Facts) -> Candidate:
-    automatic, how = _automatic(op, kind, out, defs, facts)
-    if kind in PAIRS:
+def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, facts: _Facts) -> Candidate:
+    kind = classified.shape
+    if classified.portable:
+        automatic, how = _automatic(op, kind, out, defs, facts)
+    else:
+        automatic, how = False, classified.reason
+    way = "in place" if how.startswith(IN_PLACE_ONLY) else "shared"
+    if way == "in place":
+        # the yaml row stays; the impl's own host file and the kernel file change
+        files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[kind]}.metal"]
+    elif kind in PAIRS:
         files += [f"{co.KERNELS}/{PAIRS[kind]}.metal", f"{co.OPERATIONS}/{PAIRS[kind]}.mm"]
     keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
     if state == NO_MPS and keys & facts.unimplemented:
         files.append(co.COMMON_MPS)
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
-        files.append(MPS_FALLBACK)
-    if kind in PAIRS and keys & facts.complex_tested:
+        files.append(co.MPS_FALLBACK)
+    if classified.portable and kind in PAIRS and keys & facts.complex_tested:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command)
+                     tuple(dict.fromkeys(files)), command, backward=out.is_backward, way=way)
+
+
+IN_PLACE_ONLY = "in place only"
 
 
 def _automatic(op: str, kind: str, out, defs, facts: _Facts) -> tuple[bool, str]:
-    if kind not in PAIRS:
-        return False, "takes scalar arguments: porter ports unary and binary ops"
     kernels = {r.kernel for r in out.dense_rows()}
     keys = {k for r in out.dense_rows() for k in r.keys}
+    own = {r.kernel for r in out.mps_rows()}
+    in_place = out.fields.get("structured") == "True" and any(
+        d.shape == "impl" and d.name in own for _, _, d in defs)
     if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (CPU and CUDA share no kernel): --body EXPR; the impl "
+                           "keeps its row and calls the kernel")
         return False, "CPU and CUDA share no kernel for MPS to join"
     stub = facts.stub_of(op, next(iter(kernels)))
     if stub is None:
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (no DispatchStub behind its CPU kernel): --body EXPR; "
+                           "the impl keeps its row and calls the kernel")
         return False, "no DispatchStub behind its CPU kernel"
     if stub.iterator_type is None or len(stub.params) != 1:
         return False, f"{stub.name} takes ({', '.join(stub.params)})"

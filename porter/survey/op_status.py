@@ -19,9 +19,13 @@ from porter.port.edits.opinfo import mps_decorators
 from porter.errors import NotAnOp, PorterError
 from porter.source.mpsgraph_scan import HostSource
 from porter.source.opinfo_source import for_op
+from porter.port.resolve import mpsgraph_rows, resolve
 
-UNPORTED, MPSGRAPH, NATIVE, BROKEN, COMPOSITE, FALLBACK = (
-    "unported", "mpsgraph", "native", "inconsistent", "composite", "cpu-fallback")
+from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED
+
+# Besides resolve's three states (which only an op porter can port has), those status
+# reports for any op.
+BROKEN, COMPOSITE, FALLBACK = "inconsistent", "composite", "cpu-fallback"
 
 
 @dataclass
@@ -47,8 +51,17 @@ class Status:
         return {k: v for k, v in self.__dict__.items()}
 
 
-def gather(tree: Tree, op: str) -> Status:
-    from porter.port.resolve import resolve
+def findings_report(tree: Tree):
+    """The checks status lists findings of (all but torchgen's whole-file parse), over the tree:
+    one report serves any number of ops."""
+    from porter import checks
+
+    selected = {cid for cid in checks.CHECKS if cid != "PORTER040"}
+    return checks.run(tree.checkout, selected, tree)
+
+
+def gather(tree: Tree, op: str, report=None) -> Status:
+    """`report`: a `findings_report` of this tree already run (default: run it here)."""
 
     checkout = tree.checkout
     name = op.strip()
@@ -68,9 +81,7 @@ def gather(tree: Tree, op: str) -> Status:
     _kernel(tree, st, spec)
     _tests(tree, st, spec)
     _state(tree, st, spec, family)
-    from porter import checks
-    selected = {cid for cid in checks.CHECKS if cid != "PORTER040"}
-    report = checks.run(checkout, selected, tree)
+    report = report or findings_report(tree)
     kernels = {spec.kernel} if spec else set()
     st.findings = [f.human() for f in report.findings if f.op == name or (f.op and f.op in kernels)]
     _next(st, spec, refusal, checkout)
@@ -171,6 +182,9 @@ def _tests(tree: Tree, st: Status, spec) -> None:
 def _state(tree: Tree, st: Status, spec, family) -> None:
     graph = [g for g in st.mpsgraph if not g["metal"]]
     mps_rows = [d for e in family for d in e.mps_rows()]
+    # resolve's rule (porter.port.resolve.mpsgraph_rows): a `*_mps` row is MPSGraph's until a
+    # definition that runs a Metal kernel says otherwise
+    graph_rows = [] if st.mpsgraph else mpsgraph_rows(family)
     if graph:
         g = graph[0]
         st.state = MPSGRAPH
@@ -182,6 +196,10 @@ def _state(tree: Tree, st: Status, spec, family) -> None:
         g = next(g for g in st.mpsgraph if g["metal"])
         st.state = NATIVE
         st.detail = f"native Metal, MPS impl calling the kernel ({g['path']}:{g['line']})"
+    elif graph_rows:
+        st.state = MPSGRAPH
+        st.detail = (f"MPSGraph, MPS row {graph_rows[0].kernel} ({co.NATIVE_YAML}:{graph_rows[0].lineno}), "
+                     f"defined in no {co.OPERATIONS}/*.mm porter can read")
     elif mps_rows and spec is not None:
         st.state = BROKEN
         st.detail = (f"the yaml routes MPS through {spec.stub.name}, but no host file registers "
@@ -200,7 +218,7 @@ def _state(tree: Tree, st: Status, spec, family) -> None:
 
 
 def _fallback_line(tree: Tree, op: str) -> int | None:
-    rel = "aten/src/ATen/mps/MPSFallback.mm"
+    rel = co.MPS_FALLBACK
     if not tree.checkout.exists(rel):
         return None
     for n, line in enumerate(tree.read(rel).splitlines(), 1):
@@ -229,6 +247,8 @@ def _next(st: Status, spec, refusal: PorterError | None, checkout=None) -> None:
             st.next = " ".join([f"porter {command} {st.op}", *flags])
             st.why = why[st.state] + (f" (give {', '.join(flags)}: porter cannot write that "
                                       "part itself)" if flags else "")
+            if spec.backward and "--body" in flags:
+                st.why += f"; the body is in {' and '.join(spec.arg_names)}"
     elif st.state == MPSGRAPH and spec is not None:
         st.next, st.why = f"porter migrate-from-mpsgraph {st.op}", "replace the MPSGraph path with a Metal kernel"
     elif st.state == UNPORTED and spec is not None:

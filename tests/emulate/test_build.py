@@ -52,8 +52,30 @@ def test_wrong_output_type_is_reported_per_kernel_by_check(fixture_root):
     results, _ = check_tree(fixture_root, [DATA / "wrong_output.metal"])
     by_key = {(r.kernel, r.in_type): r for r in results}
     assert by_key[("exp", "float")].status == "matched"
-    assert by_key[("exp", "int")].status == "unsupported"
+    assert by_key[("exp", "int")].status == "build-error"     # a Mac cannot compile it either
     assert "exp_functor returns float" in by_key[("exp", "int")].reason
+
+
+def test_each_wrong_output_type_message_names_its_own_row(fixture_root):
+    # g++ ends one registration's diagnostics with a note inside the next one's: each row
+    # must carry its own registration's types, not its neighbour's
+    results, _ = check_tree(fixture_root, [DATA / "wrong_outputs.metal"])
+    rows = {r.in_type: r for r in results}
+    assert rows["bool"].status == "matched"
+    for in_type in ("float", "half", "long", "int"):
+        assert rows[in_type].status == "build-error"
+        assert (f"logical_and registered with output type {in_type} for input {in_type}, "
+                "but logical_and_functor returns bool") in rows[in_type].reason, rows[in_type].reason
+
+
+def test_a_syntax_error_is_a_build_error_not_an_unsupported_construct(fixture_root):
+    lib = build_file(DATA / "syntax_error.metal", fixture_root, strict=False)
+    built = {r.name: r.built for r in lib.registrations}
+    assert built == {"neg": True, "signbit": False}
+    [error] = lib.build_errors()
+    assert error.startswith(f"build error: {DATA / 'syntax_error.metal'}:17: expected ")
+    results, _ = check_tree(fixture_root, [DATA / "syntax_error.metal"])
+    assert {r.kernel: r.status for r in results} == {"neg": "matched", "signbit": "build-error"}
 
 
 def test_unsupported_construct_is_quarantined_not_fatal(fixture_root, client):
@@ -63,6 +85,7 @@ def test_unsupported_construct_is_quarantined_not_fatal(fixture_root, client):
     reason = lib.quarantined["shuffled|*"]
     assert reason.startswith(f"unsupported construct: {DATA / 'unsupported.metal'}:16: ")
     assert "simd_shuffle" in reason
+    assert lib.build_errors() == []          # beyond the emulator, not wrong Metal
 
 
 def test_cache_is_keyed_by_content(fixture_root, emulate_cache):

@@ -1,0 +1,144 @@
+"""One classification of ops (porter.source.op_kind), one reason per op on every surface.
+
+`candidates`, `status`, `new-op` and `migrate-from-mpsgraph` each say why porter cannot port an
+op; for every `.out` and `.grad_input` overload of torch's real yaml they must say the same.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.checks.tree import Tree, op_of_entry
+from porter.errors import PorterError
+from porter.port import migration
+from porter.port.resolve import NATIVE, resolve
+from porter.source import native_yaml, op_kind
+from porter.source.checkout import Checkout
+from porter.survey import candidates
+from porter.survey.op_status import findings_report, gather
+
+# Every reason a kind gives, as the words all reasons of that family share.
+KIND_PHRASES = (op_kind.NOT_ELEMENTWISE, op_kind.NOT_STRUCTURED, op_kind.COMPOSITE, op_kind.NO_OUT,
+                op_kind.UFUNC, "porter ports unary and binary tensor ops",
+                "porter ports ops with one output")
+
+
+def _refusal(call) -> str:
+    try:
+        call()
+    except PorterError as err:
+        return err.message
+    return ""
+
+
+def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_tree_template):
+    checkout = Checkout.at(real_tree_template)
+    tree = Tree(checkout)
+    ops = sorted({op_of_entry(e) for e in tree.entries if e.overload in ("out", "grad_input")})
+    assert len(ops) > 400          # torch's yaml, not a fixture
+    listed = {c.op: c for c in candidates.find(checkout).candidates}
+    report = findings_report(tree)
+    refused = 0
+    for op in ops:
+        kind, _ = op_kind.classify_family(tree.families[op])
+        new_op = _refusal(lambda: resolve(checkout, op))
+        migrate = _refusal(lambda: migration._resolve(checkout, op))      # migrate's first step
+        status = gather(tree, op, report)
+        said = [new_op, migrate, status.why, listed[op].how if op in listed else ""]
+        if kind.portable:
+            for text in said:
+                assert not any(p in text for p in KIND_PHRASES), (op, text)
+            continue
+        refused += 1
+        sentence = kind.refusal(op)
+        assert new_op == sentence, op
+        assert migrate.endswith(sentence), (op, migrate)
+        if op in listed:
+            assert listed[op].how == kind.reason and not listed[op].automatic, op
+        if status.state == NATIVE:      # already ported by hand: nothing left to refuse
+            assert status.next != "no porter command", op
+        else:
+            assert status.next == "no porter command" and status.why.startswith(sentence), (op, status.why)
+    assert refused > 300
+
+
+@pytest.mark.parametrize("op,listed_as,reason", [
+    # pointwise, but non-structured functions: listed by candidates' wider net, refused by all
+    ("conj_physical", "unary", op_kind.NOT_STRUCTURED),
+    ("logit", "scalar", op_kind.NOT_STRUCTURED),
+    ("sub", "alpha", "takes (Tensor self, Tensor other, Scalar alpha=1): porter ports unary and "
+                     "binary tensor ops with no other arguments"),
+    # a backward op with a Scalar: refused for the Scalar, as a forward op would be
+    ("softplus_backward", "scalar", "takes (Tensor grad_output, Tensor self, Scalar beta, Scalar "
+                                    "threshold): porter ports unary and binary tensor ops with no "
+                                    "other arguments"),
+])
+def test_candidates_lists_what_the_commands_refuse_with_their_reason(real_tree_template, op, listed_as, reason):
+    checkout = Checkout.at(real_tree_template)
+    row = next(c for c in candidates.find(checkout).candidates if c.op == op)
+    assert (row.kind, row.automatic, row.how) == (listed_as, False, reason)
+    assert _refusal(lambda: resolve(checkout, op)) == f"'{op}' {reason}"
+
+
+_entry = """\
+- func: {schema}
+{fields}  dispatch:
+    CPU, CUDA: x_out
+"""
+STRUCTURED = "  structured: True\n  structured_inherits: TensorIteratorBase\n"
+
+
+def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
+    entry, = native_yaml.scan(_entry.format(schema=schema, fields=fields))
+    return entry.kind(**kw)
+
+
+@pytest.mark.parametrize("schema,fields,shape,reason", [
+    pytest.param("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED, "unary", "", id="unary"),
+    pytest.param("x.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
+                 "binary", "", id="binary"),
+    pytest.param("x.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "alpha", "takes (Tensor self, Tensor other, Scalar alpha=1): porter ports "
+                 "unary and binary tensor ops with no other arguments", id="alpha"),
+    pytest.param("x.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
+                 "scalar", "takes (Tensor self, float? eps=None): porter ports unary and binary tensor "
+                 "ops with no other arguments", id="optional-scalar"),
+    pytest.param("x.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)", STRUCTURED,
+                 "other", "takes (Tensor self, str approximate='none'): porter ports unary and binary "
+                 "tensor ops with no other arguments", id="str"),
+    pytest.param("x.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)", STRUCTURED, "scalar",
+                 "takes (Tensor self, int dim): porter ports unary and binary tensor ops with no other "
+                 "arguments", id="an-int-dim-is-a-scalar-argument"),
+    pytest.param("x.out(Tensor self, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
+                 STRUCTURED, "other", "writes 2 outputs (values, indices): porter ports ops with one "
+                 "output", id="two-outputs"),
+    pytest.param("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+                 "  device_check: NoCheck   # TensorIterator\n  tags: pointwise\n", "unary",
+                 op_kind.NOT_STRUCTURED, id="pointwise-not-structured"),
+    pytest.param("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+                 "  device_check: NoCheck   # TensorIterator\n", "unary", op_kind.NOT_ELEMENTWISE,
+                 id="a-comment-is-not-a-fact"),
+    pytest.param("x_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) "
+                 "-> Tensor(a!)", STRUCTURED + "  tags: pointwise\n", "binary", "",
+                 id="backward"),
+])
+def test_classify(schema, fields, shape, reason):
+    kind = _kind(schema, fields)
+    assert (kind.shape, kind.reason) == (shape, reason)
+
+
+def test_the_wider_net_changes_membership_never_the_reason():
+    pointwise = "  tags: pointwise\n"
+    narrow = _kind("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", pointwise)
+    wide = _kind("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", pointwise, include_pointwise=True)
+    assert (narrow.elementwise, wide.elementwise) == (False, True)
+    assert narrow.reason == wide.reason == op_kind.NOT_STRUCTURED
+
+
+def test_scalar_and_str_arguments_are_listed_on_the_kind():
+    kind = _kind("x.out(Tensor self, Scalar beta=1, Scalar? threshold=20, *, str mode='a', "
+                 "Tensor(a!) out) -> Tensor(a!)")
+    assert kind.tensors == ("Tensor self",)
+    assert kind.scalars == ("Scalar beta=1", "Scalar? threshold=20")
+    assert kind.strings == ("str mode='a'",)
+    assert kind.outputs == ("Tensor(a!) out",)
