@@ -35,16 +35,48 @@ def refused(root, *args, code=1):
 
 # --- case 1: a bool functor registered float -> float stops BinaryKernel.metal compiling ----
 
-def test_logical_and_wrong_output_types_are_refused(real_root):
-    """logical_and always returns bool; porter has no bool-output binary registration yet, so
-    the float -> float plan is refused (exit 1), with or without a body, --allow-incomplete or not."""
+def test_logical_and_is_refused_and_writes_nothing(real_root):
+    """logical_and.out is not structured: porter refuses it before planning (it used to write a
+    bool functor registered float -> float, which stops BinaryKernel.metal compiling)."""
     for extra in ((), ("--body", "a && b"), ("--allow-incomplete",)):
-        result = refused(real_root, "migrate-from-mpsgraph", "logical_and", *extra)
-        assert ("logical_and would be registered float -> float, half -> half, bfloat -> bfloat"
-                in result.err), result.err
-        assert "but logical_and always returns bool" in result.err
-    data = json.loads(refused(real_root, "migrate-from-mpsgraph", "logical_and", "--json").out)
-    assert data["ok"] is False and data["path"] == BINARY_METAL
+        result = refused(real_root, "migrate-from-mpsgraph", "logical_and", *extra, code=2)
+        assert "'logical_and' is not a structured TensorIterator op" in result.err
+    data = json.loads(refused(real_root, "migrate-from-mpsgraph", "logical_and", "--json", code=2).out)
+    assert data["ok"] is False
+
+
+def test_a_bool_op_registered_float_to_float_is_refused(real_root):
+    """The registration check: an op whose output is bool (logical_and's always_returns_bool)
+    planned with the file's float -> float macros is refused, whatever the functor says."""
+    from porter.port import completeness
+    from porter.port.plan import plan_port
+    from porter.port.resolve import resolve
+    from porter.port.verify import WrongRegistration, verify
+    from porter.source.checkout import Checkout
+
+    checkout = Checkout.at(real_root)
+    spec = resolve(checkout, "heaviside")
+    assert not completeness.always_bool(spec)
+    plan = plan_port(checkout, spec, "a > b", validator=_NoYaml())
+    assert plan.wrong == []
+    # the same planned file, judged for heaviside as if its meta function returned bool, as
+    # logical_and's does: every registration but bool's has the wrong output type
+    planned = plan.changes.current(BINARY_METAL, checkout.read)
+    bool_spec = spec._replace(returns_bool=True)
+    _, wrong = completeness.check(bool_spec, planned, completeness.dtype_plan(spec, False))
+    assert [w.message for w in wrong] == [
+        "heaviside would be registered float -> float, half -> half, bfloat -> bfloat, "
+        "uchar -> uchar, char -> char, short -> short, int -> int, long -> long, "
+        "but heaviside always returns bool"]
+    plan.wrong = wrong
+    with pytest.raises(WrongRegistration) as err:
+        verify("new-op", checkout, plan, body="a > b", complex_body=None)
+    assert err.value.exit_code == 1 and "nothing was written" in str(err.value)
+
+
+class _NoYaml:
+    def check(self, requests, tags_text):
+        return []
 
 
 def test_the_build_probe_names_a_wrong_output_type_at_its_line(real_root):
@@ -266,13 +298,12 @@ def test_decorators_about_behaviour_stay_listed_with_a_mac_command(real_root):
     """logical_and's test_out / test_out_warning xfails are about out= semantics, not a missing
     kernel: the edit keeps them (and their comments); no `skips=(\\n),` is left anywhere."""
     from porter.port.edits.opinfo import mac_command, remove_expected_failures
-    from porter.port.resolve import resolve
     from porter.source.checkout import Checkout
+    from porter.source.opinfo_source import for_op
 
-    checkout = Checkout.at(real_root)
-    spec = resolve(checkout, "logical_and")
+    opinfos, refs = for_op(Checkout.at(real_root), "logical_and")
     text = (real_root / CMI).read_text()
-    sources = [s for s in (*spec.opinfos, *spec.refs) if s.path == CMI]
+    sources = [s for s in (*opinfos, *refs) if s.path == CMI]
     new, kept = remove_expected_failures(text, sources)
     assert new == text
     assert sorted(mac_command(d) for d in kept) == [
