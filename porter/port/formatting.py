@@ -10,9 +10,13 @@ clang-format (Metal is C++14 with attributes).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+
+from porter.runtime.cache import cache_dir
 
 FORMATTED = (".metal", ".mm", ".cpp", ".h", ".cu")
 STYLE_FILE = ".clang-format"
@@ -75,9 +79,50 @@ def format_changes(root, changes) -> str | None:
         style = f"file:{style_path}" if has_style else (PYTORCH_OBJC if objc else PYTORCH_CPP)
         cmd = [exe, f"--style={style}", f"--assume-filename=porter.{'mm' if objc else 'cpp'}",
                "--sort-includes=false", *(f"--lines={a}:{b}" for a, b in ranges)]
-        proc = subprocess.run(cmd, input=change.new, capture_output=True, text=True)
-        if proc.returncode != 0:
-            return f"{change.path}: clang-format failed: {proc.stderr.strip()[:200]}"
-        if proc.stdout != change.new:
-            changes.set(change.path, change.old, proc.stdout)
+        style_text = _read(style_path) if has_style else style
+        key = _key(exe, cmd[2:], style_text, change.new)
+        formatted = _cached(key)
+        if formatted is None:
+            proc = subprocess.run(cmd, input=change.new, capture_output=True, text=True)
+            if proc.returncode != 0:
+                return f"{change.path}: clang-format failed: {proc.stderr.strip()[:200]}"
+            formatted = proc.stdout
+            _store(key, formatted)
+        if formatted != change.new:
+            changes.set(change.path, change.old, formatted)
     return None
+
+
+# A dry run and the real run that follows format the same texts: the second reads the result
+# back (~1 ms) instead of starting clang-format again (~20 ms a file).
+def _key(exe: str, args: list[str], style: str, text: str) -> str:
+    st = os.stat(exe)
+    h = hashlib.sha256(f"format-v1\0{os.path.realpath(exe)}:{st.st_size}:{int(st.st_mtime)}".encode())
+    for part in (*args, style, text):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()[:32]
+
+
+def _cached(key: str) -> str | None:
+    path = cache_dir("format") / key
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _store(key: str, text: str) -> None:
+    directory = cache_dir("format")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, staged = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(staged, directory / key)
+    except OSError:
+        pass        # a read-only cache only costs the next run a clang-format
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
