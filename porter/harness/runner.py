@@ -216,7 +216,9 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
         samples = info.sample_inputs("cpu", dtype, requires_grad=False, set_seed=True,
                                      **({"include_conjugated_inputs": True}
                                         if dtype.is_complex and info.test_conjugated_samples else {}))
+        generated = 0
         for index, sample in enumerate(samples):
+            generated += 1
             if only is not None and index != only:
                 continue
             res.samples += 1
@@ -229,6 +231,11 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
     except Exception as exc:   # sample generation itself broke: the test errors upstream too
         res.failed_samples += 1
         res.message = res.message or f"sample inputs failed: {_one_line(exc)}"
+    else:
+        if only is not None and not res.samples:
+            # nothing ran: a pass here would be a green no device ever gave
+            raise PorterError(f"--sample {only}: {info.full_name} has {generated} sample input(s) for "
+                              f"{name}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
     res.seconds = round(time.perf_counter() - start, 4)
     failed = res.failed_samples > 0
     if xfail_by:
