@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from porter.emulate.probe import probe_source
-from porter.port.build_check import BuildRefused, check_kernel_file
+from porter.emulate.build_check import BuildRefused, check_kernel_file
 from porter.source.checkout import KERNELS, NATIVE_YAML, OPERATIONS, TESTING
 from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
 
@@ -51,7 +51,7 @@ def test_a_bool_op_registered_float_to_float_is_refused(real_root):
     from porter.port import completeness
     from porter.port.plan import plan_port
     from porter.port.resolve import resolve
-    from porter.port.verify import WrongRegistration, verify
+    from porter.commands.verify import WrongRegistration, verify
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(real_root)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from porter.port import build_check, completeness
+from porter.emulate import build_check
+from porter.port import completeness
 from porter.port.functor import SKELETON
 from porter.errors import PorterError
 
