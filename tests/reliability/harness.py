@@ -45,7 +45,8 @@ OPS_FOR = {"new-op": UNPORTED, "migrate-from-mpsgraph": MPSGRAPH}
 # What makes each port complete, so that its clean run writes (an incomplete port writes
 # nothing): a body porter cannot translate, and a complex overload for the ops torch 2.13
 # lists in SUPPORTED_COMPLEX_OPS (what they compute does not matter to writing them whole).
-OPTIONS = {"special_ndtri": ("--body", "x"), "sgn": ("--body", "(x > 0) - (x < 0)"),
+OPTIONS = {"special_ndtri": ("--body", "x"),
+           "sgn": ("--body", "(x > 0) - (x < 0)", "--complex-body", "x"),
            **{op: ("--complex-body", "x") for op in ("asinh", "atanh", "acosh")}}
 # Editing commands without scenarios: their only edit is --prune, after a test run.
 NOT_SCENARIOS = {"test", "audit-xfails"}
