@@ -35,6 +35,7 @@ class Options:
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
     grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
@@ -63,11 +64,7 @@ def run(opts: Options) -> int:
     reason = backend.unavailable_reason()
     if reason:
         raise PorterError(reason)
-    ctx = runner.make_context(root, backend, checkout)
-    results: list[runner.OpResult] = []
-    for op in opts.ops:
-        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx, grad=opts.grad)
+    ctx, results = _run_ops(opts, checkout, root, backend)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -101,6 +98,9 @@ def run(opts: Options) -> int:
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
     }
+    cached = getattr(ctx, "from_reference_cache", False)
+    if cached:
+        meta["reference_cache"] = "samples and CPU references read from the cache"
     if upstream_note:
         meta["upstream_error"] = upstream_note
     if opts.json:
@@ -117,6 +117,8 @@ def run(opts: Options) -> int:
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
                   f"tolerance lists {ctx.lists.source}")
+        if cached:
+            header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
         out.write(report.render_text(results, root_arg, header))
@@ -134,6 +136,33 @@ def run(opts: Options) -> int:
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
     return exit_code(results, pruned, applied)
+
+
+def _run_ops(opts: Options, checkout, root, backend):
+    """(context, results): from the reference cache when it has every sample the run needs
+    (porter.harness.cached_run: no op database, no torch), else the ordinary way, recording
+    for the next run."""
+    env = None
+    if getattr(backend, "name", "") == "emulate":   # g++ on the other core while we start up
+        backend.prebuild(opts.ops)
+    from porter.harness import cached_run
+    if cached_run.cache_wanted(opts, backend):
+        env = cached_run.environment(root, backend)
+        cached = cached_run.try_run(opts, checkout, backend, env) if env else None
+        if cached is not None:
+            return cached, cached.results
+    ctx = runner.make_context(root, backend, checkout)
+    results: list[runner.OpResult] = []
+    for op in opts.ops:
+        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
+                                       ctx=ctx, grad=opts.grad)
+    if env:
+        from porter.harness import record
+        try:
+            record.record(ctx, opts.ops, env)
+        except OSError as err:           # a read-only or full cache directory costs speed only
+            print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
+    return ctx, results
 
 
 def exit_code(results, pruned, applied: bool) -> int:
