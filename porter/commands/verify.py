@@ -49,7 +49,7 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
     functor = plan.functor
     if build and functor is not None:
         params = params_of(spec)
-        metal_text = plan.changes.current(spec.metal_path, checkout.read)
+        metal_text = _with_planned_headers(plan.changes.current(spec.metal_path, checkout.read), plan)
         if body is not None:
             build_check.check_expression("--body", body, params, metal_text, checkout.root, spec.op)
         if complex_body is not None and functor.complex:
@@ -69,7 +69,8 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
             skeleton = functor is not None and functor.origin == SKELETON
             # a skeleton fails on purpose: it is a gap (below), the rest of the file must build
             only = () if (kernel is None or skeleton) else (kernel,)
-            build_check.check_kernel_file(change.path, change.old, change.new, checkout.root, only)
+            build_check.check_kernel_file(change.path, change.old, _with_planned_headers(change.new, plan),
+                                          checkout.root, only)
     incomplete = [f"{g.what}: {g.flag}" for g in plan.gaps]
     if command == "migrate-from-mpsgraph" and functor is not None and functor.origin == SKELETON:
         # --allow-incomplete does not stretch this far: the MPSGraph code works, a skeleton does not
@@ -90,3 +91,19 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
             failing += completeness.mac_tests(spec, ())
         notes.append("WARNING: incomplete port; on a Mac these fail: " + "; ".join(failing))
     return Outcome(incomplete, notes)
+
+
+def _with_planned_headers(text: str, plan) -> str:
+    """`text` with each `#include` of a kernel header porter plans to write or change (a params
+    struct in ActivationKernel.h) replaced by its planned text, which is not on disk yet; the
+    replacement keeps one line, so the compiler's line numbers stay those of the planned file."""
+    import re
+
+    for change in plan.changes.pending:
+        if not change.path.endswith(".h"):
+            continue
+        include = change.path.split("aten/src/", 1)[-1]
+        lines = (line.split("//", 1)[0] for line in change.new.splitlines())
+        body = " ".join(line for line in lines if line.strip() and not line.startswith("#pragma once"))
+        text = re.sub(rf"^#include <{re.escape(include)}>$", lambda _: body, text, flags=re.M)
+    return text

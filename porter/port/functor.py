@@ -78,7 +78,8 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
 def functor_params(spec: OpSpec) -> tuple[str, ...]:
     """The functor's argument names, as `--body` writes them: a backward op's schema names
     (`grad_output`, `output`), else `x`, or `a` and `b`."""
-    return spec.arg_names or (("x",) if spec.kind == UNARY else ("a", "b"))
+    tensors = spec.arg_names or (("x",) if spec.kind == UNARY else ("a", "b"))
+    return tuple(tensors) + tuple(a.name for a in spec.scalars)     # scalars by their schema names
 
 
 def _check_expression(option: str, expression: str | None, spec: OpSpec, params, examples) -> None:
