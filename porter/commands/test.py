@@ -24,6 +24,9 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--macos", metavar="VERSION",
+                        help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
+                             "this Mac's with --device mps, else the newest)")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -34,4 +37,4 @@ def run(args) -> int:
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream))
+                               upstream=args.upstream, macos=args.macos))

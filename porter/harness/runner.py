@@ -11,6 +11,7 @@ the number of failing samples and the worst error.
 from __future__ import annotations
 
 import math
+import re
 import time
 import unittest
 import warnings
@@ -18,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from porter.harness import expectations as expmod
-from porter.harness import opdb, tolerances
+from porter.harness import opdb, sample_rules, tolerances
 from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
@@ -75,9 +76,12 @@ class RunContext:
     lists: tolerances.LowPrecisionLists
     db: opdb.OpDb
     macos: tuple[int, int] | None = None
+    samples: sample_rules.SampleRules = sample_rules.BUILT_IN
 
 
-def make_context(root, backend, checkout=None) -> RunContext:
+def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = None) -> RunContext:
+    """`macos`: the version whose gated lists apply; default this Mac's on --device mps,
+    else the newest (expectations.NEWEST_MACOS)."""
     from porter.source.checkout import Checkout
     if checkout is None and root is not None:
         checkout = Checkout.at(root)
@@ -85,8 +89,11 @@ def make_context(root, backend, checkout=None) -> RunContext:
     exp = expmod.load(checkout) if (checkout is not None and mps_like) else expmod.Expectations(None)
     lists = tolerances.load_lists(checkout)
     db = opdb.load(Path(root) if root is not None else None)
+    if macos is None:
+        macos = (_macos_version() if getattr(backend, "name", "") == "mps" else None) \
+            or expmod.NEWEST_MACOS
     return RunContext(Path(root) if root is not None else None, backend, exp, lists, db,
-                      _macos_version() if getattr(backend, "name", "") == "mps" else None)
+                      macos, sample_rules.load(checkout))
 
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
@@ -174,9 +181,7 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
-        samples = info.sample_inputs("cpu", dtype, requires_grad=False, set_seed=True,
-                                     **({"include_conjugated_inputs": True}
-                                        if dtype.is_complex and info.test_conjugated_samples else {}))
+        samples = info.sample_inputs("cpu", dtype, **ctx.samples.kwargs(info, dtype))
         for index, sample in enumerate(samples):
             if only is not None and index != only:
                 continue
@@ -246,8 +251,20 @@ def _reference(info, sample, dev_out):
     wide = to_device(sample, "cpu").transform(
         lambda t: t.to(wider[t.dtype]) if isinstance(t, torch.Tensor) and t.dtype in wider else t)
     out = _call(info, wide)
-    target = dev_out.dtype if isinstance(dev_out, torch.Tensor) else in_dtype
+    # Cast back to what the op gives for the sample's own dtype (its meta function says),
+    # never to whatever the device returned: a device returning float32 for ceil on bool
+    # must still fail the exact-dtype check, as upstream's does.
+    target = _meta_dtype(info, sample) or in_dtype
     return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
+
+
+def _meta_dtype(info, sample):
+    import torch
+    try:
+        out = _call(info, to_device(sample, "meta"))
+    except Exception:
+        return None
+    return out.dtype if isinstance(out, torch.Tensor) else None
 
 
 def _call(info, sample):
@@ -324,13 +341,35 @@ def _is_active(info_dec, device_type, dtype) -> bool:
         return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype))
 
 
+# Device words in a decorator's name (skipCPUIfNoLapack, skipCUDAIfRocm, skipXPU,
+# expectedFailureMeta): such a decorator acts on that device's tests only.
+_DEVICE_WORD = re.compile(r"(?i)(mps|cpu|cuda|xpu|rocm|meta|lazy|hpu|mtia|xla|magma|cusolver|"
+                          r"lapack|mkl|fft)")
+
+
 def _decorator_kind(dec) -> str | None:
+    """XFAIL or SKIP when `dec` acts on an MPS run of test_output_match, else None.
+
+    Only a decorator that names no device (unittest.expectedFailure, unittest.skip(...)) or
+    names MPS applies: a device's decorator (skipCPUIfNoLapack, skipCUDAIfRocm, skipXPU)
+    skips that device's tests only, and a conditional one (skipIfRocm, skipIfTorchDynamo)
+    is off on an MPS run, as upstream runs it. onlyCPU / onlyCUDA keep the test off MPS."""
     if dec is unittest.expectedFailure:
         return XFAIL
-    label = (getattr(dec, "__qualname__", None) or type(dec).__name__).lower()
-    if "expectedfailure" in label:
+    device = getattr(dec, "device_type", None)
+    if isinstance(device, str) and device != "mps":
+        return None
+    label = getattr(dec, "__qualname__", None) or type(dec).__name__
+    words = {w.lower() for w in _DEVICE_WORD.findall(label)}
+    if label.startswith("only") and label != "onlyNativeDeviceTypes":
+        return None if "mps" in words else SKIP        # onlyCPU, onlyCUDA: not run on MPS
+    if words and "mps" not in words:
+        return None
+    low = label.lower()
+    if "expectedfailure" in low:
         return XFAIL
-    if dec is unittest.skip or label.startswith("skip"):
+    if dec is unittest.skip or low.startswith("skip.<locals>") or (
+            low.startswith("skip") and "mps" in words):
         dep = getattr(dec, "dep", True)   # common_device_type.skipIf-style classes
         return SKIP if (dep if isinstance(dep, bool) else True) else None
     return None

@@ -33,6 +33,7 @@ class Options:
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -57,7 +58,9 @@ def run(opts: Options) -> int:
     reason = backend.unavailable_reason()
     if reason:
         raise PorterError(reason)
-    ctx = runner.make_context(root, backend, checkout)
+    from porter.harness.expectations import parse_macos
+    ctx = runner.make_context(root, backend, checkout,
+                              parse_macos(opts.macos) if opts.macos else None)
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
@@ -88,6 +91,8 @@ def run(opts: Options) -> int:
         "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
+        "samples": ctx.samples.source,
+        "macos": ".".join(map(str, ctx.macos)),
     }
     if upstream_note:
         meta["upstream_error"] = upstream_note
@@ -100,9 +105,13 @@ def run(opts: Options) -> int:
                              "diff": changes.diff() if changes else ""}
         out.write(json.dumps(data, indent=1) + "\n")
     else:
+        tol = ctx.lists.source if ctx.lists.source != "built-in" else \
+            "porter's built-in copy (approximate: the checkout has no test/test_mps.py lists)"
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
-                  f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
-                  f"tolerance lists {ctx.lists.source}")
+                  f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'} "
+                  f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
+                  f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
+                  f"; tolerance lists {tol}")
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
         out.write(report.render_text(results, root_arg, header))
