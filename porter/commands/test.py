@@ -24,6 +24,9 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--reference-inputs", action="store_true",
+                        help="also run the OpInfo's reference_inputs (±0.0, ±inf, nan, subnormals, "
+                             "large values), reported as their own rows")
     parser.add_argument("--macos", metavar="VERSION",
                         help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
                              "this Mac's with --device mps, else the newest)")
@@ -37,4 +40,5 @@ def run(args) -> int:
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, macos=args.macos))
+                               upstream=args.upstream, macos=args.macos,
+                               reference_inputs=args.reference_inputs))

@@ -12,6 +12,8 @@ OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
 
 def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = None) -> str:
     parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
+    if result.reference:
+        parts.append("--reference-inputs")
     if sample is not None:
         parts += ["--sample", str(sample)]
     if root:
@@ -65,7 +67,9 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
     lines = [header] if header else []
     for result in results:
         lines.append("")
-        lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
+        what = ("reference inputs: extremal values, beyond upstream's samples"
+                if result.reference else f"xfail key {result.key!r}")
+        lines.append(f"{result.op}  ({what}, device {result.device})")
         if not result.dtypes:
             lines.append("  no dtype to test on this device")
             continue

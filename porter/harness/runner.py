@@ -52,6 +52,9 @@ class OpResult:
     device: str
     dtypes: list[DtypeResult] = field(default_factory=list)
     supported: list[str] = field(default_factory=list)   # every dtype testable on the device
+    # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
+    # which upstream's test does not; reported apart, never used to prune an expectation
+    reference: bool = False
 
     @property
     def failed(self) -> bool:
@@ -97,21 +100,29 @@ def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = N
 
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
-                 ctx: RunContext | None = None) -> list[OpResult]:
+                 ctx: RunContext | None = None, reference_inputs: bool = False) -> list[OpResult]:
     """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
-    `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index."""
+    `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index;
+    `reference_inputs`: also a result per OpInfo over its reference_inputs (±0.0, ±inf, nan,
+    subnormals, large magnitudes), after the upstream one."""
     if isinstance(backend, str):
         backend = get_backend(backend, root)
     if ctx is None:
         ctx = make_context(root, backend)
-    return [run_opinfo(info, ctx, dtypes=dtypes, sample=sample) for info in opdb.find(ctx.db, op)]
+    results = []
+    for info in opdb.find(ctx.db, op):
+        results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample))
+        if reference_inputs:
+            results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, reference=True))
+    return results
 
 
-def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) -> OpResult:
+def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
+               reference: bool = False) -> OpResult:
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
-                      backend.name)
+                      backend.name, reference=reference)
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
     supported, no_kernel = _tested_dtypes(info, backend, device_type)
     result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
@@ -133,7 +144,7 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) ->
                                           or f"no Metal kernel registered for {name}: the MPS "
                                           "test sends it, and MPS raises for it"))
         else:
-            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample))
+            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample, reference))
     result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
     return result
 
@@ -169,7 +180,8 @@ def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
     return supported & set(extra), supported - set(extra)
 
 
-def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None) -> DtypeResult:
+def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
+               reference: bool = False) -> DtypeResult:
     name = _dtype_name(dtype)
     xfail_by, skip_by, tol_floor = _expectations(info, dtype, ctx, device_type)
     res = DtypeResult(name, PASS)
@@ -181,7 +193,9 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
-        samples = info.sample_inputs("cpu", dtype, **ctx.samples.kwargs(info, dtype))
+        kwargs = ctx.samples.kwargs(info, dtype)
+        samples = info.reference_inputs("cpu", dtype, **kwargs) if reference else \
+            info.sample_inputs("cpu", dtype, **kwargs)
         for index, sample in enumerate(samples):
             if only is not None and index != only:
                 continue

@@ -34,6 +34,7 @@ class Options:
     allow_dirty: bool = False
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
+    reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -64,7 +65,7 @@ def run(opts: Options) -> int:
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx)
+                                       ctx=ctx, reference_inputs=opts.reference_inputs)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -76,7 +77,8 @@ def run(opts: Options) -> int:
 
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
-        pruned = prunemod.plan([r for r in results], ctx.expectations)
+        # expectations are about upstream's samples: reference-input rows never prune one
+        pruned = prunemod.plan([r for r in results if not r.reference], ctx.expectations)
         changes = ChangeSet(checkout.root)
         prunemod.add_to_changeset(changes, ctx.expectations, pruned)
         if changes and not opts.dry_run:
