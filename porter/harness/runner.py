@@ -189,7 +189,7 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
         res.outcome, res.expected_by = SKIP, skip_by
         res.message = "skipped by " + ", ".join(skip_by)
         return res
-    atol, rtol = tolerances.compute_tolerances(ctx.lists, info.name, info.variant_test_name, name)
+    atol, rtol = ctx.lists.tolerances(info, dtype)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
