@@ -34,6 +34,12 @@ class PorterError(Exception):
         return {"error": self.message, "path": self.path, "line": self.line, "hint": self.hint}
 
 
+class Incomplete(PorterError):
+    """A port porter cannot finish as asked (no functor body): exit 1, nothing written."""
+
+    exit_code = 1
+
+
 class NotAnOp(PorterError):
     """The name is not one op of native_functions.yaml: malformed, misspelt, or one overload."""
 

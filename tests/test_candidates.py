@@ -15,22 +15,26 @@ def test_table_on_fixture(mini_root):
     result = porter("candidates", root=mini_root)
     assert result.code == 0, result.err
     assert_expected_inline(result.out, """\
-OP                STATE     SHAPE     KIND    AUTO  FILES A PORT TOUCHES                                                       BODY FROM / WHY NOT
-acosh             mpsgraph  stub      unary   yes   UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                             selector acosh
-asinh             mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-atanh             mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-frac              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-sign              mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-signbit           mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
-logit             mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         is not a structured TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join
-pow               mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm   no DispatchStub behind its CPU kernel
-sgn               mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
-heaviside         no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py  CPU lambda
-special_log_ndtr  no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda
-special_ndtri     no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
+OP                 STATE     SHAPE     KIND    AUTO  FILES A PORT TOUCHES                                                       BODY FROM / WHY NOT
+acosh              mpsgraph  stub      unary   yes   UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                             selector acosh
+asinh              mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
+atanh              mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
+frac               mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
+sign               mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
+signbit            mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      CPU lambda
+logit              mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, MPSFallback.mm                         is not a structured TensorIterator op, so there is no shared CPU/CUDA kernel for MPS to join
+pow                mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm   no DispatchStub behind its CPU kernel
+sgn                mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm      the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
+sigmoid_backward   mpsgraph  impl      binary  no    native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm  the MPSGraph implementation sends 2 selectors (subtraction, multiplication), not one Metal function
+softplus_backward  mpsgraph  impl      scalar  no    native_functions.yaml, Activation.mm                                       takes (Tensor grad_output, Tensor self, Scalar beta, Scalar threshold): porter ports unary and binary tensor ops with no other arguments
+tanh_backward      mpsgraph  impl      binary  no    native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm  the MPSGraph implementation sends 3 selectors (square, subtraction, multiplication), not one Metal function
+heaviside          no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py  CPU lambda
+special_log_ndtr   no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda
+special_ndtri      no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-9 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (WHY NOT says what the others lack: a unary or binary op takes --body EXPR; alpha and scalar ops are not ported yet).
-1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
+12 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (WHY NOT says what the others lack: a unary or binary op takes --body EXPR; alpha and scalar ops are not ported yet).
+3 of them are backward ops (`.grad_input`), tested through their forward op's samples: `porter test OP --device emulate`.
+3 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
 FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP --dry-run` or `porter new-op OP --dry-run` shows every edit.
 """)
     assert snapshot(mini_root) == before

@@ -19,7 +19,7 @@ from porter.survey.op_status import findings_report, gather
 
 # Every reason a kind gives, as the words all reasons of that family share.
 KIND_PHRASES = (op_kind.NOT_ELEMENTWISE, op_kind.NOT_STRUCTURED, op_kind.COMPOSITE, op_kind.NO_OUT,
-                op_kind.UFUNC, op_kind.BACKWARD, "porter ports unary and binary tensor ops",
+                op_kind.UFUNC, "porter ports unary and binary tensor ops",
                 "porter ports ops with one output")
 
 
@@ -68,7 +68,10 @@ def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_
     ("logit", "scalar", op_kind.NOT_STRUCTURED),
     ("sub", "alpha", "takes (Tensor self, Tensor other, Scalar alpha=1): porter ports unary and "
                      "binary tensor ops with no other arguments"),
-    ("tanh_backward", "binary", op_kind.BACKWARD),
+    # a backward op with a Scalar: refused for the Scalar, as a forward op would be
+    ("softplus_backward", "scalar", "takes (Tensor grad_output, Tensor self, Scalar beta, Scalar "
+                                    "threshold): porter ports unary and binary tensor ops with no "
+                                    "other arguments"),
 ])
 def test_candidates_lists_what_the_commands_refuse_with_their_reason(real_tree_template, op, listed_as, reason):
     checkout = Checkout.at(real_tree_template)
@@ -116,7 +119,7 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
                  "  device_check: NoCheck   # TensorIterator\n", "unary", op_kind.NOT_ELEMENTWISE,
                  id="a-comment-is-not-a-fact"),
     pytest.param("x_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) "
-                 "-> Tensor(a!)", STRUCTURED + "  tags: pointwise\n", "binary", op_kind.BACKWARD,
+                 "-> Tensor(a!)", STRUCTURED + "  tags: pointwise\n", "binary", "",
                  id="backward"),
 ])
 def test_classify(schema, fields, shape, reason):

@@ -37,3 +37,22 @@ def lintrunner(report: Report) -> list[str]:
 
 def list_checks() -> list[str]:
     return [f"{cid} {name} [{severity}]: {text}" for cid, (name, severity, text) in CHECKS.items()]
+
+
+def markdown(report: Report, changed_since: str | None = None) -> str:
+    """A Markdown section for a job summary: one row per finding, with its fix."""
+    from porter.apply.summary import cell, code
+
+    scope = f" (changes since {code(changed_since)})" if changed_since else ""
+    if not report.findings:
+        return (f"### porter check{scope}: ✅ clean\n\n{len(report.ran)} checks ran; "
+                "no finding.\n")
+    counts = Counter(f.id for f in report.findings)
+    lines = [f"### porter check{scope}: ❌ {len(report.findings)} finding(s)", "",
+             ", ".join(f"{cid} {CHECKS[cid][0]} ×{n}" for cid, n in sorted(counts.items())) + ".", "",
+             "| check | where | finding | fix |", "|---|---|---|---|"]
+    for f in report.findings:
+        where = f"{f.path}:{f.line}" if f.line else f.path
+        lines.append(f"| {f.id} {f.name} | {code(where)} | {cell(f.message, 300)} | {cell(f.hint, 200)} |")
+    lines += [""] + [f"> note: {cell(n, 300)}" for n in report.notes]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -22,6 +22,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="with --prune: show the diff only")
     parser.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     parser.add_argument("--json", action="store_true", help="machine-readable results (mergeable)")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="text (default) or markdown: the table --summary appends")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also append a Markdown report (stale entries, failing ops, repro) to FILE, "
+                             "e.g. \"$GITHUB_STEP_SUMMARY\"")
 
 
 def run(args) -> int:
@@ -79,6 +84,13 @@ def run(args) -> int:
             applied = True
     failed = [f"{r.op} {d.dtype}: {d.message}" for r in result.results for d in r.dtypes
               if d.outcome == FAIL]
+    section = None
+    if args.summary or args.format == "markdown":
+        from porter.harness import markdown
+        section = markdown.audit_section(result.results, stale, result.orphans, failed, device,
+                                         result.keys)
+        if args.summary:
+            markdown.append(args.summary, section)
     if args.json:
         data = {"ok": not stale and not failed, "device": device, "shard": args.shard,
                 "keys": result.keys, "seconds": result.seconds, "stale": stale,
@@ -88,6 +100,8 @@ def run(args) -> int:
             data["prune"] = {"actions": pruned.actions, "reported": pruned.reported,
                              "applied": applied, "diff": changes.diff() if changes else ""}
         print(json.dumps(data, indent=1))
+    elif section is not None and args.format == "markdown":
+        sys.stdout.write(section)
     else:
         print(f"audit-xfails: {result.keys} keys, {len(result.results)} OpInfos, device {device}, "
               f"{result.seconds}s")

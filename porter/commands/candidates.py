@@ -59,6 +59,14 @@ def run(args) -> int:
         print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO: porter writes the "
               f"kernel body of {auto} itself (WHY NOT says what the others lack: a unary or binary op "
               "takes --body EXPR; alpha and scalar ops are not ported yet). `--verify` measures it.")
+    backward = sum(c.backward for c in found)
+    in_place = sum(c.way == "in place" for c in found)
+    if backward:
+        print(f"{backward} of them are backward ops (`.grad_input`), tested through their forward "
+              "op's samples: `porter test OP --device emulate`.")
+    if in_place:
+        print(f"{in_place} can only be ported in place: the op keeps its own MPS impl, whose body "
+              "then calls the kernel.")
     if inventory.others:
         print(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
               "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")

@@ -15,7 +15,7 @@ from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
 HELP = "static checks over the whole tree: yaml dispatch, kernels, stubs, expectations, torchgen"
-FORMATS = ("human", "json", "lintrunner")
+FORMATS = ("human", "json", "lintrunner", "markdown")
 
 
 def add_arguments(parser) -> None:
@@ -24,8 +24,11 @@ def add_arguments(parser) -> None:
                              "`@FILE` reads the paths from FILE, one per line (lintrunner's {{PATHSFILE}})")
     add_root_and_json(parser)
     parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="human (default), json (same as --json) or lintrunner (LintMessage JSON lines; "
-                             "exits 0 with findings, as lintrunner adapters must)")
+                        help="human (default), json (same as --json), lintrunner (LintMessage JSON lines; "
+                             "exits 0 with findings, as lintrunner adapters must) or markdown")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also append a Markdown table of the findings to FILE, e.g. "
+                             "\"$GITHUB_STEP_SUMMARY\"")
     parser.add_argument("--changed-since", metavar="REF",
                         help="report only findings on lines changed since the git ref REF, or about "
                              "ops those changes touch")
@@ -105,8 +108,13 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
     paths = _paths(args.paths, checkout.root)
     if paths is not None:
         report.findings = [f for f in report.findings if f.path in paths]
+    if args.summary:
+        from porter.apply.summary import append
+        append(args.summary, output.markdown(report, args.changed_since))
     if fmt == "json":
         print(output.as_json(report, root=str(checkout.root), changed_since=args.changed_since))
+    elif fmt == "markdown":
+        sys.stdout.write(output.markdown(report, args.changed_since))
     elif fmt == "lintrunner":
         for line in output.lintrunner(report):
             print(line)

@@ -16,6 +16,9 @@ HELP = ("replace an elementwise op's MPSGraph implementation by a native Metal k
 
 def add_arguments(parser) -> None:
     add_edit_options(parser)
+    parser.add_argument("--in-place", action="store_true",
+                        help="keep the op's own MPS impl (MPS: <op>_out_mps) and make its body run "
+                             "the Metal kernel, even where MPS could join the CPU/CUDA row")
 
 
 def run(args) -> int:
@@ -23,13 +26,14 @@ def run(args) -> int:
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
         migration = plan_migration(checkout, args.op, args.body, validator,
-                                   complex_body=args.complex_body)
+                                   complex_body=args.complex_body, in_place=args.in_place)
     spec = migration.spec
     written = apply_unless_dry(migration.changes, args.dry_run, args.allow_dirty)
     extra = {"functor": migration.functor.origin if migration.functor else None,
              "functor_detail": migration.functor.detail if migration.functor else None,
              "kind": spec.kind, "stub": spec.stub.name, "kernel": spec.kernel,
-             "removed": migration.removed}
+             "removed": migration.removed,
+             "in_place": spec.in_place._asdict() if spec.in_place else None}
     show_plan("migrate-from-mpsgraph", spec.op, migration.changes, migration.notes,
               dry_run=args.dry_run, applied=written, as_json=args.json, extra=extra)
     if args.test and not args.dry_run:

@@ -7,17 +7,24 @@ HELP = "run the OpInfo output-match test of ops on a device, per dtype (pass/fai
 
 def add_arguments(parser) -> None:
     parser.add_argument("ops", nargs="+", metavar="OP",
-                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr) or "
-                             "full name with variant (round.decimals_0)")
+                        help="OpInfo name (special.log_ndtr), aten name (special_log_ndtr), "
+                             "full name with variant (round.decimals_0), or a backward op "
+                             "(sigmoid_backward: tested through its forward op's samples)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("--device", default="mps",
-                        help="mps, cuda or emulate (default mps; cpu: compare CPU with CPU, "
-                             "for measuring overhead)")
+                        help="mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
+                             "installed torch's torch.mps.compile_shader on Apple silicon, no build) "
+                             "(default mps; cpu: compare CPU with CPU, for measuring overhead)")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="text (default) or markdown: the table --summary appends")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also append a Markdown table (op, dtype outcomes, first failing sample, "
+                             "repro) to FILE, e.g. \"$GITHUB_STEP_SUMMARY\"")
     parser.add_argument("--prune-xfails", action="store_true",
                         help="narrow or remove expectation entries that xpassed")
     parser.add_argument("--dry-run", action="store_true",
@@ -30,6 +37,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--macos", metavar="VERSION",
                         help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
                              "this Mac's with --device mps, else the newest)")
+    parser.add_argument("--grad", action="store_true",
+                        help="also compare gradients (upstream's test_output_grad_match) on mps/cuda; "
+                             "on emulate, test the backward kernels the op's derivative formula calls")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
@@ -38,7 +48,8 @@ def run(args) -> int:
     from porter.harness.session import Options, run as run_session
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
-                               junit=args.junit, prune_xfails=args.prune_xfails,
+                               junit=args.junit, summary=args.summary,
+                               markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, macos=args.macos,
+                               upstream=args.upstream, grad=args.grad, macos=args.macos,
                                reference_inputs=args.reference_inputs))

@@ -8,6 +8,7 @@ plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`specia
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,40 @@ def host_kernels(root: Path) -> list[HostKernel]:
             call = next((c for c in fn.calls if not c.with_params), None) if fn else None
             if call:
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar))
+    return found + in_place_kernels(root)
+
+
+IMPL_CALL_RE = re.compile(r'^TORCH_IMPL_FUNC\((?P<op>\w+?)_out_mps\)')
+THIS_CALL_RE = re.compile(r'exec_(?P<kind>unary|binary|ternary)_kernel\(\s*\*this\s*,\s*"(?P<kernel>\w+)"'
+                          r'(?P<scalar>\s*,)?')
+
+
+def in_place_kernels(root: Path) -> list[HostKernel]:
+    """Ops ported in place: `TORCH_IMPL_FUNC(<op>_out_mps)` bodies that run a Metal kernel on
+    `*this` (upstream's Activation.mm). The kernel is looked up in every .metal file, the
+    host file's `<stem>Kernel.metal` first: the bundled library holds them all."""
+    from porter.source.mpsgraph_scan import source_of
+    root = Path(root)
+    metals = sorted((root / KERNELS).glob("*.metal"))
+    found: list[HostKernel] = []
+    for mm in sorted((root / OPERATIONS).glob("*.mm")):
+        text = mm.read_text(encoding="utf-8", errors="replace")
+        if "*this" not in text or "TORCH_IMPL_FUNC" not in text:
+            continue
+        source = source_of(text)
+        for d in source.definitions:
+            m = IMPL_CALL_RE.match(text[d.start:d.end])
+            call = THIS_CALL_RE.search(text, d.start, d.end) if m else None
+            if not call:
+                continue
+            kernel = call["kernel"]
+            paired = [p for p in metals if p.stem == f"{mm.stem}Kernel"]
+            metal = next((p for p in paired + metals
+                          if re.search(rf"\b{re.escape(kernel)}\s*[,)]", p.read_text(encoding="utf-8",
+                                                                                   errors="replace"))),
+                         None)
+            if metal is not None:
+                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal, bool(call["scalar"])))
     return found
 
 

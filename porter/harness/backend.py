@@ -117,15 +117,24 @@ def _emulate(root):
     return EmulateBackend(root)
 
 
+def _mps_shader(root):
+    if root is None:        # like emulate: it compiles a checkout's .metal files
+        raise PorterError("--device mps-shader compiles a checkout's Metal kernels, and none was found",
+                          hint="run from a PyTorch checkout or pass --root DIR")
+    from porter.harness.mps_shader import MpsShaderBackend
+    return MpsShaderBackend(root)
+
+
 register_backend("cuda", lambda root: TorchDeviceBackend("cuda"))
 register_backend("mps", lambda root: TorchDeviceBackend("mps"))
 register_backend("cpu", lambda root: TorchDeviceBackend("cpu"))
 register_backend("cpu-mps", lambda root: TorchDeviceBackend("cpu", as_mps=True))
 register_backend("emulate", _emulate)
+register_backend("mps-shader", _mps_shader)
 
 # devices a user picks; `cpu` and `cpu-mps` are diagnostic (overhead measurement, audits
 # without a Mac) and not advertised
-PUBLIC_DEVICES = ("mps", "cuda", "emulate")
+PUBLIC_DEVICES = ("mps", "cuda", "emulate", "mps-shader")
 
 
 def backend_names() -> list[str]:
@@ -138,8 +147,8 @@ def get_backend(name: str, root=None) -> Backend:
         raise PorterError(f"unknown device {name!r}",
                           hint=f"choose one of {', '.join(PUBLIC_DEVICES)}")
     backend = factory(root)
-    for attr, default in (("device_type", "mps" if name == "emulate" else name),
-                          ("mps_expectations", name in ("mps", "emulate"))):
+    for attr, default in (("device_type", "mps" if name in ("emulate", "mps-shader") else name),
+                          ("mps_expectations", name in ("mps", "emulate", "mps-shader"))):
         if not hasattr(backend, attr):
             try:
                 setattr(backend, attr, default)

@@ -22,6 +22,7 @@ from porter.errors import PorterError
 from porter.source.xfail_lists import assignment
 
 MODIFIER = "mps_ops_modifier"
+GRAD_MODIFIER = "mps_ops_grad_modifier"       # test_output_grad_match's lists
 
 XFAIL, SKIP, XFAIL_OLD_MACOS = "xfail", "skip", "xfail-old-macos"
 
@@ -112,13 +113,25 @@ def load(checkout: Checkout) -> Expectations:
     return Expectations(path=None)
 
 
-def parse(text: str, rel: str = COMMON_MPS) -> Expectations | None:
-    """Parse the expectation dicts of `mps_ops_modifier` in `text`; None if it has none."""
+def load_grad(checkout: Checkout) -> Expectations:
+    """The expectations of upstream's test_output_grad_match (`mps_ops_grad_modifier`)."""
+    for rel in (COMMON_MPS, TEST_MPS):
+        if checkout.exists(rel):
+            exp = parse(checkout.read(rel), rel, GRAD_MODIFIER)
+            if exp is not None:
+                return exp
+    return Expectations(path=None)
+
+
+def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectations | None:
+    """Parse the expectation dicts of `mps_ops_modifier` (or `modifier`) in `text`; None if
+    it has none."""
+    modifier = modifier or MODIFIER
     try:
         tree = ast.parse(text)
     except SyntaxError as err:
         raise PorterError(f"cannot parse: {err.msg}", path=rel, line=err.lineno) from None
-    func = _find_modifier(tree)
+    func = _find_modifier(tree, modifier)
     if func is None:
         return None
     offsets = AstOffsets(text)
@@ -133,7 +146,7 @@ def parse(text: str, rel: str = COMMON_MPS) -> Expectations | None:
             complex_ops = (complex_ops or set()) | {
                 e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
             continue
-        kind = _kind(target)
+        kind = _kind(target, grad=modifier == GRAD_MODIFIER)
         if kind is None or not isinstance(value, ast.Dict):
             continue
         macos = _MACOS_BEFORE.search(target)
@@ -242,10 +255,10 @@ def parse_macos(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2) or 0)
 
 
-def _find_modifier(tree: ast.Module) -> ast.FunctionDef | None:
+def _find_modifier(tree: ast.Module, name: str = MODIFIER) -> ast.FunctionDef | None:
     """The first `mps_ops_modifier` that defines dicts (the `else:` stub defines none)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == MODIFIER:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
             if any(_assignment(s)[0] for s in node.body):
                 return node
     return None
@@ -258,9 +271,11 @@ def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
     return name, value
 
 
-def _kind(name: str) -> str | None:
-    if "SPARSE" in name or "GRAD" in name:
+def _kind(name: str, grad: bool = False) -> str | None:
+    if "SPARSE" in name or ("GRAD" in name and not grad):
         return None   # sparse / grad tests, not test_output_match
+    if grad:          # mps_ops_grad_modifier: XFAILLIST_GRAD, SKIPLIST_GRAD, ON_MPS_XFAILLIST
+        name = name.removesuffix("_GRAD")
     if name.endswith("SKIPLIST"):
         return SKIP
     if name.endswith("XFAILLIST"):

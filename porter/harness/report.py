@@ -7,6 +7,8 @@ from collections import Counter
 
 from porter.harness.runner import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
+GRAD_TEST = "test_output_grad_match"
+
 OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
 
 
@@ -14,6 +16,8 @@ def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = N
     parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
     if result.reference:
         parts.append("--reference-inputs")
+    if result.test == GRAD_TEST:
+        parts.append("--grad")
     if sample is not None:
         parts += ["--sample", str(sample)]
     if root:
@@ -67,9 +71,16 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
     lines = [header] if header else []
     for result in results:
         lines.append("")
-        what = ("reference inputs: extremal values, beyond upstream's samples"
-                if result.reference else f"xfail key {result.key!r}")
-        lines.append(f"{result.op}  ({what}, device {result.device})")
+        if result.reference:
+            lines.append(f"{result.op}  (reference inputs: extremal values, beyond upstream's "
+                         f"samples, device {result.device})")
+        elif result.via:
+            lines.append(f"{result.op}  (backward op, device {result.device}; samples of {result.via})")
+        elif result.test == GRAD_TEST:
+            lines.append(f"{result.op}  (output and gradients, {result.test}; xfail key "
+                         f"{result.key!r}, device {result.device})")
+        else:
+            lines.append(f"{result.op}  (xfail key {result.key!r}, device {result.device})")
         if not result.dtypes:
             lines.append("  no dtype to test on this device")
             continue

@@ -18,12 +18,14 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from porter.errors import PorterError
 from porter.harness import expectations as expmod
 from porter.harness import opdb, sample_rules, tolerances
 from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
 TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
+GRAD_TEST_NAME = "test_output_grad_match"
 
 
 @dataclass
@@ -55,6 +57,8 @@ class OpResult:
     # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
     # which upstream's test does not; reported apart, never used to prune an expectation
     reference: bool = False
+    test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
+    via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
 
     @property
     def failed(self) -> bool:
@@ -80,6 +84,7 @@ class RunContext:
     db: opdb.OpDb
     macos: tuple[int, int] | None = None
     samples: sample_rules.SampleRules = sample_rules.BUILT_IN
+    grad_expectations: expmod.Expectations | None = None     # read on first --grad use
 
 
 def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = None) -> RunContext:
@@ -100,21 +105,52 @@ def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = N
 
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
-                 ctx: RunContext | None = None, reference_inputs: bool = False) -> list[OpResult]:
+                 ctx: RunContext | None = None, grad: bool = False,
+                 reference_inputs: bool = False) -> list[OpResult]:
     """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
     `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index;
-    `reference_inputs`: also a result per OpInfo over its reference_inputs (±0.0, ±inf, nan,
-    subnormals, large magnitudes), after the upstream one."""
+    `grad`: compare gradients too (upstream's test_output_grad_match); `reference_inputs`:
+    also a result per OpInfo over its reference_inputs (±0.0, ±inf, nan, subnormals, large
+    magnitudes), after the upstream one."""
     if isinstance(backend, str):
         backend = get_backend(backend, root)
     if ctx is None:
         ctx = make_context(root, backend)
     results = []
-    for info in opdb.find(ctx.db, op):
+    for info in test_infos(op, ctx, grad):
         results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample))
-        if reference_inputs:
+        if reference_inputs and hasattr(info, "reference_inputs"):
             results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, reference=True))
     return results
+
+
+def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
+    """What `porter test op` runs: the OpInfos named `op`; for a backward op (no OpInfo of its
+    own), the forward op's samples fed through its derivative formula; with `grad`, the
+    forward op's gradients (on a device with autograd) or its backward ops (emulate)."""
+    from porter.harness import backward
+    from porter.source.checkout import Checkout
+    checkout = Checkout.at(ctx.root) if ctx.root is not None else None
+    if not grad:
+        try:
+            return opdb.find(ctx.db, op)
+        except PorterError:
+            infos = backward.backward_infos(checkout, ctx.db, op)
+            if infos is None:
+                raise
+            return infos
+    infos = opdb.find(ctx.db, op)
+    if getattr(ctx.backend, "name", "") != "emulate":
+        mps_like = getattr(ctx.backend, "device_type", "") == "mps"
+        return [backward.GradOpInfo(info, mps_like) for info in infos]
+    # The emulator has no autograd: it tests the backward kernels the formulas call.
+    names = backward.backward_ops_of(checkout, infos[0].aten_name or infos[0].name)
+    found = [b for name in names for b in (backward.backward_infos(checkout, ctx.db, name) or [])]
+    if not found:
+        raise PorterError(f"--grad --device emulate: the derivative formula of {op} calls no "
+                          "*_backward op, so there is no backward kernel to emulate",
+                          hint="run --grad on a device with autograd (mps, cuda)")
+    return found
 
 
 def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
@@ -122,7 +158,8 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
-                      backend.name, reference=reference)
+                      backend.name, test=getattr(info, "test_name", TEST_NAME),
+                      via=getattr(info, "via", None), reference=reference)
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
     supported, no_kernel = _tested_dtypes(info, backend, device_type)
     result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
@@ -189,6 +226,8 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
         res.outcome, res.expected_by = SKIP, skip_by
         res.message = "skipped by " + ", ".join(skip_by)
         return res
+    # a backward op or a --grad test takes the forward OpInfo's tolerances
+    tol_name = getattr(info, "tolerance_name", info.name)
     atol, rtol = ctx.lists.tolerances(info, dtype)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
@@ -200,7 +239,8 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
             if only is not None and index != only:
                 continue
             res.samples += 1
-            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res)
+            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res,
+                                tol_name)
             if err is not None:
                 res.failed_samples += 1
                 if res.first_failure is None:
@@ -218,10 +258,12 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
     return res
 
 
-def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> str | None:
+def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
+                  tol_name: str | None = None) -> str | None:
     """Run one sample; update the error maxima; return a one-line failure or None."""
     name = _dtype_name(dtype)
-    atol, rtol = tolerances.per_sample_tolerances(info.name, name, sample.kwargs, (atol, rtol))
+    atol, rtol = tolerances.per_sample_tolerances(tol_name or info.name, name, sample.kwargs,
+                                                  (atol, rtol))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning)
         try:
@@ -235,7 +277,10 @@ def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res) -> s
     _update_errors(res, cpu_out, dev_out)
     tc = _comparer(*tol_floor)
     try:
-        if info.name == "kthvalue":
+        compare = getattr(info, "compare", None)     # --grad: output and gradients apart
+        if compare is not None:
+            compare(tc, cpu_out, dev_out, atol, rtol, name)
+        elif info.name == "kthvalue":
             _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
         else:
             tc.assertEqual(cpu_out, dev_out, atol=atol, rtol=rtol)
@@ -320,16 +365,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     name = _dtype_name(dtype)
     key = opdb.xfail_key(info)
     mps_like = getattr(ctx.backend, "mps_expectations", False)
+    test_name = getattr(info, "test_name", TEST_NAME)
     if mps_like:
-        for entry in ctx.expectations.active(key, name, macos=ctx.macos):
+        # test_output_grad_match has lists of its own (mps_ops_grad_modifier)
+        expected = _grad_expectations(ctx) if test_name == GRAD_TEST_NAME else ctx.expectations
+        for entry in expected.active(key, name, macos=ctx.macos):
             (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
-        if ctx.expectations.complex_xfail(key, name):
+        if test_name == TEST_NAME and ctx.expectations.complex_xfail(key, name):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
     from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
     for index, info_dec in enumerate(info.decorators or ()):
         # a bare decorator (no DecorateInfo) applies to every test of the op
         decs = info_dec.decorators if hasattr(info_dec, "is_active") else [info_dec]
-        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype):
+        if hasattr(info_dec, "is_active") and not _is_active(info_dec, device_type, dtype, test_name):
             continue
         for dec in decs:
             if isinstance(dec, toleranceOverride):
@@ -348,11 +396,19 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
     return xfail, skip, (precision, rel_tol)
 
 
-def _is_active(info_dec, device_type, dtype) -> bool:
+def _is_active(info_dec, device_type, dtype, test_name: str = TEST_NAME) -> bool:
     try:
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype, {}))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype, {}))
     except TypeError:   # older torch: no param_kwargs
-        return bool(info_dec.is_active(TEST_CLASS, TEST_NAME, device_type, dtype))
+        return bool(info_dec.is_active(TEST_CLASS, test_name, device_type, dtype))
+
+
+def _grad_expectations(ctx: RunContext) -> expmod.Expectations:
+    if ctx.grad_expectations is None:
+        from porter.source.checkout import Checkout
+        ctx.grad_expectations = (expmod.load_grad(Checkout.at(ctx.root)) if ctx.root is not None
+                                 else expmod.Expectations(None))
+    return ctx.grad_expectations
 
 
 # Device words in a decorator's name (skipCPUIfNoLapack, skipCUDAIfRocm, skipXPU,

@@ -29,12 +29,15 @@ class Options:
     sample: int | None = None
     json: bool = False
     junit: str | None = None
+    summary: str | None = None              # append the Markdown table to this file
+    markdown: bool = False                  # print the Markdown table instead of text
     prune_xfails: bool = False
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
     reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
+    grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
 
@@ -53,6 +56,9 @@ def run(opts: Options) -> int:
     out = opts.out or sys.stdout
     if opts.prune_xfails and opts.sample is not None:
         raise PorterError("--prune-xfails needs every sample; drop --sample")
+    if opts.prune_xfails and opts.grad:
+        raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
+                          hint="run --prune-xfails without --grad")
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
@@ -65,7 +71,8 @@ def run(opts: Options) -> int:
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx, reference_inputs=opts.reference_inputs)
+                                       ctx=ctx, grad=opts.grad,
+                                       reference_inputs=opts.reference_inputs)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -74,6 +81,12 @@ def run(opts: Options) -> int:
     if opts.junit:
         from porter.harness import junit
         Path(opts.junit).write_text(junit.render(results, root_arg), encoding="utf-8")
+    if opts.summary or opts.markdown:
+        from porter.harness import markdown
+        section = markdown.test_section(results, backend.name, root_arg,
+                                        [f"--upstream not run: {upstream_note}"] if upstream_note else None)
+        if opts.summary:
+            markdown.append(opts.summary, section)
 
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
@@ -106,6 +119,8 @@ def run(opts: Options) -> int:
                              "status": changes.status_lines() if changes else [],
                              "diff": changes.diff() if changes else ""}
         out.write(json.dumps(data, indent=1) + "\n")
+    elif opts.markdown:
+        out.write(section)
     else:
         tol = ctx.lists.source if ctx.lists.source != "built-in" else \
             "porter's built-in copy (approximate: the checkout has no test/test_mps.py lists)"

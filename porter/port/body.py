@@ -192,7 +192,8 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
         return f"ends in '{last[1]}', an operator without its operand"
     if first[0] == "other" and first[1] in "*/%&|^<>=?:,.":
         return f"starts with '{first[1]}', an operator without its operand"
-    others = {"x"} if len(params) == 2 else {"a", "b"}
+    others = ({"x"} if len(params) == 2 else {"a", "b"}) if set(params) <= {"x", "a", "b"} \
+        else {"x", "a", "b"}
     used = {t for i, (k, t) in enumerate(tokens) if k == "name" and _next_significant(tokens, i) != "("
             and _previous_significant(tokens, i) != "."}        # `a.x` is a member, not x
     wrong = sorted((used & others) - set(params))

@@ -24,7 +24,7 @@ class Functor(NamedTuple):
 
 def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | None = None) -> Functor:
     """`c10_functions()` returns the c10::metal routines the checkout's headers define."""
-    params = ("x",) if spec.kind == UNARY else ("a", "b")
+    params = functor_params(spec)
     _check_expression("--body", body, spec, params, EXAMPLES)
     _check_expression("--complex-body", complex_body, spec, params, COMPLEX_EXAMPLES)
     if body is not None:
@@ -68,6 +68,12 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
                   int_body=int_body, float_out=float_out, int_out=int_out,
                   complex_body=complex_statements)
     return Functor(text, origin, detail, complex=complex_statements is not None)
+
+
+def functor_params(spec: OpSpec) -> tuple[str, ...]:
+    """The functor's argument names, as `--body` writes them: a backward op's schema names
+    (`grad_output`, `output`), else `x`, or `a` and `b`."""
+    return spec.arg_names or (("x",) if spec.kind == UNARY else ("a", "b"))
 
 
 def _check_expression(option: str, expression: str | None, spec: OpSpec, params, examples) -> None:

@@ -29,24 +29,26 @@ from porter.source.cpp_scan import line_of
 from porter.port.edits import mpsgraph as graph_edit
 from porter.port.edits import native_yaml as yaml_edit
 from porter.source.dtypes import has_integer
-from porter.errors import PorterError
+from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
 from porter.port.resolve import NATIVE, OpSpec, resolve
+from porter.port.functor import SKELETON, functor_params
 from porter.port.plan import Plan, plan_port
 
 FROM_SELECTOR = "mpsgraph-selector"
 
 
 class Migration(Plan):
-    def __init__(self, spec: OpSpec, changes: ChangeSet):
-        super().__init__(spec, changes)
-        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
+    pass
 
 
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
-                   validator=None, complex_body: str | None = None) -> Migration:
-    spec = _resolve(checkout, op)
+                   validator=None, complex_body: str | None = None,
+                   in_place: bool = False) -> Migration:
+    spec = _resolve(checkout, op, in_place)
+    if spec.in_place:
+        return _plan_in_place(checkout, spec, body, validator, complex_body)
     op = spec.op
     rows = [r for e in spec.entries for r in yaml_edit.mps_specific_rows(e)]
     yaml_text = checkout.read(co.NATIVE_YAML)
@@ -132,13 +134,40 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     return migration
 
 
+def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Migration:
+    """Keep the op's own MPS impl and make its body run the Metal kernel (resolve's InPlace)."""
+    place = spec.in_place
+    migration = Migration(spec, ChangeSet(checkout.root))
+    if spec.state == NATIVE:
+        migration.notes.append(f"{place.path}:{place.line}: {place.function} already runs a Metal "
+                               "kernel: nothing to migrate")
+        return migration
+    plan = plan_port(checkout, spec, body, changes=migration.changes, validator=validator,
+                     complex_body=complex_body)
+    if plan.functor is not None and plan.functor.origin == SKELETON:
+        params = " and ".join(functor_params(spec))
+        raise Incomplete(f"cannot port '{spec.op}' in place without a functor body "
+                         f"({plan.functor.detail}): porter never replaces a working MPSGraph "
+                         "implementation by a skeleton; nothing was written",
+                         path=place.path, line=place.line,
+                         hint=f"rerun with --body EXPR (in {params})")
+    migration.functor = plan.functor
+    migration.removed = plan.removed
+    how = ("--in-place" if place.reason == "--in-place"
+           else f"in place, because the shared row cannot be used: {place.reason}")
+    migration.notes.append(f"{place.path}:{place.line}: {how}; MPS keeps {place.function}, whose "
+                           "MPSGraph body now runs the Metal kernel on its TensorIterator")
+    migration.notes += plan.notes
+    return migration
+
+
 HAND_PORT = ("port it by hand: an MPS function that runs a Metal kernel, named by its own MPS row "
              "in native_functions.yaml")
 
 
-def _resolve(checkout: co.Checkout, op: str) -> OpSpec:
+def _resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     try:
-        return resolve(checkout, op)
+        return resolve(checkout, op, in_place)
     except PorterError as err:
         name = op.strip()
         name = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name

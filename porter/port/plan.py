@@ -13,6 +13,7 @@ from porter.port import validate
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
+from porter.port.edits import in_place as in_place_edit
 from porter.port.edits import metal as metal_edit
 from porter.port.edits import native_yaml as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
@@ -20,9 +21,10 @@ from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import PorterError
 from porter.source.dtypes import METAL
-from porter.port.functor import SKELETON, Functor, build
+from porter.port.functor import SKELETON, Functor, build, functor_params
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
+from porter.source.mpsgraph_scan import source_of
 from porter.source.opinfo_source import call_span
 from porter.port.resolve import UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
@@ -39,6 +41,7 @@ class Plan:
         self.changes = changes
         self.functor: Functor | None = None
         self.notes: list[str] = []
+        self.removed: list[dict] = []          # {"path", "line", "what", "name"}
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -57,9 +60,13 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     def write(path: str, new: str) -> None:
         cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
 
-    yaml_changed = _plan_yaml(spec, read, write)
+    # A port in place keeps the op's own MPS row: the yaml does not change.
+    yaml_changed = False if spec.in_place else _plan_yaml(spec, read, write)
     _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
-    _plan_host(checkout, spec, read, write)
+    if spec.in_place:
+        _plan_in_place_host(checkout, spec, read, write, plan)
+    else:
+        _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
     if yaml_changed:
         # Last, so that a warm validator has had the whole planning to import torchgen.
@@ -89,7 +96,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         if plan.functor.origin == SKELETON:
             plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
                               f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
-                              f"with --body EXPR (in {'x' if spec.kind == UNARY else 'a and b'}).")
+                              f"with --body EXPR (in {' and '.join(functor_params(spec))}).")
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
                                   "EXPR and --complex-body EXPR together")
@@ -191,6 +198,31 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
     write(spec.host_path, new)
     hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
     validate.stub_registered_once(hosts, spec.stub.name)
+    validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
+
+
+def _plan_in_place_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    """The op's own impl calls the kernel on its iterator; its MPSGraph helpers go."""
+    place = spec.in_place
+    text = read(place.path)
+    source = source_of(text)
+    impl = next((d for d in source.named({place.function}) if d.shape == "impl"), None)
+    if impl is None:
+        raise PorterError(f"TORCH_IMPL_FUNC({place.function}) is no longer in this file",
+                          path=place.path, hint="rerun porter on the current tree")
+    if not source.is_metal(impl):
+        new, removed = in_place_edit.replace_body(text, impl, spec.kernel, spec.kind)
+        plan.removed += [{"path": place.path, "line": r.line, "what": r.what, "name": r.name}
+                         for r in removed]
+        text = new
+    if not in_place_edit.has_library(text):
+        try:
+            text = in_place_edit.add_library(text, spec.metal_path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+        except ValueError as err:
+            raise PorterError(str(err), path=place.path) from None
+        plan.notes.append(f"{place.path}: declares the bundled kernel library (`lib`) its new "
+                          "Metal call uses")
+    write(place.path, text)
     validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
 
 

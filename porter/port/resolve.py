@@ -34,6 +34,16 @@ class MpsGraphImpl(NamedTuple):
     line: int
 
 
+class InPlace(NamedTuple):
+    """A port that keeps the op's own `MPS: <op>_out_mps` row and replaces the MPSGraph body of
+    its `TORCH_IMPL_FUNC` by a call of the Metal kernel on the structured iterator (`*this`)."""
+
+    function: str        # sigmoid_backward_out_mps
+    path: str            # the host file that defines it
+    line: int
+    reason: str          # why the shared row could not be used (or "--in-place")
+
+
 class OpSpec(NamedTuple):
     op: str
     kind: str                               # unary | binary
@@ -54,13 +64,20 @@ class OpSpec(NamedTuple):
     registered_in: tuple[str, ...] = ()     # host files that already register the stub
     mpsgraph: tuple[MpsGraphImpl, ...] = ()
     notes: tuple[str, ...] = ()
+    # the functor's parameter names: a backward op's schema names (grad_output, output);
+    # empty for forward ops, whose functors take x, or a and b
+    arg_names: tuple[str, ...] = ()
+    in_place: InPlace | None = None
+    backward: bool = False
 
     @property
     def xfail_keys(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(o.xfail_key for o in self.opinfos))
 
 
-def resolve(checkout: co.Checkout, op: str) -> OpSpec:
+def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
+    """Every fact about `op`; `in_place` asks for the in-place port even when a shared row is
+    possible (`--in-place`)."""
     op = op.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
         raise NotAnOp(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
@@ -83,20 +100,47 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
     hosts = _host_files(checkout)
     classified, out_entry = op_kind.classify_family(fam)
     if not classified.portable:
-        raise _not_portable(op, fam, out_entry, hosts, classified)
+        err = _not_portable(op, fam, out_entry, hosts, classified)
+        if out_entry is not None and (classified.scalars or classified.strings):
+            # the reason is the same on every surface; the hint names what a port would need
+            err.hint = (f"passing {', '.join(classified.scalars + classified.strings)} to the "
+                        "Metal kernel is what is missing")
+            kernels = sorted({d.kernel for d in out_entry.dense_rows()})
+            if len(kernels) > 1:
+                err.hint += (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so it "
+                             "would be ported in place")
+        raise err
     kind = classified.shape
-    cpu_kernel = _shared_kernel(out_entry)
-    stub = _find_stub(checkout, op, cpu_kernel, out_entry)
+    graph = _mpsgraph_impls(fam, hosts, op)
+    place = None
+    try:
+        cpu_kernel = _shared_kernel(out_entry)
+        stub = _find_stub(checkout, op, cpu_kernel, out_entry)
+    except PorterError as err:
+        place = _in_place(checkout, op, out_entry, hosts, err.message)
+        if place is None:
+            raise
+        cpu_kernel, stub = "", NO_STUB
+    if in_place and place is None:
+        place = _in_place(checkout, op, out_entry, hosts, "--in-place")
+        if place is None:
+            raise PorterError(f"'{op}' cannot be ported in place: {_why_not_in_place(out_entry, hosts)}",
+                              path=co.NATIVE_YAML, line=out_entry.lineno,
+                              hint=f"drop --in-place: porter new-op {op} / migrate-from-mpsgraph {op}")
+    if place is not None:
+        return _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place, graph, hosts)
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
-    graph = _mpsgraph_impls(fam, hosts, op)
     state = _state(fam, registered, graph)
     opinfos, refs = for_op(checkout, op)
     lam = scalar_lambda(checkout, stub.name)
     promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
                 or meta_promotes_to_float(checkout, op))
     dtypes = mps_dtypes(opinfos)
+    backward = out_entry.is_backward
+    if backward:
+        dtypes = backward_dtypes(checkout, op)
     returns_bool = bool(lam and lam.return_type == "bool")
     kernel = _existing_kernel(stub_hosts, stub.name) or op
     pair = PAIRS[kind]
@@ -105,8 +149,76 @@ def resolve(checkout: co.Checkout, op: str) -> OpSpec:
         cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
         metal_path=f"{co.KERNELS}/{pair}.metal", host_path=f"{co.OPERATIONS}/{pair}.mm",
         opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
-        promotes_int_to_float=promotes and not returns_bool, returns_bool=returns_bool,
-        scalar_lambda=lam, registered_in=registered, mpsgraph=graph)
+        promotes_int_to_float=promotes and not returns_bool and not backward,
+        returns_bool=returns_bool, scalar_lambda=lam, registered_in=registered, mpsgraph=graph,
+        arg_names=_arg_names(out_entry) if backward else (), backward=backward)
+
+
+# A port in place has no DispatchStub of its own to register.
+NO_STUB = Stub("", "", "", "", 0)
+# What a backward kernel computes in: gradients are floating point (upstream's
+# test_output_grad_match sends float32 and float16; bfloat16 runs the same kernel)
+BACKWARD_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+
+
+def backward_dtypes(checkout: co.Checkout, op: str) -> frozenset[str]:
+    """The dtypes a backward op's kernel receives: the floating dtypes its forward op's
+    OpInfos test on MPS (float32, float16, bfloat16 when no forward OpInfo is found)."""
+    from porter.source.derivatives import forward_of
+    forward = forward_of(checkout, op)
+    if forward is None:
+        return BACKWARD_DTYPES
+    opinfos, _ = for_op(checkout, forward.op)
+    found = mps_dtypes(opinfos) & BACKWARD_DTYPES
+    return found or BACKWARD_DTYPES
+
+
+def _arg_names(entry: native_yaml.Entry) -> tuple[str, ...]:
+    return tuple(native_yaml.argument_name(a) for a in native_yaml.arguments(entry.schema).tensors)
+
+
+def _in_place(checkout, op: str, out_entry, hosts, reason: str) -> InPlace | None:
+    """The op's own structured MPS impl, which an in-place port keeps, or None."""
+    if out_entry.fields.get("structured") != "True":
+        return None
+    from porter.source.mpsgraph_scan import source_of
+    for row in out_entry.mps_rows():
+        if not row.kernel.endswith("_mps"):
+            continue
+        for rel, host in _naming(hosts, row.kernel).items():
+            for d in source_of(host.text).named({row.kernel}):
+                if d.shape == "impl":
+                    return InPlace(row.kernel, rel, d.line, reason)
+    return None
+
+
+def _why_not_in_place(out_entry, hosts) -> str:
+    if out_entry.fields.get("structured") != "True":
+        return (f"{out_entry.full_name} is not structured, so there is no TORCH_IMPL_FUNC iterator "
+                "to run the kernel on (build a TensorIteratorConfig by hand)")
+    rows = [r.kernel for r in out_entry.mps_rows()]
+    if not rows:
+        return f"{out_entry.full_name} has no MPS row of its own"
+    return f"no TORCH_IMPL_FUNC({rows[0]}) in {co.OPERATIONS}/*.mm"
+
+
+def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InPlace, graph,
+                   hosts) -> OpSpec:
+    opinfos, refs = for_op(checkout, op)
+    backward = out_entry.is_backward
+    dtypes = backward_dtypes(checkout, op) if backward else mps_dtypes(opinfos)
+    lam = scalar_lambda(checkout, stub.name) if stub.name else None
+    from porter.source.mpsgraph_scan import source_of
+    impl = next(d for d in source_of(hosts[place.path].text).named({place.function}))
+    state = NATIVE if source_of(hosts[place.path].text).is_metal(impl) else MPSGRAPH
+    returns_bool = bool(lam and lam.return_type == "bool")
+    return OpSpec(
+        op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
+        cpu_kernel="", stub=stub, kernel=op, metal_path=f"{co.KERNELS}/{PAIRS[kind]}.metal",
+        host_path=place.path, opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
+        promotes_int_to_float=False, returns_bool=returns_bool, scalar_lambda=lam,
+        mpsgraph=graph if state == MPSGRAPH else (), arg_names=_arg_names(out_entry) if backward else (),
+        in_place=place, backward=backward)
 
 
 def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:
@@ -173,12 +285,24 @@ def _host_files(checkout: co.Checkout) -> dict[str, HostFile]:
 
 
 def _mpsgraph_impls(fam, hosts: dict[str, HostFile], op: str) -> tuple[MpsGraphImpl, ...]:
-    found = [MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno) for row in mpsgraph_rows(fam)]
+    found = [MpsGraphImpl("row", (row.kernel,), co.NATIVE_YAML, row.lineno) for row in mpsgraph_rows(fam)
+             if not _runs_metal(hosts, row.kernel)]
     for rel, host in _naming(hosts, op).items():
         if op in host.mpsgraph_stubs:
             selector, line = host.mpsgraph_stubs[op]
             found.append(MpsGraphImpl("stub", (selector,), rel, line))
     return tuple(found)
+
+
+def _runs_metal(hosts: dict[str, HostFile], function: str) -> bool:
+    """An op's own MPS function that already calls a Metal kernel (ported in place)."""
+    from porter.source.mpsgraph_scan import source_of
+    for host in _naming(hosts, function).values():
+        source = source_of(host.text)
+        defs = source.named({function})
+        if defs and all(source.is_metal(d) for d in defs):
+            return True
+    return False
 
 
 def mpsgraph_rows(fam) -> list[native_yaml.DispatchLine]:

@@ -37,12 +37,17 @@ def _word_re(word: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(word)}\b")
 
 
+# Base macros with a scalar argument: name -> index of its type (alpha, decimals, ...).
+ALPHA_MACROS = {"REGISTER_UNARY_ALPHA_OP": 2, "REGISTER_BINARY_ALPHA_OP": 2}
+
+
 class Registration(NamedTuple):
     kernel: str
     in_type: str
     out_type: str
     macro: str          # the base macro
     line: int           # line of the top-level invocation in the file
+    alpha_type: str = ""    # the scalar argument's type, for ALPHA_MACROS
 
 
 class Define(NamedTuple):
@@ -115,7 +120,8 @@ class MetalFile(SourceFile):
         if name in BASE_MACROS:
             i_in, i_out = BASE_MACROS[name]
             if len(args) > max(i_in, i_out):
-                out.append(Registration(args[0], args[i_in], args[i_out], name, line))
+                alpha = args[ALPHA_MACROS[name]] if name in ALPHA_MACROS else ""
+                out.append(Registration(args[0], args[i_in], args[i_out], name, line, alpha))
             return
         define = self.defines[name]
         body = define.body

@@ -16,6 +16,9 @@ FUNC_RE = re.compile(r"^- func:\s*(?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za
 DISPATCH_LINE_RE = re.compile(r"^(?P<indent>\s{4,})(?P<keys>[A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)\s*:\s*(?P<kernel>[A-Za-z0-9_:]+)\s*(?P<comment>#.*)?$")
 FIELD_RE = re.compile(r"^  (?P<key>[a-z_]+):\s*(?P<value>.*?)\s*(#.*)?$")
 
+# How a backward op names its out overload (`sigmoid_backward.grad_input`).
+BACKWARD_OUT_OVERLOADS = ("grad_input", "grad_output")
+
 # The dense backends whose kernels MPS shares when an op is ported natively.
 DENSE_BACKENDS = ("CPU", "CUDA")
 
@@ -93,6 +96,11 @@ class Entry:
     @property
     def is_out(self) -> bool:
         return "Tensor(a!) out" in self.schema or self.overload.startswith("out")
+
+    @property
+    def is_backward(self) -> bool:
+        """A backward op's entry (`sigmoid_backward.grad_input`, `gelu_backward`)."""
+        return self.name.endswith("_backward") or self.overload in BACKWARD_OUT_OVERLOADS
 
     @property
     def structured_delegate(self) -> str | None:

@@ -45,7 +45,6 @@ COMPOSITE = ("has no CPU/CUDA kernel: it is composite (or an alias) and runs thr
 NO_OUT = "has no out= overload with CPU/CUDA kernels for MPS to share"
 UFUNC = ("has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no DispatchStub "
          "for MPS to join")
-BACKWARD = "is a backward op (it writes `grad_input`): porter ports forward ops"
 
 
 class OpKind(NamedTuple):
@@ -84,8 +83,6 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
     if not structured:
         reason = NOT_STRUCTURED if pointwise else NOT_ELEMENTWISE
         return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
-    if is_backward(entry):
-        return OpKind(shape, elementwise, BACKWARD, HAND_PORT, **facts)
     if args.others or len(tensors) not in (1, 2):
         written = ", ".join(args.positional + args.keyword)
         return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
@@ -98,8 +95,11 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
-    return entry.overload == "grad_input" or any(
-        native_yaml.argument_name(a) == "grad_input" for a in native_yaml.arguments(entry.schema).outputs)
+    """A backward op's out= overload (`sigmoid_backward.grad_input`, `.grad_output`): ported as
+    any other out= overload, tested through its forward op (porter.harness.backward)."""
+    return entry.overload in native_yaml.BACKWARD_OUT_OVERLOADS or any(
+        native_yaml.argument_name(a) in native_yaml.BACKWARD_OUT_OVERLOADS
+        for a in native_yaml.arguments(entry.schema).outputs)
 
 
 def writes_out(entry: native_yaml.Entry) -> bool:

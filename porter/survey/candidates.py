@@ -39,6 +39,8 @@ class Candidate:
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
     command: str = ""
+    backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
+    way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
 
 
 @dataclass
@@ -150,7 +152,11 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         automatic, how = _automatic(op, kind, out, defs, facts)
     else:
         automatic, how = False, classified.reason
-    if kind in PAIRS:
+    way = "in place" if how.startswith(IN_PLACE_ONLY) else "shared"
+    if way == "in place":
+        # the yaml row stays; the impl's own host file and the kernel file change
+        files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[kind]}.metal"]
+    elif kind in PAIRS:
         files += [f"{co.KERNELS}/{PAIRS[kind]}.metal", f"{co.OPERATIONS}/{PAIRS[kind]}.mm"]
     keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
     if state == NO_MPS and keys & facts.unimplemented:
@@ -161,16 +167,28 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command)
+                     tuple(dict.fromkeys(files)), command, backward=out.is_backward, way=way)
+
+
+IN_PLACE_ONLY = "in place only"
 
 
 def _automatic(op: str, kind: str, out, defs, facts: _Facts) -> tuple[bool, str]:
     kernels = {r.kernel for r in out.dense_rows()}
     keys = {k for r in out.dense_rows() for k in r.keys}
+    own = {r.kernel for r in out.mps_rows()}
+    in_place = out.fields.get("structured") == "True" and any(
+        d.shape == "impl" and d.name in own for _, _, d in defs)
     if len(kernels) != 1 or not {"CPU", "CUDA"} <= keys:
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (CPU and CUDA share no kernel): --body EXPR; the impl "
+                           "keeps its row and calls the kernel")
         return False, "CPU and CUDA share no kernel for MPS to join"
     stub = facts.stub_of(op, next(iter(kernels)))
     if stub is None:
+        if in_place:
+            return False, (f"{IN_PLACE_ONLY} (no DispatchStub behind its CPU kernel): --body EXPR; "
+                           "the impl keeps its row and calls the kernel")
         return False, "no DispatchStub behind its CPU kernel"
     if stub.iterator_type is None or len(stub.params) != 1:
         return False, f"{stub.name} takes ({', '.join(stub.params)})"

@@ -202,7 +202,13 @@ def device() -> str:
 
 def _next(st: Status, spec, refusal: PorterError | None) -> None:
     dev = device()
-    if st.state == MPSGRAPH and spec is not None:
+    if st.state == MPSGRAPH and spec is not None and spec.backward and spec.scalar_lambda is None:
+        # no CPU lambda to translate (upstream's backward kernels are vectorized): the body is
+        # the user's, in the schema's names
+        params = " and ".join(spec.arg_names)
+        st.next = f"porter migrate-from-mpsgraph {st.op} --body EXPR"
+        st.why = f"replace the MPSGraph path with a Metal kernel whose body EXPR is in {params}"
+    elif st.state == MPSGRAPH and spec is not None:
         st.next, st.why = f"porter migrate-from-mpsgraph {st.op}", "replace the MPSGraph path with a Metal kernel"
     elif st.state == UNPORTED and spec is not None:
         st.next, st.why = f"porter new-op {st.op}", "scaffold the Metal kernel"

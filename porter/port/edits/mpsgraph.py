@@ -35,21 +35,32 @@ def delete_definitions(text: str, definitions: list[Definition], op: str,
     source = source_of(text)
     removed = [Removed(d.name, d.shape, d.line) for d in definitions]
     spans = [_extended(text, d.start, d.end) for d in definitions]
+    helpers = orphaned_statics(text, source, spans)
+    spans += [span for span, _ in helpers]
+    removed += [Removed(s.name, "static helper", s.line) for _, s in helpers]
+    new = cut(text, spans)
+    new, include = _drop_native_include(new, op, header_kernels)
+    if include:
+        removed.append(Removed(f"ATen/ops/{op}_native.h", "include", line_of(text, text.find(include))))
+    return new, removed
+
+
+def orphaned_statics(text: str, source: HostSource, spans: list[tuple[int, int]]) -> list:
+    """[(span to cut, static)] for the `static` functions that cutting `spans` leaves unused,
+    repeatedly (a helper of a helper). Statics already unused are not ours to touch."""
+    spans = list(spans)
+    found = []
     used_before = {s.name for s in source.statics if _used_outside(source, s, [])}
     while True:
         orphans = [s for s in source.statics
                    if s.name in used_before and not any(a <= s.start < b for a, b in spans)
                    and not _used_outside(source, s, spans)]
         if not orphans:
-            break
+            return found
         for s in orphans:
-            spans.append(_extended(text, s.start, s.end))
-            removed.append(Removed(s.name, "static helper", s.line))
-    new = _cut(text, spans)
-    new, include = _drop_native_include(new, op, header_kernels)
-    if include:
-        removed.append(Removed(f"ATen/ops/{op}_native.h", "include", line_of(text, text.find(include))))
-    return new, removed
+            span = _extended(text, s.start, s.end)
+            spans.append(span)
+            found.append((span, s))
 
 
 def _used_outside(source: HostSource, s, spans: list[tuple[int, int]]) -> bool:
@@ -81,7 +92,8 @@ def _extended(text: str, start: int, end: int) -> tuple[int, int]:
     return first, last
 
 
-def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+def cut(text: str, spans: list[tuple[int, int]], inserts: dict[int, str] | None = None) -> str:
+    """`text` without `spans`; `inserts` maps a span's start to the text that replaces it."""
     merged: list[list[int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:
@@ -91,6 +103,7 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
     out, pos = [], 0
     for a, b in merged:
         out.append(text[pos:a])
+        out.append((inserts or {}).get(a, ""))
         pos = b
     out.append(text[pos:])
     return "".join(out)

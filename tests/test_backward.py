@@ -1,0 +1,262 @@
+"""Backward ops (`sigmoid_backward.grad_input`): resolve, port (shared row or in place) and test
+through the forward op's samples; `porter test OP --grad` for forward ops."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from porter.source.checkout import NATIVE_YAML, OPERATIONS, Checkout
+from porter.source.derivatives import forward_of
+from tests.porter_run import changed_files, git_init, porter, snapshot
+
+needs_compiler = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+
+BODIES = {"sigmoid_backward": "grad_output * (1 - output) * output",
+          "tanh_backward": "grad_output * (1 - output * output)"}
+ACTIVATION = f"{OPERATIONS}/Activation.mm"
+
+
+def _outcomes(result) -> dict[str, str]:
+    assert result.out.startswith("{"), result.err
+    return {case["dtype"]: case["outcome"] for op in json.loads(result.out)["ops"]
+            for case in op["dtypes"]}
+
+
+def test_forward_of_reads_the_formula_that_calls_the_backward_op(mini_root):
+    checkout = Checkout.at(mini_root)       # no tools/autograd: torchgen's packaged copy
+    table = {op: (f.op, f.call_args) if (f := forward_of(checkout, op)) else None
+             for op in ("sigmoid_backward", "tanh_backward", "logit_backward", "softplus_backward",
+                        "gelu_backward", "threshold_backward", "leaky_relu_backward", "heaviside")}
+    assert table == {
+        "sigmoid_backward": ("sigmoid", ("grad", "result")),
+        "tanh_backward": ("tanh", ("grad", "result")),
+        # logit's formula is a conditional: the plain call, not infinitely_differentiable_*
+        "logit_backward": ("logit", ("grad", "self", "eps")),
+        "softplus_backward": ("softplus", ("grad", "self", "beta", "threshold")),
+        # gelu_backward's own entry (its double backward) never counts
+        "gelu_backward": ("gelu", ("grad", "self", "approximate")),
+        # relu's formula comes first in the file; the op named like the backward op wins
+        "threshold_backward": ("threshold", ("grad", "self", "threshold")),
+        "leaky_relu_backward": ("leaky_relu", ("grad", "self", "negative_slope", "false")),
+        "heaviside": None,
+    }
+
+
+def test_a_checkouts_own_derivatives_yaml_comes_first(mini_root):
+    path = mini_root / "tools" / "autograd" / "derivatives.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("- name: mine(Tensor self) -> Tensor\n  self: sigmoid_backward(grad, result)\n")
+    found = forward_of(Checkout.at(mini_root), "sigmoid_backward")
+    assert (found.op, found.path, found.line) == ("mine", "tools/autograd/derivatives.yaml", 1)
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", sorted(BODIES))
+def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, monkeypatch, op):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    migrated = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
+    assert migrated.code == 0, migrated.err
+    yaml = (real_root / NATIVE_YAML).read_text()
+    assert f"MPS: {op}_out_mps" not in yaml and f"{op}_out_mps" not in (real_root / ACTIVATION).read_text()
+    assert f"REGISTER_DISPATCH({op}_stub, &{op}_mps_kernel)" in \
+        (real_root / OPERATIONS / "BinaryKernel.mm").read_text()
+
+    result = porter("test", op, "--device", "emulate", "--json", root=real_root)
+    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass"}
+    assert result.code == 0
+    report = json.loads(result.out)["ops"][0]
+    assert report["test"] == "backward_output_match"
+    assert report["via"].startswith(op.removesuffix("_backward") + " (")
+    again = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
+    assert again.code == 0 and "nothing to do" in again.out
+
+
+@needs_compiler
+def test_a_wrong_body_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "sigmoid_backward", "--body", "grad_output * output",
+                  root=real_root).code == 0
+    result = porter("test", "sigmoid_backward", "--device", "emulate", root=real_root)
+    assert result.code == 1
+    assert "summary: 0 pass, 3 fail" in result.out
+    assert "repro: porter test sigmoid_backward --device emulate --dtype float32 --sample 0" in result.out
+
+
+IN_PLACE_IMPL = """\
+TORCH_IMPL_FUNC(tanh_backward_out_mps)(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
+  if (this->numel() == 0)
+    return;
+  lib.exec_binary_kernel(*this, "tanh_backward");
+}
+"""
+
+
+@needs_compiler
+def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    before = snapshot(real_root)
+    migrated = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
+                      BODIES["tanh_backward"], "--json", root=real_root)
+    assert migrated.code == 0, migrated.err
+    assert json.loads(migrated.out)["in_place"]["function"] == "tanh_backward_out_mps"
+    assert changed_files(before, snapshot(real_root)) == [
+        "aten/src/ATen/native/mps/kernels/BinaryKernel.metal", ACTIVATION]
+    host = (real_root / ACTIVATION).read_text()
+    assert IN_PLACE_IMPL in host
+    assert "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();" in host
+    assert "#include <ATen/ops/tanh_backward_native.h>" in host       # the impl still needs it
+
+    result = porter("test", "tanh_backward", "--device", "emulate", "--json", root=real_root)
+    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass"}
+    # the forward op's --grad on the emulator tests the backward kernel its formula calls
+    grad = porter("test", "tanh", "--grad", "--device", "emulate", "--json", root=real_root)
+    assert grad.code == 0 and [o["op"] for o in json.loads(grad.out)["ops"]] == ["tanh_backward"]
+
+    again = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
+                   BODIES["tanh_backward"], root=real_root)
+    assert again.code == 0 and "nothing to do" in again.out
+    status = porter("status", "tanh_backward", root=real_root)
+    assert status.out.startswith("tanh_backward: native"), status.out
+
+
+def test_in_place_without_a_body_writes_nothing(real_root):
+    before = snapshot(real_root)
+    result = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", root=real_root)
+    assert result.code == 1
+    assert "never replaces a working MPSGraph implementation by a skeleton" in result.err
+    assert "--body EXPR (in grad_output and output)" in result.err
+    assert snapshot(real_root) == before
+
+
+@pytest.mark.parametrize("op, missing", [
+    ("logit_backward", "float? eps=None"),
+    ("softplus_backward", "Scalar beta, Scalar threshold"),
+    ("gelu_backward", "str approximate='none'"),
+    ("threshold_backward", "Scalar threshold"),
+])
+def test_backward_ops_with_other_arguments_are_refused_naming_them(real_root, op, missing):
+    before = snapshot(real_root)
+    result = porter("migrate-from-mpsgraph", op, "--body", "grad_output", root=real_root)
+    assert result.code == 2
+    assert f"passing {missing} to the Metal kernel is what is missing" in result.err
+    if op == "gelu_backward":
+        assert "gelu_backward_out_cpu, gelu_backward_out_cuda" in result.err
+        assert "so it would be ported in place" in result.err
+    assert snapshot(real_root) == before
+
+
+def test_a_body_in_the_forward_names_is_refused(real_root):
+    result = porter("migrate-from-mpsgraph", "sigmoid_backward", "--body", "a * b", "--dry-run",
+                    root=real_root)
+    assert result.code == 2
+    assert "uses a and b, but the functor's arguments are grad_output and output" in result.err
+
+
+def test_backward_op_on_cpu_compares_the_cpu_op_with_itself(real_root, tmp_path):
+    junit = tmp_path / "junit.xml"
+    result = porter("test", "sigmoid_backward", "--device", "cpu", "--json", "--junit", str(junit),
+                    root=real_root)
+    assert result.code == 0
+    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass",
+                                 "float64": "pass"}
+    assert 'name="backward_output_match_sigmoid_backward_cpu_float32"' in junit.read_text()
+
+
+def test_grad_on_cpu_runs_the_forward_op_and_its_gradients(real_root):
+    result = porter("test", "sigmoid", "--grad", "--device", "cpu", "--json", root=real_root)
+    assert result.code == 0
+    report = json.loads(result.out)["ops"]
+    assert [(r["op"], r["test"]) for r in report] == [("sigmoid", "test_output_grad_match")]
+    assert {c["outcome"] for c in report[0]["dtypes"]} == {"pass"}
+
+
+def test_grad_reports_wrong_gradients(real_root):
+    """What --grad prints if the device's backward were wrong: a device whose gradients are off."""
+    import torch
+
+    from porter.harness.backend import TorchDeviceBackend, register_backend, unregister_backend
+
+    class WrongGrad(TorchDeviceBackend):
+        def run(self, opinfo, sample, dtype):
+            out, grads = super().run(opinfo, sample, dtype)
+            return out, tuple(g * 2 if isinstance(g, torch.Tensor) else g for g in grads)
+
+    register_backend("wrong-grad", lambda root: WrongGrad("cpu"))
+    try:
+        result = porter("test", "sigmoid", "--grad", "--device", "wrong-grad", "--dtype", "float32",
+                        root=real_root)
+    finally:
+        unregister_backend("wrong-grad")
+    assert result.code == 1
+    assert "FAIL float32" in result.out
+    assert "repro: porter test sigmoid --device cpu --dtype float32 --grad --sample 0" in result.out
+
+
+HOST_WITH_HELPERS = """\
+namespace at::native {
+
+static MPSGraphTensor* square_of(MPSGraph* g, MPSGraphTensor* t) {
+  return [g squareWithTensor:t name:nil];
+}
+
+static MPSGraphTensor* shared_one(MPSGraph* g) {
+  return [g constantWithScalar:1.0 dataType:MPSDataTypeFloat32];
+}
+
+static MPSGraphTensor* one_minus_square(MPSGraph* g, MPSGraphTensor* t) {
+  return [g subtractionWithPrimaryTensor:shared_one(g) secondaryTensor:square_of(g, t) name:nil];
+}
+
+TORCH_IMPL_FUNC(tanh_backward_out_mps)
+(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
+  MPSGraphTensor* t = one_minus_square(graph, out);
+}
+
+TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
+  MPSGraphTensor* t = shared_one(graph);
+}
+
+} // namespace at::native
+"""
+
+
+def test_in_place_body_drops_the_helpers_only_the_old_body_used():
+    from porter.port.edits import in_place
+    from porter.source.mpsgraph_scan import source_of
+
+    impl = next(d for d in source_of(HOST_WITH_HELPERS).definitions if d.name == "tanh_backward_out_mps")
+    new, removed = in_place.replace_body(HOST_WITH_HELPERS, impl, "tanh_backward", "binary")
+    # one_minus_square, then the helper only it used; shared_one has another user
+    assert sorted(r.name for r in removed) == ["one_minus_square", "square_of"]
+    assert new == """\
+namespace at::native {
+
+static MPSGraphTensor* shared_one(MPSGraph* g) {
+  return [g constantWithScalar:1.0 dataType:MPSDataTypeFloat32];
+}
+
+TORCH_IMPL_FUNC(tanh_backward_out_mps)
+(const Tensor& grad_output, const Tensor& output, const Tensor& grad_input) {
+  if (this->numel() == 0)
+    return;
+  lib.exec_binary_kernel(*this, "tanh_backward");
+}
+
+TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
+  MPSGraphTensor* t = shared_one(graph);
+}
+
+} // namespace at::native
+"""
+    assert not in_place.has_library(new)
+    with_lib = in_place.add_library(new, "BinaryKernel")
+    assert with_lib.startswith("namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+                               "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
+                               "#else\n#include <ATen/native/mps/BinaryKernel_metallib.h>\n#endif\n\n")
+    assert in_place.has_library(with_lib)
