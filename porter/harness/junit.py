@@ -25,7 +25,7 @@ def render(results: list[OpResult], root: str | None = None) -> str:
                               **{k: str(v) for k, v in counts.items()})
         for key in total:
             total[key] += counts[key]
-        test = "test_reference_inputs_match" if result.reference else "test_output_match"
+        test = "test_reference_inputs_match" if result.reference else result.test
         for d in result.dtypes:
             case = ET.SubElement(suite, "testcase", classname=f"porter.{result.device}.{result.op}",
                                  name=f"{test}_{result.op.replace('.', '_')}_{result.device}_{d.dtype}",
