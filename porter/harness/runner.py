@@ -431,6 +431,9 @@ def _decorator_kind(dec) -> str | None:
         return None
     label = getattr(dec, "__qualname__", None) or type(dec).__name__
     words = {w.lower() for w in _DEVICE_WORD.findall(label)}
+    if label == "slowTest":             # upstream runs it only with PYTORCH_TEST_WITH_SLOW=1
+        from torch.testing._internal.common_utils import TEST_WITH_SLOW
+        return None if TEST_WITH_SLOW else SKIP
     if label.startswith("only") and label != "onlyNativeDeviceTypes":
         return None if "mps" in words else SKIP        # onlyCPU, onlyCUDA: not run on MPS
     if words and "mps" not in words:
