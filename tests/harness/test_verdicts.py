@@ -194,6 +194,8 @@ def test_case9_status_suggests_a_test_command_that_finds_the_op(real_root):
     port_mish(real_root, ("float", "half", "bfloat"))
     status = porter("status", "mish", root=real_root)
     assert status.out.startswith("mish: native"), status.out
+    # the OpInfo's name is the same op to status as well
+    assert porter("status", "nn.functional.mish", root=real_root).out == status.out
     suggested = [line.split("porter ", 1)[1] for line in status.out.splitlines()
                  if "porter test" in line]
     assert suggested, status.out
