@@ -1,8 +1,9 @@
 """Run the OpInfo output-match test of one op, per dtype, on a backend.
 
 Mirrors upstream's `TestConsistency.test_output_match`: every sample input (generated on the
-CPU with `set_seed=True`, forward only), run on the device and on a CPU copy; half/bfloat16
-reference in float32 when the CPU has no kernel; compared by `TestCase.assertEqual` (NaN equal,
+CPU with the keywords of the checkout test's `sample_inputs` call, porter.harness.sample_rules),
+run on the device and on a CPU copy; half/bfloat16 reference in float32 when the CPU has no
+kernel, cast back to the op's own output dtype; compared by `TestCase.assertEqual` (NaN equal,
 exact dtype) with `_compute_tolerances` and the OpInfo's tolerance overrides as floors.
 Unlike upstream, every sample runs (not only up to the first failure), so the report can give
 the number of failing samples and the worst error.
