@@ -49,7 +49,8 @@ def plan_in_memory(checkout: co.Checkout, op: str, state: str):
     return plan_port(checkout, resolve(checkout, op))
 
 
-def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = False) -> Verdict:
+def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = False,
+           dtypes: list[str] | None = None) -> Verdict:
     try:
         plan = plan_in_memory(checkout, op, state)
     except PorterError as err:
@@ -57,11 +58,13 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
     refusal = getattr(plan, "incomplete", None)       # a planning side that names what is missing
     if refusal:
         return Verdict(op, REFUSED, str(refusal))
-    return measure(checkout, op, plan.changes, reference_inputs)
+    return measure(checkout, op, plan.changes, reference_inputs, dtypes)
 
 
-def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = False) -> Verdict:
-    """Build and test `op` with `changes` laid over the checkout, writing nothing there."""
+def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = False,
+            dtypes: list[str] | None = None) -> Verdict:
+    """Build and test `op` with `changes` laid over the checkout, writing nothing there
+    (`dtypes`: only those)."""
     from porter.emulate.backend import EmulateBackend
     from porter.harness import expectations as expmod
     from porter.harness import runner
@@ -76,19 +79,13 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
             if planned is not None:
                 ctx.expectations = expmod.parse(planned, co.COMMON_MPS) or expmod.Expectations(None)
             try:
-                results = runner.run_op_tests(_opinfo_name(op), checkout.root, backend, ctx=ctx,
+                results = runner.run_op_tests(op, checkout.root, backend, ctx=ctx, dtypes=dtypes,
                                               reference_inputs=reference_inputs)
             except PorterError as err:
                 return Verdict(op, NOT_RUN, err.message)
         finally:
             backend.close()
     return _verdict(op, results)
-
-
-def _opinfo_name(op: str) -> str:
-    # the yaml spells special ops special_log_ndtr; their OpInfo is special.log_ndtr, which
-    # opdb.find also accepts under its aten name
-    return op
 
 
 def _verdict(op: str, results) -> Verdict:
