@@ -18,6 +18,14 @@ sys.path.insert(0, str(REPO))
 from porter.testing.trees import build_real_tree  # noqa: E402
 
 
+def require_libcst() -> None:
+    """The baseline of the editing benches is a libcst parse: an extra, not a porter dependency."""
+    import importlib.util
+
+    if importlib.util.find_spec("libcst") is None:
+        raise SystemExit("this bench times libcst as its baseline: pip install '.[bench]'")
+
+
 def scratch_dir(prefix: str) -> Path:
     """A temporary directory, removed when the bench exits."""
     path = Path(tempfile.mkdtemp(prefix=prefix))

@@ -17,7 +17,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-from _common import porter_argv, real_tree, scratch_dir, time_process
+from _common import require_libcst, porter_argv, real_tree, scratch_dir, time_process
 
 TARGET = 40.0
 CANDIDATES_TARGET_S = 2.0
@@ -100,6 +100,7 @@ def bytecode_cached():
 
 
 def main() -> None:
+    require_libcst()
     root = real_tree()
     cmi = root / "torch/testing/_internal/common_methods_invocations.py"
     argv = porter_argv("migrate-from-mpsgraph", "sign", "--dry-run", "--root", str(root))

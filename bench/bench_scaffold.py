@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from _common import porter_argv, real_tree, time_process
+from _common import require_libcst, porter_argv, real_tree, time_process
 
 TARGET = 30.0
 
@@ -24,6 +24,7 @@ def libcst_parse_seconds(path) -> float:
 
 
 def main() -> None:
+    require_libcst()
     root = real_tree()
     cmi = root / "torch/testing/_internal/common_methods_invocations.py"
     best, median = time_process(porter_argv("new-op", "heaviside", "--dry-run", "--root", str(root)))

@@ -10,7 +10,7 @@ import pytest
 
 from porter.source.checkout import NATIVE_YAML, OPERATIONS, Checkout
 from porter.source.derivatives import forward_of
-from tests.porter_run import changed_files, git_init, porter, snapshot
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
 
 needs_compiler = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
@@ -123,6 +123,12 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     assert again.code == 0 and "nothing to do" in again.out
     status = porter("status", "tanh_backward", root=real_root)
     assert status.out.startswith("tanh_backward: native"), status.out
+
+    # what a Mac says of an impl calling a kernel no .metal registers: fail, not skip
+    (real_root / ACTIVATION).write_text(host.replace('"tanh_backward"', '"tanh_backward_typo"'))
+    broken = porter("test", "tanh_backward", "--device", "emulate", root=real_root)
+    assert broken.code == 1
+    assert "no kernel 'tanh_backward_typo' registered in BinaryKernel.metal" in broken.out
 
 
 def test_in_place_without_a_body_writes_nothing(real_root):
@@ -260,3 +266,46 @@ TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
                                "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
                                "#else\n#include <ATen/native/mps/BinaryKernel_metallib.h>\n#endif\n\n")
     assert in_place.has_library(with_lib)
+
+
+def test_porter_test_runs_where_expecttest_is_not_installed(tmp_path):
+    """The CUDA machine the README's --grad command targets has torch but no expecttest."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    blocker = tmp_path / "sitecustomize.py"
+    # a None entry makes `import expecttest` fail and find_spec find nothing, as if not installed
+    blocker.write_text("import sys\nsys.modules['expecttest'] = None\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{repo}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "porter", "test", "sigmoid", "--grad", "--device", "cpu",
+                           "--dtype", "float32"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "summary: 1 pass, 0 fail" in done.stdout
+
+
+def test_in_place_kernel_goes_where_jit_builds_of_the_host_load_it(mini_root):
+    from porter.port.resolve import resolve
+
+    spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    assert (spec.in_place.function, spec.metal_path.rsplit("/", 1)[-1]) == (
+        "tanh_backward_out_mps", "BinaryKernel.metal")
+    host = mini_root / ACTIVATION
+    host.write_text(host.read_text().replace(
+        "namespace at::native {\n", "namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+        "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
+        "#include <ATen/native/mps/ActivationKernel_metallib.h>\n#endif\n", 1))
+    (mini_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").write_text(
+        "#include <c10/metal/indexing.h>\n")
+    spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    assert spec.metal_path.rsplit("/", 1)[-1] == "ActivationKernel.metal"
+    # a file without BinaryKernel.metal's local macros registers with the base macro, per dtype,
+    # right after the functor (upstream's ActivationKernel.metal style)
+    result = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
+                    BODIES["tanh_backward"], "--dry-run", root=mini_root)
+    assert result.code == 0, result.err
+    assert file_diff(result.out, "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").endswith(
+        "+};\n+\n+REGISTER_BINARY_OP(tanh_backward, float, float);\n"
+        "+REGISTER_BINARY_OP(tanh_backward, half, half);\n"
+        "+REGISTER_BINARY_OP(tanh_backward, bfloat, bfloat);\n")

@@ -46,6 +46,8 @@ def test_workflow_jobs():
         assert cache["with"]["path"] == ".ccache" and job["env"]["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache"
         assert job["timeout-minutes"] == 360
     assert "merge-base" in jobs["mps"]["steps"][2]["with"]["key"]
+    for job in ("emulate", "mps-shader", "mps", "audit"):    # porter test needs the OpInfo database
+        assert re.search(r'pip install .*"\$PORTER_SPEC" numpy "expecttest>=0.2"', _steps(jobs[job])), job
     for job in ("emulate", "mps-shader", "mps"):
         assert "actions/upload-artifact@" in _steps(jobs[job])
         assert jobs[job]["needs"] == "check"

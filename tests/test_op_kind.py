@@ -116,7 +116,7 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
                  "  device_check: NoCheck   # TensorIterator\n  tags: pointwise\n", "unary",
                  op_kind.NOT_STRUCTURED, id="pointwise-not-structured"),
     pytest.param("x.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-                 "  device_check: NoCheck   # TensorIterator\n", "unary", op_kind.NOT_ELEMENTWISE,
+                 "  device_check: NoCheck   # TensorIterator\n", "other", op_kind.NOT_ELEMENTWISE,
                  id="a-comment-is-not-a-fact"),
     pytest.param("x_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) "
                  "-> Tensor(a!)", STRUCTURED + "  tags: pointwise\n", "binary", "",

@@ -2,6 +2,9 @@
 
 Each family is a function `check(tree) -> list[Finding]` over a shared `Tree` that reads
 and scans every file once. Ids are stable (`porter.checks.model.CHECKS`).
+
+May import `porter.source`, `porter.runtime` and `porter.apply` (its table output); never the
+commands or the surveys, which read its findings.
 """
 
 from __future__ import annotations

@@ -39,6 +39,10 @@ def list_checks() -> list[str]:
     return [f"{cid} {name} [{severity}]: {text}" for cid, (name, severity, text) in CHECKS.items()]
 
 
+# a job summary is read, not searched (and GitHub caps one step's at 1 MiB)
+MARKDOWN_ROWS = 100
+
+
 def markdown(report: Report, changed_since: str | None = None) -> str:
     """A Markdown section for a job summary: one row per finding, with its fix."""
     from porter.apply.summary import cell, code
@@ -51,8 +55,10 @@ def markdown(report: Report, changed_since: str | None = None) -> str:
     lines = [f"### porter check{scope}: ❌ {len(report.findings)} finding(s)", "",
              ", ".join(f"{cid} {CHECKS[cid][0]} ×{n}" for cid, n in sorted(counts.items())) + ".", "",
              "| check | where | finding | fix |", "|---|---|---|---|"]
-    for f in report.findings:
+    for f in report.findings[:MARKDOWN_ROWS]:
         where = f"{f.path}:{f.line}" if f.line else f.path
         lines.append(f"| {f.id} {f.name} | {code(where)} | {cell(f.message, 300)} | {cell(f.hint, 200)} |")
+    if len(report.findings) > MARKDOWN_ROWS:
+        lines += ["", f"… and {len(report.findings) - MARKDOWN_ROWS} more: `porter check` lists them all."]
     lines += [""] + [f"> note: {cell(n, 300)}" for n in report.notes]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -6,5 +6,6 @@
 - `runner`: TensorIterator-like semantics (promotion, broadcasting, strides) around a kernel.
 - `check`: `porter emulate check`; `backend`: `porter test --device emulate`.
 
-Only this package and porter/harness import torch, and only lazily.
+Only this package and porter/harness import torch, and only lazily. May import
+`porter.source`, `porter.runtime` and the harness's records; never the commands.
 """

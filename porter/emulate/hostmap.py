@@ -60,6 +60,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
     return found + in_place_kernels(root)
 
 
+METALLIB_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<ATen/native/mps/(\w+)_metallib\.h>", re.M)
 IMPL_CALL_RE = re.compile(r'^TORCH_IMPL_FUNC\((?P<op>\w+?)_out_mps\)')
 THIS_CALL_RE = re.compile(r'exec_(?P<kind>unary|binary|ternary)_kernel\(\s*\*this\s*,\s*"(?P<kernel>\w+)"'
                           r'(?P<scalar>\s*,)?')
@@ -84,11 +85,18 @@ def in_place_kernels(root: Path) -> list[HostKernel]:
             if not call:
                 continue
             kernel = call["kernel"]
-            paired = [p for p in metals if p.stem == f"{mm.stem}Kernel"]
+            # the .metal files this host loads in JIT builds (its *_metallib.h includes), then
+            # `<stem>Kernel.metal`, then the kind's own file: where the kernel should be
+            loaded = [root / KERNELS / f"{stem}.metal" for stem in METALLIB_RE.findall(text)]
+            paired = [p for p in loaded + [root / KERNELS / f"{mm.stem}Kernel.metal",
+                                           root / KERNELS / f"{call['kind'].title()}Kernel.metal"]
+                      if p.is_file()]
             metal = next((p for p in paired + metals
                           if re.search(rf"\b{re.escape(kernel)}\s*[,)]", p.read_text(encoding="utf-8",
                                                                                    errors="replace"))),
                          None)
+            # a kernel no .metal registers is still the op's MPS path: its test fails, as on a Mac
+            metal = metal or (paired[0] if paired else None)
             if metal is not None:
                 found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal, bool(call["scalar"])))
     return found

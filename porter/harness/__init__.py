@@ -1,7 +1,8 @@
 """The OpInfo output-match harness: `porter test` and `porter audit-xfails`.
 
 Imports torch lazily (inside functions): `porter --help` and the scaffolding commands never
-pay for it.
+pay for it. May import `porter.source`, `porter.apply` (the pruned expectations it writes, its
+tables) and `porter.emulate` (the `--device emulate` backend); never the commands.
 """
 
 from __future__ import annotations

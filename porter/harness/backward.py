@@ -91,9 +91,17 @@ class BackwardOpInfo:
         return getattr(torch.ops.aten, self.op)(*args, **kwargs)
 
     def sample_inputs(self, device, dtype, requires_grad=False, set_seed=True, **kwargs):
+        return self._through_formula(
+            self.info.sample_inputs(device, dtype, requires_grad=False, set_seed=set_seed))
+
+    def reference_inputs(self, device, dtype, requires_grad=False, set_seed=True, **kwargs):
+        """The forward OpInfo's reference inputs (extremal values), through the formula."""
+        return self._through_formula(
+            self.info.reference_inputs(device, dtype, requires_grad=False, set_seed=set_seed))
+
+    def _through_formula(self, samples):
         import torch
         from torch.testing._internal.opinfo.core import SampleInput
-        samples = self.info.sample_inputs(device, dtype, requires_grad=False, set_seed=set_seed)
         schema = getattr(torch.ops.aten, self.op).default._schema
         keyword = {k for k, a in enumerate(schema.arguments) if a.kwarg_only}
         for index, sample in enumerate(samples):
@@ -193,6 +201,9 @@ class GradOpInfo:
 
     def sample_inputs(self, device, dtype, requires_grad=False, set_seed=True, **kwargs):
         return self.info.sample_inputs(device, dtype, requires_grad=True, set_seed=set_seed)
+
+    def reference_inputs(self, device, dtype, requires_grad=False, set_seed=True, **kwargs):
+        return self.info.reference_inputs(device, dtype, requires_grad=True, set_seed=set_seed)
 
     def __call__(self, input, *args, **kwargs):
         """(forward output, gradients of every floating input), on the inputs' device."""

@@ -154,6 +154,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         arg_names=_arg_names(out_entry) if backward else (), backward=backward)
 
 
+METALLIB_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<ATen/native/mps/(\w+)_metallib\.h>", re.M)
 # A port in place has no DispatchStub of its own to register.
 NO_STUB = Stub("", "", "", "", 0)
 # What a backward kernel computes in: gradients are floating point (upstream's
@@ -212,9 +213,13 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
     impl = next(d for d in source_of(hosts[place.path].text).named({place.function}))
     state = NATIVE if source_of(hosts[place.path].text).is_metal(impl) else MPSGRAPH
     returns_bool = bool(lam and lam.return_type == "bool")
+    # JIT-shader builds give the host file only the kernels of the .metal files whose
+    # *_metallib.h it includes: the kernel goes there; else into the kind's own file
+    loaded = [f"{co.KERNELS}/{stem}.metal" for stem in METALLIB_INCLUDE_RE.findall(hosts[place.path].text)]
+    metal_path = next((p for p in loaded if checkout.exists(p)), f"{co.KERNELS}/{PAIRS[kind]}.metal")
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
-        cpu_kernel="", stub=stub, kernel=op, metal_path=f"{co.KERNELS}/{PAIRS[kind]}.metal",
+        cpu_kernel="", stub=stub, kernel=op, metal_path=metal_path,
         host_path=place.path, opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
         promotes_int_to_float=False, returns_bool=returns_bool, scalar_lambda=lam,
         mpsgraph=graph if state == MPSGRAPH else (), arg_names=_arg_names(out_entry) if backward else (),

@@ -138,7 +138,8 @@ class Arguments(NamedTuple):
     @property
     def others(self) -> tuple[str, ...]:
         """Every input but the positional tensors (dims, scalars, options)."""
-        return tuple(a for a in self.positional + self.keyword if a not in self.tensors)
+        tensors = self.tensors          # once: a property, recomputed on every access
+        return tuple(a for a in self.positional + self.keyword if a not in tensors)
 
 
 def argument_type(arg: str) -> str:
@@ -152,11 +153,14 @@ def argument_name(arg: str) -> str:
     return arg.split("=", 1)[0].split()[-1]
 
 
+SCHEMA_PUNCTUATION_RE = re.compile(r"[()\[\],]")
+
+
 def arguments(schema: str) -> Arguments:
     """Split `name.overload(ARGS) -> RET` into its arguments (as torchgen's FunctionSchema)."""
     parts, depth, start = [], 0, schema.index("(") + 1
-    for k in range(start - 1, len(schema)):
-        ch = schema[k]
+    for m in SCHEMA_PUNCTUATION_RE.finditer(schema, start - 1):     # hop, not every character
+        ch, k = m.group(), m.start()
         if ch in "([":
             depth += 1
         elif ch in ")]":
@@ -164,7 +168,7 @@ def arguments(schema: str) -> Arguments:
             if depth == 0:
                 parts.append(schema[start:k])
                 break
-        elif ch == "," and depth == 1:
+        elif depth == 1:
             parts.append(schema[start:k])
             start = k + 1
     positional, keyword, outputs, after_star = [], [], [], False

@@ -4,15 +4,19 @@ One home for the question, asked by every command: `resolve` (new-op, migrate-fr
 status) and `candidates` read the same `OpKind`, so they give the same reason for the same op.
 The model classifies itself, as torchgen's `FunctionSchema.kind()` does: `Entry.kind()`.
 
-Two facts decide, both read from the yaml entry alone:
-- the op is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`): its
-  CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
+The facts, read from the yaml alone, in the order they are checked:
+- the family has an out= entry with CPU/CUDA rows (`.out` and its kin, or a backward op's
+  `.grad_input`; else: composite, or ufunc-generated kernels);
+- that entry is a *structured TensorIterator op* (`structured_inherits: TensorIteratorBase`):
+  its CPU and CUDA rows share one structured kernel that calls a DispatchStub, which is what a
   native MPS port joins. `tags: pointwise` alone says the op is elementwise, not that such a
   kernel exists (`conj_physical`, `logit`: non-structured functions), so it is only the wider
   net that `candidates` casts (`include_pointwise=True`): those ops are listed, with the reason.
-- the arguments: one or two positional tensors, one output, and nothing else (`UNARY`,
-  `BINARY`). Scalar and `str` arguments are listed on the kind (`scalars`, `strings`) so that
-  a port that learns to pass them can widen `PORTABLE` without reclassifying anything.
+  A `# TensorIterator` comment is not a fact (it sits on reductions like `min.unary_out` too);
+- its arguments have a shape porter ports (`PORTABLE`: one or two positional tensors, one
+  output, nothing else).
+To port a new kind of op, widen `PORTABLE` (the scalar arguments are listed on the kind:
+`scalars`, `strings`) or drop a reason; every surface follows.
 
 Reasons are phrases with the op name left out ("takes (...): porter ports ..."), so that each
 surface can say `'op' <reason>`; `OpKind.refusal(op)` writes that sentence.
@@ -73,31 +77,38 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False) -> Op
     `pointwise` as elementwise too (candidates' wider net); the reason never depends on it."""
     structured = entry.fields.get("structured_inherits") == "TensorIteratorBase"
     pointwise = "pointwise" in entry.fields.get("tags", "")
+    if not (structured or pointwise):
+        # not elementwise in any net (reductions, linear algebra, ...): no argument shape, and
+        # candidates asks this of ~350 entries, so their schemas are not parsed
+        return OpKind(OTHER, False, NOT_ELEMENTWISE, HAND_PORT)
     args = native_yaml.arguments(entry.schema)
-    tensors = args.tensors
-    scalars = tuple(a for a in args.others if _type(a) in SCALAR_TYPES)
-    strings = tuple(a for a in args.others if _type(a) in STRING_TYPES)
-    shape = _shape(args, scalars, strings)
+    tensors, others = args.tensors, args.others          # each a pass over the arguments
+    types = [_type(a) for a in others]
+    scalars = tuple(a for a, t in zip(others, types) if t in SCALAR_TYPES)
+    strings = tuple(a for a, t in zip(others, types) if t in STRING_TYPES)
+    shape = _shape(len(tensors), others, args.outputs, scalars, strings)
     facts = dict(tensors=tensors, scalars=scalars, strings=strings, outputs=args.outputs)
     elementwise = structured or (include_pointwise and pointwise)
     if not structured:
-        reason = NOT_STRUCTURED if pointwise else NOT_ELEMENTWISE
-        return OpKind(shape, elementwise, reason, HAND_PORT, **facts)
-    if args.others or len(tensors) not in (1, 2):
-        written = ", ".join(args.positional + args.keyword)
-        return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
-                      "tensor ops with no other arguments", HAND_PORT, **facts)
-    if len(args.outputs) != 1:
+        return OpKind(shape, elementwise, NOT_STRUCTURED, HAND_PORT, **facts)
+    if shape in PORTABLE:
+        return OpKind(shape, elementwise, "", **facts)
+    if not others and len(tensors) in (1, 2):        # the outputs are what is wrong
         names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
         return OpKind(shape, elementwise, f"writes {len(args.outputs)} outputs ({names}): porter "
                       "ports ops with one output", HAND_PORT, **facts)
-    return OpKind(shape, elementwise, "", **facts)
+    written = ", ".join(args.positional + args.keyword)
+    return OpKind(shape, elementwise, f"takes ({written}): porter ports unary and binary "
+                  "tensor ops with no other arguments", HAND_PORT, **facts)
 
 
 def is_backward(entry: native_yaml.Entry) -> bool:
     """A backward op's out= overload (`sigmoid_backward.grad_input`, `.grad_output`): ported as
     any other out= overload, tested through its forward op (porter.harness.backward)."""
-    return entry.overload in native_yaml.BACKWARD_OUT_OVERLOADS or any(
+    if entry.overload in native_yaml.BACKWARD_OUT_OVERLOADS:
+        return True
+    # the words first: candidates asks this of all ~3,000 entries, and a schema parse costs
+    return any(w in entry.lines[0] for w in native_yaml.BACKWARD_OUT_OVERLOADS) and any(
         native_yaml.argument_name(a) in native_yaml.BACKWARD_OUT_OVERLOADS
         for a in native_yaml.arguments(entry.schema).outputs)
 
@@ -107,11 +118,16 @@ def writes_out(entry: native_yaml.Entry) -> bool:
     return entry.is_out or is_backward(entry)
 
 
+def shared_out_entry(entries) -> native_yaml.Entry | None:
+    """The out= entry whose CPU/CUDA kernel a port shares: the first with CPU/CUDA rows."""
+    return next((e for e in entries if writes_out(e) and e.dense_rows()), None)
+
+
 def classify_family(entries, *, include_pointwise: bool = False) -> tuple[OpKind, native_yaml.Entry | None]:
     """The kind of an op from its family of entries (functional, in-place, overloads), and the
     out= entry it was read from: the first with CPU/CUDA rows, which a port shares (None when
     there is none)."""
-    out = next((e for e in entries if writes_out(e) and e.dense_rows()), None)
+    out = shared_out_entry(entries)
     if out is not None:
         return classify(out, include_pointwise=include_pointwise), out
     if any(writes_out(e) and "ufunc_inner_loop" in e.fields for e in entries):
@@ -126,14 +142,14 @@ def _type(arg: str) -> str:
     return native_yaml.argument_type(arg).rstrip("?")
 
 
-def _shape(args: native_yaml.Arguments, scalars, strings) -> str:
+def _shape(n_tensors: int, others, outputs, scalars, strings) -> str:
     # str arguments (gelu's approximate) are listed on the kind but not yet a shape of their own
-    if len(args.outputs) != 1 or len(args.tensors) not in (1, 2):
+    if len(outputs) != 1 or n_tensors not in (1, 2):
         return OTHER
-    if strings or len(scalars) != len(args.others):
+    if strings or len(scalars) != len(others):
         return OTHER
-    if not args.others:
-        return UNARY if len(args.tensors) == 1 else BINARY
-    if [native_yaml.argument_name(a) for a in args.others] == ["alpha"]:
+    if not others:
+        return UNARY if n_tensors == 1 else BINARY
+    if [native_yaml.argument_name(a) for a in others] == ["alpha"]:
         return ALPHA
     return SCALAR

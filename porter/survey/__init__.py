@@ -1,6 +1,7 @@
 """What is left, and where one op stands: `candidates` (every op still to port) and
 `op_status` (one op, with the next command to run).
 
-May import: `porter.source`, `porter.port` (the same classification the editing commands use),
-`porter.checks`. Never `porter.commands`.
+May import: `porter.source` (`op_kind`: the classification the editing commands use, with
+candidates' wider net), `porter.port` (resolve, for status), `porter.checks`. Never
+`porter.commands`.
 """

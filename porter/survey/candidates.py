@@ -63,11 +63,12 @@ def find(checkout: co.Checkout) -> Inventory:
     facts = _Facts(checkout)
     found, others = [], 0
     for op, entries in families.items():
-        # The commands' classification, with the wider net: ops tagged `pointwise` are listed
-        # too, with the reason the commands refuse them.
-        classified, out = op_kind.classify_family(entries, include_pointwise=True)
+        out = op_kind.shared_out_entry(entries)
         if out is None:
             continue
+        # The commands' classification, with the wider net: ops tagged `pointwise` are listed
+        # too, with the reason the commands refuse them.
+        classified = out.kind(include_pointwise=True)
         own = [r for e in entries for r in mps_specific_rows(e)]
         stub_line = defined.get(f"stub:{op}")
         kind = classified.shape if classified.elementwise else OTHER

@@ -1,7 +1,7 @@
 """Everything porter knows about one op's MPS state, gathered read-only for `porter status`.
 
 Works for any op of native_functions.yaml: the facts of an elementwise op come from
-`ops.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
+`porter.port.resolve` (stub, kernel, dtypes), the others from the yaml and the host files alone, and
 the reason porter cannot port them becomes the "next" line.
 """
 
@@ -19,9 +19,8 @@ from porter.port.edits.opinfo import mps_decorators
 from porter.errors import NotAnOp, PorterError
 from porter.source.mpsgraph_scan import HostSource
 from porter.source.opinfo_source import for_op
-from porter.port.resolve import mpsgraph_rows, resolve
+from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED, mpsgraph_rows, resolve
 
-from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED
 
 # Besides resolve's three states (which only an op porter can port has), those status
 # reports for any op.

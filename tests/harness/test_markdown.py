@@ -124,3 +124,10 @@ def test_check_summary_appends(mini_root, tmp_path, capsys):
     summary.write_text("earlier\n")
     assert main(["check", "--root", str(mini_root), "--summary", str(summary), "--select", "PORTER001"]) == 0
     assert summary.read_text() == "earlier\n### porter check: ✅ clean\n\n1 checks ran; no finding.\n\n"
+
+
+def test_check_markdown_keeps_the_summary_readable():
+    findings = [Finding("PORTER001", "a.yaml", i, f"finding {i}", "fix") for i in range(1, 131)]
+    text = check_markdown(Report(findings=findings, ran=["PORTER001"], notes=[]))
+    assert text.count("| PORTER001 ") == 100 and "… and 30 more: `porter check` lists them all." in text
+    assert text.startswith("### porter check: ❌ 130 finding(s)")

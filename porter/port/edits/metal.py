@@ -130,6 +130,8 @@ def add_complex_registration(text: str, op: str, kind: str) -> str:
     macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
     define = metal.defines.get(VEC2) if kind == "unary" else None
     if define is not None and len(define.params) == 1:
+        if re.search(rf"\b{macro}\(\s*{re.escape(op)}\s*,", define.body):
+            return text         # in the macro already, for DTYPEs the file does not instantiate
         param = define.params[0]
         return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {param}##2);")
     lines = [f"{macro}({op}, {t}, {t});" for t in COMPLEX_TYPES if t not in have]
@@ -151,9 +153,20 @@ def binary_registration_macros(dtypes: frozenset[str], promotes: bool) -> list[s
     return macros
 
 
+# What each file-local macro registers, for files that have none (ActivationKernel.metal
+# registers with the base macro, a line per dtype, after each functor)
+MACRO_PAIRS = {
+    "REGISTER_FLOAT_BINARY_OP": [(t, t) for t in METAL_FLOATING],
+    "REGISTER_INT2FLOAT_BINARY_OP": [(t, "float") for t in (*METAL_INTEGRAL, "bool")],
+    "REGISTER_INTEGER_BINARY_OP": [(t, t) for t in (*METAL_INTEGRAL, "bool")],
+}
+
+
 def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
     metal = MetalFile(text)
     missing = [m for m in macros if m not in metal.defines]
+    if missing and not any(m in metal.defines for m in MACRO_PAIRS):
+        return _add_base_binary_registration(metal, op, [p for m in macros for p in MACRO_PAIRS[m]])
     if missing:
         raise ValueError(f"the file-local macro {missing[0]} is not defined in this file")
     have = _invocations(metal, op)
@@ -174,3 +187,14 @@ def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
 
 def _invocations(metal: MetalFile, op: str) -> set[str]:
     return {m.group(1) for m in re.finditer(rf"^(\w+)\(\s*{re.escape(op)}\s*\)", metal.mask, re.M)}
+
+
+def _add_base_binary_registration(metal: MetalFile, op: str, pairs: list[tuple[str, str]]) -> str:
+    """`REGISTER_BINARY_OP(op, in, out);` per pair, right after the op's functor."""
+    have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
+    lines = [f"REGISTER_BINARY_OP({op}, {i}, {o});" for i, o in pairs if (i, o) not in have]
+    if not lines:
+        return metal.text
+    span = metal.functor_span(op)
+    at = span[1] if span else len(metal.text)
+    return metal.text[:at] + "\n" + "\n".join(lines) + "\n" + metal.text[at:]

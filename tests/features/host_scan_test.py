@@ -1,0 +1,97 @@
+"""porter.source.host_scan.HostFile: what a host `.mm` file registers, as (text, facts) tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.source.host_scan import HostFile
+
+_noop = (
+    pytest.param("// REGISTER_DISPATCH(exp_stub, &exp_kernel);\n", id="commented out"),
+    pytest.param("#define REG(S) \\\n  REGISTER_DISPATCH(S##_stub, &S##_kernel)\n", id="inside a define"),
+    pytest.param('auto s = "REGISTER_DISPATCH(exp_stub, &exp_kernel)";\n', id="in a string"),
+    pytest.param("  foo(); REGISTER_DISPATCH(exp_stub, &exp_kernel);\n", id="not at the start of a line"),
+)
+
+
+@pytest.mark.parametrize("text", _noop)
+def test_registers_nothing(text):
+    host = HostFile(text)
+    assert (host.dispatch_registrations, host.mpsgraph_stubs) == ([], {})
+
+
+_fixes = (
+    pytest.param("REGISTER_DISPATCH(exp_stub, &exp_kernel_mps);\n", [("exp_stub", "exp_kernel_mps", 1, False)],
+                 id="REGISTER_DISPATCH"),
+    pytest.param("\n  REGISTER_DISPATCH( exp_stub , exp_kernel_mps );\n", [("exp_stub", "exp_kernel_mps", 2, False)],
+                 id="no &, spaces, indented"),
+    pytest.param("REGISTER_MPS_DISPATCH(exp_stub, &at::native::mps::exp_kernel);\n",
+                 [("exp_stub", "at::native::mps::exp_kernel", 1, False)], id="MPS spelling, qualified"),
+    pytest.param("REGISTER_UNARY_TI_DISPATCH(sinc);\n", [("sinc_stub", "sinc_kernel_mps", 1, True)],
+                 id="the TI macro names stub and function"),
+)
+
+
+@pytest.mark.parametrize(("text", "found"), _fixes)
+def test_dispatch_registrations(text, found):
+    assert [tuple(r) for r in HostFile(text).dispatch_registrations] == found
+
+
+def test_mpsgraph_stubs():
+    host = HostFile("x\nREGISTER_MPS_UNARY_STUB(acosh, acoshWithTensor);\n"
+                    "// REGISTER_MPS_UNARY_STUB(asinh, asinhWithTensor);\n")
+    assert host.mpsgraph_stubs == {"acosh": ("acoshWithTensor", 2)}
+
+
+HOST = """\
+namespace at::native {
+static void exp_kernel_mps(TensorIteratorBase& iter) {
+  lib.exec_unary_kernel(iter, "exp");
+}
+
+static void add_kernel_mps(TensorIteratorBase& iter,
+                           const Scalar& alpha) {
+  lib.exec_binary_kernel(iter, "add", alpha);   // } in a comment
+  lib.exec_binary_kernel_with_params<Params>(iter, "add_alpha", params);
+}
+
+void not_a_kernel() {
+  other("exp");
+}
+
+REGISTER_DISPATCH(exp_stub, &exp_kernel_mps);
+REGISTER_DISPATCH(add_stub, &add_kernel_mps);
+REGISTER_UNARY_TI_DISPATCH(sinc);
+REGISTER_DISPATCH(sub_stub, &elsewhere_mps);
+} // namespace at::native
+"""
+
+
+def test_kernel_functions_and_their_calls():
+    fns = HostFile(HOST).kernel_functions
+    assert list(fns) == ["exp_kernel_mps", "add_kernel_mps", "not_a_kernel"]
+    add = fns["add_kernel_mps"]
+    assert (add.params, add.line) == ("TensorIteratorBase& iter, const Scalar& alpha", 6)
+    assert [tuple(c) for c in add.calls] == [("binary", "add", False, True), ("binary", "add_alpha", True, True)]
+    assert fns["exp_kernel_mps"].calls[0].passes_scalar is False
+    assert HOST[add.start:add.end].endswith('params);\n}')
+    assert fns["not_a_kernel"].kernels == ()
+
+
+@pytest.mark.parametrize(("stub", "kernels"), (
+    pytest.param("exp_stub", ("exp",), id="through the registered function"),
+    pytest.param("add_stub", ("add", "add_alpha"), id="every call"),
+    pytest.param("sinc_stub", ("sinc",), id="the TI macro's kernel is the op"),
+    pytest.param("sub_stub", (), id="function defined elsewhere"),
+    pytest.param("mul_stub", (), id="not registered"),
+))
+def test_kernels_of_stub(stub, kernels):
+    assert HostFile(HOST).kernels_of_stub(stub) == kernels
+
+
+@pytest.mark.parametrize(("text", "offset"), (
+    pytest.param(HOST, HOST.rindex("} // namespace at::native"), id="the last one"),
+    pytest.param("namespace at::native {\n}\n", -1, id="no comment, not found"),
+))
+def test_namespace_end(text, offset):
+    assert HostFile(text).namespace_end == offset

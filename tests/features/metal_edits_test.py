@@ -1,0 +1,192 @@
+"""porter.port.edits.metal: each edit as a before/after pair, and the texts it leaves alone."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+
+from porter.port.edits import metal
+
+FOO = "struct foo_functor {\n  template <typename T>\n  inline T operator()(const T x) {\n    return x;\n  }\n};\n"
+
+EXP = """\
+struct exp_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(precise::exp(x));
+  }
+};
+"""
+
+# Upstream's UnaryKernel.metal in miniature: the float-math macro takes the output type first.
+KERNELS2 = """\
+#define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) \\
+  REGISTER_UNARY_OP(erfinv, DTYPE1, DTYPE0);       \\
+  REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0)
+
+INSTANTIATE_UNARY_KERNELS2(float, float);
+"""
+
+VEC2 = """\
+#define INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE) \\
+  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2);  \\
+  REGISTER_UNARY_OP(sqrt, DTYPE##2, DTYPE##2)
+
+INSTANTIATE_UNARY_KERNELS_VEC2(float);
+INSTANTIATE_UNARY_KERNELS_VEC2(half);
+"""
+
+BINARY = """\
+#define REGISTER_FLOAT_BINARY_OP(NAME) \\
+  REGISTER_BINARY_OP(NAME, float, float)
+#define REGISTER_INTEGER_BINARY_OP(NAME) \\
+  REGISTER_BINARY_OP(NAME, int, int)
+
+REGISTER_FLOAT_BINARY_OP(atan2);
+REGISTER_INTEGER_BINARY_OP(atan2);
+REGISTER_FLOAT_BINARY_OP(copysign);
+"""
+
+_noop = (
+    pytest.param(partial(metal.add_functor, op="exp", functor=FOO, kind="unary"), EXP,
+                 id="functor already there"),
+    pytest.param(partial(metal.add_functor, op="erfinv", functor=FOO, kind="unary"),
+                 "DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);\n", id="functor from the floating macro"),
+    pytest.param(partial(metal.add_unary_registration, op="exp", use_kernels2=True, pairs=[]), KERNELS2,
+                 id="already in INSTANTIATE_UNARY_KERNELS2"),
+    pytest.param(partial(metal.add_unary_registration, op="abs", use_kernels2=False, pairs=[("int", "int")]),
+                 "REGISTER_UNARY_OP(abs, int, int);\n", id="pair already registered"),
+    pytest.param(partial(metal.add_complex_registration, op="exp", kind="unary"), VEC2,
+                 id="complex unary already in the VEC2 macro"),
+    pytest.param(partial(metal.add_complex_registration, op="exp", kind="unary"),
+                 VEC2.replace("INSTANTIATE_UNARY_KERNELS_VEC2(half);\n", ""),
+                 id="in the VEC2 macro, which the file instantiates for float only"),
+    pytest.param(partial(metal.add_complex_registration, op="mul", kind="binary"),
+                 "REGISTER_BINARY_OP(mul, float2, float2);\nREGISTER_BINARY_OP(mul, half2, half2);\n",
+                 id="complex pairs already registered"),
+    pytest.param(partial(metal.add_binary_registration, op="atan2",
+                         macros=["REGISTER_FLOAT_BINARY_OP", "REGISTER_INTEGER_BINARY_OP"]), BINARY,
+                 id="binary macros already invoked"),
+    pytest.param(partial(metal.add_binary_registration, op="atan2", macros=[]), BINARY,
+                 id="no binary macro asked for"),
+)
+
+
+@pytest.mark.parametrize(("edit", "text"), _noop)
+def test_noop(edit, text):
+    assert edit(text) == text
+
+
+_fixes = (
+    pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="unary"),
+                 EXP + "\nDEFINE_UNARY_FLOATING_FUNCTOR(erfinv);\n",
+                 EXP + "\n" + FOO + "\nDEFINE_UNARY_FLOATING_FUNCTOR(erfinv);\n",
+                 id="unary functor after the last functor before the floating macros"),
+    pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="unary"),
+                 "#include <metal_stdlib>\n", "#include <metal_stdlib>\n\n" + FOO,
+                 id="unary functor with no anchor: at the end"),
+    pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="binary"),
+                 EXP.replace("exp", "atan2") + EXP, EXP.replace("exp", "atan2") + "\n" + FOO + EXP,
+                 id="binary functor right after atan2's"),
+    pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="binary"),
+                 EXP + "\n// Complex binary functors\n",
+                 EXP + "\n" + FOO + "\n// Complex binary functors\n",
+                 id="binary functor before the complex ones"),
+    pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=True, pairs=[]), KERNELS2,
+                 KERNELS2.replace("  REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0)\n",
+                                  "  REGISTER_UNARY_OP(foo, DTYPE1, DTYPE0);          \\\n"
+                                  "  REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0)\n"),
+                 id="one line inside INSTANTIATE_UNARY_KERNELS2, backslash aligned, output type first"),
+    pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=True, pairs=[]),
+                 "#define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0)\n"
+                 "INSTANTIATE_UNARY_KERNELS2(float, float);\n",
+                 "#define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0); \\\n"
+                 "  REGISTER_UNARY_OP(foo, DTYPE1, DTYPE0)\n"
+                 "INSTANTIATE_UNARY_KERNELS2(float, float);\n",
+                 id="one-line macro grows a continuation line"),
+    pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=True, pairs=[]),
+                 "#include <metal_stdlib>\n",
+                 "#include <metal_stdlib>\n" + "".join(
+                     f"REGISTER_UNARY_OP(foo, {i}, {o});\n" for i, o in (
+                         ("float", "float"), ("half", "half"), ("bfloat", "bfloat"), ("long", "float"),
+                         ("int", "float"), ("short", "float"), ("uchar", "float"), ("char", "float"),
+                         ("bool", "float"))),
+                 id="no INSTANTIATE_UNARY_KERNELS2: one line per dtype"),
+    pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=False,
+                         pairs=[("float", "bool"), ("int", "bool")]),
+                 "REGISTER_UNARY_OP(abs, int, int);\n\n" + KERNELS2,
+                 "REGISTER_UNARY_OP(abs, int, int);\n"
+                 "REGISTER_UNARY_OP(foo, float, bool);\nREGISTER_UNARY_OP(foo, int, bool);\n\n" + KERNELS2,
+                 id="per-dtype lines after the last top-level REGISTER_UNARY_OP before the KERNELS2 macro"),
+    pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=False, pairs=[("int", "int")]),
+                 KERNELS2, "REGISTER_UNARY_OP(foo, int, int);\n" + KERNELS2,
+                 id="per-dtype lines with no anchor: before the KERNELS2 macro"),
+    pytest.param(partial(metal.add_complex_registration, op="foo", kind="unary"), VEC2,
+                 VEC2.replace("  REGISTER_UNARY_OP(sqrt,", "  REGISTER_UNARY_OP(foo, DTYPE##2, DTYPE##2);  \\\n"
+                                                       "  REGISTER_UNARY_OP(sqrt,"),
+                 id="complex unary joins INSTANTIATE_UNARY_KERNELS_VEC2 with its own DTYPE##2"),
+    pytest.param(partial(metal.add_complex_registration, op="foo", kind="unary"),
+                 "REGISTER_UNARY_OP(exp, float2, float2);\n",
+                 "REGISTER_UNARY_OP(exp, float2, float2);\nREGISTER_UNARY_OP(foo, float2, float2);\n"
+                 "REGISTER_UNARY_OP(foo, half2, half2);\n",
+                 id="complex unary without the VEC2 macro: a line per complex type"),
+    pytest.param(partial(metal.add_complex_registration, op="foo", kind="binary"),
+                 "REGISTER_BINARY_OP(foo, float2, float2);\n",
+                 "REGISTER_BINARY_OP(foo, float2, float2);\nREGISTER_BINARY_OP(foo, half2, half2);\n",
+                 id="complex binary: only the missing type"),
+    pytest.param(partial(metal.add_binary_registration, op="foo",
+                         macros=["REGISTER_FLOAT_BINARY_OP", "REGISTER_INTEGER_BINARY_OP"]), BINARY,
+                 BINARY.replace("REGISTER_INTEGER_BINARY_OP(atan2);\n",
+                                "REGISTER_INTEGER_BINARY_OP(atan2);\nREGISTER_FLOAT_BINARY_OP(foo);\n"
+                                "REGISTER_INTEGER_BINARY_OP(foo);\n"),
+                 id="binary registrations beside atan2's, after the macros' defines"),
+    pytest.param(partial(metal.add_binary_registration, op="foo", macros=["REGISTER_FLOAT_BINARY_OP"]),
+                 BINARY.split("\n\n")[0] + "\n\n// end\n",
+                 BINARY.split("\n\n")[0].replace("float, float)\n", "float, float)\nREGISTER_FLOAT_BINARY_OP(foo);\n")
+                 + "\n\n// end\n",
+                 id="binary registration with no other: right after its macro's define"),
+    pytest.param(partial(metal.add_binary_registration, op="foo", macros=["REGISTER_FLOAT_BINARY_OP"]),
+                 FOO + "\nstruct bar_functor {};\n",
+                 FOO + "\nREGISTER_BINARY_OP(foo, float, float);\nREGISTER_BINARY_OP(foo, half, half);\n"
+                 "REGISTER_BINARY_OP(foo, bfloat, bfloat);\n\nstruct bar_functor {};\n",
+                 id="a file with no file-local macros: base lines after the functor"),
+)
+
+
+@pytest.mark.parametrize(("edit", "before", "after"), _fixes)
+def test_fixes(edit, before, after):
+    assert edit(before) == after
+    assert edit(after) == after          # a second run has nothing to do
+
+
+def test_a_binary_macro_the_file_does_not_define_is_refused():
+    with pytest.raises(ValueError, match="REGISTER_INT2FLOAT_BINARY_OP is not defined in this file"):
+        metal.add_binary_registration(BINARY, "foo", ["REGISTER_INT2FLOAT_BINARY_OP"])
+
+
+_plans = (
+    pytest.param(frozenset({"float32", "float16", "bfloat16", "int32"}), True, False, (True, []),
+                 id="float math over every float: the INSTANTIATE_UNARY_KERNELS2 line"),
+    pytest.param(frozenset({"float32", "int32"}), True, False, (False, [("float", "float"), ("int", "float")]),
+                 id="promoting, some floats missing: per-dtype pairs"),
+    pytest.param(frozenset({"float32", "int32"}), False, False, (False, [("float", "float"), ("int", "int")]),
+                 id="same-type"),
+    pytest.param(frozenset({"float32", "bool", "complex64"}), True, True,
+                 (False, [("float", "bool"), ("bool", "bool")]), id="bool output; complex left to VEC2"),
+)
+
+
+@pytest.mark.parametrize(("dtypes", "promotes", "returns_bool", "plan"), _plans)
+def test_unary_registration_plan(dtypes, promotes, returns_bool, plan):
+    assert metal.unary_registration_plan(dtypes, promotes, returns_bool) == plan
+
+
+@pytest.mark.parametrize(("dtypes", "promotes", "macros"), (
+    pytest.param(frozenset({"float32"}), False, ["REGISTER_FLOAT_BINARY_OP"], id="floats"),
+    pytest.param(frozenset({"float32", "int64"}), True,
+                 ["REGISTER_FLOAT_BINARY_OP", "REGISTER_INT2FLOAT_BINARY_OP"], id="ints computed in float"),
+    pytest.param(frozenset({"bool"}), False, ["REGISTER_INTEGER_BINARY_OP"], id="bool is integral here"),
+))
+def test_binary_registration_macros(dtypes, promotes, macros):
+    assert metal.binary_registration_macros(dtypes, promotes) == macros
