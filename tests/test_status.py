@@ -14,6 +14,9 @@ from porter.cli import main
 T = expecttest.TestCase()
 
 
+DETECT_DEVICE = op_status.device
+
+
 @pytest.fixture(autouse=True)
 def linux_device(monkeypatch):
     monkeypatch.setattr(op_status, "device", lambda: "emulate")
@@ -130,3 +133,19 @@ def test_real_size_tree(real_root, capsys):
     data = status_json(real_root, capsys, "heaviside")
     assert data["state"] == "unported" and data["next"] == "porter new-op heaviside"
     assert data["expectations"][0]["key"] == "heaviside"
+
+
+@pytest.mark.parametrize("platform, machine, device", [
+    ("darwin", "arm64", "mps"),            # Apple silicon: the real GPU
+    ("darwin", "x86_64", "emulate"),       # an Intel Mac: no Apple GPU
+    ("linux", "aarch64", "emulate"),
+    ("linux", "x86_64", "emulate"),
+])
+def test_next_line_names_the_device_of_this_machine(mini_root, capsys, monkeypatch, platform, machine, device):
+    import platform as platform_module
+    import sys
+
+    monkeypatch.setattr(op_status, "device", DETECT_DEVICE)      # the real detection, not the fixture's
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(platform_module, "machine", lambda: machine)
+    assert status_json(mini_root, capsys, "exp")["next"] == f"porter test exp --device {device}"

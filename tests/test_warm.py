@@ -97,11 +97,27 @@ def test_the_early_child_is_shared_by_the_services_it_runs_and_stopped_after():
     assert early._pid is None, "the early child outlived the command"
 
 
-def test_an_editing_command_forks_one_child_for_everything(monkeypatch, mini_root, capsys):
+def _dry_run(root, capsys) -> str:
+    capsys.readouterr()
+    assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(root)]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.fixture
+def dry_run_alone(monkeypatch, mini_root, capsys) -> str:
+    """`new-op heaviside --dry-run` output with forking off: what a warm child must not change."""
+    monkeypatch.setenv("PORTER_NO_FORK", "1")
+    out = _dry_run(mini_root, capsys)
+    monkeypatch.delenv("PORTER_NO_FORK")
+    assert "+++ b/aten/src/ATen/native/native_functions.yaml" in out and "MPS: heaviside_out" in out
+    return out
+
+
+def test_an_editing_command_forks_one_child_for_everything(monkeypatch, mini_root, capsys, dry_run_alone):
     starts = []
     real_start = WarmChild._start
     monkeypatch.setattr(WarmChild, "_start", lambda self, *a: (starts.append(a), real_start(self, *a)))
-    assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
+    assert _dry_run(mini_root, capsys) == dry_run_alone
     assert [[s.name for s in services] for services, in starts] == [["render", "validate"]]
     assert warm._early is None
 
@@ -130,7 +146,9 @@ def test_torchgens_cpp_api_loads_only_for_entries_that_need_it_with_the_same_ver
     assert runs["lazy"]["types_loaded_for_shared"] is False
 
 
-def test_a_fork_that_fails_leaves_the_work_to_the_parent(monkeypatch, mini_root):
+def test_a_fork_that_fails_leaves_the_work_to_the_parent(monkeypatch, mini_root, capsys):
+    forked = _dry_run(mini_root, capsys)       # rendered and validated in the warm child
+
     def no_fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
@@ -138,4 +156,5 @@ def test_a_fork_that_fails_leaves_the_work_to_the_parent(monkeypatch, mini_root)
     with WarmChild(DOUBLE) as child:
         with pytest.raises(ChildUnavailable):
             child.ask("double", {"x": 1})
-    assert cli.main(["new-op", "heaviside", "--dry-run", "--root", str(mini_root)]) == 0
+    assert _dry_run(mini_root, capsys) == forked
+    assert "+++ b/aten/src/ATen/native/native_functions.yaml" in forked and "MPS: heaviside_out" in forked

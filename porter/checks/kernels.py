@@ -154,19 +154,26 @@ def _list(metal_types: list[str]) -> str:
 
 
 def duplicate_kernel_names(tree: Tree) -> list[Finding]:
-    first: dict[tuple, tuple[str, int]] = {}
-    found = []
-    for rel, metal in tree.metals.items():
+    """Registrations instantiating one host name: each repeat is reported on its own line
+    (`Tree.original` says which copy is not a repeat)."""
+    copies: dict[tuple, list[tuple[str, int, object]]] = {}
+    for rel, metal in tree.metals.items():          # sorted paths (Checkout.glob)
         for reg in metal.registrations:
             key = (reg.kernel, reg.in_type, reg.out_type, FAMILY.get(reg.macro, reg.macro))
-            if key not in first:
-                first[key] = (rel, reg.line)
+            copies.setdefault(key, []).append((rel, reg.line, reg))
+    found = []
+    for group in copies.values():
+        if len(group) < 2:
+            continue
+        first = tree.original(group, lambda copy: copy[:2])
+        for copy in group:
+            if copy is first:
                 continue
-            where_rel, where_line = first[key]
+            rel, line, reg = copy
             found.append(Finding(
-                "PORTER012", rel, reg.line,
+                "PORTER012", rel, line,
                 f"{reg.macro}({reg.kernel}, {reg.in_type} -> {reg.out_type}) instantiates host names "
-                f"already instantiated at {where_rel}:{where_line}",
+                f"already instantiated at {first[0]}:{first[1]}",
                 "rename one kernel or drop the repeat: every .metal file builds into one metallib",
                 tree.kernel_ops.get(reg.kernel) or tree.to_op(reg.kernel)))
     return found

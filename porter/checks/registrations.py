@@ -35,24 +35,29 @@ def undeclared_stubs(tree: Tree) -> list[Finding]:
 
 
 def double_registrations(tree: Tree) -> list[Finding]:
-    first: dict[str, tuple] = {}
+    by_stub: dict[str, list[tuple]] = {}
+    for reg in tree.registrations:          # path, line order
+        by_stub.setdefault(reg[0], []).append(reg)
     found = []
-    for reg in tree.registrations:
-        stub, rel, line, function, via_macro = reg
-        if stub not in first:
-            first[stub] = reg
+    for stub, regs in by_stub.items():
+        if len(regs) < 2:
             continue
-        _, rel0, line0, function0, _ = first[stub]
-        graph = [r for r in (first[stub], reg) if r[3].startswith("mps_") and r[3].endswith("_kernel")]
-        if graph:
-            hint = (f"delete the REGISTER_MPS_UNARY_STUB line at {graph[0][1]}:{graph[0][2]} "
-                    "(it still routes the stub to MPSGraph)")
-        else:
-            hint = "keep one registration"
-        found.append(Finding("PORTER021", rel, line,
-                             f"{stub} is registered again ({function}); it is already registered at "
-                             f"{rel0}:{line0} ({function0}); static-init order picks one silently",
-                             hint, tree.stub_op(stub)))
+        first = tree.original(regs, lambda reg: reg[1:3])
+        _, rel0, line0, function0, _ = first
+        for reg in regs:
+            if reg is first:
+                continue
+            _, rel, line, function, _ = reg
+            graph = [r for r in (first, reg) if r[3].startswith("mps_") and r[3].endswith("_kernel")]
+            if graph:
+                hint = (f"delete the REGISTER_MPS_UNARY_STUB line at {graph[0][1]}:{graph[0][2]} "
+                        "(it still routes the stub to MPSGraph)")
+            else:
+                hint = "keep one registration"
+            found.append(Finding("PORTER021", rel, line,
+                                 f"{stub} is registered again ({function}); it is already registered at "
+                                 f"{rel0}:{line0} ({function0}); static-init order picks one silently",
+                                 hint, tree.stub_op(stub)))
     return found
 
 

@@ -33,9 +33,22 @@ class Tree:
         self.checkout = checkout
         self.notes: list[str] = []
         self.set_lists: set[tuple[str, str]] = set()     # (function, name) of set-literal lists
+        # What `--changed-since` found changed (porter.checks.changed.Changes), else None: where
+        # two lines clash, the changed one is the finding's line.
+        self.changes = None
 
     def read(self, rel: str) -> str:
         return self.checkout.read(rel)
+
+    def original(self, copies: list, where=lambda copy: copy):
+        """Of clashing copies (in path, line order), the one that stands as the original: the
+        first whose (path, line) = `where(copy)` is not on a changed line, else the first. A
+        finding then goes on every other copy, where the change made the clash."""
+        if self.changes is not None:
+            for copy in copies:
+                if not self.changes.touches(*where(copy)):
+                    return copy
+        return copies[0]
 
     # --- native_functions.yaml -------------------------------------------------------------
     @cached_property

@@ -91,6 +91,7 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
     if args.changed_since:
         from porter.checks import changed
         changes = changed.since(checkout.root, args.changed_since)
+        tree.changes = changes
         ops = changed.touched_ops(tree, changes)
         if args.list_changed_ops:
             if fmt == "json":

@@ -236,7 +236,9 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
         kwargs = ctx.samples.kwargs(info, dtype)
         samples = info.reference_inputs("cpu", dtype, **kwargs) if reference else \
             info.sample_inputs("cpu", dtype, **kwargs)
+        generated = 0
         for index, sample in enumerate(samples):
+            generated += 1
             if only is not None and index != only:
                 continue
             res.samples += 1
@@ -249,6 +251,11 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
     except Exception as exc:   # sample generation itself broke: the test errors upstream too
         res.failed_samples += 1
         res.message = res.message or f"sample inputs failed: {_one_line(exc)}"
+    else:
+        if only is not None and not res.samples:
+            # nothing ran: a pass here would be a green no device ever gave
+            raise PorterError(f"--sample {only}: {info.full_name} has {generated} sample input(s) for "
+                              f"{name}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
     res.seconds = round(time.perf_counter() - start, 4)
     failed = res.failed_samples > 0
     if xfail_by:

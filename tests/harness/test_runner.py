@@ -272,3 +272,81 @@ def test_emulate_outside_a_checkout_is_bad_input(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("porter: error: --device emulate runs a checkout's Metal kernels") and \
         err.count("\n") == 1
+
+
+def _audit_json(root: Path, capsys, *args: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["audit-xfails", "--root", str(root), "--device", "cpu", "--json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _timeless(ops: list[dict]) -> list[dict]:
+    return sorted(({**op, "dtypes": [{k: v for k, v in d.items() if k != "seconds"} for d in op["dtypes"]]}
+                   for op in ops), key=lambda op: (op["key"], op["op"]))
+
+
+def test_audit_xfails_shards_merge_into_the_two_job_run(tmp_path, capsys, monkeypatch):
+    import multiprocessing.context
+
+    root = make_root(tmp_path)
+    pools = []
+    real_pool = multiprocessing.context.SpawnContext.Pool
+    monkeypatch.setattr(multiprocessing.context.SpawnContext, "Pool",
+                        lambda self, processes, *a, **k: (pools.append(processes),
+                                                          real_pool(self, processes, *a, **k))[1])
+    code, whole = _audit_json(root, capsys, "--jobs", "2")
+    assert (code, pools) == (1, [2])          # two spawned workers; abs's int8 entry is stale
+    assert whole["keys"] == 3 and {op["key"] for op in whole["ops"]} == {"abs", "neg", "sign"}
+    assert "abs: UNIMPLEMENTED_XFAILLIST['abs'] xpasses for int8" in whole["stale"]
+
+    paths = []
+    for k in (1, 2):
+        code, shard = _audit_json(root, capsys, "--shard", f"{k}/2")
+        assert shard["shard"] == f"{k}/2"
+        paths.append(tmp_path / f"shard{k}.json")
+        paths[-1].write_text(json.dumps(shard), encoding="utf-8")
+    shards = [json.loads(p.read_text()) for p in paths]
+    assert [sorted({op["key"] for op in s["ops"]}) for s in shards] == [["abs", "sign"], ["neg"]]
+    assert pools == [2]                       # a shard of one job runs in-process
+
+    code, merged = _audit_json(root, capsys, "--merge", *map(str, paths))
+    assert code == 1 and merged["device"] == "merged" and merged["keys"] == whole["keys"]
+    assert sorted(merged["stale"]) == sorted(whole["stale"])
+    assert _timeless(merged["ops"]) == _timeless(whole["ops"])
+
+
+class RecordingBackend(CpuFaultBackend):
+    """CPU standing in for MPS, with a fault on one dtype; keeps every input it was sent."""
+
+    def __init__(self, fault_dtype: str | None = None):
+        super().__init__(fault_dtype)
+        self.inputs = []
+
+    def run(self, opinfo, sample, dtype):
+        self.inputs.append(sample.input.clone())
+        return super().run(opinfo, sample, dtype)
+
+
+def test_sample_runs_that_sample_input_alone(capsys):
+    import torch
+    from porter.harness import opdb
+
+    backend = RecordingBackend("float32")
+    register_backend("cpu-record", lambda root: backend)
+    try:
+        capsys.readouterr()
+        code = main(["test", "atan2", "--device", "cpu-record", "--dtype", "float32", "--sample", "2"])
+        out = capsys.readouterr().out
+        # an index past the samples ran nothing: bad input, not a pass
+        assert main(["test", "atan2", "--device", "cpu-record", "--dtype", "float32", "--sample", "9"]) == 2
+        err = capsys.readouterr().err
+    finally:
+        unregister_backend("cpu-record")
+    info, = opdb.find(opdb.load(None), "atan2")
+    inputs = [s.input for s in info.sample_inputs("cpu", torch.float32, requires_grad=False, set_seed=True)]
+    assert len(inputs) == 9 and inputs[2].shape != inputs[0].shape
+    assert len(backend.inputs) == 1 and torch.equal(backend.inputs[0], inputs[2])
+    assert code == 1 and "FAIL float32 (1/1 samples), sample 2:" in out
+    assert "repro: porter test atan2 --device cpu-fault --dtype float32 --sample 2" in out
+    assert err == ("porter: error: --sample 9: atan2 has 9 sample input(s) for float32 "
+                   "(pass --sample 0 to 8)\n")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from porter.source.checkout import COMMON_MPS, NATIVE_YAML
+from porter.testing.trees import fixture_root
 from tests.reliability import harness
 from tests.reliability.harness import git_init, one_line_error, porter, read_tree
 
@@ -94,8 +96,21 @@ def test_json_error(repo):
     assert data["ok"] is False and NATIVE_YAML in data["error"] and "--allow-dirty" in data["hint"]
 
 
-def test_a_checkout_outside_git_is_allowed(mini_root):
-    assert run(mini_root).code == 0
+def _edited_keeping_the_users_work(root: Path, tmp_path: Path) -> None:
+    """The tree is what the port writes on a clean copy, plus the user's uncommitted line."""
+    clean = Path(shutil.copytree(fixture_root(), tmp_path / "clean"))
+    assert run(clean).code == 0
+    want = read_tree(clean)
+    assert want != read_tree(fixture_root())
+    want[NATIVE_YAML] += b"# my uncommitted work\n"
+    assert read_tree(root) == want
+
+
+def test_a_checkout_outside_git_is_allowed(mini_root, tmp_path):
+    _append(mini_root / NATIVE_YAML)
+    result = run(mini_root)
+    assert result.code == 0, result.err
+    _edited_keeping_the_users_work(mini_root, tmp_path)
 
 
 def test_a_checkout_in_a_subdirectory_of_a_repository(tmp_path, mini_root):
@@ -114,7 +129,9 @@ def test_no_git_installed_is_allowed(repo, monkeypatch, tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    assert run(repo).code == 0
+    result = run(repo)
+    assert result.code == 0, result.err
+    _edited_keeping_the_users_work(repo, tmp_path)
 
 
 def test_git_that_cannot_answer_refuses(repo, monkeypatch, tmp_path):

@@ -40,6 +40,9 @@ def test_an_error_at_any_step_leaves_the_tree_untouched(scenario_reset, monkeypa
     start = time.perf_counter()
     chosen = scenario_reset if harness.SOAK else [
         sc for sc in scenario_reset if sc.label == "mini" or sc in _first_per_command(scenario_reset, "real")]
+    # every fixture scenario, and one per command on the real-size tree
+    assert len(chosen) == (len(scenario_reset) if harness.SOAK
+                           else harness.expected_scenarios() + len(harness.OPS_FOR))
     for sc in chosen:
         steps = sc.steps if harness.SOAK else _one_of_each_kind(sc.steps, r)
         for n, step, path in steps:

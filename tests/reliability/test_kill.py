@@ -35,10 +35,13 @@ def test_sigkill_during_apply(scenarios):
     stats, failures, durations = Stats(), [], {}
     start = time.perf_counter()
     mini = [sc for sc in scenarios if sc.label == "mini"]
-    real = [sc for sc in scenarios if sc.label != "mini"] or mini
+    real = [sc for sc in scenarios if sc.label == "real"]
+    assert (len(mini), len(real)) == (harness.expected_scenarios(),) * 2
+    ran = {"mini": 0, "real": 0}
     for i in range(harness.KILL_RUNS):
         # the real-size tree costs 3x the fixture per run: a quarter of the runs
         sc = r.choice(real if r.random() < 0.25 else mini)
+        ran[sc.label] += 1
         sc.reset()
         mode = r.random()
         if mode < 0.8:
@@ -85,6 +88,7 @@ def test_sigkill_during_apply(scenarios):
     assert not failures, "\n".join(failures[:20])
     assert stats.corrupted == 0
     assert stats.faults_injected >= 0.8 * stats.runs
+    assert ran["mini"] > 0 and ran["real"] > 0, ran
 
 
 def test_sigkill_of_a_real_porter_process(mini_scenarios):
