@@ -26,6 +26,7 @@ COMMANDS = {
     "check": "check",
     "status": "status",
     "ci": "ci",
+    "cache": "cache",
 }
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:

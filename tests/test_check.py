@@ -359,6 +359,46 @@ sinc
 """)
 
 
+def test_a_changed_kernel_header_touches_the_ops_of_every_kernel_file_including_it(repo, capsys):
+    # UnaryKernel.h is #included by UnaryKernel.metal only: a change to it can break any functor
+    # there, though no changed line names an op (a PR green with its ports broken, otherwise)
+    edit(repo, f"{KERNELS}/UnaryKernel.h", "  T nan;\n", "  T nan;\n  T spare;\n")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert code == 0
+    ops = out.split()
+    assert {"neg", "bitwise_not", "exp", "sin", "sinc", "round"} <= set(ops)
+    assert not {"atan2", "hypot", "add"} & set(ops)          # BinaryKernel.metal does not include it
+
+
+def test_a_changed_c10_metal_header_touches_the_ops_of_the_files_including_it(real_root, capsys):
+    # a broken c10::metal::hypot (a line naming no op) fails `porter test hypot`; the PR's ops
+    # must name hypot, or the workflow skips every test job and reports green
+    utils = real_root / "c10/metal/utils.h"
+    _git(real_root, "init", "-q")
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-q", "-m", "base")
+    text = utils.read_text()
+    assert "  auto h3 = a * sqrt_1_plus_r;\n" in text
+    utils.write_text(text.replace("  auto h3 = a * sqrt_1_plus_r;\n", "  auto h3 = a * sqrt_1_plus_r * 1.5f;\n"))
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert code == 0
+    assert {"hypot", "atan2", "sin", "exp"} <= set(out.split())
+
+
+def test_names_on_changed_lines_of_unrelated_files_touch_no_op(real_root, capsys):
+    # English in a README is no op: "to", "index", "real" (aten ops of the real yaml) would send
+    # `porter test index` to the workflow's test jobs, which exit 2 (no such OpInfo) on a PR
+    # that changed no kernel
+    _git(real_root, "init", "-q")
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-q", "-m", "base")
+    notes = real_root / "NOTES.md"
+    notes.write_text("Move the tensor to the device, index it, take the real part.\n")
+    _git(real_root, "add", "NOTES.md")
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out) == (0, "")
+
+
 def test_changed_since_bad_input(repo, capsys):
     assert main(["check", "--root", str(repo), "--changed-since", "no-such-ref"]) == 2
     assert "unknown revision" in capsys.readouterr().err

@@ -165,3 +165,16 @@ def test_options_reach_the_workflow(mini_root, capsys):
 def test_bad_options(mini_root, capsys, args, message):
     code, _, err = ci(mini_root, capsys, *args)
     assert code == 2 and message in err and not (mini_root / WORKFLOW).exists()
+
+
+def test_no_pipe_ends_in_an_early_exit():
+    """The steps run with pipefail: `git diff | grep -q` fails when grep -q exits at its first
+    match and git takes SIGPIPE (141; measured 2 times in 4 on a 3000-file diff), so a PR
+    touching .mm would read host=false and skip the full build. A pipe must read its input
+    whole (`grep ... >/dev/null`)."""
+    data = yaml.safe_load(render_workflow())
+    assert data["defaults"]["run"]["shell"] == "bash"
+    for name, job in data["jobs"].items():
+        for step in job["steps"]:
+            for line in (step.get("run") or "").splitlines():
+                assert not re.search(r"\|\s*(grep\s+(-\w*q|--quiet)|head\b)", line), (name, line)

@@ -1,7 +1,8 @@
 """The generated workflow's shell, run as Actions runs it, on a fork with a pull request.
 
 The `run:` steps of the check and emulate jobs are taken from the YAML `porter ci init` writes
-and run with `bash -e` (Actions' default shell) in a git repository holding a base branch and a
+and run with the shell Actions gives them (`shell: bash`: `bash --noprofile --norc -eo pipefail`;
+none: `bash -e`) in a git repository holding a base branch and a
 PR branch, with GITHUB_BASE_REF, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY set as Actions sets
 them, each step's `env:` expressions evaluated, and the check job's outputs passed to the
 emulate job through `needs.check.outputs`. Install steps are left out (porter runs from this
@@ -59,8 +60,18 @@ def evaluate(text: str, context: dict[str, str]) -> str:
     return EXPRESSION.sub(value, text)
 
 
+# what Actions runs a `run:` script with (docs: "Default shell"): an unnamed shell has no pipefail
+SHELLS = {None: ["bash", "-e"], "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail"]}
+
+
+def shell_of(workflow: dict, job: dict, step: dict) -> list[str]:
+    name = (step.get("shell") or ((job.get("defaults") or {}).get("run") or {}).get("shell")
+            or ((workflow.get("defaults") or {}).get("run") or {}).get("shell"))
+    return SHELLS[name]
+
+
 def run_job(job: dict, root: Path, env: dict[str, str], context: dict[str, str],
-            tmp: Path, name: str) -> tuple[list[int], dict[str, str]]:
+            tmp: Path, name: str, workflow: dict | None = None) -> tuple[list[int], dict[str, str]]:
     """Run the job's script steps in order (stopping at the first failure, as Actions does);
     the exit codes and the outputs its steps wrote to GITHUB_OUTPUT, by step id."""
     codes, outputs = [], {}
@@ -74,7 +85,7 @@ def run_job(job: dict, root: Path, env: dict[str, str], context: dict[str, str],
         step_env = {k: evaluate(str(v), context) for k, v in (step.get("env") or {}).items()}
         script_file = tmp / f"{name}-{index}.sh"
         script_file.write_text(script)
-        done = subprocess.run(["bash", "-e", str(script_file)], cwd=root, capture_output=True, text=True,
+        done = subprocess.run([*shell_of(workflow or {}, job, step), str(script_file)], cwd=root, capture_output=True, text=True,
                               env={**env, **step_env, "GITHUB_OUTPUT": str(output)})
         codes.append(done.returncode)
         print(f"--- {name} step {index}: exit {done.returncode}\n{done.stdout}{done.stderr}")
@@ -108,7 +119,7 @@ def test_check_and_emulate_jobs_run_on_a_pull_request(mini_root, tmp_path, runne
 
     summary_check = tmp_path / "summary-check.md"
     codes, outputs = run_job(jobs["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
-                             str(summary_check)}, context, tmp_path, "check")
+                             str(summary_check)}, context, tmp_path, "check", workflow)
     assert codes == [0, 0]                 # ops; porter check is clean
     check_outputs = {name: evaluate(expr, {**context, **outputs})
                      for name, expr in jobs["check"]["outputs"].items()}
@@ -121,7 +132,7 @@ def test_check_and_emulate_jobs_run_on_a_pull_request(mini_root, tmp_path, runne
     assert "needs.check.outputs.ops != ''" in jobs["emulate"]["if"]       # and ops is "hypot"
     summary = tmp_path / "summary-emulate.md"
     codes, _ = run_job(jobs["emulate"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY": str(summary)},
-                       context, tmp_path, "emulate")
+                       context, tmp_path, "emulate", workflow)
     assert codes == [1]                    # the wrong formula fails, and so does the job
     text = summary.read_text()
     assert text.startswith("### porter test --device emulate: ❌ failed\n")
@@ -139,7 +150,20 @@ def test_a_pr_touching_host_code_asks_for_the_full_build(mini_root, tmp_path, ru
     mm = mini_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
     mm.write_text(mm.read_text() + "\n// a host change\n")
     git(mini_root, "commit", "-q", "-am", "host change")
-    jobs = yaml.safe_load(render_workflow())["jobs"]
-    codes, outputs = run_job(jobs["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
-                             str(tmp_path / "s.md")}, {"github.base_ref": "main"}, tmp_path, "check")
+    workflow = yaml.safe_load(render_workflow())
+    codes, outputs = run_job(workflow["jobs"]["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
+                             str(tmp_path / "s.md")}, {"github.base_ref": "main"}, tmp_path, "check",
+                             workflow)
     assert codes[0] == 0 and outputs["steps.ops.outputs.host"] == "true"
+
+
+def test_a_failing_porter_fails_the_ops_step(mini_root, tmp_path, runner_env):
+    # `ops=$(porter check ... --list-changed-ops | tr ...)`: without pipefail the step takes tr's
+    # status, so a porter that exits 2 leaves ops empty, every test job skipped, the step green
+    fork_with_pr(mini_root)
+    workflow = yaml.safe_load(render_workflow())
+    codes, outputs = run_job(workflow["jobs"]["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
+                             str(tmp_path / "s.md")}, {"github.base_ref": "no-such-branch"}, tmp_path,
+                             "check", workflow)
+    assert codes == [2]                       # porter's exit 2, through the pipe
+    assert "steps.ops.outputs.ops" not in outputs

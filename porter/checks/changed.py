@@ -10,6 +10,7 @@ touches sinc, though nothing named sinc remains on a changed line).
 
 from __future__ import annotations
 
+import posixpath
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -21,6 +22,10 @@ from porter.errors import PorterError
 
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 NAME_RE = re.compile(r"(?<![\w:.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+# where a kernel file's #include <...> is found in the checkout: the -I list of the emulator
+# and of upstream's Metal build (aten/src for ATen/..., the root for c10/metal/...)
+INCLUDE_ROOTS = ("aten/src", "")
 SUFFIXES = ("_functor", "_stub", "_mps_kernel", "_kernel_mps", "_out_mps", "_kernel", "_mps", "_out")
 
 
@@ -57,22 +62,26 @@ def since(root: Path, ref: str) -> Changes:
         text = (root / rel).read_text(encoding="utf-8", errors="replace") if (root / rel).is_file() else ""
         count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         changes.lines[rel] = set(range(1, count + 1))
-        changes.names |= names_in(text)
+        if names_op(rel):
+            changes.names |= names_in(text)
     return changes
 
 
 def parse_diff(diff: str, ref: str = "") -> Changes:
     changes = Changes(ref)
-    path = None
+    path = old_path = None
     for line in diff.splitlines():
-        if line.startswith("+++ "):
+        if line.startswith("--- "):
+            source = line[4:].strip()
+            old_path = source[2:] if source.startswith("a/") else None
+        elif line.startswith("+++ "):
             target = line[4:].strip()
             path = target[2:] if target.startswith("b/") else None
             if path is not None:
                 changes.lines.setdefault(path, set())
                 changes.deletions.setdefault(path, set())
-        elif line.startswith("--- ") or line.startswith("diff --git"):
-            continue
+        elif line.startswith("diff --git"):
+            path = old_path = None
         elif line.startswith("@@"):
             m = HUNK_RE.match(line)
             if m and path is not None:
@@ -81,9 +90,17 @@ def parse_diff(diff: str, ref: str = "") -> Changes:
                     changes.lines[path].update(range(start, start + count))
                 else:    # pure deletion after line `start`
                     changes.deletions[path].add(start)
-        elif line[:1] in "+-":
+        elif line[:1] in "+-" and names_op(path or old_path or ""):
             changes.names |= names_in(line[1:])
     return changes
+
+
+def names_op(path: str) -> bool:
+    """Whether a word on a changed line of `path` can name an op: the kernel, host, stub, yaml,
+    expectation and OpInfo sources porter reads. English elsewhere (a README's "to", "index",
+    "real") would send ops no kernel change touched to the workflow's test jobs."""
+    return (path.startswith((f"{co.NATIVE}/", f"{co.C10_METAL}/")) or path == co.COMMON_MPS
+            or path == co.OPINFO_DB or path.startswith(co.OPINFO_DEFINITIONS))
 
 
 def names_in(text: str) -> set[str]:
@@ -107,8 +124,41 @@ def touched_ops(tree: Tree, changes: Changes) -> set[str]:
     for name in changes.names:
         found.add(tree.kernel_ops.get(name, name))
     for path, lines in changes.lines.items():
-        found |= _structural(tree, path, Touch(lines, changes.deletions.get(path, set())))
+        touch = Touch(lines, changes.deletions.get(path, set()))
+        found |= _structural(tree, path, touch)
+        if touch and path.endswith(".h"):
+            found |= _including_kernel_ops(tree, path)
     return {op for op in found if op in tree.op_names}
+
+
+def _including_kernel_ops(tree: Tree, header: str) -> set[str]:
+    """The ops of every kernel file that #includes `header`, directly or through another header:
+    a changed c10/metal or kernels/*.h line can break any functor compiled with it, though the
+    line names no op (c10::metal::hypot's body names no caller)."""
+    out: set[str] = set()
+    for rel, metal in tree.metals.items():
+        if header in included_headers(tree.checkout.root, rel, metal.text):
+            out |= {tree.kernel_ops.get(k) or tree.to_op(k) or k for k in metal.kernels()}
+    return out
+
+
+def included_headers(root: Path, rel: str, text: str) -> set[str]:
+    """Checkout-relative paths of the headers `rel` includes, transitively (those the checkout
+    holds; <metal_stdlib> and headers only a torch wheel holds are none of the PR's)."""
+    seen: set[str] = set()
+    pending = [(rel, text)]
+    while pending:
+        current, body = pending.pop()
+        for name in INCLUDE_RE.findall(body):
+            for base in (*INCLUDE_ROOTS, posixpath.dirname(current)):
+                found = posixpath.normpath(posixpath.join(base, name)) if base else name
+                if found not in seen and (root / found).is_file():
+                    seen.add(found)
+                    pending.append((found, (root / found).read_text(encoding="utf-8", errors="replace")))
+                    break
+                if found in seen:
+                    break
+    return seen
 
 
 @dataclass(frozen=True)

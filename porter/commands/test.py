@@ -37,6 +37,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--macos", metavar="VERSION",
                         help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
                              "this Mac's with --device mps, else the newest)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="with --device emulate: ignore the reference cache (samples and CPU "
+                             "references of earlier runs) and recompute everything")
+    parser.add_argument("--watch", action="store_true",
+                        help="with --device emulate: run again on every save of a .metal file, "
+                             "a header it includes, a *Kernel.mm or the expectation lists; "
+                             "Ctrl-C stops")
     parser.add_argument("--grad", action="store_true",
                         help="also compare gradients (upstream's test_output_grad_match) on mps/cuda; "
                              "on emulate, test the backward kernels the op's derivative formula calls")
@@ -46,10 +53,15 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from porter.harness.session import Options, run as run_session
+    if args.watch:
+        from porter.harness import watch
+        return watch.run(Options(ops=args.ops, root=args.root, device=args.device,
+                                 dtypes=args.dtypes, sample=args.sample, json=args.json,
+                                 grad=args.grad, no_cache=args.no_cache))
     return run_session(Options(ops=args.ops, root=args.root, device=args.device,
                                dtypes=args.dtypes, sample=args.sample, json=args.json,
                                junit=args.junit, summary=args.summary,
                                markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, grad=args.grad, macos=args.macos,
-                               reference_inputs=args.reference_inputs))
+                               upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
+                               macos=args.macos, reference_inputs=args.reference_inputs))

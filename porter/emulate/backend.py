@@ -10,6 +10,7 @@ broadcasting, and the kernel's registered output dtype (int -> float for math op
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from porter.emulate.build import EmulateBuildError, Library, build_file
@@ -34,6 +35,8 @@ class EmulateBackend:
         self._libs: dict[Path, Library] = {}
         self._host: list[HostKernel] | None = None
         self._client: WorkerClient | None = None
+        self._pending: dict[Path, threading.Thread] = {}    # libraries building in a thread
+        self._built: dict[Path, object] = {}                # what those threads produced
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -62,16 +65,22 @@ class EmulateBackend:
     def skip_reason(self, opinfo) -> str | None:
         """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of
         a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
-        if self._candidates(opinfo):
+        return self.skip_reason_named(OpNames.of(opinfo))
+
+    def skip_reason_named(self, op: "OpNames") -> str | None:
+        if self._candidates_named(op):
             return None
-        return (f"porter cannot run {opinfo.name} under the emulator: no *Kernel.mm of the "
+        return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
                 "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
                 "code porter does not model; `porter status` shows which)")
 
     def build_error(self, opinfo) -> str | None:
         """Why the op's kernel file would not compile on a Mac, or None. Every dtype fails
         then: one bad registration stops the whole .metal file."""
-        for host in self._candidates(opinfo):
+        return self.build_error_named(OpNames.of(opinfo))
+
+    def build_error_named(self, op: "OpNames") -> str | None:
+        for host in self._candidates_named(op):
             try:
                 lib = self._library(host.metal)
             except EmulateBuildError as err:
@@ -113,15 +122,57 @@ class EmulateBackend:
             out = out.real.clone()    # |z| broadcast into both lanes; the host reads one
         return out
 
+    def run_portable(self, op: "OpNames", sample):
+        """`run` on a sample of the reference cache (porter.harness.cached_run.Sample), without
+        torch: numpy arrays, and what `run` asks torch (the promoted dtype per operand count,
+        the meta output dtype) as recorded when the sample was cached."""
+        from porter.emulate import nprun
+        from porter.harness.portable import PArray, Unsupported, scalar
+
+        host = self._select_named(op, sample.kwargs)
+        lib = self._library(host.metal)
+        regs = lib.find(host.kernel)
+        if not regs:
+            raise RuntimeError(f"no kernel {host.kernel!r} registered in {host.metal.name}: MPS "
+                               f"raises 'Failed to create function state object for: "
+                               f"{host.kernel}'")
+        arity = ARITY[regs[0].kind]
+        operands = [sample.input, *list(sample.args)[: arity - 1]]
+        if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
+            raise RuntimeError(f"emulate: unsupported operands for {op.name}")
+        common = sample.promoted.get(str(arity))
+        if common is None or common not in nprun.NAME_TO_METAL:
+            raise Unsupported(f"no recorded promotion to a Metal type for {arity} operands")
+        want_out = sample.out_dtype
+        matching = [r for r in regs if r.in_type == nprun.NAME_TO_METAL[common]]
+        reg = next((r for r in matching if r.built and _out_matches_named(r, want_out, host)), None)
+        if reg is None:
+            raise RuntimeError(self._missing_named(host, lib, matching, common, want_out))
+        tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in operands]
+        alpha = None
+        if reg.kind.endswith("alpha"):
+            alpha = nprun.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg))
+        out = nprun.run_registration(self._worker(), lib, reg, tensors, alpha)
+        if want_out is not None and out.dtype.startswith("complex") and \
+                not want_out.startswith("complex"):
+            out = nprun.real_part(out)   # |z| broadcast into both lanes; the host reads one
+        return out
+
     # ------------------------------------------------------------ helpers
     def _missing(self, host: HostKernel, lib: Library, matching: list, common, want_out) -> str:
         """The failure a Mac reports for a (kernel, dtype) the .metal lacks or cannot build."""
+        return self._missing_named(host, lib, matching, _torch_name(common),
+                                   None if want_out is None else _torch_name(want_out))
+
+    def _missing_named(self, host: HostKernel, lib: Library, matching: list, common: str,
+                       want_out: str | None) -> str:
         out = want_out if want_out is not None else common
-        name = f"{host.kernel}_{_torch_name(common)}_{_torch_name(out)}"
+        name = f"{host.kernel}_{common}_{out}"
         unbuilt = [r for r in matching if not r.built]
         if unbuilt:
             return f"kernel {name} does not build: {self._rel(lib.reason(unbuilt[0]) or '?')}"
-        have = ", ".join(f"{_torch_name(torch_dtype(r.in_type))}->{_torch_name(torch_dtype(r.out_type))}"
+        from porter.emulate.nprun import METAL_TO_NAME
+        have = ", ".join(f"{METAL_TO_NAME.get(r.in_type, 'None')}->{METAL_TO_NAME.get(r.out_type, 'None')}"
                          for r in matching)
         where = f" (registered: {have})" if have else ""
         return (f"no kernel {name} registered in {host.metal.name}{where}: MPS raises "
@@ -136,24 +187,29 @@ class EmulateBackend:
         return [h for h in self._host if h.op in names]
 
     def _candidates(self, opinfo) -> list[HostKernel]:
+        return self._candidates_named(OpNames.of(opinfo))
+
+    def _candidates_named(self, op: "OpNames") -> list[HostKernel]:
         # the stub is named after the aten op (mish_stub), the OpInfo may not be
         # (nn.functional.mish): either names the kernel
-        names = {opinfo.name, getattr(opinfo, "aten_name", None) or opinfo.name,
-                 opinfo.name.removeprefix("nn.functional.")}
+        names = {op.name, op.aten_name or op.name, op.name.removeprefix("nn.functional.")}
         hosts = self._host_kernels(names)
-        if opinfo.name == "round":
+        if op.name == "round":
             # round.decimals_N runs round_decimals_stub; plain round runs round_stub
-            wants_decimals = "decimals" in (getattr(opinfo, "variant_test_name", "") or "")
+            wants_decimals = "decimals" in op.variant
             hosts = [h for h in hosts if (h.stub == "round_decimals") == wants_decimals]
         return hosts
 
     def _select(self, opinfo, sample) -> HostKernel:
-        hosts = self._candidates(opinfo)
+        return self._select_named(OpNames.of(opinfo), sample.kwargs)
+
+    def _select_named(self, op: "OpNames", kwargs: dict) -> HostKernel:
+        hosts = self._candidates_named(op)
         if not hosts:
-            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {opinfo.name} "
+            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {op.name} "
                                f"in the checkout's *Kernel.mm")
-        if opinfo.name == "div":
-            want = DIV_KERNELS.get(sample.kwargs.get("rounding_mode"))
+        if op.name == "div":
+            want = DIV_KERNELS.get(kwargs.get("rounding_mode"))
             hosts = [h for h in hosts if h.kernel == want] or hosts
         return hosts[0]
 
@@ -166,7 +222,37 @@ class EmulateBackend:
             return kwargs["alpha"]
         return 1
 
+    def prebuild(self, queries) -> None:
+        """Start building the .metal files these ops (as spelled on the command line) dispatch
+        to, in one thread: g++ works on the other core while porter imports and reads its
+        caches; `_library` waits for the result. The same builds, started sooner (one after
+        the other: they share the precompiled header, and the main thread needs a core)."""
+        names = set(queries) | {q.removeprefix("nn.functional.") for q in queries}
+        metals = [m for m in sorted({h.metal for h in self._host_kernels(names)})
+                  if m not in self._libs and m not in self._pending]
+        if not metals:
+            return
+        thread = threading.Thread(target=self._build_in_thread, args=(metals,), daemon=True)
+        for metal in metals:
+            self._pending[metal] = thread
+        thread.start()
+
+    def _build_in_thread(self, metals: list[Path]) -> None:
+        for metal in metals:
+            try:
+                self._built[metal] = build_file(metal, self.root, strict=False)
+            except Exception as err:          # handed to the main thread by `_library`
+                self._built[metal] = err
+
     def _library(self, metal: Path) -> Library:
+        pending = self._pending.pop(metal, None)
+        if pending is not None:
+            while metal not in self._built and pending.is_alive():
+                pending.join(0.005)
+            built = self._built.pop(metal, None) or build_file(metal, self.root, strict=False)
+            if isinstance(built, Exception) and not isinstance(built, EmulateBuildError):
+                raise built
+            self._libs[metal] = built
         lib = self._libs.get(metal)
         if lib is None:
             try:
@@ -187,6 +273,31 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+class OpNames:
+    """What the backend needs of an OpInfo to find its kernel: the OpInfo itself on the
+    ordinary path, a record of the reference cache on the cached one."""
+
+    __slots__ = ("name", "aten_name", "variant")
+
+    def __init__(self, name: str, aten_name: str | None = None, variant: str = ""):
+        self.name, self.aten_name, self.variant = name, aten_name, variant or ""
+
+    @classmethod
+    def of(cls, opinfo) -> "OpNames":
+        return cls(opinfo.name, getattr(opinfo, "aten_name", None),
+                   getattr(opinfo, "variant_test_name", "") or "")
+
+
+def _out_matches_named(reg, want_out: str | None, host) -> bool:
+    """`_out_matches` on dtype names."""
+    from porter.emulate.nprun import METAL_TO_NAME
+    out = METAL_TO_NAME.get(reg.out_type)
+    if want_out is None or out == want_out:
+        return True
+    return (host.kernel in REAL_PART_KERNELS and out is not None and out.startswith("complex")
+            and not want_out.startswith("complex"))
 
 
 def _output_dtype(opinfo, sample):

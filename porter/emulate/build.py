@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -266,7 +267,8 @@ def _precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path |
     if gch.is_file():
         return pch_dir
     gch.parent.mkdir(parents=True, exist_ok=True)
-    staged = gch.with_suffix(f".tmp{os.getpid()}")
+    # pid and thread: EmulateBackend.prebuild builds in a thread beside the main one
+    staged = gch.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
     cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs),
            "-x", "c++-header", str(headers.SHIM_DIR / "porter" / "prelude.h"), "-o", str(staged)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})

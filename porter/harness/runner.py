@@ -233,11 +233,8 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
-        kwargs = ctx.samples.kwargs(info, dtype)
-        samples = info.reference_inputs("cpu", dtype, **kwargs) if reference else \
-            info.sample_inputs("cpu", dtype, **kwargs)
         generated = 0
-        for index, sample in enumerate(samples):
+        for index, sample in enumerate(generate_samples(info, dtype, ctx.samples, reference)):
             generated += 1
             if only is not None and index != only:
                 continue
@@ -264,6 +261,16 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
     else:
         res.outcome = FAIL if failed else PASS
     return res
+
+
+def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules.BUILT_IN,
+                     reference: bool = False):
+    """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
+    reference cache records these); `reference`: the OpInfo's reference_inputs instead."""
+    kwargs = rules.kwargs(info, dtype)
+    if reference:
+        return info.reference_inputs("cpu", dtype, **kwargs)
+    return info.sample_inputs("cpu", dtype, **kwargs)
 
 
 def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
@@ -302,6 +309,20 @@ def _reference(info, sample, dev_out):
     reference is computed wider and cast back: half/bfloat16 (and bool, as upstream's code
     ends up doing) in float32; complex32 in complex64 (a porter addition, for CUDA)."""
     import torch
+    out, cast = reference_uncast(info, sample, device_out_is_tensor=isinstance(dev_out, torch.Tensor))
+    if not cast:
+        return out
+    # Cast back to what the op gives for the sample's own dtype (its meta function says),
+    # never to whatever the device returned: a device returning float32 for ceil on bool
+    # must still fail the exact-dtype check, as upstream's does.
+    target = _meta_dtype(info, sample) or getattr(sample.input, "dtype", None)
+    return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
+
+
+def reference_uncast(info, sample, device_out_is_tensor: bool = True):
+    """(CPU result, whether it was computed wider and still needs the cast to the device
+    output's dtype). The reference cache stores this and casts when the kernel has run."""
+    import torch
     wider = {torch.float16: torch.float32, torch.bfloat16: torch.float32,
              torch.bool: torch.float32, torch.complex32: torch.complex64}
     in_dtype = getattr(sample.input, "dtype", None)
@@ -309,20 +330,15 @@ def _reference(info, sample, dev_out):
         in_dtype in (torch.float16, torch.bfloat16)
     if not upcast:
         try:
-            return _call(info, to_device(sample, "cpu"))
+            return _call(info, to_device(sample, "cpu")), False
         except (NotImplementedError, RuntimeError) as exc:
             if isinstance(exc, RuntimeError) and "not implemented for" not in str(exc):
                 raise
-            if not isinstance(dev_out, torch.Tensor) or in_dtype not in wider:
+            if not device_out_is_tensor or in_dtype not in wider:
                 raise
     wide = to_device(sample, "cpu").transform(
         lambda t: t.to(wider[t.dtype]) if isinstance(t, torch.Tensor) and t.dtype in wider else t)
-    out = _call(info, wide)
-    # Cast back to what the op gives for the sample's own dtype (its meta function says),
-    # never to whatever the device returned: a device returning float32 for ceil on bool
-    # must still fail the exact-dtype check, as upstream's does.
-    target = _meta_dtype(info, sample) or in_dtype
-    return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
+    return _call(info, wide), True
 
 
 def _meta_dtype(info, sample):
@@ -369,7 +385,6 @@ def _comparer(precision: float, rel_tol: float):
 def _expectations(info, dtype, ctx: RunContext, device_type: str):
     """(xfail sources, skip sources, (precision, rel_tol) floors) for one op and dtype."""
     xfail, skip = [], []
-    precision, rel_tol = 0.0, 0.0
     name = _dtype_name(dtype)
     key = opdb.xfail_key(info)
     mps_like = getattr(ctx.backend, "mps_expectations", False)
@@ -381,6 +396,16 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
             (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
         if test_name == TEST_NAME and ctx.expectations.complex_xfail(key, name):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
+    dec_xfail, dec_skip, floors = decorator_expectations(info, dtype, device_type, mps_like)
+    return xfail + dec_xfail, skip + dec_skip, floors
+
+
+def decorator_expectations(info, dtype, device_type: str, mps_like: bool):
+    """(xfail sources, skip sources, (precision, rel_tol) floors) from the OpInfo's own
+    decorators: the part of `_expectations` the reference cache records with the samples."""
+    xfail, skip = [], []
+    precision, rel_tol = 0.0, 0.0
+    test_name = getattr(info, "test_name", TEST_NAME)
     from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
     for index, info_dec in enumerate(info.decorators or ()):
         # a bare decorator (no DecorateInfo) applies to every test of the op

@@ -37,6 +37,7 @@ class Options:
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
     reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
+    no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
     grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
@@ -65,14 +66,7 @@ def run(opts: Options) -> int:
     reason = backend.unavailable_reason()
     if reason:
         raise PorterError(reason)
-    from porter.harness.expectations import parse_macos
-    ctx = runner.make_context(root, backend, checkout,
-                              parse_macos(opts.macos) if opts.macos else None)
-    results: list[runner.OpResult] = []
-    for op in opts.ops:
-        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx, grad=opts.grad,
-                                       reference_inputs=opts.reference_inputs)
+    ctx, results = _run_ops(opts, checkout, root, backend)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -109,6 +103,9 @@ def run(opts: Options) -> int:
         "samples": ctx.samples.source,
         "macos": ".".join(map(str, ctx.macos)),
     }
+    cached = getattr(ctx, "from_reference_cache", False)
+    if cached:
+        meta["reference_cache"] = "samples and CPU references read from the cache"
     if upstream_note:
         meta["upstream_error"] = upstream_note
     if opts.json:
@@ -129,6 +126,8 @@ def run(opts: Options) -> int:
                   f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
                   f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
                   f"; tolerance lists {tol}")
+        if cached:
+            header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
         out.write(report.render_text(results, root_arg, header))
@@ -146,6 +145,36 @@ def run(opts: Options) -> int:
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
     return exit_code(results, pruned, applied)
+
+
+def _run_ops(opts: Options, checkout, root, backend):
+    """(context, results): from the reference cache when it has every sample the run needs
+    (porter.harness.cached_run: no op database, no torch), else the ordinary way, recording
+    for the next run."""
+    env = None
+    if getattr(backend, "name", "") == "emulate":   # g++ on the other core while we start up
+        backend.prebuild(opts.ops)
+    from porter.harness import cached_run
+    if cached_run.cache_wanted(opts, backend):
+        env = cached_run.environment(root, backend)
+        cached = cached_run.try_run(opts, checkout, backend, env) if env else None
+        if cached is not None:
+            return cached, cached.results
+    from porter.harness.expectations import parse_macos
+    ctx = runner.make_context(root, backend, checkout,
+                              parse_macos(opts.macos) if opts.macos else None)
+    results: list[runner.OpResult] = []
+    for op in opts.ops:
+        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
+                                       ctx=ctx, grad=opts.grad,
+                                       reference_inputs=opts.reference_inputs)
+    if env:
+        from porter.harness import record
+        try:
+            record.record(ctx, opts.ops, env)
+        except OSError as err:           # a read-only or full cache directory costs speed only
+            print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
+    return ctx, results
 
 
 def exit_code(results, pruned, applied: bool) -> int:

@@ -1,0 +1,122 @@
+"""The kernel author's inner loop: edit the functor body, get the verdict. Whole processes;
+prints figures and ratios to the op_db import timed in the same run; asserts nothing.
+
+    python bench/bench_loop.py [--repeat N]
+
+1. a real-size tree, `porter new-op heaviside` (fresh caches);
+2. one `python -c "from torch.testing._internal.common_methods_invocations import op_db"`
+   process, best and median of N: the baseline;
+3. the first `porter test heaviside --device emulate` (imports op_db, compiles, records);
+4. N edit cycles, each two whole `porter test heaviside --device emulate` processes: after a
+   wrong functor body (must exit 1 with `fail`), then after the right one again (must exit 0).
+   Every edit also writes a fresh comment into the body, so every cycle compiles the kernel
+   (restoring byte-identical text would find the library in the build cache: faster, but
+   not what an author who types does);
+5. `--no-cache` on the same edit: the loop without the reference cache.
+Target: a cycle <= 0.2x one op_db import (goal 0.1x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from _common import bench_env, porter_argv, real_tree, scratch_dir
+
+from porter.source.checkout import KERNELS
+
+RIGHT = "return static_cast<T>(a == 0 ? b : static_cast<T>(a > 0));"
+WRONG = "return static_cast<T>(a == 0 ? b : static_cast<T>(a < 0));"
+
+
+CPU: list[float] = []       # CPU seconds (user + sys, children included) of each run_once
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(argv: list[str], cwd=None) -> tuple[float, int, str]:
+    cpu0, start = _children_cpu(), time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=bench_env(), capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    CPU.append(_children_cpu() - cpu0)
+    return wall, proc.returncode, proc.stdout + proc.stderr
+
+
+def opdb_import(repeat: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    argv = [sys.executable, "-c", "from torch.testing._internal.common_methods_invocations import op_db"]
+    run_once(argv)                                  # warm-up: file cache
+    for _ in range(repeat):
+        wall, _, _ = run_once(argv)
+        walls.append(wall)
+        cpus.append(CPU[-1])
+    return walls, cpus
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
+    os.environ.pop("PORTER_REFCACHE_DIR", None)
+    root = real_tree()
+    subprocess.run(porter_argv("new-op", "heaviside", "--root", str(root)), check=True,
+                   env=bench_env(), capture_output=True)
+    metal = root / KERNELS / "BinaryKernel.metal"
+    good = metal.read_text()
+    if RIGHT not in good:
+        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+        return 2
+    test = porter_argv("test", "heaviside", "--device", "emulate", "--root", str(root))
+
+    print(f"load average before: {os.getloadavg()[0]:.1f} (the box is shared: wall ratios "
+          "move with it, CPU-time ratios much less)")
+    walls, cpus = opdb_import(args.repeat)
+    opdb_best, opdb_median, opdb_cpu = min(walls), statistics.median(walls), statistics.median(cpus)
+    print(f"op_db import (whole process)          best {opdb_best:6.2f} s  median {opdb_median:6.2f} s"
+          f"  CPU {opdb_cpu:5.2f} s")
+
+    first, code, _ = run_once(test)
+    print(f"first porter test (op_db, build, record) {first:6.2f} s  exit {code}   "
+          f"{first / opdb_median:5.2f}x op_db")
+
+    def cycle(tag: str, extra: list[str]) -> tuple[list[float], list[float], bool]:
+        wrong_t, right_t, ok = [], [], True
+        del CPU[:]
+        for n in range(args.repeat):
+            body = f"{WRONG} // {tag} edit {n}"
+            metal.write_text(good.replace(RIGHT, body))
+            t, code, out = run_once(test + extra)
+            ok &= code == 1 and " fail " in out
+            wrong_t.append(t)
+            metal.write_text(good.replace(RIGHT, f"{RIGHT} // {tag} fixed {n}"))
+            t, code, out = run_once(test + extra)
+            ok &= code == 0 and "0 fail" in out
+            right_t.append(t)
+        metal.write_text(good)
+        return wrong_t, right_t, ok
+
+    for label, extra in (("cached", []), ("--no-cache", ["--no-cache"])):
+        wrong_t, right_t, ok = cycle(label.strip("-"), extra)
+        both = wrong_t + right_t
+        med = statistics.median(both)
+        print(f"edit->verdict, {label:<10} wrong body: median {statistics.median(wrong_t):5.2f} s "
+              f"(exit 1, fail: {'yes' if ok else 'NO'}); right body: median "
+              f"{statistics.median(right_t):5.2f} s (exit 0)")
+        cpu = statistics.median(CPU)
+        print(f"  one cycle = {med:5.2f} s = {med / opdb_median:5.3f}x op_db import "
+              f"(best {min(both):5.2f} s = {min(both) / opdb_median:5.3f}x); CPU {cpu:5.2f} s = "
+              f"{cpu / opdb_cpu:5.3f}x op_db's CPU.  target <= 0.2x, goal 0.1x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""`porter cache info|clear`: the on-disk caches (`porter test --device emulate`'s reference
+cache, the emulator's compiled kernel libraries)."""
+
+from __future__ import annotations
+
+import json
+
+HELP = "show or empty porter's caches (OpInfo samples and CPU references, built kernels)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=("info", "clear"),
+                        help="info: where the caches are and their size; clear: empty them")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _size(path) -> tuple[int, int]:
+    if not path.is_dir():
+        return 0, 0
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def run(args) -> int:
+    import shutil
+
+    from porter.emulate.build import cache_dir as kernel_dir
+    from porter.harness import refcache
+
+    caches = {"references": refcache.directory(), "kernels": kernel_dir()}
+    report = {}
+    for name, path in caches.items():
+        files, size = _size(path)
+        if args.action == "clear" and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        report[name] = {"path": str(path), "files": files, "bytes": size}
+    if args.json:
+        print(json.dumps({"ok": True, "action": args.action, "caches": report}, indent=1))
+        return 0
+    verb = "removed" if args.action == "clear" else "holds"
+    for name, info in report.items():
+        print(f"{name:<10} {info['path']}: {verb} {info['files']} file(s), "
+              f"{info['bytes'] / 1e6:.1f} MB")
+    if args.action == "info":
+        print(f"the reference cache keeps at most {refcache.limit_bytes() // (1024 * 1024)} MB "
+              "(PORTER_REFCACHE_MB), least recently used first out")
+    return 0

@@ -1,0 +1,290 @@
+"""Tensors as numpy sees them, and upstream's comparison on them, without importing torch.
+
+A warm `porter test --device emulate` (porter.harness.cached_run) loads its samples and CPU
+references from the reference cache and must not pay ~1.5 s for `import torch`; this module is
+what it computes with instead. `PArray` is a tensor's dtype name (torch's spelling) and its
+values; bfloat16, which numpy lacks, is kept as its uint16 bit pattern and widened to float32
+(exactly) for arithmetic, narrowed with round-to-nearest-even as c10::BFloat16 does.
+
+`compare` mirrors `TestCase.assertEqual(actual, expected, atol=, rtol=)` with the
+`precision` / `rel_tol` floors on two strided tensors: shape, then dtype, then
+`torch.isclose` computed in the tensors' own dtype (half and bfloat16 arithmetic rounded per
+operation, as torch's CPU kernels do), and torch's mismatch message. `max_errors` mirrors the
+runner's `_update_errors` (float64 / complex128). A test runs every op of the real-size tree's
+kernel files both ways and compares the tables.
+
+Only `from_torch` / `to_torch` import torch, and only the cold path (which has it loaded) calls them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+NUMPY = {
+    "bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32,
+    "int64": np.int64, "float16": np.float16, "bfloat16": np.uint16, "float32": np.float32,
+    "float64": np.float64, "complex64": np.complex64, "complex128": np.complex128,
+}
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+COMPLEX = ("complex64", "complex128")
+# torch.testing's default (rtol, atol) per dtype; every other dtype compares exactly
+DEFAULT_TOLERANCES = {
+    "float16": (0.001, 1e-5), "bfloat16": (0.016, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7), "complex32": (0.001, 1e-5), "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+
+
+class Unsupported(Exception):
+    """Something here cannot be done without torch (a dtype numpy lacks, an exotic value):
+    the caller runs the op the ordinary way."""
+
+
+@dataclass
+class PArray:
+    dtype: str          # torch dtype name: "float32", "bfloat16", ...
+    data: np.ndarray    # C-contiguous values; bfloat16 as uint16 bits
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.data.dtype.itemsize
+
+
+# ----------------------------------------------------------------- dtype conversions
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(values: np.ndarray) -> np.ndarray:
+    """Round to nearest even, NaN to the canonical quiet NaN: c10::BFloat16(float)."""
+    values = np.asarray(values, dtype=np.float32, order="C")
+    bits = values.view(np.uint32)
+    rounded = ((bits + (((bits >> 16) & 1) + np.uint32(0x7FFF))) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded).astype(np.uint16)
+
+
+def widened(a: PArray) -> np.ndarray:
+    """Values numpy can compute with: bfloat16 as float32, everything else as is."""
+    return bf16_to_f32(a.data) if a.dtype == "bfloat16" else a.data
+
+
+def narrowed(values: np.ndarray, dtype: str) -> PArray:
+    """`values` (any numpy dtype) converted to `dtype` as `Tensor.to(dtype)` converts."""
+    if dtype not in NUMPY:
+        raise Unsupported(f"no numpy dtype for {dtype}")
+    if dtype == "bfloat16":
+        return PArray(dtype, f32_to_bf16(values.astype(np.float32)))
+    if dtype == "bool":
+        return PArray(dtype, np.asarray(values != 0, order="C"))
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # complex -> real drops the imaginary part
+            return PArray(dtype, np.asarray(values.astype(NUMPY[dtype]), order="C"))
+
+
+def astype(a: PArray, dtype: str) -> PArray:
+    return a if a.dtype == dtype else narrowed(widened(a), dtype)
+
+
+def scalar(value, dtype: str) -> PArray:
+    """`torch.tensor(value, dtype=dtype)` for a Python number."""
+    if isinstance(value, complex) and dtype not in COMPLEX:
+        raise Unsupported("complex scalar into a real dtype")
+    return narrowed(np.asarray(value), dtype)
+
+
+# ----------------------------------------------------------------- torch boundary (cold path only)
+
+def from_torch(t) -> PArray:
+    import torch
+    name = str(t.dtype).removeprefix("torch.")
+    if name not in NUMPY or t.layout != torch.strided or t.is_conj() or t.is_neg():
+        raise Unsupported(f"tensor of dtype {name}")
+    t = t.detach().cpu().contiguous()
+    if name == "bfloat16":
+        return PArray(name, t.view(torch.uint16).numpy().copy())
+    return PArray(name, t.numpy().copy())
+
+
+def to_torch(a: PArray):
+    import torch
+    if a.dtype == "bfloat16":
+        return torch.from_numpy(a.data.copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.data.copy())
+
+
+# ----------------------------------------------------------------- errors and comparison
+
+def magnitude(values: np.ndarray) -> np.ndarray:
+    """torch.abs: for complex, sqrt(re*re + im*im) in the tensor's precision (torch's CPU
+    kernel; numpy's hypot differs in the last bit, which shows in messages)."""
+    if values.dtype.kind != "c":
+        return np.abs(values)
+    re, im = values.real, values.imag
+    return np.sqrt(re * re + im * im)
+
+
+def max_errors(expected: PArray, actual: PArray) -> tuple[float, float] | None:
+    """(max abs, max rel) error as the runner's `_update_errors` computes them, or None when
+    it records nothing (other shape, no elements)."""
+    if expected.shape != actual.shape or expected.data.size == 0:
+        return None
+    wide = np.complex128 if (expected.dtype in COMPLEX or actual.dtype in COMPLEX) else np.float64
+    with np.errstate(all="ignore"):
+        e = widened(expected).astype(wide)
+        a = widened(actual).astype(wide)
+        same = (e == a) | (np.isnan(e) & np.isnan(a))
+        diff = np.where(same, 0, magnitude(a - e))
+        rel = np.where(same, 0, diff / magnitude(e))
+    return float(np.max(diff)), float(np.max(rel))
+
+
+def _op(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Round a float32 intermediate to `dtype`, as one torch CPU op on `dtype` does."""
+    if dtype == "float16":
+        return values.astype(np.float16)
+    if dtype == "bfloat16":
+        return bf16_to_f32(f32_to_bf16(values))
+    return values
+
+
+def _compute_dtype(dtype: str):
+    # half and bfloat16 compute in float (opmath) and round after every op
+    return {"float16": np.float32, "bfloat16": np.float32}.get(dtype)
+
+
+def isclose(actual: PArray, expected: PArray, rtol: float, atol: float) -> np.ndarray:
+    """torch.isclose(actual, expected, rtol, atol, equal_nan=True) on same-dtype arrays."""
+    dtype = actual.dtype
+    a, e = widened(actual), widened(expected)
+    with np.errstate(all="ignore"):
+        close = a == e
+        if dtype in FLOATING or dtype in COMPLEX:
+            close = close | (np.isnan(a) & np.isnan(e))
+        if rtol == 0 and atol == 0:
+            return close
+        if dtype == "bool":          # torch computes the error of bools in the default dtype
+            a, e, dtype = a.astype(np.float32), e.astype(np.float32), "float32"
+        if dtype in ("float16", "bfloat16"):
+            a32, e32 = a.astype(np.float32), e.astype(np.float32)
+            allowed = _op(np.abs(_op(np.float32(rtol) * e32, dtype)) + np.float32(atol), dtype)
+            actual_error = np.abs(_op(a32 - e32, dtype))
+        elif dtype in ("float32", "complex64"):
+            real = np.float32
+            allowed = magnitude(real(rtol) * e) + real(atol)
+            actual_error = magnitude(a - e)
+        elif dtype in ("float64", "complex128"):
+            allowed = magnitude(rtol * e) + atol
+            actual_error = magnitude(a - e)
+        else:                        # integers: `rtol * other` promotes to the default dtype
+            allowed = np.abs(np.float32(rtol) * e.astype(np.float32)) + np.float32(atol)
+            actual_error = np.abs(a - e).astype(np.float32)
+        return close | (np.isfinite(actual_error) & (actual_error <= allowed))
+
+
+def _size(shape) -> str:
+    return f"torch.Size([{', '.join(str(s) for s in shape)}])"
+
+
+def _item(a: PArray, flat_index: int):
+    value = widened(a).reshape(-1)[flat_index]
+    return value.item()
+
+
+def compare(actual: PArray, expected: PArray, atol: float | None, rtol: float | None,
+            floors: tuple[float, float] = (0.0, 0.0)) -> str | None:
+    """The AssertionError text of `TestCase.assertEqual(actual, expected, atol=, rtol=)` with
+    `precision, rel_tol = floors`, or None when they are equal."""
+    if actual.shape != expected.shape:
+        return (f"The values for attribute 'shape' do not match: {_size(actual.shape)} != "
+                f"{_size(expected.shape)}.")
+    if actual.dtype != expected.dtype:
+        return (f"The values for attribute 'dtype' do not match: torch.{actual.dtype} != "
+                f"torch.{expected.dtype}.")
+    if rtol is None or atol is None:
+        rtol, atol = DEFAULT_TOLERANCES.get(actual.dtype, (0.0, 0.0))
+    precision, rel_tol = floors
+    rtol, atol = max(rtol, rel_tol), max(atol, precision)
+    matches = isclose(actual, expected, rtol, atol)
+    if bool(np.all(matches)):
+        return None
+    if actual.shape == ():
+        return _scalar_message(_item(actual, 0), _item(expected, 0), rtol, atol)
+    return _tensor_message(actual, expected, matches, rtol, atol)
+
+
+def _message(identifier: str, extra: str, abs_diff, abs_idx, atol, rel_diff, rel_idx, rtol) -> str:
+    equality = rtol == 0 and atol == 0
+
+    def diff_msg(kind, diff, idx, tol):
+        msg = f"{kind.title()} difference: {diff}" if idx is None else \
+            f"Greatest {kind} difference: {diff} at index {idx}"
+        return msg + ("" if equality else f" (up to {tol} allowed)") + "\n"
+
+    msg = f"{identifier} are not {'equal' if equality else 'close'}!\n\n{extra.strip()}\n"
+    msg += diff_msg("absolute", abs_diff, abs_idx, atol)
+    msg += diff_msg("relative", rel_diff, rel_idx, rtol)
+    return msg.strip()
+
+
+def _scalar_message(actual, expected, rtol, atol) -> str:
+    abs_diff = abs(actual - expected)
+    rel_diff = float("inf") if expected == 0 else abs_diff / abs(expected)
+    return _message("Scalars", f"Expected {expected} but got {actual}.", abs_diff, None, atol,
+                    rel_diff, None, rtol)
+
+
+def _tensor_message(actual: PArray, expected: PArray, matches: np.ndarray, rtol, atol) -> str:
+    total = matches.size
+    mismatched = total - int(np.sum(matches))
+    extra = f"Mismatched elements: {mismatched} / {total} ({mismatched / total:.1%})"
+    dtype = actual.dtype
+    a, e = widened(actual).reshape(-1), widened(expected).reshape(-1)
+    flat_matches = matches.reshape(-1)
+    with np.errstate(all="ignore"):
+        if dtype in FLOATING or dtype in COMPLEX:
+            compute = _compute_dtype(dtype)
+            if compute is not None:
+                abs_diff = np.abs(_op(a.astype(compute) - e.astype(compute), dtype))
+                abs_diff = np.where(flat_matches, np.float32(0), abs_diff)
+                rel_diff = _op(abs_diff / np.abs(e.astype(compute)), dtype)
+            else:
+                abs_diff = magnitude(a - e)
+                abs_diff = np.where(flat_matches, abs_diff.dtype.type(0), abs_diff)
+                rel_diff = abs_diff / magnitude(e)
+        else:                        # integers and bools are compared as int64
+            abs_diff = np.abs(a.astype(np.int64) - e.astype(np.int64))
+            abs_diff = np.where(flat_matches, np.int64(0), abs_diff)
+            # int64 / int64 is true division in the default dtype
+            rel_diff = abs_diff.astype(np.float32) / np.abs(e.astype(np.int64)).astype(np.float32)
+        rel_diff = np.where(flat_matches, rel_diff.dtype.type(0), rel_diff)
+    abs_idx, rel_idx = _argmax(abs_diff), _argmax(rel_diff)
+    return _message("Tensor-likes", extra, abs_diff[abs_idx].item(), _unravel(abs_idx, matches.shape),
+                    atol, rel_diff[rel_idx].item(), _unravel(rel_idx, matches.shape), rtol)
+
+
+def _argmax(values: np.ndarray) -> int:
+    """torch.max(values, 0)'s index: the first NaN if any, else the first maximum."""
+    nan = np.flatnonzero(np.isnan(values)) if values.dtype.kind in "fc" else ()
+    return int(nan[0]) if len(nan) else int(np.argmax(values))
+
+
+def _unravel(flat: int, shape) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        flat, mod = divmod(flat, size)
+        out.append(mod)
+    return tuple(reversed(out))
+
+
+def finite_or_inf(value: float) -> float:
+    return math.inf if math.isnan(value) else value

@@ -1,0 +1,242 @@
+"""The reference cache: OpInfo samples and CPU references on disk, so that a repeat
+`porter test OP --device emulate` neither imports the op database (~5 s) nor torch (~1.5 s).
+
+What a cached verdict depends on, and where each part comes from:
+
+- samples and CPU references: the torch that `op_db` comes from (version, build, and every
+  source file of its `torch/testing` package: OpInfo definitions, sample functions,
+  `make_tensor`, seeds) and porter's own code that generated and recorded them. All of it is
+  in `environment()`'s key: change any byte and every entry misses.
+- the OpInfo's own DecorateInfos (xfail, skip, tolerance overrides on MPS) and the dtypes it
+  declares for MPS: recorded with the samples, under the same key.
+- the checkout's `common_mps.py` expectations and `test_mps.py` tolerance lists: never cached;
+  read again on every run (they change with every port), so they cannot go stale.
+- the kernels: never cached here; built from the checkout's `.metal` on every run
+  (porter.emulate.build keeps its own content-addressed cache of the compiled library).
+
+Layout under `porter.runtime.cache.cache_dir("references")` (or $PORTER_REFCACHE_DIR): `ops-<key>.json` (what a name on
+the command line resolves to, and each OpInfo's record), `ref-<key>.npz` (one OpInfo and dtype:
+samples, references, meta), `files.json` (content hashes of the torch sources by stat, so a
+warm run hashes nothing). Entries are used least-recently first evicted once the directory
+passes `PORTER_REFCACHE_MB` (default 512); `porter cache clear` empties it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from porter.runtime.cache import cache_dir
+
+FORMAT = "porter-refcache-v1"
+DEFAULT_LIMIT_MB = 512
+# porter modules whose code decides what is recorded, or how a recorded sample is judged
+_PORTER_SOURCES = ("harness/runner.py", "harness/record.py", "harness/portable.py",
+                   "harness/cached_run.py", "harness/opdb.py", "harness/backend.py",
+                   "emulate/nprun.py", "emulate/backend.py")
+
+
+def directory() -> Path:
+    """$PORTER_REFCACHE_DIR (e.g. a CI cache path of its own), else porter's cache dir."""
+    own = os.environ.get("PORTER_REFCACHE_DIR")
+    return Path(own) if own else cache_dir("references")
+
+
+def limit_bytes() -> int:
+    try:
+        return int(float(os.environ.get("PORTER_REFCACHE_MB", DEFAULT_LIMIT_MB)) * 1024 * 1024)
+    except ValueError:
+        return DEFAULT_LIMIT_MB * 1024 * 1024
+
+
+# ----------------------------------------------------------------- the environment key
+
+def torch_dir(root: Path | None) -> Path | None:
+    """The torch package `porter.harness.opdb.load` would import, found without importing it."""
+    from porter.harness.opdb import checkout_is_importable
+    if checkout_is_importable(root):
+        return (Path(root) / "torch").resolve()
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def _sources(torch_pkg: Path) -> list[Path]:
+    """Files whose bytes decide samples, references and OpInfo records."""
+    files = [torch_pkg / "version.py"]
+    for dirpath, dirnames, filenames in os.walk(torch_pkg / "testing"):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        files += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+    porter_pkg = Path(__file__).resolve().parent.parent
+    files += [porter_pkg / rel for rel in _PORTER_SOURCES]
+    return files
+
+
+def _build_identity(torch_pkg: Path) -> list[str]:
+    """The compiled torch (every kernel the references ran): size and mtime of its libraries."""
+    out = []
+    for pattern in ("_C*.so", "_C*.pyd", "lib/*.so*", "lib/*.dylib", "lib/*.dll"):
+        for path in sorted(torch_pkg.glob(pattern)):
+            st = path.stat()
+            out.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    return out
+
+
+def _content_hashes(files: list[Path]) -> list[str]:
+    """sha256 of each file, re-read only when its (size, mtime, inode) changed."""
+    index_path = directory() / "files.json"
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError):
+        index = {}
+    out, changed = [], False
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append(f"{path}:missing")
+            continue
+        stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        known = index.get(str(path))
+        if known is None or known[0] != stamp:
+            known = [stamp, hashlib.sha256(path.read_bytes()).hexdigest()]
+            index[str(path)] = known
+            changed = True
+        out.append(f"{path}:{known[1]}")
+    if changed:
+        _write_atomic(index_path, json.dumps(index).encode())
+    return out
+
+
+def environment(root: Path | None, device_type: str, sample_mode: str = "") -> str | None:
+    """The key every entry of this run shares, or None when no torch is installed."""
+    pkg = torch_dir(root)
+    if pkg is None:
+        return None
+    h = hashlib.sha256(FORMAT.encode())
+    for part in [str(pkg), device_type, sample_mode, *_build_identity(pkg),
+                 *_content_hashes(_sources(pkg))]:
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:32]
+
+
+def _name(kind: str, *parts: str) -> str:
+    return f"{kind}-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+# ----------------------------------------------------------------- entries
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(staged, path)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def save_ops(env: str, query: str, records: list[dict], meta: dict) -> None:
+    data = json.dumps({"query": query, "ops": records, "meta": meta}).encode()
+    _write_atomic(directory() / (_name("ops", env, query) + ".json"), data)
+
+
+def load_ops(env: str, query: str) -> dict | None:
+    path = directory() / (_name("ops", env, query) + ".json")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    _touch(path)
+    return data
+
+
+def ref_path(env: str, full_name: str, dtype: str) -> Path:
+    return directory() / (_name("ref", env, full_name, dtype) + ".npz")
+
+
+def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict) -> None:
+    import io
+
+    import numpy as np
+    buf = io.BytesIO()
+    np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
+    _write_atomic(ref_path(env, full_name, dtype), buf.getvalue())
+
+
+def load_refs(env: str, full_name: str, dtype: str) -> tuple[dict, dict] | None:
+    """(meta, arrays) of one OpInfo and dtype, or None."""
+    import numpy as np
+    path = ref_path(env, full_name, dtype)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, KeyError):
+        return None
+    _touch(path)
+    meta = json.loads(str(arrays.pop("__meta__")))
+    return meta, arrays
+
+
+# ----------------------------------------------------------------- size bound, clear
+
+def entries() -> list[Path]:
+    d = directory()
+    if not d.is_dir():
+        return []
+    return [p for p in d.iterdir() if p.suffix in (".npz", ".json") and p.name != "files.json"]
+
+
+def evict(limit: int | None = None) -> int:
+    """Remove least-recently-used entries until the cache fits `limit` bytes; returns how many."""
+    limit = limit_bytes() if limit is None else limit
+    stats = []
+    for p in entries():
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        stats.append((st.st_mtime_ns, st.st_size, p))
+    total = sum(s for _, s, _ in stats)
+    removed = 0
+    for _, size, path in sorted(stats, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+        removed += 1
+    return removed
+
+
+def clear() -> tuple[int, int]:
+    """Remove every entry; (files, bytes) removed."""
+    files = size = 0
+    d = directory()
+    if not d.is_dir():
+        return 0, 0
+    for p in d.iterdir():
+        if p.is_file():
+            size += p.stat().st_size
+            p.unlink(missing_ok=True)
+            files += 1
+    return files, size
+
+
+def usage() -> tuple[int, int]:
+    """(entries, bytes) in the cache now."""
+    paths = entries()
+    return len(paths), sum(p.stat().st_size for p in paths if p.exists())

@@ -1,0 +1,125 @@
+"""`porter test OP... --device emulate --watch`: the verdict again on every save.
+
+Watched: each `.metal` file a `*Kernel.mm` of the checkout dispatches to, every header those
+files include (the checkout's own and `c10/metal`, followed transitively), the `.mm` files
+themselves (which kernel an op runs), and the expectation and tolerance sources
+(`common_mps.py`, `test/test_mps.py`). Polled by (mtime, size) every `interval` seconds, so
+it needs no file-system notification library and sees editors that replace files.
+
+Each round is a whole `porter test` in this process: the kernel library is rebuilt only when
+its source or a header it can include changed (porter.emulate.build's cache is keyed by their
+content), the samples and references come from the reference cache, and a broken save (a
+syntax error in the functor) prints its one-line error and waits for the next one. Ctrl-C
+stops it: the kernel worker is closed and the command exits 0.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from porter.errors import PorterError
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+def watched_files(root: Path) -> list[Path]:
+    from porter.emulate import headers
+    from porter.emulate.hostmap import host_kernels
+    from porter.harness.expectations import TEST_MPS
+    from porter.source.checkout import COMMON_MPS, OPERATIONS
+
+    root = Path(root)
+    metals = sorted({h.metal for h in host_kernels(root)})
+    dirs = [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
+    files: set[Path] = set(metals)
+    todo = list(metals)
+    while todo:
+        path = todo.pop()
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for name in _INCLUDE.findall(text):
+            for base in [path.parent, *dirs]:
+                candidate = base / name
+                if candidate.is_file() and candidate not in files:
+                    files.add(candidate)
+                    todo.append(candidate)
+                    break
+    files.update(sorted((root / OPERATIONS).glob("*Kernel.mm")))
+    files.update(p for p in (root / COMMON_MPS, root / TEST_MPS) if p.is_file())
+    return sorted(files)
+
+
+def _stamps(files: list[Path]) -> dict[Path, tuple[int, int] | None]:
+    out = {}
+    for f in files:
+        try:
+            st = f.stat()
+            out[f] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            out[f] = None
+    return out
+
+
+def run(opts, interval: float = 0.2, out=None) -> int:
+    """Run, then run again after every change, until Ctrl-C (exit 0)."""
+    from porter.harness import session
+
+    out = out or sys.stdout
+    checkout = session.resolve_checkout(opts.root)
+    if checkout is None:
+        raise PorterError("--watch needs a checkout to watch", hint="run from a PyTorch checkout or pass --root DIR")
+    if opts.device != "emulate":
+        raise PorterError("--watch re-runs the emulator on every save; it needs --device emulate")
+    root = checkout.root
+    try:
+        files = watched_files(root)
+        _round(opts, root, out)
+        stamps = _stamps(files)
+        out.write(f"porter: watching {len(files)} file(s) the kernels are built from; Ctrl-C stops\n")
+        out.flush()
+        while True:
+            time.sleep(interval)
+            now = _stamps(files)
+            if now == stamps:
+                continue
+            time.sleep(interval / 2)             # let an editor finish writing
+            now = _stamps(files)
+            changed = [f for f in files if now.get(f) != stamps.get(f)]
+            stamps = now
+            names = ", ".join(str(f.relative_to(root)) if f.is_relative_to(root) else str(f)
+                              for f in changed)
+            out.write(f"\nporter: changed: {names}\n")
+            files = watched_files(root)          # a save may add an #include
+            stamps = _stamps(files)
+            _round(opts, root, out)
+    except KeyboardInterrupt:
+        out.write("\nporter: watch stopped\n")
+        out.flush()
+        return 0
+
+
+def _round(opts, root, out) -> int:
+    """One `porter test` with a fresh backend (its libraries are re-read); errors are printed."""
+    from porter.harness import session
+    from porter.harness.backend import get_backend
+
+    backend = get_backend(opts.device, root)
+    start = time.perf_counter()
+    try:
+        code = session.run(replace(opts, backend=backend, out=out))
+    except PorterError as err:
+        out.write(f"porter: error: {err}\n")
+        code = err.exit_code
+    finally:
+        close = getattr(backend, "close", None)
+        if close:
+            close()
+    out.write(f"porter: exit {code} ({time.perf_counter() - start:.2f} s)\n")
+    out.flush()
+    return code

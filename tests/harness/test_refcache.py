@@ -1,0 +1,256 @@
+"""The reference cache of `porter test --device emulate`: same verdicts, no op_db and no torch
+on a warm run, exact invalidation, live expectations and tolerances, LRU bound, --watch."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from porter import cli
+from porter.harness import refcache, runner
+from porter.harness.session import Options, run
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
+                                reason="no C++ compiler for the Metal emulator")
+
+REPO = Path(__file__).resolve().parents[2]
+BINARY = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+HYPOT_BODY = "c10::metal::hypot(::metal::fabs(float(a)), ::metal::fabs(float(b)))"
+HYPOT_WRONG = "(::metal::fabs(float(a)) + ::metal::fabs(float(b)))"
+ATAN2_INT_BODY = "inline float operator()(const T a, const T b) {\n    return precise::atan2(float(a), float(b));"
+ATAN2_INT_WRONG = "inline float operator()(const T a, const T b) {\n    return precise::atan2(float(b), float(a));"
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory) -> Path:
+    """Compiled kernel libraries, shared by the module: each test starts with its own empty
+    reference cache, not with a compiler run per kernel file."""
+    return tmp_path_factory.mktemp("porter-kernels")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch, kernel_cache) -> Path:
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(kernel_cache))
+    monkeypatch.setenv("PORTER_REFCACHE_DIR", str(tmp_path / "references"))
+    return tmp_path / "references"
+
+
+def _table(root: Path, ops: list[str], **kw) -> tuple[int, dict]:
+    out = io.StringIO()
+    code = run(Options(ops=ops, root=str(root), device="emulate", json=True, out=out, **kw))
+    data = json.loads(out.getvalue())
+    data.pop("reference_cache", None)           # says where the samples came from
+    for op in data["ops"]:
+        for d in op["dtypes"]:
+            d.pop("seconds")
+    return code, data
+
+
+def _from_cache_only(monkeypatch):
+    """Make any uncached run an error, so a test knows its run came from the cache."""
+    def no_op_db(*args, **kwargs):
+        raise AssertionError("ran the op database although the cache had everything")
+    monkeypatch.setattr(runner, "run_op_tests", no_op_db)
+
+
+def _registered_ops(root: Path) -> list[str]:
+    from porter.emulate.hostmap import host_kernels
+    return sorted({h.op for h in host_kernels(root) if h.metal.name in
+                   ("UnaryKernel.metal", "BinaryKernel.metal")})
+
+
+def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_root, cache,
+                                                                          monkeypatch):
+    ops = _registered_ops(real_root)
+    assert {"hypot", "atan2", "add", "round", "special.erfcx", "sqrt"} <= set(ops)
+    # Two wrong bodies among the right ones, so that failures (messages, first failing
+    # sample, max errors) are compared as well as passes and skips.
+    metal = real_root / BINARY
+    text = metal.read_text()
+    assert HYPOT_BODY in text and ATAN2_INT_BODY in text
+    metal.write_text(text.replace(HYPOT_BODY, HYPOT_WRONG).replace(ATAN2_INT_BODY, ATAN2_INT_WRONG))
+    cold_code, cold = _table(real_root, ops)                 # the ordinary run; records
+    with monkeypatch.context() as m:
+        _from_cache_only(m)
+        warm_code, warm = _table(real_root, ops)
+    assert (warm_code, warm) == (cold_code, cold)
+    outcomes = {(o["op"], d["dtype"]): d["outcome"] for o in cold["ops"] for d in o["dtypes"]}
+    assert len(outcomes) > 150 and cold_code == 1
+    assert {k for k, v in outcomes.items() if v == "fail"} >= {
+        ("hypot", "float32"), ("hypot", "bfloat16"), ("atan2", "int32"), ("atan2", "bool")}
+    assert {"pass", "fail", "skip"} <= set(outcomes.values())
+
+
+def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache):
+    _table(real_root, ["hypot"])                                # fills the cache in-process
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", "hypot",
+                           "--device", "emulate", "--root", str(real_root)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "summary: 3 pass, 0 fail" in proc.stdout and "references cached" in proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "numpy" in imported                                   # the cached run did run
+    assert "torch.testing._internal.common_methods_invocations" not in imported
+    assert not {m for m in imported if m == "torch" or m.startswith("torch.")}
+
+
+def test_environment_key_covers_torch_build_op_definitions_and_sample_functions(tmp_path, cache,
+                                                                              monkeypatch):
+    pkg = tmp_path / "site" / "torch"
+    defs = pkg / "testing" / "_internal" / "opinfo" / "definitions"
+    defs.mkdir(parents=True)
+    (pkg / "lib").mkdir()
+    files = {
+        pkg / "version.py": "__version__ = '2.13.0+cpu'\n",
+        pkg / "_C.cpython-311-x86_64-linux-gnu.so": "binary",
+        pkg / "lib" / "libtorch_cpu.so": "kernels",
+        pkg / "testing" / "_internal" / "common_methods_invocations.py":
+            "op_db = [BinaryUfuncInfo('hypot', dtypes=floating_types())]\n",
+        defs / "special.py": "def sample_inputs_erfcx(op, device, dtype):\n    yield 1\n",
+        pkg / "testing" / "_internal" / "common_mps.py": "def mps_ops_modifier(ops): ...\n",
+    }
+    for path, text in files.items():
+        path.write_text(text)
+    monkeypatch.setattr(refcache, "torch_dir", lambda root: pkg)
+    base = refcache.environment(None, "mps")
+    assert base == refcache.environment(None, "mps")
+    os.utime(pkg / "version.py", ns=(1, 1))                     # touched, same bytes: a hit
+    assert refcache.environment(None, "mps") == base
+    assert refcache.environment(None, "cuda") != base
+
+    def changed(path: Path, text: str) -> str:
+        old, st = path.read_text(), path.stat()
+        path.write_text(text)
+        try:
+            return refcache.environment(None, "mps")
+        finally:
+            path.write_text(old)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    # a different torch: version, or a rebuilt library of the same version
+    assert changed(pkg / "version.py", "__version__ = '2.14.0'\n") != base
+    assert changed(pkg / "_C.cpython-311-x86_64-linux-gnu.so", "rebuilt!") != base
+    assert changed(pkg / "lib" / "libtorch_cpu.so", "other kernels") != base
+    # a changed OpInfo definition, a changed sample function
+    cmi = pkg / "testing" / "_internal" / "common_methods_invocations.py"
+    assert changed(cmi, "op_db = [BinaryUfuncInfo('hypot', dtypes=all_types())]\n") != base
+    assert changed(defs / "special.py", "def sample_inputs_erfcx(op, device, dtype):\n    yield 2\n") != base
+    assert refcache.environment(None, "mps") == base            # all restored: a hit again
+
+
+def _add_tolerance_list(root: Path, names: set[str]) -> None:
+    path = root / "test" / "test_mps.py"
+    text = path.read_text()
+    start = text.index("class TestConsistency(TestCase):\n") + len("class TestConsistency(TestCase):\n")
+    text = text[:start] + f"    FP32_LOW_PRECISION_LIST = {sorted(names)!r}\n" + text[start:]
+    text = text.replace("FP32_LOW_PRECISION_LIST = [", "FP32_LOW_PRECISION_LIST = {").replace("']\n", "'}\n", 1)
+    path.write_text(text)
+
+
+def test_expectation_and_tolerance_lists_are_read_on_every_cached_run(real_root, cache, monkeypatch):
+    """They change with every port, so they are never cached: a stale cache cannot turn a
+    red verdict green, and an edit to them shows on the next (still cached) run."""
+    code, data = _table(real_root, ["sqrt"])
+    outcome = {d["dtype"]: d["outcome"] for d in data["ops"][0]["dtypes"]}
+    assert code == 1 and outcome["complex64"] == "fail"          # the tree's sqrt misses by 1 ulp
+    _from_cache_only(monkeypatch)
+
+    # an expectation entry: the failure is now expected
+    common_mps = real_root / "torch/testing/_internal/common_mps.py"
+    original = common_mps.read_text()
+    common_mps.write_text(original.replace('"hash_tensor": None,',
+                                           '"hash_tensor": None,\n            "sqrt": [torch.complex64],', 1))
+    code, data = _table(real_root, ["sqrt"])
+    (c64,) = [d for d in data["ops"][0]["dtypes"] if d["dtype"] == "complex64"]
+    assert code == 0 and c64["outcome"] == "xfail" and c64["expected_by"]
+    common_mps.write_text(original)
+
+    # a tolerance list: sqrt among the low-precision float32 ops passes; taken out, fails again
+    test_mps = (real_root / "test/test_mps.py")
+    plain = test_mps.read_text()
+    _add_tolerance_list(real_root, {"sqrt"})
+    code, data = _table(real_root, ["sqrt"])
+    assert data["tolerance_lists"] == "test/test_mps.py"
+    assert code == 0 and {d["outcome"] for d in data["ops"][0]["dtypes"]} == {"pass"}
+    test_mps.write_text(plain)
+    _add_tolerance_list(real_root, {"matmul"})
+    code, data = _table(real_root, ["sqrt"])
+    assert code == 1
+
+
+def test_lru_eviction_and_cache_clear(cache, capsys):
+    d = refcache.directory()
+    d.mkdir(parents=True)
+    for i in range(5):
+        p = d / f"ref-{i}.npz"
+        p.write_bytes(b"x" * 1000)
+        os.utime(p, ns=(i * 10**9, i * 10**9))                    # ref-0 least recently used
+    assert refcache.evict(limit=2500) == 3
+    assert sorted(p.name for p in refcache.entries()) == ["ref-3.npz", "ref-4.npz"]
+    assert cli.main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert "references" in out and "removed 2 file(s)" in out
+    assert refcache.entries() == []
+
+
+def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
+    _table(real_root, ["hypot"])                                 # the watcher's first round is warm
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache),
+           "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "porter", "test", "hypot", "--device", "emulate",
+                             "--watch", "--root", str(real_root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    seen: list[str] = []
+
+    def wait_for(text: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"no {text!r} in:\n{''.join(seen)}")
+
+    try:
+        wait_for("porter: exit 0")
+        wait_for("porter: watching")
+        metal = real_root / BINARY
+        good = metal.read_text()
+        metal.write_text(good.replace(HYPOT_BODY, HYPOT_WRONG))
+        wait_for("porter: changed: " + BINARY)
+        wait_for("porter: exit 1")
+        assert any(line.startswith("  FAIL float32") for line in seen)
+        metal.write_text(good)
+        wait_for("porter: exit 0")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        rest = proc.stdout.read()
+        assert "porter: watch stopped" in rest and "Traceback" not in "".join(seen) + rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_watched_files_are_the_kernel_sources_and_their_includes(real_root):
+    from porter.harness.watch import watched_files
+    files = {str(p.relative_to(real_root)) for p in watched_files(real_root) if p.is_relative_to(real_root)}
+    assert {BINARY, "aten/src/ATen/native/mps/kernels/UnaryKernel.metal",
+            "aten/src/ATen/native/mps/kernels/UnaryKernel.h",
+            "aten/src/ATen/native/mps/operations/BinaryKernel.mm",
+            "torch/testing/_internal/common_mps.py", "c10/metal/utils.h"} <= files
+    assert "c10/metal/README.md" not in files and not any(f.endswith(".py") and "opinfo" in f for f in files)
