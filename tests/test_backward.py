@@ -296,8 +296,10 @@ def test_in_place_kernel_goes_where_jit_builds_of_the_host_load_it(mini_root):
         "namespace at::native {\n", "namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
         "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
         "#include <ATen/native/mps/ActivationKernel_metallib.h>\n#endif\n", 1))
+    # upstream's head of the file: the functor porter writes needs metal's enable_if_t (porter
+    # builds the planned file before writing it, so a head without it is refused)
     (mini_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").write_text(
-        "#include <c10/metal/indexing.h>\n")
+        "#include <c10/metal/indexing.h>\n#include <metal_stdlib>\nusing namespace metal;\n")
     spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
     assert spec.metal_path.rsplit("/", 1)[-1] == "ActivationKernel.metal"
     # a file without BinaryKernel.metal's local macros registers with the base macro, per dtype,

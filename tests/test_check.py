@@ -136,7 +136,7 @@ def test_skeleton_functor(mini_root, capsys):
                       signature="const T a, const T b", out="T")
     edit(mini_root, BINARY_METAL, "// Complex binary functors\n", skeleton + "\n// Complex binary functors\n")
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
-aten/src/ATen/native/mps/kernels/BinaryKernel.metal:81: PORTER014 skeleton-functor: heaviside_functor is still porter's skeleton (its static_assert stops the build) (write the Metal body, or rerun `porter new-op heaviside --body EXPR`)
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:83: PORTER014 skeleton-functor: heaviside_functor is still porter's skeleton (its static_assert stops the build) (write the Metal body, or rerun `porter new-op heaviside --body EXPR`)
 """)
 
 

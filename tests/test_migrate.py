@@ -239,12 +239,12 @@ def test_macro_instance(mini_root):
     assert_expected_inline(added_lines(file_diff(out, UNARY_METAL)), """\
 +struct asinh_functor {
 +  template <typename T>
-+  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T a) {
-+    return static_cast<T>(::precise::asinh(float(a)));
++  inline enable_if_t<is_scalar_floating_point_v<T>, T> operator()(const T x) {
++    return static_cast<T>(::precise::asinh(float(x)));
 +  }
 +  template <typename T>
-+  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T a) {
-+    return operator()(static_cast<float>(a));
++  inline enable_if_t<is_scalar_integral_v<T>, float> operator()(const T x) {
++    return operator()(static_cast<float>(x));
 +  }
 +};
 +
@@ -300,18 +300,25 @@ identical  aten/src/ATen/native/native_functions.yaml
     assert {"path": UNARY_OPS, "line": 145, "what": "stub", "name": "acosh"} in data["removed"]
 
 
-def test_no_lambda_and_many_selectors_gives_loud_skeleton(mini_root):
-    """sgn: no CPU lambda, five selectors: the failing skeleton, said loudly."""
-    out = dry(mini_root, "sgn").out
-    assert 'static_assert(sizeof(T) == 0, "porter: write the Metal body of sgn_functor")' in out
-    assert_expected_inline("\n".join(notes(out)[:2]), """\
-note: no functor body from MPSGraph either: the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function
-note: WARNING: sgn_functor is a skeleton that fails the Metal build on purpose: no CPU kernel lambda found for sgn_stub. Write its body, or rerun with --body EXPR (in x).""")
+def test_no_lambda_and_many_selectors_never_trades_mpsgraph_for_a_skeleton(mini_root):
+    """sgn: no CPU lambda, five selectors: a skeleton would replace working MPSGraph code, so
+    the migration is refused (exit 1), even with --allow-incomplete, naming --body."""
+    before = snapshot(mini_root)
+    for extra in ((), ("--allow-incomplete",), ("--json",)):
+        result = migrate(mini_root, "sgn", *extra)
+        assert result.code == 1
+        assert '"ok": true' not in result.out
+        assert snapshot(mini_root) == before
+    assert_expected_inline(result.out.strip(), """\
+{"ok": false, "error": "migrate-from-mpsgraph sgn would replace a working MPSGraph implementation by a functor without a body (no CPU kernel lambda found for sgn_stub); nothing was written", "path": null, "line": null, "hint": "pass --body EXPR (in x) with the Metal expression"}""")
 
 
 def test_body_option_wins(mini_root):
     out = dry(mini_root, "acosh", "--body", "::precise::log(x + ::precise::sqrt(x * x - 1))").out
-    assert "return static_cast<T>(::precise::log(float(x) + ::precise::sqrt(float(x) * float(x) - 1)));" in out
+    added = " ".join(line[1:].strip() for line in file_diff(out, UNARY_METAL).splitlines()
+                     if line.startswith("+"))
+    assert ("return static_cast<T>( ::precise::log(float(x) + ::precise::sqrt(float(x) * float(x) - 1)));"
+            in added)      # clang-format breaks the line after `static_cast<T>(`
 
 
 def test_function_pair_shape_deleted_with_shared_helper():
@@ -481,7 +488,9 @@ def test_unbalanced_host_file_is_refused(mini_root):
 def test_real_tree_row_and_hidden_stub_both_go(real_root):
     """torch 2.13's yaml still says `MPS: acosh_out_mps` (defined nowhere in the tree); the
     fixture's host file has the stub line: the row is shared and the line deleted, in one run."""
-    data = json.loads(dry(real_root, "acosh", "--json").out)
+    result = migrate(real_root, "acosh", "--dry-run", "--json", "--allow-incomplete")
+    data = json.loads(result.out)
+    assert (result.code, data["ok"]) == (1, False)      # no complex64 kernel (case 4)
     assert "-    MPS: acosh_out_mps" in data["diff"] and "+    CPU, CUDA, MPS: acosh_out" in data["diff"]
     assert "-REGISTER_MPS_UNARY_STUB(acosh, acosh);" in data["diff"]
     assert data["functor"] == "mpsgraph-selector"
@@ -523,13 +532,18 @@ def test_end_to_end(op, gone, include, tree, request):
     root = request.getfixturevalue(tree)
     git_init(root)
     before = snapshot(root)
+    # torch 2.13 lists asinh in SUPPORTED_COMPLEX_OPS: without --complex-body the port is
+    # incomplete (exit 1), written only when asked
+    incomplete = tree == "real_root" and op == "asinh"
+    extra = ("--allow-incomplete",) if incomplete else ()
 
-    planned = migrate(root, op, "--dry-run", "--json")
-    assert planned.code == 0, planned.err
+    planned = migrate(root, op, "--dry-run", "--json", *extra)
+    assert planned.code == (1 if incomplete else 0), planned.err
+    assert json.loads(planned.out)["ok"] is not incomplete
     assert snapshot(root) == before, "a dry run wrote to the tree"
 
-    applied = migrate(root, op)
-    assert applied.code == 0, applied.err
+    applied = migrate(root, op, *extra)
+    assert applied.code == (1 if incomplete else 0), applied.err
     after = snapshot(root)
     assert changed_files(before, after) == sorted([YAML, UNARY_OPS, UNARY_METAL, UNARY_MM])
     host = (root / UNARY_OPS).read_text()
@@ -583,13 +597,19 @@ def test_share_mps_refuses_without_a_shared_kernel():
         share_mps(text, scan(text))
 
 
-def test_dropping_complex_for_a_complex_tested_op_is_a_warning(real_root):
+def test_dropping_complex_for_a_complex_tested_op_is_incomplete(real_root):
     """torch 2.13 lists asinh in SUPPORTED_COMPLEX_OPS: its MPS test sends complex64, which the
-    generated functor does not take, so the port says which test will fail."""
-    result = porter("migrate-from-mpsgraph", "asinh", "--dry-run", root=real_root)
-    assert result.code == 0, result.err
-    assert ("note: WARNING: asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends complex64, "
-            "which asinh_functor has no overload for") in result.out
+    generated functor does not take: exit 1, nothing written, naming --complex-body; with
+    --allow-incomplete it is written and the failing Mac test named."""
+    before = snapshot(real_root)
+    result = porter("migrate-from-mpsgraph", "asinh", root=real_root)
+    assert result.code == 1 and snapshot(real_root) == before
+    assert ("missing no complex64 kernel (asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test "
+            "sends complex64): --complex-body EXPR") in result.err
+    result = porter("migrate-from-mpsgraph", "asinh", "--allow-incomplete", root=real_root)
+    assert result.code == 1 and snapshot(real_root) != before
+    assert "INCOMPLETE port written" in result.out
+    assert "python test/test_mps.py -k test_output_match_asinh_cpu_complex64" in result.out
 
 
 def test_a_shared_row_without_a_kernel_is_not_a_migration(real_tree_template):
@@ -629,7 +649,10 @@ def test_complex_body_adds_the_complex_overload_and_joins_the_vec2_macro(mini_ro
 +REGISTER_UNARY_OP(sgn, uchar, uchar);
 +REGISTER_UNARY_OP(sgn, char, char);
 +REGISTER_UNARY_OP(sgn, bool, bool);
-+  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);     \\
++#define INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE) \\
++  REGISTER_UNARY_OP(neg, DTYPE##2, DTYPE##2); \\
++  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\
++  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2); \\
 """)
     assert "SUPPORTED_COMPLEX_OPS" not in out
 
@@ -645,7 +668,8 @@ def test_a_broken_complex_body_is_refused(mini_root):
 
 
 def test_a_complex_body_without_a_real_body_is_not_lost_silently(mini_root):
-    out = dry(mini_root, "sgn", "--complex-body", "float2(x)").out
+    out = porter("new-op", "special_ndtri", "--dry-run", "--allow-incomplete", "--complex-body",
+                 "float2(x)", root=mini_root).out
     assert ("note: --complex-body is not used with a skeleton: rerun with --body EXPR and "
             "--complex-body EXPR together") in out
     assert "float2(x)" not in file_diff(out, UNARY_METAL) and "SUPPORTED_COMPLEX_OPS" not in out

@@ -6,20 +6,33 @@ import json
 import sys
 
 from porter.apply.changes import ChangeSet
+from porter.errors import one_line
 
 
 def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dry_run: bool,
-              applied: list[str] | None, as_json: bool, extra: dict | None = None) -> None:
+              applied: list[str] | None, as_json: bool, extra: dict | None = None,
+              refused: list[str] | None = None, incomplete: list[str] | None = None) -> None:
+    """`refused`: the gaps of an incomplete port not written; `incomplete`: those of one written
+    anyway (--allow-incomplete). Either makes the run a failure ("ok": false)."""
     nothing = not changes
+    gaps = refused or incomplete or []
     if as_json:
         print(json.dumps({
-            "ok": True, "command": command, "op": op, "dry_run": dry_run,
-            "nothing_to_do": nothing,
+            "ok": not gaps, "command": command, "op": op, "dry_run": dry_run,
+            "nothing_to_do": nothing, "incomplete": gaps,
             "files": [{"path": c.path, "status": c.status} for c in changes.changes.values()],
             "written": applied or [], "diff": changes.diff(), "notes": notes, **(extra or {}),
         }, indent=2))
         return
     out = sys.stdout
+    if refused:
+        if dry_run and changes:
+            out.write(changes.diff() + "\n")
+        for note in notes:
+            out.write(f"note: {note}\n")
+        sys.stderr.write(one_line(f"porter: error: incomplete port of {op}, nothing written: missing "
+                                  f"{'; '.join(refused)} (--allow-incomplete writes it anyway)") + "\n")
+        return
     if nothing:
         out.write(f"porter {command} {op}: nothing to do\n")
     else:
@@ -32,3 +45,10 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
             out.write(f"porter {command} {op}: {len(applied or [])} file(s) written\n")
     for note in notes:
         out.write(f"note: {note}\n")
+    if incomplete:
+        done = "planned (dry run)" if dry_run else "written"
+        out.write(f"porter {command} {op}: INCOMPLETE port {done} (--allow-incomplete):\n")
+        for gap in incomplete:
+            out.write(f"  missing: {gap}\n")
+        sys.stderr.write(one_line(f"porter: error: incomplete port of {op} {done} "
+                                  f"(--allow-incomplete): missing {'; '.join(incomplete)}") + "\n")

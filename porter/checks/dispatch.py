@@ -1,4 +1,4 @@
-"""native_functions.yaml dispatch rows against the MPS sources (PORTER001, PORTER002).
+"""native_functions.yaml dispatch rows against the MPS sources (PORTER001-PORTER003).
 
 torchgen accepts `CPU, CUDA, MPS: abs_out` plus `MPS: abs_out_mps` in one entry (the last
 row wins, silently): the leftover of a half-done MPSGraph migration. And nothing before the
@@ -21,7 +21,46 @@ FUNCTION_DEF_RE = re.compile(
 
 
 def check(tree: Tree) -> list[Finding]:
-    return duplicate_mps_keys(tree) + undefined_mps_functions(tree)
+    return duplicate_mps_keys(tree) + undefined_mps_functions(tree) + orphan_mps_functions(tree)
+
+
+def orphan_mps_functions(tree: Tree) -> list[Finding]:
+    """The other half of a half-applied migration: the yaml row of `sign.out` already shares
+    `sign_out`, but `TORCH_IMPL_FUNC(sign_out_mps)` is still in UnaryOps.mm. torchgen declares
+    no `structured_sign_out_mps` any more, so the file stops compiling; a plain
+    `<kernel>_mps` function is dead code."""
+    from porter.source.mpsgraph_scan import FUNCTION, IMPL, MACRO, source_of
+
+    named = {row.kernel.split("::")[-1] for e in tree.entries for row in e.dispatch}
+    # `<shared kernel>_mps` for each op whose MPS key already shares the CPU/CUDA kernel
+    shared = {}
+    for entry in tree.mps_entries:
+        for row in entry.dispatch:
+            if "MPS" in row.keys and not row.kernel.endswith("_mps"):
+                shared[row.kernel.split("::")[-1] + "_mps"] = op_of_entry(entry)
+    candidates = {name: op for name, op in shared.items() if name not in named}
+    if not candidates:
+        return []
+    found = []
+    for rel, text in sorted(tree.mps_source_texts.items()):
+        if not rel.endswith(".mm") or not any(name in text for name in candidates):
+            continue
+        source = source_of(text)
+        for d in source.named(set(candidates)):
+            if d.shape == FUNCTION:
+                why = "no yaml row names it any more: dead code a half-applied migration left"
+            elif d.shape in (IMPL, MACRO):
+                why = (f"no yaml row names it any more, so torchgen declares no structured_{d.name} "
+                       "and this file no longer compiles")
+            else:
+                continue
+            op = candidates[d.name]
+            found.append(Finding(
+                "PORTER003", rel, d.line,
+                f"{'TORCH_IMPL_FUNC(' + d.name + ')' if d.shape == IMPL else d.name} is the MPSGraph "
+                f"implementation of {op}, but {why}",
+                f"porter new-op {op} finishes the migration by deleting it", op))
+    return found
 
 
 def duplicate_mps_keys(tree: Tree) -> list[Finding]:

@@ -16,6 +16,8 @@ CHECKS: dict[str, tuple[str, str, str]] = {
                   "a yaml entry names MPS in two dispatch rows (torchgen keeps the last silently)"),
     "PORTER002": ("undefined-mps-function", ERROR,
                   "an `MPS: x_mps` row names a function no mps/ source defines"),
+    "PORTER003": ("orphan-mps-function", ERROR,
+                  "an MPSGraph TORCH_IMPL_FUNC or `<op>_mps` function that no yaml row names any more"),
     "PORTER010": ("unregistered-kernel", ERROR,
                   "a host file runs a Metal kernel its paired .metal file does not register"),
     "PORTER011": ("kernel-missing-dtypes", ERROR,

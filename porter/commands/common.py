@@ -22,6 +22,11 @@ def add_edit_options(parser) -> None:
                              "are float2/half2: .x real, .y imaginary); registers complex64")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="edit files even if they have uncommitted changes in git")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="write a port that leaves a dtype without a kernel or a functor without "
+                             "a body (exit status stays 1; porter lists the MPS tests that fail)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="do not build the planned .metal files before writing (no C++ compiler)")
     parser.add_argument("--test", action="store_true",
                         help="run `porter test OP` right after applying")
     parser.add_argument("--device", default=None,
@@ -40,3 +45,30 @@ def run_tests_after(args, root) -> int:
     from porter.harness import run_after_edit
 
     return run_after_edit(args.op, root, args.device or default_test_device())
+
+
+def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
+    """Check the planned port (porter.commands.verify), write it unless it is refused, report it.
+
+    Exit status: 0 for a complete port (or nothing to do), 1 for an incomplete one, written
+    only with --allow-incomplete; a port that does not build is refused (exit 1) before this."""
+    from porter.apply.report import show_plan
+    from porter.apply.write import apply_unless_dry
+    from porter.commands.verify import verify
+
+    outcome = verify(command, checkout, plan, body=args.body, complex_body=args.complex_body,
+                     build=not args.no_build)
+    incomplete = outcome.incomplete
+    notes = plan.notes + outcome.notes
+    if incomplete and not args.allow_incomplete:
+        show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run,
+                  applied=None, as_json=args.json, extra=extra, refused=incomplete)
+        return 1
+    written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
+    show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
+              as_json=args.json, extra=extra, incomplete=incomplete)
+    if incomplete:
+        return 1
+    if args.test and not args.dry_run:
+        return run_tests_after(args, checkout.root)
+    return 0

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from porter.source.checkout import Checkout
-from porter.apply.write import apply_unless_dry
-from porter.commands.common import add_edit_options, run_tests_after
+from porter.commands.common import add_edit_options, finish_edit
 from porter.port.migration import plan_migration
-from porter.apply.report import show_plan
 from porter.port.templates import rendered_in_warm_child
 from porter.port.torchgen_check import EntryValidator
 
@@ -28,14 +26,9 @@ def run(args) -> int:
         migration = plan_migration(checkout, args.op, args.body, validator,
                                    complex_body=args.complex_body, in_place=args.in_place)
     spec = migration.spec
-    written = apply_unless_dry(migration.changes, args.dry_run, args.allow_dirty)
     extra = {"functor": migration.functor.origin if migration.functor else None,
              "functor_detail": migration.functor.detail if migration.functor else None,
              "kind": spec.kind, "stub": spec.stub.name, "kernel": spec.kernel,
              "removed": migration.removed,
              "in_place": spec.in_place._asdict() if spec.in_place else None}
-    show_plan("migrate-from-mpsgraph", spec.op, migration.changes, migration.notes,
-              dry_run=args.dry_run, applied=written, as_json=args.json, extra=extra)
-    if args.test and not args.dry_run:
-        return run_tests_after(args, checkout.root)
-    return 0
+    return finish_edit("migrate-from-mpsgraph", checkout, migration, args, extra)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from porter.source.checkout import Checkout
-from porter.apply.write import apply_unless_dry
-from porter.commands.common import add_edit_options, run_tests_after
+from porter.commands.common import add_edit_options, finish_edit
 from porter.errors import PorterError
 from porter.port.resolve import MPSGRAPH, resolve
+from porter.port.migration import leftovers, plan_migration
 from porter.port.plan import plan_port
-from porter.apply.report import show_plan
 from porter.port.templates import rendered_in_warm_child
 from porter.port.torchgen_check import EntryValidator
 
@@ -28,13 +27,21 @@ def run(args) -> int:
             impl = spec.mpsgraph[0]
             raise PorterError(f"'{spec.op}' already runs on MPS through MPSGraph ({impl.path}:{impl.line})",
                               hint=f"use porter migrate-from-mpsgraph {spec.op}")
-        plan = plan_port(checkout, spec, args.body, validator=validator,
-                         complex_body=args.complex_body)
-    written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
+        left = leftovers(checkout, spec)
+        if left:
+            # a half-applied migration: the yaml is shared, the MPSGraph code is still there
+            # (and no longer compiles); finishing it is the migration's job
+            plan = plan_migration(checkout, args.op, args.body, validator,
+                                  complex_body=args.complex_body)
+            rel, d = left[0]
+            plan.notes.insert(0, f"{rel}:{d.line}: {d.name} is the MPSGraph implementation a "
+                                 "half-applied migration left behind: deleted, as "
+                                 f"migrate-from-mpsgraph {spec.op} would")
+        else:
+            plan = plan_port(checkout, spec, args.body, validator=validator,
+                             complex_body=args.complex_body)
     extra = {"functor": plan.functor.origin if plan.functor else None, "kind": spec.kind,
              "stub": spec.stub.name, "kernel": spec.kernel}
-    show_plan("new-op", spec.op, plan.changes, plan.notes, dry_run=args.dry_run,
-              applied=written, as_json=args.json, extra=extra)
-    if args.test and not args.dry_run:
-        return run_tests_after(args, checkout.root)
-    return 0
+    if getattr(plan, "removed", None):
+        extra["removed"] = plan.removed
+    return finish_edit("new-op", checkout, plan, args, extra)

@@ -18,7 +18,7 @@ Only `from_torch` / `to_torch` import torch, and only the cold path (which has i
 
 from __future__ import annotations
 
-import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +85,6 @@ def narrowed(values: np.ndarray, dtype: str) -> PArray:
     if dtype == "bool":
         return PArray(dtype, np.asarray(values != 0, order="C"))
     with np.errstate(all="ignore"):
-        import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # complex -> real drops the imaginary part
             return PArray(dtype, np.asarray(values.astype(NUMPY[dtype]), order="C"))
@@ -284,7 +283,3 @@ def _unravel(flat: int, shape) -> tuple[int, ...]:
         flat, mod = divmod(flat, size)
         out.append(mod)
     return tuple(reversed(out))
-
-
-def finite_or_inf(value: float) -> float:
-    return math.inf if math.isnan(value) else value

@@ -149,16 +149,74 @@ def _call_argument(tokens, i: int) -> tuple[str | None, int]:
     return None, len(tokens)
 
 
+def rename(statements: str, old: tuple[str, ...], new: tuple[str, ...]) -> str:
+    """The lambda's parameter names replaced by the functor's, unless a new name is taken."""
+    if tuple(old) == tuple(new) or len(old) != len(new):
+        return statements
+    words = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", statements))
+    if (words - set(old)) & set(new):
+        return statements
+    mapping = dict(zip(old, new))
+    return re.sub(r"(?<![\w.:])([A-Za-z_]\w*)\b",
+                  lambda m: mapping.get(m.group(1), m.group(1)), statements)
+
+
 def wrap_returns(statements: str, cast: str) -> str:
-    """`return E;` -> `return static_cast<cast>(E);` for every return of a statement list."""
-    return re.sub(r"\breturn\s+(.*?);", lambda m: f"return static_cast<{cast}>({m.group(1)});",
-                  statements, flags=re.S)
+    """`return E;` -> `return static_cast<cast>(E);` for every return of a statement list; no
+    cast where E already is one to `cast` (or, for bool, a comparison)."""
+    def one(m):
+        expr = m.group(1).strip()
+        inner = _strip_parens(expr)
+        if _is_cast_to(inner, cast) or (cast == "bool" and _is_bool(inner)):
+            return f"return {inner};"
+        head = "static_cast<float>("
+        if inner.startswith(head) and _closing(inner, len(head) - 1) == len(inner) - 1:
+            # the lambda's cast to its scalar type, which the float overload computes in
+            inner = _strip_parens(inner[len(head):-1])
+        return f"return static_cast<{cast}>({inner});"
+    return re.sub(r"\breturn\s+(.*?);", one, statements, flags=re.S)
+
+
+def _strip_parens(expr: str) -> str:
+    """`(E)` -> `E` while the outer parentheses enclose the whole expression."""
+    while expr.startswith("(") and expr.endswith(")") and _closing(expr, 0) == len(expr) - 1:
+        expr = expr[1:-1].strip()
+    return expr
+
+
+def _closing(expr: str, at: int) -> int:
+    depth = 0
+    for i in range(at, len(expr)):
+        depth += {"(": 1, ")": -1}.get(expr[i], 0)
+        if depth == 0:
+            return i
+    return -1
+
+
+def _is_cast_to(expr: str, cast: str) -> bool:
+    for head in (f"static_cast<{cast}>(", f"{cast}("):
+        if expr.startswith(head) and _closing(expr, len(head) - 1) == len(expr) - 1:
+            return True
+    return False
+
+
+BOOL_CALLS = ("::metal::signbit(", "::metal::isnan(", "::metal::isinf(", "::metal::isfinite(")
+
+
+def _is_bool(expr: str) -> bool:
+    """A comparison or classification call with nothing around it."""
+    if any(expr.startswith(c) and _closing(expr, len(c) - 1) == len(expr) - 1 for c in BOOL_CALLS):
+        return True
+    return bool(re.fullmatch(r"[\w.:]+(?:\([^()]*\))?\s*(?:<|>|<=|>=|==|!=)\s*[\w.:]+", expr))
 
 
 def as_float(statements: str, params: tuple[str, ...]) -> str:
-    """Computing in float: each parameter read as `float(p)`."""
+    """Computing in float: each parameter read as `float(p)`, never `float(float(p))`."""
     for p in params:
         statements = re.sub(rf"(?<![\w.]){re.escape(p)}\b", f"float({p})", statements)
+        statements = statements.replace(f"float(float({p}))", f"float({p})")
+        statements = statements.replace(f"static_cast<float>(float({p}))", f"float({p})")
+        statements = statements.replace(f"float{{float({p})}}", f"float({p})")
     return statements
 
 

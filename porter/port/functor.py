@@ -38,11 +38,15 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
             return _skeleton(spec, params, f"the CPU lambda at {lam.path}:{lam.line} takes "
                                            f"{len(lam.params)} arguments")
         as_float = translate_body.translate(lam.body, lam.params, "float", c10_functions)
-        as_t = translate_body.translate(lam.body, lam.params, "T", c10_functions)
+        int_lam = lam.integral or lam
+        as_t = translate_body.translate(int_lam.body, int_lam.params, "T", c10_functions)
         if as_float.statements is None:
             return _skeleton(spec, params, f"{as_float.reason} (CPU lambda at {lam.path}:{lam.line})")
-        params = lam.params
-        statements_float, statements_int = as_float.statements, as_t.statements
+        if as_t.statements is None:
+            return _skeleton(spec, params, f"{as_t.reason} (CPU lambda at {int_lam.path}:{int_lam.line})")
+        # the functor names its arguments as every functor of the file does: x, or a and b
+        statements_float = translate_body.rename(as_float.statements, lam.params, params)
+        statements_int = translate_body.rename(as_t.statements, int_lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
     metal_types = {METAL[d] for d in spec.dtypes if d in METAL}
     has_float = bool(metal_types & set(METAL_FLOATING)) or not metal_types

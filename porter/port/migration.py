@@ -130,6 +130,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if chosen and plan.functor is not None:
         migration.functor = plan.functor._replace(origin=FROM_SELECTOR, detail=chosen)
     migration.notes += plan.notes
+    migration.gaps, migration.wrong = plan.gaps, plan.wrong
+    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
     _validate_yaml(checkout, spec, cs, validator)
     return migration
 
@@ -158,6 +160,8 @@ def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Mig
     migration.notes.append(f"{place.path}:{place.line}: {how}; MPS keeps {place.function}, whose "
                            "MPSGraph body now runs the Metal kernel on its TensorIterator")
     migration.notes += plan.notes
+    migration.gaps, migration.wrong = plan.gaps, plan.wrong
+    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
     return migration
 
 
@@ -181,6 +185,18 @@ def _resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         raise PorterError(f"cannot migrate '{name}' off MPSGraph ({kernels}): {err.message}",
                           path=err.path, line=err.line,
                           hint=err.hint or HAND_PORT) from None
+
+
+def leftovers(checkout: co.Checkout, spec: OpSpec) -> list[tuple[str, Definition]]:
+    """MPSGraph definitions of a half-applied migration (the yaml already shares the CPU/CUDA
+    kernel, the old `<kernel>_mps` implementation is still there), as (host file, definition)."""
+    names = _leftover_names(spec, checkout.read(co.NATIVE_YAML))
+    out = []
+    for rel in checkout.glob(co.OPERATIONS, "*.mm"):
+        text = checkout.read(rel)
+        if any(n in text for n in names):
+            out += [(rel, d) for d in source_of(text).named(names)]
+    return out
 
 
 def _leftover_names(spec: OpSpec, yaml_text: str) -> set[str]:

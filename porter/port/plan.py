@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import validate
+from porter.port import completeness, formatting, validate
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
@@ -42,6 +42,10 @@ class Plan:
         self.functor: Functor | None = None
         self.notes: list[str] = []
         self.removed: list[dict] = []          # {"path", "line", "what", "name"}
+        self.gaps: list[completeness.Gap] = []       # what makes the port incomplete
+        self.wrong: list[completeness.Wrong] = []    # registrations a Mac would reject
+        self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
+        self.new_kernels: dict[str, str] = {}        # .metal path -> kernel porter registers there
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -68,6 +72,9 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     else:
         _plan_host(checkout, spec, read, write)
     _plan_expectations(checkout, spec, read, write, plan)
+    problem = formatting.format_changes(checkout.root, cs)
+    if problem:
+        plan.notes.append(problem)
     if yaml_changed:
         # Last, so that a warm validator has had the whole planning to import torchgen.
         tags = checkout.read(co.TAGS_YAML) if checkout.exists(co.TAGS_YAML) else None
@@ -90,13 +97,28 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     text = read(spec.metal_path)
     _check_unique_kernel_name(checkout, spec)
     metal = MetalFile(text, spec.metal_path)
-    if spec.kernel not in metal.functors:
-        plan.functor = build(spec, body, lambda: available_functions(checkout), complex_body)
-        text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+    tested_complex = _tested_with_complex(checkout, spec)
+    wanted = completeness.dtype_plan(spec, tested_complex)
+    plan.refused = wanted.refused
+    if wanted.refused:
+        plan.notes.append(f"no kernel for {', '.join(sorted(wanted.refused))}: {spec.op}'s MPS test "
+                          "sends them but the CPU reference refuses them (its OpInfo's CPU dtypes "
+                          "leave them out), so their expectations stay")
+    # the functor and registrations cover the dtypes that get a kernel, nothing the CPU refuses
+    kernel_spec = spec._replace(dtypes=wanted.register | (spec.dtypes & {"complex64"}))
+    skeleton_at = _skeleton_span(metal, spec.kernel)
+    if skeleton_at is not None and body is None:
+        plan.gaps.append(completeness.Gap(
+            f"the body of {spec.kernel}_functor (porter's skeleton is still in {spec.metal_path})",
+            f"--body EXPR (in {' and '.join(functor_params(spec))})"))
+    if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
+        plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
+        if skeleton_at is not None:     # the body the skeleton was waiting for
+            start, end = skeleton_at
+            text = text[:start] + plan.functor.text.rstrip("\n") + "\n" + text[end:]
+        else:
+            text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
         if plan.functor.origin == SKELETON:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal "
-                              f"build on purpose: {plan.functor.detail}. Write its body, or rerun "
-                              f"with --body EXPR (in {' and '.join(functor_params(spec))}).")
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
                                   "EXPR and --complex-body EXPR together")
@@ -108,6 +130,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     with_complex = plan.functor is not None and plan.functor.complex
     registered = {(r.in_type, r.out_type) for r in metal.registrations
                   if r.kernel == spec.kernel}
+    if registered and with_complex:
+        text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     if registered:
         # Registrations written by hand (or by an earlier porter run) stand as they are, but a
         # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
@@ -120,7 +144,7 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
                               "or xfail those dtypes in common_mps.py")
         write(spec.metal_path, text)
         return
-    dtypes = spec.dtypes
+    dtypes = kernel_spec.dtypes
     if not dtypes:
         dtypes = FLOATING_DEFAULT
         plan.notes.append(f"no OpInfo names MPS dtypes for {spec.op}: registered "
@@ -137,16 +161,31 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
-    if "complex64" in spec.dtypes and not with_complex and complex_body is None:
-        if _tested_with_complex(checkout, spec):
-            plan.notes.append(f"WARNING: {spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS test sends "
-                              f"complex64, which {spec.kernel}_functor has no overload for: rerun "
-                              "with --complex-body EXPR (or add the overload and its float2 "
-                              "registration by hand), or that test fails")
-        else:
-            plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
-                              "overload (--complex-body EXPR adds one)")
+    if "complex64" in spec.dtypes and not with_complex and complex_body is None and not tested_complex:
+        plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
+                          "overload (--complex-body EXPR adds one)")
     write(spec.metal_path, text)
+    plan.new_kernels[spec.metal_path] = spec.kernel
+    if plan.functor is not None and plan.functor.origin == SKELETON:
+        plan.gaps.append(completeness.Gap(
+            f"the body of {spec.kernel}_functor ({plan.functor.detail})",
+            f"--body EXPR (in {' and '.join(functor_params(spec))})"))
+    if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
+        gaps, plan.wrong = completeness.check(spec, text, wanted)
+        plan.gaps += gaps
+
+
+def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
+    """The span of porter's skeleton functor for `kernel` with its comment, if it is still there."""
+    span = metal.functor_span(kernel)
+    text = metal.text
+    if span is None or f"porter: write the Metal body of {kernel}_functor" not in text[span[0]:span[1]]:
+        return None
+    start = span[0]
+    head = text.rfind(f"// porter: skeleton for {kernel}:", 0, start)
+    if head >= 0 and all(line.startswith("//") for line in text[head:start].splitlines()):
+        start = head
+    return start, span[1]
 
 
 def _tested_with_complex(checkout, spec: OpSpec) -> bool:
@@ -229,14 +268,19 @@ def _plan_in_place_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None
 def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if checkout.exists(co.COMMON_MPS) and spec.xfail_keys:
         old = read(co.COMMON_MPS)
-        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys)
+        new, others = xfail_edit.remove_unimplemented(old, co.COMMON_MPS, spec.xfail_keys,
+                                                      keep_dtypes=plan.refused)
         if new != old:
             validate.python_file(new, co.COMMON_MPS)
             write(co.COMMON_MPS, new)
         for e in others:
             dtypes = "all dtypes" if e.dtypes is None else ", ".join(e.dtypes)
+            if set(e.dtypes or ()) & plan.refused:
+                why = "the port registers no kernel for dtypes the CPU reference refuses"
+            else:
+                why = f"run `porter test {spec.op} --prune-xfails` to prune what passes"
             plan.notes.append(f"{co.COMMON_MPS}:{e.line}: {e.dict_name}['{e.key}'] ({dtypes}) left "
-                              f"in place; run `porter test {spec.op} --prune-xfails` to prune what passes")
+                              f"in place; {why}")
     _note_fallback_example(checkout, spec, plan)
     by_file: dict[str, list] = {}
     for source in (*spec.opinfos, *spec.refs):
@@ -245,8 +289,10 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         old = read(path)
         new, kept = opinfo_edit.remove_expected_failures(old, sources)
         for deco in kept:
-            plan.notes.append(f"{path}:{deco.line}: MPS decorator left in place: "
-                              f"{' '.join(deco.text.split())[:100]}")
+            kind = "expectedFailure" if deco.expected_failure else "decorator"
+            what = " ".join(x for x in (deco.test_class, deco.test_name, ", ".join(deco.dtypes)) if x)
+            plan.notes.append(f"{path}:{deco.line}: MPS {kind} ({what}) kept: it is not about the "
+                              f"missing kernel; check it on a Mac: {opinfo_edit.mac_command(deco)}")
         if new != old:
             _validate_calls(new, sources, path)
             write(path, new)

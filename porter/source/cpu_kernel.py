@@ -40,6 +40,8 @@ class ScalarLambda(NamedTuple):
     body: str                    # the statements between the braces
     path: str
     line: int
+    dispatch: str = "all"        # the dispatch case around it: integral, floating or all
+    integral: "ScalarLambda | None" = None   # the integer case's own lambda, when it has one
 
     @property
     def expression(self) -> str | None:
@@ -79,7 +81,15 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
         if lam:
             candidates.append(lam)
     generic = [c for c in candidates if any("scalar_t" in t for t in c.param_types)]
-    return (generic or candidates or [None])[0]
+    chosen = (generic or candidates or [None])[0]
+    if chosen is not None and chosen.dispatch == "integral":
+        # `signbit`: an integer case (`c10::is_negative(a)`, wrong for -0.0) and a floating one
+        # (`std::signbit(a)`): the floating lambda is the functor's, the integer one its
+        # integer overload's
+        floating = next((c for c in generic if c.dispatch == "floating"), None)
+        if floating is not None:
+            chosen = floating._replace(integral=chosen)
+    return chosen
 
 
 def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | None:
@@ -95,7 +105,25 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
         types.append(" ".join(words[:-1]))
         params.append(words[-1])
     return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
-                        rel, line_of(text, m.start()))
+                        rel, line_of(text, m.start()), _dispatch_case(mask, start))
+
+
+DISPATCH_RE = re.compile(r"\bAT_DISPATCH_\w+")
+
+
+def _dispatch_case(mask: str, at: int) -> str:
+    """Which dtypes the innermost AT_DISPATCH_* before `at` covers: integral, floating or all."""
+    found = list(DISPATCH_RE.finditer(mask, max(0, at - 2000), at))
+    if not found:
+        return "all"
+    name = found[-1].group()
+    if name in ("AT_DISPATCH_SWITCH",):
+        return "all"
+    integral = "INTEGRAL" in name
+    floating = "FLOATING" in name or "REDUCED" in name
+    if "ALL_TYPES" in name or integral == floating:
+        return "all"
+    return "integral" if integral else "floating"
 
 
 def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:

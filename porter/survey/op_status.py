@@ -83,8 +83,40 @@ def gather(tree: Tree, op: str, report=None) -> Status:
     report = report or findings_report(tree)
     kernels = {spec.kernel} if spec else set()
     st.findings = [f.human() for f in report.findings if f.op == name or (f.op and f.op in kernels)]
-    _next(st, spec, refusal)
+    _next(st, spec, refusal, checkout)
     return st
+
+
+class _NoYamlCheck:
+    """Status plans a port only to learn what it lacks: torchgen's check of the yaml edit is the
+    editing command's, and costs a child process."""
+
+    def check(self, requests, tags_text):
+        return []
+
+
+def _flags_needed(checkout, spec, command: str) -> tuple[list[str], str]:
+    """(the flags the next command needs for a complete port, why porter cannot run it at all)."""
+    from porter.port.migration import leftovers, plan_migration
+    from porter.port.plan import plan_port
+
+    try:
+        if command == "migrate-from-mpsgraph" or leftovers(checkout, spec):
+            plan = plan_migration(checkout, spec.op, None, _NoYamlCheck())
+        else:
+            plan = plan_port(checkout, spec, None, validator=_NoYamlCheck())
+    except PorterError as err:
+        return [], err.message + (f" ({err.hint})" if err.hint else "")
+    if plan.wrong:
+        return [], ("porter cannot write its registrations yet: " + plan.wrong[0].message)
+    flags = []
+    for gap in plan.gaps:
+        flag = gap.flag.split(" (")[0]
+        if flag.startswith("--") and flag not in flags:
+            flags.append(flag)
+    if len(flags) < len(plan.gaps):
+        flags.append("--allow-incomplete")
+    return flags, ""
 
 
 def _yaml_row(entry: native_yaml.Entry) -> dict:
@@ -199,14 +231,23 @@ def device() -> str:
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
 
 
-def _next(st: Status, spec, refusal: PorterError | None) -> None:
+def _next(st: Status, spec, refusal: PorterError | None, checkout=None) -> None:
     dev = device()
-    if st.state == MPSGRAPH and spec is not None and spec.backward and spec.scalar_lambda is None:
-        # no CPU lambda to translate (upstream's backward kernels are vectorized): the body is
-        # the user's, in the schema's names
-        params = " and ".join(spec.arg_names)
-        st.next = f"porter migrate-from-mpsgraph {st.op} --body EXPR"
-        st.why = f"replace the MPSGraph path with a Metal kernel whose body EXPR is in {params}"
+    if st.state in (MPSGRAPH, UNPORTED, BROKEN) and spec is not None and checkout is not None:
+        # the command that accepts the op: resolve's state (an `MPS: x_mps` row defined nowhere
+        # is still a migration), not the screen's
+        command = "migrate-from-mpsgraph" if spec.state == "mpsgraph" else "new-op"
+        why = {MPSGRAPH: "replace the MPSGraph path with a Metal kernel",
+               UNPORTED: "scaffold the Metal kernel", BROKEN: "register the missing MPS kernel"}
+        flags, blocked = _flags_needed(checkout, spec, command)
+        if blocked:
+            st.next, st.why = "no porter command", blocked
+        else:
+            st.next = " ".join([f"porter {command} {st.op}", *flags])
+            st.why = why[st.state] + (f" (give {', '.join(flags)}: porter cannot write that "
+                                      "part itself)" if flags else "")
+            if spec.backward and "--body" in flags:
+                st.why += f"; the body is in {' and '.join(spec.arg_names)}"
     elif st.state == MPSGRAPH and spec is not None:
         st.next, st.why = f"porter migrate-from-mpsgraph {st.op}", "replace the MPSGraph path with a Metal kernel"
     elif st.state == UNPORTED and spec is not None:

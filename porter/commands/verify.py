@@ -1,0 +1,92 @@
+"""Is a planned port done? The checks an editing command runs between planning and writing.
+
+1. `--body`/`--complex-body` compile as one Metal expression (else exit 2, bad input);
+2. the registrations porter planned give each dtype the output type the op produces (else
+   exit 1: a Mac would reject the file or compute another dtype);
+3. each planned `.metal` file builds (else exit 1, the compiler's first error);
+4. every dtype the MPS test sends has a kernel and the functor has a body: otherwise the port
+   is incomplete (exit 1; written only with --allow-incomplete, naming the tests that fail).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from porter.emulate import build_check
+from porter.port import completeness
+from porter.port.functor import SKELETON
+from porter.errors import PorterError
+
+
+class WrongRegistration(PorterError):
+    exit_code = 1
+
+
+class IncompleteMigration(PorterError):
+    exit_code = 1
+
+
+def params_of(spec) -> tuple[str, ...]:
+    from porter.port.functor import functor_params
+
+    return functor_params(spec)
+
+
+class Outcome(NamedTuple):
+    incomplete: list[str]        # each gap and the flag that supplies it
+    notes: list[str]
+
+
+def verify(command: str, checkout, plan, *, body: str | None, complex_body: str | None,
+           build: bool = True) -> Outcome:
+    spec = plan.spec
+    notes: list[str] = []
+    if build:
+        build_check.require_compiler(command)
+    elif plan.changes:
+        notes.append("WARNING: not built (--no-build): the planned .metal files were not compiled, "
+                     "so porter cannot say they build on a Mac")
+    functor = plan.functor
+    if build and functor is not None:
+        params = params_of(spec)
+        metal_text = plan.changes.current(spec.metal_path, checkout.read)
+        if body is not None:
+            build_check.check_expression("--body", body, params, metal_text, checkout.root, spec.op)
+        if complex_body is not None and functor.complex:
+            build_check.check_expression("--complex-body", complex_body, params, metal_text,
+                                         checkout.root, spec.op, complex_=True)
+    if plan.wrong:
+        raise WrongRegistration(
+            f"porter would write wrong registrations for {spec.op}: "
+            f"{'; '.join(w.message for w in plan.wrong)}; nothing was written",
+            path=spec.metal_path, hint="porter cannot write this op's registrations yet: write "
+            "the functor and its registrations by hand")
+    if build:
+        for change in plan.changes.pending:
+            kernel = plan.new_kernels.get(change.path)
+            if not change.path.endswith(".metal"):
+                continue
+            skeleton = functor is not None and functor.origin == SKELETON
+            # a skeleton fails on purpose: it is a gap (below), the rest of the file must build
+            only = () if (kernel is None or skeleton) else (kernel,)
+            build_check.check_kernel_file(change.path, change.old, change.new, checkout.root, only)
+    incomplete = [f"{g.what}: {g.flag}" for g in plan.gaps]
+    if command == "migrate-from-mpsgraph" and functor is not None and functor.origin == SKELETON:
+        # --allow-incomplete does not stretch this far: the MPSGraph code works, a skeleton does not
+        raise IncompleteMigration(
+            f"migrate-from-mpsgraph {spec.op} would replace a working MPSGraph implementation by a "
+            f"functor without a body ({functor.detail}); nothing was written",
+            hint=f"pass --body EXPR (in {' and '.join(params_of(spec))}) with the Metal expression")
+    if plan.gaps:
+        failing: list[str] = []
+        skeleton = any(g.flag.startswith("--body") for g in plan.gaps)
+        if skeleton:
+            failing.append(f"every kernel of {spec.metal_path} (the skeleton's static_assert "
+                           "stops the file compiling)")
+        for gap in plan.gaps:
+            if gap.dtypes and not skeleton:
+                failing += completeness.mac_tests(spec, gap.dtypes)
+        if skeleton:
+            failing += completeness.mac_tests(spec, ())
+        notes.append("WARNING: incomplete port; on a Mac these fail: " + "; ".join(failing))
+    return Outcome(incomplete, notes)

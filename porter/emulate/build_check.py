@@ -1,0 +1,119 @@
+"""Build before write: the planned `.metal` files and the user's `--body` go through the C++
+compiler (porter's Metal emulation, porter.emulate.build) before anything is written.
+
+A planned kernel file is checked by a probe: a syntax pass of the whole planned file that
+instantiates only the new kernel's registrations (~0.05 s; a full build of a file costs ~1.3 s),
+cached by content hash. An error the original file already had is not the plan's: where the
+original does not pass the probe either (a construct the emulation does not model), the plan
+is judged by a full quarantining build of both, and only what is new counts.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import os
+
+from porter.errors import PorterError
+
+INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*$|^using namespace [\w:]+;$", re.M)
+
+
+class BuildRefused(PorterError):
+    """A planned file does not build: a failed check, not bad usage."""
+    exit_code = 1
+
+
+class NoCompiler(PorterError):
+    exit_code = 1
+
+
+def compiler_available() -> bool:
+    cxx = os.environ.get("CXX")
+    if cxx:
+        return bool(shutil.which(cxx) or os.path.isfile(cxx))
+    return bool(shutil.which("g++") or shutil.which("c++"))
+
+
+def require_compiler(command: str) -> None:
+    if not compiler_available():
+        raise NoCompiler(f"no C++ compiler found: porter {command} builds the planned kernel file "
+                         "before writing it", hint="install g++ or set CXX; or pass --no-build to "
+                         "write it unbuilt")
+
+
+def check_expression(option: str, expression: str, params: tuple[str, ...], metal_text: str,
+                     root, op: str, *, complex_: bool = False) -> None:
+    """Compile `expression` as the result of a functor of `params` (exit 2 when it is not one
+    expression that compiles); `metal_text`'s includes make the same functions visible."""
+    from porter.emulate.probe import probe_source
+
+    preamble = "\n".join(m.group() for m in INCLUDE_RE.finditer(metal_text))
+    value_type = "float2" if complex_ else "float"
+    args = ", ".join(f"const T {p}" for p in params)
+    call = ", ".join(f"{value_type}()" for _ in params)
+    # The expression sits alone on its own line, so the compiler's line names it.
+    unit = (f"{preamble}\nstruct porter_probe_functor {{\n  template <typename T>\n"
+            f"  inline auto operator()({args}) {{\n    return (\n{expression.strip()}\n    );\n  }}\n}};\n"
+            f"inline void porter_probe() {{ (void)porter_probe_functor()({call}); }}\n")
+    error = probe_source(unit, option, root, ())
+    if error is not None:
+        message = error.split(": ", 1)[1] if error.startswith(f"{option}:") else error
+        raise PorterError(f"{option} {expression.strip()!r} for {op} does not compile as one Metal "
+                          f"expression in {' and '.join(params)}: {message}",
+                          hint=f"pass one expression (no `return`, no `;`), e.g. {option} "
+                               f"'{_example(params, complex_)}'")
+
+
+def _example(params, complex_: bool) -> str:
+    from porter.port.functor import COMPLEX_EXAMPLES, EXAMPLES
+
+    return (COMPLEX_EXAMPLES if complex_ else EXAMPLES)[len(params)]
+
+
+def check_kernel_file(path: str, original: str | None, planned: str, root, kernels) -> None:
+    """Refuse (exit 1) a planned kernel file that does not build, with the compiler's first
+    error at its line in the planned text."""
+    from porter.emulate.probe import probe_source
+
+    error = probe_source(planned, path, root, kernels)
+    if error is None:
+        return
+    before = probe_source(original, path, root, ()) if original is not None else None
+    if before is not None:
+        # the file did not pass the probe before porter's edit either: judge the edit by what
+        # it adds to a full, quarantining build (or, where the file cannot be built at all, by
+        # whether its first error is a new one)
+        try:
+            error = _new_in_full_build(path, original, planned, root, kernels)
+        except (PorterError, OSError):
+            if _message(error) == _message(before):
+                return
+        if error is None:
+            return
+    raise BuildRefused(f"the planned {path} does not build: {error}; nothing was written",
+                       hint="porter's edit would stop every kernel of the file compiling on a Mac")
+
+
+def _message(error: str) -> str:
+    """An error without its `file:line: ` (the same error moves when porter adds lines)."""
+    return re.sub(r"^[^:]*:\d+: ", "", error)
+
+
+def _new_in_full_build(path, original, planned, root, kernels) -> str | None:
+    """What the planned file's quarantining build drops that the original's does not."""
+    from porter.emulate.build import build_source
+
+    before = build_source(original, path, root, strict=False)
+    after = build_source(planned, path, root, strict=False)
+    old = set(before.quarantined) | {d.split(": ", 1)[-1] for d in before.dropped}
+    for key, reason in after.quarantined.items():
+        if key not in old:
+            return reason.split(": ", 1)[-1]
+    for dropped in after.dropped:
+        if dropped.split(": ", 1)[-1] not in old:
+            return dropped
+    unbuilt = [r for r in after.registrations if r.name in kernels and not r.built]
+    if unbuilt:
+        return after.reason(unbuilt[0]) or f"{unbuilt[0].name} for {unbuilt[0].in_type} is not built"
+    return None

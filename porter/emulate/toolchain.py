@@ -1,0 +1,157 @@
+"""The host C++ toolchain of porter's Metal emulation: the compiler, its flags, the cache key,
+the precompiled prelude and the parsing of g++'s diagnostics.
+
+Shared by the full build (porter.emulate.build) and the cheap probe that editing commands run
+before writing (porter.emulate.probe); this module imports nothing heavier than hashlib, so an
+editing command's start-up stays small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from porter.emulate import headers
+from porter.errors import PorterError
+from porter.runtime.cache import cache_dir as porter_cache_dir
+
+FLAGS = [
+    "-std=c++17", "-fPIC", "-shared", "-g0",
+    # Metal literals are float; without this `1.0` makes float/half overloads ambiguous.
+    "-fsingle-precision-constant",
+    # GPU integer arithmetic wraps.
+    "-fwrapv",
+    "-fsigned-char",
+    # Metal attributes ([[buffer(0)]], [[host_name(..)]]) and `#pragma unroll` are unknown to g++.
+    "-w",
+    "-fno-diagnostics-show-caret",
+    # Each library keeps its own registry and functors even when several are loaded
+    # into one process (inline variables are otherwise STB_GNU_UNIQUE, shared by all).
+    "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fno-gnu-unique",
+    # Less code to generate at -O0; kernels neither throw nor unwind.
+    "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-fno-threadsafe-statics",
+]
+
+# g++'s spelling of a type in diagnostics -> Metal's name.
+GXX_TYPES = {
+    "metal::vec<float, 2>": "float2", "metal::vec<_Float16, 2>": "half2",
+    "metal::vec<bfloat, 2>": "bfloat2", "long unsigned int": "ulong",
+    "short unsigned int": "ushort", "unsigned int": "uint", "unsigned char": "uchar",
+    "signed char": "char", "long int": "long", "short int": "short", "_Float16": "half",
+    "bfloat": "bfloat", "float": "float", "int": "int", "char": "char", "bool": "bool",
+}
+
+
+def cache_dir() -> Path:
+    return porter_cache_dir("emulate")
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise PorterError("no C++ compiler found for --device emulate",
+                          hint="install g++ (apt-get install g++) or set CXX")
+    return cxx
+
+
+def _compiler_id(cxx: str) -> str:
+    # stat instead of `--version`: a cached rebuild must cost milliseconds.
+    path = shutil.which(cxx) or cxx
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return f"{real}:{st.st_size}:{int(st.st_mtime)}"
+
+
+def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
+    h = hashlib.sha256()
+    h.update(b"porter-emulate-v4\0")
+    h.update(_compiler_id(cxx).encode())
+    h.update("\0".join(flags).encode())
+    for f in headers.header_files(dirs):
+        h.update(str(f.name).encode())
+        h.update(f.read_bytes())
+    h.update(source_text.encode())
+    return h.hexdigest()[:32]
+
+
+def _precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | None:
+    """A directory holding porter/prelude.h.gch (shim + c10/metal headers, parsed once per
+    cache), or None when the compiler cannot make one (the plain header is used then)."""
+    key_dirs = [d for d in dirs if d == headers.SHIM_DIR or (d / "c10" / "metal").is_dir()]
+    h = hashlib.sha256(b"pch-v1\0" + _compiler_id(cxx).encode() + "\0".join(flags).encode())
+    for d in key_dirs:
+        h.update(str(d).encode())
+    for f in headers.header_files(key_dirs):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    pch_dir = cache_dir() / f"pch-{h.hexdigest()[:24]}"
+    gch = pch_dir / "porter" / "prelude.h.gch"
+    if gch.is_file():
+        return pch_dir
+    gch.parent.mkdir(parents=True, exist_ok=True)
+    # pid and thread: EmulateBackend.prebuild builds in a thread beside the main one
+    staged = gch.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+    cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs),
+           "-x", "c++-header", str(headers.SHIM_DIR / "porter" / "prelude.h"), "-o", str(staged)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        staged.unlink(missing_ok=True)
+        return None
+    os.replace(staged, gch)
+    return pch_dir
+
+
+# ----------------------------------------------------------------- diagnostics
+
+_LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>error|note|warning): (?P<msg>.*)$")
+_IMPL = re.compile(r"porter::(?:Unary|UnaryAlpha|Binary|BinaryAlpha|Ternary)<(\w+)_functor, ")
+_MISMATCH = re.compile(r"registered_output_type_differs_from_functor_result<")
+
+
+def _blocks(stderr: str) -> list[list[str]]:
+    """Split g++ output into one block per error: its context lines, then the error."""
+    blocks, current = [], []
+    for line in stderr.splitlines():
+        current.append(line)
+        m = _LOC.match(line)
+        if m and m.group("kind") == "error":
+            blocks.append(current)
+            current = []
+    return blocks
+
+
+def _metal_type(spelled: str) -> str:
+    for gxx in sorted(GXX_TYPES, key=len, reverse=True):
+        if spelled.startswith(gxx):
+            return GXX_TYPES[gxx]
+    return spelled.split(",")[0].split(">")[0].strip()
+
+
+def _site_line(block: list[str], display_path) -> int | None:
+    """Line of the user's file where the failing thing was required or expanded."""
+    best = None
+    prefix = f"{display_path}:"
+    for line in block:
+        if line.startswith(prefix):
+            m = re.match(r"(\d+):", line[len(prefix):])
+            if m:
+                best = int(m.group(1))
+    return best
+
+
+def _error_text(block: list[str]) -> str:
+    m = _LOC.match(block[-1])
+    return m.group("msg") if m else block[-1]
+
+
+def _first_error(stderr: str, display_path) -> str:
+    blocks = _blocks(stderr)
+    if not blocks:
+        return f"{display_path}: compiler failed: {stderr.strip()[:300]}"
+    m = _LOC.match(blocks[0][-1])
+    return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}" if m else blocks[0][-1]
