@@ -55,10 +55,19 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
         plan = plan_in_memory(checkout, op, state)
     except PorterError as err:
         return Verdict(op, REFUSED, err.message)
-    refusal = getattr(plan, "incomplete", None)       # a planning side that names what is missing
-    if refusal:
-        return Verdict(op, REFUSED, str(refusal))
-    return measure(checkout, op, plan.changes, reference_inputs, dtypes)
+    # what the editing command refuses before writing (porter.commands.verify): registrations
+    # a Mac rejects, and an incomplete port (a dtype without a kernel, a functor without a body)
+    wrong = getattr(plan, "wrong", None) or []
+    if wrong:
+        return Verdict(op, REFUSED, "wrong registrations: " + "; ".join(w.message for w in wrong))
+    gaps = getattr(plan, "gaps", None) or []
+    if gaps:
+        return Verdict(op, REFUSED, "incomplete port: " + "; ".join(f"{g.what} ({g.flag})" for g in gaps))
+    verdict = measure(checkout, op, plan.changes, reference_inputs, dtypes)
+    if verdict.status == FAILS and " does not build: " in verdict.detail:
+        # the command builds the planned file before writing, and refuses it
+        verdict.status, verdict.detail = REFUSED, verdict.detail.split(": ", 1)[1]
+    return verdict
 
 
 def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = False,
