@@ -37,7 +37,7 @@ heaviside          no-mps    -         binary  yes   native_functions.yaml, Bina
 special_log_ndtr   no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
 special_ndtri      no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-17 op(s) on MPSGraph, 3 without MPS: 9 ported automatically (AUTO: porter writes the kernel body itself), 7 with --body EXPR (WHY NOT says what the body replaces), 4 refused (2 str argument, 1 backward op with scalars, 1 no DispatchStub).
+17 op(s) on MPSGraph, 3 without MPS: 9 ported automatically (AUTO: porter writes the kernel body itself), 7 with --body EXPR (WHY NOT says what the body replaces), 4 refused (2 str argument, 1 backward op with scalars, 1 no DispatchStub). `--verify` measures AUTO.
 4 of them are backward ops (`.grad_input`), tested through their forward op's samples: `porter test OP --device emulate`.
 1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
 FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP --dry-run` or `porter new-op OP --dry-run` shows every edit.
