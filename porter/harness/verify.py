@@ -125,6 +125,14 @@ def _shadow(checkout: co.Checkout, changes, tmp: Path) -> Path:
             target.write_text(change.new, encoding="utf-8")
     if (root / "c10").is_dir():
         (tmp / "c10").symlink_to(root / "c10", target_is_directory=True)
+    # Scalar arguments reach a kernel through the op's schema and the shared function's stub
+    # call (porter.emulate.host_args): the planned yaml and the native sources, linked
+    yaml = tmp / co.NATIVE_YAML
+    yaml.parent.mkdir(parents=True, exist_ok=True)
+    if checkout.exists(co.NATIVE_YAML):
+        yaml.write_text(changes.current(co.NATIVE_YAML, checkout.read), encoding="utf-8")
+    for source in (root / co.NATIVE).glob("*.cpp"):
+        (tmp / co.NATIVE / source.name).symlink_to(source)
     return tmp
 
 
