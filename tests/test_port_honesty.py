@@ -309,3 +309,20 @@ def test_decorators_about_behaviour_stay_listed_with_a_mac_command(real_root):
     assert sorted(mac_command(d) for d in kept) == [
         "python test/test_ops.py -k test_out_logical_and_mps",
         "python test/test_ops.py -k test_out_warning_logical_and_mps"]
+
+
+# --- verdicts: a stub the yaml routes MPS through, registered by no host file, fails ---------
+
+def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
+    """After a port, the yaml sends MPS to sign_out and its sign_stub; a hand edit drops the
+    host's registration. A Mac raises 'missing kernel' for every dtype: porter test must fail
+    (exit 1), not call the op one porter cannot run (skip, exit 0)."""
+    result = porter("migrate-from-mpsgraph", "sign", root=real_root)
+    assert result.code == 0, result.err
+    host = real_root / OPERATIONS / "UnaryKernel.mm"
+    text = host.read_text()
+    assert "REGISTER_UNARY_TI_DISPATCH(sign);\n" in text
+    host.write_text(text.replace("REGISTER_UNARY_TI_DISPATCH(sign);\n", ""))
+    result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1, (result.out, result.err)
+    assert "1 fail" in result.out and "sign_stub: missing kernel for mps" in result.out, result.out
