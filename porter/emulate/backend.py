@@ -17,6 +17,7 @@ from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate.hostmap import HostKernel, host_kernels
 from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
+from porter.errors import PorterError
 
 ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
 # complex kernels whose result the host reads as real (abs of complex is a real tensor)
