@@ -82,7 +82,7 @@ class EmulateBackend:
         return self.build_error_named(OpNames.of(opinfo))
 
     def build_error_named(self, op: "OpNames") -> str | None:
-        missing = self._stub_without_kernel(op)
+        missing = None if self._candidates_named(op) else self._stub_without_kernel(op)
         if missing:
             return missing
         for host in self._candidates_named(op):
@@ -116,7 +116,9 @@ class EmulateBackend:
         if spec is not None and spec.state == UNPORTED and spec.stub is not None:
             family = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
                                                {spec.op, spec.op + "_"})
-            rows = [d for e in family for d in e.mps_rows()]
+            # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
+            rows = [d for e in family for d in e.mps_rows()
+                    if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
             if rows:
                 why = (f"the yaml routes MPS through {spec.stub.name} "
                        f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
