@@ -32,7 +32,7 @@ heaviside          no-mps    -         binary  yes   native_functions.yaml, Bina
 special_log_ndtr   no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda
 special_ndtri      no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py    CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-12 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (WHY NOT says what the others lack: a unary or binary op takes --body EXPR; alpha and scalar ops are not ported yet).
+12 op(s) on MPSGraph, 3 without MPS; AUTO: porter writes the kernel body of 8 itself (WHY NOT says what the others lack: a unary or binary op takes --body EXPR; alpha and scalar ops are not ported yet). `--verify` measures it.
 3 of them are backward ops (`.grad_input`), tested through their forward op's samples: `porter test OP --device emulate`.
 3 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
 FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP --dry-run` or `porter new-op OP --dry-run` shows every edit.

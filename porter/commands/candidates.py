@@ -13,6 +13,9 @@ HELP = ("list elementwise ops still on MPSGraph or without MPS: kind, files a po
 
 def add_arguments(parser) -> None:
     add_root_and_json(parser)
+    parser.add_argument("--verify", action="store_true",
+                        help="measure AUTO: plan each port in memory (nothing written), build it and "
+                             "run the emulated output-match test with reference inputs")
 
 
 def run(args) -> int:
@@ -22,23 +25,40 @@ def run(args) -> int:
     checkout = Checkout.at(args.root)
     inventory = find(checkout)
     found = inventory.candidates
+    verdicts = _verify(checkout, found) if args.verify else {}
     if args.json:
         print(json.dumps({"ok": True, "command": "candidates", "others_on_own_mps_kernels": inventory.others,
-                          "candidates": [c.__dict__ | {"files": list(c.files)} for c in found]},
+                          "candidates": [c.__dict__ | {"files": list(c.files)}
+                                         | ({"verify": verdicts[c.op].to_json()} if verdicts else {})
+                                         for c in found]},
                          indent=2))
         return 0
     rows = [("OP", "STATE", "SHAPE", "KIND", "AUTO", "FILES A PORT TOUCHES", "BODY FROM / WHY NOT")]
     for c in found:
-        rows.append((c.op, c.state, c.shape or "-", c.kind, "yes" if c.automatic else "no",
+        auto = _measured(verdicts[c.op]) if verdicts else ("yes" if c.automatic else "no")
+        rows.append((c.op, c.state, c.shape or "-", c.kind, auto,
                      ", ".join(os.path.basename(f) for f in c.files), c.how))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
     graph = sum(c.state == MPSGRAPH for c in found)
     auto = sum(c.automatic for c in found)
-    print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO: porter writes the "
-          f"kernel body of {auto} itself (WHY NOT says what the others lack: a unary or binary op "
-          "takes --body EXPR; alpha and scalar ops are not ported yet).")
+    if verdicts:
+        from collections import Counter
+        counts = Counter(v.status for v in verdicts.values())
+        print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO measured: each "
+              "port planned in memory without --body, built and run through the emulated "
+              "output-match test with reference inputs: "
+              + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
+              + ". Nothing was written.")
+        for c in found:
+            v = verdicts[c.op]
+            if v.status != "verified":
+                print(f"  {c.op}: {v.status}: {v.detail}")
+    else:
+        print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO: porter writes the "
+              f"kernel body of {auto} itself (WHY NOT says what the others lack: a unary or binary op "
+              "takes --body EXPR; alpha and scalar ops are not ported yet). `--verify` measures it.")
     backward = sum(c.backward for c in found)
     in_place = sum(c.way == "in place" for c in found)
     if backward:
@@ -53,3 +73,17 @@ def run(args) -> int:
     print("FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP "
           "--dry-run` or `porter new-op OP --dry-run` shows every edit.")
     return 0
+
+
+def _verify(checkout, found) -> dict:
+    from porter.harness.verify import verify
+    return {c.op: verify(checkout, c.op, c.state, reference_inputs=True) for c in found}
+
+
+def _measured(verdict) -> str:
+    """The AUTO cell: "9/9 dtypes" for a verified port, else the first failing dtype or why not."""
+    if verdict.status == "verified":
+        return verdict.detail
+    if verdict.status == "fails":
+        return f"fails {verdict.failed_dtype}"
+    return verdict.status

@@ -19,8 +19,11 @@ def run(args) -> int:
     from porter.checks.tree import Tree
     from porter.survey.op_status import gather
 
+    from porter.source.opinfo_source import aten_op
+
     checkout = Checkout.at(args.root)
-    st = gather(Tree(checkout), args.op)
+    # the OpInfo's spelling names the same op: nn.functional.mish, round.decimals_0
+    st = gather(Tree(checkout), aten_op(checkout, args.op) or args.op)
     if args.json:
         print(json.dumps({"ok": True, **st.to_json()}, indent=2))
     else:

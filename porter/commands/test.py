@@ -31,6 +31,12 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--reference-inputs", action="store_true",
+                        help="also run the OpInfo's reference_inputs (±0.0, ±inf, nan, subnormals, "
+                             "large values), reported as their own rows")
+    parser.add_argument("--macos", metavar="VERSION",
+                        help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
+                             "this Mac's with --device mps, else the newest)")
     parser.add_argument("--no-cache", action="store_true",
                         help="with --device emulate: ignore the reference cache (samples and CPU "
                              "references of earlier runs) and recompute everything")
@@ -57,4 +63,5 @@ def run(args) -> int:
                                junit=args.junit, summary=args.summary,
                                markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, grad=args.grad, no_cache=args.no_cache))
+                               upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
+                               macos=args.macos, reference_inputs=args.reference_inputs))

@@ -120,8 +120,12 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
     if use_cache and so_path.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
+        # the same text built under another path (a scratch copy): messages name this one
+        first = meta.get("display", str(display_path))
+        here = lambda m: m.replace(first, str(display_path))   # noqa: E731
         lib = Library(so_path, Path(display_path), [Registration(**r) for r in meta["regs"]],
-                      meta["quarantined"], meta["dropped"], cached=True)
+                      {k: here(v) for k, v in meta["quarantined"].items()},
+                      [here(d) for d in meta["dropped"]], cached=True)
         lib.seconds = time.perf_counter() - t0
         return lib
 
@@ -144,7 +148,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
             raise EmulateBuildError(f"{display_path}: still failing after "
                                     f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
     regs = read_registrations(so_path)
-    meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs],
+    meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
                                      "quarantined": quarantined, "dropped": dropped}))
     lib = Library(so_path, Path(display_path), regs, quarantined, dropped)
     lib.seconds = time.perf_counter() - t0

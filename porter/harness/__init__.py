@@ -1,8 +1,10 @@
-"""The OpInfo output-match harness: `porter test` and `porter audit-xfails`.
+"""The OpInfo output-match harness: `porter test`, `porter audit-xfails` and the measured
+AUTO of `porter candidates --verify` (verify.py).
 
 Imports torch lazily (inside functions): `porter --help` and the scaffolding commands never
 pay for it. May import `porter.source`, `porter.apply` (the pruned expectations it writes, its
-tables) and `porter.emulate` (the `--device emulate` backend); never the commands.
+tables), `porter.emulate` (the `--device emulate` backend) and `porter.port` (verify.py plans a
+port in memory to measure it); never the commands.
 """
 
 from __future__ import annotations

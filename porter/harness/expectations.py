@@ -68,6 +68,10 @@ class Expectations:
     entries: list[Entry] = field(default_factory=list)
     complex_supported: frozenset[str] | None = None   # None: no SUPPORTED_COMPLEX_OPS found
     text: str = ""
+    # dict name -> the condition under which upstream's `for op in ops` loop applies it,
+    # over the macOS version; None where the loop could not be read (every list applies,
+    # MACOS_BEFORE_X_Y by its name)
+    gates: dict[str, ast.expr] | None = None
 
     def for_key(self, key: str) -> list[Entry]:
         return [e for e in self.entries if e.key == key]
@@ -81,12 +85,18 @@ class Expectations:
         macOS version is known and older than X.Y (never on emulate or CUDA)."""
         out = []
         for e in self.for_key(key):
-            if not e.covers(dtype):
-                continue
-            if e.kind == XFAIL_OLD_MACOS and (macos is None or macos >= e.macos_before):
+            if not e.covers(dtype) or not self.applies(e, macos):
                 continue
             out.append(e)
         return out
+
+    def applies(self, e: Entry, macos: tuple[int, int] | None) -> bool:
+        """Whether upstream's modifier applies e's list on `macos` (None: the newest)."""
+        version = macos or NEWEST_MACOS
+        if self.gates is not None:
+            gate = self.gates.get(e.dict_name, False)
+            return gate is not False and _truth(gate, version)
+        return not (e.kind == XFAIL_OLD_MACOS and version >= e.macos_before)
 
     def complex_xfail(self, key: str, dtype: str) -> bool:
         return (self.complex_supported is not None and dtype in ("complex64", "complex32")
@@ -150,7 +160,99 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
                 value_end=offsets.at(v.end_lineno, v.end_col_offset),
                 macos_before=(int(macos.group(1)), int(macos.group(2))) if macos else None))
     exp.complex_supported = frozenset(complex_ops) if complex_ops is not None else None
+    exp.gates = _gates(func)
     return exp
+
+
+# The macOS assumed off a Mac unless --macos says otherwise: the newest, whose run has no
+# old-macOS list active.
+NEWEST_MACOS = (26, 0)
+_VERSION_NAMES = {"MACOS_VERSION", "product_version"}
+
+
+def _gates(func: ast.FunctionDef) -> dict[str, ast.expr] | None:
+    """{dict name: condition} for each list the modifier's `for op in ops:` loop applies:
+    `if key in NAME and <cond>:` and `for lst in [A, B]: if key in lst and <cond>:`."""
+    loop = next((n for n in func.body if isinstance(n, ast.For)), None)
+    if loop is None:
+        return None
+    gates: dict[str, ast.expr] = {}
+
+    def visit(stmts, aliases: dict[str, list[str]]):
+        for stmt in stmts:
+            if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) and \
+                    isinstance(stmt.iter, (ast.List, ast.Tuple)):
+                names = [e.id for e in stmt.iter.elts if isinstance(e, ast.Name)]
+                visit(stmt.body, {**aliases, stmt.target.id: names})
+            elif isinstance(stmt, ast.If):
+                for name in _key_in(stmt.test):
+                    for real in aliases.get(name, [name]):
+                        gates.setdefault(real, stmt.test)
+                visit(stmt.body, aliases)
+                visit(stmt.orelse, aliases)
+    visit(loop.body, {})
+    return gates
+
+
+def _key_in(test: ast.expr) -> list[str]:
+    """NAMEs of `key in NAME` tested (positively) in `test`."""
+    out = []
+    for node in ast.walk(test):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)
+                and node.left.id == "key" and isinstance(node.ops[0], ast.In)
+                and isinstance(node.comparators[0], ast.Name)):
+            out.append(node.comparators[0].id)
+    return out
+
+
+def _truth(node: ast.expr, version: tuple[int, int]) -> bool:
+    """A gate's value on `version`: membership tests hold (the entry decides them), macOS
+    comparisons and is_macos*_or_newer() are evaluated, anything else is taken as true."""
+    if isinstance(node, ast.BoolOp):
+        values = [_truth(v, version) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _truth(node.operand, version)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.Name) and left.id in _VERSION_NAMES and _number(right) is not None:
+            return _compare(version, node.ops[0], _number(right))
+        if isinstance(right, ast.Name) and right.id in _VERSION_NAMES and _number(left) is not None:
+            flipped = {ast.Lt: ast.Gt(), ast.LtE: ast.GtE(), ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}
+            op = flipped.get(type(node.ops[0]), node.ops[0])
+            return _compare(version, op, _number(left))
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        name = node.func.attr
+        m = re.fullmatch(r"is_macos(\d+)_or_newer", name)
+        if m:
+            return version >= (int(m.group(1)), 0)
+        if name == "is_macos_or_newer" and len(node.args) == 2:
+            nums = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if len(nums) == 2:
+                return version >= (int(nums[0]), int(nums[1]))
+    return True
+
+
+def _number(node: ast.expr) -> tuple[int, int] | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        major, _, minor = f"{node.value}".partition(".")
+        return int(major), int(minor or 0)
+    return None
+
+
+def _compare(version: tuple[int, int], op: ast.cmpop, bound: tuple[int, int]) -> bool:
+    return {ast.Lt: version < bound, ast.LtE: version <= bound, ast.Gt: version > bound,
+            ast.GtE: version >= bound, ast.Eq: version == bound,
+            ast.NotEq: version != bound}.get(type(op), True)
+
+
+def parse_macos(text: str) -> tuple[int, int]:
+    """`--macos 14.4` -> (14, 4); bad input is a PorterError."""
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", text or "")
+    if not m:
+        raise PorterError(f"--macos {text!r}: not a macOS version", hint="write it as 14.4 or 15")
+    return int(m.group(1)), int(m.group(2) or 0)
 
 
 def _find_modifier(tree: ast.Module, name: str = MODIFIER) -> ast.FunctionDef | None:

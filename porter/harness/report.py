@@ -14,6 +14,8 @@ OUTCOMES = (PASS, FAIL, XFAIL, XPASS, SKIP)
 
 def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = None) -> str:
     parts = ["porter", "test", result.op, "--device", result.device, "--dtype", dtype]
+    if result.reference:
+        parts.append("--reference-inputs")
     if result.test == GRAD_TEST:
         parts.append("--grad")
     if sample is not None:
@@ -69,7 +71,10 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
     lines = [header] if header else []
     for result in results:
         lines.append("")
-        if result.via:
+        if result.reference:
+            lines.append(f"{result.op}  (reference inputs: extremal values, beyond upstream's "
+                         f"samples, device {result.device})")
+        elif result.via:
             lines.append(f"{result.op}  (backward op, device {result.device}; samples of {result.via})")
         elif result.test == GRAD_TEST:
             lines.append(f"{result.op}  (output and gradients, {result.test}; xfail key "

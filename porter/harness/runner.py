@@ -1,8 +1,9 @@
 """Run the OpInfo output-match test of one op, per dtype, on a backend.
 
 Mirrors upstream's `TestConsistency.test_output_match`: every sample input (generated on the
-CPU with `set_seed=True`, forward only), run on the device and on a CPU copy; half/bfloat16
-reference in float32 when the CPU has no kernel; compared by `TestCase.assertEqual` (NaN equal,
+CPU with the keywords of the checkout test's `sample_inputs` call, porter.harness.sample_rules),
+run on the device and on a CPU copy; half/bfloat16 reference in float32 when the CPU has no
+kernel, cast back to the op's own output dtype; compared by `TestCase.assertEqual` (NaN equal,
 exact dtype) with `_compute_tolerances` and the OpInfo's tolerance overrides as floors.
 Unlike upstream, every sample runs (not only up to the first failure), so the report can give
 the number of failing samples and the worst error.
@@ -11,6 +12,7 @@ the number of failing samples and the worst error.
 from __future__ import annotations
 
 import math
+import re
 import time
 import unittest
 import warnings
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from porter.errors import PorterError
 from porter.harness import expectations as expmod
-from porter.harness import opdb, tolerances
+from porter.harness import opdb, sample_rules, tolerances
 from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
@@ -53,6 +55,9 @@ class OpResult:
     device: str
     dtypes: list[DtypeResult] = field(default_factory=list)
     supported: list[str] = field(default_factory=list)   # every dtype testable on the device
+    # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
+    # which upstream's test does not; reported apart, never used to prune an expectation
+    reference: bool = False
     test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
     via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
 
@@ -79,10 +84,13 @@ class RunContext:
     lists: tolerances.LowPrecisionLists
     db: opdb.OpDb
     macos: tuple[int, int] | None = None
+    samples: sample_rules.SampleRules = sample_rules.BUILT_IN
     grad_expectations: expmod.Expectations | None = None     # read on first --grad use
 
 
-def make_context(root, backend, checkout=None) -> RunContext:
+def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = None) -> RunContext:
+    """`macos`: the version whose gated lists apply; default this Mac's on --device mps,
+    else the newest (expectations.NEWEST_MACOS)."""
     from porter.source.checkout import Checkout
     if checkout is None and root is not None:
         checkout = Checkout.at(root)
@@ -90,20 +98,31 @@ def make_context(root, backend, checkout=None) -> RunContext:
     exp = expmod.load(checkout) if (checkout is not None and mps_like) else expmod.Expectations(None)
     lists = tolerances.load_lists(checkout)
     db = opdb.load(Path(root) if root is not None else None)
+    if macos is None:
+        macos = (_macos_version() if getattr(backend, "name", "") == "mps" else None) \
+            or expmod.NEWEST_MACOS
     return RunContext(Path(root) if root is not None else None, backend, exp, lists, db,
-                      _macos_version() if getattr(backend, "name", "") == "mps" else None)
+                      macos, sample_rules.load(checkout))
 
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
-                 ctx: RunContext | None = None, grad: bool = False) -> list[OpResult]:
+                 ctx: RunContext | None = None, grad: bool = False,
+                 reference_inputs: bool = False) -> list[OpResult]:
     """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
     `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index;
-    `grad`: compare gradients too (upstream's test_output_grad_match)."""
+    `grad`: compare gradients too (upstream's test_output_grad_match); `reference_inputs`:
+    also a result per OpInfo over its reference_inputs (±0.0, ±inf, nan, subnormals, large
+    magnitudes), after the upstream one."""
     if isinstance(backend, str):
         backend = get_backend(backend, root)
     if ctx is None:
         ctx = make_context(root, backend)
-    return [run_opinfo(info, ctx, dtypes=dtypes, sample=sample) for info in test_infos(op, ctx, grad)]
+    results = []
+    for info in test_infos(op, ctx, grad):
+        results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample))
+        if reference_inputs and hasattr(info, "reference_inputs"):
+            results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, reference=True))
+    return results
 
 
 def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
@@ -135,12 +154,13 @@ def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
     return found
 
 
-def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) -> OpResult:
+def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
+               reference: bool = False) -> OpResult:
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
                       backend.name, test=getattr(info, "test_name", TEST_NAME),
-                      via=getattr(info, "via", None))
+                      via=getattr(info, "via", None), reference=reference)
     wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
     supported, no_kernel = _tested_dtypes(info, backend, device_type)
     result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
@@ -162,7 +182,7 @@ def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None) ->
                                           or f"no Metal kernel registered for {name}: the MPS "
                                           "test sends it, and MPS raises for it"))
         else:
-            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample))
+            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample, reference))
     result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
     return result
 
@@ -198,7 +218,8 @@ def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
     return supported & set(extra), supported - set(extra)
 
 
-def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None) -> DtypeResult:
+def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
+               reference: bool = False) -> DtypeResult:
     name = _dtype_name(dtype)
     xfail_by, skip_by, tol_floor = _expectations(info, dtype, ctx, device_type)
     res = DtypeResult(name, PASS)
@@ -208,13 +229,12 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
         return res
     # a backward op or a --grad test takes the forward OpInfo's tolerances
     tol_name = getattr(info, "tolerance_name", info.name)
-    tol_variant = getattr(info, "tolerance_variant", info.variant_test_name)
-    atol, rtol = tolerances.compute_tolerances(ctx.lists, tol_name, tol_variant, name)
+    atol, rtol = ctx.lists.tolerances(info, dtype)
     res.atol, res.rtol = atol, rtol
     start = time.perf_counter()
     try:
         generated = 0
-        for index, sample in enumerate(generate_samples(info, dtype)):
+        for index, sample in enumerate(generate_samples(info, dtype, ctx.samples, reference)):
             generated += 1
             if only is not None and index != only:
                 continue
@@ -243,11 +263,14 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None)
     return res
 
 
-def generate_samples(info, dtype):
-    """The sample inputs upstream's test sends for `dtype` (the reference cache records these)."""
-    return info.sample_inputs("cpu", dtype, requires_grad=False, set_seed=True,
-                              **({"include_conjugated_inputs": True}
-                                 if dtype.is_complex and info.test_conjugated_samples else {}))
+def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules.BUILT_IN,
+                     reference: bool = False):
+    """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
+    reference cache records these); `reference`: the OpInfo's reference_inputs instead."""
+    kwargs = rules.kwargs(info, dtype)
+    if reference:
+        return info.reference_inputs("cpu", dtype, **kwargs)
+    return info.sample_inputs("cpu", dtype, **kwargs)
 
 
 def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
@@ -289,7 +312,10 @@ def _reference(info, sample, dev_out):
     out, cast = reference_uncast(info, sample, device_out_is_tensor=isinstance(dev_out, torch.Tensor))
     if not cast:
         return out
-    target = dev_out.dtype if isinstance(dev_out, torch.Tensor) else getattr(sample.input, "dtype", None)
+    # Cast back to what the op gives for the sample's own dtype (its meta function says),
+    # never to whatever the device returned: a device returning float32 for ceil on bool
+    # must still fail the exact-dtype check, as upstream's does.
+    target = _meta_dtype(info, sample) or getattr(sample.input, "dtype", None)
     return out.to(dtype=target) if isinstance(out, torch.Tensor) else out
 
 
@@ -313,6 +339,15 @@ def reference_uncast(info, sample, device_out_is_tensor: bool = True):
     wide = to_device(sample, "cpu").transform(
         lambda t: t.to(wider[t.dtype]) if isinstance(t, torch.Tensor) and t.dtype in wider else t)
     return _call(info, wide), True
+
+
+def _meta_dtype(info, sample):
+    import torch
+    try:
+        out = _call(info, to_device(sample, "meta"))
+    except Exception:
+        return None
+    return out.dtype if isinstance(out, torch.Tensor) else None
 
 
 def _call(info, sample):
@@ -409,13 +444,38 @@ def _grad_expectations(ctx: RunContext) -> expmod.Expectations:
     return ctx.grad_expectations
 
 
+# Device words in a decorator's name (skipCPUIfNoLapack, skipCUDAIfRocm, skipXPU,
+# expectedFailureMeta): such a decorator acts on that device's tests only.
+_DEVICE_WORD = re.compile(r"(?i)(mps|cpu|cuda|xpu|rocm|meta|lazy|hpu|mtia|xla|magma|cusolver|"
+                          r"lapack|mkl|fft)")
+
+
 def _decorator_kind(dec) -> str | None:
+    """XFAIL or SKIP when `dec` acts on an MPS run of test_output_match, else None.
+
+    Only a decorator that names no device (unittest.expectedFailure, unittest.skip(...)) or
+    names MPS applies: a device's decorator (skipCPUIfNoLapack, skipCUDAIfRocm, skipXPU)
+    skips that device's tests only, and a conditional one (skipIfRocm, skipIfTorchDynamo)
+    is off on an MPS run, as upstream runs it. onlyCPU / onlyCUDA keep the test off MPS."""
     if dec is unittest.expectedFailure:
         return XFAIL
-    label = (getattr(dec, "__qualname__", None) or type(dec).__name__).lower()
-    if "expectedfailure" in label:
+    device = getattr(dec, "device_type", None)
+    if isinstance(device, str) and device != "mps":
+        return None
+    label = getattr(dec, "__qualname__", None) or type(dec).__name__
+    words = {w.lower() for w in _DEVICE_WORD.findall(label)}
+    if label == "slowTest":             # upstream runs it only with PYTORCH_TEST_WITH_SLOW=1
+        from torch.testing._internal.common_utils import TEST_WITH_SLOW
+        return None if TEST_WITH_SLOW else SKIP
+    if label.startswith("only") and label != "onlyNativeDeviceTypes":
+        return None if "mps" in words else SKIP        # onlyCPU, onlyCUDA: not run on MPS
+    if words and "mps" not in words:
+        return None
+    low = label.lower()
+    if "expectedfailure" in low:
         return XFAIL
-    if dec is unittest.skip or label.startswith("skip"):
+    if dec is unittest.skip or low.startswith("skip.<locals>") or (
+            low.startswith("skip") and "mps" in words):
         dep = getattr(dec, "dep", True)   # common_device_type.skipIf-style classes
         return SKIP if (dep if isinstance(dep, bool) else True) else None
     return None

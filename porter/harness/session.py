@@ -35,6 +35,8 @@ class Options:
     dry_run: bool = False
     allow_dirty: bool = False
     upstream: bool = False
+    macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
+    reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
     no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
     grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
@@ -82,7 +84,8 @@ def run(opts: Options) -> int:
 
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
-        pruned = prunemod.plan([r for r in results], ctx.expectations)
+        # expectations are about upstream's samples: reference-input rows never prune one
+        pruned = prunemod.plan([r for r in results if not r.reference], ctx.expectations)
         changes = ChangeSet(checkout.root)
         prunemod.add_to_changeset(changes, ctx.expectations, pruned)
         if changes and not opts.dry_run:
@@ -97,6 +100,8 @@ def run(opts: Options) -> int:
         "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
+        "samples": ctx.samples.source,
+        "macos": ".".join(map(str, ctx.macos)),
     }
     cached = getattr(ctx, "from_reference_cache", False)
     if cached:
@@ -114,9 +119,13 @@ def run(opts: Options) -> int:
     elif opts.markdown:
         out.write(section)
     else:
+        tol = ctx.lists.source if ctx.lists.source != "built-in" else \
+            "porter's built-in copy (approximate: the checkout has no test/test_mps.py lists)"
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
-                  f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'}; "
-                  f"tolerance lists {ctx.lists.source}")
+                  f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'} "
+                  f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
+                  f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
+                  f"; tolerance lists {tol}")
         if cached:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
@@ -151,11 +160,14 @@ def _run_ops(opts: Options, checkout, root, backend):
         cached = cached_run.try_run(opts, checkout, backend, env) if env else None
         if cached is not None:
             return cached, cached.results
-    ctx = runner.make_context(root, backend, checkout)
+    from porter.harness.expectations import parse_macos
+    ctx = runner.make_context(root, backend, checkout,
+                              parse_macos(opts.macos) if opts.macos else None)
     results: list[runner.OpResult] = []
     for op in opts.ops:
         results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx, grad=opts.grad)
+                                       ctx=ctx, grad=opts.grad,
+                                       reference_inputs=opts.reference_inputs)
     if env:
         from porter.harness import record
         try:

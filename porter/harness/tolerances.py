@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Callable
 
 from porter.source.checkout import TEST_MPS, Checkout
 
@@ -58,7 +59,20 @@ class LowPrecisionLists:
     fp32: frozenset[str]
     fp16: frozenset[str]
     bf16: frozenset[str]
-    source: str            # "test/test_mps.py" or "built-in"
+    source: str            # "test/test_mps.py", "test/test_mps.py (_compute_tolerances)" or "built-in"
+    # the checkout's own `_compute_tolerances(op, dtype)`, when its test_mps.py has one
+    rules: Callable | None = None
+
+    def tolerances(self, info, dtype) -> tuple[float | None, float | None]:
+        """(atol, rtol) of an OpInfo on a torch dtype: the checkout's rules when it has them,
+        else porter's table (compute_tolerances)."""
+        # a backward op or a --grad test takes its forward OpInfo's tolerances
+        name = getattr(info, "tolerance_name", info.name)
+        variant = getattr(info, "tolerance_variant", info.variant_test_name)
+        if self.rules is not None:
+            from types import SimpleNamespace
+            return self.rules(SimpleNamespace(name=name, variant_test_name=variant), dtype)
+        return compute_tolerances(self, name, variant, str(dtype).removeprefix("torch."))
 
 
 def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
@@ -68,10 +82,72 @@ def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
         found = _parse_lists(checkout.read(TEST_MPS))
         if found:
             source = TEST_MPS
+    rules = None
+    if checkout is not None and checkout.exists(TEST_MPS):
+        text = checkout.read(TEST_MPS)
+        if "def _compute_tolerances" in text:
+            rules = _Lazy(text)         # compiled on first use: it imports torch
+            source = f"{TEST_MPS} (_compute_tolerances)"
     # a list missing from an older test_mps.py (bf16 arrived later) simply does not apply
     pick = (lambda n: found.get(n, frozenset())) if found else BUILTIN_LISTS.__getitem__
     return LowPrecisionLists(pick("FP32_LOW_PRECISION_LIST"), pick("FP16_LOW_PRECISION_LIST"),
-                             pick("BF16_LOW_PRECISION_LIST"), source)
+                             pick("BF16_LOW_PRECISION_LIST"), source, rules)
+
+
+class _Lazy:
+    """The checkout's rules, compiled when first asked; porter's table if they do not compile."""
+
+    def __init__(self, text: str):
+        self.text, self.fn, self.tried = text, None, False
+
+    def __call__(self, op, dtype):
+        if not self.tried:
+            self.tried, self.fn = True, checkout_rules(self.text)
+        if self.fn is None:
+            return compute_tolerances(load_lists(None), op.name, op.variant_test_name,
+                                      str(dtype).removeprefix("torch."))
+        return self.fn(op, dtype)
+
+
+def checkout_rules(text: str) -> Callable | None:
+    """The checkout's `TestConsistency._compute_tolerances` as a function (op, dtype), or None.
+
+    Only that method and the class's constant assignments (the *_LIST sets) are compiled,
+    in a namespace holding torch: test_mps.py itself imports MPS-only code and cannot be
+    imported off a Mac. The checkout is the user's own tree, whose torch the harness runs."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        method = next((f for f in node.body if isinstance(f, ast.FunctionDef)
+                       and f.name == "_compute_tolerances"), None)
+        if method is None:
+            continue
+        constants = [stmt for stmt in node.body
+                     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _is_constant(stmt.value)]
+        cls = ast.parse("class _Rules:\n    pass\n").body[0]
+        cls.body = constants + [method]
+        module = ast.fix_missing_locations(ast.Module(body=[cls], type_ignores=[]))
+        import torch
+        namespace: dict = {"torch": torch}
+        try:
+            exec(compile(module, TEST_MPS, "exec"), namespace)   # noqa: S102 - see docstring
+        except Exception:
+            return None
+        rules = namespace["_Rules"]()
+        return rules._compute_tolerances
+    return None
+
+
+def _is_constant(value) -> bool:
+    try:
+        ast.literal_eval(value)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
 
 
 def _parse_lists(text: str) -> dict[str, frozenset[str]]:

@@ -183,3 +183,25 @@ def for_op(checkout: co.Checkout, op: str) -> tuple[list[OpInfoSource], list[OpI
     refs = [c for c in candidates
             if c.is_ref and (c.torch_opinfo_name or c.name[len("_refs."):]) in infos]
     return opinfos, refs
+
+
+def aten_op(checkout: co.Checkout, name: str) -> str | None:
+    """The aten op an OpInfo spelling names (nn.functional.mish -> mish, special.log_ndtr ->
+    special_log_ndtr, round.decimals_0 -> round), or None when no OpInfo is spelled so
+    (add.Tensor is a yaml overload, not an OpInfo)."""
+    if "." not in name or name.startswith("_refs."):
+        return None
+    infos = [i for i in find(checkout, {name}) if not i.is_ref]
+    base, _, variant = name.rpartition(".")
+    if not infos:
+        infos = [i for i in find(checkout, {base}) if not i.is_ref and i.variant_test_name == variant]
+    if not infos:
+        return None
+    info = infos[0]
+    given = info.kwargs.get("aten_name")
+    if isinstance(given, ast.Constant) and isinstance(given.value, str):
+        return given.value
+    if info.name.startswith("nn.functional."):
+        return info.name[len("nn.functional."):]
+    return info.name.replace(".", "_")
+

@@ -157,7 +157,10 @@ def test_environment_key_covers_torch_build_op_definitions_and_sample_functions(
 def _add_tolerance_list(root: Path, names: set[str]) -> None:
     path = root / "test" / "test_mps.py"
     text = path.read_text()
-    start = text.index("class TestConsistency(TestCase):\n") + len("class TestConsistency(TestCase):\n")
+    # after the class's own lists (the last assignment is the one the class keeps)
+    anchor = "    # (atol, rtol) per op and dtype"
+    start = text.index(anchor) if anchor in text else \
+        text.index("class TestConsistency(TestCase):\n") + len("class TestConsistency(TestCase):\n")
     text = text[:start] + f"    FP32_LOW_PRECISION_LIST = {sorted(names)!r}\n" + text[start:]
     text = text.replace("FP32_LOW_PRECISION_LIST = [", "FP32_LOW_PRECISION_LIST = {").replace("']\n", "'}\n", 1)
     path.write_text(text)
@@ -186,7 +189,7 @@ def test_expectation_and_tolerance_lists_are_read_on_every_cached_run(real_root,
     plain = test_mps.read_text()
     _add_tolerance_list(real_root, {"sqrt"})
     code, data = _table(real_root, ["sqrt"])
-    assert data["tolerance_lists"] == "test/test_mps.py"
+    assert data["tolerance_lists"].startswith("test/test_mps.py")   # its lists, its _compute_tolerances
     assert code == 0 and {d["outcome"] for d in data["ops"][0]["dtypes"]} == {"pass"}
     test_mps.write_text(plain)
     _add_tolerance_list(real_root, {"matmul"})

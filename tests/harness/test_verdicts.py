@@ -194,6 +194,8 @@ def test_case9_status_suggests_a_test_command_that_finds_the_op(real_root):
     port_mish(real_root, ("float", "half", "bfloat"))
     status = porter("status", "mish", root=real_root)
     assert status.out.startswith("mish: native"), status.out
+    # the OpInfo's name is the same op to status as well
+    assert porter("status", "nn.functional.mish", root=real_root).out == status.out
     suggested = [line.split("porter ", 1)[1] for line in status.out.splitlines()
                  if "porter test" in line]
     assert suggested, status.out
@@ -202,3 +204,44 @@ def test_case9_status_suggests_a_test_command_that_finds_the_op(real_root):
         assert args[0] == "test"
         res = porter(*args[:2], "--device", "emulate", root=real_root)
         assert res.code == 0, res.out + res.err
+
+
+def port_signbit(root: Path, body: str) -> None:
+    metal = root / KERNELS / "UnaryKernel.metal"
+    text = metal.read_text()
+    functor = ("struct signbit_functor {\n  template <typename T>\n  inline bool operator()(const T x) {\n"
+               f"    return {body};\n  }}\n}};\n\n")
+    text = text.replace("struct neg_functor {", functor + "struct neg_functor {", 1)
+    regs = "".join(f"REGISTER_UNARY_OP(signbit, {t}, bool);\n" for t in ("float", "half", "long"))
+    text = text.replace("REGISTER_UNARY_OP(neg, int, int);", regs + "REGISTER_UNARY_OP(neg, int, int);", 1)
+    metal.write_text(text)
+    mm = root / OPERATIONS / "UnaryKernel.mm"
+    mm.write_text(mm.read_text().replace(
+        "REGISTER_UNARY_TI_DISPATCH(sinc);", "REGISTER_UNARY_TI_DISPATCH(sinc);\nREGISTER_UNARY_TI_DISPATCH(signbit);", 1))
+
+
+def test_reference_inputs_catch_a_signbit_written_as_less_than_zero(real_root):
+    port_signbit(real_root, "x < 0")
+    # upstream's samples hold no -0.0: the port passes them
+    code, by_dtype, _ = verdicts(real_root, "signbit", "--dtype", "float32", "--dtype", "int64")
+    assert code == 0 and {d["outcome"] for d in by_dtype.values()} == {"pass"}
+    res = porter("test", "signbit", "--device", "emulate", "--dtype", "float32", "--dtype", "int64",
+                 "--reference-inputs", "--json", root=real_root)
+    data = json.loads(res.out)
+    assert res.code == 1
+    upstream, extremal = data["ops"]
+    assert not upstream["reference"] and extremal["reference"]
+    assert {d["dtype"]: d["outcome"] for d in upstream["dtypes"]} == {"int64": "pass", "float32": "pass"}
+    assert {d["dtype"]: d["outcome"] for d in extremal["dtypes"]} == {"int64": "pass", "float32": "fail"}
+    human = porter("test", "signbit", "--device", "emulate", "--dtype", "float32",
+                   "--reference-inputs", root=real_root)
+    assert "signbit  (reference inputs: extremal values, beyond upstream's samples" in human.out
+    assert "repro: porter test signbit --device emulate --dtype float32 --reference-inputs --sample" in human.out
+
+
+def test_reference_inputs_pass_a_signbit_that_reads_the_sign_bit(real_root):
+    port_signbit(real_root, "static_cast<bool>(signbit(x))")
+    code, by_dtype, data = verdicts(real_root, "signbit", "--dtype", "float32", "--dtype", "float16",
+                                    "--reference-inputs")
+    assert code == 0, data
+    assert {d["outcome"] for op in data["ops"] for d in op["dtypes"]} == {"pass"}

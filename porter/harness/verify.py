@@ -1,0 +1,132 @@
+"""`porter candidates --verify` and the sweep: port an op in memory and measure the port.
+
+Each op is planned as `new-op` / `migrate-from-mpsgraph` would plan it (no `--body`: the
+automatic body), nothing is written to the checkout. The planned kernel and host files are laid
+over a scratch copy of the checkout's `aten/src/ATen/native/mps/` (the headers are linked), built
+by the emulator and run through the emulated output-match test, with the planned expectations.
+A verdict is then one of:
+
+  verified  every dtype the MPS test sends passes (or fails as an expectation says it will)
+  fails     the first failing dtype and why (a build error, a missing kernel, a wrong value)
+  refused   porter would not write the port, and why (the planning's own error)
+  not-run   the emulator cannot run it (no *Kernel.mm dispatches it once planned)
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from porter.errors import PorterError
+from porter.source import checkout as co
+
+VERIFIED, FAILS, REFUSED, NOT_RUN = "verified", "fails", "refused", "not-run"
+MPS_DIR = "aten/src/ATen/native/mps"
+
+
+@dataclass
+class Verdict:
+    op: str
+    status: str
+    detail: str                    # "9/9 dtypes", "float16: <why>", the refusal
+    passed: int = 0                # dtypes that pass (or xfail as expected)
+    tested: int = 0                # dtypes the MPS test sends
+    failed_dtype: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def plan_in_memory(checkout: co.Checkout, op: str, state: str):
+    """The plan porter's editing command would write for `op` (no --body)."""
+    if state == "mpsgraph":
+        from porter.port.migration import plan_migration
+        return plan_migration(checkout, op)
+    from porter.port.plan import plan_port
+    from porter.port.resolve import resolve
+    return plan_port(checkout, resolve(checkout, op))
+
+
+def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = False,
+           dtypes: list[str] | None = None) -> Verdict:
+    try:
+        plan = plan_in_memory(checkout, op, state)
+    except PorterError as err:
+        return Verdict(op, REFUSED, err.message)
+    # what the editing command refuses before writing (porter.commands.verify): registrations
+    # a Mac rejects, and an incomplete port (a dtype without a kernel, a functor without a body)
+    wrong = getattr(plan, "wrong", None) or []
+    if wrong:
+        return Verdict(op, REFUSED, "wrong registrations: " + "; ".join(w.message for w in wrong))
+    gaps = getattr(plan, "gaps", None) or []
+    if gaps:
+        return Verdict(op, REFUSED, "incomplete port: " + "; ".join(f"{g.what} ({g.flag})" for g in gaps))
+    verdict = measure(checkout, op, plan.changes, reference_inputs, dtypes)
+    if verdict.status == FAILS and " does not build: " in verdict.detail:
+        # the command builds the planned file before writing, and refuses it
+        verdict.status, verdict.detail = REFUSED, verdict.detail.split(": ", 1)[1]
+    return verdict
+
+
+def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = False,
+            dtypes: list[str] | None = None) -> Verdict:
+    """Build and test `op` with `changes` laid over the checkout, writing nothing there
+    (`dtypes`: only those)."""
+    from porter.emulate.backend import EmulateBackend
+    from porter.harness import expectations as expmod
+    from porter.harness import runner
+
+    with tempfile.TemporaryDirectory(prefix="porter-verify-") as tmp:
+        shadow = _shadow(checkout, changes, Path(tmp))
+        backend = EmulateBackend(shadow)
+        try:
+            ctx = runner.make_context(checkout.root, backend, checkout)
+            planned = changes.current(co.COMMON_MPS, checkout.read) \
+                if checkout.exists(co.COMMON_MPS) else None
+            if planned is not None:
+                ctx.expectations = expmod.parse(planned, co.COMMON_MPS) or expmod.Expectations(None)
+            try:
+                results = runner.run_op_tests(op, checkout.root, backend, ctx=ctx, dtypes=dtypes,
+                                              reference_inputs=reference_inputs)
+            except PorterError as err:
+                return Verdict(op, NOT_RUN, err.message)
+        finally:
+            backend.close()
+    return _verdict(op, results)
+
+
+def _verdict(op: str, results) -> Verdict:
+    from porter.harness.runner import FAIL, SKIP, XPASS
+    rows = [(r, d) for r in results for d in r.dtypes]
+    upstream = [d for r, d in rows if not r.reference]
+    if upstream and all(d.outcome == SKIP for d in upstream):
+        return Verdict(op, NOT_RUN, upstream[0].message or "skipped", tested=len(upstream))
+    bad = [(r, d) for r, d in rows if d.outcome in (FAIL, XPASS)]
+    passed = sum(d.outcome not in (FAIL, XPASS, SKIP) for d in upstream)
+    if not bad:
+        return Verdict(op, VERIFIED, f"{passed}/{len(upstream)} dtypes", passed, len(upstream))
+    r, d = bad[0]
+    where = f"{d.dtype} (reference inputs)" if r.reference else d.dtype
+    why = d.message if d.outcome == FAIL else "passes, but an expectation says it fails"
+    return Verdict(op, FAILS, f"{where}: {why}", passed, len(upstream), d.dtype)
+
+
+def _shadow(checkout: co.Checkout, changes, tmp: Path) -> Path:
+    """A scratch root: the checkout's mps/ directory with the planned files over it, and the
+    headers the kernels include linked from the checkout."""
+    root = Path(checkout.root)
+    shutil.copytree(root / MPS_DIR, tmp / MPS_DIR, symlinks=True)
+    for change in changes.changes.values():
+        if change.path.startswith(MPS_DIR + "/") and change.new is not None:
+            target = tmp / change.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(change.new, encoding="utf-8")
+    if (root / "c10").is_dir():
+        (tmp / "c10").symlink_to(root / "c10", target_is_directory=True)
+    return tmp
+
+
+def sweep(checkout: co.Checkout, candidates, reference_inputs: bool = False) -> list[Verdict]:
+    return [verify(checkout, c.op, c.state, reference_inputs) for c in candidates]
