@@ -168,7 +168,9 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         dtypes = backward_dtypes(checkout, op)
     returns_bool = bool(lam and lam.return_type == "bool")
     kernel = _existing_kernel(stub_hosts, stub.name) or op
-    pair = ACTIVATION if stub.header.endswith("/" + ACTIVATION_HEADER) else PAIRS[kind]
+    # scalar-parameter activations go to ActivationKernel as upstream's do; plain ones (mish)
+    # keep porter's Unary/Binary pairs for now
+    pair = ACTIVATION if scalars and stub.header.endswith("/" + ACTIVATION_HEADER) else PAIRS[kind]
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
         cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,

@@ -215,7 +215,7 @@ def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tu
     automatic, how = _automatic_how(op, kind, tensors, out, defs, facts)
     stub = facts.stub_of(op, next(iter({r.kernel for r in out.dense_rows()}), ""))
     family = "ActivationKernel" if stub is not None and stub.header.endswith("/Activation.h") \
-        and not how.startswith(IN_PLACE_ONLY) else None
+        and kind in (op_kind.ALPHA, op_kind.SCALAR) and not how.startswith(IN_PLACE_ONLY) else None
     return automatic, how, family
 
 
