@@ -184,6 +184,25 @@ def test_mish_with_body_registers_only_what_the_cpu_computes(real_root):
             "test_python_ref__refs_nn_functional_mish_mps") in result.out
 
 
+def test_the_host_includes_the_header_declaring_the_stub_it_registers(real_root):
+    """mish_stub is declared in ATen/native/Activation.h, which UnaryKernel.mm does not include:
+    without the include, REGISTER_DISPATCH(mish_stub, ...) does not compile on a Mac. sign_stub
+    (UnaryOps.h, already included) adds nothing; a second run has nothing to do."""
+    host_rel = f"{OPERATIONS}/UnaryKernel.mm"
+    assert "#include <ATen/native/Activation.h>" not in (real_root / host_rel).read_text()
+    result = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    assert result.code == 0, result.err
+    host = (real_root / host_rel).read_text()
+    assert host.count("#include <ATen/native/Activation.h>\n") == 1
+    assert host.index("#include <ATen/native/Activation.h>") < host.index("#ifndef")
+    assert "REGISTER_UNARY_TI_DISPATCH(mish);" in host
+    again = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    assert again.code == 0 and "nothing to do" in again.out + again.err, (again.out, again.err)
+    sign = porter("migrate-from-mpsgraph", "sign", "--dry-run", root=real_root)
+    assert sign.code == 0, sign.err
+    assert "+#include" not in file_diff(sign.out, host_rel)
+
+
 # --- case 6: a half-applied migration ---------------------------------------------------------
 
 def _half_migrate_sign(root):
@@ -309,3 +328,20 @@ def test_decorators_about_behaviour_stay_listed_with_a_mac_command(real_root):
     assert sorted(mac_command(d) for d in kept) == [
         "python test/test_ops.py -k test_out_logical_and_mps",
         "python test/test_ops.py -k test_out_warning_logical_and_mps"]
+
+
+# --- verdicts: a stub the yaml routes MPS through, registered by no host file, fails ---------
+
+def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
+    """After a port, the yaml sends MPS to sign_out and its sign_stub; a hand edit drops the
+    host's registration. A Mac raises 'missing kernel' for every dtype: porter test must fail
+    (exit 1), not call the op one porter cannot run (skip, exit 0)."""
+    result = porter("migrate-from-mpsgraph", "sign", root=real_root)
+    assert result.code == 0, result.err
+    host = real_root / OPERATIONS / "UnaryKernel.mm"
+    text = host.read_text()
+    assert "REGISTER_UNARY_TI_DISPATCH(sign);\n" in text
+    host.write_text(text.replace("REGISTER_UNARY_TI_DISPATCH(sign);\n", ""))
+    result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1, (result.out, result.err)
+    assert "1 fail" in result.out and "sign_stub: missing kernel for mps" in result.out, result.out

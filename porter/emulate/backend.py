@@ -17,6 +17,7 @@ from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate.hostmap import HostKernel, host_kernels
 from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
+from porter.errors import PorterError
 
 ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
 # complex kernels whose result the host reads as real (abs of complex is a real tensor)
@@ -37,6 +38,7 @@ class EmulateBackend:
         self._client: WorkerClient | None = None
         self._pending: dict[Path, threading.Thread] = {}    # libraries building in a thread
         self._built: dict[Path, object] = {}                # what those threads produced
+        self._stub_checked: dict = {}                       # OpNames -> _stub_without_kernel
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -68,7 +70,7 @@ class EmulateBackend:
         return self.skip_reason_named(OpNames.of(opinfo))
 
     def skip_reason_named(self, op: "OpNames") -> str | None:
-        if self._candidates_named(op):
+        if self._candidates_named(op) or self._stub_without_kernel(op):
             return None
         return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
                 "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
@@ -80,6 +82,9 @@ class EmulateBackend:
         return self.build_error_named(OpNames.of(opinfo))
 
     def build_error_named(self, op: "OpNames") -> str | None:
+        missing = None if self._candidates_named(op) else self._stub_without_kernel(op)
+        if missing:
+            return missing
         for host in self._candidates_named(op):
             try:
                 lib = self._library(host.metal)
@@ -91,6 +96,36 @@ class EmulateBackend:
                 return (f"{self._rel(host.metal)} does not build: "
                         f"{self._rel(errors[0])}{more}")
         return None
+
+    def _stub_without_kernel(self, op: "OpNames") -> str | None:
+        """The yaml sends MPS to the shared CPU/CUDA function, whose DispatchStub no host file
+        registers for MPS (a registration deleted, a port half-done): that is not an op porter
+        cannot run but one a Mac fails, every dtype with 'missing kernel'."""
+        key = (op.name, op.aten_name, op.variant)
+        if key in self._stub_checked:
+            return self._stub_checked[key]
+        from porter.port.resolve import UNPORTED, resolve
+        from porter.source import checkout as co
+        from porter.source import native_yaml
+        why = None
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        try:
+            spec = resolve(co.Checkout(self.root), name)
+        except PorterError:
+            spec = None
+        if spec is not None and spec.state == UNPORTED and spec.stub is not None:
+            family = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
+                                               {spec.op, spec.op + "_"})
+            # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
+            rows = [d for e in family for d in e.mps_rows()
+                    if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
+            if rows:
+                why = (f"the yaml routes MPS through {spec.stub.name} "
+                       f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
+                       f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
+                       f"(register it, or `porter new-op {spec.op}`)")
+        self._stub_checked[key] = why
+        return why
 
     def run(self, opinfo, sample, dtype):
         import torch

@@ -234,6 +234,8 @@ def _plan_host(checkout, spec: OpSpec, read, write) -> None:
     except ValueError as err:
         raise PorterError(str(err), path=spec.host_path,
                           hint="is the file complete? porter adds the host stub before it") from None
+    if new != text:
+        new = host_edit.include_stub_header(new, spec.stub.header)
     write(spec.host_path, new)
     hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
     validate.stub_registered_once(hosts, spec.stub.name)

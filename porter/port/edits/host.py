@@ -70,3 +70,26 @@ def _registration_style(host: HostFile) -> str:
     """Upstream mixes `REGISTER_DISPATCH(...)` with and without `;`: follow the last one."""
     lines = re.findall(r"^REGISTER_DISPATCH\([^\n]*\)(;?)", host.mask, re.M)
     return lines[-1] if lines else ";"
+
+
+def include_stub_header(text: str, header: str) -> str:
+    """REGISTER_DISPATCH needs the stub's DECLARE_DISPATCH in scope: mish_stub is declared in
+    ATen/native/Activation.h, which UnaryKernel.mm does not include (a Mac fails the build with
+    'use of undeclared identifier'). Add the include among the file's own ATen/native ones."""
+    path = header.removeprefix("aten/src/")
+    if not path.startswith("ATen/") or re.search(rf"^#include\s*[<\"]{re.escape(path)}[>\"]",
+                                                 text, re.M):
+        return text
+    line = f"#include <{path}>\n"
+    first_if = re.search(r"^#\s*if", text, re.M)
+    limit = first_if.start() if first_if else len(text)
+    natives = [m for m in re.finditer(r"^#include <(ATen/native/[^>]*)>[^\n]*\n", text, re.M)
+               if m.start() < limit]
+    if not natives:
+        includes = [m for m in re.finditer(r"^#include [^\n]*\n", text, re.M) if m.start() < limit]
+        if not includes:
+            return line + text
+        return text[:includes[-1].end()] + line + text[includes[-1].end():]
+    before = [m for m in natives if m.group(1) < path]
+    at = before[-1].end() if before else natives[0].start()
+    return text[:at] + line + text[at:]
