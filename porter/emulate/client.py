@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pickle
 import signal
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -27,8 +29,25 @@ class KernelCrashed(RuntimeError):
         super().__init__(text)
 
 
+class KernelTimedOut(KernelCrashed):
+    """The kernel ran past the watchdog: a Mac's GPU aborts such a command buffer with an
+    error, so the sample fails rather than the run hanging."""
+
+    def __init__(self, seconds: float):
+        RuntimeError.__init__(self, f"kernel ran past {seconds:g} s and was stopped (a Mac's GPU "
+                                    f"watchdog aborts it; PORTER_KERNEL_TIMEOUT sets the limit)")
+        self.signum = None
+
+
 class KernelError(RuntimeError):
     pass
+
+
+def timeout_seconds() -> float:
+    try:
+        return float(os.environ.get("PORTER_KERNEL_TIMEOUT", "60"))
+    except ValueError:
+        return 60.0
 
 
 class WorkerClient:
@@ -44,6 +63,15 @@ class WorkerClient:
     def call(self, request: dict) -> bytes:
         proc = self._start()
         data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        limit = timeout_seconds()
+        fired = threading.Event()
+
+        def expire():
+            fired.set()
+            proc.kill()
+        watchdog = threading.Timer(limit, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             proc.stdin.write(len(data).to_bytes(8, "little") + data)
             proc.stdin.flush()
@@ -54,7 +82,11 @@ class WorkerClient:
         except (EOFError, BrokenPipeError, OSError):
             rc = proc.wait()
             self._proc = None
+            if fired.is_set():
+                raise KernelTimedOut(limit) from None
             raise KernelCrashed(-rc if rc < 0 else None, rc) from None
+        finally:
+            watchdog.cancel()
         if "error" in resp:
             raise KernelError(resp["error"])
         return resp["out"]

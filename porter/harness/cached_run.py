@@ -66,6 +66,15 @@ def cache_wanted(opts, backend) -> bool:
             and not getattr(opts, "reference_inputs", False) and not getattr(opts, "macos", None))
 
 
+def samples_recordable(checkout) -> bool:
+    """record.py records the samples upstream's built-in keywords ask for: a checkout whose
+    test asks with others (requires_grad=False, conjugated inputs) gets other samples on a
+    Mac, so its runs neither read nor write the cache."""
+    rules = sample_rules.load(checkout)
+    built_in = sample_rules.BUILT_IN
+    return (rules.requires_grad, rules.conjugated) == (built_in.requires_grad, built_in.conjugated)
+
+
 def environment(root, backend) -> str | None:
     return refcache.environment(root, getattr(backend, "device_type", backend.name))
 

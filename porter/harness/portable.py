@@ -186,7 +186,9 @@ def isclose(actual: PArray, expected: PArray, rtol: float, atol: float) -> np.nd
             actual_error = magnitude(a - e)
         else:                        # integers: `rtol * other` promotes to the default dtype
             allowed = np.abs(np.float32(rtol) * e.astype(np.float32)) + np.float32(atol)
-            actual_error = np.abs(a - e).astype(np.float32)
+            # assertEqual promotes integers to int64 before isclose: int8 127 and -128 are 255
+            # apart, not -1 (and uint8 127 and 128 are 1 apart, not 255)
+            actual_error = np.abs(a.astype(np.int64) - e.astype(np.int64)).astype(np.float32)
         return close | (np.isfinite(actual_error) & (actual_error <= allowed))
 
 

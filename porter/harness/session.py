@@ -155,7 +155,7 @@ def _run_ops(opts: Options, checkout, root, backend):
     if getattr(backend, "name", "") == "emulate":   # g++ on the other core while we start up
         backend.prebuild(opts.ops)
     from porter.harness import cached_run
-    if cached_run.cache_wanted(opts, backend):
+    if cached_run.cache_wanted(opts, backend) and cached_run.samples_recordable(checkout):
         env = cached_run.environment(root, backend)
         cached = cached_run.try_run(opts, checkout, backend, env) if env else None
         if cached is not None:

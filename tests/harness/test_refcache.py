@@ -261,3 +261,23 @@ def test_watched_files_are_the_kernel_sources_and_their_includes(real_root):
             "aten/src/ATen/native/mps/operations/BinaryKernel.mm",
             "torch/testing/_internal/common_mps.py", "c10/metal/utils.h"} <= files
     assert "c10/metal/README.md" not in files and not any(f.endswith(".py") and "opinfo" in f for f in files)
+
+
+def test_checkout_sample_keywords_other_than_the_recorded_ones_bypass_the_cache(real_root, cache):
+    """The cache records upstream's built-in sample keywords; a checkout whose test asks
+    sample_inputs with other keywords gets other samples on a Mac, so its run is never
+    answered from samples recorded for the built-in keywords."""
+    test_mps = real_root / "test/test_mps.py"
+    plain = test_mps.read_text()
+    _table(real_root, ["hypot"])                                   # records, built-in keywords
+    test_mps.write_text(plain + "\n\nclass TestOwnSamples(TestCase):\n"
+                        "    def test_output_match(self, device, dtype, op):\n"
+                        "        op.sample_inputs(device, dtype, requires_grad=False)\n")
+    try:
+        out = io.StringIO()
+        run(Options(ops=["hypot"], root=str(real_root), device="emulate", json=True, out=out))
+        data = json.loads(out.getvalue())
+        assert not data.get("reference_cache"), data.get("reference_cache")
+        assert data["samples"].startswith("test/test_mps.py"), data["samples"]
+    finally:
+        test_mps.write_text(plain)

@@ -1,0 +1,30 @@
+"""porter.harness.portable.compare (the warm cached run's assertEqual in numpy) against
+torch's own TestCase.assertEqual, on the values where the two could part: integers whose
+difference overflows their dtype."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from porter.harness.portable import compare, from_torch  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype, actual, expected", [
+    (torch.int8, 127, -128),        # 255 apart: wraps to -1 in int8 (was a pass)
+    (torch.int16, 32767, -32768),
+    (torch.uint8, 127, 128),        # 1 apart: wraps to 255 in uint8 (was a failure)
+    (torch.uint8, 0, 255),
+    (torch.int32, 2**31 - 1, -2**31),
+])
+@pytest.mark.parametrize("atol, rtol", [(0.01, 0.01), (1.0, 0.0), (None, None)])
+def test_integer_differences_are_taken_as_torch_takes_them(dtype, actual, expected, atol, rtol):
+    from torch.testing._internal.common_utils import TestCase
+    a, e = torch.tensor([actual], dtype=dtype), torch.tensor([expected], dtype=dtype)
+    try:
+        TestCase().assertEqual(a, e, atol=atol, rtol=rtol)
+        torch_equal = True
+    except AssertionError:
+        torch_equal = False
+    assert (compare(from_torch(a), from_torch(e), atol, rtol, (0.0, 0.0)) is None) == torch_equal
