@@ -603,7 +603,7 @@ def test_dropping_complex_for_a_complex_tested_op_is_incomplete(real_root):
     before = snapshot(real_root)
     result = porter("migrate-from-mpsgraph", "asinh", root=real_root)
     assert result.code == 1 and snapshot(real_root) == before
-    assert ("missing no complex64 kernel (asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test "
+    assert ("missing a complex64 kernel (asinh is in SUPPORTED_COMPLEX_OPS, so its MPS test "
             "sends complex64): --complex-body EXPR") in result.err
     result = porter("migrate-from-mpsgraph", "asinh", "--allow-incomplete", root=real_root)
     assert result.code == 1 and snapshot(real_root) != before

@@ -143,7 +143,7 @@ def test_acosh_without_complex_body_is_incomplete(real_root):
     git_init(real_root)
     result = refused(real_root, "migrate-from-mpsgraph", "acosh")
     assert result.err == (
-        "porter: error: incomplete port of acosh, nothing written: missing no complex64 kernel "
+        "porter: error: incomplete port of acosh, nothing written: missing a complex64 kernel "
         "(acosh is in SUPPORTED_COMPLEX_OPS, so its MPS test sends complex64): --complex-body EXPR "
         "(--allow-incomplete writes it anyway)\n")
     data = json.loads(refused(real_root, "migrate-from-mpsgraph", "acosh", "--json").out)

@@ -26,7 +26,7 @@ TORCH_OF_METAL = {metal: torch for torch, metal in METAL.items()}
 
 
 class Gap(NamedTuple):
-    what: str            # "no kernel for int32", "the body of mish_functor"
+    what: str            # "a kernel for int32", "the body of mish_functor": read after "missing"
     flag: str            # what supplies it: "--body EXPR", "--complex-body EXPR", or a hand edit
     dtypes: tuple[str, ...] = ()     # torch dtypes whose MPS test fails because of it
 
@@ -79,10 +79,10 @@ def check(spec: OpSpec, planned: str, dtypes: DtypePlan) -> tuple[list[Gap], lis
     missing = sorted(d for d in dtypes.register if METAL.get(d) not in outs)
     if "complex64" in missing:
         missing.remove("complex64")
-        gaps.append(Gap(f"no complex64 kernel ({spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS "
+        gaps.append(Gap(f"a complex64 kernel ({spec.op} is in SUPPORTED_COMPLEX_OPS, so its MPS "
                         "test sends complex64)", "--complex-body EXPR", ("complex64",)))
     if missing:
-        gaps.append(Gap(f"no kernel for {', '.join(missing)}", "a registration written by hand",
+        gaps.append(Gap(f"a kernel for {', '.join(missing)}", "a registration written by hand",
                         tuple(missing)))
     by_reason: dict[str, list[str]] = {}
     for d in sorted(dtypes.register, key=_metal_order):
