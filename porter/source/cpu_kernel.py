@@ -65,8 +65,9 @@ def find_kernel_function(checkout: co.Checkout, stub: str) -> tuple[str, str, in
     return None
 
 
-def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
-    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one."""
+def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, int] | None:
+    """(path, text, code mask, body start, closing brace) of the CPU kernel function that
+    `stub` registers, if porter can find its definition."""
     found = find_kernel_function(checkout, stub)
     if not found:
         return None
@@ -76,9 +77,17 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\([^)]*\)\s*\{{", mask, re.M)
     if not m:
         return None
-    body_end = matching_close(mask, m.end() - 1)
+    return rel, text, mask, m.end(), matching_close(mask, m.end() - 1)
+
+
+def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
+    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one."""
+    body = _kernel_body(checkout, stub)
+    if body is None:
+        return None
+    rel, text, mask, body_start, body_end = body
     candidates = []
-    for call in LAMBDA_CALL_RE.finditer(mask, m.end(), body_end):
+    for call in LAMBDA_CALL_RE.finditer(mask, body_start, body_end):
         lam = _lambda_after(text, mask, call.end(), rel)
         if lam:
             candidates.append(lam)
@@ -93,7 +102,7 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
             chosen = floating._replace(integral=chosen)
     if chosen is None:
         return None
-    declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, m.end(), body_end)))
+    declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, body_start, body_end)))
     same_case = [c for c in (generic or candidates) if c.dispatch == chosen.dispatch]
     return chosen._replace(alternatives=len(same_case) - 1, locals=declared)
 
@@ -118,12 +127,12 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
                         rel, line_of(text, m.start()), _dispatch_case(mask, start))
 
 
-DISPATCH_RE = re.compile(r"\bAT_DISPATCH_\w+")
+DISPATCH_NAME_RE = re.compile(r"\bAT_DISPATCH_\w+")
 
 
 def _dispatch_case(mask: str, at: int) -> str:
     """Which dtypes the innermost AT_DISPATCH_* before `at` covers: integral, floating or all."""
-    found = list(DISPATCH_RE.finditer(mask, max(0, at - 2000), at))
+    found = list(DISPATCH_NAME_RE.finditer(mask, max(0, at - 2000), at))
     if not found:
         return "all"
     name = found[-1].group()
@@ -148,17 +157,11 @@ DISPATCH_RE = re.compile(r"\bAT_DISPATCH_(\w+?)(?:_AND\d*)?\s*\(")
 def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int] | None:
     """(path, line) of the CPU kernel's `AT_DISPATCH_FLOATING_TYPES...` when every dispatch in
     it covers floating types only (integer inputs raise on CPU), else None."""
-    found = find_kernel_function(checkout, stub)
-    if not found:
+    body = _kernel_body(checkout, stub)
+    if body is None:
         return None
-    rel, fn, _ = found
-    text = checkout.read(rel)
-    mask = code_mask(text)
-    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\([^)]*\)\s*\{{", mask, re.M)
-    if not m:
-        return None
-    body_end = matching_close(mask, m.end() - 1)
-    calls = list(DISPATCH_RE.finditer(mask, m.end(), body_end))
+    rel, text, mask, body_start, body_end = body
+    calls = list(DISPATCH_RE.finditer(mask, body_start, body_end))
     if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES")) for c in calls):
         return rel, line_of(text, calls[0].start())
     return None
