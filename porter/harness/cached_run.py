@@ -26,7 +26,7 @@ from porter.harness import expectations as expmod
 from porter.harness import sample_rules
 from porter.harness import refcache, tolerances
 from porter.harness.portable import PArray, Unsupported, astype, compare, max_errors
-from porter.harness.runner import (FAIL, PASS, SKIP, XFAIL, XPASS, DtypeResult, OpResult,
+from porter.harness.runner import (FAIL, PASS, SKIP, XFAIL, DtypeResult, OpResult, settle,
                                    _dtype_order, _one_line, _raise_max)
 
 
@@ -193,14 +193,7 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
         generated = len(meta["samples"])
         raise PorterError(f"--sample {only}: {rec['full_name']} has {generated} sample input(s) "
                           f"for {dtype}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
-    res.seconds = round(time.perf_counter() - start, 4)
-    failed = res.failed_samples > 0
-    if xfail_by:
-        res.expected_by = xfail_by
-        res.outcome = XFAIL if failed else XPASS
-    else:
-        res.outcome = FAIL if failed else PASS
-    return res
+    return settle(res, start, xfail_by)
 
 
 def _check_sample(rec, op, sample: Sample, dtype, backend, atol, rtol, floors, res) -> str | None:
