@@ -65,19 +65,19 @@ def find_kernel_function(checkout: co.Checkout, stub: str) -> tuple[str, str, in
     return None
 
 
-def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, int] | None:
-    """(path, text, code mask, body start, closing brace) of the CPU kernel function that
-    `stub` registers, if porter can find its definition."""
+def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, int, str] | None:
+    """(path, text, code mask, body start, closing brace, parameter list) of the CPU kernel
+    function that `stub` registers, if porter can find its definition."""
     found = find_kernel_function(checkout, stub)
     if not found:
         return None
     rel, fn, _ = found
     text = checkout.read(rel)
     mask = code_mask(text)
-    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\([^)]*\)\s*\{{", mask, re.M)
+    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
     if not m:
         return None
-    return rel, text, mask, m.end(), matching_close(mask, m.end() - 1)
+    return rel, text, mask, m.end(), matching_close(mask, m.end() - 1), m.group(1)
 
 
 def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
@@ -85,7 +85,7 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     body = _kernel_body(checkout, stub)
     if body is None:
         return None
-    rel, text, mask, body_start, body_end = body
+    rel, text, mask, body_start, body_end, _ = body
     candidates = []
     for call in LAMBDA_CALL_RE.finditer(mask, body_start, body_end):
         lam = _lambda_after(text, mask, call.end(), rel)
@@ -160,7 +160,7 @@ def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int
     body = _kernel_body(checkout, stub)
     if body is None:
         return None
-    rel, text, mask, body_start, body_end = body
+    rel, text, mask, body_start, body_end, _ = body
     calls = list(DISPATCH_RE.finditer(mask, body_start, body_end))
     if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES")) for c in calls):
         return rel, line_of(text, calls[0].start())
@@ -176,17 +176,12 @@ def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | Non
     order after the iterator: a number (`nan.value_or(0.)` -> "0."), "max" or "lowest"
     (`pos_inf.has_value() ? ... : std::numeric_limits<scalar_t>::max()`), or None when it says
     nothing porter reads. None when the kernel function is not found."""
-    found = find_kernel_function(checkout, stub)
-    if not found:
+    found = _kernel_body(checkout, stub)
+    if found is None:
         return None
-    rel, fn, _ = found
-    text = checkout.read(rel)
-    mask = code_mask(text)
-    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
-    if not m:
-        return None
-    body = text[m.end():matching_close(mask, m.end() - 1)]
-    names = [p.split("=")[0].split()[-1] for p in split_top_level(m.group(1))[1:] if p.split()]
+    _, text, _, body_start, body_end, params = found
+    body = text[body_start:body_end]
+    names = [p.split("=")[0].split()[-1] for p in split_top_level(params)[1:] if p.split()]
     conventions: dict[str, str] = {}
     for name, value in VALUE_OR_RE.findall(body):
         conventions.setdefault(name, value.rstrip("f"))
