@@ -128,15 +128,21 @@ class EmulateBackend:
         self._stub_checked[key] = why
         return why
 
-    def run(self, opinfo, sample, dtype):
-        import torch
-        host = self._select(opinfo, sample)
+    def _registered(self, host):
+        """The built library of `host`'s kernel file and the kernel's registrations; none is the
+        GPU's own error, as MPS raises it when the pipeline state is asked for."""
         lib = self._library(host.metal)
         regs = lib.find(host.kernel)
         if not regs:
             raise RuntimeError(f"no kernel {host.kernel!r} registered in {host.metal.name}: MPS "
                                f"raises 'Failed to create function state object for: "
                                f"{host.kernel}'")
+        return lib, regs
+
+    def run(self, opinfo, sample, dtype):
+        import torch
+        host = self._select(opinfo, sample)
+        lib, regs = self._registered(host)
         arity = ARITY[regs[0].kind]
         operands = [sample.input, *list(sample.args)[: arity - 1]]
         if any(not isinstance(x, (torch.Tensor, int, float, bool, complex)) for x in operands):
@@ -171,12 +177,7 @@ class EmulateBackend:
         from porter.harness.portable import PArray, Unsupported, scalar
 
         host = self._select_named(op, sample.kwargs)
-        lib = self._library(host.metal)
-        regs = lib.find(host.kernel)
-        if not regs:
-            raise RuntimeError(f"no kernel {host.kernel!r} registered in {host.metal.name}: MPS "
-                               f"raises 'Failed to create function state object for: "
-                               f"{host.kernel}'")
+        lib, regs = self._registered(host)
         arity = ARITY[regs[0].kind]
         operands = [sample.input, *list(sample.args)[: arity - 1]]
         if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
