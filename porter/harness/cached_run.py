@@ -26,7 +26,7 @@ from porter.harness import expectations as expmod
 from porter.harness import sample_rules
 from porter.harness import refcache, tolerances
 from porter.harness.portable import PArray, Unsupported, astype, compare, max_errors
-from porter.harness.runner import (FAIL, PASS, SKIP, XFAIL, DtypeResult, OpResult, settle,
+from porter.harness.runner import (PASS, SKIP, DtypeResult, OpResult, not_run_verdict, settle,
                                    _dtype_order, _one_line, _raise_max)
 
 
@@ -138,13 +138,7 @@ def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only) -> OpRes
 
 def _not_run(rec, name, exp, cannot_run, failure) -> DtypeResult:
     xfail_by, skip_by, _ = _expectations(rec, name, exp)
-    if skip_by:
-        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
-    if cannot_run:
-        return DtypeResult(name, SKIP, message=cannot_run)
-    if xfail_by:
-        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
-    return DtypeResult(name, FAIL, message=failure)
+    return not_run_verdict(name, xfail_by, skip_by, cannot_run, failure)
 
 
 def _expectations(rec: dict, dtype: str, exp: expmod.Expectations):

@@ -198,13 +198,7 @@ def _not_run(info, dtype, ctx: RunContext, device_type: str, cannot_run: str | N
     or failed as the device would fail it (subject to the op's expectations, as a run is)."""
     name = _dtype_name(dtype)
     xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
-    if skip_by:
-        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
-    if cannot_run:
-        return DtypeResult(name, SKIP, message=cannot_run)
-    if xfail_by:
-        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
-    return DtypeResult(name, FAIL, message=failure)
+    return not_run_verdict(name, xfail_by, skip_by, cannot_run, failure)
 
 
 def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
@@ -543,3 +537,15 @@ def settle(res: "DtypeResult", start: float, xfail_by) -> "DtypeResult":
     else:
         res.outcome = FAIL if failed else PASS
     return res
+
+
+def not_run_verdict(name: str, xfail_by, skip_by, cannot_run: str | None, failure: str) -> "DtypeResult":
+    """A dtype decided without running a sample (both run paths): an expectation's skip, then
+    porter's own cannot-run skip with its reason, else the device's failure, expected or not."""
+    if skip_by:
+        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
+    if cannot_run:
+        return DtypeResult(name, SKIP, message=cannot_run)
+    if xfail_by:
+        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
+    return DtypeResult(name, FAIL, message=failure)
