@@ -345,3 +345,37 @@ def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
     result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
     assert result.code == 1, (result.out, result.err)
     assert "1 fail" in result.out and "sign_stub: missing kernel for mps" in result.out, result.out
+
+
+def test_a_body_may_call_the_kernel_files_own_helpers(real_root):
+    """A body is compiled where the functor will sit, inside the kernel file: upstream's
+    UnaryKernel.metal has helpers (`exp_`) and functors its functors call (`log_functor{}`), and
+    a --complex-body that uses them is an expression, not bad input. A helper the file does not
+    have is still the compiler's error, at exit 2."""
+    from porter.emulate.build_check import check_expression
+    from porter.errors import PorterError
+
+    metal = (real_root / UNARY_METAL).read_text()
+    helper = ("\ntemplate <typename T>\ninline T porter_test_twice_(const T x) {\n"
+              "  return x + x;\n}\n")
+    metal = metal.replace("using namespace c10::metal;\n", "using namespace c10::metal;\n" + helper, 1)
+    assert helper in metal
+    (real_root / UNARY_METAL).write_text(metal)
+    git_init(real_root)
+    body = "porter_test_twice_(x)"
+    result = porter("migrate-from-mpsgraph", "acosh", "--complex-body", body, "--dry-run",
+                    root=real_root)
+    assert result.code == 0, result.err
+    assert "porter_test_twice_(x)" in result.out
+    with pytest.raises(PorterError, match="'porter_test_thrice_' was not declared"):
+        check_expression("--complex-body", "porter_test_thrice_(x)", ("x",), metal,
+                         real_root, "acosh", complex_=True)
+
+
+def test_a_good_body_is_not_blamed_for_the_kernel_files_own_error(real_root):
+    """Where the kernel file itself does not build here, a body that compiles on its own is
+    still accepted (the planned file's build judges the file)."""
+    from porter.emulate.build_check import check_expression
+
+    broken = (real_root / UNARY_METAL).read_text() + "\nstruct broken_functor { int x = ; };\n"
+    check_expression("--body", "::precise::sqrt(x)", ("x",), broken, real_root, "sqrt")
