@@ -379,3 +379,50 @@ def test_a_good_body_is_not_blamed_for_the_kernel_files_own_error(real_root):
 
     broken = (real_root / UNARY_METAL).read_text() + "\nstruct broken_functor { int x = ; };\n"
     check_expression("--body", "::precise::sqrt(x)", ("x",), broken, real_root, "sqrt")
+
+
+# --- c10/metal headers older than the kernel file --------------------------------------------
+
+NEWER_FUNCTOR = """
+// written against newer c10/metal headers: they define porter_floor_halved
+struct floor_halved_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return c10::metal::porter_floor_halved(a, b);
+  }
+};
+REGISTER_FLOAT_BINARY_OP(floor_halved);
+"""
+
+
+def test_a_kernel_file_newer_than_the_wheels_headers_is_not_called_green(real_root):
+    """Upstream's BinaryKernel.metal calls c10::metal::div_floor, which torch 2.13's headers
+    lack. In a checkout without c10/metal of its own, the emulator builds with the wheel's: the
+    other kernels of the file run and pass, but the file's build is not proven, and the run
+    says so and exits 1 (a port is done when its kernel file builds)."""
+    import shutil
+
+    metal = real_root / BINARY_METAL
+    metal.write_text(metal.read_text() + NEWER_FUNCTOR)
+    shutil.rmtree(real_root / "c10")
+    result = porter("test", "atan2", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert re.search(r"float32 +pass", result.out), result.out
+    assert result.code == 1, result.out
+    assert re.search(rf"not proven: {BINARY_METAL} is not fully built: {BINARY_METAL}:\d+: "
+                     r"c10::metal::porter_floor_halved is not defined in the installed torch "
+                     r"\S+'s c10/metal \(the checkout has none\)", result.out), result.out
+    data = json.loads(porter("test", "atan2", "--device", "emulate", "--dtype", "float32",
+                             "--json", root=real_root).out)
+    assert data["ok"] is False and data["not_proven"]
+
+
+def test_a_kernel_file_its_own_c10_metal_cannot_build_fails_every_dtype(real_root):
+    """With the checkout's own c10/metal lacking the function, a Mac building this checkout
+    fails the whole file: every dtype of every op in it fails, naming the headers."""
+    metal = real_root / BINARY_METAL
+    metal.write_text(metal.read_text() + NEWER_FUNCTOR)
+    result = porter("test", "atan2", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1
+    assert re.search(r"float32 +fail", result.out), result.out
+    assert ("c10::metal::porter_floor_halved is not defined in the checkout's c10/metal (the same "
+            "files as the installed torch") in result.out, result.out
