@@ -82,6 +82,11 @@ def isolate(text: str, test_name: str = TEST_NAME) -> Isolated | Refused:
         prelude.insert(0, source)
         needed |= _free_names([source]) - given - _TOLS - set(dir(builtins)) - _assigned(prelude)
     methods = _methods_called(cls, kept)
+    for method in methods:
+        unknown = _free_names([method]) - given - set(dir(builtins))
+        if unknown:
+            return Refused(f"{cls.name}.{method.name} reads {sorted(unknown)[0]!r}, "
+                           "which porter cannot supply")
     constants = [s for s in cls.body if isinstance(s, (ast.Assign, ast.AnnAssign))
                  and s.value is not None and _is_literal(s.value)]
     aliases = "".join(f"    {a} = {sample}\n" for a in _SAMPLE_ALIASES if a != sample)
@@ -193,9 +198,12 @@ def _assigns_plainly(stmt, name: str) -> bool:
 
 
 def _free_names(stmts) -> set[str]:
+    """Names read and bound nowhere in the statements (a function's or lambda's parameters
+    count as bound)."""
     loaded = {n.id for s in stmts for n in ast.walk(s)
               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return loaded - _assigned(stmts)
+    params = {a.arg for s in stmts for a in ast.walk(s) if isinstance(a, ast.arg)}
+    return loaded - _assigned(stmts) - params
 
 
 def _assigned(stmts) -> set[str]:

@@ -274,6 +274,24 @@ def test_a_sample_rule_decides_per_sample_in_a_run(tmp_path):
     assert lists.for_sample(info, torch.float32, SimpleNamespace(kwargs={})) == (None, None)
 
 
+def test_a_rule_that_raises_fails_the_sample_as_upstreams_test_would(tmp_path):
+    root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
+    path = root / TEST_MPS
+    text = path.read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    sized = ("            if op.name == \"neg\" and mps_sample.input.dim() > 1:\n"
+             "                atol, rtol = 0.5, 0.5\n")
+    path.write_text(text.replace(anchor, sized + anchor, 1))
+    data = _session_json(root, "neg", ["float32"])
+    assert data["ok"] and data["ops"][0]["dtypes"][0]["outcome"] == "pass"
+    path.write_text(text.replace(anchor, sized.replace(".dim()", ".no_such_thing") + anchor, 1))
+    data = _session_json(root, "neg", ["float32"])
+    (row,) = data["ops"][0]["dtypes"]
+    assert not data["ok"] and row["outcome"] == "fail"
+    assert row["message"].startswith(f"{FROM_TEST} raised deciding the tolerances: ")
+    assert "no_such_thing" in row["message"]
+
+
 def test_rules_read_names_assigned_earlier_in_the_loop():
     text = OLDER_TEST_MPS.replace(
         '            elif op.name == "nn.functional.interpolate":',
@@ -328,3 +346,11 @@ def test_the_rules_run_without_importing_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=env)
     assert out.stdout.split() == ["(0.02,", "0.01)", "(1.0,", "0.0)", "False"]
+
+
+def test_a_method_reading_an_unknown_module_name_is_refused_up_front():
+    text = (fixture_root() / TEST_MPS).read_text().replace(
+        "        if op.name == \"masked.mean\":", "        if op.name == \"masked.mean\" and on_ci():", 1)
+    lists = _rules_of(text)
+    assert lists.approximate
+    assert "TestConsistency._compute_tolerances reads 'on_ci', which porter cannot supply" in lists.source
