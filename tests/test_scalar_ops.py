@@ -1,6 +1,8 @@
 """Ops with scalar parameters (issue 13) on the real-size tree: each migrated off MPSGraph, then
 its kernel file built and the op's OpInfo samples run through the emulated kernel, with the
-samples' own scalar arguments passed through the host code porter wrote."""
+samples' own scalar arguments passed through the host code porter wrote, and through the OpInfo's
+reference inputs (`--reference-inputs`: ±0.0, ±inf, nan, large values), which catch what the
+standard samples cannot (they hold no nan or inf)."""
 
 from __future__ import annotations
 
@@ -43,11 +45,16 @@ def _words(text: str) -> str:
                              if not line.startswith("+++")).split())
 
 
-def _emulated(root, name: str) -> tuple[int, dict[str, str]]:
-    result = porter("test", name, "--device", "emulate", "--json", root=root)
+def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[int, dict[str, str]]:
+    """`porter test NAME --device emulate` (with `--reference-inputs`, whose rows come on top of the
+    standard ones; on `dtypes` only if given): the exit code and each row's outcome, keyed by
+    dtype, or by ("reference", dtype) for the reference-inputs rows."""
+    extra = (["--reference-inputs"] if reference else []) + [a for d in dtypes for a in ("--dtype", d)]
+    result = porter("test", name, "--device", "emulate", "--json", *extra, root=root)
     assert result.out.startswith("{"), result.err
     report = json.loads(result.out)
-    return result.code, {case["dtype"]: case["outcome"] for op in report["ops"] for case in op["dtypes"]}
+    return result.code, {(("reference", case["dtype"]) if op["reference"] else case["dtype"]): case["outcome"]
+                         for op in report["ops"] for case in op["dtypes"]}
 
 
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
@@ -60,9 +67,10 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
     assert "skeleton" not in migrated.out, migrated.out
     built = porter("emulate", "check", "--json", root=real_root)
     assert json.loads(built.out)["ok"], built.out[:2000]
-    code, outcomes = _emulated(real_root, name)
+    code, outcomes = _emulated(real_root, name, reference=True)
     expected = dtypes if isinstance(dtypes, dict) else {d: "pass" for d in dtypes}
-    assert outcomes == expected
+    # the standard samples and the reference inputs, on every dtype the MPS test sends
+    assert outcomes == expected | {("reference", d): outcome for d, outcome in expected.items()}
     assert code == 0
 
 
@@ -85,6 +93,38 @@ def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
     code, outcomes = _emulated(real_root, "logit")
     assert code == 1 and "fail" in outcomes.values(), outcomes
+
+
+def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
+    # the standard samples hold no inf, so they pass the swap; the reference inputs' ±inf do not
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    swapped = NAN_TO_NUM_BODY.replace("posinf : neginf", "neginf : posinf")
+    assert swapped != NAN_TO_NUM_BODY
+    assert porter("migrate-from-mpsgraph", "nan_to_num", "--body", swapped, root=real_root).code == 0
+    # reference inputs cost ~0.5 s a dtype: float32, bfloat16 (its samples pass posinf and neginf
+    # explicitly, the others leave them None for the host's dtype extremes) and an integer
+    some = ("int32", "bfloat16", "float32")
+    code, outcomes = _emulated(real_root, "nan_to_num", reference=True, dtypes=some)
+    assert {outcomes[d] for d in some} == {"pass"}, outcomes
+    assert {d: outcomes["reference", d] for d in some} == {"int32": "pass", "bfloat16": "fail", "float32": "fail"}
+    assert code == 1
+
+
+def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
+    # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
+    # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
+    # large integers, where the CPU gives nan and the clamped kernel ±inf
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    lo, hi = "max(eps, 0.0f)", "1 - max(eps, 0.0f)"
+    wrong = f"log(clamp(x, {lo}, {hi}) / (1 - clamp(x, {lo}, {hi})))"
+    assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
+    some = ("bool", "int64", "float32")     # bool's 0 and 1 stay inside [0, 1]
+    code, outcomes = _emulated(real_root, "logit", reference=True, dtypes=some)
+    assert {outcomes[d] for d in some} == {"pass"}, outcomes
+    assert {d: outcomes["reference", d] for d in some} == {"bool": "pass", "int64": "fail", "float32": "fail"}
+    assert code == 1
 
 
 def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_root):
