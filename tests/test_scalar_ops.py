@@ -181,15 +181,26 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
 
 @pytest.mark.parametrize("op,says", [
     ("gelu", "its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared "
-             "function for an MPS row to join and it can only be ported in place"),
+             "function for an MPS row to join and it can only be ported in place (its MPS function's "
+             "body replaced by a Metal call) (what is missing: a host that passes str "
+             "approximate='none' by picking one Metal kernel per value of the string; here that host "
+             "is gelu_out_mps's own body: replace its MPSGraph code by the Metal calls by hand)"),
     ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
-            "DispatchStub for MPS to join"),
+            "DispatchStub for MPS to join (what is missing: an in-place port that passes Scalar "
+            "alpha=1 to the kernel (porter's in-place ports pass no scalars); "
+            "aten/src/ATen/native/mps/kernels/BinaryKernel.metal already registers add_alpha: call it "
+            "from add_out_mps (its MPS row) by hand)"),
     ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels"),
     ("smooth_l1_loss", "'smooth_l1_loss' reduces its result (`int reduction=Mean`)"),
 ])
 def test_ops_that_are_not_one_functor_are_refused_with_what_is_missing(real_root, op, says):
-    result = porter("migrate-from-mpsgraph", op, "--dry-run", root=real_root)
-    assert result.code == 2 and says in result.err, result.err
+    for command in ("migrate-from-mpsgraph", "new-op"):
+        result = porter(command, op, "--dry-run", root=real_root)
+        assert result.code == 2 and says in result.err, result.err
+    # gelu's only way is in place, and forcing it does not get around the str
+    assert says in porter("migrate-from-mpsgraph", op, "--in-place", "--dry-run", root=real_root).err
+    # a reduction's hint does not pretend that passing its argument would do
+    assert "reduction=Mean to" not in result.err
 
 
 def test_candidates_classify_the_scalar_ops(real_root):
