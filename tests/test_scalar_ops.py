@@ -111,6 +111,29 @@ def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(re
     assert code == 1
 
 
+def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_root):
+    # no OpInfo sample of nan_to_num passes values of its own (bfloat16's explicit posinf/neginf
+    # are its dtype's extremes, what None gives too), so a host ignoring them would pass
+    # `porter test` even with reference inputs: the emulated kernel runs them here
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from porter.emulate.backend import EmulateBackend
+
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "nan_to_num", "--body", NAN_TO_NUM_BODY, root=real_root).code == 0
+    backend = EmulateBackend(real_root)
+    try:
+        x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.5, -0.0, 3e38])
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for kwargs in ({}, {"nan": 2.0, "posinf": 7.0, "neginf": -3.0}, {"posinf": 1.0}, {"neginf": 0.5}):
+                sample = SimpleNamespace(input=x.to(dtype), args=(), kwargs=kwargs)
+                got = backend.run(SimpleNamespace(name="nan_to_num", variant_test_name=""), sample, dtype)
+                torch.testing.assert_close(got, torch.nan_to_num(x.to(dtype), **kwargs), msg=str((dtype, kwargs)))
+    finally:
+        backend.close()
+
+
 def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
     # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
