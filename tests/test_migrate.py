@@ -648,6 +648,7 @@ def test_complex_body_adds_the_complex_overload_and_joins_the_vec2_macro(mini_ro
 +REGISTER_UNARY_OP(sgn, uchar, uchar);
 +REGISTER_UNARY_OP(sgn, char, char);
 +REGISTER_UNARY_OP(sgn, bool, bool);
++
 +#define INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE) \\
 +  REGISTER_UNARY_OP(neg, DTYPE##2, DTYPE##2); \\
 +  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\

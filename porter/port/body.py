@@ -161,13 +161,14 @@ def rename(statements: str, old: tuple[str, ...], new: tuple[str, ...]) -> str:
                   lambda m: mapping.get(m.group(1), m.group(1)), statements)
 
 
-def wrap_returns(statements: str, cast: str) -> str:
+def wrap_returns(statements: str, cast: str, typed: dict[str, str] | None = None) -> str:
     """`return E;` -> `return static_cast<cast>(E);` for every return of a statement list; no
-    cast where E already is one to `cast` (or, for bool, a comparison)."""
+    cast where E already has type `cast`: a cast to it, a name `typed` gives that type (the
+    functor's `T` arguments), a selection between two such values, or for bool a comparison."""
     def one(m):
         expr = m.group(1).strip()
         inner = _strip_parens(expr)
-        if _is_cast_to(inner, cast) or (cast == "bool" and _is_bool(inner)):
+        if type_of(inner, typed or {}) == cast:
             return f"return {inner};"
         head = "static_cast<float>("
         if inner.startswith(head) and _closing(inner, len(head) - 1) == len(inner) - 1:
@@ -175,6 +176,65 @@ def wrap_returns(statements: str, cast: str) -> str:
             inner = _strip_parens(inner[len(head):-1])
         return f"return static_cast<{cast}>({inner});"
     return re.sub(r"\breturn\s+(.*?);", one, statements, flags=re.S)
+
+
+CAST_RE = re.compile(r"(?:static_cast<(\w+)>|(\w+))\(")
+
+
+def type_of(expr: str, typed: dict[str, str]) -> str | None:
+    """The type of a Metal expression where it is plain to see, else None: a typed name, a cast
+    (`static_cast<X>(E)`, `X(E)` for a type X), a comparison (bool), `c ? A : B` with A and B of
+    one type."""
+    expr = _strip_parens(expr.strip())
+    if expr in typed:
+        return typed[expr]
+    m = CAST_RE.match(expr)
+    if m and _closing(expr, m.end() - 1) == len(expr) - 1:
+        name = m.group(1) or m.group(2)
+        if m.group(1) or name in CAST_TYPES or name in typed.values():
+            return name
+    if _is_bool(expr):
+        return "bool"
+    parts = _ternary(expr)
+    if parts:
+        then, otherwise = type_of(parts[1], typed), type_of(parts[2], typed)
+        return then if then is not None and then == otherwise else None
+    return None
+
+
+CAST_TYPES = {"T", "float", "half", "bfloat", "bool", "int", "long", "short", "char", "uchar",
+              "float2", "half2"}
+
+
+def _ternary(expr: str) -> tuple[str, str, str] | None:
+    """`c ? a : b` split at its top level, or None (also for nested selections)."""
+    depth, question, i = 0, -1, 0
+    while i < len(expr):
+        c = expr[i]
+        if expr.startswith("::", i):
+            i += 2
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c == "?":
+            if question >= 0:
+                return None
+            question = i
+        elif depth == 0 and c == ":" and question >= 0:
+            return expr[:question].strip(), expr[question + 1:i].strip(), expr[i + 1:].strip()
+        i += 1
+    return None
+
+
+def exact_in_input_type(statements: str) -> bool:
+    """Only comparisons, selections and casts of the arguments: computing in the input type is
+    exact, so the floating overload needs no detour through float (heaviside)."""
+    code = re.sub(r"static_cast<\w+>\(", "(", statements)
+    code = re.sub(r"\b(?:T|bool)\(", "(", code)
+    code = code.replace("return", "")
+    return not re.search(r"[+\-*/%~^|&]|\w\s*\(|\.", code)
 
 
 def _strip_parens(expr: str) -> str:
@@ -191,13 +251,6 @@ def _closing(expr: str, at: int) -> int:
         if depth == 0:
             return i
     return -1
-
-
-def _is_cast_to(expr: str, cast: str) -> bool:
-    for head in (f"static_cast<{cast}>(", f"{cast}("):
-        if expr.startswith(head) and _closing(expr, len(head) - 1) == len(expr) - 1:
-            return True
-    return False
 
 
 BOOL_CALLS = ("::metal::signbit(", "::metal::isnan(", "::metal::isinf(", "::metal::isfinite(")

@@ -118,13 +118,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         plan.gaps.append(completeness.Gap(
             f"the body of {spec.kernel}_functor (porter's skeleton is still in {spec.metal_path})",
             f"--body EXPR (in {' and '.join(functor_params(spec))})"))
+    pending_functor = None
     if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
         plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
         if skeleton_at is not None:     # the body the skeleton was waiting for
             start, end = skeleton_at
             text = text[:start] + plan.functor.text.rstrip("\n") + "\n" + text[end:]
-        else:
+        elif metal_edit.registers_beside_functor(text, spec.kind):
             text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+        else:
+            # placed once its registrations are: it follows the functor of the op registered
+            # just before it (porter.port.edits.metal's source-order rule)
+            pending_functor = plan.functor.text
         if plan.functor.origin == SKELETON:
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
@@ -149,6 +154,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
                               f"{', '.join(sorted(inputs))} only, but {spec.op}'s MPS test also sends "
                               f"{', '.join(missing)}: make the functor take them and register them, "
                               "or xfail those dtypes in common_mps.py")
+        if pending_functor is not None:
+            text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
         write(spec.metal_path, text)
         return
     dtypes = kernel_spec.dtypes
@@ -168,6 +175,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
+    if pending_functor is not None:
+        text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
     if "complex64" in spec.dtypes and not with_complex and complex_body is None and not tested_complex:
         plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
                           "overload (--complex-body EXPR adds one)")
