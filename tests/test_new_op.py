@@ -486,3 +486,34 @@ def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2
 +REGISTER_BINARY_OP(heaviside, float2, float2);
 +REGISTER_BINARY_OP(heaviside, half2, half2);
 """)
+
+
+def test_no_redundant_cast_in_a_body_of_plain_values(mini_root):
+    """`--body 'a > b ? a : b'` is exact in T (no detour through float, no cast of a T); a
+    complex body that already is a T is returned as it is, not as `T(a)`."""
+    result = porter("new-op", "heaviside", "--dry-run", "--body", "a > b ? a : b",
+                    "--complex-body", "a", root=mini_root)
+    assert result.code == 0, result.err
+    added = added_lines(file_diff(result.out, BINARY_METAL))
+    assert_expected_inline(added, """\
++struct heaviside_functor {
++  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a > b ? a : b;
++  }
++  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a > b ? a : b;
++  }
++  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a;
++  }
++};
++
++REGISTER_FLOAT_BINARY_OP(heaviside);
++REGISTER_INTEGER_BINARY_OP(heaviside);
++REGISTER_BINARY_OP(heaviside, float2, float2);
++REGISTER_BINARY_OP(heaviside, half2, half2);
+""")
+    assert "float(float(" not in result.out

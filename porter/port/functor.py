@@ -153,7 +153,11 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
                                               c10_functions)
         if translated.statements is None:
             return _skeleton(spec, tensors, f"{translated.reason} (CPU lambda at {lam.path}:{lam.line})")
-        tensors, statements = lam.params, translated.statements
+        # the functor names its tensor arguments as every functor of the file does (x, or a
+        # and b) unless the lambda's body already uses those names for something else
+        statements = translate_body.rename(translated.statements, tuple(lam.params), tensors)
+        if statements == translated.statements and tuple(lam.params) != tensors:
+            tensors = lam.params
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
     from porter.port import scalars as scalar_args
     params_struct = scalar_args.uses_params_struct(spec.scalars)
@@ -163,8 +167,8 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
     # read as float; a params struct already holds floats. Integers stay in their own type
     # (int64 values beyond 2^24 survive), with the scalars converted as the CPU's to<scalar_t>().
     as_float = tensors if params_struct else tuple(tensors) + names
-    float_statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)",
-                              translate_body.as_float(statements, as_float))
+    float_statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)", translate_body.as_float(
+        statements, as_float, floats=names if params_struct else ()))
     out_float = "bool" if spec.returns_bool else "T"
     struct = f"{scalar_args.struct_name(spec.kernel)}<float>"
     overloads = [{"trait": "is_scalar_floating_point_v", "out": out_float,
