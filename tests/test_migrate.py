@@ -688,3 +688,21 @@ def test_a_non_structured_shared_function_that_runs_a_stub_migrates(mini_root):
            "+  lib.exec_unary_kernel(iter, \"logit\", eps);\n" in host
     removed = [line for line in file_diff(result.out, UNARY_OPS).splitlines() if line.startswith("-")]
     assert any("Tensor& logit_out_mps(" in line for line in removed)
+
+
+def test_a_comment_naming_the_deleted_impl_is_said_not_edited(real_root):
+    """sgn_out_mps's comment "(sign_out_mps above)" outlives sign's MPSGraph code: porter names
+    the line (in the file as written) and leaves that unrelated code alone."""
+    git_init(real_root)
+    mm = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+    result = migrate(real_root, "sign")
+    assert result.code == 0, result.err + result.out
+    stale = [line for line in (result.out + result.err).splitlines() if "still mentions" in line]
+    assert len(stale) == 1, result.out
+    where = stale[0].split(": ", 1)[1].split(":")
+    assert where[0] == mm and stale[0].endswith("a comment still mentions sign_out_mps, which this "
+                                                "migration deletes: reword it")
+    line = (real_root / mm).read_text().splitlines()[int(where[1]) - 1]
+    assert "// Real inputs reuse sign's MPSGraph implementation (sign_out_mps above)." in line
+    again = migrate(real_root, "sign")
+    assert again.code == 0 and "nothing to do" in again.out and "still mentions" not in again.out
