@@ -451,13 +451,34 @@ def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template
     assert result.code == 2 and says in result.err, result.err
 
 
-def test_a_hand_written_functor_missing_the_tests_dtypes_is_a_warning(real_tree_template):
-    # the fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2)
+def test_a_hand_written_functor_that_cannot_take_the_tests_dtypes_is_refused(real_tree_template):
+    """The fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2):
+    porter registers the dtypes mul's MPS test sends, the build shows the functor does not take
+    them, and the port is refused naming them and the edit that supplies them (incomplete: 1)."""
     result = porter("new-op", "mul", "--dry-run", root=real_tree_template)
-    assert result.code == 0, result.err
-    assert ("WARNING: mul_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal is "
-            "registered for float2, half2 only, but mul's MPS test also sends bfloat16, bool, "
-            "float16, float32, int16, int32, int64, int8, uint8") in result.out + result.err
+    assert result.code == 1, result.err
+    assert_expected_inline(result.err.replace(BINARY_METAL, "BinaryKernel.metal"), """\
+porter: error: BinaryKernel.metal: mul_functor has no kernel for float32, float16, bfloat16, bool, uint8, int8, int16, int32, int64, which mul's MPS test sends, and does not build for them (BinaryKernel.metal:81: request for member 'x' in 'a', which is of non-class type 'const float'); nothing was written (give mul_functor an overload for them and register them by hand, or xfail those dtypes in common_mps.py)
+""")
+
+
+def test_a_rerun_registers_the_dtypes_a_port_lacks(real_root):
+    """An earlier port whose registrations miss dtypes the MPS test sends (an integer group
+    deleted by hand here): the rerun adds them, with the file's own macro, beside the others;
+    the build before writing proves the functor takes them; a third run has nothing to do."""
+    git_init(real_root)
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    metal = real_root / BINARY_METAL
+    full = metal.read_text()
+    metal.write_text(full.replace("REGISTER_INTEGER_BINARY_OP(heaviside);\n", ""))
+    subprocess.run(["git", "commit", "-qam", "gap"], cwd=real_root, check=True)
+    again = porter("new-op", "heaviside", root=real_root)
+    assert again.code == 0, again.err
+    assert metal.read_text() == full
+    assert ("heaviside_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal was registered "
+            "for bfloat, float, half only; heaviside's MPS test also sends bool, uint8, int8, int16, "
+            "int32, int64: registered those too") in again.out
+    assert "nothing to do" in porter("new-op", "heaviside", root=real_root).out
 
 
 def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2(mini_root):

@@ -134,6 +134,7 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     migration.notes += plan.notes
     migration.gaps, migration.wrong = plan.gaps, plan.wrong
     migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
+    migration.added_dtypes = plan.added_dtypes
     _validate_yaml(checkout, spec, cs, validator)
     return migration
 
@@ -164,6 +165,7 @@ def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Mig
     migration.notes += plan.notes
     migration.gaps, migration.wrong = plan.gaps, plan.wrong
     migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
+    migration.added_dtypes = plan.added_dtypes
     return migration
 
 

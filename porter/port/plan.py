@@ -50,6 +50,7 @@ class Plan:
         self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
         self.new_kernels: dict[str, str] = {}        # .metal path -> kernel porter registers there
         self.unregistered: set[str] = set()     # dtypes the MPS test sends, left without a kernel on purpose
+        self.added_dtypes: tuple[str, ...] = ()     # registered for an existing functor that lacked them
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -145,18 +146,16 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if registered and with_complex:
         text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     if registered:
-        # Registrations written by hand (or by an earlier porter run) stand as they are, but a
-        # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
-        inputs = {t for t, _ in registered}
-        missing = sorted(d for d in spec.dtypes if d in METAL and METAL[d] not in inputs)
-        if missing:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
-                              f"{', '.join(sorted(inputs))} only, but {spec.op}'s MPS test also sends "
-                              f"{', '.join(missing)}: make the functor take them and register them, "
-                              "or xfail those dtypes in common_mps.py")
+        # Registrations written by hand (or by an earlier porter run) stand as they are; a dtype
+        # the op's MPS test sends with no kernel gets its registration added here (the build
+        # before write then proves the functor takes it), or stays a gap: exit 1.
+        text = _register_missing(spec, text, registered, wanted, plan)
         if pending_functor is not None:
             text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
         write(spec.metal_path, text)
+        if spec.dtypes:
+            gaps, plan.wrong = completeness.check(spec, text, wanted)
+            plan.gaps += gaps
         return
     dtypes = kernel_spec.dtypes
     if not dtypes:
@@ -191,6 +190,26 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         plan.gaps += gaps
 
 
+def _register_missing(spec: OpSpec, text: str, registered: set[tuple[str, str]],
+                      wanted: completeness.DtypePlan, plan: Plan) -> str:
+    """One base-macro registration per dtype the MPS test sends that has no kernel yet, with
+    the output type the op's meta function gives (complex needs an overload: a gap)."""
+    inputs = {t for t, _ in registered}
+    missing = [d for d in sorted(wanted.register, key=completeness.metal_order)
+               if d in METAL and METAL[d] not in inputs and d != "complex64"]
+    if not missing:
+        return text
+    pairs = [(METAL[d], completeness.expected_output(spec, METAL[d])) for d in missing]
+    text = metal_edit.add_missing_registrations(text, spec.kernel, spec.kind, pairs)
+    plan.new_kernels[spec.metal_path] = spec.kernel
+    plan.added_dtypes = tuple(missing)
+    plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
+                      f"{', '.join(sorted(inputs))} only; {spec.op}'s MPS test also sends "
+                      f"{', '.join(missing)}: registered those too (the build before writing "
+                      "checks that the functor takes them)")
+    return text
+
+
 def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
     """The span of porter's skeleton functor for `kernel` with its comment, if it is still there."""
     span = metal.functor_span(kernel)
@@ -218,11 +237,25 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         if body is not None:
             plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
         registered = {r.in_type for r in metal.registrations if r.kernel == spec.kernel}
-        missing = sorted(d for d in dtypes if d in METAL and METAL[d] not in registered)
-        if missing:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
-                              f"{', '.join(sorted(registered))} only, but {spec.op}'s MPS test also "
-                              f"sends {', '.join(missing)}: register them, or that test fails")
+        missing = [d for d in sorted(dtypes, key=completeness.metal_order)
+                   if d in METAL and METAL[d] not in registered and d != "complex64"]
+        if missing and registered:
+            # as for ops without scalars: registered here, proved by the build before writing
+            rows = [(i, scalar_args.alpha_type(spec.scalars, spec.kernel, o), o)
+                    for i, o in _alpha_pairs(spec, frozenset(missing))]
+            macro = metal_edit.ALPHA_MACROS[spec.kind]
+            text = metal_edit.add_after_own_registrations(
+                text, spec.kernel, [f"{macro}({spec.kernel}, {i}, {a}, {o});" for i, a, o in rows])
+            plan.new_kernels[spec.metal_path] = spec.kernel
+            plan.added_dtypes = tuple(missing)
+            plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
+                              f"{', '.join(sorted(registered))} only; {spec.op}'s MPS test also "
+                              f"sends {', '.join(missing)}: registered those too (the build before "
+                              "writing checks that the functor takes them)")
+        elif missing:
+            plan.gaps.append(completeness.Gap(
+                f"a kernel for {', '.join(missing)} ({spec.kernel}_functor in {spec.metal_path} "
+                "has no registration)", "a registration written by hand", tuple(missing)))
         write(spec.metal_path, text)
         return
     if "complex64" in dtypes:

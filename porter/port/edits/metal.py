@@ -238,6 +238,41 @@ def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
     return text[:at] + "\n".join(lines) + "\n" + text[at:]
 
 
+def add_missing_registrations(text: str, op: str, kind: str, pairs: list[tuple[str, str]]) -> str:
+    """`REGISTER_{UNARY,BINARY}_OP(op, in, out);` per missing pair, after the op's last
+    top-level registration line (or, where its registrations all sit inside a macro, as a new
+    block after the last per-dtype one)."""
+    metal = MetalFile(text)
+    have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
+    pairs = [p for p in pairs if p not in have]
+    macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
+    lines = []
+    for name, group in MACRO_PAIRS.items():     # a whole group the file has a macro for
+        if kind != "unary" and name in metal.defines and group and set(group) <= set(pairs):
+            lines.append(f"{name}({op});")
+            pairs = [p for p in pairs if p not in group]
+    lines += [f"{macro}({op}, {i}, {o});" for i, o in pairs]
+    if not lines:
+        return text
+    if _own_registration_lines(metal, op):
+        return add_after_own_registrations(text, op, lines)
+    if kind == "unary":
+        return add_unary_registration(text, op, False, list(pairs))
+    at = _after_last_top_level(metal, macro, before="")
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def _own_registration_lines(metal: MetalFile, op: str) -> list[re.Match]:
+    return list(re.finditer(rf"^[A-Z_]+\(\s*{re.escape(op)}\s*[,)][^\n]*\n", metal.mask, re.M))
+
+
+def add_after_own_registrations(text: str, op: str, lines: list[str]) -> str:
+    """`lines` after the op's last top-level registration line (at the end where it has none)."""
+    own = _own_registration_lines(MetalFile(text), op)
+    at = own[-1].end() if own else len(text)
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
 def registers_beside_functor(text: str, kind: str) -> bool:
     """Does the op's registration go right after its functor (a binary file with none of the
     file-local macros, as ActivationKernel.metal)? Then the functor is placed first."""
