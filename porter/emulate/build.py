@@ -43,7 +43,9 @@ BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
 _BUILD_ERROR_MESSAGE = re.compile(
     r"(^|: )(expected |stray |missing terminating|unterminated |invalid preprocessing|"
     r"static assertion failed|expected primary-expression|"
-    r"operands to '\?:' have different types)")
+    r"operands to '\?:' have different types|"
+    r"request for member '\w+' in '[^']*', which is of non-class type '(?:const )?"
+    r"(?:float|int|long|short|char|bool|unsigned \w+|signed char)')")   # a scalar has no .x
 
 
 def is_build_error(message: str) -> bool:

@@ -95,6 +95,8 @@ def test_an_undeclared_name_metal_lacks_too_is_a_build_error(fixture_root):
     ("f.metal:3: 'sinpi' is not a member of 'precise'", "unsupported construct"),
     ("f.metal:3: expected ';' before '}' token", "build error"),
     ("f.metal:3: no matching function for call to 'frexp(half&)'", "unsupported construct"),
+    ("f.metal:3: request for member 'x' in 'a', which is of non-class type 'const float'",
+     "build error"),
 ])
 def test_build_error_or_unsupported(message, label):
     from porter.emulate.build import _classified
