@@ -20,8 +20,10 @@ needs_clang_format = pytest.mark.skipif(formatting.binary() is None, reason="nee
                  id="a reflowed line outside the ranges is kept"),
     pytest.param("a\nb\nnew  ;\n", "a\nb\nnew;\n", [(3, 3)], "a\nb\nnew;\n",
                  id="porter's line is formatted"),
-    pytest.param("x  \\\nnew  \\\ny\n", "x \\\nnew \\\ny\n", [(2, 2)], "x  \\\nnew \\\ny\n",
-                 id="line for line inside one reflowed macro"),
+    pytest.param("x  \\\nnew  \\\ny\n", "x \\\nnew \\\ny\n", [(2, 2)], "x  \\\nnew  \\\ny\n",
+                 id="inside one realigned macro porter's line stays in line with the others"),
+    pytest.param("x  \\\nnew( a)  \\\ny\n", "x \\\nnew(a) \\\ny\n", [(2, 2)],
+                 "x  \\\nnew(a) \\\ny\n", id="line for line: porter's line formatted"),
     pytest.param("f(a,\n  new);\n", "f(a, new);\n", [(2, 2)], "f(a,\n  new);\n",
                  id="a join of porter's line with another is not taken"),
     pytest.param("f(new, long);\n", "f(new,\n  long);\n", [(1, 1)], "f(new,\n  long);\n",
@@ -62,4 +64,5 @@ def test_untouched_badly_formatted_macros_beside_the_edit_stay_byte_identical(re
     assert removed == []                    # no line porter did not write has changed
     text = (real_root / UNARY_METAL).read_text()
     assert vec2_bad in text and k2_bad in text
-    assert "  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2); \\\n" in text
+    # in step with its neighbours' escaped newlines, as porter wrote it
+    assert "  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2);     \\\n  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);     \\\n" in text

@@ -104,6 +104,7 @@ def test_impl_block_with_tricky_braces(mini_root):
     # sgn reaches sign through the per-backend API: still compiles, now runs Metal.
     assert_expected_inline("\n".join(notes(out)), """\
 note: aten/src/ATen/native/mps/operations/UnaryOps.mm:168: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
+note: aten/src/ATen/native/mps/operations/UnaryOps.mm:167: a comment still mentions sign_out_mps, which this migration deletes: reword it
 note: torch/testing/_internal/common_mps.py:73: ON_MPS_XFAILLIST['sign'] (float16) left in place; run `porter test sign --prune-xfails` to prune what passes""")
 
 
@@ -649,10 +650,7 @@ def test_complex_body_adds_the_complex_overload_and_joins_the_vec2_macro(mini_ro
 +REGISTER_UNARY_OP(sgn, char, char);
 +REGISTER_UNARY_OP(sgn, bool, bool);
 +
-+#define INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE) \\
-+  REGISTER_UNARY_OP(neg, DTYPE##2, DTYPE##2); \\
-+  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\
-+  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2); \\
++  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);     \\
 """)
     assert "SUPPORTED_COMPLEX_OPS" not in out
 

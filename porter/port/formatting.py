@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -110,17 +111,26 @@ def only_within(text: str, formatted: str, ranges: list[tuple[int, int]]) -> str
         elif all(mine):
             out += new[j1:j2]
         elif i2 - i1 == j2 - j1:        # line for line: porter's lines formatted, the rest kept
-            out += [new[j1 + k] if mine[k] else old[i1 + k] for k in range(i2 - i1)]
+            out += [_in_step(old[i1 + k], new[j1 + k]) if mine[k] else old[i1 + k]
+                    for k in range(i2 - i1)]
         else:
             out += old[i1:i2]           # a reflow that mixes porter's lines with others: keep
     return "\n".join(out)
+
+
+def _in_step(mine: str, formatted: str) -> str:
+    """Porter's line inside a construct whose other lines stay: where clang-format only moved
+    its escaped newline (to realign the whole `#define`), keep it in line with its neighbours."""
+    if re.sub(r"\s*\\$", "", mine) == re.sub(r"\s*\\$", "", formatted):
+        return mine
+    return formatted
 
 
 # A dry run and the real run that follows format the same texts: the second reads the result
 # back (~1 ms) instead of starting clang-format again (~20 ms a file).
 def _key(exe: str, args: list[str], style: str, text: str) -> str:
     st = os.stat(exe)
-    h = hashlib.sha256(f"format-v2\0{os.path.realpath(exe)}:{st.st_size}:{int(st.st_mtime)}".encode())
+    h = hashlib.sha256(f"format-v3\0{os.path.realpath(exe)}:{st.st_size}:{int(st.st_mtime)}".encode())
     for part in (*args, style, text):
         h.update(b"\0" + part.encode())
     return h.hexdigest()[:32]
