@@ -538,3 +538,20 @@ def test_no_redundant_cast_in_a_body_of_plain_values(mini_root):
 +REGISTER_BINARY_OP(heaviside, half2, half2);
 """)
     assert "float(float(" not in result.out
+
+
+@pytest.mark.parametrize(("op", "code", "says"), [
+    # the host runs the kernel for floating types only (at::maximum_out for the rest)
+    pytest.param("fmax", 0, "nothing to do", id="host-routes-integers-elsewhere"),
+    # upstream's own registrations stand: porter does not call them wrong
+    pytest.param("special_erfcx", 0, "nothing to do", id="existing-registrations-not-judged"),
+    # the fixture's INSTANTIATE_UNARY_KERNELS_VEC2 has no exp2: complex64 has no kernel, and
+    # --complex-body cannot add an overload to an existing functor, so the edit is by hand
+    pytest.param("exp2", 1, "missing a complex64 kernel (exp2 is in SUPPORTED_COMPLEX_OPS, so its MPS "
+                 "test sends complex64): a complex overload of the existing exp2_functor and its "
+                 "float2/half2 registrations, written by hand", id="complex-gap-is-a-hand-edit"),
+])
+def test_a_rerun_on_an_already_registered_kernel(real_tree_template, op, code, says):
+    result = porter("new-op", op, "--dry-run", root=real_tree_template)
+    assert result.code == code, result.err
+    assert says in result.out + result.err
