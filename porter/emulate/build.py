@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from porter.emulate import headers
+from porter.emulate import headers, metal_builtins
 from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
     _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, _blocks, _cache_key, _compiler_id, _error_text,
     _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler)
@@ -43,12 +43,14 @@ BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
 # g++'s words for a qualified name the namespace does not have
 _NOT_IN_C10_METAL = re.compile(r"'(\w+)' is not a member of '(?:::)?c10::metal'")
 # g++ messages that are errors in any C++ dialect, Metal's included: the file is wrong, not
-# beyond the emulator (a Metal builtin the shim lacks reads "was not declared", and stays
-# an unsupported construct).
+# beyond the emulator. "was not declared" is one too, unless the name is a Metal builtin the
+# shim lacks (porter.emulate.metal_builtins): that stays an unsupported construct.
 _BUILD_ERROR_MESSAGE = re.compile(
     r"(^|: )(expected |stray |missing terminating|unterminated |invalid preprocessing|"
     r"static assertion failed|expected primary-expression|"
-    r"operands to '\?:' have different types)")
+    r"operands to '\?:' have different types|"
+    r"request for member '\w+' in '[^']*', which is of non-class type '(?:const )?"
+    r"(?:float|int|long|short|char|bool|unsigned \w+|signed char)')")   # a scalar has no .x
 
 
 def is_build_error(message: str) -> bool:
@@ -270,15 +272,19 @@ def _last(pattern: re.Pattern, text: str):
     return found
 
 
+_UNDECLARED = re.compile(r"'([\w:]+)' (?:was not declared in this scope|is not a member of '([\w:]+)')")
+
+
 def _header_gap(reason: str, root: Path | None) -> str:
     """A c10::metal function the headers lack is not a construct beyond the emulator: say which
     headers were used. The checkout's own c10/metal is what a Mac compiles against too (a build
     error); the installed torch's, used where the checkout has none, may simply be older than
     the kernel file (porter cannot build it, and says why)."""
     m = _NOT_IN_C10_METAL.search(reason)
-    if not m or not reason.startswith(UNSUPPORTED + ": "):
+    kind = next((k for k in (UNSUPPORTED, BUILD_ERROR) if reason.startswith(k + ": ")), None)
+    if not m or kind is None:
         return reason
-    where = reason[len(UNSUPPORTED) + 2:].split(": ", 1)[0]
+    where = reason[len(kind) + 2:].split(": ", 1)[0]
     described, own = headers.origin(root)
     kind = BUILD_ERROR if own else OLD_HEADERS
     return (f"{kind}: {where}: c10::metal::{m.group(1)} is not defined in {described}: "
@@ -286,8 +292,19 @@ def _header_gap(reason: str, root: Path | None) -> str:
 
 
 def _classified(where_and_message: str) -> str:
-    kind = BUILD_ERROR if is_build_error(where_and_message) else UNSUPPORTED
+    kind = BUILD_ERROR if is_build_error(where_and_message) or _undeclared_outside_metal(
+        where_and_message) else UNSUPPORTED
     return f"{kind}: {where_and_message}"
+
+
+def _undeclared_outside_metal(message: str) -> bool:
+    """An identifier g++ does not know that Metal does not define either (a typo, a helper
+    nobody declared): a Mac rejects it too. A Metal builtin the shim lacks stays unsupported."""
+    m = _UNDECLARED.search(message)
+    if m is None:
+        return False
+    name = f"{m.group(2)}::{m.group(1)}" if m.group(2) else m.group(1)
+    return not metal_builtins.is_metal_name(name)
 
 
 def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:
