@@ -72,6 +72,12 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     if check >= len(compares):
         return Refused(f"{cls.name}.{test_name} compares each sample {len(compares)} time(s), "
                        f"not {check + 1}")
+    # the rules decide the names `atol`/`rtol`; a comparison passing anything else (`atol=0`)
+    # compares with tolerances the rules do not give
+    for kw in loop.body[compares[check]].value.keywords:
+        if kw.arg in _TOLS and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
+            return Refused(f"{cls.name}.{test_name} compares with {kw.arg}={ast.unparse(kw.value)} "
+                           f"(test/test_mps.py:{kw.value.lineno}), which porter does not model")
     kept = []
     for stmt in loop.body[:compares[check]]:
         if _is_tolerance_stmt(stmt):

@@ -272,6 +272,22 @@ neg torch.float32 | (None, None) | (None, None)""")
     assert lists.tolerances(frac, torch.bfloat16) == (0.0, 0.0)
 
 
+def test_a_comparison_with_other_tolerances_than_the_rules_is_refused():
+    """Wrong on purpose: the checkout compares exactly (atol=0) whatever its rules say; porter
+    used the rules' (None, None) and the default tolerance, looser than the Mac's test."""
+    text = (fixture_root() / TEST_MPS).read_text()
+    compare = "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n"
+    assert compare in text
+    changed = text.replace(compare, compare.replace("atol=atol", "atol=0"), 1)
+    lists = _rules_of(changed)
+    line = next(i for i, t in enumerate(changed.splitlines(), 1)
+                if "self.assertEqual(cpu_out, mps_out, atol=0" in t)
+    assert lists.approximate
+    assert (f"TestConsistency.test_output_match compares with atol=0 (test/test_mps.py:{line}), "
+            "which porter does not model") in lists.source
+    assert not _rules_of(text).approximate
+
+
 def test_atol_set_in_a_shape_porter_does_not_cut_is_refused_with_the_line():
     text = MIXED_CHAIN.replace(
         "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n",
