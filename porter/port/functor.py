@@ -49,10 +49,27 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         statements_float = translate_body.rename(as_float.statements, lam.params, params)
         statements_int = translate_body.rename(as_t.statements, int_lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
+    out_bool = spec.returns_bool
+    complex_out = "bool" if out_bool else "T"
+    complex_statements = None
+    if complex_body:
+        expr = complex_body.strip().rstrip(';')
+        complex_statements = f"return {expr};" if out_bool else f"return T({expr});"
+    # (binary ops: their bool registrations, complex included, are porter.port.edits.metal's
+    # add_bool_registration)
+    generic = (_truth_body(statements_int, params, c10_functions)
+               if out_bool and spec.kind != UNARY else None)
+    if generic is not None:
+        # reads its arguments as truth values only: one template for every input dtype,
+        # complex included (a --complex-body still gets its own overload)
+        template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
+        text = render(template, op=spec.kernel, params=params, generic_body=generic,
+                      float_body=None, int_body=None, float_out="bool", int_out="bool",
+                      complex_body=complex_statements, complex_out=complex_out)
+        return Functor(text, origin, detail, complex=True)
     metal_types = {METAL[d] for d in spec.dtypes if d in METAL}
     has_float = bool(metal_types & set(METAL_FLOATING)) or not metal_types
     has_int = bool(metal_types - set(METAL_FLOATING) - {"float2"})
-    out_bool = spec.returns_bool
     float_out = "bool" if out_bool else "T"
     int_out = "bool" if out_bool else ("float" if spec.promotes_int_to_float else "T")
     float_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params),
@@ -67,12 +84,20 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         int_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params), "float")
     else:
         int_body = translate_body.wrap_returns(statements_int, int_out)
-    complex_statements = f"return T({complex_body.strip().rstrip(';')});" if complex_body else None
     template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
-    text = render(template, op=spec.kernel, params=params, float_body=float_body,
+    text = render(template, op=spec.kernel, params=params, generic_body=None, float_body=float_body,
                   int_body=int_body, float_out=float_out, int_out=int_out,
-                  complex_body=complex_statements)
+                  complex_body=complex_statements, complex_out=complex_out)
     return Functor(text, origin, detail, complex=complex_statements is not None)
+
+
+def _truth_body(statements: str, params, c10_functions) -> str | None:
+    """The body of a bool functor as one template over every dtype (porter.port.body.truthiness),
+    where the checkout's c10/metal headers define `cast_to`."""
+    generic = translate_body.truthiness(statements, params)
+    if generic is None or "cast_to" not in c10_functions():
+        return None
+    return generic
 
 
 def functor_params(spec: OpSpec) -> tuple[str, ...]:
