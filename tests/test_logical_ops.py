@@ -128,10 +128,10 @@ def test_the_generated_files_of_logical_and(real_root):
 
 """)
     assert_expected_inline(file_diff(result.out, BINARY_OPS), """\
-@@ -72,7 +72,6 @@
+@@ -82,7 +82,6 @@
    }
+ }
  
- CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);
 -CREATE_MPS_BINARY_COMPARISON_OP_FUNC(logical_and_out_mps, logicalAND, Tensor);
  CREATE_MPS_BINARY_COMPARISON_OP_FUNC(logical_or_out_mps, logicalOR, Tensor);
  CREATE_MPS_BINARY_COMPARISON_OP_FUNC(logical_xor_out_mps, logicalXOR, Tensor);
