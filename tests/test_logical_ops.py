@@ -247,3 +247,25 @@ REGISTER_BINARY_CASTOUT_OP(logical_and, float2, bool);
     assert again.endswith("REGISTER_BINARY_CASTOUT_OP(logical_and, float2, bool);\n"
                           "REGISTER_BINARY_OP(logical_or, float, bool);\n")
     assert add_bool_registration(new, "logical_and", ["float", "long"], castout=True) == new
+
+
+TRUTH_TABLE = [
+    # body (a CPU lambda's, or --body)   -> one template over every dtype, or None (per-kind overloads)
+    ("return a && b;", "return c10::metal::cast_to<bool>(a) && c10::metal::cast_to<bool>(b);"),
+    ("return a || b;", "return c10::metal::cast_to<bool>(a) || c10::metal::cast_to<bool>(b);"),
+    ("return bool(a) != bool(b);", "return c10::metal::cast_to<bool>(a) != c10::metal::cast_to<bool>(b);"),
+    ("return !a && b;", "return !c10::metal::cast_to<bool>(a) && c10::metal::cast_to<bool>(b);"),
+    ("return c10::metal::cast_to<bool>(a) || b;",
+     "return c10::metal::cast_to<bool>(a) || c10::metal::cast_to<bool>(b);"),
+    ("return a > 0 && b;", None),           # compares a value: complex has no `>`
+    ("return a.x != 0 && b.x != 0;", None),   # the real part only
+    ("return a + b;", None),
+    ("return true;", None),
+]
+
+
+@pytest.mark.parametrize("body,expected", TRUTH_TABLE)
+def test_truthiness_rewrites_only_truth_value_reads(body, expected):
+    from porter.port.body import truthiness
+
+    assert truthiness(body, ("a", "b")) == expected

@@ -282,11 +282,10 @@ def truthiness(statements: str, params: tuple[str, ...]) -> str | None:
     for n, i in enumerate(significant):
         if tokens[i] not in params:
             continue
-        before = [tokens[j] for j in significant[max(0, n - 3):n]]
-        after = tokens[significant[n + 1]] if n + 1 < len(significant) else ""
         if n >= 5 and "".join(tokens[j] for j in significant[n - 5:n]) == TRUTH + "(":
             continue        # already cast_to<bool>(p)
-        prev = before[-1] if before else ""
+        prev = tokens[significant[n - 1]] if n else ""
+        after = tokens[significant[n + 1]] if n + 1 < len(significant) else ""
         truth_prev = prev in LOGICAL | {"!", "return"}
         truth_next = after in LOGICAL | {";"}
         if not (truth_prev and truth_next):

@@ -55,15 +55,13 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     if complex_body:
         expr = complex_body.strip().rstrip(';')
         complex_statements = f"return {expr};" if out_bool else f"return T({expr});"
-    # (binary ops: their bool registrations, complex included, are porter.port.edits.metal's
-    # add_bool_registration)
+    # A binary bool op reading its arguments as truth values only: one template for every input
+    # dtype, complex included (a --complex-body still gets its own overload); its registrations
+    # are porter.port.edits.metal.add_bool_registration's
     generic = (_truth_body(statements_int, params, c10_functions)
                if out_bool and spec.kind != UNARY else None)
     if generic is not None:
-        # reads its arguments as truth values only: one template for every input dtype,
-        # complex included (a --complex-body still gets its own overload)
-        template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
-        text = render(template, op=spec.kernel, params=params, generic_body=generic,
+        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, generic_body=generic,
                       float_body=None, int_body=None, float_out="bool", int_out="bool",
                       complex_body=complex_statements, complex_out=complex_out)
         return Functor(text, origin, detail, complex=True)
