@@ -40,8 +40,10 @@ heaviside          no-mps    -         binary  yes   native_functions.yaml, Bina
 special_log_ndtr   no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
 special_ndtri      no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-20 op(s) on MPSGraph, 3 without MPS: 12 ported automatically (AUTO: porter writes the kernel body itself), 7 with --body EXPR (WHY NOT says what the body replaces), 4 refused (2 str argument, 1 backward op with scalars, 1 no DispatchStub). `--verify` measures AUTO.
-4 of them are backward ops (`.grad_input`), tested through their forward op's samples: `porter test OP --device emulate`.
+20 op(s) on MPSGraph (16 forward, 4 backward), 3 without MPS. AUTO: porter writes the kernel body itself; WHY NOT says what a --body EXPR (or --complex-body EXPR, complex64's) replaces, or why the port is refused. `--verify` measures AUTO.
+  forward ops (16 on MPSGraph, 3 without MPS): 12 ported automatically, 5 with --body EXPR, 2 refused (1 no DispatchStub, 1 str argument).
+  backward ops (4 on MPSGraph): 2 with --body EXPR, 2 refused (1 backward op with scalars, 1 str argument).
+Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
 1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
 FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP --dry-run` or `porter new-op OP --dry-run` shows every edit.
 """)
@@ -81,3 +83,15 @@ def test_automatic_agrees_with_the_commands(tree, request):
         if c["automatic"]:
             expected = "cpu-lambda" if c["how"].startswith("CPU lambda") else "mpsgraph-selector"
             assert origin == expected, c["op"]
+
+
+def test_the_readme_quotes_the_counts_candidates_prints_on_the_real_tree(real_tree_template):
+    # the README's "which ops" paragraph states these counts; when a port moves an op (a refusal
+    # lifted, a body derived), this fails with the lines to paste
+    from pathlib import Path
+
+    counts = json.loads(porter("candidates", "--json", root=real_tree_template).out)["summary"]
+    assert counts["headline"] == "31 op(s) on MPSGraph (25 forward, 6 backward), 6 without MPS"
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    for group in ("forward", "backward"):
+        assert counts[group] in readme, f"README.md's 'which ops' paragraph should quote:\n{counts[group]}"

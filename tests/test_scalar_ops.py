@@ -1,6 +1,8 @@
 """Ops with scalar parameters (issue 13) on the real-size tree: each migrated off MPSGraph, then
 its kernel file built and the op's OpInfo samples run through the emulated kernel, with the
-samples' own scalar arguments passed through the host code porter wrote."""
+samples' own scalar arguments passed through the host code porter wrote, and through the OpInfo's
+reference inputs (`--reference-inputs`: ±0.0, ±inf, nan, large values), which catch what the
+standard samples cannot (they hold no nan or inf)."""
 
 from __future__ import annotations
 
@@ -43,11 +45,16 @@ def _words(text: str) -> str:
                              if not line.startswith("+++")).split())
 
 
-def _emulated(root, name: str) -> tuple[int, dict[str, str]]:
-    result = porter("test", name, "--device", "emulate", "--json", root=root)
+def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[int, dict[str, str]]:
+    """`porter test NAME --device emulate` (with `--reference-inputs`, whose rows come on top of the
+    standard ones; on `dtypes` only if given): the exit code and each row's outcome, keyed by
+    dtype, or by ("reference", dtype) for the reference-inputs rows."""
+    extra = (["--reference-inputs"] if reference else []) + [a for d in dtypes for a in ("--dtype", d)]
+    result = porter("test", name, "--device", "emulate", "--json", *extra, root=root)
     assert result.out.startswith("{"), result.err
     report = json.loads(result.out)
-    return result.code, {case["dtype"]: case["outcome"] for op in report["ops"] for case in op["dtypes"]}
+    return result.code, {(("reference", case["dtype"]) if op["reference"] else case["dtype"]): case["outcome"]
+                         for op in report["ops"] for case in op["dtypes"]}
 
 
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
@@ -60,9 +67,10 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
     assert "skeleton" not in migrated.out, migrated.out
     built = porter("emulate", "check", "--json", root=real_root)
     assert json.loads(built.out)["ok"], built.out[:2000]
-    code, outcomes = _emulated(real_root, name)
+    code, outcomes = _emulated(real_root, name, reference=True)
     expected = dtypes if isinstance(dtypes, dict) else {d: "pass" for d in dtypes}
-    assert outcomes == expected
+    # the standard samples and the reference inputs, on every dtype the MPS test sends
+    assert outcomes == expected | {("reference", d): outcome for d, outcome in expected.items()}
     assert code == 0
 
 
@@ -85,6 +93,61 @@ def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
     code, outcomes = _emulated(real_root, "logit")
     assert code == 1 and "fail" in outcomes.values(), outcomes
+
+
+def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
+    # the standard samples hold no inf, so they pass the swap; the reference inputs' ±inf do not
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    swapped = NAN_TO_NUM_BODY.replace("posinf : neginf", "neginf : posinf")
+    assert swapped != NAN_TO_NUM_BODY
+    assert porter("migrate-from-mpsgraph", "nan_to_num", "--body", swapped, root=real_root).code == 0
+    # reference inputs cost ~0.5 s a dtype: float32, bfloat16 (its samples pass posinf and neginf
+    # explicitly, the others leave them None for the host's dtype extremes) and an integer
+    some = ("int32", "bfloat16", "float32")
+    code, outcomes = _emulated(real_root, "nan_to_num", reference=True, dtypes=some)
+    assert {outcomes[d] for d in some} == {"pass"}, outcomes
+    assert {d: outcomes["reference", d] for d in some} == {"int32": "pass", "bfloat16": "fail", "float32": "fail"}
+    assert code == 1
+
+
+def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_root):
+    # no OpInfo sample of nan_to_num passes values of its own (bfloat16's explicit posinf/neginf
+    # are its dtype's extremes, what None gives too), so a host ignoring them would pass
+    # `porter test` even with reference inputs: the emulated kernel runs them here
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from porter.emulate.backend import EmulateBackend
+
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "nan_to_num", "--body", NAN_TO_NUM_BODY, root=real_root).code == 0
+    backend = EmulateBackend(real_root)
+    try:
+        x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.5, -0.0, 3e38])
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for kwargs in ({}, {"nan": 2.0, "posinf": 7.0, "neginf": -3.0}, {"posinf": 1.0}, {"neginf": 0.5}):
+                sample = SimpleNamespace(input=x.to(dtype), args=(), kwargs=kwargs)
+                got = backend.run(SimpleNamespace(name="nan_to_num", variant_test_name=""), sample, dtype)
+                torch.testing.assert_close(got, torch.nan_to_num(x.to(dtype), **kwargs), msg=str((dtype, kwargs)))
+    finally:
+        backend.close()
+
+
+def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
+    # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
+    # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
+    # large integers, where the CPU gives nan and the clamped kernel ±inf
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    lo, hi = "max(eps, 0.0f)", "1 - max(eps, 0.0f)"
+    wrong = f"log(clamp(x, {lo}, {hi}) / (1 - clamp(x, {lo}, {hi})))"
+    assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
+    some = ("bool", "int64", "float32")     # bool's 0 and 1 stay inside [0, 1]
+    code, outcomes = _emulated(real_root, "logit", reference=True, dtypes=some)
+    assert {outcomes[d] for d in some} == {"pass"}, outcomes
+    assert {d: outcomes["reference", d] for d in some} == {"bool": "pass", "int64": "fail", "float32": "fail"}
+    assert code == 1
 
 
 def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_root):
@@ -141,15 +204,26 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
 
 @pytest.mark.parametrize("op,says", [
     ("gelu", "its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared "
-             "function for an MPS row to join and it can only be ported in place"),
+             "function for an MPS row to join and it can only be ported in place (its MPS function's "
+             "body replaced by a Metal call) (what is missing: a host that passes str "
+             "approximate='none' by picking one Metal kernel per value of the string; here that host "
+             "is gelu_out_mps's own body: replace its MPSGraph code by the Metal calls by hand)"),
     ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
-            "DispatchStub for MPS to join"),
+            "DispatchStub for MPS to join (what is missing: an in-place port that passes Scalar "
+            "alpha=1 to the kernel (porter's in-place ports pass no scalars); "
+            "aten/src/ATen/native/mps/kernels/BinaryKernel.metal already registers add_alpha: call it "
+            "from add_out_mps (its MPS row) by hand)"),
     ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels"),
     ("smooth_l1_loss", "'smooth_l1_loss' reduces its result (`int reduction=Mean`)"),
 ])
 def test_ops_that_are_not_one_functor_are_refused_with_what_is_missing(real_root, op, says):
-    result = porter("migrate-from-mpsgraph", op, "--dry-run", root=real_root)
-    assert result.code == 2 and says in result.err, result.err
+    for command in ("migrate-from-mpsgraph", "new-op"):
+        result = porter(command, op, "--dry-run", root=real_root)
+        assert result.code == 2 and says in result.err, result.err
+    # gelu's only way is in place, and forcing it does not get around the str
+    assert says in porter("migrate-from-mpsgraph", op, "--in-place", "--dry-run", root=real_root).err
+    # a reduction's hint does not pretend that passing its argument would do
+    assert "reduction=Mean to" not in result.err
 
 
 def test_candidates_classify_the_scalar_ops(real_root):

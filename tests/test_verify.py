@@ -16,7 +16,7 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
 from porter.source.checkout import Checkout  # noqa: E402
 from porter.harness import verify as verifymod  # noqa: E402
 from porter.survey.candidates import find  # noqa: E402
-from tests.porter_run import porter, snapshot  # noqa: E402
+from tests.porter_run import git_init, porter, snapshot  # noqa: E402
 
 # Ports porter used to write that a Mac rejects, before the planning side's completeness checks
 # (issue 12, cases 4 and 5): each is now refused with the reason, never written.
@@ -28,6 +28,16 @@ REFUSED_AS_INCOMPLETE = {
     "sigmoid_backward": "the body of sigmoid_backward_functor",
     "tanh_backward": "the body of tanh_backward_functor",
 }
+
+
+# The sweep's verified ports and how each is written for the reference-inputs run below
+WRITTEN_BY = {"frac": "migrate-from-mpsgraph", "sign": "migrate-from-mpsgraph",
+              "signbit": "migrate-from-mpsgraph", "heaviside": "new-op", "special_log_ndtr": "new-op"}
+# verified ports whose own test writes them and runs `--reference-inputs` on every dtype
+REFERENCE_TESTED_ELSEWHERE = {"softplus": "tests/test_scalar_ops.py", "sub": "tests/test_scalar_ops.py",
+                              "logical_and": "tests/test_logical_ops.py",
+                              "logical_or": "tests/test_logical_ops.py",
+                              "logical_xor": "tests/test_logical_ops.py"}
 
 
 @pytest.fixture(autouse=True)
@@ -59,23 +69,29 @@ def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason
     assert {v.op for v in by_status["verified"]} == {"frac", "sign", "signbit", "heaviside",
                                                      "special_log_ndtr", "softplus", "sub",
                                                      "logical_and", "logical_or", "logical_xor"}
+    # each verified op is written and run with reference inputs, below or in its own test file
+    assert {v.op for v in by_status["verified"]} == set(WRITTEN_BY) | set(REFERENCE_TESTED_ELSEWHERE)
 
 
-def test_verify_with_reference_inputs_then_the_written_port_passes_the_same_test(real_root):
-    checkout = Checkout.at(real_root)
-    some = ["bool", "float32"]              # reference inputs cost 1-3 s a dtype
-    # signbit's automatic body reads the sign bit: -0.0 in the reference inputs passes
-    signbit = verifymod.verify(checkout, "signbit", "mpsgraph", reference_inputs=True,
-                               dtypes=["float32"])
-    assert signbit.status == verifymod.VERIFIED, signbit
-    heaviside = verifymod.verify(checkout, "heaviside", "no-mps", reference_inputs=True, dtypes=some)
-    assert heaviside.status == verifymod.VERIFIED and heaviside.detail == "2/2 dtypes"
-    # what --verify marks verified passes `porter test --reference-inputs` once written
-    assert porter("new-op", "heaviside", root=real_root).code == 0
-    args = [a for d in some for a in ("--dtype", d)]
-    res = porter("test", "heaviside", "--device", "emulate", "--reference-inputs", *args, root=real_root)
+def test_every_verified_port_once_written_passes_the_reference_inputs_on_every_dtype(real_root):
+    # `candidates --verify` runs the reference inputs on the port planned in memory; the same plan,
+    # written, must pass `porter test OP --device emulate --reference-inputs` on every dtype the MPS
+    # test sends (the reference inputs start with the standard samples, so this also covers the
+    # sweep above). signbit's automatic body reads the sign bit, so -0.0 passes.
+    git_init(real_root)
+    for op, command in WRITTEN_BY.items():
+        res = porter(command, op, root=real_root)
+        assert res.code == 0, (op, res.err)
+        git_init(real_root)                 # commits the port: porter edits clean files only
+    res = porter("test", *WRITTEN_BY, "--device", "emulate", "--reference-inputs", "--json", root=real_root)
+    report = json.loads(res.out)
+    rows = {(o["key"], o["reference"]): {c["dtype"]: c["outcome"] for c in o["dtypes"]} for o in report["ops"]}
+    reference = {key: outcomes for (key, ref), outcomes in rows.items() if ref}
+    assert set(reference) == {"frac", "sign", "signbit", "heaviside", "special.log_ndtr"}, sorted(rows)
+    for key, outcomes in reference.items():
+        assert outcomes == rows[key, False] and set(outcomes.values()) == {"pass"}, (key, outcomes)
+    assert sum(len(o) for o in reference.values()) >= 35      # every dtype, not a sample of them
     assert res.code == 0, res.out
-    assert "summary: 4 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
 
 
 def test_candidates_verify_table_and_json_carry_the_measurement(real_tree_template, monkeypatch, capsys):

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.survey.candidates import refusal_label, MPSGRAPH, find
+    from porter.survey.candidates import find, summary
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
@@ -28,6 +28,7 @@ def run(args) -> int:
     verdicts = _verify(checkout, found) if args.verify else {}
     if args.json:
         print(json.dumps({"ok": True, "command": "candidates", "others_on_own_mps_kernels": inventory.others,
+                          "summary": summary(found),
                           "candidates": [c.__dict__ | {"files": list(c.files)}
                                          | ({"verify": verdicts[c.op].to_json()} if verdicts else {})
                                          for c in found]},
@@ -41,37 +42,28 @@ def run(args) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
-    graph = sum(c.state == MPSGRAPH for c in found)
-    auto = sum(c.automatic for c in found)
+    counts = summary(found)
     if verdicts:
         from collections import Counter
-        counts = Counter(v.status for v in verdicts.values())
-        print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS; AUTO measured: each "
-              "port planned in memory without --body, built and run through the emulated "
-              "output-match test with reference inputs: "
-              + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
+        measured = Counter(v.status for v in verdicts.values())
+        print(f"\n{counts['headline']}; AUTO measured: each port planned in memory without --body, "
+              "built and run through the emulated output-match test with reference inputs: "
+              + ", ".join(f"{measured.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
               + ". Nothing was written.")
         for c in found:
             v = verdicts[c.op]
             if v.status != "verified":
                 print(f"  {c.op}: {v.status}: {v.detail}")
     else:
-        with_body = sum(c.verdict == "--body" for c in found)
-        refused: dict[str, int] = {}
-        for c in found:
-            if c.verdict == "refused":
-                label = refusal_label(c.how)
-                refused[label] = refused.get(label, 0) + 1
-        by_reason = ", ".join(f"{n} {label}" for label, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
-        print(f"\n{graph} op(s) on MPSGraph, {len(found) - graph} without MPS: {auto} ported automatically "
-              f"(AUTO: porter writes the kernel body itself), {with_body} with --body EXPR (WHY NOT says "
-              f"what the body replaces), {sum(refused.values())} refused"
-              + (f" ({by_reason})." if refused else ".") + " `--verify` measures AUTO.")
-    backward = sum(c.backward for c in found)
+        print(f"\n{counts['headline']}. AUTO: porter writes the kernel body itself; WHY NOT says what "
+              "a --body EXPR (or --complex-body EXPR, complex64's) replaces, or why the port is refused. "
+              "`--verify` measures AUTO.")
+        for group in ("forward", "backward"):
+            if group in counts:
+                print(f"  {counts[group]}.")
+    if any(c.backward for c in found):
+        print("Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.")
     in_place = sum(c.way == "in place" for c in found)
-    if backward:
-        print(f"{backward} of them are backward ops (`.grad_input`), tested through their forward "
-              "op's samples: `porter test OP --device emulate`.")
     if in_place:
         print(f"{in_place} can only be ported in place: the op keeps its own MPS impl, whose body "
               "then calls the kernel.")

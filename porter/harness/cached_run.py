@@ -8,7 +8,7 @@ the ordinary way, then records (porter.harness.record). A cached run repeats
 - the dtypes to test: the OpInfo's (recorded), each run against the kernels the checkout's
   `.metal` registers now (built on every run: the kernel is what the author is editing);
 - expectations: `common_mps.py` parsed now, plus the OpInfo's DecorateInfos (recorded);
-- tolerances: `test_mps.py`'s lists read now, plus the recorded floors;
+- tolerances: `test_mps.py`'s rules read and run now, plus the recorded floors;
 - each sample runs on the emulator (`EmulateBackend.run_portable`) and is compared with the
   recorded CPU reference by `porter.harness.portable.compare`, upstream's assertEqual in numpy.
 
@@ -102,7 +102,8 @@ def _run(opts, checkout, backend, env: str) -> CachedRun:
     meta = entries[0]["meta"] if entries else {}
     db = SimpleNamespace(source=meta.get("source", "?"), torch_version=meta.get("torch", "?"),
                          torch_path=meta.get("path", "?"))
-    return CachedRun(results, exp, lists, db)
+    # recordable samples are asked with the built-in keywords, whichever file says them
+    return CachedRun(results, exp, lists, db, samples=sample_rules.load(checkout))
 
 
 def _canonical(name: str) -> str:
@@ -162,8 +163,8 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
         res.outcome, res.expected_by = SKIP, skip_by
         res.message = "skipped by " + ", ".join(skip_by)
         return res
-    atol, rtol = tolerances.compute_tolerances(lists, rec["name"], rec["variant"], dtype)
-    res.atol, res.rtol = atol, rtol
+    # the checkout's rules, as the uncached run applies them (a stand-in torch: no import)
+    res.atol, res.rtol = lists.named(rec["name"], rec["variant"], dtype)
     loaded = refcache.load_refs(env, rec["full_name"], dtype)
     if loaded is None:
         raise Miss(f"{rec['full_name']} {dtype}")
@@ -173,7 +174,7 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
         if only is not None and index != only:
             continue
         res.samples += 1
-        err = _check_sample(rec, op, _decode_sample(raw, arrays), dtype, backend, atol, rtol,
+        err = _check_sample(rec, op, _decode_sample(raw, arrays), dtype, backend, lists,
                             floors, res)
         if err is not None:
             res.failed_samples += 1
@@ -190,8 +191,11 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
     return settle(res, start, xfail_by)
 
 
-def _check_sample(rec, op, sample: Sample, dtype, backend, atol, rtol, floors, res) -> str | None:
-    atol, rtol = tolerances.per_sample_tolerances(rec["name"], dtype, sample.kwargs, (atol, rtol))
+def _check_sample(rec, op, sample: Sample, dtype, backend, lists, floors, res) -> str | None:
+    try:
+        atol, rtol = lists.named(rec["name"], rec["variant"], dtype, sample)
+    except Exception as exc:      # a rule reading the sample's tensors: run them as torch ones
+        raise Unsupported(f"the checkout's tolerance rules on a cached sample: {exc}") from exc
     try:
         dev_out = backend.run_portable(op, sample)
     except Unsupported:

@@ -4,7 +4,8 @@ Mirrors upstream's `TestConsistency.test_output_match`: every sample input (gene
 CPU with the keywords of the checkout test's `sample_inputs` call, porter.harness.sample_rules),
 run on the device and on a CPU copy; half/bfloat16 reference in float32 when the CPU has no
 kernel, cast back to the op's own output dtype; compared by `TestCase.assertEqual` (NaN equal,
-exact dtype) with `_compute_tolerances` and the OpInfo's tolerance overrides as floors.
+exact dtype) with the checkout's tolerance rules (porter.harness.tolerances) per sample and the
+OpInfo's tolerance overrides as floors.
 Unlike upstream, every sample runs (not only up to the first failure), so the report can give
 the number of failing samples and the worst error.
 """
@@ -221,10 +222,8 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
         res.outcome, res.expected_by = SKIP, skip_by
         res.message = "skipped by " + ", ".join(skip_by)
         return res
-    # a backward op or a --grad test takes the forward OpInfo's tolerances
-    tol_name = getattr(info, "tolerance_name", info.name)
-    atol, rtol = ctx.lists.tolerances(info, dtype)
-    res.atol, res.rtol = atol, rtol
+    # before any sample: what the report shows; each sample may loosen it (_check_sample)
+    res.atol, res.rtol = ctx.lists.tolerances(info, dtype, ctx.macos)
     start = time.perf_counter()
     try:
         generated = 0
@@ -233,8 +232,7 @@ def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
             if only is not None and index != only:
                 continue
             res.samples += 1
-            err = _check_sample(info, sample, dtype, ctx.backend, atol, rtol, tol_floor, res,
-                                tol_name)
+            err = _check_sample(info, sample, dtype, ctx, tol_floor, res)
             if err is not None:
                 res.failed_samples += 1
                 if res.first_failure is None:
@@ -260,12 +258,15 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     return info.sample_inputs("cpu", dtype, **kwargs)
 
 
-def _check_sample(info, sample, dtype, backend, atol, rtol, tol_floor, res,
-                  tol_name: str | None = None) -> str | None:
+def _check_sample(info, sample, dtype, ctx: RunContext, tol_floor, res) -> str | None:
     """Run one sample; update the error maxima; return a one-line failure or None."""
     name = _dtype_name(dtype)
-    atol, rtol = tolerances.per_sample_tolerances(tol_name or info.name, name, sample.kwargs,
-                                                  (atol, rtol))
+    backend = ctx.backend
+    # the checkout's rules decide per sample (interpolate's and upsample's depend on its kwargs)
+    try:
+        atol, rtol = ctx.lists.for_sample(info, dtype, sample, ctx.macos)
+    except Exception as exc:      # upstream's test errors on this sample as well
+        return f"{ctx.lists.source} raised deciding the tolerances: {_one_line(exc)}"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning)
         try:

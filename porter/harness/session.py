@@ -119,13 +119,11 @@ def run(opts: Options) -> int:
     elif opts.markdown:
         out.write(section)
     else:
-        tol = ctx.lists.source if ctx.lists.source != "built-in" else \
-            "porter's built-in copy (approximate: the checkout has no test/test_mps.py lists)"
         header = (f"porter test: device {backend.name}; op_db from {ctx.db.source} torch "
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'} "
                   f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
                   f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
-                  f"; tolerance lists {tol}")
+                  f"; tolerances from {ctx.lists.source}")
         if cached:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:

@@ -1,19 +1,22 @@
 """Tolerances of upstream's `TestConsistency.test_output_match`.
 
-Mirrors `_compute_tolerances(op, dtype)` of `test/test_mps.py`: `(None, None)` means
-torch.testing's per-dtype defaults; the low-precision op lists loosen float32 / float16 /
-bfloat16. The lists are class attributes of `TestConsistency`; they are read statically from
-the checkout's `test/test_mps.py` when it has them, else from the built-in copy below (names
-only, as of upstream in 2025-2026). OpInfo `toleranceOverride` / `precisionOverride`
-DecorateInfos act as floors on top, exactly as `TestCase.precision` / `rel_tol` do upstream.
+`(None, None)` means torch.testing's per-dtype defaults. When the checkout has a
+`test/test_mps.py`, its own rules decide: the statements of its test_output_match that set
+atol/rtol (its `_compute_tolerances`, pow's, interpolate's and upsample's rules, whatever that
+version has) are cut out and run (porter.harness.tolerance_rules). Only where it has none, or
+they cannot be isolated, does porter fall back to its built-in table below, which is
+APPROXIMATE: a copy of upstream's 2025-2026 `_compute_tolerances` and sample overrides, fed the
+checkout's low-precision lists when it has them; the source porter reports says which.
+OpInfo `toleranceOverride` / `precisionOverride` DecorateInfos act as floors on top, exactly as
+`TestCase.precision` / `rel_tol` do upstream.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable
 
+from porter.harness import tolerance_rules
 from porter.source.checkout import TEST_MPS, Checkout
 
 
@@ -59,95 +62,67 @@ class LowPrecisionLists:
     fp32: frozenset[str]
     fp16: frozenset[str]
     bf16: frozenset[str]
-    source: str            # "test/test_mps.py", "test/test_mps.py (_compute_tolerances)" or "built-in"
-    # the checkout's own `_compute_tolerances(op, dtype)`, when its test_mps.py has one
-    rules: Callable | None = None
+    # where the tolerances come from, as `porter test`'s header and --json say it: the
+    # checkout's test (TOLERANCES_FROM_TEST), its lists with porter's rules, or porter's table
+    source: str
+    # the checkout's own rules, cut out of its test_output_match (tolerance_rules)
+    rules: tolerance_rules.CheckoutRules | None = None
 
-    def tolerances(self, info, dtype) -> tuple[float | None, float | None]:
-        """(atol, rtol) of an OpInfo on a torch dtype: the checkout's rules when it has them,
-        else porter's table (compute_tolerances)."""
+    @property
+    def approximate(self) -> bool:
+        return self.rules is None
+
+    def tolerances(self, info, dtype, macos: tuple[int, int] | None = None
+                   ) -> tuple[float | None, float | None]:
+        """(atol, rtol) of an OpInfo on a torch dtype before any sample is looked at: the
+        checkout's rules when it has them, else porter's table (compute_tolerances)."""
+        return self.for_sample(info, dtype, None, macos)
+
+    def for_sample(self, info, dtype, sample, macos: tuple[int, int] | None = None
+                   ) -> tuple[float | None, float | None]:
+        """(atol, rtol) for one sample (its kwargs pick interpolate's and upsample's rules)."""
         # a backward op or a --grad test takes its forward OpInfo's tolerances
         name = getattr(info, "tolerance_name", info.name)
         variant = getattr(info, "tolerance_variant", info.variant_test_name)
+        return self.named(name, variant, str(dtype).removeprefix("torch."), sample, macos)
+
+    def named(self, name: str, variant: str, dtype: str, sample=None,
+              macos: tuple[int, int] | None = None) -> tuple[float | None, float | None]:
+        """`for_sample` on names (`dtype` as "float16"); the cached run has no OpInfo."""
         if self.rules is not None:
-            from types import SimpleNamespace
-            return self.rules(SimpleNamespace(name=name, variant_test_name=variant), dtype)
-        return compute_tolerances(self, name, variant, str(dtype).removeprefix("torch."))
+            if sample is not None:
+                return self.rules(name, variant, dtype, sample, macos)
+            try:
+                return self.rules(name, variant, dtype, None, macos)
+            except Exception:   # a rule that reads the sample's tensors decides per sample only
+                return (None, None)
+        tols = compute_tolerances(self, name, variant, dtype)
+        if sample is None:
+            return tols
+        return per_sample_tolerances(name, dtype, sample.kwargs, tols)
+
+
+TOLERANCES_FROM_TEST = f"{TEST_MPS} (TestConsistency.test_output_match)"
 
 
 def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
-    found: dict[str, frozenset[str]] = {}
-    source = "built-in"
-    if checkout is not None and checkout.exists(TEST_MPS):
-        found = _parse_lists(checkout.read(TEST_MPS))
-        if found:
-            source = TEST_MPS
-    rules = None
-    if checkout is not None and checkout.exists(TEST_MPS):
-        text = checkout.read(TEST_MPS)
-        if "def _compute_tolerances" in text:
-            rules = _Lazy(text)         # compiled on first use: it imports torch
-            source = f"{TEST_MPS} (_compute_tolerances)"
+    """The checkout's tolerance rules when its test_mps.py's can be isolated; else its lists
+    (when it has them) with porter's rules, or porter's own table; the source says which."""
+    text = checkout.read(TEST_MPS) if checkout is not None and checkout.exists(TEST_MPS) else None
+    found = _parse_lists(text) if text is not None else {}
     # a list missing from an older test_mps.py (bf16 arrived later) simply does not apply
     pick = (lambda n: found.get(n, frozenset())) if found else BUILTIN_LISTS.__getitem__
-    return LowPrecisionLists(pick("FP32_LOW_PRECISION_LIST"), pick("FP16_LOW_PRECISION_LIST"),
-                             pick("BF16_LOW_PRECISION_LIST"), source, rules)
-
-
-class _Lazy:
-    """The checkout's rules, compiled when first asked; porter's table if they do not compile."""
-
-    def __init__(self, text: str):
-        self.text, self.fn, self.tried = text, None, False
-
-    def __call__(self, op, dtype):
-        if not self.tried:
-            self.tried, self.fn = True, checkout_rules(self.text)
-        if self.fn is None:
-            return compute_tolerances(load_lists(None), op.name, op.variant_test_name,
-                                      str(dtype).removeprefix("torch."))
-        return self.fn(op, dtype)
-
-
-def checkout_rules(text: str) -> Callable | None:
-    """The checkout's `TestConsistency._compute_tolerances` as a function (op, dtype), or None.
-
-    Only that method and the class's constant assignments (the *_LIST sets) are compiled,
-    in a namespace holding torch: test_mps.py itself imports MPS-only code and cannot be
-    imported off a Mac. The checkout is the user's own tree, whose torch the harness runs."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        method = next((f for f in node.body if isinstance(f, ast.FunctionDef)
-                       and f.name == "_compute_tolerances"), None)
-        if method is None:
-            continue
-        constants = [stmt for stmt in node.body
-                     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _is_constant(stmt.value)]
-        cls = ast.parse("class _Rules:\n    pass\n").body[0]
-        cls.body = constants + [method]
-        module = ast.fix_missing_locations(ast.Module(body=[cls], type_ignores=[]))
-        import torch
-        namespace: dict = {"torch": torch}
-        try:
-            exec(compile(module, TEST_MPS, "exec"), namespace)   # noqa: S102 - see docstring
-        except Exception:
-            return None
-        rules = namespace["_Rules"]()
-        return rules._compute_tolerances
-    return None
-
-
-def _is_constant(value) -> bool:
-    try:
-        ast.literal_eval(value)
-        return True
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
+    lists = (pick("FP32_LOW_PRECISION_LIST"), pick("FP16_LOW_PRECISION_LIST"),
+             pick("BF16_LOW_PRECISION_LIST"))
+    if text is None:
+        return LowPrecisionLists(*lists, f"porter's built-in table (approximate: the checkout "
+                                 f"has no {TEST_MPS})")
+    isolated = tolerance_rules.isolate(text)
+    if isinstance(isolated, tolerance_rules.Isolated):
+        return LowPrecisionLists(*lists, TOLERANCES_FROM_TEST, tolerance_rules.CheckoutRules(isolated))
+    what = f"{TEST_MPS}'s lists with" if found else ""
+    return LowPrecisionLists(*lists, f"{what} porter's built-in rules (approximate: "
+                             f"{isolated.reason})".strip())
 
 
 def _parse_lists(text: str) -> dict[str, frozenset[str]]:
@@ -173,7 +148,8 @@ def _parse_lists(text: str) -> dict[str, frozenset[str]]:
 
 def compute_tolerances(lists: LowPrecisionLists, name: str, variant: str,
                        dtype: str) -> tuple[float | None, float | None]:
-    """upstream `_compute_tolerances`, on names (`dtype` as `"float16"` etc.)."""
+    """Built-in, approximate: upstream's 2025 `_compute_tolerances`, on names (`dtype` as
+    `"float16"` etc.). Used only when the checkout's own rules cannot be run."""
     if name in lists.fp32 and dtype in ("float32", "complex64"):
         return (1e-4, 3e-5)
     if name in lists.fp16 and dtype in ("float16", "bfloat16"):
@@ -197,7 +173,8 @@ def compute_tolerances(lists: LowPrecisionLists, name: str, variant: str,
 
 def per_sample_tolerances(name: str, dtype: str, kwargs: dict,
                           tols: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
-    """upstream's sample-dependent cases (float vs double scale computation)."""
+    """Built-in, approximate: upstream's 2025 sample-dependent cases (float vs double scale
+    computation). Used only when the checkout's own rules cannot be run."""
     if (name == "nn.functional.interpolate" and dtype == "uint8"
             and kwargs.get("mode") == "bilinear" and kwargs.get("recompute_scale_factor") is True
             and kwargs.get("scale_factor") == 1.7):

@@ -18,6 +18,7 @@ from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to
 from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
+from porter.source.metal_scan import MetalFile
 from porter.source.opinfo_source import OpInfoSource, for_op
 from porter.source.stubs import Stub, parse_header
 from porter.port import scalars as scalar_args
@@ -117,14 +118,8 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     shared_stubs = shared.get("stubs")
     if not classified.portable:
         err = _not_portable(op, fam, out_entry, hosts, classified)
-        if out_entry is not None and (classified.scalars or classified.strings):
-            # the reason is the same on every surface; the hint names what a port would need
-            err.hint = (f"passing {', '.join(classified.scalars + classified.strings)} to the "
-                        "Metal kernel is what is missing")
-            kernels = sorted({d.kernel for d in out_entry.dense_rows()})
-            if len(kernels) > 1:
-                err.hint += (f"; its CPU and CUDA kernels differ ({', '.join(kernels)}), so it "
-                             "would be ported in place")
+        # the reason is the same on every surface; the hint names what a port would need
+        err.hint = _what_is_missing(checkout, fam, out_entry, classified) or err.hint
         raise err
     kind = UNARY if len(classified.tensors) == 1 else BINARY      # scalars or not
     with_scalars = classified.shape in (op_kind.ALPHA, op_kind.SCALAR)
@@ -254,6 +249,42 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
         promotes_int_to_float=False, returns_bool=returns_bool, scalar_lambda=lam,
         mpsgraph=graph if state == MPSGRAPH else (), arg_names=_arg_names(out_entry) if backward else (),
         in_place=place, backward=backward)
+
+
+def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
+    """For a refusal a porter feature would lift, the hint naming that feature (issue 13: gelu's
+    str, add's ufunc kernels, a backward op's scalars); "" keeps the refusal's own hint (a
+    reduction, a dim, three tensors: their reason says it)."""
+    if kind.reason == op_kind.UFUNC:
+        entry = next((e for e in fam if op_kind.writes_out(e)), fam[0])
+        scalars = [a for a in native_yaml.arguments(entry.schema).others
+                   if native_yaml.argument_type(a).rstrip("?") in op_kind.KERNEL_SCALAR_TYPES]
+        # the way left without a stub is in place, and porter's in-place ports pass no scalars
+        hint = (f"what is missing: an in-place port that passes {', '.join(scalars)} to the kernel "
+                "(porter's in-place ports pass no scalars); ") if scalars else ""
+        mps = next((r.kernel for r in entry.mps_rows()), "")
+        runner = f"{mps} (its MPS row)" if mps else "an MPS function named by its own MPS row"
+        base = entry.name.split(".")[0]
+        for rel in checkout.glob(co.KERNELS, "*.metal"):
+            names = {r.kernel for r in MetalFile(checkout.read(rel), rel).registrations}
+            kernel = next((k for k in (f"{base}_alpha", base) if k in names), None)
+            if kernel:
+                return hint + f"{rel} already registers {kernel}: call it from {runner} by hand"
+        return hint + f"write its Metal kernel by hand, run by {runner}"
+    if out_entry is None:
+        return ""
+    if kind.strings and kind.reason.startswith("takes a str argument"):
+        hint = (f"what is missing: a host that passes {', '.join(kind.strings)} by picking one "
+                "Metal kernel per value of the string")
+        kernels = sorted({d.kernel for d in out_entry.dense_rows()})
+        mps = next((r.kernel for r in out_entry.mps_rows()), "")
+        if len(kernels) > 1 and mps:
+            hint += (f"; here that host is {mps}'s own body: replace its MPSGraph code by the Metal "
+                     "calls by hand")
+        return hint
+    if kind.scalars and "porter ports backward ops whose" in kind.reason:
+        return f"what is missing: passing {', '.join(kind.scalars)} to a backward op's Metal kernel"
+    return ""
 
 
 def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:

@@ -42,7 +42,7 @@ class Candidate:
     command: str = ""
     backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
     way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
-    verdict: str = ""          # automatic | --body (a body is all it lacks) | refused
+    verdict: str = ""          # automatic | --complex-body | --body (a body is all it lacks) | refused
 
 
 # Why-nots a --body does not cure: the port itself is refused.
@@ -60,6 +60,48 @@ def refusal_label(how: str) -> str:
               ("porter ports backward ops whose", "backward op with scalars"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"))
     return next((label for phrase, label in labels if phrase[:40] in how), "other")
+
+
+# The summary's verdicts, in its order
+TALLIED = (("automatic", "ported automatically"), ("--complex-body", "with --complex-body EXPR"),
+           ("--body", "with --body EXPR"))
+
+
+def tally(found) -> str:
+    """Some candidates counted by verdict, refusals by reason: '7 ported automatically, 3 with
+    --complex-body EXPR, 7 with --body EXPR, 14 refused (5 no shared CPU/CUDA kernel, ...)'.
+    The README quotes these clauses; tests/test_candidates.py holds it to them."""
+    parts = [f"{n} {words}" for verdict, words in TALLIED if (n := sum(c.verdict == verdict for c in found))]
+    refused: dict[str, int] = {}
+    for c in found:
+        if c.verdict == "refused":
+            label = refusal_label(c.how)
+            refused[label] = refused.get(label, 0) + 1
+    if refused:
+        by_reason = ", ".join(f"{n} {label}" for label, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{sum(refused.values())} refused ({by_reason})")
+    return ", ".join(parts) or "none"
+
+
+def summary(found) -> dict[str, str]:
+    """The counts `candidates` prints: a headline, then forward and backward ops apart (an
+    issue counting 'elementwise ops on MPSGraph' counts the forward ones; the `.grad_input`
+    overloads are listed since backward ops are ported too)."""
+    def where(group) -> str:
+        graph = sum(c.state == MPSGRAPH for c in group)
+        return ", ".join(part for part in (f"{graph} on MPSGraph" if graph else "",
+                                           f"{len(group) - graph} without MPS" if len(group) > graph else "") if part)
+    forward = [c for c in found if not c.backward]
+    backward = [c for c in found if c.backward]
+    graph = sum(c.state == MPSGRAPH for c in found)
+    split = f" ({sum(c.state == MPSGRAPH for c in forward)} forward, " \
+            f"{sum(c.state == MPSGRAPH for c in backward)} backward)" if backward else ""
+    lines = {"headline": f"{graph} op(s) on MPSGraph{split}, {len(found) - graph} without MPS"}
+    if forward:
+        lines["forward"] = f"forward ops ({where(forward)}): {tally(forward)}"
+    if backward:
+        lines["backward"] = f"backward ops ({where(backward)}): {tally(backward)}"
+    return lines
 
 
 @dataclass
@@ -196,7 +238,9 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if classified.portable and kind in PAIRS and keys & facts.complex_tested and how != TRUTH_VALUES:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
-    if automatic:
+    if automatic and "--complex-body" in how:
+        verdict = "--complex-body"      # the command refuses it without one: not automatic
+    elif automatic:
         verdict = "automatic"
     elif classified.portable and not how.startswith(NO_BODY_CURES):
         verdict = "--body"

@@ -54,9 +54,11 @@ def test_sample_keywords_follow_the_checkouts_test():
         "include_conjugated_inputs=include_conjugated_inputs, ", "").replace(
         "requires_grad=(dtype.is_floating_point or dtype.is_complex)", "requires_grad=False"))
     assert plain == sample_rules.SampleRules(False, False, TEST_MPS)
-    # the fixture's trimmed test calls no sample_inputs: upstream's current call is used
+    # the fixture's test asks as upstream's current call does (no conjugated inputs); a
+    # trimmed test that calls no sample_inputs gets that call built in
     fixture_text = (fixture_root() / TEST_MPS).read_text()
-    assert sample_rules.parse(fixture_text) is None
+    assert sample_rules.parse(fixture_text) == sample_rules.SampleRules(True, False, TEST_MPS)
+    assert sample_rules.parse(fixture_text.replace(".sample_inputs(", ".other_inputs(")) is None
     info = opdb.find(opdb.load(None), "neg")[0]
     assert sample_rules.BUILT_IN.kwargs(info, torch.float32) == {"requires_grad": True, "set_seed": True}
     assert sample_rules.BUILT_IN.kwargs(info, torch.int32) == {"requires_grad": False, "set_seed": True}

@@ -270,9 +270,9 @@ def test_checkout_sample_keywords_other_than_the_recorded_ones_bypass_the_cache(
     test_mps = real_root / "test/test_mps.py"
     plain = test_mps.read_text()
     _table(real_root, ["hypot"])                                   # records, built-in keywords
-    test_mps.write_text(plain + "\n\nclass TestOwnSamples(TestCase):\n"
-                        "    def test_output_match(self, device, dtype, op):\n"
-                        "        op.sample_inputs(device, dtype, requires_grad=False)\n")
+    upstream_call = "requires_grad=(dtype.is_floating_point or dtype.is_complex)"
+    assert upstream_call in plain
+    test_mps.write_text(plain.replace(upstream_call, "requires_grad=False", 1))
     try:
         out = io.StringIO()
         run(Options(ops=["hypot"], root=str(real_root), device="emulate", json=True, out=out))
@@ -281,3 +281,28 @@ def test_checkout_sample_keywords_other_than_the_recorded_ones_bypass_the_cache(
         assert data["samples"].startswith("test/test_mps.py"), data["samples"]
     finally:
         test_mps.write_text(plain)
+
+
+def test_the_checkouts_per_sample_tolerance_rules_apply_to_cached_runs(real_root, cache, monkeypatch):
+    """A cached run applies the checkout's rules per sample, as the uncached run does; a rule
+    reading the sample's tensors (which the cache holds as arrays) sends the run uncached."""
+    test_mps = real_root / "test/test_mps.py"
+    plain = test_mps.read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    code, data = _table(real_root, ["sqrt"], dtypes=["complex64"])
+    assert code == 1                                   # the tree's sqrt misses by 1 ulp
+    by_kwargs = ("            if op.name == \"sqrt\" and mps_sample.kwargs.get(\"porter\") is None:\n"
+                 "                atol, rtol = 1e-3, 1e-3\n")
+    test_mps.write_text(plain.replace(anchor, by_kwargs + anchor, 1))
+    with monkeypatch.context() as m:
+        _from_cache_only(m)
+        code, data = _table(real_root, ["sqrt"], dtypes=["complex64"])
+    assert code == 0 and data["ops"][0]["dtypes"][0]["atol"] == 1e-3
+    by_tensor = by_kwargs.replace("mps_sample.kwargs.get(\"porter\") is None", "mps_sample.input.dim() > 0")
+    test_mps.write_text(plain.replace(anchor, by_tensor + anchor, 1))
+    out = io.StringIO()
+    code = run(Options(ops=["sqrt"], root=str(real_root), device="emulate", json=True, out=out,
+                       dtypes=["complex64"]))
+    data = json.loads(out.getvalue())
+    assert code == 0 and not data.get("reference_cache")        # decided on torch samples
+    test_mps.write_text(plain)

@@ -1,56 +1,326 @@
-"""Tolerances are the checkout's: its test/test_mps.py `_compute_tolerances` when it has one;
-porter's built-in table, marked approximate, agrees with those rules for every OpInfo."""
+"""Tolerances are the checkout's: the statements of its test/test_mps.py test_output_match that
+set atol/rtol are cut out and run; porter's built-in table, marked approximate, is used only
+when the checkout has none.
+
+The reference in these tests is independent of porter's cutting: the checkout's whole
+TestConsistency class is executed and its real test_output_match method is called with a
+stand-in `self` whose assertEqual records the (atol, rtol) it is asked to compare with.
+"""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from expecttest import assert_expected_inline
 
 torch = pytest.importorskip("torch")
 
 from porter.source.checkout import TEST_MPS, Checkout  # noqa: E402
-from porter.harness import opdb, tolerances  # noqa: E402
+from porter.harness import opdb, sample_rules, tolerance_rules, tolerances  # noqa: E402
 from porter.harness.backend import mps_dtypes  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 
+FROM_TEST = tolerances.TOLERANCES_FROM_TEST
 
-def test_builtin_table_equals_the_checkouts_rules_for_every_opinfo_and_dtype():
+# An older upstream shape (2022-2023), in porter's words: no _compute_tolerances, the whole
+# decision an if/elif chain inside the sample loop, with pow's, interpolate's and
+# upsample_bilinear's rules among the low-precision lists.
+OLDER_TEST_MPS = '''
+import torch
+
+class TestConsistency(TestCase):
+    FP16_LOW_PRECISION_LIST = {'add', 'sub', 'nn.functional.interpolate'}
+    FP32_LOW_PRECISION_LIST = {'matmul', 'nn.functional.conv2d'}
+
+    @ops(mps_ops_modifier(test_consistency_op_db), allowed_dtypes=MPS_DTYPES)
+    def test_output_match(self, device, dtype, op):
+        for cpu_sample in op.sample_inputs(device, dtype, requires_grad=False):
+            mps_sample = cpu_sample.transform(lambda x: x.to("mps") if isinstance(x, torch.Tensor) else x)
+            cpu_out = op(cpu_sample.input, *cpu_sample.args, **cpu_sample.kwargs)
+            mps_out = op(mps_sample.input, *mps_sample.args, **mps_sample.kwargs)
+            if op.name in self.FP32_LOW_PRECISION_LIST and dtype == torch.float32:
+                atol = 1e-4
+                rtol = 3e-5
+            elif op.name in self.FP16_LOW_PRECISION_LIST and dtype == torch.float16:
+                atol = 1e-2
+                rtol = 1e-2
+            elif op.name in ["pow", "__rpow__"]:
+                atol = 1e-6
+                rtol = 4e-6
+            elif op.name == "nn.functional.interpolate":
+                atol = 1e-3
+                rtol = 1e-4
+            elif op.name == "nn.functional.upsample_bilinear" and dtype == torch.uint8:
+                atol = 1.0
+                rtol = 0.0
+            else:
+                atol = None
+                rtol = None
+            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)
+'''
+
+
+class _Captured(Exception):
+    pass
+
+
+class _Op(SimpleNamespace):
+    def __call__(self, *args, **kwargs):       # the older shape calls the op itself
+        return None
+
+
+def upstream_test(text: str):
+    """The checkout's TestConsistency class itself (decorators and bases dropped)."""
+    tree = ast.parse(text)
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+               and n.name == "TestConsistency")
+    cls.bases, cls.decorator_list = [], []
+    for item in cls.body:
+        if isinstance(item, ast.FunctionDef):
+            item.decorator_list = []
+    namespace = {"torch": torch}
+    exec(compile(ast.Module(body=[cls], type_ignores=[]), TEST_MPS, "exec"), namespace)
+    return namespace["TestConsistency"]
+
+
+def upstream_tolerances(cls, info, dtype, sample=None) -> tuple:
+    """(atol, rtol) the checkout's test_output_match compares `sample` with."""
+    def assert_equal(first, second, atol=None, rtol=None, **_):
+        if first == "mps:0":            # the device check before the loop
+            return
+        raise _Captured((atol, rtol))
+    stub = cls.__new__(cls)
+    stub.assertEqual = assert_equal
+    stub._run_op = lambda op, s, *rest: ([None, None], [None, None], s)
+    if sample is None:
+        sample = SimpleNamespace(input=None, args=(), kwargs={})
+        sample.transform = lambda fn: sample            # the older shape's move to "mps"
+    op = _Op(name=info.name, variant_test_name=info.variant_test_name,
+                         test_conjugated_samples=True,
+                         sample_inputs=lambda *a, **k: iter([sample]))
+    try:
+        cls.test_output_match(stub, "mps:0", dtype, op)
+    except _Captured as got:
+        return got.args[0]
+    raise AssertionError(f"{info.full_name} {dtype}: the test compared nothing")
+
+
+def _mps_dtypes(info):
+    return sorted(set(info.supported_dtypes("mps")) & mps_dtypes(), key=str)
+
+
+def test_porters_tolerances_are_the_checkouts_for_every_opinfo_dtype_and_sample():
+    """Every OpInfo of the installed torch and every dtype the MPS test sends: porter's
+    (atol, rtol) equals what the fixture's test_output_match (upstream's 2025 shape) compares
+    with; for the ops a sample-dependent rule names, on every sample."""
+    text = (fixture_root() / TEST_MPS).read_text()
     lists = tolerances.load_lists(Checkout.at(fixture_root()))
-    assert lists.rules is not None and lists.source == f"{TEST_MPS} (_compute_tolerances)"
-    builtin = tolerances.load_lists(None)
-    assert builtin.rules is None and builtin.source == "built-in"
+    assert lists.source == FROM_TEST and not lists.approximate
+    cls = upstream_test(text)
     db = opdb.load(None)
-    compared, loosened, differ = 0, 0, []
+    compared, loosened, differ = 0, set(), []
     for info in db.ops:
-        for dtype in sorted(set(info.supported_dtypes("mps")) & mps_dtypes(), key=str):
-            theirs = lists.tolerances(info, dtype)
-            ours = builtin.tolerances(info, dtype)
+        for dtype in _mps_dtypes(info):
+            theirs = upstream_tolerances(cls, info, dtype)
+            ours = lists.tolerances(info, dtype)
             compared += 1
-            loosened += theirs != (None, None)
+            if theirs != (None, None):
+                loosened.add(info.name)
             if theirs != ours:
                 differ.append((info.full_name, str(dtype), theirs, ours))
     assert differ == []
-    assert compared > 3000 and loosened > 100      # the rules were exercised, not vacuous
+    assert compared > 3000 and len(loosened) > 60      # the rules were exercised, not vacuous
+
+    # per sample: the OpInfos a sample-dependent branch names
+    dependent = tolerance_rules.isolate(text).sample_dependent
+    assert dependent == {"nn.functional.interpolate", "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"}
+    per_sample = [i for i in db.ops if i.name in dependent]
+    assert {i.name for i in per_sample} >= {"nn.functional.interpolate", "_upsample_bilinear2d_aa"}
+    samples, overridden = 0, 0
+    for info in per_sample:
+        for dtype in _mps_dtypes(info):
+            plain = lists.tolerances(info, dtype)
+            for sample in info.sample_inputs("cpu", dtype, **sample_rules.BUILT_IN.kwargs(info, dtype)):
+                ours = lists.for_sample(info, dtype, sample)
+                theirs = upstream_tolerances(cls, info, dtype, sample)
+                samples += 1
+                overridden += ours != plain
+                if theirs != ours:
+                    differ.append((info.full_name, str(dtype), sample.kwargs, theirs, ours))
+    assert differ == []
+    assert samples > 100 and overridden >= 2          # both overrides were met by a real sample
 
 
-def test_a_rule_changed_in_the_checkout_is_the_one_porter_uses(tmp_path):
+def test_the_built_in_table_is_the_2025_rules_it_claims_to_copy():
+    """The approximate fallback agrees with the fixture (upstream's 2025 shape) per op/dtype."""
+    fixture = tolerances.load_lists(Checkout.at(fixture_root()))
+    builtin = tolerances.load_lists(None)
+    assert builtin.approximate and builtin.rules is None
+    differ = [(i.full_name, d) for i in opdb.load(None).ops for d in _mps_dtypes(i)
+              if fixture.tolerances(i, d) != builtin.tolerances(i, d)]
+    assert differ == []
+
+
+def _rules_of(text: str) -> tolerances.LowPrecisionLists:
+    return tolerances.load_lists(SimpleNamespace(exists=lambda p: True, read=lambda p: text))
+
+
+def test_before_after_table_of_the_rule_function():
+    """What porter's rule function gives on a few cases, by where the rules come from: before
+    this change, an older checkout (no _compute_tolerances) got the built-in 2025 table fed its
+    lists; now it gets its own chain, pow's rule included."""
+    older = _rules_of(OLDER_TEST_MPS)
+    fixture = tolerances.load_lists(Checkout.at(fixture_root()))
+    builtin = tolerances.load_lists(None)
+    before_older = _rules_of("class TestConsistency:\n" + OLDER_TEST_MPS.split(
+        "class TestConsistency(TestCase):\n", 1)[1].split("    @ops", 1)[0])
+    assert before_older.approximate and before_older.fp16 == {"add", "sub", "nn.functional.interpolate"}
+    bilinear = SimpleNamespace(kwargs={"mode": "bilinear", "recompute_scale_factor": True,
+                                       "scale_factor": 1.7})
+    aa = SimpleNamespace(kwargs={"scale_factors": [1.7, 0.9]})
+    cases = [("pow", "float32", None), ("__rpow__", "int32", None), ("add", "float16", None),
+             ("add", "bfloat16", None), ("matmul", "float32", None), ("matmul", "float16", None),
+             ("nn.functional.interpolate", "float32", None),
+             ("nn.functional.interpolate", "uint8", bilinear),
+             ("nn.functional.upsample_bilinear", "uint8", None),
+             ("_upsample_bicubic2d_aa", "float32", aa), ("linspace", "int32", None), ("neg", "float32", None)]
+    rows = ["case | older checkout, before (its lists, built-in rules) | older checkout, now "
+            "(its chain) | fixture (2025 shape) | built-in"]
+    for name, dtype, sample in cases:
+        label = f"{name} {dtype}" + (" " + ",".join(f"{k}={v}" for k, v in sample.kwargs.items())
+                                     if sample else "")
+        cells = [str(r.named(name, "", dtype, sample)) for r in (before_older, older, fixture, builtin)]
+        rows.append(" | ".join([label] + cells))
+    assert_expected_inline("\n".join(rows), """\
+case | older checkout, before (its lists, built-in rules) | older checkout, now (its chain) | fixture (2025 shape) | built-in
+pow float32 | (None, None) | (1e-06, 4e-06) | (None, None) | (None, None)
+__rpow__ int32 | (None, None) | (1e-06, 4e-06) | (None, None) | (None, None)
+add float16 | (0.02, 0.01) | (0.01, 0.01) | (0.02, 0.01) | (0.02, 0.01)
+add bfloat16 | (0.05, 0.05) | (None, None) | (0.05, 0.05) | (0.05, 0.05)
+matmul float32 | (0.0001, 3e-05) | (0.0001, 3e-05) | (0.0001, 3e-05) | (0.0001, 3e-05)
+matmul float16 | (0.05, 0.05) | (None, None) | (0.05, 0.05) | (0.05, 0.05)
+nn.functional.interpolate float32 | (None, None) | (0.001, 0.0001) | (None, None) | (None, None)
+nn.functional.interpolate uint8 mode=bilinear,recompute_scale_factor=True,scale_factor=1.7 | (1, 0) | (0.001, 0.0001) | (1, 0) | (1, 0)
+nn.functional.upsample_bilinear uint8 | (None, None) | (1.0, 0.0) | (None, None) | (None, None)
+_upsample_bicubic2d_aa float32 scale_factors=[1.7, 0.9] | (2e-05, 2e-06) | (None, None) | (2e-05, 2e-06) | (2e-05, 2e-06)
+linspace int32 | (1.0, 0.0) | (None, None) | (1.0, 0.0) | (1.0, 0.0)
+neg float32 | (None, None) | (None, None) | (None, None) | (None, None)""")
+    # the older chain, run whole, agrees with porter's cut for every OpInfo and dtype
+    cls = upstream_test(OLDER_TEST_MPS)
+    differ = [(i.full_name, d) for i in opdb.load(None).ops for d in _mps_dtypes(i)
+              if upstream_tolerances(cls, i, d) != older.tolerances(i, d)]
+    assert differ == []
+
+
+def _session_json(root: Path, op: str, dtypes: list[str]) -> dict:
+    out = io.StringIO()
+    run_session(Options(ops=[op], root=str(root), device="cpu-mps", dtypes=dtypes, json=True, out=out))
+    return json.loads(out.getvalue())
+
+
+def test_pow_rule_changed_in_the_checkout_is_the_one_porter_uses(tmp_path):
+    """Wrong on purpose: the checkout's pow rule is changed; porter's run follows it."""
+    root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
+    path = root / TEST_MPS
+    text = path.read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    assert anchor in text
+    rule = ("            if op.name == \"pow\" and dtype == torch.float32:\n"
+            "                atol, rtol = 1e-6, 4e-6\n")
+    path.write_text(text.replace(anchor, rule + anchor, 1))
+    data = _session_json(root, "pow", ["float16", "float32"])
+    assert data["tolerance_lists"] == FROM_TEST
+    got = {d["dtype"]: (d["atol"], d["rtol"]) for d in data["ops"][0]["dtypes"]}
+    assert got == {"float16": (None, None), "float32": (1e-6, 4e-6)}
+
+    path.write_text(text.replace(anchor, rule.replace("1e-6, 4e-6", "0.5, 0.25") + anchor, 1))
+    got = {d["dtype"]: (d["atol"], d["rtol"]) for d in _session_json(root, "pow", ["float32"])["ops"][0]["dtypes"]}
+    assert got == {"float32": (0.5, 0.25)}
+
+
+def test_a_list_changed_in_the_checkout_is_the_one_porter_uses(tmp_path):
     root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
     path = root / TEST_MPS
     text = path.read_text()
     assert "'acosh', 'add'," in text
     path.write_text(text.replace("'acosh', 'add',", "'acosh', 'add', 'neg',", 1))
-    out = io.StringIO()
-    run_session(Options(ops=["neg"], root=str(root), device="cpu-mps", dtypes=["float16", "float32"],
-                        json=True, out=out))
-    data = json.loads(out.getvalue())
-    assert data["tolerance_lists"] == f"{TEST_MPS} (_compute_tolerances)"
+    data = _session_json(root, "neg", ["float16", "float32"])
+    assert data["tolerance_lists"] == FROM_TEST
     got = {d["dtype"]: (d["atol"], d["rtol"]) for d in data["ops"][0]["dtypes"]}
     assert got == {"float16": (2e-2, 1e-2), "float32": (None, None)}
+
+
+def test_a_sample_rule_decides_per_sample_in_a_run(tmp_path):
+    """A per-sample rule that loosens nothing but one sample: the run's verdict follows it
+    (an absurd atol on sample 0 alone cannot turn a wrong kernel green on the others)."""
+    root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
+    path = root / TEST_MPS
+    text = path.read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    rule = ("            if op.name == \"neg\" and mps_sample.kwargs.get(\"porter_marker\"):\n"
+            "                atol, rtol = 9.0, 9.0\n")
+    path.write_text(text.replace(anchor, rule + anchor, 1))
+    lists = tolerances.load_lists(Checkout.at(root))
+    info = opdb.find(opdb.load(None), "neg")[0]
+    marked = SimpleNamespace(kwargs={"porter_marker": True})
+    assert lists.for_sample(info, torch.float32, marked) == (9.0, 9.0)
+    assert lists.for_sample(info, torch.float32, SimpleNamespace(kwargs={})) == (None, None)
+
+
+def test_a_rule_that_raises_fails_the_sample_as_upstreams_test_would(tmp_path):
+    root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
+    path = root / TEST_MPS
+    text = path.read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    sized = ("            if op.name == \"neg\" and mps_sample.input.dim() > 1:\n"
+             "                atol, rtol = 0.5, 0.5\n")
+    path.write_text(text.replace(anchor, sized + anchor, 1))
+    data = _session_json(root, "neg", ["float32"])
+    assert data["ok"] and data["ops"][0]["dtypes"][0]["outcome"] == "pass"
+    path.write_text(text.replace(anchor, sized.replace(".dim()", ".no_such_thing") + anchor, 1))
+    data = _session_json(root, "neg", ["float32"])
+    (row,) = data["ops"][0]["dtypes"]
+    assert not data["ok"] and row["outcome"] == "fail"
+    assert row["message"].startswith(f"{FROM_TEST} raised deciding the tolerances: ")
+    assert "no_such_thing" in row["message"]
+
+
+def test_rules_read_names_assigned_earlier_in_the_loop():
+    text = OLDER_TEST_MPS.replace(
+        '            elif op.name == "nn.functional.interpolate":',
+        '            elif op.name == "nn.functional.interpolate" and cpu_kwargs.get("mode") == "nearest":')
+    text = text.replace("            cpu_out = op(", "            cpu_kwargs = cpu_sample.kwargs\n            cpu_out = op(", 1)
+    lists = _rules_of(text)
+    assert not lists.approximate
+    nearest = SimpleNamespace(kwargs={"mode": "nearest"})
+    assert lists.named("nn.functional.interpolate", "nearest", "float32", nearest) == (1e-3, 1e-4)
+    assert lists.named("nn.functional.interpolate", "bilinear", "float32",
+                       SimpleNamespace(kwargs={"mode": "bilinear"})) == (None, None)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda t: t.replace("atol, rtol = self._compute_tolerances(op, dtype)",
+                         "atol, rtol = self._compute_tolerances(op, dtype, pick_device())"),
+     "TestConsistency.test_output_match's tolerance rules read 'pick_device', which porter cannot supply"),
+    (lambda t: t.split("    @ops(mps_ops_modifier")[0] + "\n",
+     "test/test_mps.py has no TestConsistency.test_output_match"),
+    (lambda t: t + "\ndef broken(:\n", "test/test_mps.py does not parse (line"),
+])
+def test_rules_that_cannot_be_isolated_fall_back_and_say_why(change, reason):
+    text = (fixture_root() / TEST_MPS).read_text()
+    lists = _rules_of(change(text))
+    assert lists.approximate and reason in lists.source and "approximate" in lists.source
+    # the checkout's lists still feed the built-in rules where the file parses
+    if "parse" not in reason:
+        assert "test/test_mps.py's lists with porter's built-in rules" in lists.source
+        assert "acosh" in lists.fp16
 
 
 def test_without_rules_the_header_says_the_table_is_approximate(tmp_path):
@@ -58,4 +328,29 @@ def test_without_rules_the_header_says_the_table_is_approximate(tmp_path):
     (root / TEST_MPS).unlink()
     out = io.StringIO()
     run_session(Options(ops=["neg"], root=str(root), device="cpu-mps", dtypes=["float32"], out=out))
-    assert "tolerance lists porter's built-in copy (approximate" in out.getvalue().splitlines()[0]
+    assert ("tolerances from porter's built-in table (approximate: the checkout has no "
+            "test/test_mps.py)") in out.getvalue().splitlines()[0]
+
+
+def test_the_rules_run_without_importing_torch(tmp_path):
+    """A cached run starts without torch: the rules get a stand-in holding the dtypes."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": str(Path(tolerances.__file__).resolve().parents[2])}
+    code = ("import sys\nfrom porter.harness import tolerances\nfrom porter.source.checkout import Checkout\n"
+            "from porter.testing.trees import fixture_root\n"
+            "lists = tolerances.load_lists(Checkout.at(fixture_root()))\n"
+            "print(lists.named('add', '', 'float16'), lists.named('linspace', '', 'int32'),"
+            " 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
+    assert out.stdout.split() == ["(0.02,", "0.01)", "(1.0,", "0.0)", "False"]
+
+
+def test_a_method_reading_an_unknown_module_name_is_refused_up_front():
+    text = (fixture_root() / TEST_MPS).read_text().replace(
+        "        if op.name == \"masked.mean\":", "        if op.name == \"masked.mean\" and on_ci():", 1)
+    lists = _rules_of(text)
+    assert lists.approximate
+    assert "TestConsistency._compute_tolerances reads 'on_ci', which porter cannot supply" in lists.source
