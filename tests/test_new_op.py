@@ -169,7 +169,7 @@ def test_opinfo_and_ref_decorators_removed(heaviside_dry):
 
 def test_notes_name_what_was_left(heaviside_dry):
     notes = [line for line in heaviside_dry.splitlines() if line.startswith("note:")]
-    assert_expected_inline("\n".join(notes), """note: test/test_mps.py:17: TestFallbackWarning uses heaviside as its not-implemented example; change it to an op that still lacks MPS""")
+    assert_expected_inline("\n".join(notes), """note: test/test_mps.py:18: TestFallbackWarning uses heaviside as its not-implemented example; change it to an op that still lacks MPS""")
 
 
 def test_unary_functor_in_float_math_with_int_to_float(log_ndtr_dry):

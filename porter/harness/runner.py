@@ -263,8 +263,11 @@ def _check_sample(info, sample, dtype, ctx: RunContext, tol_floor, res) -> str |
     name = _dtype_name(dtype)
     backend = ctx.backend
     # the checkout's rules decide per sample (interpolate's and upsample's depend on its kwargs)
+    compare = getattr(info, "compare", None)     # --grad: output and gradients apart
     try:
         atol, rtol = ctx.lists.for_sample(info, dtype, sample, ctx.macos)
+        gradients = ctx.lists.gradient_tolerances(info, dtype, sample, ctx.macos) \
+            if compare is not None else None
     except Exception as exc:      # upstream's test errors on this sample as well
         return f"{ctx.lists.source} raised deciding the tolerances: {_one_line(exc)}"
     with warnings.catch_warnings():
@@ -280,9 +283,8 @@ def _check_sample(info, sample, dtype, ctx: RunContext, tol_floor, res) -> str |
     _update_errors(res, cpu_out, dev_out)
     tc = _comparer(*tol_floor)
     try:
-        compare = getattr(info, "compare", None)     # --grad: output and gradients apart
         if compare is not None:
-            compare(tc, cpu_out, dev_out, atol, rtol, name)
+            compare(tc, cpu_out, dev_out, atol, rtol, name, gradients)
         elif info.name == "kthvalue":
             _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
         else:

@@ -100,6 +100,7 @@ def run(opts: Options) -> int:
         "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
+        **({"grad_tolerances": ctx.lists.grad_source} if opts.grad else {}),
         "samples": ctx.samples.source,
         "macos": ".".join(map(str, ctx.macos)),
     }
@@ -123,7 +124,8 @@ def run(opts: Options) -> int:
                   f"{ctx.db.torch_version}; expectations {ctx.expectations.path or 'none'} "
                   f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
                   f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
-                  f"; tolerances from {ctx.lists.source}")
+                  f"; tolerances from {ctx.lists.source}"
+                  + (f"; gradient tolerances from {ctx.lists.grad_source}" if opts.grad else ""))
         if cached:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:

@@ -52,8 +52,10 @@ class Refused:
     reason: str
 
 
-def isolate(text: str, test_name: str = TEST_NAME) -> Isolated | Refused:
-    """Cut `test_name`'s tolerance statements out of a test_mps.py text."""
+def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated | Refused:
+    """Cut `test_name`'s tolerance statements out of a test_mps.py text: those that run
+    before its `check`-th comparison of the sample (`self.assertEqual(..., atol=atol, ...)`
+    in the loop itself; test_output_grad_match compares the output, then the gradients)."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
@@ -66,7 +68,11 @@ def isolate(text: str, test_name: str = TEST_NAME) -> Isolated | Refused:
     if loop is None:
         return Refused(f"{cls.name}.{test_name} has no sample loop that sets atol/rtol")
     sample = loop.target.id
-    kept = [s for s in loop.body if _is_tolerance_stmt(s)]
+    compares = [i for i, s in enumerate(loop.body) if _is_comparison(s)]
+    if check >= len(compares):
+        return Refused(f"{cls.name}.{test_name} compares each sample {len(compares)} time(s), "
+                       f"not {check + 1}")
+    kept = [s for s in loop.body[:compares[check]] if _is_tolerance_stmt(s)]
     given = _GIVEN | {sample, *_SAMPLE_ALIASES} | _module_names(tree) | {"product_version", "MACOS_VERSION"}
     # the plain assignments the rules read (`cpu_kwargs = cpu_sample.kwargs`), from the loop
     # body or the method body before it, nearest first
@@ -152,6 +158,13 @@ def _sample_loop(method: ast.FunctionDef) -> ast.For | None:
     loops = [n for n in ast.walk(method) if isinstance(n, ast.For)
              and isinstance(n.target, ast.Name) and any(_is_tolerance_stmt(s) for s in n.body)]
     return loops[-1] if loops else None
+
+
+def _is_comparison(stmt) -> bool:
+    """`self.assertEqual(expected, actual, atol=..., ...)` as a statement of the loop."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "assertEqual" and any(k.arg == "atol" for k in call.keywords))
 
 
 def _tolerance_targets(stmt) -> set[str] | None:

@@ -67,6 +67,9 @@ class LowPrecisionLists:
     source: str
     # the checkout's own rules, cut out of its test_output_match (tolerance_rules)
     rules: tolerance_rules.CheckoutRules | None = None
+    # --grad: its test_output_grad_match's rules for the output, then for the gradients
+    grad_rules: tuple[tolerance_rules.CheckoutRules, tolerance_rules.CheckoutRules] | None = None
+    grad_source: str = "porter's built-in gradient table (approximate)"
 
     @property
     def approximate(self) -> bool:
@@ -84,25 +87,47 @@ class LowPrecisionLists:
         # a backward op or a --grad test takes its forward OpInfo's tolerances
         name = getattr(info, "tolerance_name", info.name)
         variant = getattr(info, "tolerance_variant", info.variant_test_name)
-        return self.named(name, variant, str(dtype).removeprefix("torch."), sample, macos)
+        if self.grad_rules is not None and getattr(info, "test_name", None) == GRAD_TEST:
+            return _checkout(self.grad_rules[0], name, variant, _dtype_name(dtype), sample, macos)
+        return self.named(name, variant, _dtype_name(dtype), sample, macos)
+
+    def gradient_tolerances(self, info, dtype, sample, macos: tuple[int, int] | None = None
+                            ) -> tuple[float | None, float | None] | None:
+        """(atol, rtol) test_output_grad_match compares the gradients with; None where the
+        checkout's test has no such rules (the caller's built-in table applies)."""
+        if self.grad_rules is None:
+            return None
+        return _checkout(self.grad_rules[1], getattr(info, "tolerance_name", info.name),
+                         getattr(info, "tolerance_variant", info.variant_test_name),
+                         _dtype_name(dtype), sample, macos)
 
     def named(self, name: str, variant: str, dtype: str, sample=None,
               macos: tuple[int, int] | None = None) -> tuple[float | None, float | None]:
         """`for_sample` on names (`dtype` as "float16"); the cached run has no OpInfo."""
         if self.rules is not None:
-            if sample is not None:
-                return self.rules(name, variant, dtype, sample, macos)
-            try:
-                return self.rules(name, variant, dtype, None, macos)
-            except Exception:   # a rule that reads the sample's tensors decides per sample only
-                return (None, None)
+            return _checkout(self.rules, name, variant, dtype, sample, macos)
         tols = compute_tolerances(self, name, variant, dtype)
         if sample is None:
             return tols
         return per_sample_tolerances(name, dtype, sample.kwargs, tols)
 
 
+def _checkout(rules, name: str, variant: str, dtype: str, sample, macos):
+    if sample is not None:
+        return rules(name, variant, dtype, sample, macos)
+    try:
+        return rules(name, variant, dtype, None, macos)
+    except Exception:   # a rule that reads the sample's tensors decides per sample only
+        return (None, None)
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+GRAD_TEST = "test_output_grad_match"
 TOLERANCES_FROM_TEST = f"{TEST_MPS} (TestConsistency.test_output_match)"
+GRAD_TOLERANCES_FROM_TEST = f"{TEST_MPS} (TestConsistency.{GRAD_TEST})"
 
 
 def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
@@ -119,7 +144,15 @@ def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
                                  f"has no {TEST_MPS})")
     isolated = tolerance_rules.isolate(text)
     if isinstance(isolated, tolerance_rules.Isolated):
-        return LowPrecisionLists(*lists, TOLERANCES_FROM_TEST, tolerance_rules.CheckoutRules(isolated))
+        output, gradients = (tolerance_rules.isolate(text, GRAD_TEST, check) for check in (0, 1))
+        if isinstance(output, tolerance_rules.Isolated) and isinstance(gradients, tolerance_rules.Isolated):
+            grad = (tolerance_rules.CheckoutRules(output), tolerance_rules.CheckoutRules(gradients))
+            grad_source = GRAD_TOLERANCES_FROM_TEST
+        else:
+            grad, reason = None, (output if isinstance(output, tolerance_rules.Refused) else gradients).reason
+            grad_source = f"porter's built-in gradient table (approximate: {reason})"
+        return LowPrecisionLists(*lists, TOLERANCES_FROM_TEST, tolerance_rules.CheckoutRules(isolated),
+                                 grad, grad_source)
     what = f"{TEST_MPS}'s lists with" if found else ""
     return LowPrecisionLists(*lists, f"{what} porter's built-in rules (approximate: "
                              f"{isolated.reason})".strip())

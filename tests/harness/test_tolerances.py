@@ -76,7 +76,7 @@ class _Op(SimpleNamespace):
         return None
 
 
-def upstream_test(text: str):
+def upstream_test(text: str, namespace: dict | None = None):
     """The checkout's TestConsistency class itself (decorators and bases dropped)."""
     tree = ast.parse(text)
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
@@ -85,7 +85,7 @@ def upstream_test(text: str):
     for item in cls.body:
         if isinstance(item, ast.FunctionDef):
             item.decorator_list = []
-    namespace = {"torch": torch}
+    namespace = dict(namespace or {"torch": torch})
     exec(compile(ast.Module(body=[cls], type_ignores=[]), TEST_MPS, "exec"), namespace)
     return namespace["TestConsistency"]
 
@@ -354,3 +354,71 @@ def test_a_method_reading_an_unknown_module_name_is_refused_up_front():
     lists = _rules_of(text)
     assert lists.approximate
     assert "TestConsistency._compute_tolerances reads 'on_ci', which porter cannot supply" in lists.source
+
+
+class _TorchWithoutDevice:
+    """torch for running test_output_grad_match off a Mac: the grad_output's move to "mps" and
+    the autograd calls are inert (what is recorded is the tolerances, not the gradients)."""
+
+    class _Inert:
+        def to(self, *args, **kwargs):
+            return self
+
+    autograd = SimpleNamespace(grad=lambda *args, **kwargs: ())
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def rand_like(self, *args, **kwargs):
+        return self._Inert()
+
+
+def upstream_grad_tolerances(cls, info, dtype) -> list[tuple]:
+    """The (atol, rtol) of both comparisons test_output_grad_match makes on a sample."""
+    seen: list[tuple] = []
+
+    def assert_equal(first, second, atol=None, rtol=None, **_):
+        if atol is not None or rtol is not None or isinstance(first, (torch.Tensor, tuple)):
+            seen.append((atol, rtol))
+    leaf = torch.ones(1, requires_grad=True)
+    sample = SimpleNamespace(input=leaf, args=(), kwargs={"sorted": True})
+    stub = cls.__new__(cls)
+    stub.assertEqual = assert_equal
+    stub._run_op = lambda op, s, *rest: (leaf, leaf, s)
+    op = _Op(name=info.name, variant_test_name=info.variant_test_name,
+             sample_inputs=lambda *a, **k: iter([sample]))
+    cls.test_output_grad_match(stub, "mps:0", dtype, op)
+    return seen
+
+
+def test_grad_tolerances_are_the_checkouts_test_output_grad_match_for_every_opinfo():
+    """--grad: the output compared with test_output_grad_match's rules (norm's float16 rule is
+    its own), the gradients with its gradient-only ones, for every OpInfo and grad dtype."""
+    from porter.harness.backward import GradOpInfo
+    text = (fixture_root() / TEST_MPS).read_text()
+    lists = tolerances.load_lists(Checkout.at(fixture_root()))
+    assert lists.grad_source == tolerances.GRAD_TOLERANCES_FROM_TEST
+    cls = upstream_test(text, {"torch": _TorchWithoutDevice(), "pytree": __import__("torch.utils._pytree").utils._pytree})
+    differ, compared, own = [], 0, set()
+    for info in opdb.load(None).ops:
+        grad_info = GradOpInfo(info, mps_like=True)
+        for dtype in grad_info.supported_dtypes("mps"):
+            theirs = upstream_grad_tolerances(cls, info, dtype)
+            ours = [lists.for_sample(grad_info, dtype, None),
+                    lists.gradient_tolerances(grad_info, dtype, None)]
+            compared += 1
+            if ours[0] != lists.tolerances(info, dtype):
+                own.add(info.name)
+            if theirs != ours:
+                differ.append((info.full_name, str(dtype), theirs, ours))
+    assert differ == []
+    assert compared > 500 and own == {"norm", "linalg.norm", "renorm"}
+
+
+def test_without_grad_rules_the_built_in_gradient_table_is_named_approximate():
+    text = (fixture_root() / TEST_MPS).read_text()
+    trimmed = text.split("    @ops(mps_ops_grad_modifier")[0]
+    lists = _rules_of(trimmed)
+    assert lists.source == FROM_TEST and lists.grad_rules is None
+    assert lists.grad_source == ("porter's built-in gradient table (approximate: test/test_mps.py has "
+                                 "no TestConsistency.test_output_grad_match)")
