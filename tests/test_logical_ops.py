@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
 import pytest
 from expecttest import assert_expected_inline
@@ -33,7 +34,7 @@ FUNCTORS = {
 
 
 def _added(root, path: str) -> str:
-    import subprocess
+    """The lines a port added to one file of the tree (git diff against the last commit)."""
     diff = subprocess.run(["git", "diff", "-U0", "--", path], cwd=root, capture_output=True,
                           text=True, check=True).stdout
     return "".join(l[1:] + "\n" for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++"))
