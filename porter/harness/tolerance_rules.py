@@ -74,9 +74,11 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
                        f"not {check + 1}")
     kept = [s for s in loop.body[:compares[check]] if _is_tolerance_stmt(s)]
     given = _GIVEN | {sample, *_SAMPLE_ALIASES} | _module_names(tree) | {"product_version", "MACOS_VERSION"}
-    # the plain assignments the rules read (`cpu_kwargs = cpu_sample.kwargs`), from the loop
-    # body or the method body before it, nearest first
-    earlier = [s for s in loop.body if s not in kept] + list(reversed(method.body))
+    # the plain assignments the rules read (`cpu_kwargs = cpu_sample.kwargs`): the nearest one
+    # before the comparison in the loop body, else the nearest before the loop in the method
+    outer = next(i for i, s in enumerate(method.body) if any(n is loop for n in ast.walk(s)))
+    earlier = [s for s in reversed(loop.body[:compares[check]]) if s not in kept] + \
+        list(reversed(method.body[:outer]))
     needed = _free_names(kept) - given - _TOLS - set(dir(builtins))
     prelude: list[ast.stmt] = []
     while needed:

@@ -299,7 +299,15 @@ def test_rules_read_names_assigned_earlier_in_the_loop():
     text = text.replace("            cpu_out = op(", "            cpu_kwargs = cpu_sample.kwargs\n            cpu_out = op(", 1)
     lists = _rules_of(text)
     assert not lists.approximate
+    # the assignment nearest before the comparison is the one that holds there
+    shadowed = _rules_of(text.replace("            cpu_kwargs = cpu_sample.kwargs\n",
+                                      "            cpu_kwargs = {}\n            cpu_kwargs = cpu_sample.kwargs\n", 1))
     nearest = SimpleNamespace(kwargs={"mode": "nearest"})
+    assert shadowed.named("nn.functional.interpolate", "nearest", "float32", nearest) == (1e-3, 1e-4)
+    # a name bound before the loop, in the method
+    outside = _rules_of(text.replace("            cpu_kwargs = cpu_sample.kwargs\n", "", 1).replace(
+        "        for cpu_sample in", "        cpu_kwargs = {\"mode\": \"nearest\"}\n        for cpu_sample in", 1))
+    assert outside.named("nn.functional.interpolate", "", "float32", SimpleNamespace(kwargs={})) == (1e-3, 1e-4)
     assert lists.named("nn.functional.interpolate", "nearest", "float32", nearest) == (1e-3, 1e-4)
     assert lists.named("nn.functional.interpolate", "bilinear", "float32",
                        SimpleNamespace(kwargs={"mode": "bilinear"})) == (None, None)
