@@ -104,6 +104,7 @@ def test_impl_block_with_tricky_braces(mini_root):
     # sgn reaches sign through the per-backend API: still compiles, now runs Metal.
     assert_expected_inline("\n".join(notes(out)), """\
 note: aten/src/ATen/native/mps/operations/UnaryOps.mm:168: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
+note: aten/src/ATen/native/mps/operations/UnaryOps.mm:167: a comment still mentions sign_out_mps, which this migration deletes: reword it
 note: torch/testing/_internal/common_mps.py:73: ON_MPS_XFAILLIST['sign'] (float16) left in place; run `porter test sign --prune-xfails` to prune what passes""")
 
 
@@ -648,10 +649,8 @@ def test_complex_body_adds_the_complex_overload_and_joins_the_vec2_macro(mini_ro
 +REGISTER_UNARY_OP(sgn, uchar, uchar);
 +REGISTER_UNARY_OP(sgn, char, char);
 +REGISTER_UNARY_OP(sgn, bool, bool);
-+#define INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE) \\
-+  REGISTER_UNARY_OP(neg, DTYPE##2, DTYPE##2); \\
-+  REGISTER_UNARY_OP(exp, DTYPE##2, DTYPE##2); \\
-+  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2); \\
++
++  REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);     \\
 """)
     assert "SUPPORTED_COMPLEX_OPS" not in out
 
@@ -687,3 +686,21 @@ def test_a_non_structured_shared_function_that_runs_a_stub_migrates(mini_root):
            "+  lib.exec_unary_kernel(iter, \"logit\", eps);\n" in host
     removed = [line for line in file_diff(result.out, UNARY_OPS).splitlines() if line.startswith("-")]
     assert any("Tensor& logit_out_mps(" in line for line in removed)
+
+
+def test_a_comment_naming_the_deleted_impl_is_said_not_edited(real_root):
+    """sgn_out_mps's comment "(sign_out_mps above)" outlives sign's MPSGraph code: porter names
+    the line (in the file as written) and leaves that unrelated code alone."""
+    git_init(real_root)
+    mm = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+    result = migrate(real_root, "sign")
+    assert result.code == 0, result.err + result.out
+    stale = [line for line in (result.out + result.err).splitlines() if "still mentions" in line]
+    assert len(stale) == 1, result.out
+    where = stale[0].split(": ", 1)[1].split(":")
+    assert where[0] == mm and stale[0].endswith("a comment still mentions sign_out_mps, which this "
+                                                "migration deletes: reword it")
+    line = (real_root / mm).read_text().splitlines()[int(where[1]) - 1]
+    assert "// Real inputs reuse sign's MPSGraph implementation (sign_out_mps above)." in line
+    again = migrate(real_root, "sign")
+    assert again.code == 0 and "nothing to do" in again.out and "still mentions" not in again.out

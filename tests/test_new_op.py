@@ -71,26 +71,21 @@ def test_yaml_gets_mps_in_shared_row(heaviside_dry):
 
 def test_binary_functor_and_registration(heaviside_dry):
     assert_expected_inline(file_diff(heaviside_dry, BINARY_METAL), """\
-@@ -73,6 +73,18 @@
+@@ -73,6 +73,13 @@
    }
  };
  
 +struct heaviside_functor {
-+  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
++  template <typename T>
 +  inline T operator()(const T a, const T b) {
-+    return static_cast<T>(
-+        float(a) == 0 ? float(b) : static_cast<float>(float(a) > 0));
-+  }
-+  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
-+  inline T operator()(const T a, const T b) {
-+    return static_cast<T>(a == 0 ? b : static_cast<T>(a > 0));
++    return a == 0 ? b : static_cast<T>(a > 0);
 +  }
 +};
 +
  // Complex binary functors
  struct mul_functor {
    template <typename T>
-@@ -142,6 +154,8 @@
+@@ -142,6 +149,8 @@
  REGISTER_FLOAT_BINARY_OP(hypot);
  REGISTER_FLOAT_BINARY_OP(atan2);
  REGISTER_INT2FLOAT_BINARY_OP(atan2);
@@ -174,7 +169,7 @@ def test_notes_name_what_was_left(heaviside_dry):
 
 def test_unary_functor_in_float_math_with_int_to_float(log_ndtr_dry):
     assert_expected_inline(file_diff(log_ndtr_dry, UNARY_METAL), """\
-@@ -118,6 +118,21 @@
+@@ -106,6 +106,21 @@
    }
  };
  
@@ -193,13 +188,14 @@ def test_unary_functor_in_float_math_with_int_to_float(log_ndtr_dry):
 +  }
 +};
 +
- DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);
- DEFINE_UNARY_FLOATING_FUNCTOR(erfcx);
- DEFINE_UNARY_FLOATING_FUNCTOR(sinc);
-@@ -137,6 +152,13 @@
+ struct round_decimals_functor {
+   template <typename T>
+   inline T operator()(const T x, const long ndigits) {
+@@ -137,6 +152,14 @@
  REGISTER_UNARY_OP(bitwise_not, char, char);
  REGISTER_UNARY_OP(bitwise_not, uchar, uchar);
  REGISTER_UNARY_OP(bitwise_not, bool, bool);
++
 +REGISTER_UNARY_OP(special_log_ndtr, float, float);
 +REGISTER_UNARY_OP(special_log_ndtr, long, float);
 +REGISTER_UNARY_OP(special_log_ndtr, int, float);
@@ -271,11 +267,7 @@ def test_body_option_replaces_translation(mini_root):
     functor = added_lines(file_diff(result.out, BINARY_METAL))
     assert_expected_inline(functor, """\
 +struct heaviside_functor {
-+  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>
-+  inline T operator()(const T a, const T b) {
-+    return static_cast<T>(float(a) > 0 ? 1 : (float(a) == 0 ? float(b) : 0));
-+  }
-+  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
++  template <typename T>
 +  inline T operator()(const T a, const T b) {
 +    return static_cast<T>(a > 0 ? 1 : (a == 0 ? b : 0));
 +  }
@@ -459,13 +451,34 @@ def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template
     assert result.code == 2 and says in result.err, result.err
 
 
-def test_a_hand_written_functor_missing_the_tests_dtypes_is_a_warning(real_tree_template):
-    # the fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2)
+def test_a_hand_written_functor_that_cannot_take_the_tests_dtypes_is_refused(real_tree_template):
+    """The fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2):
+    porter registers the dtypes mul's MPS test sends, the build shows the functor does not take
+    them, and the port is refused naming them and the edit that supplies them (incomplete: 1)."""
     result = porter("new-op", "mul", "--dry-run", root=real_tree_template)
-    assert result.code == 0, result.err
-    assert ("WARNING: mul_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal is "
-            "registered for float2, half2 only, but mul's MPS test also sends bfloat16, bool, "
-            "float16, float32, int16, int32, int64, int8, uint8") in result.out + result.err
+    assert result.code == 1, result.err
+    assert_expected_inline(result.err.replace(BINARY_METAL, "BinaryKernel.metal"), """\
+porter: error: BinaryKernel.metal: mul_functor has no kernel for float32, float16, bfloat16, bool, uint8, int8, int16, int32, int64, which mul's MPS test sends, and does not build for them (BinaryKernel.metal:81: request for member 'x' in 'a', which is of non-class type 'const float'); nothing was written (give mul_functor an overload for them and register them by hand, or xfail those dtypes in common_mps.py)
+""")
+
+
+def test_a_rerun_registers_the_dtypes_a_port_lacks(real_root):
+    """An earlier port whose registrations miss dtypes the MPS test sends (an integer group
+    deleted by hand here): the rerun adds them, with the file's own macro, beside the others;
+    the build before writing proves the functor takes them; a third run has nothing to do."""
+    git_init(real_root)
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    metal = real_root / BINARY_METAL
+    full = metal.read_text()
+    metal.write_text(full.replace("REGISTER_INTEGER_BINARY_OP(heaviside);\n", ""))
+    subprocess.run(["git", "commit", "-qam", "gap"], cwd=real_root, check=True)
+    again = porter("new-op", "heaviside", root=real_root)
+    assert again.code == 0, again.err
+    assert metal.read_text() == full
+    assert ("heaviside_functor in aten/src/ATen/native/mps/kernels/BinaryKernel.metal was registered "
+            "for bfloat, float, half only; heaviside's MPS test also sends bool, uint8, int8, int16, "
+            "int32, int64: registered those too") in again.out
+    assert "nothing to do" in porter("new-op", "heaviside", root=real_root).out
 
 
 def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2(mini_root):
@@ -477,7 +490,7 @@ def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2
 +struct heaviside_functor {
 +  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
 +  inline T operator()(const T a, const T b) {
-+    return static_cast<T>(float(a) > 0 ? 1 : (float(a) == 0 ? float(b) : 0));
++    return static_cast<T>(a > 0 ? 1 : (a == 0 ? b : 0));
 +  }
 +  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
 +  inline T operator()(const T a, const T b) {
@@ -494,3 +507,51 @@ def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2
 +REGISTER_BINARY_OP(heaviside, float2, float2);
 +REGISTER_BINARY_OP(heaviside, half2, half2);
 """)
+
+
+def test_no_redundant_cast_in_a_body_of_plain_values(mini_root):
+    """`--body 'a > b ? a : b'` is exact in T (no detour through float, no cast of a T); a
+    complex body that already is a T is returned as it is, not as `T(a)`."""
+    result = porter("new-op", "heaviside", "--dry-run", "--body", "a > b ? a : b",
+                    "--complex-body", "a", root=mini_root)
+    assert result.code == 0, result.err
+    added = added_lines(file_diff(result.out, BINARY_METAL))
+    assert_expected_inline(added, """\
++struct heaviside_functor {
++  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a > b ? a : b;
++  }
++  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a > b ? a : b;
++  }
++  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
++  inline T operator()(const T a, const T b) {
++    return a;
++  }
++};
++
++REGISTER_FLOAT_BINARY_OP(heaviside);
++REGISTER_INTEGER_BINARY_OP(heaviside);
++REGISTER_BINARY_OP(heaviside, float2, float2);
++REGISTER_BINARY_OP(heaviside, half2, half2);
+""")
+    assert "float(float(" not in result.out
+
+
+@pytest.mark.parametrize(("op", "code", "says"), [
+    # the host runs the kernel for floating types only (at::maximum_out for the rest)
+    pytest.param("fmax", 0, "nothing to do", id="host-routes-integers-elsewhere"),
+    # upstream's own registrations stand: porter does not call them wrong
+    pytest.param("special_erfcx", 0, "nothing to do", id="existing-registrations-not-judged"),
+    # the fixture's INSTANTIATE_UNARY_KERNELS_VEC2 has no exp2: complex64 has no kernel, and
+    # --complex-body cannot add an overload to an existing functor, so the edit is by hand
+    pytest.param("exp2", 1, "missing a complex64 kernel (exp2 is in SUPPORTED_COMPLEX_OPS, so its MPS "
+                 "test sends complex64): a complex overload of the existing exp2_functor and its "
+                 "float2/half2 registrations, written by hand", id="complex-gap-is-a-hand-edit"),
+])
+def test_a_rerun_on_an_already_registered_kernel(real_tree_template, op, code, says):
+    result = porter("new-op", op, "--dry-run", root=real_tree_template)
+    assert result.code == code, result.err
+    assert says in result.out + result.err

@@ -10,6 +10,7 @@ import json
 import shutil
 
 import pytest
+from expecttest import assert_expected_inline
 
 from tests.porter_run import added_lines, file_diff, git_init, porter
 
@@ -238,3 +239,21 @@ def test_candidates_classify_the_scalar_ops(real_root):
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
     assert rows["threshold"]["how"] == "no CPU lambda found: --body EXPR in x, threshold, value"
     assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"
+
+
+def test_softplus_functor_names_its_argument_x_and_casts_only_where_the_type_changes(real_tree_template):
+    result = porter("migrate-from-mpsgraph", "softplus", "--dry-run", root=real_tree_template)
+    assert result.code == 0, result.err
+    functor = added_lines(file_diff(result.out, ACTIVATION_METAL)).split("\n+\n")[1]
+    assert_expected_inline(functor, """\
++struct softplus_functor {
++  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
++  inline T operator()(const T x, const SoftplusParams<float> params) {
++    const float beta = params.beta;
++    const float threshold = params.threshold;
++    return static_cast<T>(
++        (float(x) * beta) > threshold
++            ? float(x)
++            : (c10::metal::log1p(::precise::exp(float(x) * beta)) / beta));
++  }
++};""")

@@ -69,8 +69,22 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
             skeleton = functor is not None and functor.origin == SKELETON
             # a skeleton fails on purpose: it is a gap (below), the rest of the file must build
             only = () if (kernel is None or skeleton) else (kernel,)
-            build_check.check_kernel_file(change.path, change.old, _with_planned_headers(change.new, plan),
-                                          checkout.root, only)
+            try:
+                build_check.check_kernel_file(change.path, change.old,
+                                              _with_planned_headers(change.new, plan), checkout.root, only)
+            except build_check.BuildRefused as refused:
+                added = getattr(plan, "added_dtypes", ())
+                if not added or kernel != spec.kernel:
+                    raise
+                # the registrations porter added for dtypes the functor never took
+                error = refused.message.split("does not build: ", 1)[-1]
+                error = error.removesuffix("; nothing was written")
+                raise build_check.BuildRefused(
+                    f"{spec.kernel}_functor has no kernel for {', '.join(added)}, which {spec.op}'s "
+                    f"MPS test sends, and does not build for them ({error}); nothing was written",
+                    path=spec.metal_path,
+                    hint=f"give {spec.kernel}_functor an overload for them and register them by "
+                         "hand, or xfail those dtypes in common_mps.py") from None
     incomplete = [f"{g.what}: {g.flag}" for g in plan.gaps]
     if command == "migrate-from-mpsgraph" and functor is not None and functor.origin == SKELETON:
         # --allow-incomplete does not stretch this far: the MPSGraph code works, a skeleton does not

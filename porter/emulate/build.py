@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from porter.emulate import headers
+from porter.emulate import headers, metal_builtins
 from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
     _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, _blocks, _cache_key, _compiler_id, _error_text,
     _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler)
@@ -38,12 +38,14 @@ MAX_QUARANTINE_ROUNDS = 6
 WRONG_OUTPUT, BUILD_ERROR, UNSUPPORTED = "wrong output type", "build error", "unsupported construct"
 BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
 # g++ messages that are errors in any C++ dialect, Metal's included: the file is wrong, not
-# beyond the emulator (a Metal builtin the shim lacks reads "was not declared", and stays
-# an unsupported construct).
+# beyond the emulator. "was not declared" is one too, unless the name is a Metal builtin the
+# shim lacks (porter.emulate.metal_builtins): that stays an unsupported construct.
 _BUILD_ERROR_MESSAGE = re.compile(
     r"(^|: )(expected |stray |missing terminating|unterminated |invalid preprocessing|"
     r"static assertion failed|expected primary-expression|"
-    r"operands to '\?:' have different types)")
+    r"operands to '\?:' have different types|"
+    r"request for member '\w+' in '[^']*', which is of non-class type '(?:const )?"
+    r"(?:float|int|long|short|char|bool|unsigned \w+|signed char)')")   # a scalar has no .x
 
 
 def is_build_error(message: str) -> bool:
@@ -263,9 +265,23 @@ def _last(pattern: re.Pattern, text: str):
     return found
 
 
+_UNDECLARED = re.compile(r"'([\w:]+)' (?:was not declared in this scope|is not a member of '([\w:]+)')")
+
+
 def _classified(where_and_message: str) -> str:
-    kind = BUILD_ERROR if is_build_error(where_and_message) else UNSUPPORTED
+    kind = BUILD_ERROR if is_build_error(where_and_message) or _undeclared_outside_metal(
+        where_and_message) else UNSUPPORTED
     return f"{kind}: {where_and_message}"
+
+
+def _undeclared_outside_metal(message: str) -> bool:
+    """An identifier g++ does not know that Metal does not define either (a typo, a helper
+    nobody declared): a Mac rejects it too. A Metal builtin the shim lacks stays unsupported."""
+    m = _UNDECLARED.search(message)
+    if m is None:
+        return False
+    name = f"{m.group(2)}::{m.group(1)}" if m.group(2) else m.group(1)
+    return not metal_builtins.is_metal_name(name)
 
 
 def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:

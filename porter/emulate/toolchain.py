@@ -69,7 +69,7 @@ def _compiler_id(cxx: str) -> str:
 
 def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
-    h.update(b"porter-emulate-v4\0")
+    h.update(b"porter-emulate-v5\0")     # v5: undeclared non-Metal names are build errors
     h.update(_compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):

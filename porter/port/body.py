@@ -161,13 +161,14 @@ def rename(statements: str, old: tuple[str, ...], new: tuple[str, ...]) -> str:
                   lambda m: mapping.get(m.group(1), m.group(1)), statements)
 
 
-def wrap_returns(statements: str, cast: str) -> str:
+def wrap_returns(statements: str, cast: str, typed: dict[str, str] | None = None) -> str:
     """`return E;` -> `return static_cast<cast>(E);` for every return of a statement list; no
-    cast where E already is one to `cast` (or, for bool, a comparison)."""
+    cast where E already has type `cast`: a cast to it, a name `typed` gives that type (the
+    functor's `T` arguments), a selection between two such values, or for bool a comparison."""
     def one(m):
         expr = m.group(1).strip()
         inner = _strip_parens(expr)
-        if _is_cast_to(inner, cast) or (cast == "bool" and _is_bool(inner)):
+        if type_of(inner, typed or {}) == cast:
             return f"return {inner};"
         head = "static_cast<float>("
         if inner.startswith(head) and _closing(inner, len(head) - 1) == len(inner) - 1:
@@ -175,6 +176,65 @@ def wrap_returns(statements: str, cast: str) -> str:
             inner = _strip_parens(inner[len(head):-1])
         return f"return static_cast<{cast}>({inner});"
     return re.sub(r"\breturn\s+(.*?);", one, statements, flags=re.S)
+
+
+CAST_RE = re.compile(r"(?:static_cast<(\w+)>|(\w+))\(")
+
+
+def type_of(expr: str, typed: dict[str, str]) -> str | None:
+    """The type of a Metal expression where it is plain to see, else None: a typed name, a cast
+    (`static_cast<X>(E)`, `X(E)` for a type X), a comparison (bool), `c ? A : B` with A and B of
+    one type."""
+    expr = _strip_parens(expr.strip())
+    if expr in typed:
+        return typed[expr]
+    m = CAST_RE.match(expr)
+    if m and _closing(expr, m.end() - 1) == len(expr) - 1:
+        name = m.group(1) or m.group(2)
+        if m.group(1) or name in CAST_TYPES or name in typed.values():
+            return name
+    if _is_bool(expr):
+        return "bool"
+    parts = _ternary(expr)
+    if parts:
+        then, otherwise = type_of(parts[1], typed), type_of(parts[2], typed)
+        return then if then is not None and then == otherwise else None
+    return None
+
+
+CAST_TYPES = {"T", "float", "half", "bfloat", "bool", "int", "long", "short", "char", "uchar",
+              "float2", "half2"}
+
+
+def _ternary(expr: str) -> tuple[str, str, str] | None:
+    """`c ? a : b` split at its top level, or None (also for nested selections)."""
+    depth, question, i = 0, -1, 0
+    while i < len(expr):
+        c = expr[i]
+        if expr.startswith("::", i):
+            i += 2
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c == "?":
+            if question >= 0:
+                return None
+            question = i
+        elif depth == 0 and c == ":" and question >= 0:
+            return expr[:question].strip(), expr[question + 1:i].strip(), expr[i + 1:].strip()
+        i += 1
+    return None
+
+
+def exact_in_input_type(statements: str) -> bool:
+    """Only comparisons, selections and casts of the arguments: computing in the input type is
+    exact, so the floating overload needs no detour through float (heaviside)."""
+    code = re.sub(r"static_cast<\w+>\(", "(", statements)
+    code = re.sub(r"\b(?:T|bool)\(", "(", code)
+    code = code.replace("return", "")
+    return not re.search(r"[+\-*/%~^|&]|\w\s*\(|\.", code)
 
 
 def _strip_parens(expr: str) -> str:
@@ -193,13 +253,6 @@ def _closing(expr: str, at: int) -> int:
     return -1
 
 
-def _is_cast_to(expr: str, cast: str) -> bool:
-    for head in (f"static_cast<{cast}>(", f"{cast}("):
-        if expr.startswith(head) and _closing(expr, len(head) - 1) == len(expr) - 1:
-            return True
-    return False
-
-
 BOOL_CALLS = ("::metal::signbit(", "::metal::isnan(", "::metal::isinf(", "::metal::isfinite(")
 
 
@@ -210,14 +263,87 @@ def _is_bool(expr: str) -> bool:
     return bool(re.fullmatch(r"[\w.:]+(?:\([^()]*\))?\s*(?:<|>|<=|>=|==|!=)\s*[\w.:]+", expr))
 
 
-def as_float(statements: str, params: tuple[str, ...]) -> str:
-    """Computing in float: each parameter read as `float(p)`, never `float(float(p))`."""
+def as_float(statements: str, params: tuple[str, ...], floats: tuple[str, ...] = ()) -> str:
+    """Computing in float: each parameter read as `float(p)`, never `float(float(p))`, and no
+    `static_cast<float>` of a value that is a float already (`floats`: names declared float)."""
     for p in params:
         statements = re.sub(rf"(?<![\w.]){re.escape(p)}\b", f"float({p})", statements)
         statements = statements.replace(f"float(float({p}))", f"float({p})")
         statements = statements.replace(f"static_cast<float>(float({p}))", f"float({p})")
         statements = statements.replace(f"float{{float({p})}}", f"float({p})")
+    return drop_float_casts(statements, frozenset(floats))
+
+
+FLOAT_CAST = "static_cast<float>("
+FLOAT_LITERAL_RE = re.compile(r"(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fF]?|\d+[eE][+-]?\d+[fF]?|\d+[fF]")
+MATH_CALL_RE = re.compile(r"(?:::precise::|::metal::|c10::metal::)\w+\(")
+ATOM_RE = re.compile(r"[\w.:]+")
+
+
+def drop_float_casts(statements: str, floats: frozenset[str] = frozenset()) -> str:
+    """`static_cast<float>(E)` -> `E` where E is plainly a float already (in the float overload:
+    `float(x)`, float literals, c10::metal/precise math, and arithmetic of those)."""
+    at = statements.rfind(FLOAT_CAST)
+    while at >= 0:
+        close = _closing(statements, at + len(FLOAT_CAST) - 1)
+        inner = statements[at + len(FLOAT_CAST):close] if close > 0 else ""
+        if inner and (at == 0 or not (statements[at - 1].isalnum() or statements[at - 1] == "_")) \
+                and _is_float(inner, floats):
+            inner = _strip_parens(inner)
+            keep = inner if _is_atom(inner) else f"({inner})"
+            statements = statements[:at] + keep + statements[close + 1:]
+        at = statements.rfind(FLOAT_CAST, 0, at)
     return statements
+
+
+def _is_atom(expr: str) -> bool:
+    """A name, a literal or one whole call: needs no parentheses anywhere."""
+    if ATOM_RE.fullmatch(expr):
+        return True
+    m = re.match(r"(?:static_cast<\w+>|[\w:]+)\(", expr)
+    return bool(m) and _closing(expr, m.end() - 1) == len(expr) - 1
+
+
+def _is_float(expr: str, floats: frozenset[str]) -> bool:
+    expr = _strip_parens(expr.strip())
+    if expr in floats or FLOAT_LITERAL_RE.fullmatch(expr):
+        return True
+    if _is_bool(expr) or any(expr.startswith(c) for c in BOOL_CALLS):
+        return False
+    for head in (FLOAT_CAST, "float("):
+        if expr.startswith(head) and _closing(expr, len(head) - 1) == len(expr) - 1:
+            return True
+    m = MATH_CALL_RE.match(expr)
+    if m and _closing(expr, m.end() - 1) == len(expr) - 1:
+        return True
+    if expr.startswith("-") and not expr.startswith("--"):
+        return _is_float(expr[1:], floats)
+    parts = _ternary(expr)
+    if parts:
+        return _is_float(parts[1], floats) and _is_float(parts[2], floats)
+    terms = _arithmetic_terms(expr)
+    return len(terms) > 1 and all(_is_float(t, floats) for t in terms)
+
+
+def _arithmetic_terms(expr: str) -> list[str]:
+    """`E1 op E2 op ...` split at its top-level `+ - * /` (binary ones only)."""
+    terms, depth, start, prev = [], 0, 0, ""
+    for i, c in enumerate(expr):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c in "+-*/" and (prev.isalnum() or prev in "_).") \
+                and not (c in "+-" and i > 0 and expr[i - 1] in "eE" and expr[i - 2:i - 1].isdigit()):
+            terms.append(expr[start:i])
+            start = i + 1
+        elif c in "<>=!?:&|%^" and not (c == ":" and ":" in (expr[i - 1:i], expr[i + 1:i + 2])):
+            if depth == 0:
+                return [expr]       # a comparison or selection: not plain arithmetic
+        if not c.isspace():
+            prev = c
+    terms.append(expr[start:])
+    return [t.strip() for t in terms]
 
 
 CLOSERS = {")": "(", "]": "["}

@@ -85,7 +85,7 @@ def check(spec: OpSpec, planned: str, dtypes: DtypePlan) -> tuple[list[Gap], lis
         gaps.append(Gap(f"a kernel for {', '.join(missing)}", "a registration written by hand",
                         tuple(missing)))
     by_reason: dict[str, list[str]] = {}
-    for d in sorted(dtypes.register, key=_metal_order):
+    for d in sorted(dtypes.register, key=metal_order):
         metal = METAL.get(d)
         if metal not in outs:
             continue
@@ -111,7 +111,7 @@ def _torch(metal: str) -> str:
     return TORCH_OF_METAL.get(metal, metal)
 
 
-def _metal_order(d: str) -> int:
+def metal_order(d: str) -> int:
     order = list(METAL)
     return order.index(d) if d in order else len(order)
 

@@ -3,7 +3,8 @@
 The changed line ranges of each planned `.metal`, `.mm`, `.cpp` or `.h` file go through the
 `clang-format` binary of the PyPI package (`pip install 'porter-mps[format]'`), with the checkout's
 `.clang-format` when it has one (upstream's lint runs exactly that) and PyTorch's style
-otherwise; lines porter did not touch are left as they are. A `.metal` file is C++ to
+otherwise; lines porter did not touch are left as they are, even where clang-format reflows
+the construct around a changed line (`only_within`). A `.metal` file is C++ to
 clang-format (Metal is C++14 with attributes).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -86,18 +88,49 @@ def format_changes(root, changes) -> str | None:
             proc = subprocess.run(cmd, input=change.new, capture_output=True, text=True)
             if proc.returncode != 0:
                 return f"{change.path}: clang-format failed: {proc.stderr.strip()[:200]}"
-            formatted = proc.stdout
+            formatted = only_within(change.new, proc.stdout, ranges)
             _store(key, formatted)
         if formatted != change.new:
             changes.set(change.path, change.old, formatted)
     return None
 
 
+def only_within(text: str, formatted: str, ranges: list[tuple[int, int]]) -> str:
+    """`formatted` where it differs from `text` on lines inside `ranges` (1-based, inclusive),
+    `text` everywhere else. clang-format's --lines still reflows a whole construct around a
+    changed line (the escaped newlines of a `#define`, a wrapped call), and porter must leave
+    the lines it did not write byte-identical."""
+    changed = {n for a, b in ranges for n in range(a - 1, b)}       # 0-based
+    old, new = text.split("\n"), formatted.split("\n")
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        mine = [i in changed for i in range(i1, i2)] or [i1 in changed or i1 - 1 in changed]
+        if tag == "equal" or not any(mine):
+            out += old[i1:i2]
+        elif all(mine):
+            out += new[j1:j2]
+        elif i2 - i1 == j2 - j1:        # line for line: porter's lines formatted, the rest kept
+            out += [_in_step(old[i1 + k], new[j1 + k]) if mine[k] else old[i1 + k]
+                    for k in range(i2 - i1)]
+        else:
+            out += old[i1:i2]           # a reflow that mixes porter's lines with others: keep
+    return "\n".join(out)
+
+
+def _in_step(mine: str, formatted: str) -> str:
+    """Porter's line inside a construct whose other lines stay: where clang-format only moved
+    its escaped newline (to realign the whole `#define`), keep it in line with its neighbours."""
+    if re.sub(r"\s*\\$", "", mine) == re.sub(r"\s*\\$", "", formatted):
+        return mine
+    return formatted
+
+
 # A dry run and the real run that follows format the same texts: the second reads the result
 # back (~1 ms) instead of starting clang-format again (~20 ms a file).
 def _key(exe: str, args: list[str], style: str, text: str) -> str:
     st = os.stat(exe)
-    h = hashlib.sha256(f"format-v1\0{os.path.realpath(exe)}:{st.st_size}:{int(st.st_mtime)}".encode())
+    h = hashlib.sha256(f"format-v3\0{os.path.realpath(exe)}:{st.st_size}:{int(st.st_mtime)}".encode())
     for part in (*args, style, text):
         h.update(b"\0" + part.encode())
     return h.hexdigest()[:32]

@@ -29,7 +29,7 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     _check_expression("--body", body, spec, params, EXAMPLES)
     _check_expression("--complex-body", complex_body, spec, params, COMPLEX_EXAMPLES)
     if body is not None:
-        statements_float = statements_int = f"return {body.strip().rstrip(';')};"
+        statements_float = statements_int = float_in_t = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:
         lam = spec.scalar_lambda
@@ -48,30 +48,37 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         # the functor names its arguments as every functor of the file does: x, or a and b
         statements_float = translate_body.rename(as_float.statements, lam.params, params)
         statements_int = translate_body.rename(as_t.statements, int_lam.params, params)
+        float_in_t = translate_body.translate(lam.body, lam.params, "T", c10_functions).statements
+        if float_in_t is not None:
+            float_in_t = translate_body.rename(float_in_t, lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
     out_bool = spec.returns_bool
     complex_out = "bool" if out_bool else "T"
-    complex_statements = None
-    if complex_body:
-        expr = complex_body.strip().rstrip(';')
-        complex_statements = f"return {expr};" if out_bool else f"return T({expr});"
     # A binary bool op reading its arguments as truth values only: one template for every input
     # dtype, complex included (a --complex-body still gets its own overload); its registrations
     # are porter.port.edits.metal.add_bool_registration's
     generic = (_truth_body(statements_int, params, c10_functions)
                if out_bool and spec.kind != UNARY else None)
     if generic is not None:
-        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, generic_body=generic,
+        own_complex = f"return {complex_body.strip().rstrip(';')};" if complex_body else None
+        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, one_body=generic,
                       float_body=None, int_body=None, float_out="bool", int_out="bool",
-                      complex_body=complex_statements, complex_out=complex_out)
+                      complex_body=own_complex, complex_out="bool")
         return Functor(text, origin, detail, complex=True)
     metal_types = {METAL[d] for d in spec.dtypes if d in METAL}
     has_float = bool(metal_types & set(METAL_FLOATING)) or not metal_types
     has_int = bool(metal_types - set(METAL_FLOATING) - {"float2"})
     float_out = "bool" if out_bool else "T"
     int_out = "bool" if out_bool else ("float" if spec.promotes_int_to_float else "T")
-    float_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params),
-                                             float_out) if has_float else None
+    typed = {p: "T" for p in params}
+    if not has_float:
+        float_body = None
+    elif float_in_t is not None and translate_body.exact_in_input_type(float_in_t):
+        # comparisons and selections only: exact in T, no detour through float (heaviside)
+        float_body = translate_body.wrap_returns(float_in_t, float_out, typed)
+    else:
+        float_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params),
+                                                 float_out)
     if not has_int:
         int_body = None
     elif spec.promotes_int_to_float and float_body:
@@ -81,11 +88,21 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     elif spec.promotes_int_to_float:
         int_body = translate_body.wrap_returns(translate_body.as_float(statements_float, params), "float")
     else:
-        int_body = translate_body.wrap_returns(statements_int, int_out)
+        int_body = translate_body.wrap_returns(statements_int, int_out, typed)
+    complex_statements = None
+    if complex_body:
+        # a value that already is a T (`x`, `T(re, im)`) is returned as it is; a bool op's
+        # complex overload returns bool
+        complex_statements = translate_body.wrap_returns(
+            f"return {complex_body.strip().rstrip(';')};", complex_out, typed).replace(
+            "return static_cast<T>(", "return T(")
+    one_body = None
+    if float_body and float_body == int_body and float_out == int_out and not complex_statements:
+        one_body, float_body, int_body = float_body, None, None     # one template for every T
     template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
-    text = render(template, op=spec.kernel, params=params, generic_body=None, float_body=float_body,
+    text = render(template, op=spec.kernel, params=params, float_body=float_body,
                   int_body=int_body, float_out=float_out, int_out=int_out,
-                  complex_body=complex_statements, complex_out=complex_out)
+                  complex_body=complex_statements, complex_out=complex_out, one_body=one_body)
     return Functor(text, origin, detail, complex=complex_statements is not None)
 
 
@@ -158,7 +175,11 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
                                               c10_functions)
         if translated.statements is None:
             return _skeleton(spec, tensors, f"{translated.reason} (CPU lambda at {lam.path}:{lam.line})")
-        tensors, statements = lam.params, translated.statements
+        # the functor names its tensor arguments as every functor of the file does (x, or a
+        # and b) unless the lambda's body already uses those names for something else
+        statements = translate_body.rename(translated.statements, tuple(lam.params), tensors)
+        if statements == translated.statements and tuple(lam.params) != tensors:
+            tensors = lam.params
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
     from porter.port import scalars as scalar_args
     params_struct = scalar_args.uses_params_struct(spec.scalars)
@@ -168,8 +189,8 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
     # read as float; a params struct already holds floats. Integers stay in their own type
     # (int64 values beyond 2^24 survive), with the scalars converted as the CPU's to<scalar_t>().
     as_float = tensors if params_struct else tuple(tensors) + names
-    float_statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)",
-                              translate_body.as_float(statements, as_float))
+    float_statements = re.sub(r"\bfloat\(float\(([\w.]+)\)\)", r"float(\1)", translate_body.as_float(
+        statements, as_float, floats=names if params_struct else ()))
     out_float = "bool" if spec.returns_bool else "T"
     struct = f"{scalar_args.struct_name(spec.kernel)}<float>"
     overloads = [{"trait": "is_scalar_floating_point_v", "out": out_float,

@@ -110,6 +110,8 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     if found:       # on the edited texts, so that the lines cited are those the user will see
         edited = {rel: source_of(cs.current(rel, checkout.read)) for rel in found}
         migration.notes += _dispatcher_callers(checkout, {**hosts, **edited}, op)
+        migration.notes += _stale_mentions(checkout, {**hosts, **edited},
+                                           {d.name for defs in found.values() for d in defs})
     if checkout.exists(co.MPS_FALLBACK):
         text = checkout.read(co.MPS_FALLBACK)
         new, removed = graph_edit.drop_fallbacks(text, op)
@@ -132,6 +134,7 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     migration.notes += plan.notes
     migration.gaps, migration.wrong = plan.gaps, plan.wrong
     migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
+    migration.added_dtypes = plan.added_dtypes
     _validate_yaml(checkout, spec, cs, validator)
     return migration
 
@@ -162,6 +165,7 @@ def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Mig
     migration.notes += plan.notes
     migration.gaps, migration.wrong = plan.gaps, plan.wrong
     migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
+    migration.added_dtypes = plan.added_dtypes
     return migration
 
 
@@ -279,6 +283,32 @@ def _dispatcher_callers(checkout, hosts, op: str) -> list[str]:
             notes.append(f"{rel}:{line_of(src.text, m.start())}: {who} calls {call}, which keeps "
                          "working and now runs the Metal kernel")
     return notes
+
+
+def _stale_mentions(checkout, hosts, deleted: set[str]) -> list[str]:
+    """Comments that still name a deleted implementation ("(sign_out_mps above)"): said, not
+    edited, since they sit in code porter has no reason to touch and only a person can reword."""
+    notes = []
+    for rel, src in sorted(_mps_sources(checkout, hosts).items()):
+        for name in sorted(deleted):
+            if name not in src.text:
+                continue
+            for m in re.finditer(rf"\b{re.escape(name)}\b", src.text):
+                if src.mask[m.start()] != " ":
+                    continue            # code, not a comment or string: not this note's business
+                if not _in_comment(src.text, m.start()):
+                    continue
+                notes.append(f"{rel}:{line_of(src.text, m.start())}: a comment still mentions "
+                             f"{name}, which this migration deletes: reword it")
+    return notes
+
+
+def _in_comment(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    if "//" in text[line_start:pos]:
+        return True
+    opened, closed = text.rfind("/*", 0, pos), text.rfind("*/", 0, pos)
+    return opened > closed
 
 
 def _check_balanced(rel: str, old: str, new: str) -> None:

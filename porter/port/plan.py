@@ -50,6 +50,7 @@ class Plan:
         self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
         self.new_kernels: dict[str, str] = {}        # .metal path -> kernel porter registers there
         self.unregistered: set[str] = set()     # dtypes the MPS test sends, left without a kernel on purpose
+        self.added_dtypes: tuple[str, ...] = ()     # registered for an existing functor that lacked them
 
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
@@ -118,13 +119,18 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         plan.gaps.append(completeness.Gap(
             f"the body of {spec.kernel}_functor (porter's skeleton is still in {spec.metal_path})",
             f"--body EXPR (in {' and '.join(functor_params(spec))})"))
+    pending_functor = None
     if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
         plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
         if skeleton_at is not None:     # the body the skeleton was waiting for
             start, end = skeleton_at
             text = text[:start] + plan.functor.text.rstrip("\n") + "\n" + text[end:]
-        else:
+        elif metal_edit.registers_beside_functor(text, spec.kind):
             text = metal_edit.add_functor(text, spec.kernel, plan.functor.text, spec.kind)
+        else:
+            # placed once its registrations are: it follows the functor of the op registered
+            # just before it (porter.port.edits.metal's source-order rule)
+            pending_functor = plan.functor.text
         if plan.functor.origin == SKELETON:
             if complex_body is not None:
                 plan.notes.append("--complex-body is not used with a skeleton: rerun with --body "
@@ -140,16 +146,25 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if registered and with_complex:
         text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     if registered:
-        # Registrations written by hand (or by an earlier porter run) stand as they are, but a
-        # dtype the op's MPS test sends with no kernel for it is said (porter check: PORTER011).
-        inputs = {t for t, _ in registered}
-        missing = sorted(d for d in spec.dtypes if d in METAL and METAL[d] not in inputs)
-        if missing:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
-                              f"{', '.join(sorted(inputs))} only, but {spec.op}'s MPS test also sends "
-                              f"{', '.join(missing)}: make the functor take them and register them, "
-                              "or xfail those dtypes in common_mps.py")
+        # Registrations written by hand (or by an earlier porter run) stand as they are; a dtype
+        # the op's MPS test sends with no kernel gets its registration added here (the build
+        # before write then proves the functor takes it), or stays a gap: exit 1.
+        if _host_routes_non_floating(checkout, spec, read):
+            wanted = wanted._replace(register=frozenset(
+                d for d in wanted.register if d in FLOATING_TORCH))
+        text = _register_missing(spec, text, registered, wanted, plan)
+        if pending_functor is not None:
+            text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
         write(spec.metal_path, text)
+        if spec.dtypes:
+            # what is missing is a gap; the registrations already there are not porter's to judge
+            for gap in completeness.check(spec, text, wanted)[0]:
+                if gap.flag.startswith("--complex-body") and pending_functor is None \
+                        and plan.functor is None:
+                    # --complex-body only writes a new functor's overload
+                    gap = gap._replace(flag=f"a complex overload of the existing {spec.kernel}_functor "
+                                            "and its float2/half2 registrations, written by hand")
+                plan.gaps.append(gap)
         return
     dtypes = kernel_spec.dtypes
     if not dtypes:
@@ -174,6 +189,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
+    if pending_functor is not None:
+        text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
     if "complex64" in spec.dtypes and not with_complex and complex_body is None and not tested_complex:
         plan.notes.append(f"complex64 is not registered: {spec.kernel}_functor has no complex "
                           "overload (--complex-body EXPR adds one)")
@@ -186,6 +203,42 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
     if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
         gaps, plan.wrong = completeness.check(spec, text, wanted)
         plan.gaps += gaps
+
+
+FLOATING_TORCH = frozenset({"float32", "float16", "bfloat16"})
+
+
+def _host_routes_non_floating(checkout, spec: OpSpec, read) -> bool:
+    """The host function of the op's stub runs the kernel for floating types only and hands the
+    rest elsewhere (fmax: `at::maximum_out`): those dtypes need no kernel."""
+    if not checkout.exists(spec.host_path):
+        return False
+    host = HostFile(read(spec.host_path))
+    for reg in host.dispatch_registrations:
+        if reg.stub == spec.stub.name and not reg.via_macro:
+            fn = host.kernel_functions.get(reg.function.split("::")[-1].lstrip("&"))
+            return fn is not None and "isFloatingType(" in host.text[fn.start:fn.end]
+    return False
+
+
+def _register_missing(spec: OpSpec, text: str, registered: set[tuple[str, str]],
+                      wanted: completeness.DtypePlan, plan: Plan) -> str:
+    """One base-macro registration per dtype the MPS test sends that has no kernel yet, with
+    the output type the op's meta function gives (complex needs an overload: a gap)."""
+    inputs = {t for t, _ in registered}
+    missing = [d for d in sorted(wanted.register, key=completeness.metal_order)
+               if d in METAL and METAL[d] not in inputs and d != "complex64"]
+    if not missing:
+        return text
+    pairs = [(METAL[d], completeness.expected_output(spec, METAL[d])) for d in missing]
+    text = metal_edit.add_missing_registrations(text, spec.kernel, spec.kind, pairs)
+    plan.new_kernels[spec.metal_path] = spec.kernel
+    plan.added_dtypes = tuple(missing)
+    plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
+                      f"{', '.join(sorted(inputs))} only; {spec.op}'s MPS test also sends "
+                      f"{', '.join(missing)}: registered those too (the build before writing "
+                      "checks that the functor takes them)")
+    return text
 
 
 def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
@@ -215,11 +268,25 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         if body is not None:
             plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
         registered = {r.in_type for r in metal.registrations if r.kernel == spec.kernel}
-        missing = sorted(d for d in dtypes if d in METAL and METAL[d] not in registered)
-        if missing:
-            plan.notes.append(f"WARNING: {spec.kernel}_functor in {spec.metal_path} is registered for "
-                              f"{', '.join(sorted(registered))} only, but {spec.op}'s MPS test also "
-                              f"sends {', '.join(missing)}: register them, or that test fails")
+        missing = [d for d in sorted(dtypes, key=completeness.metal_order)
+                   if d in METAL and METAL[d] not in registered and d != "complex64"]
+        if missing and registered:
+            # as for ops without scalars: registered here, proved by the build before writing
+            rows = [(i, scalar_args.alpha_type(spec.scalars, spec.kernel, o), o)
+                    for i, o in _alpha_pairs(spec, frozenset(missing))]
+            macro = metal_edit.ALPHA_MACROS[spec.kind]
+            text = metal_edit.add_after_own_registrations(
+                text, spec.kernel, [f"{macro}({spec.kernel}, {i}, {a}, {o});" for i, a, o in rows])
+            plan.new_kernels[spec.metal_path] = spec.kernel
+            plan.added_dtypes = tuple(missing)
+            plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
+                              f"{', '.join(sorted(registered))} only; {spec.op}'s MPS test also "
+                              f"sends {', '.join(missing)}: registered those too (the build before "
+                              "writing checks that the functor takes them)")
+        elif missing:
+            plan.gaps.append(completeness.Gap(
+                f"a kernel for {', '.join(missing)} ({spec.kernel}_functor in {spec.metal_path} "
+                "has no registration)", "a registration written by hand", tuple(missing)))
         write(spec.metal_path, text)
         return
     if "complex64" in dtypes:

@@ -78,6 +78,31 @@ def test_a_syntax_error_is_a_build_error_not_an_unsupported_construct(fixture_ro
     assert {r.kernel: r.status for r in results} == {"neg": "matched", "signbit": "build-error"}
 
 
+def test_an_undeclared_name_metal_lacks_too_is_a_build_error(fixture_root):
+    results, _ = check_tree(fixture_root, [DATA / "undeclared.metal"])
+    rows = {r.kernel: r for r in results}
+    assert rows["neg"].status == "matched"
+    assert rows["heaviside"].status == "build-error"
+    assert (f"build error: {DATA / 'undeclared.metal'}:18: 'undefined_helper' was not declared "
+            "in this scope") in rows["heaviside"].reason, rows["heaviside"].reason
+
+
+@pytest.mark.parametrize(("message", "label"), [
+    ("f.metal:3: 'undefined_helper' was not declared in this scope", "build error"),
+    ("f.metal:3: 'simd_shuffle' was not declared in this scope", "unsupported construct"),
+    ("f.metal:3: 'quad_sum' was not declared in this scope", "unsupported construct"),
+    ("f.metal:3: 'fooo' is not a member of 'c10::metal'", "build error"),
+    ("f.metal:3: 'sinpi' is not a member of 'precise'", "unsupported construct"),
+    ("f.metal:3: expected ';' before '}' token", "build error"),
+    ("f.metal:3: no matching function for call to 'frexp(half&)'", "unsupported construct"),
+    ("f.metal:3: request for member 'x' in 'a', which is of non-class type 'const float'",
+     "build error"),
+])
+def test_build_error_or_unsupported(message, label):
+    from porter.emulate.build import _classified
+    assert _classified(message) == f"{label}: {message}"
+
+
 def test_unsupported_construct_is_quarantined_not_fatal(fixture_root, client):
     lib = build_file(DATA / "unsupported.metal", fixture_root)
     built = {r.name: r.built for r in lib.registrations}

@@ -179,6 +179,38 @@ def test_wrap_returns(statements, cast, after):
     assert body.wrap_returns(statements, cast) == after
 
 
+# Redundant casts: a value that already has the type is returned as it is.
+@pytest.mark.parametrize(("statements", "cast", "after"), (
+    pytest.param("return x;", "T", "return x;", id="an argument is a T"),
+    pytest.param("return (x);", "T", "return x;", id="parenthesised argument"),
+    pytest.param("return a == 0 ? b : static_cast<T>(a > 0);", "T",
+                 "return a == 0 ? b : static_cast<T>(a > 0);", id="heaviside: both branches T"),
+    pytest.param("return a > 0 ? 1 : b;", "T", "return static_cast<T>(a > 0 ? 1 : b);",
+                 id="a literal branch keeps the cast"),
+    pytest.param("return T(x.x, -x.y);", "T", "return T(x.x, -x.y);", id="a T constructor"),
+    pytest.param("return float(x) > 0;", "bool", "return float(x) > 0;", id="comparison is bool"),
+    pytest.param("return ::metal::isnan(x) ? x : a;", "T", "return ::metal::isnan(x) ? x : a;",
+                 id="selection after a qualified call"),
+    pytest.param("return c ? x : d ? x : a;", "T", "return c ? x : d ? x : a;",
+                 id="a selection in the else branch, as C++ groups it"),
+    pytest.param("return c ? d ? x : a : b;", "T", "return static_cast<T>(c ? d ? x : a : b);",
+                 id="a selection in the then branch is not guessed"),
+    pytest.param("return float(x);", "T", "return static_cast<T>(float(x));", id="float is not T"),
+))
+def test_wrap_returns_without_redundant_casts(statements, cast, after):
+    assert body.wrap_returns(statements, cast, {"x": "T", "a": "T", "b": "T"}) == after
+
+
+@pytest.mark.parametrize(("statements", "exact"), (
+    ("return a == 0 ? b : static_cast<T>(a > 0);", True),
+    ("return x < 0 ? -x : x;", False),
+    ("return ::precise::exp(x);", False),
+    ("return x > 0.5f;", False),
+))
+def test_exact_in_input_type(statements, exact):
+    assert body.exact_in_input_type(statements) is exact
+
+
 @pytest.mark.parametrize(("statements", "params", "after"), (
     pytest.param("return a + b;", ("a", "b"), "return float(a) + float(b);", id="each parameter"),
     pytest.param("return c.x + xs;", ("x",), "return c.x + xs;", id="members and longer words untouched"),
@@ -214,3 +246,21 @@ def test_expression_problem(expr, params, problem):
 ))
 def test_expression_is_fine(expr, params):
     assert body.expression_problem(expr, params) is None
+
+
+@pytest.mark.parametrize(("statements", "after"), (
+    pytest.param("return static_cast<float>(c10::metal::log1p(float(x)) / beta);",
+                 "return (c10::metal::log1p(float(x)) / beta);", id="softplus: math over floats"),
+    pytest.param("return c ? float(x) : static_cast<float>(::precise::exp(float(x)));",
+                 "return c ? float(x) : ::precise::exp(float(x));", id="a whole call needs no parentheses"),
+    pytest.param("return static_cast<float>(float(x) > 0);", "return static_cast<float>(float(x) > 0);",
+                 id="a comparison is a bool: the cast stays"),
+    pytest.param("return static_cast<float>(n / 2);", "return static_cast<float>(n / 2);",
+                 id="integer division: the cast stays"),
+    pytest.param("return static_cast<float>(-2.5e-3f * float(x));", "return (-2.5e-3f * float(x));",
+                 id="exponent literal"),
+    pytest.param("return static_cast<float>(::metal::isnan(float(x)));",
+                 "return static_cast<float>(::metal::isnan(float(x)));", id="a classification is a bool"),
+))
+def test_drop_float_casts(statements, after):
+    assert body.drop_float_casts(statements, frozenset({"beta"})) == after

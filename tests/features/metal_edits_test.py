@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 import pytest
+from expecttest import assert_expected_inline
 
 from porter.port.edits import metal
 
@@ -87,7 +88,7 @@ _fixes = (
                  "#include <metal_stdlib>\n", "#include <metal_stdlib>\n\n" + FOO,
                  id="unary functor with no anchor: at the end"),
     pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="binary"),
-                 EXP.replace("exp", "atan2") + EXP, EXP.replace("exp", "atan2") + "\n" + FOO + EXP,
+                 EXP.replace("exp", "atan2") + EXP, EXP.replace("exp", "atan2") + "\n" + FOO + "\n" + EXP,
                  id="binary functor right after atan2's"),
     pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="binary"),
                  EXP + "\n// Complex binary functors\n",
@@ -116,11 +117,12 @@ _fixes = (
     pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=False,
                          pairs=[("float", "bool"), ("int", "bool")]),
                  "REGISTER_UNARY_OP(abs, int, int);\n\n" + KERNELS2,
-                 "REGISTER_UNARY_OP(abs, int, int);\n"
+                 "REGISTER_UNARY_OP(abs, int, int);\n\n"
                  "REGISTER_UNARY_OP(foo, float, bool);\nREGISTER_UNARY_OP(foo, int, bool);\n\n" + KERNELS2,
-                 id="per-dtype lines after the last top-level REGISTER_UNARY_OP before the KERNELS2 macro"),
+                 id="per-dtype lines: a block of their own after the last top-level REGISTER_UNARY_OP "
+                    "before the KERNELS2 macro"),
     pytest.param(partial(metal.add_unary_registration, op="foo", use_kernels2=False, pairs=[("int", "int")]),
-                 KERNELS2, "REGISTER_UNARY_OP(foo, int, int);\n" + KERNELS2,
+                 KERNELS2, "REGISTER_UNARY_OP(foo, int, int);\n\n" + KERNELS2,
                  id="per-dtype lines with no anchor: before the KERNELS2 macro"),
     pytest.param(partial(metal.add_complex_registration, op="foo", kind="unary"), VEC2,
                  VEC2.replace("  REGISTER_UNARY_OP(sqrt,", "  REGISTER_UNARY_OP(foo, DTYPE##2, DTYPE##2);  \\\n"
@@ -190,3 +192,74 @@ def test_unary_registration_plan(dtypes, promotes, returns_bool, plan):
 ))
 def test_binary_registration_macros(dtypes, promotes, macros):
     assert metal.binary_registration_macros(dtypes, promotes) == macros
+
+
+# --- source order: where a new functor goes ------------------------------------------------
+
+def _functor(name: str) -> str:
+    return FOO.replace("foo", name)
+
+
+def _placed(text: str, op: str, kind: str = "unary") -> str:
+    """The functor names of `text` after adding op's, in file order."""
+    from porter.source.metal_scan import MetalFile
+    out = metal.add_functor(text, op, _functor(op), kind)
+    assert metal.add_functor(out, op, _functor(op), kind) == out     # nothing to do the second time
+    return " ".join(n for n, _ in sorted(MetalFile(out).functor_spans.items(), key=lambda i: i[1][0]))
+
+
+UNSORTED = "".join(_functor(n) + "\n" for n in ("exp", "sin", "cos", "sqrt")) + (
+    "#define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) \\\n"
+    "  REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0);        \\\n"
+    "  REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0);        \\\n"
+    "  REGISTER_UNARY_OP(foo, DTYPE1, DTYPE0);        \\\n"
+    "  REGISTER_UNARY_OP(cos, DTYPE1, DTYPE0)\n")
+
+
+@pytest.mark.parametrize(("text", "op", "order"), [
+    pytest.param(UNSORTED, "foo", "exp sin foo cos sqrt",
+                 id="after the functor of the op registered just before it"),
+    pytest.param(UNSORTED.replace("REGISTER_UNARY_OP(sin", "REGISTER_UNARY_OP(erfinv"), "foo",
+                 "exp foo sin cos sqrt", id="a neighbour with no struct functor is skipped"),
+    pytest.param(UNSORTED, "bar", "exp sin cos sqrt bar",
+                 id="not registered yet: after the last functor"),
+    pytest.param("".join(_functor(n) + "\n" for n in ("acos", "exp", "sin")), "cos",
+                 "acos cos exp sin", id="alphabetical file: alphabetical place"),
+    pytest.param("".join(_functor(n) + "\n" for n in ("acos", "exp", "sin")), "abs",
+                 "abs acos exp sin", id="alphabetical file: first"),
+    pytest.param("".join(_functor(n) + "\n" for n in ("acos", "exp", "sin")), "tan",
+                 "acos exp sin tan", id="alphabetical file: last"),
+])
+def test_functor_source_order(text, op, order):
+    assert _placed(text, op) == order
+
+
+def test_a_functor_kept_with_its_registrations_is_not_split():
+    """ActivationKernel.metal keeps each functor with its registrations: the new one goes after
+    the block, alphabetically when the functors are sorted."""
+    units = "".join(_functor(n) + "\nREGISTER_UNARY_ALPHA_OP(" + n + ", float, float, float);\n\n"
+                    for n in ("elu", "hardshrink", "leaky_relu"))
+    out = metal.add_functor(units, "gelu", _functor("gelu"), "unary")
+    assert_expected_inline(out.replace(FOO.split("\n", 1)[1], "...\n"), """\
+struct elu_functor {
+...
+
+REGISTER_UNARY_ALPHA_OP(elu, float, float, float);
+
+struct gelu_functor {
+...
+
+struct hardshrink_functor {
+...
+
+REGISTER_UNARY_ALPHA_OP(hardshrink, float, float, float);
+
+struct leaky_relu_functor {
+...
+
+REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
+
+""")
+    unsorted = units.replace("hardshrink", "zeta")
+    out = metal.add_functor(unsorted, "gelu", _functor("gelu"), "unary")
+    assert out.endswith("REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);\n\n" + _functor("gelu") + "\n")

@@ -26,11 +26,21 @@ def add_ti_dispatch(text: str, kernel: str) -> str:
     host = HostFile(text)
     if kernel in host.ti_dispatch_names:
         return text
-    last = None
-    for m in re.finditer(r"^REGISTER_UNARY_TI_DISPATCH\(\w+\);?[^\n]*\n", host.mask, re.M):
-        last = m
+    lines = list(re.finditer(r"^REGISTER_UNARY_TI_DISPATCH\((\w+)\);?[^\n]*\n", host.mask, re.M))
     line = f"REGISTER_UNARY_TI_DISPATCH({kernel});\n"
-    return text[:last.end()] + line + text[last.end():]
+    at = _list_place(lines, kernel)
+    return text[:at] + line + text[at:]
+
+
+def _list_place(lines: list[re.Match], name: str) -> int:
+    """Where a new line of a registration list goes: at its alphabetical place when the list is
+    in alphabetical order (3 lines or more), else after the last (the README's source order)."""
+    names = [m.group(1) for m in lines]
+    if len(names) >= 3 and names == sorted(names):
+        later = [m for m in lines if m.group(1) > name]
+        if later:
+            return later[0].start()
+    return lines[-1].end()
 
 
 def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, iterator: str,
@@ -53,8 +63,8 @@ def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, ite
         host = HostFile(text)
     semicolon = _registration_style(host)
     line = f"REGISTER_DISPATCH({stub}, &{function}){semicolon}\n"
-    registrations = [m for m in re.finditer(r"^REGISTER_DISPATCH\([^\n]*\n", host.mask, re.M)]
-    at = registrations[-1].end() if registrations else host.namespace_end
+    registrations = list(re.finditer(r"^REGISTER_DISPATCH\((\w+)[^\n]*\n", host.mask, re.M))
+    at = _list_place(registrations, stub) if registrations else host.namespace_end
     if at < 0:
         raise ValueError(NO_NAMESPACE_END)
     return text[:at] + line + text[at:]

@@ -1,10 +1,16 @@
 """Add a functor and its registrations to a `.metal` kernel file, in that file's conventions.
 
-Unary files: the functor joins the other functors; a float-math op gets one line inside the
-`INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1)` macro, whose REGISTER_UNARY_OP takes the output
-type first; other dtype pairs get per-dtype REGISTER_UNARY_OP lines.
-Binary files: the functor goes after atan2's (or the last math functor); the registration
-uses the file-local REGISTER_*_BINARY_OP macros, so it must follow their `#define`s.
+Where a new functor goes (the README's "source order" rule): alphabetically among the file's
+functors when they are in alphabetical order already; otherwise right after the functor of the op
+whose registration comes just before the new op's own (its neighbour in the file's registration
+order), so an op joins its family; with no registration yet, after the last functor (and the
+registrations kept with it) before the file's registration section.
+
+Unary files: a float-math op gets one line inside the `INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1)`
+macro, whose REGISTER_UNARY_OP takes the output type first; other dtype pairs get their own block
+of per-dtype REGISTER_UNARY_OP lines after the last such block.
+Binary files: the registration uses the file-local REGISTER_*_BINARY_OP macros, beside atan2's (or
+after the last), so it must follow their `#define`s.
 """
 
 from __future__ import annotations
@@ -21,12 +27,50 @@ def add_functor(text: str, op: str, functor: str, kind: str) -> str:
     metal = MetalFile(text)
     if op in metal.functors:
         return text
-    at = _functor_anchor(metal, kind)
-    return text[:at] + "\n" + functor.rstrip("\n") + "\n" + text[at:]
+    at = _functor_anchor(metal, op, kind)
+    before, after = text[:at], text[at:]
+    # a blank line on each side, as between the file's own functors
+    head = "" if not before or before.endswith("\n\n") else "\n"
+    tail = "\n" if after and not after.startswith("\n") else ""
+    return before + head + functor.rstrip("\n") + "\n" + tail + after
 
 
-def _functor_anchor(metal: MetalFile, kind: str) -> int:
-    """Offset just after the functor that the new one should follow."""
+def _functor_anchor(metal: MetalFile, op: str, kind: str) -> int:
+    """Offset where the new functor goes (see the module's docstring for the rule)."""
+    spans = metal.functor_spans
+    names = [n for n, _ in sorted(spans.items(), key=lambda item: item[1][0])]
+    if len(names) >= 3 and names == sorted(names):
+        later = [n for n in names if n > op]
+        return spans[later[0]][0] if later else _unit_end(metal, names[-1])
+    order = registration_order(metal)
+    if op in order:
+        for name in reversed(order[:order.index(op)]):
+            if name in spans and name != op:
+                return _unit_end(metal, name)
+    return _legacy_anchor(metal, kind)
+
+
+def registration_order(metal: MetalFile) -> list[str]:
+    """The ops the file registers, in the order their first registration appears (inside a
+    macro's body at the macro's place): `INSTANTIATE_UNARY_KERNELS2` lists its ops in order."""
+    seen: list[str] = []
+    for m in re.finditer(r"\b(?:REGISTER|INSTANTIATE)_\w+\(\s*(\w+)", metal.mask):
+        if m.group(1) not in seen:
+            seen.append(m.group(1))
+    return seen
+
+
+def _unit_end(metal: MetalFile, name: str) -> int:
+    """End of `name`'s functor, and of the registrations of `name` that directly follow it
+    (ActivationKernel.metal keeps each functor with its registrations)."""
+    end = metal.functor_spans[name][1]
+    block = re.compile(rf"\n?(?:[A-Z_]+\(\s*{re.escape(name)}\s*,[^\n]*\n)+")
+    m = block.match(metal.mask, end)
+    return m.end() if m else end
+
+
+def _legacy_anchor(metal: MetalFile, kind: str) -> int:
+    """With no neighbour: after the last functor before the registration section."""
     text, mask = metal.text, metal.mask
     if kind == "binary":
         span = metal.functor_span("atan2")
@@ -37,11 +81,10 @@ def _functor_anchor(metal: MetalFile, kind: str) -> int:
     else:
         stop = min(_first(mask, r"^DEFINE_UNARY_FLOATING_FUNCTOR\("),
                    _first(mask, r"^REGISTER_UNARY_OP\("), _first(mask, rf"^#define {KERNELS2}"))
-    ends = [end for _, end in metal.functor_spans.values() if end <= stop]
-    last_end = max(ends) if ends else None
-    if last_end is None:
+    ends = [(end, name) for name, (_, end) in metal.functor_spans.items() if end <= stop]
+    if not ends:
         return _line_start(text, stop) if stop < len(text) else len(text)
-    return last_end
+    return _unit_end(metal, max(ends)[1])
 
 
 def _first(mask: str, pattern: str) -> int:
@@ -84,7 +127,17 @@ def add_unary_registration(text: str, op: str, use_kernels2: bool, pairs: list[t
     if not lines:
         return text
     at = _after_last_top_level(metal, "REGISTER_UNARY_OP", before=KERNELS2)
-    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+    block = "\n".join(lines) + "\n"
+    previous = text[_line_start(text, at - 1):at] if at else ""
+    if previous.startswith("REGISTER_UNARY_OP(") and not _registers(previous, op):
+        block = "\n" + block           # each op's per-dtype lines are a block of their own
+    if text[at:at + 1] not in ("\n", ""):
+        block += "\n"
+    return text[:at] + block + text[at:]
+
+
+def _registers(line: str, op: str) -> bool:
+    return re.match(rf"[A-Z_]+\(\s*{re.escape(op)}\s*,", line) is not None
 
 
 def _append_to_macro(text: str, define, statement: str) -> str:
@@ -183,6 +236,47 @@ def add_binary_registration(text: str, op: str, macros: list[str]) -> str:
     if at is None:
         at = metal.text.index("\n", last_define_end) + 1
     return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def add_missing_registrations(text: str, op: str, kind: str, pairs: list[tuple[str, str]]) -> str:
+    """`REGISTER_{UNARY,BINARY}_OP(op, in, out);` per missing pair, after the op's last
+    top-level registration line (or, where its registrations all sit inside a macro, as a new
+    block after the last per-dtype one)."""
+    metal = MetalFile(text)
+    have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
+    pairs = [p for p in pairs if p not in have]
+    macro = "REGISTER_UNARY_OP" if kind == "unary" else "REGISTER_BINARY_OP"
+    lines = []
+    for name, group in MACRO_PAIRS.items():     # a whole group the file has a macro for
+        if kind != "unary" and name in metal.defines and group and set(group) <= set(pairs):
+            lines.append(f"{name}({op});")
+            pairs = [p for p in pairs if p not in group]
+    lines += [f"{macro}({op}, {i}, {o});" for i, o in pairs]
+    if not lines:
+        return text
+    if _own_registration_lines(metal, op):
+        return add_after_own_registrations(text, op, lines)
+    if kind == "unary":
+        return add_unary_registration(text, op, False, list(pairs))
+    at = _after_last_top_level(metal, macro, before="")
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def _own_registration_lines(metal: MetalFile, op: str) -> list[re.Match]:
+    return list(re.finditer(rf"^[A-Z_]+\(\s*{re.escape(op)}\s*[,)][^\n]*\n", metal.mask, re.M))
+
+
+def add_after_own_registrations(text: str, op: str, lines: list[str]) -> str:
+    """`lines` after the op's last top-level registration line (at the end where it has none)."""
+    own = _own_registration_lines(MetalFile(text), op)
+    at = own[-1].end() if own else len(text)
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]
+
+
+def registers_beside_functor(text: str, kind: str) -> bool:
+    """Does the op's registration go right after its functor (a binary file with none of the
+    file-local macros, as ActivationKernel.metal)? Then the functor is placed first."""
+    return kind != "unary" and not any(m in MetalFile(text).defines for m in MACRO_PAIRS)
 
 
 def _invocations(metal: MetalFile, op: str) -> set[str]:
