@@ -87,7 +87,7 @@ def test_the_generated_files_of_logical_and(real_root):
     result = porter("migrate-from-mpsgraph", "logical_and", "--dry-run", root=real_root)
     assert result.code == 0, result.err
     assert_expected_inline(file_diff(result.out, BINARY_METAL), """\
-@@ -73,6 +73,13 @@
+@@ -84,6 +84,13 @@
    }
  };
  
@@ -98,9 +98,9 @@ def test_the_generated_files_of_logical_and(real_root):
 +  }
 +};
 +
- // Complex binary functors
- struct mul_functor {
-   template <typename T>
+ #define REGISTER_FLOAT_BINARY_OP(NAME)    \\
+   REGISTER_BINARY_OP(NAME, float, float); \\
+   REGISTER_BINARY_OP(NAME, half, half);   \\
 @@ -171,3 +178,5 @@
  REGISTER_BINARY_ALPHA_OP(sub_alpha, half2, half2, half2);
  REGISTER_BINARY_OP(mul, float2, float2);
