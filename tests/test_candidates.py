@@ -15,32 +15,32 @@ def test_table_on_fixture(mini_root):
     result = porter("candidates", root=mini_root)
     assert result.code == 0, result.err
     assert_expected_inline(result.out, """\
-OP                 STATE     SHAPE     KIND    AUTO  FILES A PORT TOUCHES                                                                   BODY FROM / WHY NOT
-acosh              mpsgraph  stub      unary   yes   UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
-asinh              mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-atanh              mpsgraph  macro     unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-frac               mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-logical_and        mpsgraph  macro     binary  yes   native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_or         mpsgraph  macro     binary  yes   native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_xor        mpsgraph  macro     binary  yes   native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-sign               mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-signbit            mpsgraph  impl      unary   yes   native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-softplus           mpsgraph  impl      scalar  yes   native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-gelu               mpsgraph  impl      other   no    native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
-gelu_backward      mpsgraph  impl      other   no    native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_backward_out_cpu, gelu_backward_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
-logit              mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  the CPU kernel chooses between 2 lambdas by its scalars
-nan_to_num         mpsgraph  function  scalar  no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  the CPU lambda uses `nan_replacement`, a local that is not a schema scalar
-pow                mpsgraph  macro     binary  no    native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
-sgn                mpsgraph  impl      unary   no    native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
-sigmoid_backward   mpsgraph  impl      binary  no    native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              the MPSGraph implementation sends 2 selectors (subtraction, multiplication), not one Metal function
-softplus_backward  mpsgraph  impl      scalar  no    native_functions.yaml, Activation.mm                                                   takes (Tensor grad_output, Tensor self, Scalar beta, Scalar threshold): porter ports backward ops whose other arguments are tensors
-tanh_backward      mpsgraph  impl      binary  no    native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              the MPSGraph implementation sends 3 selectors (square, subtraction, multiplication), not one Metal function
-threshold          mpsgraph  impl      scalar  no    native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      no CPU lambda found: --body EXPR in x, threshold, value
-heaviside          no-mps    -         binary  yes   native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
-special_log_ndtr   no-mps    -         unary   yes   native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
-special_ndtri      no-mps    -         unary   no    native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
+OP                 STATE     SHAPE     KIND    AUTO    FILES A PORT TOUCHES                                                                   BODY FROM / WHY NOT
+acosh              mpsgraph  stub      unary   yes     UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
+asinh              mpsgraph  macro     unary   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+atanh              mpsgraph  macro     unary   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+frac               mpsgraph  impl      unary   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+logical_and        mpsgraph  macro     binary  yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_or         mpsgraph  macro     binary  yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_xor        mpsgraph  macro     binary  yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+sign               mpsgraph  impl      unary   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+signbit            mpsgraph  impl      unary   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+softplus           mpsgraph  impl      scalar  yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+gelu               mpsgraph  impl      other   no      native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
+gelu_backward      mpsgraph  impl      other   no      native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_backward_out_cpu, gelu_backward_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
+logit              mpsgraph  function  scalar  --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  the CPU kernel chooses between 2 lambdas by its scalars
+nan_to_num         mpsgraph  function  scalar  --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  the CPU lambda uses `nan_replacement`, a local that is not a schema scalar
+pow                mpsgraph  macro     binary  no      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
+sgn                mpsgraph  impl      unary   --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
+sigmoid_backward   mpsgraph  impl      binary  --body  native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              the MPSGraph implementation sends 2 selectors (subtraction, multiplication), not one Metal function
+softplus_backward  mpsgraph  impl      scalar  no      native_functions.yaml, Activation.mm                                                   takes (Tensor grad_output, Tensor self, Scalar beta, Scalar threshold): porter ports backward ops whose other arguments are tensors
+tanh_backward      mpsgraph  impl      binary  --body  native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              the MPSGraph implementation sends 3 selectors (square, subtraction, multiplication), not one Metal function
+threshold          mpsgraph  impl      scalar  --body  native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      no CPU lambda found: --body EXPR in x, threshold, value
+heaviside          no-mps    -         binary  yes     native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
+special_log_ndtr   no-mps    -         unary   yes     native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
+special_ndtri      no-mps    -         unary   --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
 
-20 op(s) on MPSGraph (16 forward, 4 backward), 3 without MPS. AUTO: porter writes the kernel body itself; WHY NOT says what a --body EXPR (or --complex-body EXPR, complex64's) replaces, or why the port is refused. `--verify` measures AUTO.
+20 op(s) on MPSGraph (16 forward, 4 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
   forward ops (16 on MPSGraph, 3 without MPS): 12 ported automatically, 5 with --body EXPR, 2 refused (1 no DispatchStub, 1 str argument).
   backward ops (4 on MPSGraph): 2 with --body EXPR, 2 refused (1 backward op with scalars, 1 str argument).
 Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
@@ -95,3 +95,31 @@ def test_the_readme_quotes_the_counts_candidates_prints_on_the_real_tree(real_tr
     readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
     for group in ("forward", "backward"):
         assert counts[group] in readme, f"README.md's 'which ops' paragraph should quote:\n{counts[group]}"
+
+
+def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_template):
+    # acosh, asinh and atanh are counted "with --complex-body EXPR" (their MPS test sends
+    # complex64, and the command refuses them without one): AUTO must not say "yes" for them
+    result = porter("candidates", root=real_tree_template)
+    assert result.code == 0, result.err
+    data = json.loads(porter("candidates", "--json", root=real_tree_template).out)
+    cells = {line.split()[0]: line.split()[4] for line in result.out.splitlines()[1:] if line and not line[0].isspace()
+             and len(line.split()) > 4 and line.split()[1] in ("mpsgraph", "no-mps")}
+    for op in ("acosh", "asinh", "atanh"):
+        assert cells[op] == "--complex-body", (op, cells[op])
+    by_op = {c["op"]: c for c in data["candidates"]}
+    for op in ("acosh", "asinh", "atanh"):
+        assert by_op[op]["verdict"] == "--complex-body" and by_op[op]["automatic"] is False, by_op[op]
+    # every row: the cell is the verdict the summary counts, and the counts agree
+    words = {"yes": "ported automatically", "--complex-body": "with --complex-body EXPR",
+             "--body": "with --body EXPR"}
+    for group, backward in (("forward", False), ("backward", True)):
+        rows = [c for c in data["candidates"] if c["backward"] is backward]
+        for c in rows:
+            assert c["automatic"] == (c["verdict"] == "automatic"), c["op"]
+        for cell, phrase in words.items():
+            n = sum(cells[c["op"]] == cell for c in rows)
+            assert (f"{n} {phrase}" in data["summary"][group]) if n else phrase not in data["summary"][group], \
+                (group, cell, n, data["summary"][group])
+        refused = sum(cells[c["op"]] == "no" for c in rows)
+        assert f"{refused} refused (" in data["summary"][group], (group, refused)

@@ -213,7 +213,8 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
             "DispatchStub for MPS to join (what is missing: an in-place port that passes Scalar "
             "alpha=1 to the kernel (porter's in-place ports pass no scalars); "
             "aten/src/ATen/native/mps/kernels/BinaryKernel.metal already registers add_alpha: call it "
-            "from add_out_mps (its MPS row) by hand)"),
+            "by hand from add_out_mps (named by its MPS row; no aten/src/ATen/native/mps/operations/*.mm "
+            "porter can read defines it yet: write it))"),
     ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels"),
     ("smooth_l1_loss", "'smooth_l1_loss' reduces its result (`int reduction=Mean`)"),
 ])
@@ -239,6 +240,24 @@ def test_candidates_classify_the_scalar_ops(real_root):
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
     assert rows["threshold"]["how"] == "no CPU lambda found: --body EXPR in x, threshold, value"
     assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"
+
+
+@pytest.mark.parametrize("op,names", [
+    # torch 2.13's yaml names add_out_mps and glu_out_mps; the tree defines neither
+    ("add", "its MPS row names add_out_mps, which no aten/src/ATen/native/mps/operations/*.mm porter "
+            "can read defines"),
+    ("glu", "its MPS row names glu_out_mps, which no aten/src/ATen/native/mps/operations/*.mm porter "
+            "can read defines"),
+    # gelu_out_mps is there, in Activation.mm: named as the MPSGraph code it is
+    ("gelu", "(gelu_out_mps)"),
+])
+def test_a_refusal_names_only_the_mps_functions_the_tree_defines(real_tree_template, op, names):
+    result = porter("migrate-from-mpsgraph", op, "--dry-run", root=real_tree_template)
+    assert result.code == 2 and f"cannot migrate '{op}' off MPSGraph " in result.err, result.err
+    assert names in result.err, result.err
+    if op != "gelu":
+        assert f"off MPSGraph ({op}_out_mps)" not in result.err
+        assert f"from {op}_out_mps (its MPS row)" not in result.err
 
 
 def test_softplus_functor_names_its_argument_x_and_casts_only_where_the_type_changes(real_tree_template):

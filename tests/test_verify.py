@@ -112,3 +112,15 @@ def test_candidates_verify_table_and_json_carry_the_measurement(real_tree_templa
     data = json.loads(porter("candidates", "--verify", "--json", root=real_tree_template).out)
     by_op = {c["op"]: c["verify"] for c in data["candidates"]}
     assert by_op["heaviside"]["detail"] == "9/9 dtypes" and by_op["acosh"]["failed_dtype"] == "complex64"
+
+
+def test_a_scalar_port_that_needs_a_body_says_so_not_its_skeletons_build_error(real_tree_template):
+    # logit, nan_to_num and threshold: no CPU lambda porter can translate, so the command asks for
+    # --body; the sweep said "does not build: static assertion failed: write the Metal body"
+    checkout = Checkout.at(real_tree_template)
+    for op, params in (("logit", "x, eps"), ("nan_to_num", "x, nan, posinf, neginf"),
+                       ("threshold", "x, threshold, value")):
+        v = verifymod.verify(checkout, op, "mpsgraph")
+        assert v.status == verifymod.REFUSED, (op, v)
+        assert v.detail.startswith(f"incomplete port: needs --body EXPR (in {params}) for the body of {op}_functor"), v.detail
+        assert "build" not in v.detail and "static assert" not in v.detail, v.detail

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.survey.candidates import find, summary
+    from porter.survey.candidates import AUTO_CELL, find, summary
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
@@ -36,7 +36,7 @@ def run(args) -> int:
         return 0
     rows = [("OP", "STATE", "SHAPE", "KIND", "AUTO", "FILES A PORT TOUCHES", "BODY FROM / WHY NOT")]
     for c in found:
-        auto = _measured(verdicts[c.op]) if verdicts else ("yes" if c.automatic else "no")
+        auto = _measured(verdicts[c.op]) if verdicts else AUTO_CELL[c.verdict]
         rows.append((c.op, c.state, c.shape or "-", c.kind, auto,
                      ", ".join(os.path.basename(f) for f in c.files), c.how))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
@@ -55,9 +55,9 @@ def run(args) -> int:
             if v.status != "verified":
                 print(f"  {c.op}: {v.status}: {v.detail}")
     else:
-        print(f"\n{counts['headline']}. AUTO: porter writes the kernel body itself; WHY NOT says what "
-              "a --body EXPR (or --complex-body EXPR, complex64's) replaces, or why the port is refused. "
-              "`--verify` measures AUTO.")
+        print(f"\n{counts['headline']}. AUTO: yes, porter writes the kernel body itself; --body or "
+              "--complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port "
+              "is refused (WHY NOT says why). `--verify` measures AUTO.")
         for group in ("forward", "backward"):
             if group in counts:
                 print(f"  {counts[group]}.")

@@ -62,7 +62,9 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
         return Verdict(op, REFUSED, "wrong registrations: " + "; ".join(w.message for w in wrong))
     gaps = getattr(plan, "gaps", None) or []
     if gaps:
-        return Verdict(op, REFUSED, "incomplete port: " + "; ".join(f"{g.what} ({g.flag})" for g in gaps))
+        # what the command asks for first: a port that lacks a body needs --body, it is not
+        # refused for its skeleton's build error
+        return Verdict(op, REFUSED, "incomplete port: " + "; ".join(f"needs {g.flag} for {g.what}" for g in gaps))
     verdict = measure(checkout, op, plan.changes, reference_inputs, dtypes)
     if verdict.status == FAILS and " does not build: " in verdict.detail:
         # the command builds the planned file before writing, and refuses it

@@ -32,7 +32,7 @@ from porter.source.dtypes import has_integer
 from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
-from porter.port.resolve import NATIVE, OpSpec, resolve
+from porter.port.resolve import NATIVE, UNDEFINED, OpSpec, defined_mps_functions, resolve
 from porter.port.functor import SKELETON, functor_params
 from porter.port.plan import Plan, plan_port
 
@@ -185,8 +185,15 @@ def _resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         own = [r for e in fam for r in yaml_edit.mps_specific_rows(e)]
         if not own:
             raise
-        kernels = ", ".join(dict.fromkeys(r.kernel for r in own))
-        raise PorterError(f"cannot migrate '{name}' off MPSGraph ({kernels}): {err.message}",
+        # name only what the checkout has: an MPS function a host file defines, else the yaml
+        # row that names a function no host file defines (torch 2.13's add_out_mps, here)
+        named = list(dict.fromkeys(r.kernel for r in own))
+        defined = defined_mps_functions(checkout, named)
+        missing = [k for k in named if k not in defined]
+        where = ", ".join(k for k in named if k in defined)
+        if missing:
+            where += ("; " if where else "") + f"its MPS row names {', '.join(missing)}, {UNDEFINED}"
+        raise PorterError(f"cannot migrate '{name}' off MPSGraph ({where}): {err.message}",
                           path=err.path, line=err.line,
                           hint=err.hint or HAND_PORT) from None
 

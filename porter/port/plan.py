@@ -302,6 +302,10 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal build "
                           f"on purpose: {functor.detail}. Write its body, or rerun with --body EXPR "
                           f"(in {names}).")
+        # a body is what this port lacks, as for a plain op's skeleton: an incomplete port, not
+        # a file that fails to build
+        plan.gaps.append(completeness.Gap(f"the body of {spec.kernel}_functor ({functor.detail})",
+                                          f"--body EXPR (in {names})"))
     rows = []
     for in_t, out_t in _alpha_pairs(spec, dtypes):
         rows.append((in_t, scalar_args.alpha_type(spec.scalars, spec.kernel, out_t), out_t))

@@ -251,6 +251,23 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
         in_place=place, backward=backward)
 
 
+UNDEFINED = f"which no {co.OPERATIONS}/*.mm porter can read defines"
+
+
+def defined_mps_functions(checkout: co.Checkout, names) -> set[str]:
+    """Those of `names` (functions an MPS row names) that a host file defines: a refusal names
+    an MPS function as the op's only if it exists (torch 2.13's yaml names add_out_mps, which a
+    checkout may lack)."""
+    from porter.source.mpsgraph_scan import source_of
+
+    names, found = set(names), set()
+    for rel in checkout.glob(co.OPERATIONS, "*.mm"):
+        text = checkout.read(rel)
+        if any(n in text for n in names - found):
+            found |= {d.name for d in source_of(text).named(names)}
+    return found
+
+
 def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
     """For a refusal a porter feature would lift, the hint naming that feature (issue 13: gelu's
     str, add's ufunc kernels, a backward op's scalars); "" keeps the refusal's own hint (a
@@ -263,13 +280,19 @@ def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
         hint = (f"what is missing: an in-place port that passes {', '.join(scalars)} to the kernel "
                 "(porter's in-place ports pass no scalars); ") if scalars else ""
         mps = next((r.kernel for r in entry.mps_rows()), "")
-        runner = f"{mps} (its MPS row)" if mps else "an MPS function named by its own MPS row"
+        if mps and not defined_mps_functions(checkout, {mps}):
+            runner = (f"{mps} (named by its MPS row; no {co.OPERATIONS}/*.mm porter can read defines "
+                      "it yet: write it)")
+        elif mps:
+            runner = f"{mps} (its MPS row)"
+        else:
+            runner = "an MPS function named by its own MPS row"
         base = entry.name.split(".")[0]
         for rel in checkout.glob(co.KERNELS, "*.metal"):
             names = {r.kernel for r in MetalFile(checkout.read(rel), rel).registrations}
             kernel = next((k for k in (f"{base}_alpha", base) if k in names), None)
             if kernel:
-                return hint + f"{rel} already registers {kernel}: call it from {runner} by hand"
+                return hint + f"{rel} already registers {kernel}: call it by hand from {runner}"
         return hint + f"write its Metal kernel by hand, run by {runner}"
     if out_entry is None:
         return ""

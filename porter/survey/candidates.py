@@ -36,7 +36,7 @@ class Candidate:
     shape: str                 # impl | macro | function | stub | row (yaml only) | "" (no-mps)
     kind: str                  # unary | binary | alpha (add's `Scalar alpha`) | scalar (other scalar arguments)
     line: int                  # the .out entry in native_functions.yaml
-    automatic: bool            # porter can port it without --body
+    automatic: bool            # the command ports it with no flag (verdict "automatic")
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
     command: str = ""
@@ -65,6 +65,9 @@ def refusal_label(how: str) -> str:
 # The summary's verdicts, in its order
 TALLIED = (("automatic", "ported automatically"), ("--complex-body", "with --complex-body EXPR"),
            ("--body", "with --body EXPR"))
+VERDICTS = tuple(v for v, _ in TALLIED) + ("refused",)
+# The AUTO column says the summary's verdict: yes, the flag the command needs, or no (refused)
+AUTO_CELL = {"automatic": "yes", "--complex-body": "--complex-body", "--body": "--body", "refused": "no"}
 
 
 def tally(found) -> str:
@@ -155,7 +158,7 @@ def find(checkout: co.Checkout) -> Inventory:
         else:
             continue
         found.append(candidate)
-    found.sort(key=lambda c: (c.state != MPSGRAPH, not c.automatic, c.op))
+    found.sort(key=lambda c: (c.state != MPSGRAPH, VERDICTS.index(c.verdict) > 1, c.op))
     return Inventory(found, others)
 
 
@@ -240,6 +243,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
         verdict = "--complex-body"      # the command refuses it without one: not automatic
+        automatic = False
     elif automatic:
         verdict = "automatic"
     elif classified.portable and not how.startswith(NO_BODY_CURES):
