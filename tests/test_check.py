@@ -140,10 +140,46 @@ aten/src/ATen/native/mps/kernels/BinaryKernel.metal:83: PORTER014 skeleton-funct
 """)
 
 
+def test_unregistered_mps_stub(mini_root, capsys):
+    """The yaml shares exp2_out with MPS, TORCH_IMPL_FUNC(exp2_out) runs exp2_stub, and no host
+    file registers it for MPS any more: a Mac builds the tree and fails every exp2 call."""
+    edit(mini_root, UNARY_MM, "REGISTER_UNARY_TI_DISPATCH(exp2);\n", "")
+    code, out = check(mini_root, capsys, "--select", "PORTER023")
+    assert code == 1
+    T.assertExpectedInline(out, """\
+aten/src/ATen/native/native_functions.yaml:221: PORTER023 unregistered-mps-stub: 'exp2.out' sends MPS to the shared exp2_out, which runs exp2_stub, but no MPS host file registers it: every MPS call fails with 'exp2_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op exp2), or route MPS to an implementation of its own)
+""")
+
+
+def test_an_orphan_macro_writing_a_plain_function_is_dead_code_not_a_build_break(mini_root, capsys):
+    """Upstream's 2022 UnaryOps.mm writes `abs_out_mps` with CREATE_MPS_UNARY_TORCH_IMPL_FUNC,
+    whose expansion is a plain `Tensor& abs_out_mps(...)` (the macro's name says IMPL_FUNC, its
+    body does not): no yaml row naming it leaves dead code, which still compiles. A macro that
+    does expand to TORCH_IMPL_FUNC stops the file compiling."""
+    macros = (
+        "#define CREATE_MPS_PLAIN_UNARY_TORCH_IMPL_FUNC(func_out, func_stub) \\\n"
+        "  Tensor& func_out(const Tensor& self, Tensor& output) {             \\\n"
+        "    return output;                                                   \\\n"
+        "  }\n"
+        "#define CREATE_MPS_STRUCTURED_TEST_IMPL_FUNC(func_out, func_stub)     \\\n"
+        "  TORCH_IMPL_FUNC(func_out)(const Tensor& self, const Tensor& output) {}\n"
+        "CREATE_MPS_PLAIN_UNARY_TORCH_IMPL_FUNC(exp2_out_mps, exponentBase2)\n"
+        "CREATE_MPS_STRUCTURED_TEST_IMPL_FUNC(exp_out_mps, exponent)\n"
+        "} // namespace at::native")
+    edit(mini_root, f"{OPERATIONS}/UnaryOps.mm", "} // namespace at::native", macros)
+    code, out = check(mini_root, capsys, "--select", "PORTER003")
+    assert code == 1
+    T.assertExpectedInline(out, """\
+aten/src/ATen/native/mps/operations/UnaryOps.mm:254: PORTER003 orphan-mps-function: exp2_out_mps is the MPSGraph implementation of exp2, but no yaml row names it any more: dead code a half-applied migration left (delete it)
+aten/src/ATen/native/mps/operations/UnaryOps.mm:255: PORTER003 orphan-mps-function: exp_out_mps is the MPSGraph implementation of exp, but no yaml row names it any more, so torchgen declares no structured_exp_out_mps and this file no longer compiles (porter new-op exp deletes it where porter can port exp (`porter status exp` says); else delete it by hand)
+""")
+
+
 def test_undeclared_stub(mini_root, capsys):
     edit(mini_root, BINARY_MM, "REGISTER_DISPATCH(hypot_stub,", "REGISTER_DISPATCH(hypott_stub,")
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
 aten/src/ATen/native/mps/operations/BinaryKernel.mm:70: PORTER020 undeclared-stub: hypot_mps_kernel is registered on hypott_stub, which no DECLARE_DISPATCH declares (did you mean hypot_stub?)
+aten/src/ATen/native/native_functions.yaml:560: PORTER023 unregistered-mps-stub: 'hypot.out' sends MPS to the shared hypot_out, which runs hypot_stub, but no MPS host file registers it: every MPS call fails with 'hypot_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op hypot), or route MPS to an implementation of its own)
 """)
 
 
@@ -192,6 +228,7 @@ def test_stale_unimplemented_xfail(mini_root, capsys):
     code, out = check(mini_root, capsys)
     assert code == 1
     T.assertExpectedInline(out, """\
+aten/src/ATen/native/native_functions.yaml:454: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
 torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:454 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --device mps --prune-xfails`, or drop the entry)
 """)
 

@@ -339,3 +339,84 @@ def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
     result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
     assert result.code == 1, (result.out, result.err)
     assert "1 fail" in result.out and "sign_stub: missing kernel for mps" in result.out, result.out
+
+
+def test_a_body_may_call_the_kernel_files_own_helpers(real_root):
+    """A body is compiled where the functor will sit, inside the kernel file: upstream's
+    UnaryKernel.metal has helpers (`exp_`) and functors its functors call (`log_functor{}`), and
+    a --complex-body that uses them is an expression, not bad input. A helper the file does not
+    have is still the compiler's error, at exit 2."""
+    from porter.emulate.build_check import check_expression
+    from porter.errors import PorterError
+
+    metal = (real_root / UNARY_METAL).read_text()
+    helper = ("\ntemplate <typename T>\ninline T porter_test_twice_(const T x) {\n"
+              "  return x + x;\n}\n")
+    metal = metal.replace("using namespace c10::metal;\n", "using namespace c10::metal;\n" + helper, 1)
+    assert helper in metal
+    (real_root / UNARY_METAL).write_text(metal)
+    git_init(real_root)
+    body = "porter_test_twice_(x)"
+    result = porter("migrate-from-mpsgraph", "acosh", "--complex-body", body, "--dry-run",
+                    root=real_root)
+    assert result.code == 0, result.err
+    assert "porter_test_twice_(x)" in result.out
+    with pytest.raises(PorterError, match="'porter_test_thrice_' was not declared"):
+        check_expression("--complex-body", "porter_test_thrice_(x)", ("x",), metal,
+                         real_root, "acosh", complex_=True)
+
+
+def test_a_good_body_is_not_blamed_for_the_kernel_files_own_error(real_root):
+    """Where the kernel file itself does not build here, a body that compiles on its own is
+    still accepted (the planned file's build judges the file)."""
+    from porter.emulate.build_check import check_expression
+
+    broken = (real_root / UNARY_METAL).read_text() + "\nstruct broken_functor { int x = ; };\n"
+    check_expression("--body", "::precise::sqrt(x)", ("x",), broken, real_root, "sqrt")
+
+
+# --- c10/metal headers older than the kernel file --------------------------------------------
+
+NEWER_FUNCTOR = """
+// written against newer c10/metal headers: they define porter_floor_halved
+struct floor_halved_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return c10::metal::porter_floor_halved(a, b);
+  }
+};
+REGISTER_FLOAT_BINARY_OP(floor_halved);
+"""
+
+
+def test_a_kernel_file_newer_than_the_wheels_headers_is_not_called_green(real_root):
+    """Upstream's BinaryKernel.metal calls c10::metal::div_floor, which torch 2.13's headers
+    lack. In a checkout without c10/metal of its own, the emulator builds with the wheel's: the
+    other kernels of the file run and pass, but the file's build is not proven, and the run
+    says so and exits 1 (a port is done when its kernel file builds)."""
+    import shutil
+
+    metal = real_root / BINARY_METAL
+    metal.write_text(metal.read_text() + NEWER_FUNCTOR)
+    shutil.rmtree(real_root / "c10")
+    result = porter("test", "atan2", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert re.search(r"float32 +pass", result.out), result.out
+    assert result.code == 1, result.out
+    assert re.search(rf"not proven: {BINARY_METAL} is not fully built: {BINARY_METAL}:\d+: "
+                     r"c10::metal::porter_floor_halved is not defined in the installed torch "
+                     r"\S+'s c10/metal \(the checkout has none\)", result.out), result.out
+    data = json.loads(porter("test", "atan2", "--device", "emulate", "--dtype", "float32",
+                             "--json", root=real_root).out)
+    assert data["ok"] is False and data["not_proven"]
+
+
+def test_a_kernel_file_its_own_c10_metal_cannot_build_fails_every_dtype(real_root):
+    """With the checkout's own c10/metal lacking the function, a Mac building this checkout
+    fails the whole file: every dtype of every op in it fails, naming the headers."""
+    metal = real_root / BINARY_METAL
+    metal.write_text(metal.read_text() + NEWER_FUNCTOR)
+    result = porter("test", "atan2", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1
+    assert re.search(r"float32 +fail", result.out), result.out
+    assert ("c10::metal::porter_floor_halved is not defined in the checkout's c10/metal (the same "
+            "files as the installed torch") in result.out, result.out

@@ -21,7 +21,7 @@ if TYPE_CHECKING:       # imported lazily: `porter check` forks torchgen's child
 
 # (ids a family reports, module under porter.checks); torchgen last: it is the slow one.
 FAMILIES = (
-    (("PORTER001", "PORTER002", "PORTER003"), "dispatch"),
+    (("PORTER001", "PORTER002", "PORTER003", "PORTER023"), "dispatch"),
     (("PORTER010", "PORTER011", "PORTER012", "PORTER013", "PORTER014"), "kernels"),
     (("PORTER020", "PORTER021", "PORTER022"), "registrations"),
     (("PORTER030", "PORTER031"), "expectations"),

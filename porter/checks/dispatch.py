@@ -21,7 +21,56 @@ FUNCTION_DEF_RE = re.compile(
 
 
 def check(tree: Tree) -> list[Finding]:
-    return duplicate_mps_keys(tree) + undefined_mps_functions(tree) + orphan_mps_functions(tree)
+    return (duplicate_mps_keys(tree) + undefined_mps_functions(tree) + orphan_mps_functions(tree)
+            + unregistered_mps_stubs(tree))
+
+
+def unregistered_mps_stubs(tree: Tree) -> list[Finding]:
+    """`CPU, CUDA, MPS: tan_out` sends MPS through the structured kernel's DispatchStub
+    (`TORCH_IMPL_FUNC(tan_out)` runs `tan_stub`): if no MPS host file registers that stub, the
+    tree builds and every MPS call fails with 'tan_stub: missing kernel for mps'. What a
+    half-applied port leaves (the MPSGraph impl deleted, its kernel never registered), and what
+    `porter status` calls inconsistent."""
+    from porter.source.cpu_kernel import impl_stubs
+
+    shared: dict[str, list[tuple]] = {}     # shared CPU/CUDA/MPS kernel -> (entry, MPS row)
+    for entry in tree.mps_entries:
+        cpu = {row.kernel for row in entry.dispatch if "CPU" in row.keys}
+        mps = [row for row in entry.dispatch if "MPS" in row.keys]
+        # torchgen keeps the last MPS row (two are PORTER001's finding)
+        if mps and mps[-1].kernel in cpu:
+            shared.setdefault(mps[-1].kernel.split("::")[-1], []).append((entry, mps[-1]))
+    if not shared:
+        return []
+    stubs_of: dict[str, list[str]] = {}
+    for rel in tree.checkout.glob(co.NATIVE, "*.cpp"):
+        text = tree.read(rel)
+        if "TORCH_IMPL_FUNC" not in text or not any(k in text for k in shared):
+            continue
+        for kernel, stubs in impl_stubs(text).items():
+            if kernel in shared:
+                stubs_of.setdefault(kernel, []).extend(stubs)
+    registered = {reg[0] for reg in tree.registrations}
+    found = []
+    for kernel, rows in sorted(shared.items()):
+        # only where the kernel's TORCH_IMPL_FUNC is read (no `<op>_stub` guess: a check
+        # speaks from the tree's text)
+        stubs = [s for s in dict.fromkeys(stubs_of.get(kernel, ())) if tree.stub(s) is not None]
+        # one registered stub is enough: a kernel with several (div_out_mode) may route some
+        # cases elsewhere, and the check only speaks where MPS can run nothing at all
+        if not stubs or any(s in registered for s in stubs):
+            continue
+        for entry, row in rows:
+            op = op_of_entry(entry)
+            found.append(Finding(
+                "PORTER023", co.NATIVE_YAML, row.lineno,
+                f"'{entry.full_name}' sends MPS to the shared {kernel}, which runs "
+                f"{' / '.join(stubs)}, but no MPS host file registers "
+                f"{'it' if len(stubs) == 1 else 'any of them'}: every MPS call fails with "
+                f"'{stubs[0]}: missing kernel for mps'",
+                f"register a Metal kernel on it (porter new-op {op}), or route MPS to an "
+                "implementation of its own", op))
+    return found
 
 
 def orphan_mps_functions(tree: Tree) -> list[Finding]:
@@ -47,20 +96,33 @@ def orphan_mps_functions(tree: Tree) -> list[Finding]:
             continue
         source = source_of(text)
         for d in source.named(set(candidates)):
-            if d.shape == FUNCTION:
+            op = candidates[d.name]
+            if d.shape == FUNCTION or (d.shape == MACRO and not _macro_writes_impl(text, d.macro)):
+                # upstream's CREATE_MPS_UNARY_TORCH_IMPL_FUNC(abs_out_mps, absolute) writes a
+                # plain `Tensor& abs_out_mps(...)`, which compiles without torchgen
                 why = "no yaml row names it any more: dead code a half-applied migration left"
+                hint = "delete it"
             elif d.shape in (IMPL, MACRO):
                 why = (f"no yaml row names it any more, so torchgen declares no structured_{d.name} "
                        "and this file no longer compiles")
+                # new-op refuses ops it cannot port (abs, div on a partial tree): say who knows
+                hint = (f"porter new-op {op} deletes it where porter can port {op} (`porter status "
+                        f"{op}` says); else delete it by hand")
             else:
                 continue
-            op = candidates[d.name]
             found.append(Finding(
                 "PORTER003", rel, d.line,
                 f"{'TORCH_IMPL_FUNC(' + d.name + ')' if d.shape == IMPL else d.name} is the MPSGraph "
-                f"implementation of {op}, but {why}",
-                f"porter new-op {op} finishes the migration by deleting it", op))
+                f"implementation of {op}, but {why}", hint, op))
     return found
+
+
+def _macro_writes_impl(text: str, macro: str | None) -> bool:
+    """Whether `#define MACRO(...)` in `text` expands to a TORCH_IMPL_FUNC (a structured impl);
+    where the definition is not in the file, assume it does."""
+    m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(macro or '')}\([^)]*\)((?:[^\n]*\\\n)*[^\n]*)",
+                  text, re.M)
+    return m is None or re.search(r"\bTORCH_IMPL_FUNC\s*\(", m.group(1)) is not None
 
 
 def duplicate_mps_keys(tree: Tree) -> list[Finding]:

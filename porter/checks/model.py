@@ -34,6 +34,8 @@ CHECKS: dict[str, tuple[str, str, str]] = {
                   "one DispatchStub is registered by two MPS host registrations"),
     "PORTER022": ("stub-signature-mismatch", ERROR,
                   "the registered kernel's parameters differ from the stub's function type"),
+    "PORTER023": ("unregistered-mps-stub", ERROR,
+                  "the yaml sends MPS to a shared kernel whose DispatchStub no MPS host file registers"),
     "PORTER030": ("unknown-expectation-key", ERROR,
                   "a common_mps.py key names no OpInfo (name + variant_test_name)"),
     "PORTER031": ("stale-unimplemented-xfail", WARNING,

@@ -30,7 +30,8 @@ def run(args) -> int:
                           f"{KERNELS}", path=checkout.root)
     results, notes = check_tree(checkout.root, files)
     stats = summary(results)
-    failed = any(r.status in ("mismatched", "crashed", "build-error", "unsupported", "error")
+    failed = any(r.status in ("mismatched", "crashed", "build-error", "old-headers", "unsupported",
+                                 "error")
                  for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "summary": stats, "notes": notes,

@@ -312,6 +312,24 @@ class EmulateBackend:
             except Exception as err:          # handed to the main thread by `_library`
                 self._built[metal] = err
 
+    def header_gaps(self) -> list[str]:
+        """The kernel files this run built only in part because the c10/metal headers in use
+        (the installed torch's, the checkout having none) lack a function they call: their
+        other kernels ran, but whether the whole file builds is not proven here."""
+        from porter.emulate.build import OLD_HEADERS
+
+        gaps = []
+        for metal, lib in sorted(self._libs.items()):
+            if not isinstance(lib, Library):
+                continue
+            reasons = [r for r in lib.quarantined.values() if r.startswith(OLD_HEADERS + ": ")]
+            if reasons:
+                first = self._rel(reasons[0][len(OLD_HEADERS) + 2:])
+                more = len(set(reasons)) - 1
+                gaps.append(f"{self._rel(metal)} is not fully built: {first}"
+                            + (f" (and {more} more)" if more else ""))
+        return gaps
+
     def _library(self, metal: Path) -> Library:
         pending = self._pending.pop(metal, None)
         if pending is not None:

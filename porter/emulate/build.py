@@ -36,7 +36,12 @@ MAX_QUARANTINE_ROUNDS = 6
 
 
 WRONG_OUTPUT, BUILD_ERROR, UNSUPPORTED = "wrong output type", "build error", "unsupported construct"
+# a c10::metal function the headers in use lack, where those are not the checkout's own: the
+# file was written against other (newer) headers than porter found, so porter cannot build it
+OLD_HEADERS = "c10/metal headers lack it"
 BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
+# g++'s words for a qualified name the namespace does not have
+_NOT_IN_C10_METAL = re.compile(r"'(\w+)' is not a member of '(?:::)?c10::metal'")
 # g++ messages that are errors in any C++ dialect, Metal's included: the file is wrong, not
 # beyond the emulator. "was not declared" is one too, unless the name is a Metal builtin the
 # shim lacks (porter.emulate.metal_builtins): that stays an unsupported construct.
@@ -125,8 +130,9 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         # the same text built under another path (a scratch copy): messages name this one
         first = meta.get("display", str(display_path))
         here = lambda m: m.replace(first, str(display_path))   # noqa: E731
+        # which headers a reason names depends on the checkout, not on the cached content
         lib = Library(so_path, Path(display_path), [Registration(**r) for r in meta["regs"]],
-                      {k: here(v) for k, v in meta["quarantined"].items()},
+                      {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
                       [here(d) for d in meta["dropped"]], cached=True)
         lib.seconds = time.perf_counter() - t0
         return lib
@@ -152,7 +158,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     regs = read_registrations(so_path)
     meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
                                      "quarantined": quarantined, "dropped": dropped}))
-    lib = Library(so_path, Path(display_path), regs, quarantined, dropped)
+    lib = Library(so_path, Path(display_path), regs,
+                  {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped)
     lib.seconds = time.perf_counter() - t0
     return lib
 
@@ -266,6 +273,22 @@ def _last(pattern: re.Pattern, text: str):
 
 
 _UNDECLARED = re.compile(r"'([\w:]+)' (?:was not declared in this scope|is not a member of '([\w:]+)')")
+
+
+def _header_gap(reason: str, root: Path | None) -> str:
+    """A c10::metal function the headers lack is not a construct beyond the emulator: say which
+    headers were used. The checkout's own c10/metal is what a Mac compiles against too (a build
+    error); the installed torch's, used where the checkout has none, may simply be older than
+    the kernel file (porter cannot build it, and says why)."""
+    m = _NOT_IN_C10_METAL.search(reason)
+    kind = next((k for k in (UNSUPPORTED, BUILD_ERROR) if reason.startswith(k + ": ")), None)
+    if not m or kind is None:
+        return reason
+    where = reason[len(kind) + 2:].split(": ", 1)[0]
+    described, own = headers.origin(root)
+    kind = BUILD_ERROR if own else OLD_HEADERS
+    return (f"{kind}: {where}: c10::metal::{m.group(1)} is not defined in {described}: "
+            "the kernel file needs c10/metal headers that define it (newer ones)")
 
 
 def _classified(where_and_message: str) -> str:

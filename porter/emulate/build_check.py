@@ -45,24 +45,42 @@ def require_compiler(command: str) -> None:
 def check_expression(option: str, expression: str, params: tuple[str, ...], metal_text: str,
                      root, op: str, *, complex_: bool = False) -> None:
     """Compile `expression` as the result of a functor of `params` (exit 2 when it is not one
-    expression that compiles); `metal_text`'s includes make the same functions visible."""
+    expression that compiles).
+
+    First with `metal_text`'s includes alone (cheap, and blind to what the file's own text
+    does wrong); where that fails, inside the whole kernel file, which is where the functor
+    will sit: a body may call the file's own helpers (`exp_(x)`, `log_functor{}(x)`), as the
+    file's functors do. The planned file's own build is the backstop for the rest."""
     from porter.emulate.probe import probe_source
 
     preamble = "\n".join(m.group() for m in INCLUDE_RE.finditer(metal_text))
-    value_type = "float2" if complex_ else "float"
-    args = ", ".join(f"const T {p}" for p in params)
-    call = ", ".join(f"{value_type}()" for _ in params)
-    # The expression sits alone on its own line, so the compiler's line names it.
-    unit = (f"{preamble}\nstruct porter_probe_functor {{\n  template <typename T>\n"
-            f"  inline auto operator()({args}) {{\n    return (\n{expression.strip()}\n    );\n  }}\n}};\n"
-            f"inline void porter_probe() {{ (void)porter_probe_functor()({call}); }}\n")
-    error = probe_source(unit, option, root, ())
+    functor = _probe_functor(expression, params, complex_)
+    error = probe_source(f"{preamble}\n{functor}", option, root, ())
+    if error is not None and metal_text.strip():
+        # the probe functor after the whole file: its lines start after the file's
+        first_probe_line = metal_text.count("\n") + 2
+        in_file = probe_source(f"{metal_text}\n{functor}", option, root, ())
+        if in_file is None:
+            return
+        line = re.match(rf"{re.escape(option)}:(\d+): ", in_file)
+        if line and int(line.group(1)) >= first_probe_line:
+            error = in_file
     if error is not None:
         message = error.split(": ", 1)[1] if error.startswith(f"{option}:") else error
         raise PorterError(f"{option} {expression.strip()!r} for {op} does not compile as one Metal "
                           f"expression in {' and '.join(params)}: {message}",
                           hint=f"pass one expression (no `return`, no `;`), e.g. {option} "
                                f"'{_example(params, complex_)}'")
+
+
+def _probe_functor(expression: str, params: tuple[str, ...], complex_: bool) -> str:
+    value_type = "float2" if complex_ else "float"
+    args = ", ".join(f"const T {p}" for p in params)
+    call = ", ".join(f"{value_type}()" for _ in params)
+    # The expression sits alone on its own line, so the compiler's line names it.
+    return (f"struct porter_probe_functor {{\n  template <typename T>\n"
+            f"  inline auto operator()({args}) {{\n    return (\n{expression.strip()}\n    );\n  }}\n}};\n"
+            f"inline void porter_probe() {{ (void)porter_probe_functor()({call}); }}\n")
 
 
 def _example(params, complex_: bool) -> str:

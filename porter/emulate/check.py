@@ -3,8 +3,10 @@ registered (op, dtype) kernel with the torch op on CPU.
 
 Statuses: matched, mismatched (max error shown), crashed (signal), build-error (the file
 does not compile on a Mac either: a syntax error, a failed static_assert, a registration whose
-output type is not the functor's result), unsupported (the compiler rejected a construct the
-emulator lacks; the registration was quarantined), no-reference (no CPU op
+output type is not the functor's result, a c10::metal function the checkout's own c10/metal
+lacks), old-headers (a c10::metal function the installed torch's headers lack, used where the
+checkout has no c10/metal: the file needs newer ones), unsupported (the compiler rejected a
+construct the emulator lacks; the registration was quarantined), no-reference (no CPU op
 of that name), error (the kernel ran but its inputs could not be prepared).
 Matches use tolerances; bit-exactness is reported separately, since the host math library
 is not Metal's.
@@ -17,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from porter.source.checkout import KERNELS
-from porter.emulate.build import BUILD_ERROR_PREFIXES, Library, Registration, build_file
+from porter.emulate.build import BUILD_ERROR_PREFIXES, OLD_HEADERS, Library, Registration, build_file
 from porter.emulate.client import KernelCrashed, KernelError, WorkerClient
 from porter.emulate.references import alpha_for, reference
 from porter.emulate.runner import pack_alpha, run_registration, torch_dtype
@@ -183,7 +185,8 @@ def check_registration(client: WorkerClient, lib: Library, reg: Registration) ->
         reason = lib.reason(reg) or "not built"
         # a wrong output type or a syntax error stops the file compiling on a Mac as well;
         # "unsupported" is left for constructs beyond the emulator
-        res.status = "build-error" if reason.startswith(BUILD_ERROR_PREFIXES) else "unsupported"
+        res.status = "build-error" if reason.startswith(BUILD_ERROR_PREFIXES) else \
+            "old-headers" if reason.startswith(OLD_HEADERS) else "unsupported"
         res.reason = reason
         return res
     if torch_dtype(reg.in_type) is None or torch_dtype(reg.out_type) is None:

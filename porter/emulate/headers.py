@@ -33,6 +33,34 @@ def c10_metal_parent(root: Path | None) -> Path:
     return include
 
 
+def origin(root: Path | None) -> tuple[str, bool]:
+    """Which c10/metal headers a build of `root`'s kernels uses, in words, and whether they are
+    the checkout's own (what a Mac building the checkout compiles against too)."""
+    parent = c10_metal_parent(root)
+    version = _torch_version()
+    wheel = torch_include_dir()
+    if root is not None and parent == Path(root):
+        same = wheel is not None and _same_headers(parent, wheel)
+        return (f"the checkout's c10/metal"
+                + (f" (the same files as the installed torch {version}'s)" if same else ""), True)
+    return f"the installed torch {version}'s c10/metal (the checkout has none)", False
+
+
+def _torch_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("torch")
+    except Exception:       # noqa: BLE001 (any metadata problem: say so without a version)
+        return "(unknown version)"
+
+
+def _same_headers(a: Path, b: Path) -> bool:
+    names = sorted(p.name for p in (a / "c10" / "metal").glob("*.h"))
+    return names == sorted(p.name for p in (b / "c10" / "metal").glob("*.h")) and all(
+        (a / "c10" / "metal" / n).read_bytes() == (b / "c10" / "metal" / n).read_bytes()
+        for n in names)
+
+
 def include_dirs(root: Path | None) -> list[Path]:
     """-I order: shim, checkout's aten/src (kernel-side .h files), c10/metal's parent."""
     dirs = [SHIM_DIR]

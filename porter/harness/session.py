@@ -67,6 +67,9 @@ def run(opts: Options) -> int:
     if reason:
         raise PorterError(reason)
     ctx, results = _run_ops(opts, checkout, root, backend)
+    # a kernel file built in part (headers older than it): its kernels that built ran, but the
+    # file's own build, which a port needs, is not proven; never a green run
+    header_gaps = backend.header_gaps() if hasattr(backend, "header_gaps") else []
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -109,8 +112,12 @@ def run(opts: Options) -> int:
         meta["reference_cache"] = "samples and CPU references read from the cache"
     if upstream_note:
         meta["upstream_error"] = upstream_note
+    if header_gaps:
+        meta["not_proven"] = header_gaps
     if opts.json:
         data = report.to_json(results, **meta)
+        if header_gaps:
+            data["ok"] = False
         if pruned is not None:
             data["prune"] = {"actions": pruned.actions, "reported": pruned.reported,
                              "applied": applied,
@@ -131,6 +138,9 @@ def run(opts: Options) -> int:
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
         out.write(report.render_text(results, root_arg, header))
+        for gap in header_gaps:
+            out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "
+                      "whose headers define it\n")
         if pruned is not None:
             for line in pruned.actions:
                 out.write(f"prune: {line}\n")
@@ -144,7 +154,7 @@ def run(opts: Options) -> int:
                     out.write(changes.diff())
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
-    return exit_code(results, pruned, applied)
+    return max(exit_code(results, pruned, applied), 1 if header_gaps else 0)
 
 
 def _run_ops(opts: Options, checkout, root, backend):

@@ -346,7 +346,7 @@ def _arithmetic_terms(expr: str) -> list[str]:
     return [t.strip() for t in terms]
 
 
-CLOSERS = {")": "(", "]": "["}
+CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
 def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
@@ -358,12 +358,14 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
     text = expr.strip().rstrip(";").strip()
     if not text:
         return "is empty"
-    if any(c in text for c in ";{}"):
+    # `;` is what separates statements; braces alone are brace-initialisation
+    # (`log_functor{}(x)`, `float2{x.x, 0}`), a part of an expression.
+    if ";" in text:
         return "holds statements, not one expression (the functor returns the expression)"
     tokens = [(m.lastgroup, m.group()) for m in TOKEN_RE.finditer(text)]
     open_brackets = []
     for _, token in tokens:
-        if token in "([":
+        if token in "([{":
             open_brackets.append(token)
         elif token in CLOSERS:
             if not open_brackets or open_brackets.pop() != CLOSERS[token]:

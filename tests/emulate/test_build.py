@@ -128,3 +128,43 @@ def test_cache_dir_honours_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("PORTER_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "porter" / "emulate"
+
+
+def test_a_function_the_wheels_c10_metal_lacks_is_named_as_such(fixture_root):
+    """Upstream's BinaryKernel.metal calls c10::metal::div_floor, which torch 2.13's wheel
+    headers do not define. Where the checkout has no c10/metal of its own (the fixture), the
+    emulator builds with the wheel's: that is not a construct beyond the emulator, it is
+    headers older than the file, and the row says so (and fails `emulate check`)."""
+    import torch as _torch
+
+    assert not (fixture_root / "c10" / "metal").exists()
+    results, _ = check_tree(fixture_root, [DATA / "header_gap.metal"])
+    rows = {r.kernel: r for r in results}
+    assert rows["neg"].status == "matched"
+    assert rows["halved"].status == "old-headers"
+    assert rows["halved"].reason == (
+        f"c10/metal headers lack it: {DATA / 'header_gap.metal'}:18: "
+        "c10::metal::porter_halved_in_newer_headers is not defined in the installed torch "
+        f"{_torch.__version__}'s c10/metal (the checkout has none): the kernel file needs "
+        "c10/metal headers that define it (newer ones)")
+
+
+def test_a_function_the_checkouts_own_c10_metal_lacks_is_a_build_error(fixture_root, tmp_path):
+    """With the checkout's own c10/metal (what a Mac compiles against too), the same call is a
+    build error of the checkout, and the message says whose headers they are."""
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(fixture_root, root)
+    wheel = Path(_torch_include()) / "c10" / "metal"
+    shutil.copytree(wheel, root / "c10" / "metal")
+    results, _ = check_tree(root, [DATA / "header_gap.metal"])
+    row = {r.kernel: r for r in results}["halved"]
+    assert row.status == "build-error"
+    assert "is not defined in the checkout's c10/metal (the same files as the installed torch" \
+        in row.reason, row.reason
+
+
+def _torch_include() -> str:
+    from porter.emulate.headers import torch_include_dir
+    return str(torch_include_dir())

@@ -226,6 +226,7 @@ _body_problems = (
     pytest.param("(x + 1))", ("x",), "has an unmatched ')'", id="unmatched"),
     pytest.param("f(x[0)]", ("x",), "has an unmatched ')'", id="crossed brackets"),
     pytest.param("(x + 1", ("x",), "has an unclosed '('", id="unclosed"),
+    pytest.param("float2{x.x, 0", ("x",), "has an unclosed '{'", id="unclosed brace"),
     pytest.param("x +", ("x",), "ends in '+', an operator without its operand", id="dangling operator"),
     pytest.param("* x", ("x",), "starts with '*', an operator without its operand", id="leading operator"),
     pytest.param("a + b", ("x",), "uses a and b, but the functor's arguments are x", id="binary names in unary"),
@@ -243,6 +244,9 @@ def test_expression_problem(expr, params, problem):
     pytest.param("x;", ("x",), id="one trailing semicolon"),
     pytest.param("a.x > 0 ? float2(1, 0) : float2(b)", ("a", "b"), id="member .x is not the argument x"),
     pytest.param("::precise::log(x)", ("x",), id="qualified call"),
+    # braces without `;` are brace-initialisation, as the real UnaryKernel.metal's functors
+    # call each other (`log_functor{}(x)`) and build complex values (`float2{x.x, 0}`)
+    pytest.param("log_functor{}(x + float2{1, 0})", ("x",), id="brace-initialisation"),
 ))
 def test_expression_is_fine(expr, params):
     assert body.expression_problem(expr, params) is None

@@ -49,6 +49,34 @@ REGISTER_INTEGER_BINARY_OP(atan2);
 REGISTER_FLOAT_BINARY_OP(copysign);
 """
 
+# ActivationKernel.metal's layout (upstream, 2025): each functor group, then its registrations,
+# bfloat's inside the Metal 3.1 guard.
+GROUPED = """\
+struct clip_functor {
+  template <typename T>
+  inline T operator()(const T x, const T limit) {
+    return x > limit ? limit : x;
+  }
+};
+
+REGISTER_UNARY_ALPHA_OP(clip, float, float, float);
+#if __METAL_VERSION__ >= 310
+REGISTER_UNARY_ALPHA_OP(clip, bfloat, bfloat, bfloat);
+#endif
+
+struct twice_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x + x;
+  }
+};
+
+REGISTER_UNARY_OP(twice, float, float);
+#if __METAL_VERSION__ >= 310
+REGISTER_UNARY_OP(twice, bfloat, bfloat);
+#endif
+"""
+
 _noop = (
     pytest.param(partial(metal.add_functor, op="exp", functor=FOO, kind="unary"), EXP,
                  id="functor already there"),
@@ -153,6 +181,18 @@ _fixes = (
                  FOO + "\nREGISTER_BINARY_OP(foo, float, float);\nREGISTER_BINARY_OP(foo, half, half);\n"
                  "REGISTER_BINARY_OP(foo, bfloat, bfloat);\n\nstruct bar_functor {};\n",
                  id="a file with no file-local macros: base lines after the functor"),
+    pytest.param(partial(metal.add_functor, op="foo", functor=FOO, kind="unary"), GROUPED,
+                 GROUPED + "\n" + FOO,
+                 id="a functor does not split a group from its registrations"),
+    pytest.param(partial(metal.add_alpha_registration, op="clip", kind="unary",
+                         rows=[("float", "float", "float"), ("half", "half", "half"),
+                               ("bfloat", "bfloat", "bfloat")]),
+                 GROUPED.replace("REGISTER_UNARY_ALPHA_OP(clip, float, float, float);\n#if __METAL_VERSION__ >= 310\n"
+                                 "REGISTER_UNARY_ALPHA_OP(clip, bfloat, bfloat, bfloat);\n#endif\n\n", ""),
+                 GROUPED.replace("};\n\nREGISTER_UNARY_ALPHA_OP(clip, float, float, float);\n#if",
+                                 "};\n\nREGISTER_UNARY_ALPHA_OP(clip, float, float, float);\n"
+                                 "REGISTER_UNARY_ALPHA_OP(clip, half, half, half);\n#if", 1),
+                 id="bfloat registrations inside the file's own __METAL_VERSION__ guard"),
 )
 
 

@@ -66,7 +66,7 @@ def _unit_end(metal: MetalFile, name: str) -> int:
     end = metal.functor_spans[name][1]
     block = re.compile(rf"\n?(?:[A-Z_]+\(\s*{re.escape(name)}\s*,[^\n]*\n)+")
     m = block.match(metal.mask, end)
-    return m.end() if m else end
+    return _past_registrations(metal.text, m.end() if m else end)
 
 
 def _legacy_anchor(metal: MetalFile, kind: str) -> int:
@@ -85,6 +85,26 @@ def _legacy_anchor(metal: MetalFile, kind: str) -> int:
     if not ends:
         return _line_start(text, stop) if stop < len(text) else len(text)
     return _unit_end(metal, max(ends)[1])
+
+
+# A registration line, or the guard around one (`#if __METAL_VERSION__ >= 310` ... `#endif`)
+_REGISTRATION_LINE = re.compile(r"(?:REGISTER_\w+\(.*|#\s*if\b.*|#\s*endif\b.*|\s*)")
+
+
+def _past_registrations(text: str, at: int) -> int:
+    """Where a file keeps each functor with its registrations (upstream's ActivationKernel.metal:
+    hardsigmoid's functors, then their REGISTER_* lines, then hardswish's), a new functor after
+    `at` would split a group: move past the registration lines that follow it."""
+    end, pos, seen = at, at, False
+    while pos < len(text):
+        nl = text.find("\n", pos)
+        line = text[pos:nl if nl >= 0 else len(text)]
+        if not _REGISTRATION_LINE.fullmatch(line):
+            break
+        pos = len(text) if nl < 0 else nl + 1
+        if line.strip():
+            seen, end = True, pos
+    return end if seen else at
 
 
 def _first(mask: str, pattern: str) -> int:
@@ -123,7 +143,8 @@ def add_unary_registration(text: str, op: str, use_kernels2: bool, pairs: list[t
             params = define.params        # (DTYPE0, DTYPE1): output first
             text = _append_to_macro(text, define, f"REGISTER_UNARY_OP({op}, {params[1]}, {params[0]});")
             metal = MetalFile(text)
-    lines = [f"REGISTER_UNARY_OP({op}, {i}, {o});" for i, o in pairs if (i, o) not in have]
+    lines = guarded_bfloat(text, [f"REGISTER_UNARY_OP({op}, {i}, {o});" for i, o in pairs
+                                  if (i, o) not in have])
     if not lines:
         return text
     at = _after_last_top_level(metal, "REGISTER_UNARY_OP", before=KERNELS2)
@@ -286,7 +307,8 @@ def _invocations(metal: MetalFile, op: str) -> set[str]:
 def _add_base_binary_registration(metal: MetalFile, op: str, pairs: list[tuple[str, str]]) -> str:
     """`REGISTER_BINARY_OP(op, in, out);` per pair, right after the op's functor."""
     have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
-    lines = [f"REGISTER_BINARY_OP({op}, {i}, {o});" for i, o in pairs if (i, o) not in have]
+    lines = guarded_bfloat(metal.text, [f"REGISTER_BINARY_OP({op}, {i}, {o});" for i, o in pairs
+                                        if (i, o) not in have])
     if not lines:
         return metal.text
     span = metal.functor_span(op)
@@ -303,12 +325,27 @@ def add_alpha_registration(text: str, op: str, kind: str, rows: list[tuple[str, 
     metal = MetalFile(text)
     macro = ALPHA_MACROS[kind]
     have = {(r.in_type, r.out_type) for r in metal.registrations if r.kernel == op}
-    lines = [f"{macro}({op}, {i}, {a}, {o});" for i, a, o in rows if (i, o) not in have]
+    lines = guarded_bfloat(text, [f"{macro}({op}, {i}, {a}, {o});" for i, a, o in rows
+                                  if (i, o) not in have])
     if not lines:
         return text
     span = metal.functor_span(op)
     at = span[1] if span else len(text)       # the span ends after the functor's newline
     return text[:at] + "\n" + "\n".join(lines) + "\n" + text[at:]
+
+
+_BFLOAT_GUARD = re.compile(r"^(#if\s+__METAL_VERSION__\s*>=\s*\d+)\s*\n(?:REGISTER_\w+\([^\n]*\bbfloat\b[^\n]*\n)+#endif",
+                          re.M)
+
+
+def guarded_bfloat(text: str, lines: list[str]) -> list[str]:
+    """The registration lines, with those of bfloat inside the file's own guard where the file
+    guards its bfloat registrations (`#if __METAL_VERSION__ >= 310`: bfloat is Metal 3.1's)."""
+    m = _BFLOAT_GUARD.search(text)
+    bfloat = [line for line in lines if re.search(r"\bbfloat\b", line)]
+    if m is None or not bfloat:
+        return lines
+    return [line for line in lines if line not in bfloat] + [m.group(1), *bfloat, "#endif"]
 
 
 def ensure_include(text: str, header: str) -> str:
