@@ -71,8 +71,9 @@ AUTO_CELL = {"automatic": "yes", "--complex-body": "--complex-body", "--body": "
 
 
 def tally(found) -> str:
-    """Some candidates counted by verdict, refusals by reason: '7 ported automatically, 3 with
-    --complex-body EXPR, 7 with --body EXPR, 14 refused (5 no shared CPU/CUDA kernel, ...)'.
+    """Some candidates counted by verdict, refusals by reason, in this shape: 'N ported
+    automatically, N with --complex-body EXPR, N with --body EXPR, N refused (N no shared CPU/CUDA
+    kernel, ...)'.
     The README quotes these clauses; tests/test_candidates.py holds it to them."""
     parts = [f"{n} {words}" for verdict, words in TALLIED if (n := sum(c.verdict == verdict for c in found))]
     refused: dict[str, int] = {}
