@@ -119,6 +119,30 @@ def test_a_port_into_a_file_that_already_fails_to_build_is_refused(real_root):
     assert "--no-build" in result.err
 
 
+@pytest.mark.parametrize("command", ["new-op", "migrate-from-mpsgraph"])
+def test_nothing_to_do_is_not_said_of_a_port_whose_kernel_file_no_longer_builds(real_root, command):
+    """Wrong on purpose: sign is ported, then a `;` goes missing in neg_functor, which the port
+    does not touch. Before, a rerun printed "nothing to do", exit 0: nothing was planned, so
+    nothing was built, while on a Mac the file, sign with it, does not compile."""
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    path = real_root / UNARY_METAL
+    good = path.read_text()
+    neg = "    return T(-x);\n"
+    assert good.count(neg) == 1
+    path.write_text(good.replace(neg, "    return T(-x)\n"))
+    line = good[:good.index(neg)].count("\n") + 2
+    result = refused(real_root, command, "sign")
+    assert result.err.startswith(
+        f"porter: error: the port of sign exists but its kernel file {UNARY_METAL} does not build: "
+        f"{UNARY_METAL}:{line}: expected ';' before '}}' token;"), result.err
+    assert "--no-build" in result.err and "nothing to do" not in result.out
+    unbuilt = porter(command, "sign", "--no-build", root=real_root)
+    assert (unbuilt.code, unbuilt.out) == (0, f"porter {command} sign: nothing to do\n")
+    path.write_text(good)
+    again = porter(command, "sign", root=real_root)
+    assert (again.code, again.out, again.err) == (0, f"porter {command} sign: nothing to do\n", "")
+
+
 def test_no_compiler_is_said_and_exits_1_unless_no_build(real_root, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     result = refused(real_root, "new-op", "heaviside")

@@ -3,7 +3,8 @@
 1. `--body`/`--complex-body` compile as one Metal expression (else exit 2, bad input);
 2. the registrations porter planned give each dtype the output type the op produces (else
    exit 1: a Mac would reject the file or compute another dtype);
-3. each planned `.metal` file builds (else exit 1, the compiler's first error);
+3. each planned `.metal` file builds (else exit 1, the compiler's first error); with nothing
+   planned, the op's existing kernel file builds (else exit 1: the port exists, its file fails);
 4. every dtype the MPS test sends has a kernel and the functor has a body: otherwise the port
    is incomplete (exit 1; written only with --allow-incomplete, naming the tests that fail).
 """
@@ -43,6 +44,11 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
     notes: list[str] = []
     if build:
         build_check.require_compiler(command)
+        if not plan.changes and checkout.exists(spec.metal_path):
+            # nothing to write, so nothing planned is built: the port exists, and its kernel
+            # file must still build for "nothing to do" to be true
+            build_check.check_ported_kernel_file(spec.metal_path, checkout.read(spec.metal_path),
+                                                 checkout.root, (spec.kernel,), spec.op)
     elif plan.changes:
         notes.append("WARNING: not built (--no-build): the planned .metal files were not compiled, "
                      "so porter cannot say they build on a Mac")

@@ -120,6 +120,28 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
                        hint="porter's edit would stop every kernel of the file compiling on a Mac")
 
 
+def check_ported_kernel_file(path: str, text: str, root, kernels, op: str) -> None:
+    """An op whose port exists (an editing command has nothing to plan): refuse (exit 1) when
+    its kernel file no longer builds in a way a Mac's compiler rejects too, e.g. a `;` lost in
+    another functor of the file after the port. The probe porter runs before writing, on the
+    file as it is (cached by content hash: a rerun of an unchanged file costs ~1 ms). An error
+    only the emulation has (a construct it does not model) is not the port's: no word."""
+    from porter.emulate.probe import probe_source
+
+    error = probe_source(text, path, root, kernels)
+    if error is None or not (_is_mac_error(error) or _WRONG_OUTPUT_RE.search(error)):
+        return
+    raise BuildRefused(f"the port of {op} exists but its kernel file {path} does not build: "
+                       f"{error}; on a Mac {op} (and every kernel of the file) fails to compile",
+                       hint="fix that error (porter emulate check lists it), or pass --no-build "
+                            "to skip this check")
+
+
+# probe_error's words for a registration whose output type is not the functor's: the
+# registration macro's static_assert, which a Mac's compiler fails as well
+_WRONG_OUTPUT_RE = re.compile(r": \w+ registered with output type \S+ for input \S+, but \w+ returns ")
+
+
 def _is_mac_error(error: str) -> bool:
     from porter.emulate.build import is_build_error
 
