@@ -361,3 +361,21 @@ def test_threshold_port_holds_its_params_at_long_for_integers(real_tree_template
 +REGISTER_UNARY_ALPHA_OP(threshold, int, ThresholdParams_long, int);
 +REGISTER_UNARY_ALPHA_OP(threshold, long, ThresholdParams_long, long);
 """)
+
+
+def test_a_rerun_with_another_body_says_the_body_was_not_applied(real_root):
+    # after the port, migrate-from-mpsgraph has nothing to do; a rerun meant to fix a wrong body
+    # must not read as done while the functor keeps the old one
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "logit", "--body", LOGIT_BODY, root=real_root).code == 0
+    metal = (real_root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
+    again = porter("migrate-from-mpsgraph", "logit", "--body", "log(x / (1 - x))", root=real_root)
+    assert again.code == 0 and again.out.splitlines() == [
+        "porter migrate-from-mpsgraph logit: nothing to do",
+        "note: --body not applied: 'logit' is already ported (logit_functor in "
+        "aten/src/ATen/native/mps/kernels/UnaryKernel.metal is its kernel); to change the body, "
+        "edit that functor, or revert the port (git checkout) and rerun"], again.out
+    assert (real_root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text() == metal
+    # the same rerun without a body is the plain second run
+    assert porter("migrate-from-mpsgraph", "logit", root=real_root).out == \
+        "porter migrate-from-mpsgraph logit: nothing to do\n"
