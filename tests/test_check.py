@@ -78,7 +78,7 @@ def test_kernel_missing_dtypes(mini_root, capsys):
     edit(mini_root, BINARY_METAL, "REGISTER_INT2FLOAT_BINARY_OP(atan2);\n", "")
     code, out = check(mini_root, capsys)
     T.assertExpectedInline(out, """\
-aten/src/ATen/native/mps/kernels/BinaryKernel.metal:114: PORTER011 kernel-missing-dtypes: kernel 'atan2' is registered for bfloat, float, half but the MPS test of OpInfo 'atan2' (torch/testing/_internal/common_methods_invocations.py:84) sends bool, int16, int32, int64, int8, uint8 through BinaryKernel.mm:55 (register bool, short, int, long, char, uchar inputs in BinaryKernel.metal, guard the host kernel, or xfail those dtypes in common_mps.py)
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:143: PORTER011 kernel-missing-dtypes: kernel 'atan2' is registered for bfloat, float, half but the MPS test of OpInfo 'atan2' (torch/testing/_internal/common_methods_invocations.py:84) sends bool, int16, int32, int64, int8, uint8 through BinaryKernel.mm:55 (register bool, short, int, long, char, uchar inputs in BinaryKernel.metal, guard the host kernel, or xfail those dtypes in common_mps.py)
 """)
 
 
@@ -100,7 +100,7 @@ def test_duplicate_kernel_name(mini_root, capsys):
          "REGISTER_UNARY_ALPHA_OP(round_decimals, float, long, float);\n"
          "REGISTER_BINARY_OP(fmin, float, float);\nREGISTER_UNARY_OP(exp, float, float);\n")
     T.assertExpectedInline(check(mini_root, capsys, "--select", "PORTER012")[1], """\
-aten/src/ATen/native/mps/kernels/UnaryKernel.metal:171: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:121 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:171: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:150 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 aten/src/ATen/native/mps/kernels/UnaryKernel.metal:172: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 """)
 
@@ -115,7 +115,7 @@ def test_duplicate_kernel_name_without_history_falls_on_the_later_file(mini_root
     # on UnaryKernel.metal (--changed-since puts it on the added line: the test below).
     edit(mini_root, BINARY_METAL, *DUPLICATE_EXP)
     T.assertExpectedInline(check(mini_root, capsys, "--select", "PORTER012")[1], """\
-aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:151 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 """)
 
 
@@ -355,7 +355,7 @@ def test_changed_since_puts_a_duplicate_kernel_name_on_the_added_line(repo, caps
     code, out = check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER012")
     assert code == 1
     T.assertExpectedInline(out, """\
-aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:151: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 """)
     # fmin's half copies: one added to UnaryKernel.metal, the other moved below the new exp line;
     # both sit on changed lines, so path order decides, as without --changed-since
@@ -365,8 +365,8 @@ aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122: PORTER012 duplicate-ker
     edit(repo, BINARY_METAL, "REGISTER_UNARY_OP(exp, float, float);\n",
          "REGISTER_UNARY_OP(exp, float, float);\nREGISTER_FLOAT_BINARY_OP(fmin);\n")
     T.assertExpectedInline(check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER012")[1], """\
-aten/src/ATen/native/mps/kernels/BinaryKernel.metal:121: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
-aten/src/ATen/native/mps/kernels/UnaryKernel.metal:169: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, half -> half) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:122 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/BinaryKernel.metal:150: PORTER012 duplicate-kernel-name: REGISTER_UNARY_OP(exp, float -> float) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/UnaryKernel.metal:154 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
+aten/src/ATen/native/mps/kernels/UnaryKernel.metal:169: PORTER012 duplicate-kernel-name: REGISTER_BINARY_OP(fmin, half -> half) instantiates host names already instantiated at aten/src/ATen/native/mps/kernels/BinaryKernel.metal:151 (rename one kernel or drop the repeat: every .metal file builds into one metallib)
 """)
 
 

@@ -393,8 +393,8 @@ def test_binary_macro_keeps_header_still_needed():
                             "pow_Scalar_out_mps"})
     assert_expected_inline("".join(unified_diff_text(text, new, "a", "b"))[8:], """\
 + b
-@@ -59,8 +59,6 @@
-     });                                                                                          \\
+@@ -71,8 +71,6 @@
+     return output;                                                                                    \\
    }
  
 -CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);

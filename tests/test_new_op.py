@@ -85,7 +85,7 @@ def test_binary_functor_and_registration(heaviside_dry):
  // Complex binary functors
  struct mul_functor {
    template <typename T>
-@@ -113,6 +120,8 @@
+@@ -142,6 +149,8 @@
  REGISTER_FLOAT_BINARY_OP(hypot);
  REGISTER_FLOAT_BINARY_OP(atan2);
  REGISTER_INT2FLOAT_BINARY_OP(atan2);

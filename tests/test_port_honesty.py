@@ -35,14 +35,8 @@ def refused(root, *args, code=1):
 
 # --- case 1: a bool functor registered float -> float stops BinaryKernel.metal compiling ----
 
-def test_logical_and_is_refused_and_writes_nothing(real_root):
-    """logical_and.out is not structured: porter refuses it before planning (it used to write a
-    bool functor registered float -> float, which stops BinaryKernel.metal compiling)."""
-    for extra in ((), ("--body", "a && b"), ("--allow-incomplete",)):
-        result = refused(real_root, "migrate-from-mpsgraph", "logical_and", *extra, code=2)
-        assert "'logical_and' is not a structured TensorIterator op" in result.err
-    data = json.loads(refused(real_root, "migrate-from-mpsgraph", "logical_and", "--json", code=2).out)
-    assert data["ok"] is False
+# logical_and itself is now ported input -> bool, castout and complex included, and measured:
+# tests/test_logical_ops.py (which also keeps the refusal where the shared function is missing)
 
 
 def test_a_bool_op_registered_float_to_float_is_refused(real_root):
@@ -248,7 +242,7 @@ def _run_next(root, op: str, bodies: dict) -> tuple[str, int]:
 
 def test_every_next_command_status_prints_succeeds(real_root, monkeypatch):
     """status's "next:" for an op in each state: run it as printed (EXPR filled in) and it
-    succeeds; logical_and, which porter cannot port yet, gets no command."""
+    succeeds (logical_and's too, now that its shared function is in the tree)."""
     from porter.survey import op_status
 
     monkeypatch.setattr(op_status, "device", lambda: "emulate")
@@ -263,7 +257,7 @@ def test_every_next_command_status_prints_succeeds(real_root, monkeypatch):
         line, code = _run_next(real_root, op, bodies)
         seen[op] = line
         assert code == 0, (op, line)
-    assert seen["logical_and"] == "no porter command"
+    assert seen["logical_and"] == "porter migrate-from-mpsgraph logical_and"
     assert seen["acosh"] == "porter migrate-from-mpsgraph acosh --complex-body EXPR"
     assert seen["mish"] == "porter migrate-from-mpsgraph mish --body EXPR"
     assert seen["sign"] == "porter new-op sign"

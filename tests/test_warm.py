@@ -64,8 +64,8 @@ def test_a_warm_service_answers_while_a_later_one_is_still_warming_up(tmp_path):
 
 
 def test_rendering_in_the_warm_child_gives_the_same_text():
-    values = dict(op="foo", params=("a", "b"), float_body="return a;", int_body=None,
-                  float_out="T", int_out="T", complex_body=None)
+    values = dict(op="foo", params=("a", "b"), one_body=None, float_body="return a;",
+                  int_body=None, float_out="T", int_out="T", complex_body=None, complex_out="T")
     here = templates.render("binary_functor.metal.j2", **values)
     with templates.rendered_in_warm_child():
         assert templates.render("binary_functor.metal.j2", **values) == here

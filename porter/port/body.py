@@ -386,3 +386,45 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
     if wrong:
         return f"uses {' and '.join(wrong)}, but the functor's arguments are {' and '.join(params)}"
     return None
+
+
+TRUTH = "c10::metal::cast_to<bool>"
+BOOL_CAST_RE = r"(?:static_cast<bool>|bool)\(\s*{p}\s*\)"
+LOGICAL = {"&&", "||"}
+
+
+def truthiness(statements: str, params: tuple[str, ...]) -> str | None:
+    """The body of a functor returning bool that reads its arguments only as truth values
+    (`a && b`, `a || b`, `!a`, `bool(a) != bool(b)`), each read written as
+    `c10::metal::cast_to<bool>(a)`: `a != 0` for real types, either part nonzero for complex
+    ones (as the CPU's `bool(c10::complex)`), so one template serves every input dtype. None
+    when an argument is read otherwise (compared, computed with): that body needs an overload
+    per kind of dtype."""
+    out = statements
+    for p in params:
+        out = re.sub(BOOL_CAST_RE.format(p=re.escape(p)), f"{TRUTH}({p})", out)
+    tokens = [m.group() for m in re.finditer(r"&&|\|\||::|[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*|\s+|.", out,
+                                             re.S)]
+    significant = [i for i, t in enumerate(tokens) if not t.isspace()]
+    wrapped = False
+    for n, i in enumerate(significant):
+        if tokens[i] not in params:
+            continue
+        if n >= 5 and "".join(tokens[j] for j in significant[n - 5:n]) == TRUTH + "(":
+            continue        # already cast_to<bool>(p)
+        prev = tokens[significant[n - 1]] if n else ""
+        after = tokens[significant[n + 1]] if n + 1 < len(significant) else ""
+        truth_prev = prev in LOGICAL | {"!", "return"}
+        truth_next = after in LOGICAL | {";"}
+        if not (truth_prev and truth_next):
+            return None
+        tokens[i] = f"{TRUTH}({tokens[i]})"
+        wrapped = True
+    result = "".join(tokens)
+    if not wrapped and result == statements:
+        return None
+    # every read of an argument is now a truth value
+    bare = re.sub(rf"{re.escape(TRUTH)}\(\s*\w+\s*\)", "", result)
+    if any(re.search(rf"(?<![\w.]){re.escape(p)}\b", bare) for p in params):
+        return None
+    return result

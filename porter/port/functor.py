@@ -52,10 +52,22 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         if float_in_t is not None:
             float_in_t = translate_body.rename(float_in_t, lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
+    out_bool = spec.returns_bool
+    complex_out = "bool" if out_bool else "T"
+    # A binary bool op reading its arguments as truth values only: one template for every input
+    # dtype, complex included (a --complex-body still gets its own overload); its registrations
+    # are porter.port.edits.metal.add_bool_registration's
+    generic = (_truth_body(statements_int, params, c10_functions)
+               if out_bool and spec.kind != UNARY else None)
+    if generic is not None:
+        own_complex = f"return {complex_body.strip().rstrip(';')};" if complex_body else None
+        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, one_body=generic,
+                      float_body=None, int_body=None, float_out="bool", int_out="bool",
+                      complex_body=own_complex, complex_out="bool")
+        return Functor(text, origin, detail, complex=True)
     metal_types = {METAL[d] for d in spec.dtypes if d in METAL}
     has_float = bool(metal_types & set(METAL_FLOATING)) or not metal_types
     has_int = bool(metal_types - set(METAL_FLOATING) - {"float2"})
-    out_bool = spec.returns_bool
     float_out = "bool" if out_bool else "T"
     int_out = "bool" if out_bool else ("float" if spec.promotes_int_to_float else "T")
     typed = {p: "T" for p in params}
@@ -79,9 +91,10 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         int_body = translate_body.wrap_returns(statements_int, int_out, typed)
     complex_statements = None
     if complex_body:
-        # a value that already is a T (`x`, `T(re, im)`) is returned as it is
+        # a value that already is a T (`x`, `T(re, im)`) is returned as it is; a bool op's
+        # complex overload returns bool
         complex_statements = translate_body.wrap_returns(
-            f"return {complex_body.strip().rstrip(';')};", "T", typed).replace(
+            f"return {complex_body.strip().rstrip(';')};", complex_out, typed).replace(
             "return static_cast<T>(", "return T(")
     one_body = None
     if float_body and float_body == int_body and float_out == int_out and not complex_statements:
@@ -89,8 +102,17 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
     text = render(template, op=spec.kernel, params=params, float_body=float_body,
                   int_body=int_body, float_out=float_out, int_out=int_out,
-                  complex_body=complex_statements, one_body=one_body)
+                  complex_body=complex_statements, complex_out=complex_out, one_body=one_body)
     return Functor(text, origin, detail, complex=complex_statements is not None)
+
+
+def _truth_body(statements: str, params, c10_functions) -> str | None:
+    """The body of a bool functor as one template over every dtype (porter.port.body.truthiness),
+    where the checkout's c10/metal headers define `cast_to`."""
+    generic = translate_body.truthiness(statements, params)
+    if generic is None or "cast_to" not in c10_functions():
+        return None
+    return generic
 
 
 def functor_params(spec: OpSpec) -> tuple[str, ...]:

@@ -177,10 +177,16 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
             kernels2, pairs = metal_edit.unary_registration_plan(
                 dtypes, spec.promotes_int_to_float, spec.returns_bool)
             text = metal_edit.add_unary_registration(text, spec.kernel, kernels2, pairs)
+        elif completeness.always_bool(spec):
+            # every input dtype -> bool, with the castout variant for a non-bool out=
+            inputs = [METAL[d] for d in METAL if d in dtypes and d != "complex64"]
+            if with_complex and "complex64" in spec.dtypes:
+                inputs += list(metal_edit.COMPLEX_TYPES)
+            text = metal_edit.add_bool_registration(text, spec.kernel, inputs, _has_castout(checkout))
         else:
             macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
             text = metal_edit.add_binary_registration(text, spec.kernel, macros)
-        if with_complex:
+        if with_complex and not (spec.kind != UNARY and completeness.always_bool(spec)):
             text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
@@ -386,6 +392,15 @@ def _alpha_dtypes(checkout, spec: OpSpec, plan: Plan) -> frozenset[str]:
         dtypes -= expected
         plan.unregistered |= expected
     return frozenset(dtypes)
+
+
+def _has_castout(checkout) -> bool:
+    """Whether the checkout's c10/metal/indexing.h defines REGISTER_BINARY_CASTOUT_OP."""
+    from porter.source.c10_metal import headers_dir
+    directory = headers_dir(checkout)
+    header = directory / "indexing.h" if directory else None
+    return bool(header and header.is_file() and re.search(
+        r"#\s*define\s+REGISTER_BINARY_CASTOUT_OP\b", header.read_text(encoding="utf-8", errors="replace")))
 
 
 def _tested_with_complex(checkout, spec: OpSpec) -> bool:

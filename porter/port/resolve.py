@@ -161,7 +161,10 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     backward = out_entry.is_backward
     if backward:
         dtypes = backward_dtypes(checkout, op)
-    returns_bool = bool(lam and lam.return_type == "bool")
+    # a bool lambda, or an OpInfo that says so (`always_returns_bool`: the meta function builds a
+    # bool-output iterator, as logical_and_out's comparison_op does)
+    returns_bool = bool(lam and lam.return_type == "bool") or any(
+        o.flag("always_returns_bool") for o in opinfos)
     kernel = _existing_kernel(stub_hosts, stub.name) or op
     # scalar-parameter activations go to ActivationKernel as upstream's do; plain ones (mish)
     # keep porter's Unary/Binary pairs for now

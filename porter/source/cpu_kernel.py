@@ -192,24 +192,59 @@ def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | Non
 
 def shared_function_stubs(checkout: co.Checkout, entry) -> list[str]:
     """Stubs the plain (not structured) function CPU and CUDA share runs on a TensorIterator it
-    builds: `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`."""
+    builds: `Tensor& logit_out(...) { auto iter = ...; logit_stub(iter.device_type(), iter, ...); }`,
+    or hands to a helper of its file that does (`logical_and_out` calls
+    `comparison_op_out(result, self, other, logical_and_stub)`, whose body builds the iterator
+    and runs `stub(iter.device_type(), iter)`)."""
     kernels = {d.kernel for d in entry.dense_rows()}
     if len(kernels) != 1:
         return []
     function = kernels.pop()
-    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
     for rel in sorted(checkout.glob(co.NATIVE, "*.cpp")):
         text = checkout.read(rel)
         if function not in text:
             continue
-        for m in head.finditer(text):
-            open_brace = text.find("{", m.end())
-            semicolon = text.find(";", m.end())
-            if open_brace < 0 or 0 <= semicolon < open_brace:
-                continue        # a declaration, not the definition
-            end = text.find("\n}", open_brace)
-            body = text[open_brace:end if end > 0 else len(text)]
-            found = re.findall(r"\b(\w+_stub)\s*\(\s*\w+\.device_type\(\)", body)
-            if found and "TensorIterator" in body:
-                return list(dict.fromkeys(found))
+        mask = code_mask(text)
+        for params, body in _definitions(mask, function):
+            found = _stubs_run_on_iterator(body)
+            if found:
+                return found
+            for helper, stub in HELPER_CALL_RE.findall(body):
+                if _runs_parameter(mask, helper):
+                    return [stub]
     return []
+
+
+# `helper(..., name_stub)`: a stub handed to a helper as its last argument
+HELPER_CALL_RE = re.compile(r"\b(\w+)\s*\([^;{}]*?\b(\w+_stub)\s*\)")
+ITER_STUB_CALL_RE = re.compile(r"\b(\w+)\s*\(\s*\w+\.device_type\(\)")
+
+
+def _definitions(mask: str, function: str):
+    """(parameter list, body) of each definition of `function` in a code mask."""
+    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
+    for m in head.finditer(mask):
+        close_paren = matching_close(mask, m.end() - 1)
+        if close_paren < 0:
+            continue
+        after = mask[close_paren + 1:close_paren + 200].lstrip()
+        if not after.startswith("{"):
+            continue        # a declaration or a call, not the definition
+        open_brace = mask.index("{", close_paren)
+        end = matching_close(mask, open_brace)
+        yield mask[m.end():close_paren], mask[open_brace:end if end > 0 else len(mask)]
+
+
+def _stubs_run_on_iterator(body: str) -> list[str]:
+    found = [name for name in ITER_STUB_CALL_RE.findall(body) if name.endswith("_stub")]
+    return list(dict.fromkeys(found)) if found and "TensorIterator" in body else []
+
+
+def _runs_parameter(mask: str, helper: str) -> bool:
+    """Whether some definition of `helper` runs one of its parameters as a stub on a
+    TensorIterator it builds (`Stub& stub` ... `stub(iter.device_type(), iter)`)."""
+    for params, body in _definitions(mask, helper):
+        names = {p.split()[-1].lstrip("&*") for p in split_top_level(params) if p.split()}
+        if "TensorIterator" in body and names & set(ITER_STUB_CALL_RE.findall(body)):
+            return True
+    return False

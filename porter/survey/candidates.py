@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port import selectors
-from porter.port.body import translate
+from porter.port.body import translate, truthiness
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
@@ -71,8 +71,9 @@ AUTO_CELL = {"automatic": "yes", "--complex-body": "--complex-body", "--body": "
 
 
 def tally(found) -> str:
-    """Some candidates counted by verdict, refusals by reason: '7 ported automatically, 3 with
-    --complex-body EXPR, 7 with --body EXPR, 14 refused (5 no shared CPU/CUDA kernel, ...)'.
+    """Some candidates counted by verdict, refusals by reason, in this shape: 'N ported
+    automatically, N with --complex-body EXPR, N with --body EXPR, N refused (N no shared CPU/CUDA
+    kernel, ...)'.
     The README quotes these clauses; tests/test_candidates.py holds it to them."""
     parts = [f"{n} {words}" for verdict, words in TALLIED if (n := sum(c.verdict == verdict for c in found))]
     refused: dict[str, int] = {}
@@ -238,7 +239,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         files.append(co.COMMON_MPS)
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
-    if classified.portable and kind in PAIRS and keys & facts.complex_tested:
+    if classified.portable and kind in PAIRS and keys & facts.complex_tested and how != TRUTH_VALUES:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -295,6 +296,8 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
         translation = translate(lam.body, lam.params, "float", facts.c10)
         if translation.statements is not None:
+            if kind == BINARY and _reads_truth_values(op, lam, facts):
+                return True, TRUTH_VALUES
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
@@ -311,6 +314,20 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     if not defs:
         return False, why_not
     return False, choice.reason
+
+
+# A bool op whose CPU lambda reads its arguments as truth values only (logical_and's `a && b`):
+# porter writes one template over every dtype, complex64 included (porter.port.functor)
+TRUTH_VALUES = "CPU lambda (truth values: one template for every dtype, complex64 included)"
+
+
+def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
+    from porter.source.opinfo_source import for_op
+
+    if "cast_to" not in facts.c10() or truthiness(lam.body, tuple(lam.params)) is None:
+        return False
+    return lam.return_type == "bool" or any(
+        o.flag("always_returns_bool") for o in for_op(facts.checkout, op)[0])
 
 
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:

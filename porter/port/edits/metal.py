@@ -356,3 +356,53 @@ def ensure_include(text: str, header: str) -> str:
     m = re.search(r"^#include ", text, re.M)
     at = m.start() if m else 0
     return text[:at] + line + "\n" + text[at:]
+
+
+def bool_macros(metal: MetalFile) -> dict[str, set[str]]:
+    """File-local macros of one parameter that register NAME for input types with a bool output
+    (upstream's `REGISTER_COMPARISON_OP(NAME)`, `REGISTER_COMPLEX_EQ_OP(NAME)`): name -> those
+    input types, each registered with its castout variant too (so a non-bool `out=` works)."""
+    found = {}
+    for name, define in metal.defines.items():
+        if len(define.params) != 1:
+            continue
+        p = re.escape(define.params[0])
+        plain = set(re.findall(rf"\bREGISTER_BINARY_OP\(\s*{p}\s*,\s*(\w+)\s*,\s*bool\s*\)", define.body))
+        castout = set(re.findall(rf"\bREGISTER_BINARY_CASTOUT_OP\(\s*{p}\s*,\s*(\w+)\s*,\s*bool\s*\)",
+                                 define.body))
+        others = re.findall(r"\bREGISTER_\w+\(", define.body)
+        if plain and plain == castout and len(others) == 2 * len(plain):
+            found[name] = plain
+    return found
+
+
+def add_bool_registration(text: str, op: str, inputs: list[str], castout: bool) -> str:
+    """Register `op` for each Metal input type in `inputs` with a bool output, as comparison ops
+    are: through the file's own bool macros where one covers exactly the wanted real (or
+    complex) types, else a `REGISTER_BINARY_OP(op, T, bool);` line per type, each followed by
+    its `REGISTER_BINARY_CASTOUT_OP` where the checkout's c10/metal/indexing.h has it. Placed
+    after the file's last bool registration (its comparison ops), else its last binary one."""
+    metal = MetalFile(text)
+    have = {r.in_type for r in metal.registrations if r.kernel == op and r.out_type == "bool"}
+    wanted = [t for t in inputs if t not in have]
+    if not wanted:
+        return text
+    lines = []
+    for group in ([t for t in wanted if t not in COMPLEX_TYPES], [t for t in wanted if t in COMPLEX_TYPES]):
+        if not group:
+            continue
+        macro = next((name for name, types in bool_macros(metal).items() if types == set(group)), None)
+        if macro is not None:
+            lines.append(f"{macro}({op});")
+            continue
+        for t in group:
+            lines.append(f"REGISTER_BINARY_OP({op}, {t}, bool);")
+            if castout:
+                lines.append(f"REGISTER_BINARY_CASTOUT_OP({op}, {t}, bool);")
+    bool_lines = [m for m in re.finditer(r"^(\w+)\((\w+)(?:, (\w+), bool)?\);[^\n]*\n", metal.mask, re.M)
+                  if m.group(1) in bool_macros(metal) or (m.group(3) and m.group(1).startswith("REGISTER_BINARY"))]
+    if bool_lines:
+        at = bool_lines[-1].end()
+    else:
+        at = _after_last_top_level(metal, r"REGISTER_\w*BINARY\w*_OP", before="")
+    return text[:at] + "\n".join(lines) + "\n" + text[at:]

@@ -172,6 +172,20 @@ struct Reg<true> {
   static constexpr long out_size = 0;
 };
 
+template <bool Skip>
+struct Castout {
+  template <typename Impl, typename O>
+  static constexpr bool built() {
+    check_output<typename Impl::R, O>();
+    return &Impl::elem != nullptr;
+  }
+};
+template <>
+struct Castout<true> {
+  template <typename Impl, typename O>
+  static constexpr bool built() { return true; }
+};
+
 } // namespace porter
 
 extern "C" {
@@ -249,8 +263,14 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
   REGISTER_BINARY_OP_(NAME, DTYPEI, DTYPEO, DTYPEI)
 #define REGISTER_OPMATH_BINARY_OP(NAME, DTYPEI, DTYPEO)                          \
   REGISTER_BINARY_OP_(NAME, DTYPEI, DTYPEO, ::c10::metal::opmath_t<DTYPEI>)
-// Castout kernels run the same functor and cast on store: nothing new to emulate.
-#define REGISTER_BINARY_CASTOUT_OP(NAME, DTYPEI, DTYPEO) static_assert(true, "")
+// Castout kernels run the same functor and cast on store: nothing new to run, but they are
+// built as a Mac builds them (the functor instantiated for DTYPEI; DTYPEO, which names the
+// kernel the host asks for, is the functor's result), so a castout line that would not
+// compile is caught by the build check.
+#define REGISTER_BINARY_CASTOUT_OP(NAME, DTYPEI, DTYPEO)                         \
+  static_assert(::porter::Castout<::porter::skipped(#NAME, #DTYPEI)>::template built< \
+                    ::porter::Binary<NAME##_functor, DTYPEI, DTYPEI>, DTYPEO>(),  \
+                "castout " #NAME)
 #define REGISTER_BINARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)                   \
   PORTER_REGISTER(DTYPEO, \
                   NAME, "binary_alpha", DTYPEI, DTYPEO, #DTYPEA, 0, ::porter::BinaryAlpha<NAME##_functor, DTYPEI, DTYPEA>)
