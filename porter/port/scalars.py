@@ -113,6 +113,8 @@ def host_value_long(arg: ScalarArg) -> str:
         return f"{arg.name}.to<int64_t>()"
     if arg.optional_in_stub:
         fallback = arg.default if arg.default not in (None, "None") else arg.none_means
+        if fallback is None or fallback in LIMITS:
+            raise ValueError(f"{arg.name} is optional with no default value an integer can take")
         return f"static_cast<int64_t>({arg.name}.value_or({fallback}))"
     return f"static_cast<int64_t>({arg.name})"
 
