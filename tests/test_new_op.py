@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -479,6 +480,37 @@ def test_a_rerun_registers_the_dtypes_a_port_lacks(real_root):
             "for bfloat, float, half only; heaviside's MPS test also sends bool, uint8, int8, int16, "
             "int32, int64: registered those too") in again.out
     assert "nothing to do" in porter("new-op", "heaviside", root=real_root).out
+
+
+def test_a_registration_under_if_0_is_no_registration(real_root):
+    """Wrong on purpose: sign's bool registration put under `#if 0` (a Mac compiles none).
+    Before, porter's scan counted it: `check` said nothing, `status` listed bool -> bool and a
+    rerun said 'nothing to do', exit 0. Now check finds the gap and the rerun registers bool
+    before the `#if 0` (not inside it, where the build before writing refused it)."""
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    metal = real_root / UNARY_METAL
+    line = "REGISTER_UNARY_OP(sign, bool, bool);\n"
+    metal.write_text(metal.read_text().replace(line, "#if 0\n" + line + "#endif\n", 1))
+    subprocess.run(["git", "commit", "-qam", "if 0"], cwd=real_root, check=True)
+    check = porter("check", root=real_root)
+    assert re.search(r"PORTER011 kernel-missing-dtypes: kernel 'sign' is registered for bfloat, char, "
+                     r"float, half, int, long, short, uchar but the MPS test of OpInfo 'sign' "
+                     r"\(\S+\) sends bool ", check.out), check.out
+    assert "bool -> bool" not in porter("status", "sign", root=real_root).out
+    again = porter("new-op", "sign", "--dry-run", root=real_root)
+    assert again.code == 0, again.err
+    assert_expected_inline(file_diff(again.out, UNARY_METAL).split("@@", 2)[2], """\
+
+ REGISTER_UNARY_OP(sign, short, short);
+ REGISTER_UNARY_OP(sign, uchar, uchar);
+ REGISTER_UNARY_OP(sign, char, char);
++REGISTER_UNARY_OP(sign, bool, bool);
+ #if 0
+ REGISTER_UNARY_OP(sign, bool, bool);
+ #endif
+
+""")
 
 
 def test_a_binary_complex_body_uses_scalar_traits_and_registers_float2_and_half2(mini_root):

@@ -101,6 +101,24 @@ def test_a_planned_file_that_does_not_build_is_refused(real_root):
                      result.err), result.err
 
 
+def test_a_port_into_a_file_that_already_fails_to_build_is_refused(real_root):
+    """Wrong on purpose: a `;` missing in neg_functor, a functor of the same file the port does
+    not touch. Before, migrate-from-mpsgraph signbit deleted the working MPSGraph impl and wrote
+    its kernel into the broken file, exit 0 and no word: on a Mac the file, signbit with it,
+    does not compile."""
+    path = real_root / UNARY_METAL
+    text = path.read_text()
+    neg = "    return T(-x);\n"
+    assert text.count(neg) == 1
+    path.write_text(text.replace(neg, "    return T(-x)\n"))
+    line = path.read_text()[:path.read_text().index("    return T(-x)\n")].count("\n") + 2
+    result = refused(real_root, "migrate-from-mpsgraph", "signbit")
+    assert (f"{UNARY_METAL} does not build before porter's edit: {UNARY_METAL}:{line}: expected "
+            "';' before '}' token; a Mac cannot build the port into it either; nothing was "
+            "written") in result.err, result.err
+    assert "--no-build" in result.err
+
+
 def test_no_compiler_is_said_and_exits_1_unless_no_build(real_root, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     result = refused(real_root, "new-op", "heaviside")

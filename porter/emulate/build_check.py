@@ -98,6 +98,13 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
     if error is None:
         return
     before = probe_source(original, path, root, ()) if original is not None else None
+    if before is not None and _is_mac_error(before):
+        # the file is already broken in a way a Mac's compiler rejects too (a syntax error):
+        # every kernel in it fails there, the port included, so nothing can be proven
+        raise BuildRefused(f"{path} does not build before porter's edit: {before}; a Mac "
+                           "cannot build the port into it either; nothing was written",
+                           hint="fix that error first (porter emulate check lists it), or pass "
+                                "--no-build to write the port unbuilt")
     if before is not None:
         # the file did not pass the probe before porter's edit either: judge the edit by what
         # it adds to a full, quarantining build (or, where the file cannot be built at all, by
@@ -111,6 +118,12 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
             return
     raise BuildRefused(f"the planned {path} does not build: {error}; nothing was written",
                        hint="porter's edit would stop every kernel of the file compiling on a Mac")
+
+
+def _is_mac_error(error: str) -> bool:
+    from porter.emulate.build import is_build_error
+
+    return is_build_error(_message(error))
 
 
 def _message(error: str) -> str:

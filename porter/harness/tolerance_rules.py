@@ -72,7 +72,23 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     if check >= len(compares):
         return Refused(f"{cls.name}.{test_name} compares each sample {len(compares)} time(s), "
                        f"not {check + 1}")
-    kept = [s for s in loop.body[:compares[check]] if _is_tolerance_stmt(s)]
+    # the rules decide the names `atol`/`rtol`; a comparison passing anything else (`atol=0`)
+    # compares with tolerances the rules do not give
+    for kw in loop.body[compares[check]].value.keywords:
+        if kw.arg in _TOLS and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
+            return Refused(f"{cls.name}.{test_name} compares with {kw.arg}={ast.unparse(kw.value)} "
+                           f"(test/test_mps.py:{kw.value.lineno}), which porter does not model")
+    kept = []
+    for stmt in loop.body[:compares[check]]:
+        if _is_tolerance_stmt(stmt):
+            kept.append(stmt)
+        elif _assigns_tolerance(stmt):
+            part = _tolerance_part(stmt)
+            if part is None:
+                return Refused(f"{cls.name}.{test_name} sets atol/rtol inside a "
+                               f"{type(stmt).__name__.lower()} (test/test_mps.py:{stmt.lineno}), "
+                               "which porter cannot cut out")
+            kept.append(part)
     given = _GIVEN | {sample, *_SAMPLE_ALIASES} | _module_names(tree) | {"product_version", "MACOS_VERSION"}
     # the plain assignments the rules read (`cpu_kwargs = cpu_sample.kwargs`): the nearest one
     # before the comparison in the loop body, else the nearest before the loop in the method
@@ -158,7 +174,7 @@ def _find_test(tree: ast.Module, test_name: str):
 def _sample_loop(method: ast.FunctionDef) -> ast.For | None:
     """The innermost `for <name> in ...:` loop that assigns atol/rtol."""
     loops = [n for n in ast.walk(method) if isinstance(n, ast.For)
-             and isinstance(n.target, ast.Name) and any(_is_tolerance_stmt(s) for s in n.body)]
+             and isinstance(n.target, ast.Name) and any(_assigns_tolerance(s) for s in n.body)]
     return loops[-1] if loops else None
 
 
@@ -196,6 +212,43 @@ def _is_tolerance_stmt(stmt) -> bool:
         return all(_is_tolerance_stmt(s) or isinstance(s, ast.Pass) for s in parts) and \
             any(not isinstance(s, ast.Pass) for s in parts)
     return False
+
+
+def _assigns_tolerance(stmt) -> bool:
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in _TOLS
+               for n in ast.walk(stmt))
+
+
+def _tolerance_part(stmt):
+    """An if-chain that sets atol/rtol among other statements (upstream's 2023 chain has
+    `elif op.name == "unique" and ...: continue` among its rules; a branch may check something
+    too), cut down to its tests and tolerance assignments: dropping the chain whole left those
+    ops the default tolerances, looser than an exact `atol, rtol = 0, 0` rule. None where atol/
+    rtol are set in a shape porter does not cut (a loop, a with, a try)."""
+    if _is_tolerance_stmt(stmt):
+        return stmt
+    if not isinstance(stmt, ast.If):
+        return None
+    body, orelse = _tolerance_block(stmt.body), _tolerance_block(stmt.orelse)
+    if body is None or orelse is None:
+        return None
+    return ast.If(test=stmt.test, body=body or [ast.Pass()], orelse=orelse)
+
+
+def _tolerance_block(stmts):
+    """A branch's tolerance statements up to its own comparison of the sample, if it has one
+    (what it assigns after comparing decides nothing)."""
+    out = []
+    for stmt in stmts:
+        if _is_comparison(stmt):
+            break
+        if not _assigns_tolerance(stmt):
+            continue
+        part = _tolerance_part(stmt)
+        if part is None:
+            return None
+        out.append(part)
+    return out
 
 
 def _assigns_plainly(stmt, name: str) -> bool:

@@ -235,11 +235,16 @@ def _register_missing(spec: OpSpec, text: str, registered: set[tuple[str, str]],
     text = metal_edit.add_missing_registrations(text, spec.kernel, spec.kind, pairs)
     plan.new_kernels[spec.metal_path] = spec.kernel
     plan.added_dtypes = tuple(missing)
-    plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
-                      f"{', '.join(sorted(inputs))} only; {spec.op}'s MPS test also sends "
-                      f"{', '.join(missing)}: registered those too (the build before writing "
-                      "checks that the functor takes them)")
+    plan.notes.append(_registered_too(spec, inputs, missing))
     return text
+
+
+def _registered_too(spec: OpSpec, registered, missing) -> str:
+    """The note for registrations porter added beside an existing functor's own."""
+    return (f"{spec.kernel}_functor in {spec.metal_path} was registered for "
+            f"{', '.join(sorted(registered))} only; {spec.op}'s MPS test also sends "
+            f"{', '.join(missing)}: registered those too (the build before writing checks that "
+            "the functor takes them)")
 
 
 def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
@@ -280,10 +285,7 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
                 text, spec.kernel, [f"{macro}({spec.kernel}, {i}, {a}, {o});" for i, a, o in rows])
             plan.new_kernels[spec.metal_path] = spec.kernel
             plan.added_dtypes = tuple(missing)
-            plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} was registered for "
-                              f"{', '.join(sorted(registered))} only; {spec.op}'s MPS test also "
-                              f"sends {', '.join(missing)}: registered those too (the build before "
-                              "writing checks that the functor takes them)")
+            plan.notes.append(_registered_too(spec, registered, missing))
         elif missing:
             plan.gaps.append(completeness.Gap(
                 f"a kernel for {', '.join(missing)} ({spec.kernel}_functor in {spec.metal_path} "

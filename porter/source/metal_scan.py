@@ -30,6 +30,7 @@ FLOATING_FUNCTOR_RE = re.compile(r"^DEFINE_UNARY_FLOATING_FUNCTOR\((\w+)\)", re.
 INVOCATION_RE = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]+)\(", re.M)
 MACRO_CALL_RE = re.compile(r"\b([A-Z][A-Z0-9_]+)\(")
 TOKEN_PASTE_RE = re.compile(r"\s*##\s*")
+CONDITIONAL_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
 
 
 @lru_cache(maxsize=64)
@@ -97,11 +98,47 @@ class MetalFile(SourceFile):
         return self.functor_spans.get(name)
 
     @cached_property
+    def dead_spans(self) -> list[tuple[int, int]]:
+        """Offsets of code that `#if 0` (or the `#else` of an `#if 1`) leaves out: a Mac
+        compiles no registration there. Any other condition (`#if __METAL_VERSION__ >= 310`)
+        is taken as true, as the newest Metal has it."""
+        spans: list[tuple[int, int]] = []
+        stack: list[list] = []          # per #if: [literal value or None, dead since offset]
+        for m in CONDITIONAL_RE.finditer(self.mask):
+            kind, cond = m.group(1), m.group(2).strip()
+            if kind in ("if", "ifdef", "ifndef"):
+                value = {"0": False, "1": True}.get(cond) if kind == "if" else None
+                stack.append([value, m.end() if value is False else None])
+                continue
+            if not stack:
+                continue
+            frame = stack[-1]
+            if frame[1] is not None:
+                spans.append((frame[1], m.start()))
+                frame[1] = None
+            if kind == "endif":
+                stack.pop()
+            elif kind == "else" and frame[0] is not None:
+                frame[1] = m.end() if frame[0] else None
+                frame[0] = not frame[0]
+            elif kind == "elif" and frame[0] is not None:
+                taken = frame[0]
+                value = {"0": False, "1": True}.get(cond)
+                frame[0] = True if taken else value
+                if taken or value is False:
+                    frame[1] = m.end()
+        for frame in stack:
+            if frame[1] is not None:
+                spans.append((frame[1], len(self.mask)))
+        return spans
+
+    @cached_property
     def registrations(self) -> list[Registration]:
         out: list[Registration] = []
         inside_define = [(d.start, d.end) for d in self.defines.values()]
+        skipped = inside_define + self.dead_spans
         for m in INVOCATION_RE.finditer(self.mask):
-            if any(s <= m.start() < e for s, e in inside_define):
+            if any(s <= m.start() < e for s, e in skipped):
                 continue
             name = m.group(1)
             if name not in BASE_MACROS and name not in self.defines:

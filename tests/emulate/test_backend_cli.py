@@ -87,3 +87,27 @@ def test_emulate_check_cli_reports_a_wrong_functor(mini_root, capsys):
     out = capsys.readouterr().out
     assert rc == 1
     assert "atan2" in out and "mismatched" in out and "max error" in out
+
+
+def test_emulate_check_a_syntax_error_leaves_no_kernel_of_its_file_built(mini_root, capsys):
+    """Wrong on purpose: a `;` missing in one functor. The emulation quarantines that functor
+    and matches the rest; a Mac builds no kernel of the file. Before, the summary said
+    '~95% build and match CPU' and no line said the file's other kernels do not exist there."""
+    from porter.source.checkout import KERNELS
+    path = mini_root / KERNELS / "BinaryKernel.metal"
+    text = path.read_text()
+    old = "return static_cast<T>(precise::atan2(float(a), float(b)));"
+    assert old in text
+    path.write_text(text.replace(old, old.rstrip(";"), 1))
+    rc = cli.main(["emulate", "check", "--root", str(mini_root), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 1 and not data["ok"]
+    rows = [r for r in data["results"] if r["file"].endswith("BinaryKernel.metal")]
+    matched = sum(r["status"] == "matched" for r in rows)
+    assert matched > 0 and any(r["status"] == "build-error" for r in rows)
+    assert data["summary"]["matched_in_files_that_do_not_build"] == matched
+    assert data["summary"]["matched_fraction"] == (data["summary"]["matched"] - matched) / data["summary"]["registered"]
+    [note] = [n for n in data["notes"] if "does not build on a Mac" in n]
+    assert note.startswith(f"{KERNELS}/BinaryKernel.metal does not build on a Mac (build error: ")
+    assert note.endswith(f"none of its {len(rows)} kernels runs there; its {matched} 'matched' kernels "
+                         "match only apart from that error")

@@ -17,6 +17,13 @@ _noop = (
     pytest.param("#define F(N) REGISTER_UNARY_OP(N, float, float)\nF(exp);\n",
                  id="one-letter macro names are not read as macros"),
     pytest.param("REGISTER_UNARY_OP(exp, float, float\n", id="never closed"),
+    pytest.param("#if 0\nREGISTER_UNARY_OP(exp, float, float);\n#endif\n", id="under #if 0"),
+    pytest.param("#if 1\n#else\nREGISTER_UNARY_OP(exp, float, float);\n#endif\n",
+                 id="in the #else of #if 1"),
+    pytest.param("#if 0\n#if __METAL_VERSION__ >= 310\nREGISTER_UNARY_OP(exp, bfloat, bfloat);\n"
+                 "#endif\n#endif\n", id="a guard nested in #if 0"),
+    pytest.param("#if 1\n#elif 1\nREGISTER_UNARY_OP(exp, float, float);\n#endif\n",
+                 id="an #elif after a taken #if"),
 )
 
 
@@ -48,6 +55,16 @@ _fixes = (
                  id="template argument with a comma"),
     pytest.param("#define REG(T) REGISTER_UNARY_OP(Tanh, T, T)\nREG(float);\n",
                  [("Tanh", "float", "float", "REGISTER_UNARY_OP", 2, "")], id="a parameter replaced as a word only"),
+    # a Mac compiles only what the preprocessor keeps: `#if 0` is dead, any other condition is
+    # taken as the newest Metal has it (bfloat under __METAL_VERSION__ >= 310 is registered)
+    pytest.param("#if __METAL_VERSION__ >= 310\nREGISTER_UNARY_OP(exp, bfloat, bfloat);\n#endif\n",
+                 [("exp", "bfloat", "bfloat", "REGISTER_UNARY_OP", 2, "")], id="under a Metal version guard"),
+    pytest.param("#if 0\nREGISTER_UNARY_OP(exp, bool, bool);\n#else\nREGISTER_UNARY_OP(exp, int, int);\n"
+                 "#endif\nREGISTER_UNARY_OP(exp, char, char);\n",
+                 [("exp", "int", "int", "REGISTER_UNARY_OP", 4, ""),
+                  ("exp", "char", "char", "REGISTER_UNARY_OP", 6, "")], id="the #else of #if 0 and after #endif"),
+    pytest.param("#if 0\n#elif 1\nREGISTER_UNARY_OP(exp, int, int);\n#endif\n",
+                 [("exp", "int", "int", "REGISTER_UNARY_OP", 3, "")], id="an #elif 1 after #if 0"),
 )
 
 

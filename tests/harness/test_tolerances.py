@@ -219,6 +219,87 @@ neg float32 | (None, None) | (None, None) | (None, None) | (None, None)""")
     assert differ == []
 
 
+# Upstream's 2023 chain skips unsorted `unique` samples with a `continue` among its rules; a
+# rule may do more than set atol/rtol (here frac: exact, float16 not compared).
+MIXED_CHAIN = OLDER_TEST_MPS.replace(
+    "            else:\n                atol = None\n",
+    "            elif op.name == \"unique\" and cpu_sample.kwargs.get(\"sorted\") is False:\n"
+    "                continue\n"
+    "            elif op.name == \"frac\":\n"
+    "                atol, rtol = 0.0, 0.0\n"
+    "                if dtype == torch.float16:\n"
+    "                    continue\n"
+    "            else:\n                atol = None\n", 1)
+
+
+def test_an_if_chain_that_also_does_other_things_keeps_its_rules():
+    """Wrong on purpose: before this change a chain holding any statement besides atol/rtol
+    assignments was dropped whole, so every op it names got the default tolerances while the
+    header said 'from test/test_mps.py': pow float32 (None, None) instead of (1e-6, 4e-6), and
+    frac float32 (None, None) instead of the exact (0.0, 0.0), so a frac kernel 1e-6 off
+    passed porter and fails the Mac."""
+    assert MIXED_CHAIN != OLDER_TEST_MPS
+    lists = _rules_of(MIXED_CHAIN)
+    assert not lists.approximate
+    cls = upstream_test(MIXED_CHAIN)
+    rows = ["case | porter | the checkout's whole method"]
+    for name, dtype in [("frac", torch.float32), ("pow", torch.float32), ("add", torch.float16),
+                        ("unique", torch.float32), ("neg", torch.float32)]:
+        info = opdb.find(opdb.load(None), name)[0]
+        rows.append(f"{name} {dtype} | {lists.tolerances(info, dtype)} | "
+                    f"{upstream_tolerances(cls, info, dtype)}")
+    assert_expected_inline("\n".join(rows), """\
+case | porter | the checkout's whole method
+frac torch.float32 | (0.0, 0.0) | (0.0, 0.0)
+pow torch.float32 | (1e-06, 4e-06) | (1e-06, 4e-06)
+add torch.float16 | (0.01, 0.01) | (0.01, 0.01)
+unique torch.float32 | (None, None) | (None, None)
+neg torch.float32 | (None, None) | (None, None)""")
+
+    # beside the 2025 shape's own rules the mixed statement was dropped silently (the header
+    # still said 'from test/test_mps.py'): frac float32 got (None, None)
+    text = (fixture_root() / TEST_MPS).read_text()
+    anchor = "            if op.name == \"kthvalue\":\n"
+    rule = ("            if op.name == \"frac\":\n"
+            "                atol, rtol = 0.0, 0.0\n"
+            "                if dtype == torch.float16:\n"
+            "                    continue\n")
+    assert anchor in text
+    lists = _rules_of(text.replace(anchor, rule + anchor, 1))
+    frac = opdb.find(opdb.load(None), "frac")[0]
+    assert not lists.approximate
+    assert lists.tolerances(frac, torch.float32) == (0.0, 0.0)
+    assert lists.tolerances(frac, torch.bfloat16) == (0.0, 0.0)
+
+
+def test_a_comparison_with_other_tolerances_than_the_rules_is_refused():
+    """Wrong on purpose: the checkout compares exactly (atol=0) whatever its rules say; porter
+    used the rules' (None, None) and the default tolerance, looser than the Mac's test."""
+    text = (fixture_root() / TEST_MPS).read_text()
+    compare = "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n"
+    assert compare in text
+    changed = text.replace(compare, compare.replace("atol=atol", "atol=0"), 1)
+    lists = _rules_of(changed)
+    line = next(i for i, t in enumerate(changed.splitlines(), 1)
+                if "self.assertEqual(cpu_out, mps_out, atol=0" in t)
+    assert lists.approximate
+    assert (f"TestConsistency.test_output_match compares with atol=0 (test/test_mps.py:{line}), "
+            "which porter does not model") in lists.source
+    assert not _rules_of(text).approximate
+
+
+def test_atol_set_in_a_shape_porter_does_not_cut_is_refused_with_the_line():
+    text = MIXED_CHAIN.replace(
+        "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n",
+        "            with torch.no_grad():\n                atol = atol\n"
+        "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n", 1)
+    lists = _rules_of(text)
+    assert lists.approximate
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "with torch.no_grad()" in t)
+    assert (f"TestConsistency.test_output_match sets atol/rtol inside a with "
+            f"(test/test_mps.py:{line}), which porter cannot cut out") in lists.source
+
+
 def _session_json(root: Path, op: str, dtypes: list[str]) -> dict:
     out = io.StringIO()
     run_session(Options(ops=[op], root=str(root), device="cpu-mps", dtypes=dtypes, json=True, out=out))

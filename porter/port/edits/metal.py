@@ -284,7 +284,9 @@ def add_missing_registrations(text: str, op: str, kind: str, pairs: list[tuple[s
 
 
 def _own_registration_lines(metal: MetalFile, op: str) -> list[re.Match]:
-    return list(re.finditer(rf"^[A-Z_]+\(\s*{re.escape(op)}\s*[,)][^\n]*\n", metal.mask, re.M))
+    dead = metal.dead_spans         # not after a line `#if 0` leaves out: that one is dead too
+    return [m for m in re.finditer(rf"^[A-Z_]+\(\s*{re.escape(op)}\s*[,)][^\n]*\n", metal.mask, re.M)
+            if not any(s <= m.start() < e for s, e in dead)]
 
 
 def add_after_own_registrations(text: str, op: str, lines: list[str]) -> str:
