@@ -276,3 +276,106 @@ def test_softplus_functor_names_its_argument_x_and_casts_only_where_the_type_cha
 +            : (c10::metal::log1p(::precise::exp(float(x) * beta)) / beta));
 +  }
 +};""")
+
+
+def test_threshold_integers_take_the_scalars_as_the_cpu_does_not_through_a_float(real_root):
+    # The OpInfo samples' thresholds are small, so a params struct held at float passes them on
+    # every dtype; the CPU's to<scalar_t>() keeps 16777217 (int32) and 2^40 + 1 (int64) exact and
+    # truncates 2.9999999 to 2, where a float rounds both first: the emulated kernel runs them here
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from porter.emulate.backend import EmulateBackend
+
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",
+                  root=real_root).code == 0
+    backend = EmulateBackend(real_root)
+    try:
+        for dtype, x, threshold, value in ((torch.int32, [16777217, 5], 16777217, 7),
+                                           (torch.int64, [2 ** 40 + 1, 3], 2 ** 40 + 1, 7),
+                                           (torch.int32, [3, 2], 2.9999999, 9),
+                                           (torch.int16, [3, -4], -3.5, 2.75),
+                                           (torch.float32, [1.0, 3.0], 1.0, 2.5)):
+            t = torch.tensor(x, dtype=dtype)
+            sample = SimpleNamespace(input=t, args=(threshold, value), kwargs={})
+            got = backend.run(SimpleNamespace(name="nn.functional.threshold", variant_test_name=""),
+                              sample, dtype)
+            torch.testing.assert_close(got, torch.nn.functional.threshold(t, threshold, value),
+                                       msg=str((dtype, x, threshold, value)))
+    finally:
+        backend.close()
+
+
+def test_threshold_port_holds_its_params_at_long_for_integers(real_tree_template):
+    result = porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",
+                    "--dry-run", root=real_tree_template)
+    assert result.code == 0, result.err
+    assert added_lines(file_diff(result.out, ACTIVATION_HEADER)).endswith(
+        "+using ThresholdParams_float = ThresholdParams<float>;\n"
+        "+using ThresholdParams_long = ThresholdParams<long>;\n")
+    assert_expected_inline(added_lines(file_diff(result.out, ACTIVATION_HOST)), """\
++#include <ATen/native/mps/kernels/ActivationKernel.h>
++static void threshold_mps_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value) {
++  if (c10::isIntegralType(iter.common_dtype(), /*includeBool=*/true)) {
++    // integers take the scalars as the CPU's to<scalar_t>() does: through a float they would be
++    // rounded first (16777217, or 2.9999999 up to 3)
++    ThresholdParams<int64_t> params;
++    params.threshold = threshold.to<int64_t>();
++    params.value = value.to<int64_t>();
++    lib.exec_unary_kernel_with_params(iter, "threshold", params, "ThresholdParams_long");
++    return;
++  }
++  ThresholdParams<float> params;
++  params.threshold = threshold.to<float>();
++  params.value = value.to<float>();
++  lib.exec_unary_kernel_with_params(iter, "threshold", params, "ThresholdParams_float");
++}
++
++REGISTER_DISPATCH(threshold_stub, &threshold_mps_kernel);
+""")
+    metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
+    assert_expected_inline(metal.split("\n+\n", 1)[1], """\
++struct threshold_functor {
++  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
++  inline T operator()(const T x, const ThresholdParams<float> params) {
++    const float threshold = params.threshold;
++    const float value = params.value;
++    return static_cast<T>(float(x) <= threshold ? value : float(x));
++  }
++  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
++  inline T operator()(const T x, const ThresholdParams<long> params) {
++    const T threshold = static_cast<T>(params.threshold);
++    const T value = static_cast<T>(params.value);
++    return static_cast<T>(x <= threshold ? value : x);
++  }
++};
++
++REGISTER_UNARY_ALPHA_OP(threshold, float, ThresholdParams_float, float);
++REGISTER_UNARY_ALPHA_OP(threshold, half, ThresholdParams_float, half);
++REGISTER_UNARY_ALPHA_OP(threshold, bfloat, ThresholdParams_float, bfloat);
++REGISTER_UNARY_ALPHA_OP(threshold, bool, ThresholdParams_long, bool);
++REGISTER_UNARY_ALPHA_OP(threshold, uchar, ThresholdParams_long, uchar);
++REGISTER_UNARY_ALPHA_OP(threshold, char, ThresholdParams_long, char);
++REGISTER_UNARY_ALPHA_OP(threshold, short, ThresholdParams_long, short);
++REGISTER_UNARY_ALPHA_OP(threshold, int, ThresholdParams_long, int);
++REGISTER_UNARY_ALPHA_OP(threshold, long, ThresholdParams_long, long);
+""")
+
+
+def test_a_rerun_with_another_body_says_the_body_was_not_applied(real_root):
+    # after the port, migrate-from-mpsgraph has nothing to do; a rerun meant to fix a wrong body
+    # must not read as done while the functor keeps the old one
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "logit", "--body", LOGIT_BODY, root=real_root).code == 0
+    metal = (real_root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
+    again = porter("migrate-from-mpsgraph", "logit", "--body", "log(x / (1 - x))", root=real_root)
+    assert again.code == 0 and again.out.splitlines() == [
+        "porter migrate-from-mpsgraph logit: nothing to do",
+        "note: --body not applied: 'logit' is already ported (logit_functor in "
+        "aten/src/ATen/native/mps/kernels/UnaryKernel.metal is its kernel); to change the body, "
+        "edit that functor, or revert the port (git checkout) and rerun"], again.out
+    assert (real_root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text() == metal
+    # the same rerun without a body is the plain second run
+    assert porter("migrate-from-mpsgraph", "logit", root=real_root).out == \
+        "porter migrate-from-mpsgraph logit: nothing to do\n"

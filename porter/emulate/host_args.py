@@ -173,19 +173,30 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
         for name, limit in LIMIT_ASSIGN_RE.findall(body):
             info = torch.finfo(dtype)
             env[name] = float(info.max if limit == "max" else info.min)
-    m = EXEC_ARGS_RE.search(body)
-    if not m:
+    calls, start = [], 0
+    for m in EXEC_ARGS_RE.finditer(body):
+        calls.append((m, body[start:m.end()]))      # the call and the code that leads to it
+        start = m.end()
+    if not calls:
         raise HostCodeUnknown("no exec_*_kernel call with a scalar argument")
+    m, segment = calls[-1]
+    if len(calls) > 1:
+        # integers take the struct at long, under `if (c10::isIntegralType(iter.common_dtype(), true))`
+        integral = isinstance(dtype, torch.dtype) and not (dtype.is_floating_point or dtype.is_complex)
+        want = "_long\"" if integral else "_float\""
+        m, segment = next((c for c in calls if want in c[0].group(2)), calls[-1])
     with_params, rest = bool(m.group(1)), m.group(2)
     if not with_params:
         first = _split_args(rest)[0]
         return _evaluate(first, env)
     if fields is None:
         raise HostCodeUnknown("the params struct's declaration was not found in the kernel header")
-    assigned = {f: _evaluate(e, env) for f, e in FIELD_RE.findall(body)}
+    assigned = {f: _evaluate(e, env) for f, e in FIELD_RE.findall(segment)}
     missing = [f for f in fields if f not in assigned]
     if missing:
         raise HostCodeUnknown(f"params.{missing[0]} is not set in a form porter models")
+    if "_long\"" in rest:
+        return tuple(int(assigned[f]) for f in fields)
     return tuple(float(assigned[f]) for f in fields)
 
 
@@ -210,6 +221,11 @@ def _evaluate(expr: str, env: dict[str, object]):
         (r"Scalar\((\w+)\)", lambda v, m: v),
         (r"(\w+)\.to<(?:float|double)>\(\)", lambda v, m: float(v)),
         (r"static_cast<float>\((\w+)\)", lambda v, m: float(v)),
+        # integers: Scalar::to<int64_t>() and static_cast truncate toward zero, as int() does
+        (r"(\w+)\.to<int64_t>\(\)", lambda v, m: int(v)),
+        (r"static_cast<int64_t>\((\w+)\)", lambda v, m: int(v)),
+        (r"static_cast<int64_t>\((\w+)\.value_or\(([-+0-9.eE]+)\)\)",
+         lambda v, m: int(float(m.group(2))) if v is None else int(v)),
         (r"static_cast<float>\((\w+)\.value_or\(([-+0-9.eE]+)\)\)",
          lambda v, m: float(m.group(2)) if v is None else float(v)),
         # the optional-None conventions of shared functions (logit: eps < 0 means none)

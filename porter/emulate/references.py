@@ -119,6 +119,8 @@ def alpha_for(kernel: str, alpha_type: str):
     value = ALPHAS.get(kernel, 2)
     if alpha_type == "bool":
         return True
+    if alpha_type.endswith("Params_long") and isinstance(value, tuple):
+        return tuple(int(v) for v in value)     # what the host's to<int64_t>() gives
     if alpha_type in ("long", "int", "short", "char", "uchar") and isinstance(value, float):
         return 1
     return value

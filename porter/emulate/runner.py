@@ -44,6 +44,9 @@ def pack_alpha(metal: str, value) -> bytes:
     if metal.endswith("Params_float"):
         # a params struct instantiated at float (porter.port.scalars): its fields in order
         return struct.pack(f"<{len(value)}f", *value)
+    if metal.endswith("Params_long"):
+        # the same struct at long, for integer inputs (porter.port.scalars)
+        return struct.pack(f"<{len(value)}q", *(int(v) for v in value))
     raise ValueError(f"cannot pass a scalar of Metal type {metal}")
 
 

@@ -206,8 +206,11 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
                               "body": f"return operator()({args});"})
         else:
             out_int = "bool" if spec.returns_bool else "T"
+            # integers take the struct at long (porter.port.scalars.integral_params)
+            struct_int = struct.replace("<float>", "<long>") \
+                if scalar_args.integral_params(spec.scalars) else struct
             overloads.append({"trait": "is_scalar_integral_v", "out": out_int,
-                              "alpha_type": struct if params_struct else "T",
+                              "alpha_type": struct_int if params_struct else "T",
                               "unpack": [f"const T {n} = static_cast<T>(params.{n});" for n in names]
                               if params_struct else [],
                               "body": translate_body.wrap_returns(statements, out_int)})

@@ -67,7 +67,15 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
         raise PorterError(f"'{op}' has no MPS implementation to migrate", path=co.NATIVE_YAML,
                           line=spec.entries[0].lineno, hint=f"use porter new-op {op}")
     if not rows and not found and spec.state == NATIVE:
-        return migration        # nothing of MPSGraph left; new-op's checks are new-op's job
+        # nothing of MPSGraph left; new-op's checks are new-op's job. A body given now is not
+        # written anywhere: say so, or a rerun meant to fix a wrong body reads as done
+        given = [f for f, v in (("--body", body), ("--complex-body", complex_body)) if v is not None]
+        if given:
+            migration.notes.append(f"{' and '.join(given)} not applied: '{op}' is already ported "
+                                   f"({spec.kernel}_functor in {spec.metal_path} is its kernel); to "
+                                   "change the body, edit that functor, or revert the port "
+                                   "(git checkout) and rerun")
+        return migration
     if not rows and not found:
         # MPS already shares the CPU/CUDA kernel but no Metal kernel is registered: a port
         # left half done (a killed migration never leaves this: it deletes the old impl last)

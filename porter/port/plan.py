@@ -49,6 +49,7 @@ class Plan:
         self.wrong: list[completeness.Wrong] = []    # registrations a Mac would reject
         self.refused: frozenset[str] = frozenset()   # dtypes the CPU reference refuses
         self.new_kernels: dict[str, str] = {}        # .metal path -> kernel porter registers there
+        self.long_params = False    # the params struct also comes at long, for integer inputs
         self.unregistered: set[str] = set()     # dtypes the MPS test sends, left without a kernel on purpose
         self.added_dtypes: tuple[str, ...] = ()     # registered for an existing functor that lacked them
 
@@ -309,8 +310,10 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         plan.gaps.append(completeness.Gap(f"the body of {spec.kernel}_functor ({functor.detail})",
                                           f"--body EXPR (in {names})"))
     rows = []
+    long_params = plan.long_params = _long_params(spec, dtypes)
     for in_t, out_t in _alpha_pairs(spec, dtypes):
-        rows.append((in_t, scalar_args.alpha_type(spec.scalars, spec.kernel, out_t), out_t))
+        rows.append((in_t, scalar_args.alpha_type(spec.scalars, spec.kernel, out_t,
+                                                  integral=long_params and _stays_integral(in_t, out_t)), out_t))
     text = metal_edit.add_alpha_registration(text, spec.kernel, spec.kind, rows)
     if scalar_args.uses_params_struct(spec.scalars):
         header = spec.metal_path.removesuffix(".metal") + ".h"
@@ -323,9 +326,24 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
             # the family header declares the struct (upstream's NanToNumParams) but not the
             # float instantiation the registrations name
             new = new.rstrip("\n") + f"\nusing {struct}_float = {struct}<float>;\n"
+        if long_params and not re.search(rf"^\s*(using\s+{struct}_long\b|typedef\b.*\b{struct}_long\s*;)",
+                                         new, re.M):
+            new = new.rstrip("\n") + "\n" + scalar_args.header_long_alias(spec.kernel)
         write(header, new)
         text = metal_edit.ensure_include(text, header.split("aten/src/", 1)[-1])
     write(spec.metal_path, text)
+
+
+def _stays_integral(in_t: str, out_t: str) -> bool:
+    """An integer input computing in its own type (not promoted to float, not complex)."""
+    return in_t not in METAL_FLOATING and in_t != "float2" and out_t not in METAL_FLOATING
+
+
+def _long_params(spec: OpSpec, dtypes) -> bool:
+    """Whether the params struct also comes at long, for integer inputs that stay integers: at
+    float, the CPU's `to<scalar_t>()` of a scalar would be rounded first (16777217 on int32)."""
+    return scalar_args.integral_params(spec.scalars) and any(
+        _stays_integral(in_t, out_t) for in_t, out_t in _alpha_pairs(spec, dtypes))
 
 
 def _alpha_pairs(spec: OpSpec, dtypes) -> list[tuple[str, str]]:
@@ -468,13 +486,15 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     function = f"{spec.kernel}_mps_kernel"
     try:
         fields = [(a.name, scalar_args.host_value(a)) for a in spec.scalars] if struct else []
+        fields_long = [(a.name, scalar_args.host_value_long(a)) for a in spec.scalars] \
+            if struct and plan.long_params else []
     except ValueError as err:
         raise PorterError(f"'{spec.op}': {err}, so porter cannot tell what the kernel should receive "
                           "when it is None", path=spec.stub.header, line=spec.stub.line,
                           hint="write the host function by hand") from None
     source = render("alpha_host_kernel.mm.j2", function=function, iterator=iterator,
                     parameters=scalar_args.host_parameters(spec.scalars), struct=struct,
-                    fields=fields, kind=spec.kind, kernel=spec.kernel,
+                    fields=fields, fields_long=fields_long, kind=spec.kind, kernel=spec.kernel,
                     dtype_limits=scalar_args.needs_dtype_limits(spec.scalars),
                     scalar=spec.scalars[0].name)
     try:

@@ -9,8 +9,10 @@ the Metal kernel in one of the two shapes upstream uses:
 - one Scalar: the kernel's "alpha" (`REGISTER_UNARY_ALPHA_OP(op, T, T, T)`,
   `lib.exec_unary_kernel(iter, "op", name)`), typed as the iterator's common dtype;
 - several scalars, or an optional one: a params struct `<Op>Params<T>` declared in the kernel
-  family's header (shared by host and kernel), filled on the host and always instantiated at
-  float (`REGISTER_UNARY_ALPHA_OP(op, half, OpParams_float, half)`), as upstream's NanToNumParams.
+  family's header (shared by host and kernel), filled on the host and instantiated at float
+  for floating inputs (`REGISTER_UNARY_ALPHA_OP(op, half, OpParams_float, half)`), as upstream's
+  NanToNumParams, and at long for integer inputs that stay integers (`OpParams_long`): a float
+  would round the CPU's `to<scalar_t>()` (threshold=16777217 on int32, 2.9999999 up to 3).
 
 Everything here is pure: resolve and plan call it with what they read.
 """
@@ -90,11 +92,31 @@ def struct_name(kernel: str) -> str:
     return "".join(part.capitalize() for part in kernel.split("_")) + "Params"
 
 
-def alpha_type(scalars: tuple[ScalarArg, ...], kernel: str, out_type: str) -> str:
-    """The Metal type the kernel's alpha argument has for a kernel writing `out_type`."""
+def alpha_type(scalars: tuple[ScalarArg, ...], kernel: str, out_type: str, integral: bool = False) -> str:
+    """The Metal type the kernel's alpha argument has for a kernel writing `out_type`
+    (`integral`: an integer input that stays an integer, whose struct is the long one)."""
     if uses_params_struct(scalars):
-        return f"{struct_name(kernel)}_float"
+        return f"{struct_name(kernel)}_{'long' if integral else 'float'}"
     return out_type
+
+
+def integral_params(scalars: tuple[ScalarArg, ...]) -> bool:
+    """Whether integer inputs can take the params struct at long: the host converts each scalar
+    as the CPU's `to<int64_t>()`; a None meaning the dtype's extremes has no such form."""
+    return uses_params_struct(scalars) and not needs_dtype_limits(scalars)
+
+
+def host_value_long(arg: ScalarArg) -> str:
+    """C++ that turns the host parameter into the int64 the long params struct holds, truncating
+    as the CPU's `to<scalar_t>()` does."""
+    if STUB_SCALAR_RE.match(arg.stub_type):
+        return f"{arg.name}.to<int64_t>()"
+    if arg.optional_in_stub:
+        fallback = arg.default if arg.default not in (None, "None") else arg.none_means
+        if fallback is None or fallback in LIMITS:
+            raise ValueError(f"{arg.name} is optional with no default value an integer can take")
+        return f"static_cast<int64_t>({arg.name}.value_or({fallback}))"
+    return f"static_cast<int64_t>({arg.name})"
 
 
 def host_value(arg: ScalarArg) -> str:
@@ -137,3 +159,8 @@ def header_struct(kernel: str, scalars: tuple[ScalarArg, ...]) -> str:
     fields = "\n".join(f"  T {a.name};" for a in scalars)
     return (f"template <typename T>\nstruct {name} {{\n{fields}\n}};\n"
             f"using {name}_float = {name}<float>;\n")
+
+
+def header_long_alias(kernel: str) -> str:
+    name = struct_name(kernel)
+    return f"using {name}_long = {name}<long>;\n"
