@@ -143,6 +143,21 @@ def test_nothing_to_do_is_not_said_of_a_port_whose_kernel_file_no_longer_builds(
     assert (again.code, again.out, again.err) == (0, f"porter {command} sign: nothing to do\n", "")
 
 
+def test_nothing_to_do_is_not_said_of_a_port_registered_with_a_wrong_output_type(real_root):
+    """Wrong on purpose: after the port, sign's long registration is edited to output float;
+    the registration's static_assert fails on a Mac too."""
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    path = real_root / UNARY_METAL
+    good = path.read_text()
+    row = "REGISTER_UNARY_OP(sign, long, long);"
+    assert good.count(row) == 1
+    path.write_text(good.replace(row, "REGISTER_UNARY_OP(sign, long, float);"))
+    line = good[:good.index(row)].count("\n") + 1
+    result = refused(real_root, "new-op", "sign")
+    assert (f"{UNARY_METAL}:{line}: sign registered with output type float for input long, but "
+            "sign_functor returns long; on a Mac sign") in result.err, result.err
+
+
 def test_no_compiler_is_said_and_exits_1_unless_no_build(real_root, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     result = refused(real_root, "new-op", "heaviside")
