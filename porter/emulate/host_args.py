@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from porter.source import native_yaml
+from porter.source import cpp_scan, native_yaml
 from porter.source.checkout import NATIVE_YAML
 
 EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)
@@ -100,41 +100,45 @@ def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
     """The scalar arguments the shared CPU/CUDA function passes to `stub` after the iterator
     (`logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0))` ->
     ["Scalar(eps ? eps.value() : -1.0)"]), or None when no call is found."""
-    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
-    for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        m = call.search(text) if stub in text else None
-        if not m:
-            continue
-        depth, k = 1, m.end()
-        while k < len(text) and depth:
-            depth += {"(": 1, ")": -1}.get(text[k], 0)
-            k += 1
-        heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\(\w+\)\s*|[A-Za-z_][\w:&<> ]*\b\w+)\s*\(([^{;]*?)\)\s*\{",
-                                 text[:m.start()], re.M | re.S))
-        names = []
-        if heads:
-            for p in _split_args(" ".join(heads[-1].group(1).split())):
-                if p and "Tensor" not in p and "TensorIterator" not in p:
-                    names.append(re.search(r"(\w+)\s*(?:=.*)?$", p).group(1))
-        return StubCall(_split_args(text[m.end():k - 1])[1:], names)
-    return None
+    found = _stub_call(root, stub)
+    if found is None:
+        return None
+    text, m = found
+    close = cpp_scan.matching_close(cpp_scan.code_mask(text), text.index("(", m.start()))
+    end = close if close >= 0 else len(text) - 1    # an unclosed call: what the file has
+    heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\(\w+\)\s*|[A-Za-z_][\w:&<> ]*\b\w+)\s*\(([^{;]*?)\)\s*\{",
+                         text[:m.start()], re.M | re.S))
+    names = []
+    if heads:
+        for p in cpp_scan.split_top_level(" ".join(heads[-1].group(1).split())):
+            if p and "Tensor" not in p and "TensorIterator" not in p:
+                names.append(re.search(r"(\w+)\s*(?:=.*)?$", p).group(1))
+    return StubCall(cpp_scan.split_top_level(text[m.end():end])[1:], names)
 
 
 def integers_copied(root: Path, stub: str) -> bool:
     """Whether the shared CPU/CUDA function copies integer (and bool) inputs to the output and
     returns before it calls `stub` (nan_to_num_out): for those dtypes no kernel ever runs."""
+    found = _stub_call(root, stub)
+    if found is None:
+        return False
+    text, m = found
+    head = text.rfind("\n}", 0, m.start())      # the end of the function before this one
+    before = text[head + 1 if head >= 0 else 0:m.start()]
+    return bool(re.search(r"isIntegralType\([^;]*includeBool\s*=\s*\*/\s*true\)", before)
+                and "copy_(" in before and "return" in before)
+
+
+def _stub_call(root: Path, stub: str) -> tuple[str, re.Match] | None:
+    """The first native/*.cpp text calling `stub(iter.device_type(), ...)`, with that call's match
+    (up to the comma after the device type)."""
     call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
     for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
         text = path.read_text(encoding="utf-8", errors="replace")
         m = call.search(text) if stub in text else None
-        if not m:
-            continue
-        head = text.rfind("\n}", 0, m.start())      # the end of the function before this one
-        before = text[head + 1 if head >= 0 else 0:m.start()]
-        return bool(re.search(r"isIntegralType\([^;]*includeBool\s*=\s*\*/\s*true\)", before)
-                    and "copy_(" in before and "return" in before)
-    return False
+        if m:
+            return text, m
+    return None
 
 
 def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
@@ -187,7 +191,7 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
         m, segment = next((c for c in calls if want in c[0].group(2)), calls[-1])
     with_params, rest = bool(m.group(1)), m.group(2)
     if not with_params:
-        first = _split_args(rest)[0]
+        first = cpp_scan.split_top_level(rest)[0]
         return _evaluate(first, env)
     if fields is None:
         raise HostCodeUnknown("the params struct's declaration was not found in the kernel header")
@@ -198,20 +202,6 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
     if "_long\"" in rest:
         return tuple(int(assigned[f]) for f in fields)
     return tuple(float(assigned[f]) for f in fields)
-
-
-def _split_args(text: str) -> list[str]:
-    depth, start, out = 0, 0, []
-    for k, ch in enumerate(text):
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:k].strip())
-            start = k + 1
-    out.append(text[start:].strip())
-    return out
 
 
 def _evaluate(expr: str, env: dict[str, object]):
