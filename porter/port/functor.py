@@ -32,12 +32,9 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         statements_float = statements_int = float_in_t = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:
-        lam = spec.scalar_lambda
-        if lam is None:
-            return _skeleton(spec, params, f"no CPU kernel lambda found for {spec.stub.name}")
-        if len(lam.params) != len(params):
-            return _skeleton(spec, params, f"the CPU lambda at {lam.path}:{lam.line} takes "
-                                           f"{len(lam.params)} arguments")
+        lam, skeleton = _cpu_lambda(spec, params)
+        if skeleton:
+            return skeleton
         as_float = translate_body.translate(lam.body, lam.params, "float", c10_functions)
         int_lam = lam.integral or lam
         as_t = translate_body.translate(int_lam.body, int_lam.params, "T", c10_functions)
@@ -143,6 +140,18 @@ def _skeleton(spec: OpSpec, params: tuple[str, ...], reason: str) -> Functor:
     return Functor(text, SKELETON, reason)
 
 
+def _cpu_lambda(spec: OpSpec, params: tuple[str, ...]):
+    """The CPU kernel's lambda a functor is translated from, or (None, the skeleton saying why
+    there is none): no lambda found, or one taking another number of tensor arguments."""
+    lam = spec.scalar_lambda
+    if lam is None:
+        return None, _skeleton(spec, params, f"no CPU kernel lambda found for {spec.stub.name}")
+    if len(lam.params) != len(params):
+        return None, _skeleton(spec, params, f"the CPU lambda at {lam.path}:{lam.line} takes "
+                                             f"{len(lam.params)} arguments")
+    return lam, None
+
+
 def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset[str]) -> Functor:
     """The functor of an op with scalar parameters (`spec.scalars`): `--body` names them as the
     schema does; a CPU lambda's captured scalars keep their names, so it translates the same way."""
@@ -158,12 +167,9 @@ def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset
         statements = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:
-        lam = spec.scalar_lambda
-        if lam is None:
-            return _skeleton(spec, tensors, f"no CPU kernel lambda found for {spec.stub.name}")
-        if len(lam.params) != len(tensors):
-            return _skeleton(spec, tensors, f"the CPU lambda at {lam.path}:{lam.line} takes "
-                                            f"{len(lam.params)} arguments")
+        lam, skeleton = _cpu_lambda(spec, tensors)
+        if skeleton:
+            return skeleton
         if lam.alternatives:
             return _skeleton(spec, tensors, f"the CPU kernel at {lam.path}:{lam.line} chooses between "
                                             f"{lam.alternatives + 1} lambdas by its scalar arguments")
