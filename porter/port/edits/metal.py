@@ -389,11 +389,12 @@ def add_bool_registration(text: str, op: str, inputs: list[str], castout: bool) 
     wanted = [t for t in inputs if t not in have]
     if not wanted:
         return text
+    macros = bool_macros(metal)
     lines = []
     for group in ([t for t in wanted if t not in COMPLEX_TYPES], [t for t in wanted if t in COMPLEX_TYPES]):
         if not group:
             continue
-        macro = next((name for name, types in bool_macros(metal).items() if types == set(group)), None)
+        macro = next((name for name, types in macros.items() if types == set(group)), None)
         if macro is not None:
             lines.append(f"{macro}({op});")
             continue
@@ -402,7 +403,7 @@ def add_bool_registration(text: str, op: str, inputs: list[str], castout: bool) 
             if castout:
                 lines.append(f"REGISTER_BINARY_CASTOUT_OP({op}, {t}, bool);")
     bool_lines = [m for m in re.finditer(r"^(\w+)\((\w+)(?:, (\w+), bool)?\);[^\n]*\n", metal.mask, re.M)
-                  if m.group(1) in bool_macros(metal) or (m.group(3) and m.group(1).startswith("REGISTER_BINARY"))]
+                  if m.group(1) in macros or (m.group(3) and m.group(1).startswith("REGISTER_BINARY"))]
     if bool_lines:
         at = bool_lines[-1].end()
     else:
