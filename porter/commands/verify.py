@@ -83,8 +83,7 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
                 if not added or kernel != spec.kernel:
                     raise
                 # the registrations porter added for dtypes the functor never took
-                error = refused.message.split("does not build: ", 1)[-1]
-                error = error.removesuffix("; nothing was written")
+                error = refused.error or refused.message.removesuffix("; nothing was written")
                 raise build_check.BuildRefused(
                     f"{spec.kernel}_functor has no kernel for {', '.join(added)}, which {spec.op}'s "
                     f"MPS test sends, and does not build for them ({error}); nothing was written",

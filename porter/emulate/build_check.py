@@ -20,8 +20,13 @@ INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*$|^using namespace [\w:]+;$
 
 
 class BuildRefused(PorterError):
-    """A planned file does not build: a failed check, not bad usage."""
+    """A planned file does not build: a failed check, not bad usage. `error` is the compiler's
+    first error alone, where the message wraps it, for a caller that words the refusal anew."""
     exit_code = 1
+
+    def __init__(self, message: str, *, error: str | None = None, **where):
+        super().__init__(message, **where)
+        self.error = error
 
 
 class NoCompiler(PorterError):
@@ -116,7 +121,7 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
                 return
         if error is None:
             return
-    raise BuildRefused(f"the planned {path} does not build: {error}; nothing was written",
+    raise BuildRefused(f"the planned {path} does not build: {error}; nothing was written", error=error,
                        hint="porter's edit would stop every kernel of the file compiling on a Mac")
 
 
