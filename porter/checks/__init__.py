@@ -25,6 +25,7 @@ FAMILIES = (
     (("PORTER010", "PORTER011", "PORTER012", "PORTER013", "PORTER014"), "kernels"),
     (("PORTER020", "PORTER021", "PORTER022"), "registrations"),
     (("PORTER030", "PORTER031"), "expectations"),
+    (("PORTER050", "PORTER051", "PORTER052", "PORTER053"), "review"),
     (("PORTER040",), "torchgen_yaml"),
 )
 

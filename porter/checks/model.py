@@ -42,6 +42,14 @@ CHECKS: dict[str, tuple[str, str, str]] = {
                   "an UNIMPLEMENTED_XFAILLIST entry for an op that now has an MPS kernel"),
     "PORTER040": ("torchgen-rejects-yaml", ERROR,
                   "torchgen's parse_native_yaml rejects native_functions.yaml"),
+    "PORTER050": ("fast-math-in-functor", ERROR,
+                  "a functor calls `fast::`/`metal::fast::` math, less accurate than the CPU reference"),
+    "PORTER051": ("nan-dropping-min-max", ERROR,
+                  "a functor calls Metal's min/max/clamp on floats, which drop a NaN the CPU propagates"),
+    "PORTER052": ("duplicate-c10-metal-helper", WARNING,
+                  "a kernel file defines a helper c10/metal already has (same name and signature)"),
+    "PORTER053": ("bfloat-outside-version-guard", ERROR,
+                  "a bfloat registration outside the file's `#if __METAL_VERSION__` guard"),
 }
 
 
