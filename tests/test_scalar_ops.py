@@ -379,3 +379,17 @@ def test_a_rerun_with_another_body_says_the_body_was_not_applied(real_root):
     # the same rerun without a body is the plain second run
     assert porter("migrate-from-mpsgraph", "logit", root=real_root).out == \
         "porter migrate-from-mpsgraph logit: nothing to do\n"
+
+
+def test_a_migration_keeps_every_result_of_its_port(real_tree_template):
+    # migrate-from-mpsgraph plans through new-op's one planning path: what the port decides lands
+    # in the migration itself, dtypes left out on purpose and the params held at long included
+    from porter.port.migration import plan_migration
+    from porter.source.checkout import Checkout
+
+    tree = Checkout(real_tree_template)
+    softplus = plan_migration(tree, "softplus")
+    assert softplus.unregistered == ALL - FLOATS - {"int64"}     # int64: the MPS test sends none
+    assert not softplus.long_params
+    threshold = plan_migration(tree, "threshold", body="x <= threshold ? value : x")
+    assert threshold.long_params and not threshold.unregistered

@@ -23,8 +23,13 @@ class Functor(NamedTuple):
     complex: bool = False   # has an overload for complex (float2, half2) values
 
 
-def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | None = None) -> Functor:
-    """`c10_functions()` returns the c10::metal routines the checkout's headers define."""
+def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | None = None,
+          dtypes: frozenset[str] | None = None) -> Functor:
+    """The functor of any op: `c10_functions()` returns the c10::metal routines the checkout's
+    headers define. An op with scalar arguments gets its ALPHA functor (`_build_alpha`), with
+    overloads for the `dtypes` it registers (default: the spec's); it takes no --complex-body."""
+    if spec.scalars:
+        return _build_alpha(spec, body, c10_functions, spec.dtypes if dtypes is None else dtypes)
     params = functor_params(spec)
     _check_expression("--body", body, spec, params, EXAMPLES)
     _check_expression("--complex-body", complex_body, spec, params, COMPLEX_EXAMPLES)
@@ -152,7 +157,7 @@ def _cpu_lambda(spec: OpSpec, params: tuple[str, ...]):
     return lam, None
 
 
-def build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset[str]) -> Functor:
+def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset[str]) -> Functor:
     """The functor of an op with scalar parameters (`spec.scalars`): `--body` names them as the
     schema does; a CPU lambda's captured scalars keep their names, so it translates the same way."""
     tensors = ("x",) if spec.kind == UNARY else ("a", "b")

@@ -132,17 +132,13 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     chosen = None
     if body is None:
         body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
-    plan = plan_port(checkout, port_spec, body, changes=cs, validator=validator,
-                     complex_body=complex_body)
+    # the port's results (functor, gaps, registrations, dtypes left out) land in the migration
+    plan_port(checkout, port_spec, body, validator=validator, complex_body=complex_body,
+              into=migration)
     for rel in found:       # a re-run after a kill reads the functor body from the old impl
         cs.apply_last(rel)
-    migration.functor = plan.functor
-    if chosen and plan.functor is not None:
-        migration.functor = plan.functor._replace(origin=FROM_SELECTOR, detail=chosen)
-    migration.notes += plan.notes
-    migration.gaps, migration.wrong = plan.gaps, plan.wrong
-    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
-    migration.added_dtypes = plan.added_dtypes
+    if chosen and migration.functor is not None:
+        migration.functor = migration.functor._replace(origin=FROM_SELECTOR, detail=chosen)
     _validate_yaml(checkout, spec, cs, validator)
     return migration
 
@@ -155,25 +151,19 @@ def _plan_in_place(checkout, spec: OpSpec, body, validator, complex_body) -> Mig
         migration.notes.append(f"{place.path}:{place.line}: {place.function} already runs a Metal "
                                "kernel: nothing to migrate")
         return migration
-    plan = plan_port(checkout, spec, body, changes=migration.changes, validator=validator,
-                     complex_body=complex_body)
-    if plan.functor is not None and plan.functor.origin == SKELETON:
+    plan_port(checkout, spec, body, validator=validator, complex_body=complex_body, into=migration)
+    if migration.functor is not None and migration.functor.origin == SKELETON:
         params = " and ".join(functor_params(spec))
         raise Incomplete(f"cannot port '{spec.op}' in place without a functor body "
-                         f"({plan.functor.detail}): porter never replaces a working MPSGraph "
+                         f"({migration.functor.detail}): porter never replaces a working MPSGraph "
                          "implementation by a skeleton; nothing was written",
                          path=place.path, line=place.line,
                          hint=f"rerun with --body EXPR (in {params})")
-    migration.functor = plan.functor
-    migration.removed = plan.removed
     how = ("--in-place" if place.reason == "--in-place"
            else f"in place, because the shared row cannot be used: {place.reason}")
-    migration.notes.append(f"{place.path}:{place.line}: {how}; MPS keeps {place.function}, whose "
-                           "MPSGraph body now runs the Metal kernel on its TensorIterator")
-    migration.notes += plan.notes
-    migration.gaps, migration.wrong = plan.gaps, plan.wrong
-    migration.refused, migration.new_kernels = plan.refused, plan.new_kernels
-    migration.added_dtypes = plan.added_dtypes
+    # first, before the port's own notes
+    migration.notes.insert(0, f"{place.path}:{place.line}: {how}; MPS keeps {place.function}, whose "
+                              "MPSGraph body now runs the Metal kernel on its TensorIterator")
     return migration
 
 

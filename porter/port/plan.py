@@ -22,7 +22,7 @@ from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import PorterError
 from porter.source.dtypes import METAL, METAL_FLOATING
-from porter.port.functor import SKELETON, Functor, build, build_alpha, functor_params
+from porter.port.functor import SKELETON, Functor, build, functor_params
 from porter.port import scalars as scalar_args
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
@@ -56,12 +56,17 @@ class Plan:
 
 def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
               changes: ChangeSet | None = None, validator: EntryValidator | None = None,
-              complex_body: str | None = None) -> Plan:
+              complex_body: str | None = None, into: Plan | None = None) -> Plan:
     """Edits that make `spec` run a native Metal kernel; `changes` may hold earlier edits.
 
     `body` and `complex_body` are the user's Metal expressions (`--body`, `--complex-body`);
-    `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s)."""
-    plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
+    `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s). `into` is a
+    plan begun by a caller (a migration, with its own changes and notes): the port's results
+    land in it, so that no field is left behind by a copy."""
+    if into is not None:
+        plan = into
+    else:
+        plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
     cs = plan.changes
 
     def read(path: str) -> str:
@@ -97,15 +102,22 @@ def _plan_yaml(spec: OpSpec, read, write) -> bool:
 
 
 def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: Plan) -> None:
+    """The functor and its registrations in the op's .metal file: one step for every op, with
+    or without scalar arguments (those take ALPHA registrations, porter.port.scalars)."""
     if not checkout.exists(spec.metal_path):
         raise PorterError(f"{spec.metal_path} is missing: porter adds {spec.kind} kernels there",
                           hint="is this a PyTorch checkout with MPS kernels?")
-    if spec.scalars:
-        _plan_alpha_kernel(checkout, spec, body, complex_body, read, write, plan)
-        return
     text = read(spec.metal_path)
     _check_unique_kernel_name(checkout, spec)
     metal = MetalFile(text, spec.metal_path)
+    if spec.scalars:
+        _plan_alpha_kernel(checkout, spec, body, complex_body, text, metal, write, read, plan)
+    else:
+        _plan_plain_kernel(checkout, spec, body, complex_body, text, metal, write, read, plan)
+
+
+def _plan_plain_kernel(checkout, spec: OpSpec, body, complex_body, text: str, metal: MetalFile,
+                       write, read, plan: Plan) -> None:
     tested_complex = _tested_with_complex(checkout, spec)
     wanted = completeness.dtype_plan(spec, tested_complex)
     plan.refused = wanted.refused
@@ -153,7 +165,8 @@ def _plan_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: 
         if _host_routes_non_floating(checkout, spec, read):
             wanted = wanted._replace(register=frozenset(
                 d for d in wanted.register if d in FLOATING_TORCH))
-        text = _register_missing(spec, text, registered, wanted, plan)
+        inputs = {t for t, _ in registered}
+        text = _register_missing(spec, text, inputs, _missing_dtypes(wanted.register, inputs), plan)
         if pending_functor is not None:
             text = metal_edit.add_functor(text, spec.kernel, pending_functor, spec.kind)
         write(spec.metal_path, text)
@@ -222,20 +235,33 @@ def _host_routes_non_floating(checkout, spec: OpSpec, read) -> bool:
     return False
 
 
-def _register_missing(spec: OpSpec, text: str, registered: set[tuple[str, str]],
-                      wanted: completeness.DtypePlan, plan: Plan) -> str:
-    """One base-macro registration per dtype the MPS test sends that has no kernel yet, with
-    the output type the op's meta function gives (complex needs an overload: a gap)."""
-    inputs = {t for t, _ in registered}
-    missing = [d for d in sorted(wanted.register, key=completeness.metal_order)
-               if d in METAL and METAL[d] not in inputs and d != "complex64"]
+def _missing_dtypes(dtypes, registered_inputs) -> list[str]:
+    """The dtypes (in the file's order) whose Metal type no registration of the kernel takes;
+    complex needs an overload, not a registration: never listed."""
+    return [d for d in sorted(dtypes, key=completeness.metal_order)
+            if d in METAL and METAL[d] not in registered_inputs and d != "complex64"]
+
+
+def _register_missing(spec: OpSpec, text: str, registered_inputs: set[str], missing: list[str],
+                      plan: Plan) -> str:
+    """One registration per dtype the MPS test sends that has no kernel yet, in the macro the
+    kernel's own registrations use (the base macro, or ALPHA for an op with scalars), with the
+    output type the op's meta function gives; the build before write proves the functor takes
+    them. The one step of new-op and migrate, with or without scalars."""
     if not missing:
         return text
-    pairs = [(METAL[d], completeness.expected_output(spec, METAL[d])) for d in missing]
-    text = metal_edit.add_missing_registrations(text, spec.kernel, spec.kind, pairs)
+    if spec.scalars:
+        rows = [(i, scalar_args.alpha_type(spec.scalars, spec.kernel, o), o)
+                for i, o in _alpha_pairs(spec, frozenset(missing))]
+        macro = metal_edit.ALPHA_MACROS[spec.kind]
+        text = metal_edit.add_after_own_registrations(
+            text, spec.kernel, [f"{macro}({spec.kernel}, {i}, {a}, {o});" for i, a, o in rows])
+    else:
+        pairs = [(METAL[d], completeness.expected_output(spec, METAL[d])) for d in missing]
+        text = metal_edit.add_missing_registrations(text, spec.kernel, spec.kind, pairs)
     plan.new_kernels[spec.metal_path] = spec.kernel
     plan.added_dtypes = tuple(missing)
-    plan.notes.append(_registered_too(spec, inputs, missing))
+    plan.notes.append(_registered_too(spec, registered_inputs, missing))
     return text
 
 
@@ -260,12 +286,10 @@ def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
     return start, span[1]
 
 
-def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, plan: Plan) -> None:
+def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, metal: MetalFile,
+                       write, read, plan: Plan) -> None:
     """An op with scalar parameters: an ALPHA functor and registrations, plus the params struct
     in the family header when the scalars travel as one (porter.port.scalars)."""
-    text = read(spec.metal_path)
-    _check_unique_kernel_name(checkout, spec)
-    metal = MetalFile(text, spec.metal_path)
     if complex_body is not None:
         plan.notes.append("--complex-body ignored: porter writes no complex overload for ops "
                           "with scalar parameters")
@@ -274,18 +298,10 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         if body is not None:
             plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; --body ignored")
         registered = {r.in_type for r in metal.registrations if r.kernel == spec.kernel}
-        missing = [d for d in sorted(dtypes, key=completeness.metal_order)
-                   if d in METAL and METAL[d] not in registered and d != "complex64"]
+        missing = _missing_dtypes(dtypes, registered)
         if missing and registered:
             # as for ops without scalars: registered here, proved by the build before writing
-            rows = [(i, scalar_args.alpha_type(spec.scalars, spec.kernel, o), o)
-                    for i, o in _alpha_pairs(spec, frozenset(missing))]
-            macro = metal_edit.ALPHA_MACROS[spec.kind]
-            text = metal_edit.add_after_own_registrations(
-                text, spec.kernel, [f"{macro}({spec.kernel}, {i}, {a}, {o});" for i, a, o in rows])
-            plan.new_kernels[spec.metal_path] = spec.kernel
-            plan.added_dtypes = tuple(missing)
-            plan.notes.append(_registered_too(spec, registered, missing))
+            text = _register_missing(spec, text, registered, missing, plan)
         elif missing:
             plan.gaps.append(completeness.Gap(
                 f"a kernel for {', '.join(missing)} ({spec.kernel}_functor in {spec.metal_path} "
@@ -297,7 +313,7 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, read, write, 
         plan.unregistered.add("complex64")
         plan.notes.append(f"complex64 is not registered: porter writes no complex overload for "
                           f"ops with scalar parameters, so {spec.op}'s complex64 test needs one by hand")
-    functor = build_alpha(spec, body, lambda: available_functions(checkout), dtypes)
+    functor = build(spec, body, lambda: available_functions(checkout), dtypes=dtypes)
     plan.functor = functor
     text = metal_edit.add_functor(text, spec.kernel, functor.text, spec.kind)
     if functor.origin == SKELETON:

@@ -331,7 +331,7 @@ def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
 
 
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:
-    """The commands' decision for an op with scalar arguments (porter.port.functor.build_alpha)."""
+    """The commands' decision for an op with scalar arguments (porter.port.functor.build)."""
     scalars, _ = scalar_args.schema_scalars(native_yaml.arguments(out.schema))
     problem = scalar_args.stub_mismatch(scalars, stub.params) if stub.iterator_type else \
         "the stub's kernel does not take a TensorIterator first"
