@@ -94,7 +94,7 @@ STRUCTURED = "  structured: True\n  structured_inherits: TensorIteratorBase\n"
 
 def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
     entry, = native_yaml.scan(_entry.format(schema=schema, fields=fields))
-    return entry.kind(**kw)
+    return op_kind.classify(entry, **kw)
 
 
 @pytest.mark.parametrize("schema,fields,shape,reason", [

@@ -330,7 +330,7 @@ def test_signbit_port_is_right_for_negative_zero(real_root):
     torch = pytest.importorskip("torch")
     from porter.emulate.build import build_file
     from porter.emulate.client import WorkerClient
-    from porter.emulate.runner import run_registration
+    from porter.emulate.torch_run import run_registration
 
     result = porter("migrate-from-mpsgraph", "signbit", root=real_root)
     assert result.code == 0, result.err

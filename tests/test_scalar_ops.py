@@ -119,7 +119,7 @@ def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_ro
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace
 
-    from porter.emulate.backend import EmulateBackend
+    from porter.emulate.emulator_device import EmulateBackend
 
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "nan_to_num", "--body", NAN_TO_NUM_BODY, root=real_root).code == 0
@@ -285,7 +285,7 @@ def test_threshold_integers_take_the_scalars_as_the_cpu_does_not_through_a_float
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace
 
-    from porter.emulate.backend import EmulateBackend
+    from porter.emulate.emulator_device import EmulateBackend
 
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",

@@ -14,7 +14,7 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
     pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
 
 from porter.source.checkout import Checkout  # noqa: E402
-from porter.harness import verify as verifymod  # noqa: E402
+from porter.harness import measure_port as verifymod  # noqa: E402
 from porter.survey.candidates import find  # noqa: E402
 from tests.porter_run import git_init, porter, snapshot  # noqa: E402
 

@@ -3,8 +3,8 @@
 Each family is a function `check(tree) -> list[Finding]` over a shared `Tree` that reads
 and scans every file once. Ids are stable (`porter.checks.model.CHECKS`).
 
-May import `porter.source`, `porter.runtime` and `porter.apply` (its table output); never the
-commands or the surveys, which read its findings.
+May import: `porter.source`, `porter.runtime`, `porter.apply` (its table output),
+`porter.errors`. Never the commands or the surveys, which read its findings.
 """
 
 from __future__ import annotations

@@ -2,4 +2,8 @@
 
 The top of the import graph: a command may import any package; none imports a command
 (`porter.cli` imports only the one it runs). Shared argument helpers live in `common`.
+
+May import: `porter` (its version), `porter.source`, `porter.port`, `porter.apply`,
+`porter.survey`, `porter.checks`, `porter.dispatch`, `porter.emulate`, `porter.harness`,
+`porter.runtime`, `porter.errors`. Never `porter.cli`, which imports them.
 """

@@ -34,8 +34,9 @@ def run(args) -> int:
     from porter.apply.write import apply_unless_dry
     from porter.source.checkout import Checkout
     from porter.errors import PorterError
-    from porter.harness import audit, expectations, prune
-    from porter.harness.runner import FAIL, OpResult
+    from porter.harness import audit, prune
+    from porter.harness import mps_expectations as expectations
+    from porter.harness.opinfo_run import FAIL, OpResult
 
     checkout = Checkout.at(args.root)
     exp = expectations.load(checkout)
@@ -59,7 +60,7 @@ def run(args) -> int:
             result.keys += data.get("keys", 0)
         device = "merged"
     else:
-        from porter.harness.backend import get_backend
+        from porter.harness.devices import get_backend
         if args.device == "cpu":      # diagnostic: CPU standing in for MPS
             args.device = "cpu-mps"
         backend = get_backend(args.device, checkout.root)

@@ -76,7 +76,7 @@ def run(args) -> int:
 
 
 def _verify(checkout, found) -> dict:
-    from porter.harness.verify import verify
+    from porter.harness.measure_port import verify
     return {c.op: verify(checkout, c.op, c.state, reference_inputs=True) for c in found}
 
 

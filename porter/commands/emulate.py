@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from porter.source.checkout import KERNELS, Checkout
-    from porter.emulate.check import as_json, check_tree, kernel_files, summary
+    from porter.emulate.kernel_check import as_json, check_tree, kernel_files, summary
     from porter.errors import PorterError
 
     checkout = Checkout.at(args.root)

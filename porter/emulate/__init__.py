@@ -3,9 +3,13 @@
 - `build`: compiles a kernel file against our Metal shim (include/) and the real c10/metal
   headers into a cached shared library; each (op, dtype) registration becomes a C entry point.
 - `worker` / `client`: run kernels in a child process, so a crashing kernel is a result.
-- `runner`: TensorIterator-like semantics (promotion, broadcasting, strides) around a kernel.
-- `check`: `porter emulate check`; `backend`: `porter test --device emulate`.
+- `torch_run` / `numpy_run`: TensorIterator-like semantics (broadcasting, strides, dense or
+  strided entry point) around one registration, on torch tensors or on numpy arrays.
+- `kernel_check`: `porter emulate check`; `emulator_device`: `porter test --device emulate`
+  (which registration runs a sample is porter.dispatch.kernel_choice's).
 
-Only this package and porter/harness import torch, and only lazily. May import
-`porter.source`, `porter.runtime` and the harness's records; never the commands.
+Imports torch only lazily. May import: `porter.dispatch`, `porter.source`, `porter.runtime`,
+`porter.errors`, and of planning `porter.port.resolve` (whether a stub has no MPS kernel) and
+`porter.port.functor` (the functor examples build_check compiles). Never the harness, which
+runs this package as one of its devices, nor anything above it (tests/test_layout.py).
 """

@@ -1,10 +1,17 @@
 """The OpInfo output-match harness: `porter test`, `porter audit-xfails` and the measured
-AUTO of `porter candidates --verify` (verify.py).
+AUTO of `porter candidates --verify` (measure_port.py).
+
+One verdict per (OpInfo, dtype): `opinfo_run` (samples from op_db, references computed now)
+and `cached_run` (both read from the reference cache, `refcache`, written by `record`); the
+devices they run on (`devices`: torch's, `--device emulate` from porter.emulate,
+`mps_shader_device`); what is expected (`mps_expectations`, `tolerances`); what is reported
+(`run_report`, `junit`, `markdown`); `session`: one `porter test` end to end.
 
 Imports torch lazily (inside functions): `porter --help` and the scaffolding commands never
-pay for it. May import `porter.source`, `porter.apply` (the pruned expectations it writes, its
-tables), `porter.emulate` (the `--device emulate` backend) and `porter.port` (verify.py plans a
-port in memory to measure it); never the commands.
+pay for it. May import: `porter.dispatch`, `porter.emulate` (the `--device emulate` device),
+`porter.source`, `porter.apply` (the pruned expectations it writes, its tables),
+`porter.port` (measure_port plans a port in memory to measure it), `porter.runtime`,
+`porter.errors`. Never the commands (tests/test_layout.py).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 
 def run_op_tests(op, root=None, backend="cpu", dtypes=None, sample=None):
     """Results (one OpResult per OpInfo variant) of testing `op` on `backend`."""
-    from porter.harness.runner import run_op_tests as _run
+    from porter.harness.opinfo_run import run_op_tests as _run
     return _run(op, root, backend, dtypes=dtypes, sample=sample)
 
 

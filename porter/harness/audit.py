@@ -50,25 +50,25 @@ def _init_worker(root: str | None, device: str, threads: int = 0) -> None:
         # N workers x torch's default intra-op threads would oversubscribe the cores
         import torch
         torch.set_num_threads(threads)
-    from porter.harness import runner
-    from porter.harness.backend import get_backend
+    from porter.harness import opinfo_run
+    from porter.harness.devices import get_backend
     backend = get_backend(device, root)
-    ctx = runner.make_context(root, backend)
+    ctx = opinfo_run.make_context(root, backend)
     from porter.harness import opdb
     _WORKER.update(ctx=ctx, by_key=opdb.by_key(ctx.db))
 
 
 def _run_key(key: str):
-    from porter.harness import runner
+    from porter.harness import opinfo_run
     ctx, by_key = _WORKER["ctx"], _WORKER["by_key"]
     infos = by_key.get(key)
     if not infos:
         return key, None
-    return key, [runner.run_opinfo(info, ctx).to_json() for info in infos]
+    return key, [opinfo_run.run_opinfo(info, ctx).to_json() for info in infos]
 
 
 def run(root, device: str, keys: list[str], jobs: int = 1, progress: bool = False) -> AuditResult:
-    from porter.harness.runner import OpResult
+    from porter.harness.opinfo_run import OpResult
     start = time.perf_counter()
     out = AuditResult(keys=len(keys))
     bar = _Progress(len(keys)) if progress else None

@@ -3,16 +3,16 @@
 `try_run` answers only when every OpInfo and dtype the run needs is cached under this
 environment's key (porter.harness.refcache); otherwise it returns None and the session runs
 the ordinary way, then records (porter.harness.record). A cached run repeats
-`runner.run_opinfo` step for step, on dtype names:
+`opinfo_run.run_opinfo` step for step, on dtype names:
 
 - the dtypes to test: the OpInfo's (recorded), each run against the kernels the checkout's
   `.metal` registers now (built on every run: the kernel is what the author is editing);
 - expectations: `common_mps.py` parsed now, plus the OpInfo's DecorateInfos (recorded);
 - tolerances: `test_mps.py`'s rules read and run now, plus the recorded floors;
 - each sample runs on the emulator (`EmulateBackend.run_portable`) and is compared with the
-  recorded CPU reference by `porter.harness.portable.compare`, upstream's assertEqual in numpy.
+  recorded CPU reference by `porter.harness.numpy_compare.compare`, upstream's assertEqual in numpy.
 
-Anything numpy cannot do (`portable.Unsupported`) abandons the cached run for the ordinary one.
+Anything numpy cannot do (`porter.dispatch.arrays.Unsupported`) abandons the cached run for the ordinary one.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from porter.errors import PorterError
-from porter.harness import expectations as expmod
+from porter.harness import mps_expectations as expmod
 from porter.harness import sample_rules
 from porter.harness import refcache, tolerances
-from porter.harness.portable import PArray, Unsupported, astype, compare, max_errors
-from porter.harness.runner import (PASS, SKIP, DtypeResult, OpResult, not_run_verdict, settle,
+from porter.dispatch.arrays import PArray, Unsupported, astype
+from porter.harness.numpy_compare import compare, max_errors
+from porter.harness.opinfo_run import (PASS, SKIP, DtypeResult, OpResult, not_run_verdict, settle,
                                    _dtype_order, _one_line, _raise_max)
 
 
@@ -111,10 +112,10 @@ def _canonical(name: str) -> str:
 
 
 def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only) -> OpResult:
-    """runner.run_opinfo on a record: every dtype the MPS test sends is run (a dtype without
+    """opinfo_run.run_opinfo on a record: every dtype the MPS test sends is run (a dtype without
     a kernel fails in the backend); the op beyond the emulator is skipped, a kernel file that
     does not build fails every dtype."""
-    from porter.emulate.backend import OpNames
+    from porter.dispatch.kernel_choice import OpNames
     result = OpResult(rec["full_name"], rec["name"], rec["variant"], rec["key"], backend.name)
     wanted = {_canonical(d) for d in dtypes} if dtypes else None
     declared = set(rec["supported"])
@@ -143,7 +144,7 @@ def _not_run(rec, name, exp, cannot_run, failure) -> DtypeResult:
 
 
 def _expectations(rec: dict, dtype: str, exp: expmod.Expectations):
-    """runner._expectations: the checkout's entries now, the OpInfo's as recorded."""
+    """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""
     xfail, skip = [], []
     for entry in exp.active(rec["key"], dtype, macos=None):
         (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
@@ -184,7 +185,7 @@ def _run_dtype(rec, op, dtype, env, backend, exp, lists, only) -> DtypeResult:
         res.failed_samples += 1
         res.message = res.message or meta["error"]
     elif only is not None and not res.samples:
-        # nothing ran: a pass here would be a green no device ever gave (as runner._run_dtype)
+        # nothing ran: a pass here would be a green no device ever gave (as opinfo_run._run_dtype)
         generated = len(meta["samples"])
         raise PorterError(f"--sample {only}: {rec['full_name']} has {generated} sample input(s) "
                           f"for {dtype}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from porter.apply.changes import ChangeSet
 from porter.errors import PorterError
-from porter.harness import expectations as expmod
+from porter.harness import mps_expectations as expmod
 
 
 @dataclass

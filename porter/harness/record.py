@@ -3,8 +3,8 @@ the op database loaded already.
 
 For every OpInfo the command line named, and every dtype it declares for the device (not only
 the ones tested this time: the next edit may register a kernel for another), it records what
-the runner would compute before the device runs: the sample inputs (`runner.generate_samples`,
-the very call the runner makes), the CPU reference (`runner.reference_uncast`), the OpInfo's
+the runner would compute before the device runs: the sample inputs (`opinfo_run.generate_samples`,
+the very call the runner makes), the CPU reference (`opinfo_run.reference_uncast`), the OpInfo's
 own DecorateInfo expectations and tolerance floors per dtype, and, per sample, the dtype torch
 promotes 1, 2 or 3 operands to (the emulator's TensorIterator step, which needs torch).
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 
-from porter.harness import opdb, refcache, runner
-from porter.harness.backend import mps_dtypes
-from porter.harness.portable import Unsupported, from_torch
+from porter.dispatch import kernel_choice
+from porter.dispatch.arrays import Unsupported, from_torch
+from porter.harness import opdb, opinfo_run, refcache
+from porter.harness.devices import mps_dtypes
 
 
 class _Encoder:
@@ -48,35 +49,6 @@ class _Encoder:
         raise Unsupported(f"a sample value of type {type(x).__name__}")
 
 
-def _promotions(sample) -> dict[str, str | None]:
-    """The dtype the emulator's TensorIterator step computes in, for 1, 2 and 3 operands."""
-    import torch
-    from porter.emulate.backend import _result_type3
-    operands = [sample.input, *sample.args]
-    out: dict[str, str | None] = {}
-    for arity in (1, 2, 3):
-        ops = operands[:arity]
-        try:
-            if len(ops) < arity:
-                dtype = None
-            elif arity == 1:
-                dtype = ops[0].dtype
-            elif arity == 2:
-                dtype = torch.result_type(*ops)
-            else:
-                dtype = _result_type3(ops)
-        except Exception:
-            dtype = None
-        out[str(arity)] = str(dtype).removeprefix("torch.") if dtype is not None else None
-    return out
-
-
-def _output_dtype(info, sample) -> str | None:
-    from porter.emulate.backend import _output_dtype as meta_output
-    dtype = meta_output(info, sample)
-    return None if dtype is None else str(dtype).removeprefix("torch.")
-
-
 def _source_sha(info) -> str:
     try:
         return hashlib.sha256(inspect.getsource(info.sample_inputs_func).encode()).hexdigest()[:16]
@@ -90,17 +62,17 @@ def record_dtype(env: str, info, dtype) -> None:
     enc = _Encoder()
     samples, error = [], None
     try:
-        for i, sample in enumerate(runner.generate_samples(info, dtype)):
+        for i, sample in enumerate(opinfo_run.generate_samples(info, dtype)):
             item = {"input": enc.value(sample.input, f"s{i}_input"),
                     "args": [enc.value(a, f"s{i}_arg{j}") for j, a in enumerate(sample.args)],
                     "kwargs": {k: enc.value(v, f"s{i}_kw_{k}") for k, v in sample.kwargs.items()},
-                    "promoted": _promotions(sample), "out_dtype": _output_dtype(info, sample),
+                    "promoted": kernel_choice.promotions(sample), "out_dtype": kernel_choice.TorchSample(info, sample).out_dtype(),
                     "ref": None, "ref_cast": False,
                     "ref_error": None}
             try:
-                out, cast = runner.reference_uncast(info, sample)
+                out, cast = opinfo_run.reference_uncast(info, sample)
             except Exception as exc:
-                item["ref_error"] = f"CPU reference error: {runner._one_line(exc)}"
+                item["ref_error"] = f"CPU reference error: {opinfo_run._one_line(exc)}"
             else:
                 if not isinstance(out, torch.Tensor):
                     raise Unsupported("a reference that is not one tensor")
@@ -110,13 +82,13 @@ def record_dtype(env: str, info, dtype) -> None:
     except Unsupported:
         raise
     except Exception as exc:          # the runner reports it the same way
-        error = f"sample inputs failed: {runner._one_line(exc)}"
-    meta = {"op": info.full_name, "dtype": runner._dtype_name(dtype), "samples": samples,
+        error = f"sample inputs failed: {opinfo_run._one_line(exc)}"
+    meta = {"op": info.full_name, "dtype": opinfo_run._dtype_name(dtype), "samples": samples,
             "error": error, "sample_source_sha": _source_sha(info)}
-    refcache.save_refs(env, info.full_name, runner._dtype_name(dtype), enc.arrays, meta)
+    refcache.save_refs(env, info.full_name, opinfo_run._dtype_name(dtype), enc.arrays, meta)
 
 
-def record(ctx: runner.RunContext, queries: list[str], env: str) -> None:
+def record(ctx: opinfo_run.RunContext, queries: list[str], env: str) -> None:
     """Record every OpInfo `queries` name that the cache lacks. Never fails the run."""
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
@@ -137,14 +109,14 @@ def record(ctx: runner.RunContext, queries: list[str], env: str) -> None:
             rec = {"full_name": info.full_name, "name": info.name,
                    "aten_name": getattr(info, "aten_name", None),
                    "variant": info.variant_test_name, "key": opdb.xfail_key(info),
-                   "supported": sorted(runner._dtype_name(d) for d in supported),
+                   "supported": sorted(opinfo_run._dtype_name(d) for d in supported),
                    "decorators": {}, "uncacheable": None}
             try:
                 for dtype in supported:
-                    xfail, skip, floors = runner.decorator_expectations(info, dtype, device_type,
+                    xfail, skip, floors = opinfo_run.decorator_expectations(info, dtype, device_type,
                                                                         mps_like)
-                    rec["decorators"][runner._dtype_name(dtype)] = [xfail, skip, list(floors)]
-                    if not refcache.ref_path(env, info.full_name, runner._dtype_name(dtype)).is_file():
+                    rec["decorators"][opinfo_run._dtype_name(dtype)] = [xfail, skip, list(floors)]
+                    if not refcache.ref_path(env, info.full_name, opinfo_run._dtype_name(dtype)).is_file():
                         record_dtype(env, info, dtype)
             except Unsupported as why:
                 rec["uncacheable"] = str(why)

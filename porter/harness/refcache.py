@@ -35,9 +35,11 @@ from porter.runtime.cache import cache_dir
 FORMAT = "porter-refcache-v1"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
-_PORTER_SOURCES = ("harness/runner.py", "harness/record.py", "harness/portable.py",
-                   "harness/cached_run.py", "harness/opdb.py", "harness/backend.py",
-                   "emulate/nprun.py", "emulate/backend.py")
+_PORTER_SOURCES = ("harness/opinfo_run.py", "harness/record.py", "harness/numpy_compare.py",
+                   "harness/cached_run.py", "harness/opdb.py", "harness/devices.py",
+                   "dispatch/arrays.py", "dispatch/kernel_choice.py", "dispatch/metal_types.py",
+                   "dispatch/sample_devices.py", "emulate/numpy_run.py",
+                   "emulate/emulator_device.py")
 
 
 def directory() -> Path:

@@ -15,9 +15,9 @@ from porter.apply.write import apply_unless_dry
 from porter.source.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
-from porter.harness import report, runner
-from porter.harness.backend import get_backend
-from porter.harness.runner import FAIL, XPASS
+from porter.harness import opinfo_run, run_report
+from porter.harness.devices import get_backend
+from porter.harness.opinfo_run import FAIL, XPASS
 
 
 @dataclass
@@ -115,7 +115,7 @@ def run(opts: Options) -> int:
     if header_gaps:
         meta["not_proven"] = header_gaps
     if opts.json:
-        data = report.to_json(results, **meta)
+        data = run_report.to_json(results, **meta)
         if header_gaps:
             data["ok"] = False
         if pruned is not None:
@@ -137,7 +137,7 @@ def run(opts: Options) -> int:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
-        out.write(report.render_text(results, root_arg, header))
+        out.write(run_report.render_text(results, root_arg, header))
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "
                       "whose headers define it\n")
@@ -170,12 +170,12 @@ def _run_ops(opts: Options, checkout, root, backend):
         cached = cached_run.try_run(opts, checkout, backend, env) if env else None
         if cached is not None:
             return cached, cached.results
-    from porter.harness.expectations import parse_macos
-    ctx = runner.make_context(root, backend, checkout,
+    from porter.harness.mps_expectations import parse_macos
+    ctx = opinfo_run.make_context(root, backend, checkout,
                               parse_macos(opts.macos) if opts.macos else None)
-    results: list[runner.OpResult] = []
+    results: list[opinfo_run.OpResult] = []
     for op in opts.ops:
-        results += runner.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
+        results += opinfo_run.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
                                        ctx=ctx, grad=opts.grad,
                                        reference_inputs=opts.reference_inputs)
     if env:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable
 
-from porter.harness.expectations import NEWEST_MACOS
+from porter.harness.mps_expectations import NEWEST_MACOS
 
 TEST_NAME = "test_output_match"
 _TOLS = frozenset({"atol", "rtol"})

@@ -29,7 +29,7 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 def watched_files(root: Path) -> list[Path]:
     from porter.emulate import headers
     from porter.emulate.hostmap import host_kernels
-    from porter.harness.expectations import TEST_MPS
+    from porter.harness.mps_expectations import TEST_MPS
     from porter.source.checkout import COMMON_MPS, OPERATIONS
 
     root = Path(root)
@@ -107,7 +107,7 @@ def run(opts, interval: float = 0.2, out=None) -> int:
 def _round(opts, root, out) -> int:
     """One `porter test` with a fresh backend (its libraries are re-read); errors are printed."""
     from porter.harness import session
-    from porter.harness.backend import get_backend
+    from porter.harness.devices import get_backend
 
     backend = get_backend(opts.device, root)
     start = time.perf_counter()

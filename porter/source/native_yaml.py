@@ -106,13 +106,6 @@ class Entry:
     def structured_delegate(self) -> str | None:
         return self.fields.get("structured_delegate")
 
-    def kind(self, *, include_pointwise: bool = False, runs_stub: bool = False):
-        """What kind of op this (`.out`) entry is, and why porter cannot port it if not
-        (porter.source.op_kind, after torchgen's `FunctionSchema.kind()`)."""
-        from porter.source.op_kind import classify      # op_kind reads this module's model
-
-        return classify(self, include_pointwise=include_pointwise, runs_stub=runs_stub)
-
     def mps_rows(self) -> list[DispatchLine]:
         return [d for d in self.dispatch if "MPS" in d.keys]
 

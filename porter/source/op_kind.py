@@ -2,7 +2,8 @@
 
 One home for the question, asked by every command: `resolve` (new-op, migrate-from-mpsgraph,
 status) and `candidates` read the same `OpKind`, so they give the same reason for the same op.
-The model classifies itself, as torchgen's `FunctionSchema.kind()` does: `Entry.kind()`.
+`classify(entry)` is torchgen's `FunctionSchema.kind()` for porter's yaml model; it lives here, not
+on the model, so that the model (`native_yaml`) knows nothing of what is done with it.
 
 The facts, read from the yaml alone, in the order they are checked:
 - the family has an out= entry with CPU/CUDA rows (`.out` and its kin, or a backward op's

@@ -2,6 +2,6 @@
 `op_status` (one op, with the next command to run).
 
 May import: `porter.source` (`op_kind`: the classification the editing commands use, with
-candidates' wider net), `porter.port` (resolve, for status), `porter.checks`. Never
-`porter.commands`.
+candidates' wider net), `porter.port` (resolve, for status), `porter.checks`,
+`porter.errors`. Never `porter.commands`.
 """

@@ -1,4 +1,9 @@
-"""Test support: the fixture checkout and the real-size tree built from the installed torch wheel."""
+"""Test support: the fixture checkout and the real-size tree built from the installed torch wheel,
+and a fake `torch.mps` backed by the emulator (`fake_mps`).
+
+May import: `porter.source`, `porter.dispatch`, `porter.emulate`, `porter.harness`,
+`porter.errors`. Nothing in porter imports it but the tests.
+"""
 
 from __future__ import annotations
 

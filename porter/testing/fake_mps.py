@@ -26,8 +26,9 @@ from porter.emulate import headers
 from porter.emulate.build import build_source
 from porter.emulate.client import WorkerClient
 from porter.errors import PorterError
-from porter.emulate.runner import METAL_DTYPES, run_registration, torch_dtype
-from porter.harness.mps_shader import BEGIN, END, INCLUDE_RE, DenseEntry
+from porter.dispatch.metal_types import METAL_DTYPES, torch_dtype
+from porter.emulate.torch_run import run_registration
+from porter.harness.mps_shader_device import BEGIN, END, INCLUDE_RE, DenseEntry
 
 TYPES = "|".join(sorted(METAL_DTYPES, key=len, reverse=True))
 HOST_NAME_RE = re.compile(rf"^(?P<kernel>\w+?)_dense_(?P<out>{TYPES})_(?P<in>{TYPES})(?:_(?P<alpha>{TYPES}))?$")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from porter import cli
-from porter.emulate.backend import EmulateBackend
+from porter.emulate.emulator_device import EmulateBackend
 
 torch = pytest.importorskip("torch")
 

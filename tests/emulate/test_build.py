@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from porter.emulate.build import EmulateBuildError, build_file, build_source, cache_dir
-from porter.emulate.check import check_tree, kernel_files
+from porter.emulate.kernel_check import check_tree, kernel_files
 
 from .conftest import DATA
 

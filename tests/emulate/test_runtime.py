@@ -6,7 +6,7 @@ import pytest
 
 from porter.emulate.build import build_file
 from porter.emulate.client import KernelCrashed
-from porter.emulate.runner import run_registration
+from porter.emulate.torch_run import run_registration
 
 from .conftest import DATA
 

@@ -13,9 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from porter.source.checkout import COMMON_MPS, TEST_MPS  # noqa: E402
-from porter.harness import opdb, runner, sample_rules  # noqa: E402
-from porter.harness import expectations as expmod  # noqa: E402
-from porter.harness.backend import TorchDeviceBackend, mps_dtypes  # noqa: E402
+from porter.harness import opdb, sample_rules  # noqa: E402
+from porter.harness import opinfo_run as runner  # noqa: E402
+from porter.harness import mps_expectations as expmod  # noqa: E402
+from porter.harness.devices import TorchDeviceBackend, mps_dtypes  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 
@@ -181,7 +182,7 @@ else:
 def test_macos_gated_lists_apply_as_upstream_gates_them(tmp_path, macos, expected):
     root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
     (root / COMMON_MPS).write_text(GATED, encoding="utf-8")
-    from porter.harness.backend import register_backend, unregister_backend
+    from porter.harness.devices import register_backend, unregister_backend
     register_backend("cpu-as-mps", lambda root: CpuAsMps())
     try:
         out = io.StringIO()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from porter.harness import mps_shader
-from porter.harness.mps_shader import MpsShaderBackend
+from porter.harness import mps_shader_device as mps_shader
+from porter.harness.mps_shader_device import MpsShaderBackend
 from porter.harness.session import Options, run
 from porter.testing.fake_mps import FakeMps
 

@@ -1,4 +1,4 @@
-"""porter.harness.portable.compare (the warm cached run's assertEqual in numpy) against
+"""porter.harness.numpy_compare.compare (the warm cached run's assertEqual in numpy) against
 torch's own TestCase.assertEqual, on the values where the two could part: integers whose
 difference overflows their dtype."""
 
@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from porter.harness.portable import compare, from_torch  # noqa: E402
+from porter.dispatch.arrays import from_torch  # noqa: E402
+from porter.harness.numpy_compare import compare  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype, actual, expected", [

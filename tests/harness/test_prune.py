@@ -9,7 +9,8 @@ import expecttest
 import pytest
 
 from porter.errors import PorterError
-from porter.harness import expectations, prune
+from porter.harness import mps_expectations as expectations
+from porter.harness import prune
 
 TEXT = '''\
 import torch

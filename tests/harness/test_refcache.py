@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from porter import cli
-from porter.harness import refcache, runner
+from porter.harness import refcache
+from porter.harness import opinfo_run as runner
 from porter.harness.session import Options, run
 
 pytest.importorskip("torch")
@@ -306,3 +307,11 @@ def test_the_checkouts_per_sample_tolerance_rules_apply_to_cached_runs(real_root
     data = json.loads(out.getvalue())
     assert code == 0 and not data.get("reference_cache")        # decided on torch samples
     test_mps.write_text(plain)
+
+
+def test_every_porter_module_in_the_environment_key_exists():
+    # a module renamed without this list would drop out of the key silently: its edits would
+    # then reuse references recorded by the old code
+    package = Path(refcache.__file__).resolve().parent.parent
+    missing = [rel for rel in refcache._PORTER_SOURCES if not (package / rel).is_file()]
+    assert missing == []

@@ -21,9 +21,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from porter.harness import expectations as expmod  # noqa: E402
-from porter.harness import opdb, runner, sample_rules, tolerances  # noqa: E402
-from porter.harness.backend import mps_dtypes  # noqa: E402
+from porter.harness import mps_expectations as expmod  # noqa: E402
+from porter.harness import opdb, sample_rules, tolerances  # noqa: E402
+from porter.harness import opinfo_run as runner  # noqa: E402
+from porter.harness.devices import mps_dtypes  # noqa: E402
 
 RUN, XFAIL, SKIP = "run", "xfail", "skip"
 

@@ -20,8 +20,9 @@ pytest.importorskip("torch")
 
 from porter.source.checkout import COMMON_MPS  # noqa: E402
 from porter.cli import main  # noqa: E402
-from porter.harness import audit, junit, runner, upstream  # noqa: E402
-from porter.harness.backend import TorchDeviceBackend, register_backend, unregister_backend  # noqa: E402
+from porter.harness import audit, junit, upstream  # noqa: E402
+from porter.harness import opinfo_run as runner  # noqa: E402
+from porter.harness.devices import TorchDeviceBackend, register_backend, unregister_backend  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 

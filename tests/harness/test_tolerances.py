@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from porter.source.checkout import TEST_MPS, Checkout  # noqa: E402
 from porter.harness import opdb, sample_rules, tolerance_rules, tolerances  # noqa: E402
-from porter.harness.backend import mps_dtypes  # noqa: E402
+from porter.harness.devices import mps_dtypes  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 

@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from porter.errors import PorterError
-from porter.harness import expectations as expmod
+from porter.harness import mps_expectations as expmod
 from porter.harness import opdb, sample_rules, tolerances
-from porter.harness.backend import MPS_DTYPE_NAMES, get_backend, mps_dtypes, to_device
+from porter.dispatch.sample_devices import to_device
+from porter.harness.devices import MPS_DTYPE_NAMES, get_backend, mps_dtypes
 
 PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
 TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"

@@ -27,9 +27,9 @@ import re
 from pathlib import Path
 
 from porter.emulate import headers
-from porter.emulate.backend import (ARITY, EmulateBackend, _out_matches, _output_dtype, _result_type3,
-                                    _torch_name)
-from porter.emulate.runner import metal_dtype, torch_dtype
+from porter.dispatch import kernel_choice
+from porter.dispatch.metal_types import torch_dtype
+from porter.emulate.emulator_device import EmulateBackend
 
 # markers around each inlined header: the source stays readable in a compiler error, and the
 # emulator-backed fake can put the #include back
@@ -156,32 +156,27 @@ class MpsShaderBackend(EmulateBackend):
         if not regs:
             raise RuntimeError(f"mps-shader: kernel {host.kernel!r} is not registered in {host.metal.name}")
         kind = KIND_OF_MACRO[regs[0].macro]
-        arity = ARITY[kind]
-        operands = [sample.input, *list(sample.args)[: arity - 1]]
-        if any(not isinstance(x, (torch.Tensor, int, float, bool, complex)) for x in operands):
-            raise RuntimeError(f"mps-shader: unsupported operands for {opinfo.name}")
-        common = operands[0].dtype if arity == 1 else torch.result_type(*operands[:2]) \
-            if arity == 2 else _result_type3(operands)
-        want_out = _output_dtype(opinfo, sample)
-        matching = [r for r in regs if r.in_type == metal_dtype(common)]
-        reg = next((r for r in matching if _out_matches(r, want_out, host)), None)
+        choice = kernel_choice.choose(host.kernel, regs, kind, sample,
+                                      kernel_choice.TorchSample(opinfo, sample), "mps-shader",
+                                      opinfo.name)
+        reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None:
-            out_dtype = want_out if want_out is not None else common
-            name = f"{host.kernel}_{_torch_name(common)}_{_torch_name(out_dtype)}"
-            have = ", ".join(f"{r.in_type}->{r.out_type}" for r in matching)
+            name = f"{host.kernel}_{common}_{want_out if want_out is not None else common}"
+            have = ", ".join(f"{r.in_type}->{r.out_type}" for r in choice.matching)
             raise RuntimeError(f"no kernel {name} registered in {host.metal.name}"
                                f"{f' (registered: {have})' if have else ''}: MPS raises "
                                f"'Failed to create function state object for: {name}'")
         if kind == "ternary":
             raise RuntimeError("mps-shader: ternary kernels are not run yet (use --device mps)")
-        tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=common) for x in operands]
+        tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=getattr(torch, common))
+                   for x in choice.operands]
         alpha = self._scalar(host, sample, reg) if kind.endswith("alpha") else None
         if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and \
                 reg.in_type in ("uchar", "char", "short", "int", "long"):
             # the host hands the kernel Scalar::to<T>() of the alpha: integers wrap (uint8 -1 -> 255)
             alpha = torch.tensor(alpha).to(torch_dtype(reg.in_type)).item()
         out = self.run_dense(host.metal, reg, kind, tensors, alpha)
-        if want_out is not None and out.is_complex() and not want_out.is_complex:
+        if want_out is not None and out.is_complex() and not want_out.startswith("complex"):
             out = out.real.clone()    # |z| in both lanes of a float2; the host reads one
         return out
 

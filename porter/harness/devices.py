@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
+from porter.dispatch.sample_devices import to_cpu, to_device
 from porter.errors import PorterError
 
 # dtypes an MPS device has (no float64 / complex128); `emulate` stands in for MPS
@@ -33,28 +34,6 @@ class Backend(Protocol):
 def mps_dtypes() -> set:
     import torch
     return {getattr(torch, n) for n in MPS_DTYPE_NAMES}
-
-
-def to_device(sample, device: str):
-    """A copy of `sample` with every tensor on `device` (CPU copies are real copies), each
-    a leaf that requires grad where the original did."""
-    import torch
-
-    def move(x):
-        if isinstance(x, torch.Tensor):
-            y = x.detach().to(device)
-            y = y.clone() if device != "meta" and y.data_ptr() == x.data_ptr() and x.numel() else y
-            # a sample that requires grad keeps requiring it (upstream's
-            # transform_opinfo_sample_to_cpu): some ops refuse such inputs (resize_)
-            return y.requires_grad_(x.requires_grad) if x.requires_grad else y
-        return x
-    return sample.transform(move)
-
-
-def to_cpu(value):
-    import torch
-    from torch.utils import _pytree as pytree
-    return pytree.tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, value)
 
 
 class TorchDeviceBackend:
@@ -110,10 +89,10 @@ def _emulate(root):
         raise PorterError("--device emulate runs a checkout's Metal kernels, and none was found",
                           hint="run from a PyTorch checkout or pass --root DIR")
     try:
-        from porter.emulate.backend import EmulateBackend
+        from porter.emulate.emulator_device import EmulateBackend
     except ImportError:
         raise PorterError("emulate backend not available",
-                          hint="porter.emulate.backend.EmulateBackend is missing") from None
+                          hint="porter.emulate.emulator_device.EmulateBackend is missing") from None
     return EmulateBackend(root)
 
 
@@ -121,7 +100,7 @@ def _mps_shader(root):
     if root is None:        # like emulate: it compiles a checkout's .metal files
         raise PorterError("--device mps-shader compiles a checkout's Metal kernels, and none was found",
                           hint="run from a PyTorch checkout or pass --root DIR")
-    from porter.harness.mps_shader import MpsShaderBackend
+    from porter.harness.mps_shader_device import MpsShaderBackend
     return MpsShaderBackend(root)
 
 

@@ -1,5 +1,5 @@
-"""`porter.emulate.runner.run_registration` on numpy arrays: the warm path of the reference
-cache runs kernels without importing torch.
+"""`porter.emulate.torch_run.run_registration` on numpy arrays (porter.dispatch.arrays): the
+warm path of the reference cache runs kernels without importing torch.
 
 Same request to the same worker: inputs converted to the registration's input type,
 broadcast to a common shape, the dense entry point for contiguous same-shape operands, else
@@ -12,21 +12,15 @@ import struct
 
 import numpy as np
 
+from porter.dispatch.arrays import PArray, Unsupported, astype, f32_to_bf16
+from porter.dispatch.arrays import real_part  # noqa: F401  (the emulator device reads it here)
+from porter.dispatch.metal_types import METAL_TO_NAME
 from porter.emulate.build import Library, Registration
 from porter.emulate.client import WorkerClient
-from porter.harness.portable import PArray, Unsupported, astype, f32_to_bf16
-
-# Metal type -> torch dtype name (porter.emulate.runner.torch_dtype, by name)
-METAL_TO_NAME = {
-    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
-    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float2": "complex64",
-    "half2": "complex32",
-}
-NAME_TO_METAL = {v: k for k, v in METAL_TO_NAME.items()}
 
 
 def pack_alpha(metal: str, value) -> bytes:
-    """porter.emulate.runner.pack_alpha without torch."""
+    """porter.emulate.torch_run.pack_alpha without torch."""
     if metal.endswith("Params_float"):
         # a params struct instantiated at float (porter.port.scalars): its fields in order
         return struct.pack(f"<{len(value)}f", *value)
@@ -75,9 +69,5 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
     return PArray(out_name, np.frombuffer(bytearray(raw), dtype=out_np).reshape(shape).copy())
 
 
-def real_part(a: PArray) -> PArray:
-    """`out.real.clone()` of a complex result."""
-    real = {"complex64": "float32", "complex128": "float64"}.get(a.dtype)
-    if real is None:
-        raise Unsupported(f"real part of {a.dtype}")
-    return PArray(real, np.array(a.data.real, order="C"))
+def dtype_name_of(out: PArray) -> str:
+    return out.dtype

@@ -1,11 +1,13 @@
 """`porter test --device emulate`: the harness backend that runs the checkout's Metal kernels
 on the host CPU.
 
-The op's kernel comes from the host .mm (hostmap); the .metal file is built once per session
+The op's kernel comes from the host .mm (hostmap) and porter.dispatch.kernel_choice (which
+registration runs a sample, with what output type); the .metal file is built once per session
 (build, cached on disk); kernels run in one long-lived worker process (client), so a kernel
 that faults fails its test with "kernel crashed (signal N)" instead of killing porter.
 TensorIterator semantics are emulated here: type promotion with torch.result_type,
-broadcasting, and the kernel's registered output dtype (int -> float for math ops).
+broadcasting (torch_run on tensors, numpy_run on the reference cache's arrays), and the
+kernel's registered output dtype (int -> float for math ops).
 """
 
 from __future__ import annotations
@@ -13,18 +15,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from porter.dispatch import kernel_choice
+from porter.dispatch.kernel_choice import OpNames
+from porter.dispatch.metal_types import METAL_TO_NAME, is_floating_or_complex, torch_dtype
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
 from porter.emulate.hostmap import HostKernel, host_kernels
-from porter.emulate.runner import metal_dtype, pack_alpha, run_registration, torch_dtype
 from porter.errors import PorterError
-
-ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
-# complex kernels whose result the host reads as real (abs of complex is a real tensor)
-REAL_PART_KERNELS = {"abs"}
-# div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)
-DIV_KERNELS = {None: "div_true", "floor": "div_floor", "trunc": "div_trunc"}
 
 
 class EmulateBackend:
@@ -70,7 +68,7 @@ class EmulateBackend:
         a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
         return self.skip_reason_named(OpNames.of(opinfo))
 
-    def skip_reason_named(self, op: "OpNames") -> str | None:
+    def skip_reason_named(self, op: OpNames) -> str | None:
         if self._candidates_named(op) or self._stub_without_kernel(op):
             return None
         return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
@@ -82,7 +80,7 @@ class EmulateBackend:
         then: one bad registration stops the whole .metal file."""
         return self.build_error_named(OpNames.of(opinfo))
 
-    def build_error_named(self, op: "OpNames") -> str | None:
+    def build_error_named(self, op: OpNames) -> str | None:
         missing = None if self._candidates_named(op) else self._stub_without_kernel(op)
         if missing:
             return missing
@@ -98,7 +96,7 @@ class EmulateBackend:
                         f"{self._rel(errors[0])}{more}")
         return None
 
-    def _stub_without_kernel(self, op: "OpNames") -> str | None:
+    def _stub_without_kernel(self, op: OpNames) -> str | None:
         """The yaml sends MPS to the shared CPU/CUDA function, whose DispatchStub no host file
         registers for MPS (a registration deleted, a port half-done): that is not an op porter
         cannot run but one a Mac fails, every dtype with 'missing kernel'."""
@@ -140,75 +138,50 @@ class EmulateBackend:
         return lib, regs
 
     def run(self, opinfo, sample, dtype):
-        import torch
-        host = self._select(opinfo, sample)
-        lib, regs = self._registered(host)
-        arity = ARITY[regs[0].kind]
-        operands = [sample.input, *list(sample.args)[: arity - 1]]
-        if any(not isinstance(x, (torch.Tensor, int, float, bool, complex)) for x in operands):
-            raise RuntimeError(f"emulate: unsupported operands for {opinfo.name}")
-        common = operands[0].dtype if arity == 1 else torch.result_type(*operands[:2]) \
-            if arity == 2 else _result_type3(operands)
-        want_out = _output_dtype(opinfo, sample)
-        matching = [r for r in lib.find(host.kernel) if r.in_type == metal_dtype(common)]
-        reg = next((r for r in matching if r.built and _out_matches(r, want_out, host)), None)
-        if reg is None and not (common.is_floating_point or common.is_complex) and \
-                host_args.integers_copied(self.root, host.stub + "_stub"):
-            # the shared CPU/CUDA function copies integer inputs and returns before the stub
-            # (nan_to_num_out): on MPS no kernel runs for them either
-            return sample.input.clone()
-        if reg is None:
-            raise RuntimeError(self._missing(host, lib, matching, common, want_out))
-        tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=common)
-                   for x in operands]
-        alpha = None
-        if reg.kind.endswith("alpha"):
-            alpha = pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, arity))
-        out = run_registration(self._worker(), lib, reg, [t.cpu() for t in tensors], alpha)
-        if want_out is not None and out.is_complex() and not want_out.is_complex:
-            out = out.real.clone()    # |z| broadcast into both lanes; the host reads one
-        return out
+        return self._run(OpNames.of(opinfo), sample, kernel_choice.TorchSample(opinfo, sample))
 
-    def run_portable(self, op: "OpNames", sample):
+    def run_portable(self, op: OpNames, sample):
         """`run` on a sample of the reference cache (porter.harness.cached_run.Sample), without
         torch: numpy arrays, and what `run` asks torch (the promoted dtype per operand count,
         the meta output dtype) as recorded when the sample was cached."""
-        from porter.emulate import nprun
-        from porter.harness.portable import PArray, Unsupported, scalar
+        return self._run(op, sample, kernel_choice.RecordedSample(sample))
 
+    def _run(self, op: OpNames, sample, types):
+        """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
+        (porter.emulate.torch_run) or on the cache's numpy arrays (porter.emulate.numpy_run)."""
+        on_torch = isinstance(types, kernel_choice.TorchSample)
         host = self._select_named(op, sample.kwargs)
         lib, regs = self._registered(host)
-        arity = ARITY[regs[0].kind]
-        operands = [sample.input, *list(sample.args)[: arity - 1]]
-        if any(not isinstance(x, (PArray, int, float, bool, complex)) for x in operands):
-            raise RuntimeError(f"emulate: unsupported operands for {op.name}")
-        common = sample.promoted.get(str(arity))
-        if common is None or common not in nprun.NAME_TO_METAL:
-            raise Unsupported(f"no recorded promotion to a Metal type for {arity} operands")
-        want_out = sample.out_dtype
-        matching = [r for r in regs if r.in_type == nprun.NAME_TO_METAL[common]]
-        reg = next((r for r in matching if r.built and _out_matches_named(r, want_out, host)), None)
-        if reg is None and not common.startswith(("float", "bfloat", "complex")) and \
+        choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
+                                      op.name, usable=lambda r: r.built)
+        reg, common, want_out = choice.reg, choice.common, choice.want_out
+        if reg is None and not is_floating_or_complex(common) and \
                 host_args.integers_copied(self.root, host.stub + "_stub"):
-            return sample.input         # copied by the shared function, as in `run`
+            # the shared CPU/CUDA function copies integer inputs and returns before the stub
+            # (nan_to_num_out): on MPS no kernel runs for them either
+            return sample.input.clone() if on_torch else sample.input
         if reg is None:
-            raise RuntimeError(self._missing_named(host, lib, matching, common, want_out))
-        tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in operands]
+            raise RuntimeError(self._missing_named(host, lib, choice.matching, common, want_out))
+        if on_torch:
+            import torch
+            from porter.emulate import torch_run as run
+            tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=getattr(torch, common))
+                       for x in choice.operands]
+            tensors = [t.cpu() for t in tensors]
+        else:
+            from porter.dispatch.arrays import PArray, scalar
+            from porter.emulate import numpy_run as run
+            tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in choice.operands]
         alpha = None
         if reg.kind.endswith("alpha"):
-            alpha = nprun.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, arity))
-        out = nprun.run_registration(self._worker(), lib, reg, tensors, alpha)
-        if want_out is not None and out.dtype.startswith("complex") and \
+            alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.arity))
+        out = run.run_registration(self._worker(), lib, reg, tensors, alpha)
+        if want_out is not None and run.dtype_name_of(out).startswith("complex") and \
                 not want_out.startswith("complex"):
-            out = nprun.real_part(out)   # |z| broadcast into both lanes; the host reads one
+            out = run.real_part(out)      # |z| broadcast into both lanes; the host reads one
         return out
 
     # ------------------------------------------------------------ helpers
-    def _missing(self, host: HostKernel, lib: Library, matching: list, common, want_out) -> str:
-        """The failure a Mac reports for a (kernel, dtype) the .metal lacks or cannot build."""
-        return self._missing_named(host, lib, matching, _torch_name(common),
-                                   None if want_out is None else _torch_name(want_out))
-
     def _missing_named(self, host: HostKernel, lib: Library, matching: list, common: str,
                        want_out: str | None) -> str:
         out = want_out if want_out is not None else common
@@ -216,7 +189,6 @@ class EmulateBackend:
         unbuilt = [r for r in matching if not r.built]
         if unbuilt:
             return f"kernel {name} does not build: {self._rel(lib.reason(unbuilt[0]) or '?')}"
-        from porter.emulate.nprun import METAL_TO_NAME
         have = ", ".join(f"{METAL_TO_NAME.get(r.in_type, 'None')}->{METAL_TO_NAME.get(r.out_type, 'None')}"
                          for r in matching)
         where = f" (registered: {have})" if have else ""
@@ -234,29 +206,14 @@ class EmulateBackend:
     def _candidates(self, opinfo) -> list[HostKernel]:
         return self._candidates_named(OpNames.of(opinfo))
 
-    def _candidates_named(self, op: "OpNames") -> list[HostKernel]:
-        # the stub is named after the aten op (mish_stub), the OpInfo may not be
-        # (nn.functional.mish): either names the kernel
-        names = {op.name, op.aten_name or op.name, op.name.removeprefix("nn.functional.")}
-        hosts = self._host_kernels(names)
-        if op.name == "round":
-            # round.decimals_N runs round_decimals_stub; plain round runs round_stub
-            wants_decimals = "decimals" in op.variant
-            hosts = [h for h in hosts if (h.stub == "round_decimals") == wants_decimals]
-        return hosts
+    def _candidates_named(self, op: OpNames) -> list[HostKernel]:
+        return kernel_choice.candidates(self._host_kernels(kernel_choice.kernel_names(op)), op)
 
     def _select(self, opinfo, sample) -> HostKernel:
         return self._select_named(OpNames.of(opinfo), sample.kwargs)
 
-    def _select_named(self, op: "OpNames", kwargs: dict) -> HostKernel:
-        hosts = self._candidates_named(op)
-        if not hosts:
-            raise RuntimeError(f"emulate: no Metal kernel is dispatched for {op.name} "
-                               f"in the checkout's *Kernel.mm")
-        if op.name == "div":
-            want = DIV_KERNELS.get(kwargs.get("rounding_mode"))
-            hosts = [h for h in hosts if h.kernel == want] or hosts
-        return hosts[0]
+    def _select_named(self, op: OpNames, kwargs: dict) -> HostKernel:
+        return kernel_choice.select_host(self._candidates_named(op), op, kwargs)
 
     def _scalar(self, host: HostKernel, sample, reg, arity: int | None = None):
         if arity is None:       # the tensors are the input and the leading tensor (array) args
@@ -359,63 +316,3 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-class OpNames:
-    """What the backend needs of an OpInfo to find its kernel: the OpInfo itself on the
-    ordinary path, a record of the reference cache on the cached one."""
-
-    __slots__ = ("name", "aten_name", "variant")
-
-    def __init__(self, name: str, aten_name: str | None = None, variant: str = ""):
-        self.name, self.aten_name, self.variant = name, aten_name, variant or ""
-
-    @classmethod
-    def of(cls, opinfo) -> "OpNames":
-        return cls(opinfo.name, getattr(opinfo, "aten_name", None),
-                   getattr(opinfo, "variant_test_name", "") or "")
-
-
-def _out_matches_named(reg, want_out: str | None, host) -> bool:
-    """`_out_matches` on dtype names."""
-    from porter.emulate.nprun import METAL_TO_NAME
-    out = METAL_TO_NAME.get(reg.out_type)
-    if want_out is None or out == want_out:
-        return True
-    return (host.kernel in REAL_PART_KERNELS and out is not None and out.startswith("complex")
-            and not want_out.startswith("complex"))
-
-
-def _output_dtype(opinfo, sample):
-    """The dtype the op's meta function gives the output (bool for logical ops, float for
-    int->float math): the host looks the kernel up by it. None when it cannot be told."""
-    import torch
-    from porter.harness.backend import to_device
-    for device in ("meta", "cpu"):
-        try:
-            moved = to_device(sample, device)
-            out = opinfo(moved.input, *moved.args, **moved.kwargs)
-        except Exception:
-            continue
-        if isinstance(out, torch.Tensor):
-            return out.dtype
-        return None
-    return None
-
-
-def _out_matches(reg, want_out, host) -> bool:
-    if want_out is None or reg.out_type == metal_dtype(want_out):
-        return True
-    # complex abs: a float2 kernel whose real lane the host reads as the real result
-    return (host.kernel in REAL_PART_KERNELS and torch_dtype(reg.out_type) is not None
-            and torch_dtype(reg.out_type).is_complex and not want_out.is_complex)
-
-
-def _torch_name(dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _result_type3(operands):
-    import torch
-    t = torch.result_type(operands[0], operands[1])
-    return torch.promote_types(t, torch.result_type(operands[2], operands[0]))

@@ -76,21 +76,21 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
             dtypes: list[str] | None = None) -> Verdict:
     """Build and test `op` with `changes` laid over the checkout, writing nothing there
     (`dtypes`: only those)."""
-    from porter.emulate.backend import EmulateBackend
-    from porter.harness import expectations as expmod
-    from porter.harness import runner
+    from porter.emulate.emulator_device import EmulateBackend
+    from porter.harness import mps_expectations as expmod
+    from porter.harness import opinfo_run
 
     with tempfile.TemporaryDirectory(prefix="porter-verify-") as tmp:
         shadow = _shadow(checkout, changes, Path(tmp))
         backend = EmulateBackend(shadow)
         try:
-            ctx = runner.make_context(checkout.root, backend, checkout)
+            ctx = opinfo_run.make_context(checkout.root, backend, checkout)
             planned = changes.current(co.COMMON_MPS, checkout.read) \
                 if checkout.exists(co.COMMON_MPS) else None
             if planned is not None:
                 ctx.expectations = expmod.parse(planned, co.COMMON_MPS) or expmod.Expectations(None)
             try:
-                results = runner.run_op_tests(op, checkout.root, backend, ctx=ctx, dtypes=dtypes,
+                results = opinfo_run.run_op_tests(op, checkout.root, backend, ctx=ctx, dtypes=dtypes,
                                               reference_inputs=reference_inputs)
             except PorterError as err:
                 return Verdict(op, NOT_RUN, err.message)
@@ -100,7 +100,7 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
 
 
 def _verdict(op: str, results) -> Verdict:
-    from porter.harness.runner import FAIL, SKIP, XPASS
+    from porter.harness.opinfo_run import FAIL, SKIP, XPASS
     rows = [(r, d) for r in results for d in r.dtypes]
     upstream = [d for r, d in rows if not r.reference]
     if upstream and all(d.outcome == SKIP for d in upstream):

@@ -10,35 +10,14 @@ from __future__ import annotations
 import ctypes
 import struct
 
+from porter.dispatch.metal_types import METAL_DTYPES, dtype_name, torch_dtype
 from porter.emulate.build import Library, Registration
 from porter.emulate.client import WorkerClient
-
-METAL_DTYPES = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool",
-                "float2", "half2")
-
-
-def torch_dtype(metal: str):
-    import torch
-    return {
-        "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
-        "long": torch.int64, "int": torch.int32, "short": torch.int16, "char": torch.int8,
-        "uchar": torch.uint8, "bool": torch.bool, "float2": torch.complex64,
-        "half2": torch.complex32,
-    }.get(metal)
-
-
-def metal_dtype(dtype) -> str | None:
-    for name in METAL_DTYPES:
-        if torch_dtype(name) == dtype:
-            return name
-    return None
-
 
 def pack_alpha(metal: str, value) -> bytes:
     """Bytes of a scalar argument of Metal type `metal` (alpha, exponent, params struct)."""
     import torch
-    if metal in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool",
-                 "float2", "half2"):
+    if metal in METAL_DTYPES:
         t = torch.tensor(value, dtype=torch_dtype(metal)).reshape(1)
         return _tensor_bytes(t)
     if metal.endswith("Params_float"):
@@ -85,3 +64,12 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration, inpu
     raw = client.call(request)
     flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
     return flat.view(out_dtype).reshape(shape).clone()
+
+
+def dtype_name_of(out) -> str:
+    return dtype_name(out.dtype)
+
+
+def real_part(out):
+    """A complex result's real lane, as the host reads it (`out.real`)."""
+    return out.real.clone()

@@ -1,0 +1,193 @@
+"""Which kernel runs a sample, with what output type: the host's choice, made once for every
+device that runs a checkout's Metal kernels (`--device emulate`, `--device mps-shader`) and for
+the reference cache, which records the dtypes it depends on.
+
+The steps, as the host .mm and TensorIterator take them:
+1. the host kernel: among those a *Kernel.mm dispatches for the op's names (`kernel_names`,
+   `select_host`), with the op's own selectors (round's decimals, div's rounding_mode);
+2. the dtype the operands are promoted to (`torch.result_type` over as many operands as the
+   kernel kind takes, `ARITY`) and the output dtype the op's meta function gives;
+3. the registration of the .metal file whose input type is the promoted dtype and whose output
+   type is that output dtype (`choose`): none is MPS's own "Failed to create function state
+   object" error, which the device reports.
+
+A sample is seen through its types: `TorchSample` asks torch (an op_db sample); a
+`RecordedSample` reads what the recorder asked torch when it cached the sample (no torch).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from porter.dispatch.metal_types import METAL_TO_NAME, NAME_TO_METAL, dtype_name
+
+# tensor operands of each kind of registration (REGISTER_<KIND>_OP)
+ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
+# complex kernels whose result the host reads as real (abs of complex is a real tensor)
+REAL_PART_KERNELS = {"abs"}
+# div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)
+DIV_KERNELS = {None: "div_true", "floor": "div_floor", "trunc": "div_trunc"}
+
+
+class OpNames:
+    """What finds an OpInfo's kernel: the OpInfo itself on the op_db path, a record of the
+    reference cache on the cached one."""
+
+    __slots__ = ("name", "aten_name", "variant")
+
+    def __init__(self, name: str, aten_name: str | None = None, variant: str = ""):
+        self.name, self.aten_name, self.variant = name, aten_name, variant or ""
+
+    @classmethod
+    def of(cls, opinfo) -> "OpNames":
+        return cls(opinfo.name, getattr(opinfo, "aten_name", None),
+                   getattr(opinfo, "variant_test_name", "") or "")
+
+
+# ----------------------------------------------------------------- 1. the host kernel
+
+def kernel_names(op: OpNames) -> set[str]:
+    """The names a *Kernel.mm may dispatch the op's kernel under: the stub is named after the
+    aten op (mish_stub), the OpInfo may not be (nn.functional.mish)."""
+    return {op.name, op.aten_name or op.name, op.name.removeprefix("nn.functional.")}
+
+
+def candidates(hosts: list, op: OpNames) -> list:
+    """The host kernels (dispatched under `kernel_names(op)`) that can run the op's variant."""
+    if op.name == "round":
+        # round.decimals_N runs round_decimals_stub; plain round runs round_stub
+        wants_decimals = "decimals" in op.variant
+        hosts = [h for h in hosts if (h.stub == "round_decimals") == wants_decimals]
+    return hosts
+
+
+def select_host(hosts: list, op: OpNames, kwargs: dict):
+    """The host kernel a sample with `kwargs` runs, among `candidates`."""
+    if not hosts:
+        raise RuntimeError(f"emulate: no Metal kernel is dispatched for {op.name} "
+                           f"in the checkout's *Kernel.mm")
+    if op.name == "div":
+        want = DIV_KERNELS.get(kwargs.get("rounding_mode"))
+        hosts = [h for h in hosts if h.kernel == want] or hosts
+    return hosts[0]
+
+
+# ----------------------------------------------------------------- 2. the sample's types
+
+def promoted(operands: list, arity: int):
+    """The torch dtype TensorIterator computes `arity` operands in."""
+    import torch
+    if arity == 1:
+        return operands[0].dtype
+    if arity == 2:
+        return torch.result_type(*operands[:2])
+    t = torch.result_type(operands[0], operands[1])
+    return torch.promote_types(t, torch.result_type(operands[2], operands[0]))
+
+
+def promotions(sample) -> dict[str, str | None]:
+    """`promoted` for 1, 2 and 3 operands of a sample, by name (None: not that many operands,
+    or torch refused): what the reference cache records, so that its run needs no torch."""
+    operands = [sample.input, *sample.args]
+    out: dict[str, str | None] = {}
+    for arity in (1, 2, 3):
+        try:
+            dtype = promoted(operands, arity) if len(operands) >= arity else None
+        except Exception:
+            dtype = None
+        out[str(arity)] = dtype_name(dtype) if dtype is not None else None
+    return out
+
+
+def output_dtype(opinfo, sample):
+    """The dtype the op's meta function gives the output (bool for logical ops, float for
+    int->float math): the host looks the kernel up by it. None when it cannot be told."""
+    import torch
+    from porter.dispatch.sample_devices import to_device
+    for device in ("meta", "cpu"):
+        try:
+            moved = to_device(sample, device)
+            out = opinfo(moved.input, *moved.args, **moved.kwargs)
+        except Exception:
+            continue
+        if isinstance(out, torch.Tensor):
+            return out.dtype
+        return None
+    return None
+
+
+class TorchSample:
+    """The types of an op_db SampleInput, asked of torch."""
+
+    def __init__(self, opinfo, sample):
+        self.opinfo, self.sample = opinfo, sample
+
+    def operands_ok(self, operands: list) -> bool:
+        import torch
+        return all(isinstance(x, (torch.Tensor, int, float, bool, complex)) for x in operands)
+
+    def promoted(self, operands: list, arity: int) -> str:
+        return dtype_name(promoted(operands, arity))
+
+    def out_dtype(self) -> str | None:
+        dtype = output_dtype(self.opinfo, self.sample)
+        return None if dtype is None else dtype_name(dtype)
+
+
+class RecordedSample:
+    """The types of a sample of the reference cache, as the recorder asked torch for them
+    (porter.harness.cached_run.Sample: `promoted`, `out_dtype`)."""
+
+    def __init__(self, sample):
+        self.sample = sample
+
+    def operands_ok(self, operands: list) -> bool:
+        from porter.dispatch.arrays import PArray
+        return all(isinstance(x, (PArray, int, float, bool, complex)) for x in operands)
+
+    def promoted(self, operands: list, arity: int) -> str:
+        from porter.dispatch.arrays import Unsupported
+        common = self.sample.promoted.get(str(arity))
+        if common is None or common not in NAME_TO_METAL:
+            raise Unsupported(f"no recorded promotion to a Metal type for {arity} operands")
+        return common
+
+    def out_dtype(self) -> str | None:
+        return self.sample.out_dtype
+
+
+# ----------------------------------------------------------------- 3. the registration
+
+class Choice(NamedTuple):
+    arity: int
+    operands: list          # the tensor operands: the input and the leading args
+    common: str             # the dtype they are promoted to (torch's name)
+    want_out: str | None    # the meta output dtype (None: it could not be told)
+    matching: list          # the registrations whose input type is `common`
+    reg: object | None      # the one that runs; None: MPS has no kernel for the sample
+
+
+def out_matches(out_type: str, want_out: str | None, kernel: str) -> bool:
+    """Whether a registration with Metal output type `out_type` gives `want_out`."""
+    out = METAL_TO_NAME.get(out_type)
+    if want_out is None or out == want_out:
+        return True
+    # complex abs: a float2 kernel whose real lane the host reads as the real result
+    return (kernel in REAL_PART_KERNELS and out is not None and out.startswith("complex")
+            and not want_out.startswith("complex"))
+
+
+def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str,
+           usable=lambda reg: True) -> Choice:
+    """The registration of `kernel` (its registrations `regs`, of kind `kind`) that runs
+    `sample`; `usable`: whether the device can run a registration (the emulator: it built)."""
+    arity = ARITY[kind]
+    operands = [sample.input, *list(sample.args)[: arity - 1]]
+    if not types.operands_ok(operands):
+        raise RuntimeError(f"{device}: unsupported operands for {op_name}")
+    common = types.promoted(operands, arity)
+    want_out = types.out_dtype()
+    matching = [r for r in regs if r.in_type == NAME_TO_METAL.get(common)]
+    reg = next((r for r in matching if usable(r) and out_matches(r.out_type, want_out, kernel)),
+               None)
+    return Choice(arity, operands, common, want_out, matching, reg)
