@@ -1,8 +1,9 @@
 """Which porter modules one `porter test OP --device emulate` walks through, and which of its
 calls climb from a lower layer to a higher one. Prints figures; asserts nothing.
 
-    python bench/walk_modules.py [--op add] [--device emulate] [--root DIR]
+    PYTHONPATH=CHECKOUT python bench/walk_modules.py [--op add] [--device emulate] [--root DIR]
 
+CHECKOUT: the porter tree to measure (default: this one).
 The command runs in-process (PORTER_NO_FORK=1) under `sys.setprofile`, in a child Python per
 run, twice against one fresh cache directory: cold (op_db loaded, the reference cache
 recorded) and warm (samples and references read from the cache). Every call event of a porter
@@ -73,7 +74,8 @@ def package(module: str) -> str:
 def walk(argv: list[str], env: dict) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
         subprocess.run([sys.executable, "-c", CHILD, json.dumps(argv), out.name], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                       cwd=tempfile.gettempdir(), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
         return json.load(open(out.name))
 
 
@@ -94,14 +96,14 @@ def main() -> int:
     parser.add_argument("--device", default="emulate")
     parser.add_argument("--root", help="a checkout (default: a fresh real-size tree)")
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
+    sys.path.insert(0, os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or str(REPO))
     scratch = Path(tempfile.mkdtemp(prefix="porter-walk-"))
     root = Path(args.root) if args.root else None
     if root is None:
         from porter.testing.trees import build_real_tree
         root = build_real_tree(scratch / "pytorch")
     env = {**os.environ, "PORTER_NO_FORK": "1", "PORTER_CACHE_DIR": str(scratch / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.environ.get("PYTHONPATH") or str(REPO)}
     argv = ["test", args.op, "--device", args.device, "--root", str(root)]
     print(f"porter {' '.join(argv)}")
     report("cold (records the reference cache)", walk(argv, env))

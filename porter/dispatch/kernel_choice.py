@@ -177,10 +177,10 @@ def out_matches(out_type: str, want_out: str | None, kernel: str) -> bool:
             and not want_out.startswith("complex"))
 
 
-def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str,
-           usable=lambda reg: True) -> Choice:
+def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str) -> Choice:
     """The registration of `kernel` (its registrations `regs`, of kind `kind`) that runs
-    `sample`; `usable`: whether the device can run a registration (the emulator: it built)."""
+    `sample` on `device`. A registration the emulator could not build (`built` false) runs
+    nothing; a static one (mps-shader's: the Metal compiler builds the file whole) can."""
     arity = ARITY[kind]
     operands = [sample.input, *list(sample.args)[: arity - 1]]
     if not types.operands_ok(operands):
@@ -188,6 +188,6 @@ def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_na
     common = types.promoted(operands, arity)
     want_out = types.out_dtype()
     matching = [r for r in regs if r.in_type == NAME_TO_METAL.get(common)]
-    reg = next((r for r in matching if usable(r) and out_matches(r.out_type, want_out, kernel)),
-               None)
+    reg = next((r for r in matching
+                if getattr(r, "built", True) and out_matches(r.out_type, want_out, kernel)), None)
     return Choice(arity, operands, common, want_out, matching, reg)

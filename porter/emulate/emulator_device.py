@@ -153,7 +153,7 @@ class EmulateBackend:
         host = self._select_named(op, sample.kwargs)
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
-                                      op.name, usable=lambda r: r.built)
+                                      op.name)
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None and not is_floating_or_complex(common) and \
                 host_args.integers_copied(self.root, host.stub + "_stub"):
