@@ -9,8 +9,8 @@ run, twice against one fresh cache directory: cold (op_db loaded, the reference 
 recorded) and warm (samples and references read from the cache). Every call event of a porter
 function is an edge from the nearest porter frame below it (callbacks through torch count as
 the porter function that handed them over) to the called function's module. A module is
-"walked" when one of its functions is called (module and class bodies, run by an import, do not
-count).
+"walked" when one of its functions is called (module and class bodies and dataclasses' generated
+methods being made, all run by an import, do not count).
 A call "climbs" when the caller's package sits in a lower layer than the callee's (LAYERS);
 calls inside one package never climb. The kernel worker process is not traced.
 """
@@ -44,8 +44,9 @@ def profile(frame, event, arg):
     if event != "call":
         return
     callee = porter_module(frame)
-    if callee is None or not frame.f_code.co_flags & inspect.CO_NEWLOCALS:
-        return      # a module or class body, run by an import
+    if callee is None or not frame.f_code.co_flags & inspect.CO_NEWLOCALS or \
+            frame.f_code.co_name == "__create_fn__":
+        return      # a module or class body, or a dataclass being made: run by an import
     walked.add(callee)
     back = frame.f_back
     while back is not None and porter_module(back) is None:

@@ -82,6 +82,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
+    if first not in WARM_SERVICES:      # nothing heavy to import alongside: no child to fork
+        return _parse_and_run(argv, first)
     from porter.runtime import warm
     services = [s for m in WARM_SERVICES.get(first, ()) for s in importlib.import_module(m).warm_services()]
     with warm.forked_early(services):

@@ -36,7 +36,7 @@ def run(args) -> int:
     from porter.errors import PorterError
     from porter.harness import audit, prune
     from porter.harness import mps_expectations as expectations
-    from porter.harness.opinfo_run import FAIL, OpResult
+    from porter.harness.verdicts import FAIL, OpResult
 
     checkout = Checkout.at(args.root)
     exp = expectations.load(checkout)

@@ -13,13 +13,15 @@ The steps, as the host .mm and TensorIterator take them:
 
 A sample is seen through its types: `TorchSample` asks torch (an op_db sample); a
 `RecordedSample` reads what the recorder asked torch when it cached the sample (no torch).
+Registrations are spelled in Metal types (`REGISTER_UNARY_OP(exp, float, float)`), samples in
+torch's dtype names (`"float32"`): the table between them is here, and the moves of a
+SampleInput between devices (`to_device`: the meta function that tells the output dtype, the
+harness's device copies). torch is imported lazily: the warm path runs without it.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
-
-from porter.dispatch.metal_types import METAL_TO_NAME, NAME_TO_METAL, dtype_name
 
 # tensor operands of each kind of registration (REGISTER_<KIND>_OP)
 ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
@@ -28,6 +30,66 @@ REAL_PART_KERNELS = {"abs"}
 # div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)
 DIV_KERNELS = {None: "div_true", "floor": "div_floor", "trunc": "div_trunc"}
 
+
+# ----------------------------------------------------------------- Metal types and dtype names
+
+# Metal type -> torch dtype name
+METAL_TO_NAME = {
+    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
+    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float2": "complex64",
+    "half2": "complex32",
+}
+NAME_TO_METAL = {v: k for k, v in METAL_TO_NAME.items()}
+METAL_DTYPES = tuple(METAL_TO_NAME)
+
+
+def dtype_name(dtype) -> str:
+    """torch's name of a torch dtype: torch.float32 -> "float32"."""
+    return str(dtype).removeprefix("torch.")
+
+
+def torch_dtype(metal: str):
+    """The torch dtype of a Metal type, or None."""
+    import torch
+    name = METAL_TO_NAME.get(metal)
+    return None if name is None else getattr(torch, name)
+
+
+def metal_dtype(dtype) -> str | None:
+    """The Metal type of a torch dtype, or None."""
+    return NAME_TO_METAL.get(dtype_name(dtype))
+
+
+def is_floating_or_complex(name: str) -> bool:
+    """`dtype.is_floating_point or dtype.is_complex`, on a dtype name."""
+    return name.startswith(("float", "bfloat", "complex"))
+
+
+# ----------------------------------------------------------------- a SampleInput between devices
+
+def to_device(sample, device: str):
+    """A copy of `sample` with every tensor on `device` (CPU copies are real copies), each
+    a leaf that requires grad where the original did."""
+    import torch
+
+    def move(x):
+        if isinstance(x, torch.Tensor):
+            y = x.detach().to(device)
+            y = y.clone() if device != "meta" and y.data_ptr() == x.data_ptr() and x.numel() else y
+            # a sample that requires grad keeps requiring it (upstream's
+            # transform_opinfo_sample_to_cpu): some ops refuse such inputs (resize_)
+            return y.requires_grad_(x.requires_grad) if x.requires_grad else y
+        return x
+    return sample.transform(move)
+
+
+def to_cpu(value):
+    import torch
+    from torch.utils import _pytree as pytree
+    return pytree.tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, value)
+
+
+# ----------------------------------------------------------------- the op's names
 
 class OpNames:
     """What finds an OpInfo's kernel: the OpInfo itself on the op_db path, a record of the
@@ -103,7 +165,6 @@ def output_dtype(opinfo, sample):
     """The dtype the op's meta function gives the output (bool for logical ops, float for
     int->float math): the host looks the kernel up by it. None when it cannot be told."""
     import torch
-    from porter.dispatch.sample_devices import to_device
     for device in ("meta", "cpu"):
         try:
             moved = to_device(sample, device)
@@ -142,11 +203,11 @@ class RecordedSample:
         self.sample = sample
 
     def operands_ok(self, operands: list) -> bool:
-        from porter.dispatch.arrays import PArray
+        from porter.dispatch.numpy_tensors import PArray
         return all(isinstance(x, (PArray, int, float, bool, complex)) for x in operands)
 
     def promoted(self, operands: list, arity: int) -> str:
-        from porter.dispatch.arrays import Unsupported
+        from porter.dispatch.numpy_tensors import Unsupported
         common = self.sample.promoted.get(str(arity))
         if common is None or common not in NAME_TO_METAL:
             raise Unsupported(f"no recorded promotion to a Metal type for {arity} operands")

@@ -16,8 +16,7 @@ import threading
 from pathlib import Path
 
 from porter.dispatch import kernel_choice
-from porter.dispatch.kernel_choice import OpNames
-from porter.dispatch.metal_types import METAL_TO_NAME, is_floating_or_complex, torch_dtype
+from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex, torch_dtype
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
@@ -169,7 +168,7 @@ class EmulateBackend:
                        for x in choice.operands]
             tensors = [t.cpu() for t in tensors]
         else:
-            from porter.dispatch.arrays import PArray, scalar
+            from porter.dispatch.numpy_tensors import PArray, scalar
             from porter.emulate import numpy_run as run
             tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in choice.operands]
         alpha = None

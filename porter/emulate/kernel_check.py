@@ -22,7 +22,7 @@ from porter.source.checkout import KERNELS
 from porter.emulate.build import BUILD_ERROR_PREFIXES, OLD_HEADERS, Library, Registration, build_file
 from porter.emulate.client import KernelCrashed, KernelError, WorkerClient
 from porter.emulate.references import alpha_for, reference
-from porter.dispatch.metal_types import torch_dtype
+from porter.dispatch.kernel_choice import torch_dtype
 from porter.emulate.torch_run import pack_alpha, run_registration
 
 KERNEL_FILES = ("UnaryKernel.metal", "BinaryKernel.metal", "ActivationKernel.metal")

@@ -1,4 +1,4 @@
-"""`porter.emulate.torch_run.run_registration` on numpy arrays (porter.dispatch.arrays): the
+"""`porter.emulate.torch_run.run_registration` on numpy arrays (porter.dispatch.numpy_tensors): the
 warm path of the reference cache runs kernels without importing torch.
 
 Same request to the same worker: inputs converted to the registration's input type,
@@ -12,9 +12,9 @@ import struct
 
 import numpy as np
 
-from porter.dispatch.arrays import PArray, Unsupported, astype, f32_to_bf16
-from porter.dispatch.arrays import real_part  # noqa: F401  (the emulator device reads it here)
-from porter.dispatch.metal_types import METAL_TO_NAME
+from porter.dispatch.numpy_tensors import PArray, Unsupported, astype, f32_to_bf16
+from porter.dispatch.numpy_tensors import real_part  # noqa: F401  (the emulator device reads it here)
+from porter.dispatch.kernel_choice import METAL_TO_NAME
 from porter.emulate.build import Library, Registration
 from porter.emulate.client import WorkerClient
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import struct
 
-from porter.dispatch.metal_types import METAL_DTYPES, dtype_name, torch_dtype
+from porter.dispatch.kernel_choice import METAL_DTYPES, dtype_name, torch_dtype
 from porter.emulate.build import Library, Registration
 from porter.emulate.client import WorkerClient
 

@@ -1,9 +1,10 @@
 """The OpInfo output-match harness: `porter test`, `porter audit-xfails` and the measured
 AUTO of `porter candidates --verify` (measure_port.py).
 
-One verdict per (OpInfo, dtype): `opinfo_run` (samples from op_db, references computed now)
-and `cached_run` (both read from the reference cache, `refcache`, written by `record`); the
-devices they run on (`devices`: torch's, `--device emulate` from porter.emulate,
+One verdict per (OpInfo, dtype), decided by one pipeline (`verdicts`: samples -> kernel ->
+compare -> outcome) over one of two sources: `opinfo_run` (samples from op_db, references
+computed now, recorded for the next run) and `cached_run` (both read from the reference
+cache, `refcache`: its key, its format, whether a run uses it); the devices they run on (`devices`: torch's, `--device emulate` from porter.emulate,
 `mps_shader_device`); what is expected (`mps_expectations`, `tolerances`); what is reported
 (`run_report`, `junit`, `markdown`); `session`: one `porter test` end to end.
 

@@ -68,7 +68,7 @@ def _run_key(key: str):
 
 
 def run(root, device: str, keys: list[str], jobs: int = 1, progress: bool = False) -> AuditResult:
-    from porter.harness.opinfo_run import OpResult
+    from porter.harness.verdicts import OpResult
     start = time.perf_counter()
     out = AuditResult(keys=len(keys))
     bar = _Progress(len(keys)) if progress else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from porter.dispatch.sample_devices import to_cpu, to_device
+from porter.dispatch.kernel_choice import to_cpu, to_device
 from porter.errors import PorterError
 
 # dtypes an MPS device has (no float64 / complex128); `emulate` stands in for MPS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from porter.harness.run_report import repro
-from porter.harness.opinfo_run import FAIL, SKIP, XFAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, SKIP, XFAIL, XPASS, OpResult
 
 
 def render(results: list[OpResult], root: str | None = None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from porter.apply.summary import append, cell, code  # noqa: F401 (append: for callers)
 from porter.harness.run_report import OUTCOMES, repro, summary_counts
-from porter.harness.opinfo_run import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
 # a reviewer scans for the bad ones first
 MARK = {FAIL: "❌ fail", XPASS: "⚠️ xpass", SKIP: "⏭️ skip", XFAIL: "xfail", PASS: "✅ pass"}

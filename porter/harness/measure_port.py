@@ -100,7 +100,7 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
 
 
 def _verdict(op: str, results) -> Verdict:
-    from porter.harness.opinfo_run import FAIL, SKIP, XPASS
+    from porter.harness.verdicts import FAIL, SKIP, XPASS
     rows = [(r, d) for r in results for d in r.dtypes]
     upstream = [d for r, d in rows if not r.reference]
     if upstream and all(d.outcome == SKIP for d in upstream):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from porter.emulate import headers
 from porter.dispatch import kernel_choice
-from porter.dispatch.metal_types import torch_dtype
+from porter.dispatch.kernel_choice import torch_dtype
 from porter.emulate.emulator_device import EmulateBackend
 
 # markers around each inlined header: the source stays readable in a compiler error, and the

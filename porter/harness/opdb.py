@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from porter.errors import PorterError
+from porter.source.checkout import torch_is_importable
 
 _CACHE: dict = {}
 
@@ -27,13 +28,6 @@ class OpDb:
     source: str          # "checkout" or "installed"
     torch_version: str
     torch_path: str
-
-
-def checkout_is_importable(root: Path | None) -> bool:
-    if root is None:
-        return False
-    pkg = Path(root) / "torch"
-    return (pkg / "__init__.py").is_file() and (any(pkg.glob("_C*.so")) or any(pkg.glob("_C*.pyd")))
 
 
 def _stand_in_for_expecttest() -> None:
@@ -96,7 +90,7 @@ def load(root: Path | None = None) -> OpDb:
     """Import torch and its op_db once; prefer the checkout's torch when it is importable."""
     if "db" in _CACHE:
         return _CACHE["db"]
-    if "torch" not in sys.modules and checkout_is_importable(root):
+    if "torch" not in sys.modules and torch_is_importable(root):
         sys.path.insert(0, str(Path(root).resolve()))
     _stand_in_for_expecttest()
     try:

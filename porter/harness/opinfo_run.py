@@ -1,4 +1,6 @@
-"""Run the OpInfo output-match test of one op, per dtype, on a backend.
+"""The op_db run of `porter test`: samples generated from op_db now, CPU references computed
+now, compared by upstream's `TestCase.assertEqual` (torch), through the one verdict pipeline
+(porter.harness.verdicts; the cached run, porter.harness.cached_run, is the other source).
 
 Mirrors upstream's `TestConsistency.test_output_match`: every sample input (generated on the
 CPU with the keywords of the checkout test's `sample_inputs` call, porter.harness.sample_rules),
@@ -6,74 +8,28 @@ run on the device and on a CPU copy; half/bfloat16 reference in float32 when the
 kernel, cast back to the op's own output dtype; compared by `TestCase.assertEqual` (NaN equal,
 exact dtype) with the checkout's tolerance rules (porter.harness.tolerances) per sample and the
 OpInfo's tolerance overrides as floors.
-Unlike upstream, every sample runs (not only up to the first failure), so the report can give
-the number of failing samples and the worst error.
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
+import hashlib
+import inspect
 import re
-import time
 import unittest
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from porter.dispatch.kernel_choice import to_device
 from porter.errors import PorterError
 from porter.harness import mps_expectations as expmod
-from porter.harness import opdb, sample_rules, tolerances
-from porter.dispatch.sample_devices import to_device
-from porter.harness.devices import MPS_DTYPE_NAMES, get_backend, mps_dtypes
+from porter.harness import opdb, sample_rules, tolerances, verdicts
+from porter.harness.devices import get_backend, mps_dtypes
+from porter.harness.verdicts import SKIP, TEST_NAME, XFAIL, DtypeResult, OpResult, dtype_name, raise_max
 
-PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
-TEST_CLASS, TEST_NAME = "TestConsistency", "test_output_match"
+TEST_CLASS = "TestConsistency"
 GRAD_TEST_NAME = "test_output_grad_match"
-
-
-@dataclass
-class DtypeResult:
-    dtype: str
-    outcome: str
-    samples: int = 0
-    failed_samples: int = 0
-    max_abs: float | None = None
-    max_rel: float | None = None
-    first_failure: int | None = None
-    message: str | None = None
-    expected_by: list[str] = field(default_factory=list)   # why an xfail / skip applies
-    atol: float | None = None
-    rtol: float | None = None
-    seconds: float = 0.0
-    upstream: str | None = None                              # outcome under test_mps.py
-
-
-@dataclass
-class OpResult:
-    op: str            # full name: name[.variant]
-    name: str
-    variant: str
-    key: str           # xfail key: name + variant
-    device: str
-    dtypes: list[DtypeResult] = field(default_factory=list)
-    supported: list[str] = field(default_factory=list)   # every dtype testable on the device
-    # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
-    # which upstream's test does not; reported apart, never used to prune an expectation
-    reference: bool = False
-    test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
-    via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
-
-    @property
-    def failed(self) -> bool:
-        return any(d.outcome in (FAIL, XPASS) for d in self.dtypes)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "OpResult":
-        dtypes = [DtypeResult(**d) for d in data.get("dtypes", [])]
-        return cls(**{**data, "dtypes": dtypes})
 
 
 @dataclass
@@ -158,49 +114,98 @@ def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
 
 def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
                reference: bool = False) -> OpResult:
-    backend = ctx.backend
-    device_type = getattr(backend, "device_type", backend.name)
-    result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
-                      backend.name, test=getattr(info, "test_name", TEST_NAME),
-                      via=getattr(info, "via", None), reference=reference)
-    wanted = {_dtype_name(d) for d in dtypes} if dtypes else None
-    supported, no_kernel = _tested_dtypes(info, backend, device_type)
-    result.supported = sorted((_dtype_name(d) for d in supported | no_kernel), key=_dtype_order)
-    if wanted:
-        tested = {_dtype_name(d) for d in supported | no_kernel}
-        for name in sorted(wanted - tested, key=_dtype_order):
-            result.dtypes.append(DtypeResult(name, SKIP, message=(
-                f"{info.full_name} does not support {name} on {backend.name}")))
-    # What stops every dtype: the op is beyond the backend (skip, with why), or its kernel
-    # file does not compile (fail, with the compiler's words: a Mac cannot load it either).
-    cannot_run = _backend_says(backend, "skip_reason", info)
-    build_error = None if cannot_run else _backend_says(backend, "build_error", info)
-    for dtype in sorted(supported | no_kernel, key=lambda d: _dtype_order(_dtype_name(d))):
-        name = _dtype_name(dtype)
-        if wanted is not None and name not in wanted:
-            continue
-        if cannot_run or build_error or dtype in no_kernel:
-            result.dtypes.append(_not_run(info, dtype, ctx, device_type, cannot_run, build_error
-                                          or f"no Metal kernel registered for {name}: the MPS "
-                                          "test sends it, and MPS raises for it"))
-        else:
-            result.dtypes.append(_run_dtype(info, dtype, ctx, device_type, sample, reference))
-    result.dtypes.sort(key=lambda d: _dtype_order(d.dtype))
-    return result
+    return verdicts.run_op(OpDbSource(info, ctx, reference), dtypes, sample)
+
+
+class OpDbSource:
+    """One OpInfo of op_db on the run's device: porter.harness.verdicts.SampleSource."""
+
+    abandon = ()
+    sample_errors = (Exception,)
+
+    def __init__(self, info, ctx: RunContext, reference: bool = False):
+        self.info, self.ctx, self.reference_inputs = info, ctx, reference
+        self.backend = ctx.backend
+        self.device = self.backend.name
+        self.device_type = getattr(self.backend, "device_type", self.backend.name)
+        self._dtypes: dict = {}          # name -> torch dtype
+
+    def header(self) -> OpResult:
+        info = self.info
+        return OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
+                        self.device, test=getattr(info, "test_name", TEST_NAME),
+                        via=getattr(info, "via", None), reference=self.reference_inputs)
+
+    def dtypes(self) -> tuple[set[str], set[str]]:
+        supported, no_kernel = _tested_dtypes(self.info, self.backend, self.device_type)
+        self._dtypes = {dtype_name(d): d for d in supported | no_kernel}
+        return {dtype_name(d) for d in supported}, {dtype_name(d) for d in no_kernel}
+
+    def cannot_run(self) -> str | None:
+        return _backend_says(self.backend, "skip_reason", self.info)
+
+    def build_error(self) -> str | None:
+        return _backend_says(self.backend, "build_error", self.info)
+
+    def expectations(self, name: str):
+        return _expectations(self.info, self._dtypes[name], self.ctx, self.device_type)
+
+    def reported_tolerances(self, name: str):
+        return self.ctx.lists.tolerances(self.info, self._dtypes[name], self.ctx.macos)
+
+    def samples(self, name: str):
+        return generate_samples(self.info, self._dtypes[name], self.ctx.samples,
+                                self.reference_inputs)
+
+    def sample_error(self, exc: BaseException) -> str:
+        return f"sample inputs failed: {verdicts.one_line(exc)}"
+
+    def tolerances(self, sample, name: str):
+        dtype, ctx = self._dtypes[name], self.ctx
+        atol, rtol = ctx.lists.for_sample(self.info, dtype, sample, ctx.macos)
+        # --grad: output and gradients apart
+        gradients = ctx.lists.gradient_tolerances(self.info, dtype, sample, ctx.macos) \
+            if getattr(self.info, "compare", None) is not None else None
+        return atol, rtol, gradients
+
+    def tolerance_error(self, exc: BaseException) -> str:
+        return f"{self.ctx.lists.source} raised deciding the tolerances: {verdicts.one_line(exc)}"
+
+    @contextlib.contextmanager
+    def quiet(self):
+        """The device run and the reference, without torch's UserWarnings."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning)
+            yield
+
+    def run(self, sample, name: str):
+        return self.backend.run(self.info, to_device(sample, "cpu"), self._dtypes[name])
+
+    def reference(self, sample, device_out):
+        return _reference(self.info, sample, device_out)
+
+    def record_errors(self, res: DtypeResult, reference, device_out) -> None:
+        _update_errors(res, reference, device_out)
+
+    def compare(self, sample, reference, device_out, tolerances, floors, name: str) -> str | None:
+        atol, rtol, gradients = tolerances
+        tc = _comparer(*floors)
+        compare = getattr(self.info, "compare", None)
+        try:
+            if compare is not None:
+                compare(tc, reference, device_out, atol, rtol, name, gradients)
+            elif self.info.name == "kthvalue":
+                _check_kthvalue(tc, sample, reference, device_out, atol, rtol)
+            else:
+                tc.assertEqual(reference, device_out, atol=atol, rtol=rtol)
+        except AssertionError as exc:
+            return verdicts.one_line(exc)
+        return None
 
 
 def _backend_says(backend, question: str, info) -> str | None:
     ask = getattr(backend, question, None)
     return ask(info) if ask is not None else None
-
-
-def _not_run(info, dtype, ctx: RunContext, device_type: str, cannot_run: str | None,
-             failure: str) -> DtypeResult:
-    """A dtype decided without running a sample: skipped because porter cannot run the op,
-    or failed as the device would fail it (subject to the op's expectations, as a run is)."""
-    name = _dtype_name(dtype)
-    xfail_by, skip_by, _ = _expectations(info, dtype, ctx, device_type)
-    return not_run_verdict(name, xfail_by, skip_by, cannot_run, failure)
 
 
 def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
@@ -214,41 +219,6 @@ def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
     return supported & set(extra), supported - set(extra)
 
 
-def _run_dtype(info, dtype, ctx: RunContext, device_type: str, only: int | None,
-               reference: bool = False) -> DtypeResult:
-    name = _dtype_name(dtype)
-    xfail_by, skip_by, tol_floor = _expectations(info, dtype, ctx, device_type)
-    res = DtypeResult(name, PASS)
-    if skip_by:
-        res.outcome, res.expected_by = SKIP, skip_by
-        res.message = "skipped by " + ", ".join(skip_by)
-        return res
-    # before any sample: what the report shows; each sample may loosen it (_check_sample)
-    res.atol, res.rtol = ctx.lists.tolerances(info, dtype, ctx.macos)
-    start = time.perf_counter()
-    try:
-        generated = 0
-        for index, sample in enumerate(generate_samples(info, dtype, ctx.samples, reference)):
-            generated += 1
-            if only is not None and index != only:
-                continue
-            res.samples += 1
-            err = _check_sample(info, sample, dtype, ctx, tol_floor, res)
-            if err is not None:
-                res.failed_samples += 1
-                if res.first_failure is None:
-                    res.first_failure, res.message = index, err
-    except Exception as exc:   # sample generation itself broke: the test errors upstream too
-        res.failed_samples += 1
-        res.message = res.message or f"sample inputs failed: {_one_line(exc)}"
-    else:
-        if only is not None and not res.samples:
-            # nothing ran: a pass here would be a green no device ever gave
-            raise PorterError(f"--sample {only}: {info.full_name} has {generated} sample input(s) for "
-                              f"{name}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
-    return settle(res, start, xfail_by)
-
-
 def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules.BUILT_IN,
                      reference: bool = False):
     """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
@@ -257,42 +227,6 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     if reference:
         return info.reference_inputs("cpu", dtype, **kwargs)
     return info.sample_inputs("cpu", dtype, **kwargs)
-
-
-def _check_sample(info, sample, dtype, ctx: RunContext, tol_floor, res) -> str | None:
-    """Run one sample; update the error maxima; return a one-line failure or None."""
-    name = _dtype_name(dtype)
-    backend = ctx.backend
-    # the checkout's rules decide per sample (interpolate's and upsample's depend on its kwargs)
-    compare = getattr(info, "compare", None)     # --grad: output and gradients apart
-    try:
-        atol, rtol = ctx.lists.for_sample(info, dtype, sample, ctx.macos)
-        gradients = ctx.lists.gradient_tolerances(info, dtype, sample, ctx.macos) \
-            if compare is not None else None
-    except Exception as exc:      # upstream's test errors on this sample as well
-        return f"{ctx.lists.source} raised deciding the tolerances: {_one_line(exc)}"
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UserWarning)
-        try:
-            dev_out = backend.run(info, to_device(sample, "cpu"), dtype)
-        except Exception as exc:
-            return f"{backend.name} error: {_one_line(exc)}"
-        try:
-            cpu_out = _reference(info, sample, dev_out)
-        except Exception as exc:
-            return f"CPU reference error: {_one_line(exc)}"
-    _update_errors(res, cpu_out, dev_out)
-    tc = _comparer(*tol_floor)
-    try:
-        if compare is not None:
-            compare(tc, cpu_out, dev_out, atol, rtol, name, gradients)
-        elif info.name == "kthvalue":
-            _check_kthvalue(tc, sample, cpu_out, dev_out, atol, rtol)
-        else:
-            tc.assertEqual(cpu_out, dev_out, atol=atol, rtol=rtol)
-    except AssertionError as exc:
-        return _one_line(exc)
-    return None
 
 
 def _reference(info, sample, dev_out):
@@ -376,7 +310,7 @@ def _comparer(precision: float, rel_tol: float):
 def _expectations(info, dtype, ctx: RunContext, device_type: str):
     """(xfail sources, skip sources, (precision, rel_tol) floors) for one op and dtype."""
     xfail, skip = [], []
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     key = opdb.xfail_key(info)
     mps_like = getattr(ctx.backend, "mps_expectations", False)
     test_name = getattr(info, "test_name", TEST_NAME)
@@ -488,34 +422,8 @@ def _update_errors(res: DtypeResult, expected, actual) -> None:
         same = (e64 == a64) | (torch.isnan(e64) & torch.isnan(a64))
         diff = (a64 - e64).abs().masked_fill(same, 0)
         rel = (diff / e64.abs()).masked_fill(same, 0)
-        _raise_max(res, "max_abs", float(diff.max()))
-        _raise_max(res, "max_rel", float(rel.max()))
-
-
-def _raise_max(res, attr, value) -> None:
-    if math.isnan(value):
-        value = math.inf
-    old = getattr(res, attr)
-    setattr(res, attr, value if old is None else max(old, value))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AssertionError) else str(exc)
-    text = " ".join(text.split())
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _dtype_name(dtype) -> str:
-    if isinstance(dtype, str):
-        return expmod.canonical_dtype(dtype.removeprefix("torch."))
-    return str(dtype).removeprefix("torch.")
-
-
-_ORDER = {n: i for i, n in enumerate(MPS_DTYPE_NAMES + ("float64", "complex128", "complex32"))}
-
-
-def _dtype_order(name: str):
-    return (_ORDER.get(name, len(_ORDER)), name)
+        raise_max(res, "max_abs", float(diff.max()))
+        raise_max(res, "max_rel", float(rel.max()))
 
 
 def _macos_version() -> tuple[int, int] | None:
@@ -530,26 +438,95 @@ def _macos_version() -> tuple[int, int] | None:
         return None
 
 
-def settle(res: "DtypeResult", start: float, xfail_by) -> "DtypeResult":
-    """The dtype's outcome from its failed samples and expectations, as upstream's unittest
-    decides it (an expected failure that passes is an XPASS); both run paths end here."""
-    res.seconds = round(time.perf_counter() - start, 4)
-    failed = res.failed_samples > 0
-    if xfail_by:
-        res.expected_by = xfail_by
-        res.outcome = XFAIL if failed else XPASS
-    else:
-        res.outcome = FAIL if failed else PASS
-    return res
+# ----------------------------------------------------------------- the record for the cached run
+
+def _source_sha(info) -> str:
+    try:
+        return hashlib.sha256(inspect.getsource(info.sample_inputs_func).encode()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return "?"
 
 
-def not_run_verdict(name: str, xfail_by, skip_by, cannot_run: str | None, failure: str) -> "DtypeResult":
-    """A dtype decided without running a sample (both run paths): an expectation's skip, then
-    porter's own cannot-run skip with its reason, else the device's failure, expected or not."""
-    if skip_by:
-        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
-    if cannot_run:
-        return DtypeResult(name, SKIP, message=cannot_run)
-    if xfail_by:
-        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
-    return DtypeResult(name, FAIL, message=failure)
+def _record_dtype(env: str, info, dtype) -> None:
+    """Samples and references of one OpInfo and dtype (raises Unsupported)."""
+    import torch
+
+    from porter.dispatch import kernel_choice
+    from porter.dispatch.numpy_tensors import Unsupported
+    from porter.harness import refcache
+    enc = refcache.Encoder()
+    samples, error = [], None
+    try:
+        for i, sample in enumerate(generate_samples(info, dtype)):
+            item = {"input": enc.value(sample.input, f"s{i}_input"),
+                    "args": [enc.value(a, f"s{i}_arg{j}") for j, a in enumerate(sample.args)],
+                    "kwargs": {k: enc.value(v, f"s{i}_kw_{k}") for k, v in sample.kwargs.items()},
+                    "promoted": kernel_choice.promotions(sample),
+                    "out_dtype": kernel_choice.TorchSample(info, sample).out_dtype(),
+                    "ref": None, "ref_cast": False, "ref_error": None}
+            try:
+                out, cast = reference_uncast(info, sample)
+            except Exception as exc:
+                item["ref_error"] = f"CPU reference error: {verdicts.one_line(exc)}"
+            else:
+                if not isinstance(out, torch.Tensor):
+                    raise Unsupported("a reference that is not one tensor")
+                item["ref"] = enc.value(out, f"s{i}_ref")
+                item["ref_cast"] = cast
+            samples.append(item)
+    except Unsupported:
+        raise
+    except Exception as exc:          # the op_db run reports it the same way
+        error = f"sample inputs failed: {verdicts.one_line(exc)}"
+    meta = {"op": info.full_name, "dtype": dtype_name(dtype), "samples": samples,
+            "error": error, "sample_source_sha": _source_sha(info)}
+    refcache.save_refs(env, info.full_name, dtype_name(dtype), enc.arrays, meta)
+
+
+def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
+    """Fill the reference cache after an op_db run, which has torch and the op database loaded
+    already: every OpInfo `queries` name that the cache lacks. Never fails the run.
+
+    For every dtype the OpInfo declares for the device (not only the ones tested this time: the
+    next edit may register a kernel for another), what this run computes before the device
+    runs: the sample inputs (`generate_samples`, the very call the run makes), the CPU
+    reference (`reference_uncast`), the OpInfo's own DecorateInfo expectations and tolerance
+    floors per dtype, and, per sample, the dtype torch promotes 1, 2 or 3 operands to and the
+    meta output dtype (porter.dispatch.kernel_choice, which needs torch). A sample porter
+    cannot represent without torch (a non-contiguous or exotic tensor, a tensor in kwargs, a
+    tuple output) makes the whole OpInfo uncacheable: recorded as such, so the next run goes
+    the op_db way at once."""
+    from porter.dispatch.numpy_tensors import Unsupported
+    from porter.harness import refcache
+    backend = ctx.backend
+    device_type = getattr(backend, "device_type", backend.name)
+    mps_like = getattr(backend, "mps_expectations", False)
+    db_meta = {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path}
+    for query in queries:
+        if refcache.load_ops(env, query) is not None:
+            continue
+        try:
+            infos = opdb.find(ctx.db, query)
+        except Exception:
+            continue
+        records = []
+        for info in infos:
+            supported = set(info.supported_dtypes(device_type))
+            if device_type == "mps":
+                supported &= mps_dtypes()
+            rec = {"full_name": info.full_name, "name": info.name,
+                   "aten_name": getattr(info, "aten_name", None),
+                   "variant": info.variant_test_name, "key": opdb.xfail_key(info),
+                   "supported": sorted(dtype_name(d) for d in supported),
+                   "decorators": {}, "uncacheable": None}
+            try:
+                for dtype in supported:
+                    xfail, skip, floors = decorator_expectations(info, dtype, device_type, mps_like)
+                    rec["decorators"][dtype_name(dtype)] = [xfail, skip, list(floors)]
+                    if not refcache.ref_path(env, info.full_name, dtype_name(dtype)).is_file():
+                        _record_dtype(env, info, dtype)
+            except Unsupported as why:
+                rec["uncacheable"] = str(why)
+            records.append(rec)
+        refcache.save_ops(env, query, records, db_meta)
+    refcache.evict()

@@ -28,18 +28,22 @@ import importlib.util
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from porter.runtime.cache import cache_dir
+
+if TYPE_CHECKING:
+    from porter.dispatch.numpy_tensors import PArray
 
 FORMAT = "porter-refcache-v1"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
-_PORTER_SOURCES = ("harness/opinfo_run.py", "harness/record.py", "harness/numpy_compare.py",
-                   "harness/cached_run.py", "harness/opdb.py", "harness/devices.py",
-                   "dispatch/arrays.py", "dispatch/kernel_choice.py", "dispatch/metal_types.py",
-                   "dispatch/sample_devices.py", "emulate/numpy_run.py",
-                   "emulate/emulator_device.py")
+_PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
+                   "harness/verdicts.py", "harness/opdb.py", "harness/devices.py",
+                   "dispatch/kernel_choice.py", "dispatch/numpy_tensors.py",
+                   "emulate/numpy_run.py", "emulate/emulator_device.py")
 
 
 def directory() -> Path:
@@ -55,12 +59,45 @@ def limit_bytes() -> int:
         return DEFAULT_LIMIT_MB * 1024 * 1024
 
 
+# ----------------------------------------------------------------- whether a run uses the cache
+
+def wanted(opts, backend) -> bool:
+    """Only emulate runs are cached: a real device's verdict is the device's, every time."""
+    return (getattr(backend, "name", "") == "emulate" and hasattr(backend, "run_portable")
+            and not getattr(opts, "no_cache", False) and not opts.upstream
+            and not getattr(opts, "grad", False)     # backward ops: built from the checkout
+            # the cache holds upstream's samples on the newest macOS's lists
+            and not getattr(opts, "reference_inputs", False) and not getattr(opts, "macos", None))
+
+
+def samples_recordable(checkout) -> bool:
+    """The op_db run records the samples upstream's built-in keywords ask for: a checkout whose
+    test asks with others (requires_grad=False, conjugated inputs) gets other samples on a
+    Mac, so its runs neither read nor write the cache."""
+    from porter.harness import sample_rules
+    rules = sample_rules.load(checkout)
+    built_in = sample_rules.BUILT_IN
+    return (rules.requires_grad, rules.conjugated) == (built_in.requires_grad, built_in.conjugated)
+
+
+def recorded_ops(env: str, queries: list[str]) -> list[dict] | None:
+    """The recorded OpInfos of every name on the command line, or None when one is not
+    recorded, or recorded as uncacheable: the run then goes the op_db way (and records)."""
+    entries = []
+    for query in queries:
+        data = load_ops(env, query)
+        if data is None or any(r.get("uncacheable") for r in data["ops"]):
+            return None
+        entries.append(data)
+    return entries
+
+
 # ----------------------------------------------------------------- the environment key
 
 def torch_dir(root: Path | None) -> Path | None:
     """The torch package `porter.harness.opdb.load` would import, found without importing it."""
-    from porter.harness.opdb import checkout_is_importable
-    if checkout_is_importable(root):
+    from porter.source.checkout import torch_is_importable
+    if torch_is_importable(root):
         return (Path(root) / "torch").resolve()
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
@@ -129,6 +166,67 @@ def environment(root: Path | None, device_type: str, sample_mode: str = "") -> s
 
 def _name(kind: str, *parts: str) -> str:
     return f"{kind}-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+# ----------------------------------------------------------------- the format of a sample
+
+@dataclass
+class Sample:
+    input: object
+    args: list
+    kwargs: dict
+    promoted: dict
+    out_dtype: str | None            # the meta output dtype (the host's kernel lookup)
+    ref: "PArray | None"
+    ref_cast: bool
+    ref_error: str | None
+
+
+class Encoder:
+    """Sample values as JSON, tensors as named numpy arrays beside it."""
+
+    def __init__(self):
+        self.arrays: dict = {}
+
+    def value(self, x, name: str):
+        import torch
+        from porter.dispatch.numpy_tensors import Unsupported, from_torch
+        if isinstance(x, torch.Tensor):
+            if not x.is_contiguous() or x.is_conj() or x.is_neg():
+                raise Unsupported("a non-contiguous or lazily conjugated tensor")
+            arr = from_torch(x)
+            self.arrays[name] = arr.data
+            return {"t": "array", "k": name, "dtype": arr.dtype}
+        if isinstance(x, bool) or x is None or isinstance(x, (int, float, str)):
+            return {"t": "py", "v": x}
+        if isinstance(x, complex):
+            return {"t": "complex", "v": [x.real, x.imag]}
+        if isinstance(x, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) for v in x):
+            return {"t": "list" if isinstance(x, list) else "tuple", "v": list(x)}
+        if isinstance(x, torch.dtype):
+            return {"t": "dtype", "v": str(x).removeprefix("torch.")}
+        raise Unsupported(f"a sample value of type {type(x).__name__}")
+
+
+def _decode(value: dict, arrays: dict):
+    from porter.dispatch.numpy_tensors import PArray, Unsupported
+    kind = value["t"]
+    if kind == "array":
+        return PArray(value["dtype"], arrays[value["k"]])
+    if kind == "complex":
+        return complex(*value["v"])
+    if kind == "tuple":
+        return tuple(value["v"])
+    if kind == "dtype":
+        raise Unsupported("a dtype argument")
+    return value["v"]
+
+
+def decode_sample(raw: dict, arrays: dict) -> Sample:
+    return Sample(_decode(raw["input"], arrays), [_decode(a, arrays) for a in raw["args"]],
+                  {k: _decode(v, arrays) for k, v in raw["kwargs"].items()}, raw["promoted"],
+                  raw["out_dtype"], _decode(raw["ref"], arrays) if raw["ref"] else None, raw["ref_cast"],
+                  raw["ref_error"])
 
 
 # ----------------------------------------------------------------- entries

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
-from porter.harness.opinfo_run import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
 GRAD_TEST = "test_output_grad_match"
 

@@ -15,9 +15,9 @@ from porter.apply.write import apply_unless_dry
 from porter.source.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
-from porter.harness import opinfo_run, run_report
+from porter.harness import refcache, run_report
 from porter.harness.devices import get_backend
-from porter.harness.opinfo_run import FAIL, XPASS
+from porter.harness.verdicts import FAIL, XPASS, OpResult
 
 
 @dataclass
@@ -159,29 +159,32 @@ def run(opts: Options) -> int:
 
 def _run_ops(opts: Options, checkout, root, backend):
     """(context, results): from the reference cache when it has every sample the run needs
-    (porter.harness.cached_run: no op database, no torch), else the ordinary way, recording
-    for the next run."""
+    (porter.harness.cached_run: no op database, no torch), else from op_db
+    (porter.harness.opinfo_run), recording for the next run. Either way one verdict pipeline
+    (porter.harness.verdicts) decides."""
     env = None
     if getattr(backend, "name", "") == "emulate":   # g++ on the other core while we start up
         backend.prebuild(opts.ops)
-    from porter.harness import cached_run
-    if cached_run.cache_wanted(opts, backend) and cached_run.samples_recordable(checkout):
-        env = cached_run.environment(root, backend)
-        cached = cached_run.try_run(opts, checkout, backend, env) if env else None
-        if cached is not None:
-            return cached, cached.results
+    if refcache.wanted(opts, backend) and refcache.samples_recordable(checkout):
+        env = refcache.environment(root, getattr(backend, "device_type", backend.name))
+        recorded = refcache.recorded_ops(env, opts.ops) if env else None
+        if recorded is not None:
+            from porter.harness import cached_run
+            cached = cached_run.try_run(opts, checkout, backend, env, recorded)
+            if cached is not None:
+                return cached, cached.results
+    from porter.harness import opinfo_run
     from porter.harness.mps_expectations import parse_macos
     ctx = opinfo_run.make_context(root, backend, checkout,
-                              parse_macos(opts.macos) if opts.macos else None)
-    results: list[opinfo_run.OpResult] = []
+                                  parse_macos(opts.macos) if opts.macos else None)
+    results: list[OpResult] = []
     for op in opts.ops:
-        results += opinfo_run.run_op_tests(op, root, backend, dtypes=opts.dtypes, sample=opts.sample,
-                                       ctx=ctx, grad=opts.grad,
-                                       reference_inputs=opts.reference_inputs)
+        results += opinfo_run.run_op_tests(op, root, backend, dtypes=opts.dtypes,
+                                           sample=opts.sample, ctx=ctx, grad=opts.grad,
+                                           reference_inputs=opts.reference_inputs)
     if env:
-        from porter.harness import record
         try:
-            record.record(ctx, opts.ops, env)
+            opinfo_run.record_for_cache(ctx, opts.ops, env)
         except OSError as err:           # a read-only or full cache directory costs speed only
             print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
     return ctx, results

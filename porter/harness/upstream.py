@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from porter.source.checkout import TEST_MPS
-from porter.harness.opinfo_run import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, PASS, SKIP, XFAIL, XPASS, OpResult
 
 _NAME = re.compile(r"^test_output_match_(?P<frag>.+)_mps_(?P<dtype>[a-z0-9]+)$")
 

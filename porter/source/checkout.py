@@ -24,6 +24,15 @@ MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"     # ops sent to the CPU on M
 TEST_MPS = "test/test_mps.py"
 
 
+def torch_is_importable(root: Path | None) -> bool:
+    """Whether the checkout's own `torch` package is built in place (its `_C` extension is
+    there): the op database and the reference cache then use it, not the installed torch."""
+    if root is None:
+        return False
+    pkg = Path(root) / "torch"
+    return (pkg / "__init__.py").is_file() and (any(pkg.glob("_C*.so")) or any(pkg.glob("_C*.pyd")))
+
+
 def find_root(start: Path | None = None) -> Path:
     """The checkout containing `start` (default: the current directory)."""
     here = (start or Path.cwd()).resolve()

@@ -26,7 +26,7 @@ from porter.emulate import headers
 from porter.emulate.build import build_source
 from porter.emulate.client import WorkerClient
 from porter.errors import PorterError
-from porter.dispatch.metal_types import METAL_DTYPES, torch_dtype
+from porter.dispatch.kernel_choice import METAL_DTYPES, torch_dtype
 from porter.emulate.torch_run import run_registration
 from porter.harness.mps_shader_device import BEGIN, END, INCLUDE_RE, DenseEntry
 

@@ -10,7 +10,7 @@ from porter.checks.model import Finding
 from porter.checks.output import markdown as check_markdown
 from porter.harness.markdown import audit_section
 from porter.harness.markdown import test_section as section_of
-from porter.harness.opinfo_run import DtypeResult, OpResult
+from porter.harness.verdicts import DtypeResult, OpResult
 
 
 def _results() -> list[OpResult]:

@@ -1,4 +1,4 @@
-"""porter.harness.numpy_compare.compare (the warm cached run's assertEqual in numpy) against
+"""porter.dispatch.numpy_tensors.compare (the warm cached run's assertEqual in numpy) against
 torch's own TestCase.assertEqual, on the values where the two could part: integers whose
 difference overflows their dtype."""
 
@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from porter.dispatch.arrays import from_torch  # noqa: E402
-from porter.harness.numpy_compare import compare  # noqa: E402
+from porter.dispatch.numpy_tensors import from_torch  # noqa: E402
+from porter.dispatch.numpy_tensors import compare  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype, actual, expected", [

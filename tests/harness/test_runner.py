@@ -20,9 +20,9 @@ pytest.importorskip("torch")
 
 from porter.source.checkout import COMMON_MPS  # noqa: E402
 from porter.cli import main  # noqa: E402
-from porter.harness import audit, junit, upstream  # noqa: E402
+from porter.harness import audit, junit, upstream, verdicts  # noqa: E402
 from porter.harness import opinfo_run as runner  # noqa: E402
-from porter.harness.devices import TorchDeviceBackend, register_backend, unregister_backend  # noqa: E402
+from porter.harness.devices import TorchDeviceBackend, mps_dtypes, register_backend, unregister_backend  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 
@@ -235,8 +235,8 @@ def test_upstream_junit_and_pytest_output_parsing():
     assert upstream.parse_pytest_output(text) == {("neg", "float32"): "pass", ("neg", "int8"): "fail"}
     cmd = upstream.command(Path("/r"), ["sin"], "j.xml")
     assert cmd[cmd.index("-k") + 1] == "test_output_match_sin_mps_"
-    results = [runner.OpResult("neg", "neg", "", "neg", "mps",
-                               [runner.DtypeResult("float16", "pass")])]
+    results = [verdicts.OpResult("neg", "neg", "", "neg", "mps",
+                               [verdicts.DtypeResult("float16", "pass")])]
     upstream.fold(results, {("neg", "float16"): "fail"})
     assert results[0].dtypes[0].upstream == "fail"
     assert "test_output_match_neg_mps_float16" in junit.render(results)
@@ -248,7 +248,7 @@ class NoComplexKernelBackend(CpuFaultBackend):
 
     def supported_dtypes(self, opinfo):
         import torch
-        return {d for d in runner.mps_dtypes() if d != torch.complex64}
+        return {d for d in mps_dtypes() if d != torch.complex64}
 
 
 def test_a_dtype_the_device_test_sends_without_a_kernel_fails(tmp_path):

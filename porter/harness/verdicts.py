@@ -1,0 +1,270 @@
+"""The one verdict pipeline of `porter test`: samples -> kernel -> compare -> outcome, per
+(OpInfo, dtype), with the records it fills.
+
+Both runs go through `run_op`; they differ only in where samples and references come from,
+a `SampleSource`:
+- porter.harness.opinfo_run: samples generated from op_db now, CPU references computed now,
+  compared by upstream's `TestCase.assertEqual` (torch);
+- porter.harness.cached_run: both read from the reference cache, compared by its numpy
+  mirror (porter.dispatch.numpy_tensors), no torch.
+
+What is decided here, the same way for both: the dtypes reported (those asked for and not
+declared are skipped with why), a dtype decided without running a sample (an expectation's
+skip, porter's cannot-run skip, the device's build failure or missing kernel), every sample run
+(not only up to the first failure, unlike upstream, so the report can give the number of failing
+samples and the worst error), and the outcome as upstream's unittest decides it (an expected
+failure that passes is an XPASS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Protocol
+
+from porter.errors import PorterError
+from porter.harness.devices import MPS_DTYPE_NAMES
+from porter.harness.mps_expectations import canonical_dtype
+
+PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
+TEST_NAME = "test_output_match"
+
+
+@dataclass
+class DtypeResult:
+    dtype: str
+    outcome: str
+    samples: int = 0
+    failed_samples: int = 0
+    max_abs: float | None = None
+    max_rel: float | None = None
+    first_failure: int | None = None
+    message: str | None = None
+    expected_by: list[str] = field(default_factory=list)   # why an xfail / skip applies
+    atol: float | None = None
+    rtol: float | None = None
+    seconds: float = 0.0
+    upstream: str | None = None                              # outcome under test_mps.py
+
+
+@dataclass
+class OpResult:
+    op: str            # full name: name[.variant]
+    name: str
+    variant: str
+    key: str           # xfail key: name + variant
+    device: str
+    dtypes: list[DtypeResult] = field(default_factory=list)
+    supported: list[str] = field(default_factory=list)   # every dtype testable on the device
+    # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
+    # which upstream's test does not; reported apart, never used to prune an expectation
+    reference: bool = False
+    test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
+    via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
+
+    @property
+    def failed(self) -> bool:
+        return any(d.outcome in (FAIL, XPASS) for d in self.dtypes)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "OpResult":
+        dtypes = [DtypeResult(**d) for d in data.get("dtypes", [])]
+        return cls(**{**data, "dtypes": dtypes})
+
+
+class RecordedFailure(Exception):
+    """A failure the source recorded word for word (the reference cache's sample-generation or
+    CPU-reference error): reported as it is, not wrapped again."""
+
+
+class SampleSource(Protocol):
+    """One OpInfo on one device: where its samples and references come from, and how a
+    device's answer is compared with a reference."""
+
+    device: str                                 # the device's name, for messages
+    # exceptions that abandon the whole run (the cached run falls back to the op_db one)
+    abandon: tuple[type[BaseException], ...]
+    # exceptions while iterating `samples` that fail the dtype ("sample inputs failed")
+    sample_errors: tuple[type[BaseException], ...]
+
+    def header(self) -> OpResult: ...
+
+    def dtypes(self) -> tuple[set[str], set[str]]:
+        """(dtypes to run, dtypes the device test sends that the device has no kernel for)."""
+
+    def cannot_run(self) -> str | None: ...
+
+    def build_error(self) -> str | None: ...
+
+    def expectations(self, dtype: str) -> tuple[list[str], list[str], tuple[float, float]]:
+        """(xfail sources, skip sources, (precision, rel_tol) floors)."""
+
+    def reported_tolerances(self, dtype: str) -> tuple: ...
+
+    def samples(self, dtype: str) -> Iterable: ...
+
+    def sample_error(self, exc: BaseException) -> str: ...
+
+    def tolerances(self, sample, dtype: str): ...
+
+    def tolerance_error(self, exc: BaseException) -> str: ...
+
+    def quiet(self) -> contextlib.AbstractContextManager: ...
+
+    def run(self, sample, dtype: str): ...
+
+    def reference(self, sample, device_out): ...
+
+    def record_errors(self, res: DtypeResult, reference, device_out) -> None: ...
+
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
+        """The one-line failure, or None when the device's answer matches."""
+
+
+def run_op(source: SampleSource, dtypes=None, only: int | None = None) -> OpResult:
+    """One OpInfo's result: every dtype it declares for the device (`dtypes`: only those;
+    `only`: only that sample index)."""
+    result = source.header()
+    wanted = {dtype_name(d) for d in dtypes} if dtypes else None
+    tested, no_kernel = source.dtypes()
+    result.supported = sorted(tested | no_kernel, key=dtype_order)
+    if wanted:
+        for name in sorted(wanted - (tested | no_kernel), key=dtype_order):
+            result.dtypes.append(DtypeResult(name, SKIP, message=(
+                f"{result.op} does not support {name} on {result.device}")))
+    # What stops every dtype: the op is beyond the device (skip, with why), or its kernel
+    # file does not compile (fail, with the compiler's words: a Mac cannot load it either).
+    cannot_run = source.cannot_run()
+    build_error = None if cannot_run else source.build_error()
+    for name in sorted(tested | no_kernel, key=dtype_order):
+        if wanted is not None and name not in wanted:
+            continue
+        if cannot_run or build_error or name in no_kernel:
+            xfail_by, skip_by, _ = source.expectations(name)
+            result.dtypes.append(not_run_verdict(
+                name, xfail_by, skip_by, cannot_run,
+                build_error or f"no Metal kernel registered for {name}: the MPS test sends it, "
+                               "and MPS raises for it"))
+        else:
+            result.dtypes.append(_run_dtype(source, result.op, name, only))
+    result.dtypes.sort(key=lambda d: dtype_order(d.dtype))
+    return result
+
+
+def _run_dtype(source: SampleSource, op: str, name: str, only: int | None) -> DtypeResult:
+    xfail_by, skip_by, floors = source.expectations(name)
+    res = DtypeResult(name, PASS)
+    if skip_by:
+        res.outcome, res.expected_by = SKIP, skip_by
+        res.message = "skipped by " + ", ".join(skip_by)
+        return res
+    # before any sample: what the report shows; each sample may loosen it
+    res.atol, res.rtol = source.reported_tolerances(name)
+    start = time.perf_counter()
+    generated = 0
+    try:
+        for index, sample in enumerate(source.samples(name)):
+            generated += 1
+            if only is not None and index != only:
+                continue
+            res.samples += 1
+            err = _check_sample(source, sample, name, floors, res)
+            if err is not None:
+                res.failed_samples += 1
+                if res.first_failure is None:
+                    res.first_failure, res.message = index, err
+    except source.abandon:
+        raise
+    except source.sample_errors as exc:   # sample generation broke: the test errors upstream too
+        res.failed_samples += 1
+        res.message = res.message or source.sample_error(exc)
+    else:
+        if only is not None and not res.samples:
+            # nothing ran: a pass here would be a green no device ever gave
+            raise PorterError(f"--sample {only}: {op} has {generated} sample input(s) "
+                              f"for {name}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
+    return settle(res, start, xfail_by)
+
+
+def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeResult) -> str | None:
+    """Run one sample on the device, get its reference, compare: a one-line failure or None."""
+    try:
+        # the checkout's rules decide per sample (interpolate's and upsample's depend on its kwargs)
+        tolerances = source.tolerances(sample, name)
+    except source.abandon:
+        raise
+    except Exception as exc:      # upstream's test errors on this sample as well
+        return source.tolerance_error(exc)
+    with source.quiet():
+        try:
+            device_out = source.run(sample, name)
+        except source.abandon:
+            raise
+        except Exception as exc:
+            return f"{source.device} error: {one_line(exc)}"
+        try:
+            reference = source.reference(sample, device_out)
+        except RecordedFailure as exc:
+            return str(exc)
+        except Exception as exc:
+            return f"CPU reference error: {one_line(exc)}"
+    source.record_errors(res, reference, device_out)
+    return source.compare(sample, reference, device_out, tolerances, floors, name)
+
+
+def settle(res: DtypeResult, start: float, xfail_by) -> DtypeResult:
+    """The dtype's outcome from its failed samples and expectations, as upstream's unittest
+    decides it (an expected failure that passes is an XPASS)."""
+    res.seconds = round(time.perf_counter() - start, 4)
+    failed = res.failed_samples > 0
+    if xfail_by:
+        res.expected_by = xfail_by
+        res.outcome = XFAIL if failed else XPASS
+    else:
+        res.outcome = FAIL if failed else PASS
+    return res
+
+
+def not_run_verdict(name: str, xfail_by, skip_by, cannot_run: str | None, failure: str) -> DtypeResult:
+    """A dtype decided without running a sample: an expectation's skip, then porter's own
+    cannot-run skip with its reason, else the device's failure, expected or not."""
+    if skip_by:
+        return DtypeResult(name, SKIP, expected_by=skip_by, message="skipped by " + ", ".join(skip_by))
+    if cannot_run:
+        return DtypeResult(name, SKIP, message=cannot_run)
+    if xfail_by:
+        return DtypeResult(name, XFAIL, expected_by=xfail_by, message=failure)
+    return DtypeResult(name, FAIL, message=failure)
+
+
+def raise_max(res: DtypeResult, attr: str, value: float) -> None:
+    if math.isnan(value):
+        value = math.inf
+    old = getattr(res, attr)
+    setattr(res, attr, value if old is None else max(old, value))
+
+
+def one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AssertionError) else str(exc)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def dtype_name(dtype) -> str:
+    """A dtype's name as reports spell it: a torch dtype or a name ("torch.half", "half")."""
+    if isinstance(dtype, str):
+        return canonical_dtype(dtype.removeprefix("torch."))
+    return str(dtype).removeprefix("torch.")
+
+
+_ORDER = {n: i for i, n in enumerate(MPS_DTYPE_NAMES + ("float64", "complex128", "complex32"))}
+
+
+def dtype_order(name: str):
+    return (_ORDER.get(name, len(_ORDER)), name)
+

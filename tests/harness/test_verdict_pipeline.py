@@ -1,0 +1,142 @@
+"""porter.harness.verdicts: the one pipeline both `porter test` runs go through, on a source
+whose samples, device answers and references are plain numbers (no torch, no op_db)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from porter.errors import PorterError
+from porter.harness import verdicts
+from porter.harness.verdicts import FAIL, PASS, SKIP, XFAIL, XPASS, RecordedFailure
+
+
+class Abandon(Exception):
+    pass
+
+
+class Source:
+    """Samples are numbers; the device answers `device(x)`, the reference is `x`."""
+
+    device = "fake"
+    abandon = (Abandon,)
+    sample_errors = (RecordedFailure,)
+
+    def __init__(self, samples=(1, 2, 3), device=lambda x: x, dtypes=("float32", "int64"),
+                 no_kernel=(), xfail=(), skip=(), cannot_run=None, build_error=None,
+                 broken_after=None):
+        self._samples, self._device = list(samples), device
+        self._dtypes, self._no_kernel = set(dtypes), set(no_kernel)
+        self._xfail, self._skip = set(xfail), set(skip)
+        self._cannot_run, self._build_error, self._broken_after = cannot_run, build_error, broken_after
+
+    def header(self):
+        return verdicts.OpResult("op.v", "op", "v", "opv", self.device)
+
+    def dtypes(self):
+        return self._dtypes, self._no_kernel
+
+    def cannot_run(self):
+        return self._cannot_run
+
+    def build_error(self):
+        return self._build_error
+
+    def expectations(self, dtype):
+        return ([f"xfail {dtype}"] if dtype in self._xfail else [],
+                [f"skip {dtype}"] if dtype in self._skip else [], (0.0, 0.0))
+
+    def reported_tolerances(self, dtype):
+        return (None, None)
+
+    def samples(self, dtype):
+        yield from self._samples
+        if self._broken_after:
+            raise RecordedFailure(self._broken_after)
+
+    def sample_error(self, exc):
+        return str(exc)
+
+    def tolerances(self, sample, dtype):
+        return (0, 0)
+
+    def tolerance_error(self, exc):
+        return "tolerance rules raised"
+
+    def quiet(self):
+        return contextlib.nullcontext()
+
+    def run(self, sample, dtype):
+        return self._device(sample)
+
+    def reference(self, sample, device_out):
+        return sample
+
+    def record_errors(self, res, reference, device_out):
+        verdicts.raise_max(res, "max_abs", abs(device_out - reference))
+
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype):
+        return None if device_out == reference else f"{device_out} != {reference}"
+
+
+def outcomes(result):
+    return {d.dtype: d.outcome for d in result.dtypes}
+
+
+def test_every_sample_runs_and_the_first_failure_is_reported():
+    res = verdicts.run_op(Source(device=lambda x: x if x == 1 else x + 1))
+    row = res.dtypes[0]
+    assert (row.dtype, row.outcome, row.samples, row.failed_samples, row.first_failure,
+            row.message, row.max_abs) == ("int64", FAIL, 3, 2, 1, "3 != 2", 1)
+    assert res.supported == ["int64", "float32"]
+
+
+def test_an_expected_failure_that_passes_is_an_xpass_and_one_that_fails_an_xfail():
+    assert outcomes(verdicts.run_op(Source(xfail={"float32"}))) == {"float32": XPASS, "int64": PASS}
+    wrong = Source(device=lambda x: -x, xfail={"float32"})
+    assert outcomes(verdicts.run_op(wrong)) == {"float32": XFAIL, "int64": FAIL}
+
+
+def test_dtypes_decided_without_a_sample():
+    assert outcomes(verdicts.run_op(Source(skip={"int64"}))) == {"float32": PASS, "int64": SKIP}
+    res = verdicts.run_op(Source(cannot_run="porter cannot run op"))
+    assert {d.message for d in res.dtypes} == {"porter cannot run op"}
+    assert outcomes(res) == {"float32": SKIP, "int64": SKIP}
+    res = verdicts.run_op(Source(build_error="x.metal does not build", xfail={"int64"}))
+    assert outcomes(res) == {"float32": FAIL, "int64": XFAIL}
+    res = verdicts.run_op(Source(dtypes={"float32"}, no_kernel={"int64"}))
+    assert outcomes(res) == {"float32": PASS, "int64": FAIL}
+    assert res.dtypes[0].message.startswith("no Metal kernel registered for int64")
+
+
+def test_a_dtype_asked_for_and_not_declared_is_skipped_with_why():
+    res = verdicts.run_op(Source(), dtypes=["torch.float16", "float32"])
+    assert [(d.dtype, d.outcome, d.message) for d in res.dtypes] == [
+        ("float16", SKIP, "op.v does not support float16 on fake"), ("float32", PASS, None)]
+
+
+def test_a_recorded_sample_failure_fails_the_dtype_after_the_samples_ran():
+    res = verdicts.run_op(Source(broken_after="sample inputs failed: boom"), dtypes=["int64"])
+    row = res.dtypes[0]
+    assert (row.outcome, row.samples, row.failed_samples, row.message) == (
+        FAIL, 3, 1, "sample inputs failed: boom")
+
+
+def test_one_sample_by_index_and_an_index_out_of_range_is_an_error():
+    res = verdicts.run_op(Source(device=lambda x: 0 if x == 3 else x), dtypes=["int64"], only=2)
+    assert (res.dtypes[0].samples, res.dtypes[0].outcome, res.dtypes[0].first_failure) == (1, FAIL, 2)
+    with pytest.raises(PorterError, match=r"--sample 7: op.v has 3 sample input\(s\) for int64"):
+        verdicts.run_op(Source(), dtypes=["int64"], only=7)
+
+
+def test_device_errors_fail_a_sample_and_abandoning_stops_the_run():
+    def boom(x):
+        raise ValueError("bad operand")
+    res = verdicts.run_op(Source(device=boom), dtypes=["int64"])
+    assert res.dtypes[0].message == "fake error: ValueError: bad operand"
+
+    def give_up(x):
+        raise Abandon("numpy cannot")
+    with pytest.raises(Abandon):
+        verdicts.run_op(Source(device=give_up))
