@@ -26,10 +26,11 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from porter.emulate import headers, metal_builtins
+from porter.emulate import dialect, headers, metal_builtins
 from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
-    _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, _blocks, _cache_key, _compiler_id, _error_text,
-    _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler)
+    _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, PRIMARY_VERSION, _blocks, _cache_key, _compiler_id,
+    _error_text, _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler,
+    version_flags)
 from porter.errors import PorterError
 
 MAX_QUARANTINE_ROUNDS = 6
@@ -42,19 +43,13 @@ OLD_HEADERS = "c10/metal headers lack it"
 BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
 # g++'s words for a qualified name the namespace does not have
 _NOT_IN_C10_METAL = re.compile(r"'(\w+)' is not a member of '(?:::)?c10::metal'")
-# g++ messages that are errors in any C++ dialect, Metal's included: the file is wrong, not
-# beyond the emulator. "was not declared" is one too, unless the name is a Metal builtin the
-# shim lacks (porter.emulate.metal_builtins): that stays an unsupported construct.
-_BUILD_ERROR_MESSAGE = re.compile(
-    r"(^|: )(expected |stray |missing terminating|unterminated |invalid preprocessing|"
-    r"static assertion failed|expected primary-expression|"
-    r"operands to '\?:' have different types|"
-    r"request for member '\w+' in '[^']*', which is of non-class type '(?:const )?"
-    r"(?:float|int|long|short|char|bool|unsigned \w+|signed char)')")   # a scalar has no .x
+# "unsupported construct" is a positive list (porter.emulate.metal_builtins.shim_gap): a name
+# Metal defines that the shim lacks. Every other compiler error is wrong Metal too: a Mac's
+# compiler rejects the file, and so does porter (a build error).
 
 
 def is_build_error(message: str) -> bool:
-    return bool(_BUILD_ERROR_MESSAGE.search(message))
+    return metal_builtins.shim_gap(message) is None
 
 
 class EmulateBuildError(PorterError):
@@ -83,6 +78,14 @@ class Library:
     registrations: list[Registration]
     quarantined: dict[str, str] = field(default_factory=dict)   # "name|dtype" -> reason
     dropped: list[str] = field(default_factory=list)            # non-functor constructs cut
+    # what g++ builds but a Metal compiler rejects (porter.emulate.metal_language), and what
+    # fails under another __METAL_VERSION__ than the library's: `file:line: message` each
+    metal_errors: list[str] = field(default_factory=list)
+    # functor name -> the first of metal_errors inside its struct: its kernels are the ones
+    functor_errors: dict[str, str] = field(default_factory=dict)
+    version: int = PRIMARY_VERSION
+    # other versions whose tokens differ from this one's (a build of their own compares them)
+    other_versions: list[int] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
 
@@ -98,30 +101,42 @@ class Library:
         """What stops this file compiling on a Mac too: a registration whose output type is
         not its functor's result (the file's static_assert), a syntax error, a failed
         static_assert. An "unsupported construct" is the emulator's limit, not listed."""
-        reasons = [r for r in self.quarantined.values() if r.startswith(BUILD_ERROR_PREFIXES)]
+        reasons = [f"{BUILD_ERROR}: {e}" for e in self.metal_errors]
+        reasons += [r for r in self.quarantined.values() if r.startswith(BUILD_ERROR_PREFIXES)]
         return list(dict.fromkeys(reasons)) + [f"{BUILD_ERROR}: {d}" for d in self.dropped
                                        if is_build_error(d)]
 
+    def functor_error(self, reg: Registration) -> str | None:
+        """A Metal-language error inside `reg`'s functor, as a build-error reason."""
+        error = self.functor_errors.get(reg.name)
+        return f"{BUILD_ERROR}: {error}" if error else None
+
 
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
-               strict: bool = True, use_cache: bool = True) -> Library:
+               strict: bool = True, use_cache: bool = True,
+               version: int = PRIMARY_VERSION) -> Library:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PorterError(f"{path}: cannot read ({err.strerror})") from None
-    return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache)
+    return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache,
+                        version=version)
 
 
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
-                 opt: str = "-O0", strict: bool = True, use_cache: bool = True) -> Library:
-    """Build `text` (the contents of a .metal file shown as `display_path` in messages)."""
+                 opt: str = "-O0", strict: bool = True, use_cache: bool = True,
+                 version: int = PRIMARY_VERSION) -> Library:
+    """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
+    `version` (__METAL_VERSION__). The primary version's build also checks the file under
+    every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,
+    and a syntax pass of each version whose tokens differ."""
     import time
     t0 = time.perf_counter()
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
-    flags = FLAGS + [opt]
+    flags = version_flags(FLAGS + [opt], version)
     key = _cache_key(text, dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
@@ -133,12 +148,19 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         # which headers a reason names depends on the checkout, not on the cached content
         lib = Library(so_path, Path(display_path), [Registration(**r) for r in meta["regs"]],
                       {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
-                      [here(d) for d in meta["dropped"]], cached=True)
+                      [here(d) for d in meta["dropped"]],
+                      [here(e) for e in meta["metal_errors"]],
+                      {k: here(v) for k, v in meta["functor_errors"].items()}, version,
+                      meta["other_versions"], cached=True)
         lib.seconds = time.perf_counter() - t0
         return lib
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    views = dialect.views(text, display_path, root) if version == PRIMARY_VERSION else \
+        [dialect.view(text, display_path, root, version)]
+    metal_errors = dialect.errors_by_version(views)
     lines = text.split("\n")
+    functor_errors = _by_functor(metal_errors, lines, display_path)
     quarantined: dict[str, str] = {}
     dropped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
@@ -155,13 +177,44 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         else:
             raise EmulateBuildError(f"{display_path}: still failing after "
                                     f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+    others = dialect.distinct(views)
+    metal_errors += _other_versions(lines, display_path, root, quarantined, others)
     regs = read_registrations(so_path)
     meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
-                                     "quarantined": quarantined, "dropped": dropped}))
+                                     "quarantined": quarantined, "dropped": dropped,
+                                     "metal_errors": metal_errors, "functor_errors": functor_errors,
+                                     "other_versions": others}))
     lib = Library(so_path, Path(display_path), regs,
-                  {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped)
+                  {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
+                  metal_errors, functor_errors, version, others)
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+def _by_functor(errors: list[str], lines: list[str], display_path) -> dict[str, str]:
+    prefix = f"{display_path}:"
+    found: dict[str, str] = {}
+    for error in errors:
+        m = re.match(r"(\d+): ", error[len(prefix):]) if error.startswith(prefix) else None
+        functor = _enclosing_functor(lines, int(m.group(1))) if m else None
+        if functor and functor[0] not in found:
+            found[functor[0]] = error
+    return found
+
+
+def _other_versions(lines: list[str], display_path, root, quarantined: dict[str, str],
+                    versions: list[int]) -> list[str]:
+    """A syntax pass of the built text (what this build quarantined left out) under each other
+    version whose tokens differ: a branch a Metal 3.2 or 4.0 build compiles must build too."""
+    from porter.emulate.probe import probe_source
+
+    found = []
+    for v in versions:
+        error = probe_source("\n".join(lines), display_path, root, None, skip=list(quarantined),
+                             version=v, language=False)
+        if error is not None:
+            found.append(f"{error} (with {dialect.label(v)})")
+    return found
 
 
 def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list[str],
@@ -272,9 +325,6 @@ def _last(pattern: re.Pattern, text: str):
     return found
 
 
-_UNDECLARED = re.compile(r"'([\w:]+)' (?:was not declared in this scope|is not a member of '([\w:]+)')")
-
-
 def _header_gap(reason: str, root: Path | None) -> str:
     """A c10::metal function the headers lack is not a construct beyond the emulator: say which
     headers were used. The checkout's own c10/metal is what a Mac compiles against too (a build
@@ -292,19 +342,8 @@ def _header_gap(reason: str, root: Path | None) -> str:
 
 
 def _classified(where_and_message: str) -> str:
-    kind = BUILD_ERROR if is_build_error(where_and_message) or _undeclared_outside_metal(
-        where_and_message) else UNSUPPORTED
+    kind = BUILD_ERROR if is_build_error(where_and_message) else UNSUPPORTED
     return f"{kind}: {where_and_message}"
-
-
-def _undeclared_outside_metal(message: str) -> bool:
-    """An identifier g++ does not know that Metal does not define either (a typo, a helper
-    nobody declared): a Mac rejects it too. A Metal builtin the shim lacks stays unsupported."""
-    m = _UNDECLARED.search(message)
-    if m is None:
-        return False
-    name = f"{m.group(2)}::{m.group(1)}" if m.group(2) else m.group(1)
-    return not metal_builtins.is_metal_name(name)
 
 
 def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:

@@ -72,19 +72,44 @@ def _check(root, files, client, results, notes):
             lib = build_file(path, root, strict=False)
             notes += [f"dropped {d}" for d in lib.dropped]
             mine = [check_registration(client, lib, reg) for reg in lib.registrations]
+            # kernels whose tokens differ under another __METAL_VERSION__ run as that version
+            # builds them too (a row each, the version named in its file)
+            for version in lib.other_versions:
+                other = build_file(path, root, strict=False, version=version)
+                rows = [check_registration(client, other, reg) for reg in other.registrations]
+                for row in rows:
+                    row.file = f"{row.file} (__METAL_VERSION__ {version})"
+                mine += rows
             results += mine
+            rel = str(path).replace(str(root).rstrip("/") + "/", "")
             broken = next((r for r in mine if r.status == "build-error"), None)
-            if broken is not None:
+            errors = lib.build_errors()
+            if broken is None and errors:
+                # a Metal-language error outside any functor: no row carries it, the file does
+                mine = [_file_broken(r, errors[0]) for r in mine]
+                results[len(results) - len(mine):] = mine
+                broken = mine[0] if mine else None
+            if broken is not None or (errors and not mine):
                 # the emulation quarantines the failing functor; a Mac's compiler stops at it,
                 # and the file's library, every kernel of it, is not there at all
-                rel = str(path).replace(str(root).rstrip("/") + "/", "")
                 matched = sum(r.status == "matched" for r in mine)
-                notes.append(f"{rel} does not build on a Mac ({broken.reason}): none of its "
-                             f"{len(mine)} kernels runs there; its {matched} 'matched' kernels "
-                             "match only apart from that error")
+                why = broken.reason if broken is not None else errors[0]
+                notes.append(f"{rel} does not build on a Mac ({why}): none of its "
+                             f"{len(mine)} kernels runs there"
+                             + (f"; its {matched} 'matched' kernels match only apart from that "
+                                "error" if matched else ""))
     finally:
         client.close()
     return results, notes
+
+
+def _file_broken(row: "Result", error: str) -> "Result":
+    """A row of a file whose error lies outside every functor (an `#include <vector>`, a
+    `double` helper): a Mac builds none of its kernels, so no row of it is a match."""
+    if row.status == "build-error":
+        return row
+    return Result(row.file, row.kernel, row.kind, row.in_type, row.out_type, row.line,
+                  "build-error", reason=error)
 
 
 def sample_inputs(reg: Registration, n: int = 64, seed: int = 0) -> list:
@@ -191,6 +216,11 @@ def compare(got, want, out_type: str) -> tuple[bool, float, bool, str]:
 
 def check_registration(client: WorkerClient, lib: Library, reg: Registration) -> Result:
     res = Result(str(lib.source), reg.name, reg.kind, reg.in_type, reg.out_type, reg.line, "")
+    functor_error = lib.functor_error(reg)
+    if functor_error is not None:
+        # g++ built it, a Metal compiler does not (`double`, `std::`, a 4.0-only branch)
+        res.status, res.reason = "build-error", functor_error
+        return res
     if not reg.built:
         reason = lib.reason(reg) or "not built"
         # a wrong output type or a syntax error stops the file compiling on a Mac as well;

@@ -1,8 +1,11 @@
 """Names of the Metal Standard Library (the Metal Shading Language specification's function
-lists): an identifier g++ calls undeclared is beyond the emulator's shim when Metal has it, and
-a plain build error (a Mac rejects it too) when Metal does not."""
+and type lists), and the one positive list of what porter files as an "unsupported construct":
+a name Metal defines that the emulator's shim lacks (`shim_gap`). Any other compiler error is
+a build error of the kernel file: a Mac's compiler rejects it too."""
 
 from __future__ import annotations
+
+import re
 
 FUNCTIONS = frozenset("""
 abs acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh cospi divide exp exp2 exp10
@@ -16,8 +19,17 @@ all any isfinite isinf isnan isnormal isordered isunordered select signbit
 cross distance distance_squared dot faceforward length length_squared normalize reflect refract
 as_type threadgroup_barrier simdgroup_barrier
 """.split())
+# Metal types the shim does not model (textures, samplers, ray tracing, function tables)
+TYPES = frozenset("""
+texture1d texture1d_array texture2d texture2d_array texture2d_ms texture2d_ms_array texture3d
+texturecube texturecube_array texture_buffer depth2d depth2d_array depth2d_ms depth2d_ms_array
+depthcube depthcube_array sampler access visible_function_table intersection_function_table
+acceleration_structure primitive_acceleration_structure instance_acceleration_structure
+imageblock mesh_grid_properties render_grid_properties
+""".split())
 # families named by prefix: simd_shuffle_down, quad_sum, atomic_fetch_add_explicit, pack_..., ...
-PREFIXES = ("simd_", "simdgroup_", "quad_", "atomic_", "pack_", "unpack_", "make_filled_simdgroup")
+PREFIXES = ("simd_", "simdgroup_", "quad_", "atomic_", "pack_", "unpack_", "make_filled_simdgroup",
+            "packed_", "raytracing")
 NAMESPACES = frozenset({"metal", "precise", "fast", "metal::precise", "metal::fast"})
 
 
@@ -27,4 +39,25 @@ def is_metal_name(name: str) -> bool:
     if len(parts) > 1:      # c10::metal is the checkout's own header: not Metal's
         return "::".join(parts[:-1]) in NAMESPACES
     plain = parts[-1]
-    return plain in FUNCTIONS or plain.startswith(PREFIXES)
+    return plain in FUNCTIONS or plain in TYPES or plain.startswith(PREFIXES)
+
+
+# g++'s words for a name it does not know, in each place a name can stand
+_UNKNOWN_NAME = re.compile(
+    r"'([\w:]+)' (?:was not declared in this scope|has not been declared|does not name a type|"
+    r"is not a member of '([\w:]+)')|"
+    r"there are no arguments to '(\w+)' that depend on a template parameter|"
+    r"'([\w:]+)' is not a (?:template|type)")
+
+
+def shim_gap(message: str) -> str | None:
+    """The Metal name a compiler error is about, when Metal defines it and the shim lacks it
+    (porter's "unsupported construct": beyond the emulator, not wrong Metal); else None (the
+    error is the file's: a build error)."""
+    m = _UNKNOWN_NAME.search(message)
+    if m is None:
+        return None
+    name = m.group(1) or m.group(3) or m.group(4)
+    if m.group(2):
+        name = f"{m.group(2)}::{name}"
+    return name if is_metal_name(name) else None

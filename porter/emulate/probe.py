@@ -14,28 +14,56 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from porter.emulate import headers
+from porter.emulate import dialect, headers
 from porter.emulate.toolchain import (
-    _IMPL, _LOC, _MISMATCH, FLAGS, _blocks, _cache_key, _metal_type, _precompiled_prelude,
-    _site_line, cache_dir, compiler)
+    _IMPL, _LOC, _MISMATCH, FLAGS, PRIMARY_VERSION, _blocks, _cache_key, _metal_type,
+    _precompiled_prelude, _site_line, cache_dir, compiler, version_flags)
 
 
 def probe_source(text: str, display_path: str | Path, root: str | Path | None, only,
-                 *, use_cache: bool = True) -> str | None:
+                 *, skip=(), version: int = PRIMARY_VERSION, language: bool = True,
+                 use_cache: bool = True) -> str | None:
     """Check that `text` builds, cheaply: a syntax pass of the whole file (`-fsyntax-only`)
     that instantiates only the registrations of the kernels named in `only` (their functors
-    and output-type checks), every other registration recorded but not instantiated.
+    and output-type checks), every other registration recorded but not instantiated; `only`
+    None: every registration but the `skip` keys ("name|dtype", "name|*").
 
-    Returns None, or the compiler's first error as `file:line: message` in `text`'s lines.
+    With `language` (what build-before-write asks): first Metal's language under every
+    __METAL_VERSION__ PyTorch builds with (porter.emulate.dialect), then the syntax pass under
+    the primary version and each other version whose tokens differ.
+
+    Returns None, or the first error as `file:line: message` in `text`'s lines.
     Cached by a hash of the text, `only`, the headers, the flags and the compiler."""
+    if not language:
+        return _syntax(text, display_path, root, only, skip, version, use_cache)
+    views = dialect.views(text, display_path, root, use_cache=use_cache)
+    errors = dialect.errors_by_version(views)
+    if errors:
+        return errors[0]
+    error = _syntax(text, display_path, root, only, skip, PRIMARY_VERSION, use_cache)
+    for v in dialect.distinct(views):
+        if error is not None:
+            break
+        error = _syntax(text, display_path, root, only, skip, v, use_cache)
+        if error is not None:
+            error = f"{error} (with {dialect.label(v)})"
+    return error
+
+
+def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: bool) -> str | None:
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
     # the build's flags (so the build's precompiled prelude serves), minus linking
-    build_flags = FLAGS + ["-O0"]
+    build_flags = version_flags(FLAGS + ["-O0"], version)
     flags = [f for f in build_flags if f != "-shared"] + ["-fsyntax-only"]
-    only = sorted(set(only))
-    key = _cache_key("probe\0" + "\0".join(only) + "\0" + text, dirs, flags, cxx)
+    if only is None:
+        keys = sorted(set(skip))
+        header = SKIP_ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(k)}, " for k in keys))
+    else:
+        keys = sorted(set(only))
+        header = ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(f'{k}|*')}, " for k in keys))
+    key = _cache_key("probe\0" + header + "\0" + text, dirs, flags, cxx)
     result_path = cache_dir() / f"probe-{key}.json"
     if use_cache and result_path.is_file():
         return json.loads(result_path.read_text())["error"]
@@ -43,8 +71,7 @@ def probe_source(text: str, display_path: str | Path, root: str | Path | None, o
         tmpdir = Path(tmp)
         src = tmpdir / "kernel.cpp"
         src.write_text(f'#line 1 "{display_path}"\n{text}')
-        items = ", ".join(json.dumps(f"{k}|*") for k in only) + ", " if only else ""
-        (tmpdir / "porter_skip.h").write_text(ONLY_HEADER.replace("ITEMS", items))
+        (tmpdir / "porter_skip.h").write_text(header)
         pch = _precompiled_prelude(cxx, build_flags, dirs)
         cmd = [cxx, *flags, *([f"-I{pch}"] if pch else []), f"-I{tmpdir}",
                *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
@@ -98,6 +125,18 @@ constexpr bool skipped(const char* name, const char* dtype) {
     if (key && key_eq(key, name, dtype)) return false;
   }
   return true;
+}
+} // namespace porter
+"""
+# The build's own skip list (what it quarantined), for a syntax pass of a whole built file.
+SKIP_ONLY_HEADER = """#pragma once
+namespace porter {
+constexpr const char* skip_list[] = {ITEMS nullptr};
+constexpr bool skipped(const char* name, const char* dtype) {
+  for (const char* key : skip_list) {
+    if (key && key_eq(key, name, dtype)) return true;
+  }
+  return false;
 }
 } // namespace porter
 """

@@ -37,6 +37,17 @@ FLAGS = [
     "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-fno-threadsafe-statics",
 ]
 
+# The Metal language versions PyTorch builds its kernel files with (macOS 14: 3.1, macOS 15: 3.2,
+# macOS 26: 4.0). The emulator's library is built under the first; a file is checked under each
+# (porter.emulate.versions).
+METAL_VERSIONS = (310, 320, 400)
+PRIMARY_VERSION = METAL_VERSIONS[0]
+
+
+def version_flags(flags: list[str], version: int = PRIMARY_VERSION) -> list[str]:
+    return [*flags, f"-D__METAL_VERSION__={version}"]
+
+
 # g++'s spelling of a type in diagnostics -> Metal's name.
 GXX_TYPES = {
     "metal::vec<float, 2>": "float2", "metal::vec<_Float16, 2>": "half2",
@@ -69,7 +80,7 @@ def _compiler_id(cxx: str) -> str:
 
 def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
-    h.update(b"porter-emulate-v5\0")     # v5: undeclared non-Metal names are build errors
+    h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
     h.update(_compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):
@@ -104,6 +115,22 @@ def _precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path |
         return None
     os.replace(staged, gch)
     return pch_dir
+
+
+def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: Path,
+               extra_includes: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+    """The kernel translation unit as the compiler sees it (`-E`; the precompiled prelude is
+    named, not expanded): (text, None), or (None, the compiler's errors)."""
+    pch = _precompiled_prelude(cxx, flags, dirs)
+    out = src.with_suffix(f".{abs(hash(tuple(flags))) % 10**8}.ii")
+    cmd = [cxx, *[f for f in flags if f != "-shared"], *([f"-I{pch}"] if pch else []),
+           f"-I{src.parent}", *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
+           *(a for inc in extra_includes for a in ("-include", inc)),
+           "-E", "-fpch-preprocess", "-x", "c++", str(src), "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        return None, proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
+    return out.read_text(encoding="utf-8", errors="replace"), None
 
 
 # ----------------------------------------------------------------- diagnostics

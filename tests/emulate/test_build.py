@@ -94,7 +94,18 @@ def test_an_undeclared_name_metal_lacks_too_is_a_build_error(fixture_root):
     ("f.metal:3: 'fooo' is not a member of 'c10::metal'", "build error"),
     ("f.metal:3: 'sinpi' is not a member of 'precise'", "unsupported construct"),
     ("f.metal:3: expected ';' before '}' token", "build error"),
-    ("f.metal:3: no matching function for call to 'frexp(half&)'", "unsupported construct"),
+    # Metal's frexp takes two arguments: a wrong call, not a gap of the shim
+    ("f.metal:3: no matching function for call to 'frexp(half&)'", "build error"),
+    # "unsupported" is a positive list: only a name Metal has and the shim lacks
+    ("f.metal:3: call of overloaded 'isinf(const bool&)' is ambiguous", "build error"),
+    ("f.metal:3: invalid operands of types 'float' and 'int' to binary 'operator>>'",
+     "build error"),
+    ("f.metal:3: 'texture2d' was not declared in this scope", "unsupported construct"),
+    ("f.metal:3: there are no arguments to 'simd_sum' that depend on a template parameter, so "
+     "a declaration of 'simd_sum' must be available", "unsupported construct"),
+    ("f.metal:3: there are no arguments to 'my_helper' that depend on a template parameter, so "
+     "a declaration of 'my_helper' must be available", "build error"),
+    ("f.metal:3: 'vector' in namespace 'std' does not name a template type", "build error"),
     ("f.metal:3: request for member 'x' in 'a', which is of non-class type 'const float'",
      "build error"),
 ])

@@ -188,14 +188,18 @@ struct Castout<true> {
 
 } // namespace porter
 
+// Weak: a file with no registration left (its last port reverted) has no porter_kernels
+// section, so the linker defines neither symbol; the library then has no kernels, and loads.
 extern "C" {
-extern const porter::Entry __start_porter_kernels[];
-extern const porter::Entry __stop_porter_kernels[];
+extern const porter::Entry __start_porter_kernels[] __attribute__((weak));
+extern const porter::Entry __stop_porter_kernels[] __attribute__((weak));
 }
 namespace porter {
 // Entries in registration order (the linker keeps section contents in TU order).
 static const Entry* entries = __start_porter_kernels;
-static int n_entries_() { return int(__stop_porter_kernels - __start_porter_kernels); }
+static int n_entries_() {
+  return __start_porter_kernels ? int(__stop_porter_kernels - __start_porter_kernels) : 0;
+}
 } // namespace porter
 extern "C" {
 __attribute__((visibility("default"))) int porter_kernel_count() {

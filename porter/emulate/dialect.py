@@ -1,0 +1,149 @@
+"""A kernel file as each Metal version compiles it: the language check (porter.emulate.
+metal_language) of the preprocessed file under every `__METAL_VERSION__` PyTorch builds with,
+and which versions the file (with the headers it includes) tells apart.
+
+Two versions are told apart when the preprocessed kernel file differs between them (its own
+`#if __METAL_VERSION__` branches, or a header it includes) or when the precompiled prelude
+does (c10/metal/common.h's `#if __METAL_VERSION__ >= 400`). A version not told apart from
+the primary one compiles the very same tokens: nothing more to build for it.
+
+One `-E` per version (~0.03 s of CPU each), cached by content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from porter.emulate import headers, metal_language
+from porter.emulate.toolchain import (
+    FLAGS, METAL_VERSIONS, PRIMARY_VERSION, _cache_key, cache_dir, compiler, preprocess,
+    version_flags)
+
+_PCH_PRAGMA = re.compile(r'^#pragma GCC pch_preprocess "[^"]*"\n', re.M)
+
+
+@dataclass(frozen=True)
+class VersionView:
+    version: int
+    errors: tuple[str, ...]      # `file:line: message`: what a Metal compiler of it rejects
+    fingerprint: str             # equal fingerprints: the same tokens are compiled
+
+
+def label(version: int) -> str:
+    return f"__METAL_VERSION__ {version}"
+
+
+def views(text: str, display_path, root: Path | None, *, use_cache: bool = True) -> list[VersionView]:
+    """One view per Metal version PyTorch builds with, the primary version first."""
+    return [view(text, display_path, root, v, use_cache=use_cache) for v in METAL_VERSIONS]
+
+
+def view(text: str, display_path, root: Path | None, version: int, *,
+         use_cache: bool = True) -> VersionView:
+    root = Path(root) if root is not None else None
+    dirs = headers.include_dirs(root)
+    cxx = compiler()
+    flags = version_flags(FLAGS + ["-O0"], version)
+    key = _cache_key(f"dialect\0{display_path}\0{text}", dirs, flags, cxx)
+    cached = cache_dir() / f"dialect-{key}.json"
+    if use_cache and cached.is_file():
+        data = json.loads(cached.read_text())
+        return VersionView(version, tuple(data["errors"]), data["fingerprint"])
+    with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
+        src = Path(tmp) / "kernel.cpp"
+        src.write_text(f'#line 1 "{display_path}"\n{text}')
+        (Path(tmp) / "porter_skip.h").write_text(_NO_SKIP)
+        pre, error = preprocess(cxx, flags, dirs, Path(tmp), src, ("porter_skip.h",))
+        if pre is not None:     # the scratch directory's name is no part of the file
+            pre = pre.replace(tmp, "")
+    if pre is None:
+        # the preprocessor itself stops (#error, a header not found): the compile says so
+        found, fingerprint = (), "unpreprocessed:" + hashlib.sha256(error.encode()).hexdigest()
+    else:
+        allowed = _allowed_dirs(root, dirs)
+        found = tuple(f"{display_path}:{line}: {message}" for line, message in
+                      metal_language.violations(pre, display_path, allowed, version=version))
+        fingerprint = hashlib.sha256((_prelude_fingerprint(cxx, flags, dirs) + "\0" +
+                                      _PCH_PRAGMA.sub("", pre)).encode()).hexdigest()[:24]
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"errors": list(found), "fingerprint": fingerprint}, f)
+    os.replace(staged, cached)
+    return VersionView(version, found, fingerprint)
+
+
+def _allowed_dirs(root: Path | None, dirs: list[Path]) -> list[Path]:
+    """Where a kernel file's includes may come from: the checkout itself, and the c10/metal
+    headers that stand in for its own (the installed torch's, where it has none)."""
+    allowed = [root] if root is not None else []
+    allowed += [d for d in dirs if d != headers.SHIM_DIR and root is not None and d == root / "aten" / "src"]
+    allowed.append(headers.c10_metal_parent(root) / "c10" / "metal")
+    return allowed
+
+
+def errors_by_version(found: list[VersionView]) -> list[str]:
+    """Every version's errors, once each: an error of the primary version as it is, one only
+    another version has with that version named."""
+    primary = set(found[0].errors) if found else set()
+    out: list[str] = list(found[0].errors) if found else []
+    for v in found[1:]:
+        for e in v.errors:
+            if e not in primary and not any(e == o.split(" (with __METAL_VERSION__")[0] for o in out):
+                out.append(f"{e} (with {label(v.version)})")
+    return out
+
+
+def distinct(found: list[VersionView]) -> list[int]:
+    """The versions, past the primary one, that compile other tokens than every version before
+    them: each needs a build (or a syntax pass) of its own."""
+    seen = {found[0].fingerprint} if found else set()
+    out = []
+    for v in found[1:]:
+        if v.fingerprint not in seen:
+            seen.add(v.fingerprint)
+            out.append(v.version)
+    return out
+
+
+_PRELUDE_PRINTS: dict[str, str] = {}
+
+
+def _prelude_fingerprint(cxx: str, flags: list[str], dirs: list[Path]) -> str:
+    """A hash of the shim and c10/metal prelude as this version preprocesses it (once per set of
+    headers and flags; its `#if __METAL_VERSION__` branches are what the `-E` of a kernel file
+    does not show: the precompiled prelude is named there, not expanded)."""
+    key = _cache_key("prelude", dirs, flags, cxx)
+    if key in _PRELUDE_PRINTS:
+        return _PRELUDE_PRINTS[key]
+    path = cache_dir() / f"prelude-{key}.txt"
+    if path.is_file():
+        _PRELUDE_PRINTS[key] = path.read_text()
+        return _PRELUDE_PRINTS[key]
+    cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs), "-E", "-P",
+           "-x", "c++", str(headers.SHIM_DIR / "porter" / "prelude.h")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    # the defined macro itself differs per version; what it selects is what matters
+    body = re.sub(r"\b__METAL_VERSION__\b", "", proc.stdout)
+    digest = hashlib.sha256(body.encode()).hexdigest()[:24]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=path.parent, suffix=".txt.tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(digest)
+    os.replace(staged, path)
+    _PRELUDE_PRINTS[key] = digest
+    return digest
+
+
+_NO_SKIP = """#pragma once
+namespace porter {
+constexpr bool skipped(const char*, const char*) { return false; }
+} // namespace porter
+"""

@@ -1,0 +1,253 @@
+"""What Metal's compiler rejects that g++ accepts: a token pass over the kernel file's own code,
+as the preprocessor leaves it (the compiler's own view of the file: comments gone, macros
+expanded, `#if` branches of the version being built chosen).
+
+The shim (porter/emulate/include) is C++ and uses the C++ library; the c10/metal headers are
+shared with host code. Neither is looked at: only tokens whose line markers name the kernel
+file itself, and the headers the kernel file includes directly. A Mac's Metal compiler has no
+`double`, no `long long`, no C++ standard library (`std::`, `#include <vector>`), no `goto`,
+no dynamic allocation (`new`/`delete`), no exceptions, no `thread_local`, no `virtual`, no
+RTTI, no function pointers and no recursion; each is a build error of the file at its line.
+Recursion and function pointers are found where the tokens show them: a function of the
+file calling itself by name with as many arguments as it takes (no other overload of that
+arity in the file), a declarator `(*name)(...)`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# `# 12 "file" 1 3`: the preprocessor's line markers (flag 1: entering an included file)
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
+_TOKEN = re.compile(r"""
+    (?P<str>(?:u8|u|U|L)?"(?:[^"\\]|\\.)*") |
+    (?P<chr>(?:u8|u|U|L)?'(?:[^'\\]|\\.)*') |
+    (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*) |
+    (?P<id>[A-Za-z_]\w*) |
+    (?P<punct>::|->|\+\+|--|<<=|>>=|<=|>=|==|!=|&&|\|\||[-+*/%&|^!~<>=]=?|[()\[\]{};,.?:#])
+""", re.X)
+
+# one message per forbidden keyword: what Metal lacks, and what to write instead
+KEYWORDS = {
+    "double": "Metal has no `double` (use float)",
+    "goto": "Metal has no `goto`",
+    "new": "Metal has no dynamic allocation (`new`)",
+    "try": "Metal has no exceptions (`try`)",
+    "catch": "Metal has no exceptions (`catch`)",
+    "throw": "Metal has no exceptions (`throw`)",
+    "thread_local": "Metal has no `thread_local`",
+    "virtual": "Metal has no virtual functions (`virtual`)",
+    "typeid": "Metal has no run-time type information (`typeid`)",
+    "dynamic_cast": "Metal has no run-time type information (`dynamic_cast`)",
+}
+LONG_LONG = "Metal has no `long long` (Metal's `long` is 64 bits)"
+STD = "Metal has no C++ standard library (`std::`; Metal's is `metal::`, <metal_stdlib>)"
+DELETE = "Metal has no dynamic allocation (`delete`)"
+FUNCTION_POINTER = "Metal has no function pointers"
+RECURSION = "Metal has no recursion ({name} calls itself)"
+# Metal 4.0 is C++17; Metal 3.x is C++14, without `if constexpr` (c10/metal/common.h's
+# IF_CONSTEXPR is `constexpr` from 4.0 on, nothing before)
+CXX17_VERSION = 400
+IF_CONSTEXPR = ("`if constexpr` is C++17: Metal before 4.0 is C++14 "
+                "(write `if IF_CONSTEXPR (...)`, c10/metal/common.h)")
+INCLUDE = ("Metal has no C++ standard library or system headers (#include <{name}>; "
+           "a kernel file includes <metal_*> and the checkout's own headers)")
+
+# identifiers that cannot end a declaration's type: `return (*p)(x)` is a call, not a declarator
+_NOT_A_TYPE = frozenset("""return case else do sizeof alignof co_return co_yield throw and or
+not delete new""".split())
+
+
+def kernel_tokens(preprocessed: str, display_path: str) -> tuple[list[tuple[int, str, str]],
+                                                                 list[tuple[int, str]]]:
+    """The kernel file's own tokens as (line, kind, text), and the files it includes directly
+    as (line of the #include, resolved path)."""
+    tokens: list[tuple[int, str, str]] = []
+    includes: list[tuple[int, str]] = []
+    current, line = None, 0
+    stack: list[str] = []           # files entered, innermost last
+    for raw in preprocessed.split("\n"):
+        m = _MARKER.match(raw)
+        if m:
+            number, name, flags = int(m.group(1)), _unescape(m.group(2)), m.group(3).split()
+            if "1" in flags:
+                if current == display_path:
+                    includes.append((line, name))
+                stack.append(name)
+            elif "2" in flags and stack:
+                stack.pop()
+            current, line = name, number
+            continue
+        if current == display_path and raw and not raw.startswith("#pragma"):
+            for t in _TOKEN.finditer(raw):
+                tokens.append((line, t.lastgroup, t.group()))
+        line += 1
+    return tokens, includes
+
+
+def _unescape(name: str) -> str:
+    return name.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def violations(preprocessed: str, display_path, allowed: list[Path], *,
+               version: int = 310) -> list[tuple[int, str]]:
+    """(line, message) for each construct of the kernel file a Metal compiler of `version`
+    (__METAL_VERSION__) rejects, in line order. `allowed`: the directories whose headers a
+    kernel file may include."""
+    display = str(display_path)
+    tokens, includes = kernel_tokens(preprocessed, display)
+    found: list[tuple[int, str]] = []
+    for line, path in includes:
+        if not _allowed_header(Path(path), allowed):
+            found.append((line, INCLUDE.format(name=_short(Path(path)))))
+    ids = [(ln, kind, text) for ln, kind, text in tokens if kind not in ("str", "chr")]
+    for i, (line, kind, text) in enumerate(ids):
+        prev = ids[i - 1][2] if i else ""
+        after = ids[i + 1][2] if i + 1 < len(ids) else ""
+        if kind == "id" and text in KEYWORDS:
+            found.append((line, KEYWORDS[text]))
+        elif text == "long" and after == "long" and prev != "long":
+            found.append((line, LONG_LONG))
+        elif text == "std" and (after == "::" or prev == "namespace"):
+            found.append((line, STD))
+        elif text == "delete" and prev != "=":
+            found.append((line, DELETE))
+        elif text == "(" and after == "*" and _function_pointer(ids, i):
+            found.append((line, FUNCTION_POINTER))
+        elif text == "if" and after == "constexpr" and version < CXX17_VERSION:
+            found.append((line, IF_CONSTEXPR))
+    found += _recursion(ids)
+    return sorted(dict.fromkeys(found), key=lambda f: f[0])   # in line order, then column
+
+
+def _allowed_header(path: Path, allowed: list[Path]) -> bool:
+    from porter.emulate.headers import SHIM_DIR
+    if path.parent == SHIM_DIR:
+        return path.name.startswith("metal_")
+    return any(_under(path, d) for d in allowed)
+
+
+def _under(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _short(path: Path) -> str:
+    parts = path.parts
+    # /usr/include/c++/12/bits/x.h -> bits/x.h: the name as it was written, near enough
+    for anchor in ("c++", "include"):
+        if anchor in parts:
+            rest = parts[len(parts) - parts[::-1].index(anchor):]
+            if anchor == "c++" and rest and rest[0][:1].isdigit():
+                rest = rest[1:]
+            return "/".join(rest)
+    return path.name
+
+
+def _function_pointer(ids, i: int) -> bool:
+    """`( * name ) (` or `( * ) (` after a type: a declarator of a pointer to function."""
+    j = i + 2
+    if j < len(ids) and ids[j][1] == "id":
+        j += 1
+    if not (j + 1 < len(ids) and ids[j][2] == ")" and ids[j + 1][2] == "("):
+        return False
+    prev_kind, prev = (ids[i - 1][1], ids[i - 1][2]) if i else ("", "")
+    return (prev_kind == "id" and prev not in _NOT_A_TYPE) or prev in (">", "*", "&")
+
+
+def _recursion(ids) -> list[tuple[int, str]]:
+    """Functions of the file whose body calls them by name with their own arity, where the file
+    declares no other overload of that name and arity (a call to another overload is not
+    recursion). `operator()` counts through `(*this)(...)` and `operator()(...)`."""
+    texts = [t for _, _, t in ids]
+    defs: list[tuple[str, int, int, int]] = []      # name, arity, body start, body end
+    arities: dict[tuple[str, int], int] = {}
+    i = 0
+    while i < len(texts):
+        t = texts[i]
+        name, open_at = None, None
+        if ids[i][1] == "id" and i + 1 < len(texts) and texts[i + 1] == "(" and t not in (
+                "if", "for", "while", "switch", "return", "sizeof", "decltype", "alignof"):
+            name, open_at = t, i + 1
+        elif t == "operator" and texts[i + 1:i + 4] == ["(", ")", "("]:
+            name, open_at = "operator()", i + 3
+        if name is not None and _declares(ids, i):
+            close = _matching(texts, open_at)
+            if close is not None:
+                j = close + 1
+                while j < len(texts) and texts[j] in ("const", "noexcept", "constexpr", "thread",
+                                                      "device", "constant", "threadgroup"):
+                    j += 1
+                if j < len(texts) and texts[j] in ("{", ";", "->"):
+                    arity = _arity(texts, open_at, close)
+                    arities[(name, arity)] = arities.get((name, arity), 0) + 1
+                    if texts[j] == "->":     # trailing return type: the body follows it
+                        while j < len(texts) and texts[j] not in ("{", ";"):
+                            j += 1
+                    if j < len(texts) and texts[j] == "{":
+                        end = _matching(texts, j, "{", "}")
+                        if end is not None:
+                            defs.append((name, arity, j, end))
+        i += 1
+    found = []
+    for name, arity, start, end in defs:
+        if arities.get((name, arity), 0) > 1:
+            continue
+        for k in range(start + 1, end):
+            call_open = None
+            if name == "operator()":
+                if texts[k:k + 5] == ["(", "*", "this", ")", "("]:
+                    call_open = k + 4
+                elif texts[k:k + 4] == ["operator", "(", ")", "("]:
+                    call_open = k + 3
+            elif texts[k] == name and texts[k + 1] == "(" and texts[k - 1] not in (".", "->", "::"):
+                call_open = k + 1
+            if call_open is None:
+                continue
+            close = _matching(texts, call_open)
+            if close is not None and _arity(texts, call_open, close) == arity:
+                found.append((ids[k][0], RECURSION.format(name=name)))
+                break
+    return found
+
+
+def _declares(ids, i: int) -> bool:
+    """The name at `i` follows a type (`float fact(`, `T operator()(`): a declaration, not a
+    call (`return fact(`, `x * fact(`, `obj.operator()(`)."""
+    if i == 0:
+        return False
+    kind, prev = ids[i - 1][1], ids[i - 1][2]
+    return (kind == "id" and prev not in _NOT_A_TYPE) or prev == ">"
+
+
+def _matching(texts: list[str], open_at: int, opening: str = "(", closing: str = ")") -> int | None:
+    depth = 0
+    for k in range(open_at, len(texts)):
+        if texts[k] == opening:
+            depth += 1
+        elif texts[k] == closing:
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
+
+
+def _arity(texts: list[str], open_at: int, close: int) -> int:
+    """Top-level commas + 1 between the parentheses (0 for `()`, `(void)`); template angle
+    brackets are not tracked (a `,` inside `f<a, b>(x)` is rare in a parameter list)."""
+    inner = texts[open_at + 1:close]
+    if not inner or inner == ["void"]:
+        return 0
+    depth, commas = 0, 0
+    for t in inner:
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth -= 1
+        elif t == "," and depth == 0:
+            commas += 1
+    return commas + 1

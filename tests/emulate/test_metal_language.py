@@ -1,0 +1,259 @@
+"""The emulator builds what Metal builds and rejects what Metal rejects (issue 21, items 1-3).
+
+g++ accepts every planted construct below; a Mac's Metal compiler rejects each. Each must be
+a build error at its own line, through the build-before-write probe (what a port meets) and
+the full build (what `porter test` / `emulate check` meet). Valid Metal idioms, in our own
+words after the shapes of the upstream kernel files, must still build.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.emulate.build import build_source
+from porter.emulate.check import check_tree
+from porter.emulate.probe import probe_source
+
+HEAD = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+"""
+# the planted line is line 8 of the functor file (HEAD is 3 lines, then the functor)
+FUNCTOR = HEAD + """
+struct planted_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    PLANTED
+    return x;
+  }
+};
+
+REGISTER_UNARY_OP(planted, float, float);
+"""
+PLANTED_LINE = 8
+
+IN_FUNCTOR = [
+    ("double d = double(x); (void)d;", "Metal has no `double`"),
+    ("long double d = 0; (void)d;", "Metal has no `double`"),
+    ("static_assert(sizeof(double) == 8, \"\");", "Metal has no `double`"),
+    ("float y = float(double(x)); (void)y;", "Metal has no `double`"),
+    ("long long n = 0; (void)n;", "Metal has no `long long`"),
+    ("unsigned long long n = 0; (void)n;", "Metal has no `long long`"),
+    ("auto n = (long long)(x); (void)n;", "Metal has no `long long`"),
+    ("int m = std::numeric_limits<int>::max(); (void)m;", "Metal has no C++ standard library"),
+    ("float y = ::std::abs(float(x)); (void)y;", "Metal has no C++ standard library"),
+    ("float y = std::max(float(x), 0.0f); (void)y;", "Metal has no C++ standard library"),
+    ("using std::max;", "Metal has no C++ standard library"),
+    ("bool b = std::is_same_v<T, float>; (void)b;", "Metal has no C++ standard library"),
+    ("goto done; done:", "Metal has no `goto`"),
+    ("float* p = new float(x); (void)p;", "Metal has no dynamic allocation (`new`)"),
+    ("float* p = nullptr; delete p;", "Metal has no dynamic allocation (`delete`)"),
+    ("float* p = nullptr; delete[] p;", "Metal has no dynamic allocation (`delete`)"),
+    ("try { (void)x; } catch (...) {}", "Metal has no exceptions (`try`)"),
+    ("if (x != x) throw 1;", "Metal has no exceptions (`throw`)"),
+    ("static thread_local int n = 0; (void)n;", "Metal has no `thread_local`"),
+    ("auto& t = typeid(x); (void)t;", "Metal has no run-time type information (`typeid`)"),
+    ("float (*fp)(float) = nullptr; (void)fp;", "Metal has no function pointers"),
+    ("T (*pick)(T, T) = nullptr; (void)pick;", "Metal has no function pointers"),
+    ("if constexpr (sizeof(T) == 4) { (void)x; }", "`if constexpr` is C++17"),
+]
+
+FILE_LEVEL = [
+    ("#include <vector>", "#include <vector>"),
+    ("#include <cmath>", "#include <cmath>"),
+    ("#include <limits>", "#include <limits>"),        # already inside the shim's own prelude
+    ("#include <type_traits>", "#include <type_traits>"),
+    ("#include <stdio.h>", "#include <stdio.h>"),
+    ("#include <iostream>", "#include <iostream>"),
+    ("using namespace std;", "Metal has no C++ standard library"),
+    ("namespace std { struct mine {}; }", "Metal has no C++ standard library"),
+    ("thread_local float scratch = 0;", "Metal has no `thread_local`"),
+    ("struct base { virtual float f(float x) { return x; } };", "Metal has no virtual functions"),
+    ("struct base {}; struct derived : base {}; inline derived* down(base* b) "
+     "{ return dynamic_cast<derived*>(b); }", "(`dynamic_cast`)"),
+    ("using unary_fn = float (*)(float);", "Metal has no function pointers"),
+    ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }",
+     "Metal has no recursion (fact calls itself)"),
+    ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
+]
+
+
+def _at_file_level(planted: str) -> str:
+    # planted on line 4, after HEAD's 3 lines
+    return HEAD + planted + "\n" + FUNCTOR[len(HEAD):].replace("PLANTED", "")
+
+
+def test_the_corpus_has_thirty_planted_constructs():
+    assert len(IN_FUNCTOR) + len(FILE_LEVEL) + len(VERSIONED) >= 30
+
+
+@pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR, ids=[p for p, _ in IN_FUNCTOR])
+def test_a_non_metal_construct_in_a_functor_is_a_build_error_at_its_line(planted, message,
+                                                                          fixture_root):
+    text = FUNCTOR.replace("PLANTED", planted)
+    error = probe_source(text, "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith(f"planted.metal:{PLANTED_LINE}: "), error
+    assert message in error, error
+
+
+@pytest.mark.parametrize(("planted", "message"), FILE_LEVEL, ids=[p[:40] for p, _ in FILE_LEVEL])
+def test_a_non_metal_construct_outside_functors_is_a_build_error_at_its_line(planted, message,
+                                                                             fixture_root):
+    error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith("planted.metal:4: "), error
+    assert message in error, error
+
+
+VERSIONED = [
+    # a branch only Metal 3.2 and later compile: its missing `;` fails their build
+    ("#if __METAL_VERSION__ >= 320\ninline float helper(float x) { return x }\n#endif",
+     "expected ';'", "__METAL_VERSION__ 320"),
+    # a branch only Metal 4.0 compiles
+    ("#if __METAL_VERSION__ >= 400\ninline double helper(float x) { return x; }\n#endif",
+     "Metal has no `double`", "__METAL_VERSION__ 400"),
+    # the other way round: what only 3.1 compiles
+    ("#if __METAL_VERSION__ < 320\ninline float helper(float x) { return undefined_name(x); }\n"
+     "#endif", "'undefined_name' was not declared", None),
+]
+
+
+@pytest.mark.parametrize(("planted", "message", "version"), VERSIONED,
+                         ids=["320-syntax", "400-double", "310-only"])
+def test_a_branch_of_another_metal_version_that_does_not_build_is_a_build_error(
+        planted, message, version, fixture_root):
+    error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith("planted.metal:5: "), error
+    assert message in error, error
+    if version:
+        assert error.endswith(f"(with {version})"), error
+
+
+def test_the_full_build_reports_a_metal_language_error_and_check_fails_the_kernel(fixture_root,
+                                                                                   tmp_path):
+    text = FUNCTOR.replace("PLANTED", "double d = double(x); (void)d;")
+    lib = build_source(text, "planted.metal", fixture_root, strict=False)
+    assert lib.build_errors() == [
+        "build error: planted.metal:8: Metal has no `double` (use float)"]
+    assert lib.functor_error(lib.registrations[0]).startswith("build error: planted.metal:8: ")
+    path = tmp_path / "planted.metal"
+    path.write_text(text)
+    results, notes = check_tree(fixture_root, [path])
+    assert [r.status for r in results] == ["build-error"]
+    assert "does not build on a Mac" in notes[-1]
+
+
+def test_a_file_level_error_fails_every_kernel_of_the_file_in_check(fixture_root, tmp_path):
+    path = tmp_path / "planted.metal"
+    path.write_text(_at_file_level("#include <vector>"))
+    results, notes = check_tree(fixture_root, [path])
+    assert [r.status for r in results] == ["build-error"]
+    assert "#include <vector>" in results[0].reason
+
+
+def test_a_branch_of_another_version_fails_the_full_build(fixture_root):
+    planted, _, _ = VERSIONED[0]
+    lib = build_source(_at_file_level(planted), "planted.metal", fixture_root, strict=False)
+    [error] = lib.build_errors()
+    assert error.startswith("build error: planted.metal:5: expected ';'"), error
+    assert error.endswith("(with __METAL_VERSION__ 320)")
+    assert lib.other_versions == [320]
+
+
+def test_kernels_whose_tokens_differ_by_version_are_compared_under_each(fixture_root, tmp_path):
+    """A functor right under 3.1 and wrong under 4.0: the 4.0 rows fail."""
+    text = HEAD + """
+struct neg_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+#if __METAL_VERSION__ >= 400
+    return T(-x);
+#else
+    return T(-x);
+#endif
+  }
+};
+REGISTER_UNARY_OP(neg, float, float);
+"""
+    path = tmp_path / "UnaryKernel.metal"
+    path.write_text(text.replace("#if __METAL_VERSION__ >= 400\n    return T(-x);",
+                                 "#if __METAL_VERSION__ >= 400\n    return T(x);"))
+    results, _ = check_tree(fixture_root, [path])
+    by_file = {r.file: r.status for r in results}
+    assert len(by_file) == 2, by_file
+    assert by_file[str(path)] == "matched"
+    assert by_file[f"{path} (__METAL_VERSION__ 400)"] == "mismatched", by_file
+
+
+VALID = HEAD + """#include <c10/metal/utils.h>
+using namespace c10::metal;
+
+constexpr constant float half_pi = 1.5707963267948966;
+inline float twice(float x) { return 2 * x; }
+inline half twice(half x) { return x + x; }
+inline float twice_via(float x) { return twice(half(x)); }   // another overload: no recursion
+
+template <typename T>
+inline T clamp_unit(T x) {
+  return ::metal::clamp(x, T(0), T(1));
+}
+
+struct idioms_functor {
+  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
+  inline T operator()(const T x) {
+    if IF_CONSTEXPR (is_same_v<T, float>) {
+      return T(precise::sin(float(x)) + twice(float(x)) * 0.0);
+    }
+    const auto inf = ::metal::numeric_limits<float>::infinity();
+    const long big = 1;            // Metal's long is 64 bits
+    return T(isinf(float(x)) ? inf : float(x) + float(big - 1) + clamp_unit(0.0f));
+  }
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline float operator()(const T x) {
+    return operator()(float(x));   // the float overload: not recursion
+  }
+  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
+  inline T operator()(const T x) {
+    return T(x.x, -x.y);
+  }
+};
+
+struct deref_functor {
+  inline float operator()(const float x) {
+    thread const float* p = &x;
+    return (*p) * 1.0f;            // a dereference in parentheses, not a function pointer
+  }
+};
+
+template <typename T>
+kernel void idioms_kernel(device T* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                          uint tid [[thread_position_in_grid]]) {
+  out[tid] = static_cast<T>(idioms_functor()(in[tid]));
+}
+
+#define REGISTER_IDIOMS(T) REGISTER_UNARY_OP(idioms, T, T)
+REGISTER_IDIOMS(float);
+REGISTER_IDIOMS(half);
+#if __METAL_VERSION__ >= 310
+REGISTER_IDIOMS(bfloat);
+#endif
+REGISTER_UNARY_OP(idioms, int, float);
+REGISTER_UNARY_OP(idioms, float2, float2);
+REGISTER_UNARY_OP(deref, float, float);
+"""
+
+
+def test_valid_metal_idioms_still_build(fixture_root):
+    assert probe_source(VALID, "idioms.metal", fixture_root, ["idioms", "deref"]) is None
+    lib = build_source(VALID, "idioms.metal", fixture_root, strict=False)
+    assert lib.build_errors() == []
+    assert all(r.built for r in lib.registrations)
+
+
+def test_a_kernel_file_with_no_registration_loads_with_no_kernels(fixture_root, tmp_path):
+    """A file whose last port was reverted: the library had no `porter_kernels` section and
+    failed to load (`undefined symbol: __stop_porter_kernels`)."""
+    lib = build_source(HEAD, "empty.metal", fixture_root)
+    assert lib.registrations == []
+    path = tmp_path / "empty.metal"
+    path.write_text(HEAD)
+    assert check_tree(fixture_root, [path]) == ([], [])
