@@ -257,3 +257,59 @@ def test_a_kernel_file_with_no_registration_loads_with_no_kernels(fixture_root, 
     path = tmp_path / "empty.metal"
     path.write_text(HEAD)
     assert check_tree(fixture_root, [path]) == ([], [])
+
+
+# --- the issue's cases, end to end on the real-size tree -------------------------------------
+
+def test_a_double_in_a_ported_functor_fails_porter_test_and_the_rerun(real_root):
+    """Issue 21's first row: `double d = ...` inside sign_functor printed 9 pass, exit 0."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    start = text.index("struct sign_functor")
+    body = text.index("return", start)
+    line = text[:body].count("\n") + 1
+    path.write_text(text[:body] + "double d = 0; (void)d; " + text[body:])
+    result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.out
+    assert f"UnaryKernel.metal:{line}: Metal has no `double`" in result.out + result.err
+    rerun = porter("new-op", "sign", root=real_root)
+    assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
+    assert f"UnaryKernel.metal:{line}: Metal has no `double`" in rerun.err
+
+
+def test_a_float_shift_in_a_ported_functor_is_a_build_error_not_nothing_to_do(real_root):
+    """Also seen: a float `a >> 0` was filed "unsupported", and `porter new-op heaviside` said
+    `nothing to do`, exit 0; a Mac's compiler rejects `>>` on a float."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter, snapshot
+
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    path = real_root / KERNELS / "BinaryKernel.metal"
+    text = path.read_text()
+    start = text.index("struct heaviside_functor")
+    body = text.index("return", start)
+    path.write_text(text[:body] + "(void)(a >> 0); " + text[body:])
+    before = snapshot(real_root)
+    rerun = porter("new-op", "heaviside", root=real_root)
+    assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
+    assert "does not build" in rerun.err and "operator>>" in rerun.err, rerun.err
+    assert snapshot(real_root) == before
+
+
+def test_emulate_check_of_a_file_with_no_registration_left_exits_0(real_root):
+    """Also seen: a `.metal` whose last port was reverted crashed `porter emulate check` with
+    `undefined symbol: __stop_porter_kernels`, exit 70."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+
+    for name in ("UnaryKernel.metal", "BinaryKernel.metal", "ActivationKernel.metal"):
+        path = real_root / KERNELS / name
+        if path.is_file():
+            path.write_text(HEAD)
+    result = porter("emulate", "check", root=real_root)
+    assert result.code == 0, (result.out, result.err)
+    assert "0 registered kernels" in result.out
