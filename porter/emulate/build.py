@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from porter.emulate import dialect, headers, metal_builtins
+from porter.emulate import dialect, groups, headers, metal_builtins
 from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
     _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, PRIMARY_VERSION, _blocks, _cache_key, _compiler_id,
     _error_text, _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler,
@@ -165,7 +165,11 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     dropped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
         tmpdir = Path(tmp)
+        in_pieces = use_cache and _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path,
+                                                   so_path)
         for _round in range(MAX_QUARANTINE_ROUNDS):
+            if in_pieces:
+                break
             err = _compile(cxx, flags, dirs, tmpdir, "\n".join(lines), display_path,
                            list(quarantined), so_path)
             if err is None:
@@ -178,7 +182,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
             raise EmulateBuildError(f"{display_path}: still failing after "
                                     f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
     others = dialect.distinct(views)
-    metal_errors += _other_versions(lines, display_path, root, quarantined, others)
+    metal_errors += _other_versions(lines, display_path, root, quarantined, others,
+                                    in_pieces=in_pieces)
     regs = read_registrations(so_path)
     meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
                                      "quarantined": quarantined, "dropped": dropped,
@@ -203,18 +208,101 @@ def _by_functor(errors: list[str], lines: list[str], display_path) -> dict[str, 
 
 
 def _other_versions(lines: list[str], display_path, root, quarantined: dict[str, str],
-                    versions: list[int]) -> list[str]:
+                    versions: list[int], *, in_pieces: bool = False) -> list[str]:
     """A syntax pass of the built text (what this build quarantined left out) under each other
-    version whose tokens differ: a branch a Metal 3.2 or 4.0 build compiles must build too."""
+    version whose tokens differ: a branch a Metal 3.2 or 4.0 build compiles must build too.
+    A file built in pieces checks only the pieces this version has not passed before (each
+    piece's pass is remembered by its key, as its object is)."""
     from porter.emulate.probe import probe_source
 
+    text = "\n".join(lines)
     found = []
     for v in versions:
-        error = probe_source("\n".join(lines), display_path, root, None, skip=list(quarantined),
-                             version=v, language=False)
+        select, passed = None, []
+        if in_pieces:
+            select, passed = _unchecked_pieces(text, root, v)
+            if not select:
+                continue
+        error = probe_source(text, display_path, root, None, skip=list(quarantined), version=v,
+                             language=False, select=select)
         if error is not None:
             found.append(f"{error} (with {dialect.label(v)})")
+        else:
+            for marker in passed:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
     return found
+
+
+def _piece_key(piece: groups.Piece, dirs, flags, cxx) -> str:
+    return _cache_key(f"piece\0{piece.name}\0{piece.key_text}", dirs, flags, cxx)
+
+
+def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Path]]:
+    """The pieces of `text` whose syntax pass under `version` is not on record, and the
+    markers to set once it passes."""
+    dirs = headers.include_dirs(Path(root) if root is not None else None)
+    cxx = compiler()
+    flags = version_flags(FLAGS + ["-O0", "-fsyntax-only"], version)
+    select, markers = [], []
+    for piece in groups.pieces(text):
+        marker = cache_dir() / f"syntax-{_piece_key(piece, dirs, flags, cxx)}.ok"
+        if not marker.is_file():
+            select += piece.names
+            markers.append(marker)
+    return select, markers
+
+
+def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path,
+                     so_path: Path) -> bool:
+    """Build the library from one object per functor (porter.emulate.groups), each from the
+    cache where its key is there, and link them. False where the file has no functor pieces
+    or a piece does not compile (the whole-file build then quarantines and says why)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = groups.pieces(text)
+    if len(parts) < 2:
+        return False
+    functors = [n for p in parts for n in p.names if n != groups.REST]
+    src = tmpdir / "kernel.cpp"
+    src.write_text(f'#line 1 "{display_path}"\n{text}')
+    pch = _precompiled_prelude(cxx, flags, dirs)
+    objects = [cache_dir() / f"piece-{_piece_key(p, dirs, flags, cxx)}.o" for p in parts]
+    todo = [(i, p, o) for i, (p, o) in enumerate(zip(parts, objects)) if not o.is_file()]
+
+    def compile_piece(job) -> bool:
+        i, piece, obj = job
+        here = tmpdir / f"piece{i}"
+        here.mkdir()
+        (here / "porter_skip.h").write_text(groups.select_header(list(piece.names), functors, []))
+        staged = here / "piece.o"
+        cmd = [cxx, *[f for f in flags if f != "-shared"], "-c", *([f"-I{pch}"] if pch else []),
+               f"-I{here}", *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
+               "-include", "porter_skip.h", "-x", "c++", str(src), "-o", str(staged)]
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, "LC_ALL": "C"})
+        if proc.returncode != 0:
+            return False
+        fd, published = tempfile.mkstemp(dir=obj.parent, suffix=".o.tmp")
+        os.close(fd)
+        shutil.copyfile(staged, published)
+        os.replace(published, obj)
+        return True
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        if not all(pool.map(compile_piece, todo)):
+            return False
+    tmp_so = tmpdir / "kernel.so"
+    proc = subprocess.run([cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)],
+                          capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        return False
+    fd, staged = tempfile.mkstemp(dir=so_path.parent, suffix=".so.tmp")
+    os.close(fd)
+    shutil.copyfile(tmp_so, staged)
+    os.chmod(staged, 0o644)
+    os.replace(staged, so_path)
+    return True
 
 
 def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list[str],
@@ -390,4 +478,5 @@ def read_registrations(so_path: Path) -> list[Registration]:
         name, kind, in_t, out_t, alpha = (s.decode() for s in strs)
         regs.append(Registration(i, name, kind, in_t, out_t, alpha, bool(ints[0]), ints[1],
                                  bool(ints[2])))
-    return regs
+    # a library built in pieces holds each piece's entries together: file order is line order
+    return sorted(regs, key=lambda r: (r.line, r.index))

@@ -22,11 +22,12 @@ from porter.emulate.toolchain import (
 
 def probe_source(text: str, display_path: str | Path, root: str | Path | None, only,
                  *, skip=(), version: int = PRIMARY_VERSION, language: bool = True,
-                 use_cache: bool = True) -> str | None:
+                 select: list[str] | None = None, use_cache: bool = True) -> str | None:
     """Check that `text` builds, cheaply: a syntax pass of the whole file (`-fsyntax-only`)
     that instantiates only the registrations of the kernels named in `only` (their functors
     and output-type checks), every other registration recorded but not instantiated; `only`
-    None: every registration but the `skip` keys ("name|dtype", "name|*").
+    None: every registration but the `skip` keys ("name|dtype", "name|*"), or with `select`
+    only those of the pieces named (porter.emulate.groups).
 
     With `language` (what build-before-write asks): first Metal's language under every
     __METAL_VERSION__ PyTorch builds with (porter.emulate.dialect), then the syntax pass under
@@ -35,7 +36,7 @@ def probe_source(text: str, display_path: str | Path, root: str | Path | None, o
     Returns None, or the first error as `file:line: message` in `text`'s lines.
     Cached by a hash of the text, `only`, the headers, the flags and the compiler."""
     if not language:
-        return _syntax(text, display_path, root, only, skip, version, use_cache)
+        return _syntax(text, display_path, root, only, skip, version, use_cache, select)
     views = dialect.views(text, display_path, root, use_cache=use_cache)
     errors = dialect.errors_by_version(views)
     if errors:
@@ -50,14 +51,19 @@ def probe_source(text: str, display_path: str | Path, root: str | Path | None, o
     return error
 
 
-def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: bool) -> str | None:
+def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: bool,
+            select: list[str] | None = None) -> str | None:
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
     # the build's flags (so the build's precompiled prelude serves), minus linking
     build_flags = version_flags(FLAGS + ["-O0"], version)
     flags = [f for f in build_flags if f != "-shared"] + ["-fsyntax-only"]
-    if only is None:
+    if select is not None:
+        from porter.emulate import groups
+        functors = [n for p in groups.pieces(text) for n in p.names if n != groups.REST]
+        header = groups.select_header(select, functors, sorted(set(skip)))
+    elif only is None:
         keys = sorted(set(skip))
         header = SKIP_ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(k)}, " for k in keys))
     else:

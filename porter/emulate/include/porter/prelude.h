@@ -202,11 +202,12 @@ static int n_entries_() {
 }
 } // namespace porter
 extern "C" {
-__attribute__((visibility("default"))) int porter_kernel_count() {
+// weak: each piece of a file built in pieces (porter.emulate.groups) carries them; one is kept
+__attribute__((visibility("default"), weak)) int porter_kernel_count() {
   return porter::n_entries_();
 }
 // strs: name, kind, in, out, alpha; ints: opmath, line, built
-__attribute__((visibility("default"))) int porter_kernel_info(int i, const char** strs,
+__attribute__((visibility("default"), weak)) int porter_kernel_info(int i, const char** strs,
                                                              int* ints) {
   if (i < 0 || i >= porter::n_entries_()) return -1;
   const porter::Entry& e = porter::entries[i];
@@ -220,7 +221,7 @@ __attribute__((visibility("default"))) int porter_kernel_info(int i, const char*
   ints[2] = e.elem != nullptr;
   return 0;
 }
-__attribute__((visibility("default"))) int porter_run(int i, int strided, void* out,
+__attribute__((visibility("default"), weak)) int porter_run(int i, int strided, void* out,
                                                      const void* const* ins,
                                                      const void* alpha, long numel,
                                                      int ndim, const long* sizes,
@@ -234,7 +235,24 @@ __attribute__((visibility("default"))) int porter_run(int i, int strided, void* 
 
 #define PORTER_CAT_(a, b) a##b
 #define PORTER_CAT(a, b) PORTER_CAT_(a, b)
-#define PORTER_REGISTER(O, NAME, KIND, IN, OUT, ALPHA, OPMATH, ...)               \
+#define PORTER_PASTE_(a, b) a##b
+#define PORTER_PASTE(a, b) PORTER_PASTE_(a, b)
+// Which registrations a build emits (porter.emulate.groups: one object per functor): the
+// per-build header porter_skip.h may redefine PORTER_SELECT(NAME) to 0 or 1 per name, through
+// `#define PORTER_GROUP_<name> PORTER_PROBE` and PORTER_IN_GROUP. A registration left out
+// emits nothing and instantiates nothing.
+#define PORTER_SECOND_(a, b, ...) b
+#define PORTER_IS_PROBE(...) PORTER_SECOND_(__VA_ARGS__, 0, 0)
+#define PORTER_PROBE ~, 1
+#define PORTER_IN_GROUP(NAME) PORTER_IS_PROBE(PORTER_PASTE(PORTER_GROUP_, NAME))
+#define PORTER_NOT_0 1
+#define PORTER_NOT_1 0
+#define PORTER_NOT(X) PORTER_PASTE(PORTER_NOT_, X)
+#define PORTER_SELECT(NAME) 1
+#define PORTER_REGISTER(O, NAME, ...)                                             \
+  PORTER_CAT(PORTER_REGISTER_IF_, PORTER_SELECT(NAME))(O, NAME, __VA_ARGS__)
+#define PORTER_REGISTER_IF_0(...) static_assert(true, "")
+#define PORTER_REGISTER_IF_1(O, NAME, KIND, IN, OUT, ALPHA, OPMATH, ...)          \
   __attribute__((section("porter_kernels"), used, aligned(8)))                   \
   static constexpr ::porter::Entry PORTER_CAT(porter_registration_, __COUNTER__) = { \
       #NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__,                             \

@@ -1,0 +1,134 @@
+"""A kernel file's build in pieces: one object per functor (its registrations' code), linked
+into the file's library, each cached by a hash of what it depends on, so that an edit of one
+functor rebuilds that functor's object alone (issue 26: the edit-to-verdict loop).
+
+Every piece compiles the whole file (a syntax error anywhere fails each of them: the whole
+file is checked by every build), and instantiates only its own registrations: the prelude's
+`PORTER_SELECT(NAME)` (set by the per-build header) emits a registration's entry, and so
+instantiates its functor, only for the names of the piece.
+
+A piece's key is the file with the struct of every functor it does not use blanked out: the
+functor's own text, the functors it names (`log_functor{}(x)`), and everything outside a
+functor (helpers, macros, registrations, includes). An edit of another functor leaves it alone;
+an edit outside every functor rebuilds every piece. Registrations whose functor is not a
+column-0 `struct NAME_functor` (a functor made by a macro) form one more piece, "the rest".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FUNCTOR = re.compile(r"^struct (\w+)_functor\b[^;\n]*$")
+REST = ""
+
+
+# At most this many pieces of functors (plus the rest): each piece compiles the whole file's
+# text, so a first build costs one parse per piece; an edit rebuilds one piece, its functors'
+# code and one parse (porter/emulate/README: measured in bench/bench_loop.py).
+MAX_PIECES = 8
+
+
+@dataclass(frozen=True)
+class Piece:
+    names: tuple[str, ...]  # the registered names of its functors; (REST,) for the rest
+    key_text: str           # what its object depends on, besides the headers and flags
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.names) or "(rest)"
+
+
+def functor_spans(text: str) -> dict[str, tuple[int, int]]:
+    """name -> (first, last) 0-based line of each column-0 `struct NAME_functor {...};`."""
+    lines = text.split("\n")
+    spans: dict[str, tuple[int, int]] = {}
+    i = 0
+    while i < len(lines):
+        m = _FUNCTOR.match(lines[i])
+        if m:
+            for j in range(i, len(lines)):
+                if lines[j].startswith("}"):
+                    if m.group(1) not in spans:
+                        spans[m.group(1)] = (i, j)
+                    i = j
+                    break
+            else:
+                return {}          # an unclosed struct: no pieces, the whole file is built
+        i += 1
+    return spans
+
+
+def pieces(text: str) -> list[Piece]:
+    """The file's pieces, in file order, the rest last; [] when the file has no functor struct.
+    Consecutive functors share a piece (at most MAX_PIECES of them): an edit of one functor's
+    body leaves every piece but its own as it was."""
+    spans = functor_spans(text)
+    if not spans:
+        return []
+    lines = text.split("\n")
+    bodies = {name: "\n".join(lines[a:b + 1]) for name, (a, b) in spans.items()}
+    names = list(spans)
+    size = -(-len(names) // MAX_PIECES)
+    out = []
+    for k in range(0, len(names), size):
+        chunk = tuple(names[k:k + size])
+        keep = set().union(*(_closure(n, bodies) for n in chunk))
+        out.append(Piece(chunk, _masked(lines, spans, keep)))
+    # the rest's functors come from macros outside every struct; the structs they name count
+    outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
+    named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
+    keep = set().union(*(_closure(n, bodies) for n in named)) if named else set()
+    out.append(Piece((REST,), _masked(lines, spans, keep)))
+    return out
+
+
+def _closure(name: str, bodies: dict[str, str]) -> set[str]:
+    """`name` and every functor its struct names, transitively."""
+    keep, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n in keep:
+            continue
+        keep.add(n)
+        todo += [m for m in re.findall(r"\b(\w+)_functor\b", bodies[n]) if m in bodies]
+    return keep
+
+
+def _masked(lines: list[str], spans: dict[str, tuple[int, int]], keep: set[str]) -> str:
+    out = list(lines)
+    for name, (a, b) in spans.items():
+        if name not in keep:
+            out[a] = f"struct {name}_functor;"
+            for k in range(a + 1, b + 1):
+                out[k] = ""
+    return "\n".join(out)
+
+
+def select_header(names: list[str], all_functors: list[str], skip: list[str]) -> str:
+    """The per-build header (porter_skip.h) of a build of the functors named (REST: the
+    registrations of no functor struct): their registrations emitted, every other one left
+    out; `skip` ("name|dtype" keys) quarantined as ever."""
+    import json
+
+    lines = ["#pragma once", "#undef PORTER_SELECT"]
+    named = [n for n in names if n != REST]
+    if REST in names:
+        # the rest: every name but the other pieces' functors
+        others = [n for n in all_functors if n not in named]
+        lines += [f"#define PORTER_GROUP_{n} PORTER_PROBE" for n in others]
+        lines.append("#define PORTER_SELECT(NAME) PORTER_NOT(PORTER_IN_GROUP(NAME))")
+    else:
+        lines += [f"#define PORTER_GROUP_{n} PORTER_PROBE" for n in named]
+        lines.append("#define PORTER_SELECT(NAME) PORTER_IN_GROUP(NAME)")
+    items = "".join(f"{json.dumps(k)}, " for k in skip)
+    lines += ["namespace porter {",
+              f"constexpr const char* skip_list[] = {{{items}nullptr}};",
+              "constexpr bool skipped(const char* name, const char* dtype) {",
+              "  for (const char* key : skip_list) {",
+              "    if (key && key_eq(key, name, dtype)) return true;",
+              "  }",
+              "  return false;",
+              "}",
+              "} // namespace porter", ""]
+    return "\n".join(lines)

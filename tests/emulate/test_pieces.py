@@ -1,0 +1,115 @@
+"""A kernel file built in pieces (issue 26): an edit of one functor rebuilds that functor's
+piece alone, runs the edited code, and the whole file is still checked by the build."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from porter.emulate import groups
+from porter.emulate.build import build_source
+from porter.emulate.check import check_tree
+from porter.source.checkout import KERNELS
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(cache))
+    return cache / "emulate"
+
+
+def _binary(fixture_root) -> str:
+    return (fixture_root / KERNELS / "BinaryKernel.metal").read_text()
+
+
+def _edit_body(text: str, name: str, old: str, new: str) -> str:
+    start, end = groups.functor_spans(text)[name]
+    lines = text.split("\n")
+    body = "\n".join(lines[start:end + 1])
+    assert old in body, body
+    lines[start:end + 1] = body.replace(old, new, 1).split("\n")
+    return "\n".join(lines)
+
+
+def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache):
+    text = _binary(fixture_root)
+    parts = groups.pieces(text)
+    assert len(parts) > 2
+    build_source(text, "BinaryKernel.metal", fixture_root)
+    before = set(own_cache.glob("piece-*.o"))
+    assert len(before) == len(parts)
+    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    lib = build_source(edited, "BinaryKernel.metal", fixture_root)
+    new = set(own_cache.glob("piece-*.o")) - before
+    assert len(new) == 1
+    assert lib.build_errors() == [] and all(r.built for r in lib.registrations)
+    # the library holds every registration once, in file order
+    whole = build_source(edited, "BinaryKernel.metal", fixture_root, use_cache=False)
+    key = lambda r: (r.name, r.in_type, r.out_type, r.line, r.kind, r.built)  # noqa: E731
+    assert [key(r) for r in lib.registrations] == [key(r) for r in whole.registrations]
+
+
+def test_the_edited_functor_runs_its_new_code(fixture_root, own_cache, tmp_path):
+    """Wrong on purpose: hypot's body edited to a + b; hypot fails, the cached pieces match."""
+    text = _binary(fixture_root)
+    path = tmp_path / "BinaryKernel.metal"
+    path.write_text(text)
+    results, _ = check_tree(fixture_root, [path])
+    assert {r.status for r in results} == {"matched"}
+    start, end = groups.functor_spans(text)["hypot"]
+    lines = text.split("\n")
+    body = "\n".join(lines[start:end + 1])
+    lines[start:end + 1] = re.sub(r"return[^;]*;", "return static_cast<T>(a + b);", body).split("\n")
+    path.write_text("\n".join(lines))
+    results, _ = check_tree(fixture_root, [path])
+    failed = {(r.kernel, r.status) for r in results if r.status != "matched"}
+    assert failed == {("hypot", "mismatched")}
+
+
+@pytest.mark.parametrize(("broken", "words"), [
+    (("    return", "    return 0 +", ";", ""), "expected"),       # a lost `;`: the parse fails
+    (("    return", "    (void)(a >> 0);\n    return", None, None), "operator>>"),  # float >>
+])
+def test_the_build_of_one_piece_still_catches_an_error_in_another_functor(
+        fixture_root, own_cache, broken, words):
+    text = _binary(fixture_root)
+    build_source(text, "BinaryKernel.metal", fixture_root)
+    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    start, end = groups.functor_spans(edited)["copysign"]
+    lines = edited.split("\n")
+    body = "\n".join(lines[start:end + 1])
+    old, new, old2, new2 = broken
+    body = body.replace(old, new, 1)
+    if old2 is not None:
+        at = body.index(new) + len(new)
+        semi = body.index(old2, at)
+        body = body[:semi] + new2 + body[semi + 1:]
+    lines[start:end + 1] = body.split("\n")
+    lib = build_source("\n".join(lines), "BinaryKernel.metal", fixture_root, strict=False)
+    errors = lib.build_errors()
+    assert errors and words in errors[0], errors
+    assert "BinaryKernel.metal:" in errors[0]
+    # the float overload is the broken one (a syntax error takes the whole functor)
+    assert not any(r.built for r in lib.registrations
+                   if r.name == "copysign" and r.in_type == "float")
+    assert all(r.built for r in lib.registrations if r.name == "hypot")
+
+
+def test_a_file_without_functor_structs_is_built_whole(fixture_root, own_cache):
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+#define NEG_FUNCTOR(NAME) struct NAME##_functor { template <typename T> T operator()(T x) { return -x; } };
+NEG_FUNCTOR(neg)
+REGISTER_UNARY_OP(neg, float, float);
+"""
+    lib = build_source(text, "macro.metal", fixture_root)
+    assert [r.name for r in lib.registrations] == ["neg"] and lib.registrations[0].built
+    assert not list(own_cache.glob("piece-*.o"))
+    assert os.path.getsize(lib.path) > 0
