@@ -33,8 +33,8 @@ from _common import bench_env, porter_argv, real_tree, scratch_dir
 
 from porter.source.checkout import KERNELS
 
-RIGHT = "return static_cast<T>(a == 0 ? b : static_cast<T>(a > 0));"
-WRONG = "return static_cast<T>(a == 0 ? b : static_cast<T>(a < 0));"
+RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
+WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"
 
 
 CPU: list[float] = []       # CPU seconds (user + sys, children included) of each run_once
