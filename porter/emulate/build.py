@@ -156,11 +156,15 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         return lib
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    views = dialect.views(text, display_path, root) if version == PRIMARY_VERSION else \
-        [dialect.view(text, display_path, root, version)]
-    metal_errors = dialect.errors_by_version(views)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # the language and version check (short preprocessor runs) beside the compile
+    checker = ThreadPoolExecutor(max_workers=1)
+    pending = checker.submit(
+        lambda: dialect.views(text, display_path, root) if version == PRIMARY_VERSION
+        else [dialect.view(text, display_path, root, version)])
+    checker.shutdown(wait=False)
     lines = text.split("\n")
-    functor_errors = _by_functor(metal_errors, lines, display_path)
     quarantined: dict[str, str] = {}
     dropped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
@@ -181,6 +185,9 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         else:
             raise EmulateBuildError(f"{display_path}: still failing after "
                                     f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+    views = pending.result()
+    metal_errors = dialect.errors_by_version(views)
+    functor_errors = _by_functor(metal_errors, text.split("\n"), display_path)
     others = dialect.distinct(views)
     metal_errors += _other_versions(lines, display_path, root, quarantined, others,
                                     in_pieces=in_pieces)
