@@ -9,8 +9,8 @@ file itself, and the headers the kernel file includes directly. A Mac's Metal co
 no dynamic allocation (`new`/`delete`), no exceptions, no `thread_local`, no `virtual`, no
 RTTI, no function pointers and no recursion; each is a build error of the file at its line.
 Recursion and function pointers are found where the tokens show them: a function of the
-file calling itself by name with as many arguments as it takes (no other overload of that
-arity in the file), a declarator `(*name)(...)`.
+file, not a template, calling itself by name with as many arguments as it takes (no other
+overload of that arity in the file), a declarator `(*name)(...)`.
 """
 
 from __future__ import annotations
@@ -160,21 +160,24 @@ def _function_pointer(ids, i: int) -> bool:
 
 
 def _recursion(ids) -> list[tuple[int, str]]:
-    """Functions of the file whose body calls them by name with their own arity, where the file
-    declares no other overload of that name and arity (a call to another overload is not
-    recursion). `operator()` counts through `(*this)(...)` and `operator()(...)`."""
+    """Functions of the file (not templates) whose body calls them by name with their own arity,
+    where the file declares no other overload of that name and arity (a call to another overload
+    is not recursion). `operator()` counts through `(*this)(...)` and `operator()(...)`."""
     texts = [t for _, _, t in ids]
+    scopes = _class_scopes(texts)
     defs: list[tuple[str, int, int, int]] = []      # name, arity, body start, body end
     arities: dict[tuple[str, int], int] = {}
     i = 0
     while i < len(texts):
         t = texts[i]
         name, open_at = None, None
-        if ids[i][1] == "id" and i + 1 < len(texts) and texts[i + 1] == "(" and t not in (
-                "if", "for", "while", "switch", "return", "sizeof", "decltype", "alignof"):
+        if t == "operator" and texts[i + 1:i + 4] == ["(", ")", "("]:
+            # overloads of operator() are per class
+            name, open_at = f"{scopes[i]}::operator()", i + 3
+        elif ids[i][1] == "id" and i + 1 < len(texts) and texts[i + 1] == "(" and t not in (
+                "if", "for", "while", "switch", "return", "sizeof", "decltype", "alignof",
+                "operator"):
             name, open_at = t, i + 1
-        elif t == "operator" and texts[i + 1:i + 4] == ["(", ")", "("]:
-            name, open_at = "operator()", i + 3
         if name is not None and _declares(ids, i):
             close = _matching(texts, open_at)
             if close is not None:
@@ -188,7 +191,7 @@ def _recursion(ids) -> list[tuple[int, str]]:
                     if texts[j] == "->":     # trailing return type: the body follows it
                         while j < len(texts) and texts[j] not in ("{", ";"):
                             j += 1
-                    if j < len(texts) and texts[j] == "{":
+                    if j < len(texts) and texts[j] == "{" and not _templated(texts, i):
                         end = _matching(texts, j, "{", "}")
                         if end is not None:
                             defs.append((name, arity, j, end))
@@ -199,7 +202,7 @@ def _recursion(ids) -> list[tuple[int, str]]:
             continue
         for k in range(start + 1, end):
             call_open = None
-            if name == "operator()":
+            if name.endswith("::operator()"):
                 if texts[k:k + 5] == ["(", "*", "this", ")", "("]:
                     call_open = k + 4
                 elif texts[k:k + 4] == ["operator", "(", ")", "("]:
@@ -210,9 +213,37 @@ def _recursion(ids) -> list[tuple[int, str]]:
                 continue
             close = _matching(texts, call_open)
             if close is not None and _arity(texts, call_open, close) == arity:
-                found.append((ids[k][0], RECURSION.format(name=name)))
+                found.append((ids[k][0], RECURSION.format(name=name.split("::")[-1])))
                 break
     return found
+
+
+def _class_scopes(texts: list[str]) -> list[str]:
+    """The innermost struct or class around each token ("" outside every one)."""
+    scopes, stack, pending = [], [], None
+    for k, t in enumerate(texts):
+        if t in ("struct", "class", "union") and k + 1 < len(texts):
+            pending = texts[k + 1]
+        elif t == ";":
+            pending = None
+        if t == "{":
+            stack.append(pending)
+            pending = None
+        elif t == "}" and stack:
+            stack.pop()
+        scopes.append(next((n for n in reversed(stack) if n), ""))
+    return scopes
+
+
+def _templated(texts: list[str], i: int) -> bool:
+    """The declaration at `i` is a template: a call in it may be another instantiation
+    (`operator()<half>` calling `operator()<float>`), which is not recursion."""
+    k = i - 1
+    while k >= 0 and texts[k] not in (";", "}", "{"):
+        if texts[k] == "template":
+            return True
+        k -= 1
+    return False
 
 
 def _declares(ids, i: int) -> bool:

@@ -74,6 +74,8 @@ FILE_LEVEL = [
     ("using unary_fn = float (*)(float);", "Metal has no function pointers"),
     ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }",
      "Metal has no recursion (fact calls itself)"),
+    ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
+     "(*this)(x / 2) : x; } };", "Metal has no recursion (operator() calls itself)"),
     ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
 ]
 
@@ -217,6 +219,14 @@ struct idioms_functor {
   }
 };
 
+struct widen_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    // another instantiation of the same template: not recursion
+    return is_same_v<T, float> ? x : T(operator()(float(x)));
+  }
+};
+
 struct deref_functor {
   inline float operator()(const float x) {
     thread const float* p = &x;
@@ -239,11 +249,12 @@ REGISTER_IDIOMS(bfloat);
 REGISTER_UNARY_OP(idioms, int, float);
 REGISTER_UNARY_OP(idioms, float2, float2);
 REGISTER_UNARY_OP(deref, float, float);
+REGISTER_UNARY_OP(widen, half, half);
 """
 
 
 def test_valid_metal_idioms_still_build(fixture_root):
-    assert probe_source(VALID, "idioms.metal", fixture_root, ["idioms", "deref"]) is None
+    assert probe_source(VALID, "idioms.metal", fixture_root, ["idioms", "deref", "widen"]) is None
     lib = build_source(VALID, "idioms.metal", fixture_root, strict=False)
     assert lib.build_errors() == []
     assert all(r.built for r in lib.registrations)
