@@ -169,8 +169,12 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     dropped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
         tmpdir = Path(tmp)
-        in_pieces = use_cache and _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path,
-                                                   so_path)
+        pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
+                                  strict) if use_cache else None
+        in_pieces = pieces is not None
+        if in_pieces:
+            quarantined, dropped = pieces
+            lines = _blanked(text, quarantined, dropped, display_path)
         for _round in range(MAX_QUARANTINE_ROUNDS):
             if in_pieces:
                 break
@@ -260,56 +264,112 @@ def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Pa
     return select, markers
 
 
-def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path,
-                     so_path: Path) -> bool:
-    """Build the library from one object per functor (porter.emulate.groups), each from the
-    cache where its key is there, and link them. False where the file has no functor pieces
-    or a piece does not compile (the whole-file build then quarantines and says why)."""
+def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so_path: Path,
+                     strict: bool) -> tuple[dict[str, str], list[str]] | None:
+    """Build the library from one object per run of functors (porter.emulate.groups), each
+    from the cache where its key is there, and link them: (quarantined, dropped) as the
+    whole-file build would have them, or None where the file has no functor pieces. A piece
+    that does not compile is quarantined on its own, as the whole file is (its result cached
+    with its object); what no piece can attribute raises as the whole-file build does."""
     from concurrent.futures import ThreadPoolExecutor
 
     parts = groups.pieces(text)
     if len(parts) < 2:
-        return False
+        return None
     functors = [n for p in parts for n in p.names if n != groups.REST]
-    src = tmpdir / "kernel.cpp"
-    src.write_text(f'#line 1 "{display_path}"\n{text}')
     pch = _precompiled_prelude(cxx, flags, dirs)
-    objects = [cache_dir() / f"piece-{_piece_key(p, dirs, flags, cxx)}.o" for p in parts]
-    todo = [(i, p, o) for i, (p, o) in enumerate(zip(parts, objects)) if not o.is_file()]
+    keys = [_piece_key(p, dirs, flags, cxx) for p in parts]
+    objects = [cache_dir() / f"piece-{k}.o" for k in keys]
+    metas = [cache_dir() / f"piece-{k}.json" for k in keys]
 
-    def compile_piece(job) -> bool:
-        i, piece, obj = job
-        here = tmpdir / f"piece{i}"
+    def cached(i: int) -> dict | None:
+        if not (objects[i].is_file() and metas[i].is_file()):
+            return None
+        meta = json.loads(metas[i].read_text())
+        here = lambda m: m.replace(meta["display"], str(display_path))   # noqa: E731
+        return {"quarantined": {k: here(v) for k, v in meta["quarantined"].items()},
+                "dropped": [here(d) for d in meta["dropped"]]}
+
+    def build_piece(i: int) -> dict:
+        piece, here = parts[i], tmpdir / f"piece{i}"
         here.mkdir()
-        (here / "porter_skip.h").write_text(groups.select_header(list(piece.names), functors, []))
-        staged = here / "piece.o"
-        cmd = [cxx, *[f for f in flags if f != "-shared"], "-c", *([f"-I{pch}"] if pch else []),
-               f"-I{here}", *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
-               "-include", "porter_skip.h", "-x", "c++", str(src), "-o", str(staged)]
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env={**os.environ, "LC_ALL": "C"})
-        if proc.returncode != 0:
-            return False
-        fd, published = tempfile.mkstemp(dir=obj.parent, suffix=".o.tmp")
-        os.close(fd)
-        shutil.copyfile(staged, published)
-        os.replace(published, obj)
-        return True
+        plines, quarantined, dropped = text.split("\n"), {}, []
+        for _round in range(MAX_QUARANTINE_ROUNDS):
+            src = here / "kernel.cpp"
+            src.write_text(f'#line 1 "{display_path}"\n' + "\n".join(plines))
+            (here / "porter_skip.h").write_text(
+                groups.select_header(list(piece.names), functors, list(quarantined)))
+            cmd = [cxx, *[f for f in flags if f != "-shared"], "-c",
+                   *([f"-I{pch}"] if pch else []), f"-I{here}", *(f"-I{d}" for d in dirs),
+                   "-include", "porter/prelude.h", "-include", "porter_skip.h", "-x", "c++",
+                   str(src), "-o", str(here / "piece.o")]
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  env={**os.environ, "LC_ALL": "C"})
+            if proc.returncode == 0:
+                break
+            err = proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
+            if not _quarantine(err, plines, display_path, quarantined, dropped, strict):
+                raise EmulateBuildError(_first_error(err, display_path),
+                                        hint="the emulator could not attribute it to one functor")
+        else:
+            raise EmulateBuildError(f"{display_path}: still failing after "
+                                    f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+        _publish(here / "piece.o", objects[i])
+        fd, staged = tempfile.mkstemp(dir=metas[i].parent, suffix=".json.tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"display": str(display_path), "quarantined": quarantined,
+                       "dropped": dropped}, f)
+        os.replace(staged, metas[i])
+        return {"quarantined": quarantined, "dropped": dropped}
 
+    results = [cached(i) for i in range(len(parts))]
+    todo = [i for i, r in enumerate(results) if r is None]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        if not all(pool.map(compile_piece, todo)):
-            return False
+        for i, r in zip(todo, pool.map(build_piece, todo)):
+            results[i] = r
     tmp_so = tmpdir / "kernel.so"
     proc = subprocess.run([cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)],
                           capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
-        return False
-    fd, staged = tempfile.mkstemp(dir=so_path.parent, suffix=".so.tmp")
+        raise EmulateBuildError(f"{display_path}: the pieces of the file do not link: "
+                                f"{(proc.stderr or proc.stdout).strip()[:300]}")
+    _publish(tmp_so, so_path)
+    quarantined: dict[str, str] = {}
+    dropped: list[str] = []
+    for r in results:
+        for k, v in r["quarantined"].items():
+            quarantined.setdefault(k, v)
+        dropped += [d for d in r["dropped"] if d not in dropped]
+    return quarantined, dropped
+
+
+def _publish(built: Path, target: Path) -> None:
+    """Atomic: a concurrent reader never sees half a file."""
+    fd, staged = tempfile.mkstemp(dir=target.parent, suffix=target.suffix + ".tmp")
     os.close(fd)
-    shutil.copyfile(tmp_so, staged)
+    shutil.copyfile(built, staged)
     os.chmod(staged, 0o644)
-    os.replace(staged, so_path)
-    return True
+    os.replace(staged, target)
+
+
+def _blanked(text: str, quarantined: dict[str, str], dropped: list[str], display_path) -> list[str]:
+    """The text as the whole-file build leaves it after these quarantines: each functor set
+    aside whole ("name|*") and each dropped construct blanked (for the other versions' pass)."""
+    lines = text.split("\n")
+    spans = groups.functor_spans(text)
+    for key in quarantined:
+        name, _, dtype = key.partition("|")
+        if dtype == "*" and name in spans:
+            a, b = spans[name]
+            lines[a] = f"struct {name}_functor;"
+            for k in range(a + 1, b + 1):
+                lines[k] = ""
+    for d in dropped:
+        m = re.match(rf"{re.escape(str(display_path))}:(\d+)-(\d+): ", d)
+        if m:
+            for k in range(int(m.group(1)) - 1, int(m.group(2))):
+                lines[k] = ""
+    return lines
 
 
 def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list[str],
