@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from porter.emulate.build import build_source
-from porter.emulate.check import check_tree
+from porter.emulate.kernel_check import check_tree
 from porter.emulate.probe import probe_source
 
 HEAD = """#include <c10/metal/indexing.h>

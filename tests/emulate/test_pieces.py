@@ -11,7 +11,7 @@ import pytest
 
 from porter.emulate import groups
 from porter.emulate.build import build_source
-from porter.emulate.check import check_tree
+from porter.emulate.kernel_check import check_tree
 from porter.source.checkout import KERNELS
 
 torch = pytest.importorskip("torch")
