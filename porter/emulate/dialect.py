@@ -18,8 +18,8 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from porter.emulate import headers, metal_language
 from porter.emulate.toolchain import (
@@ -29,8 +29,7 @@ from porter.emulate.toolchain import (
 _PCH_PRAGMA = re.compile(r'^#pragma GCC pch_preprocess "[^"]*"\n', re.M)
 
 
-@dataclass(frozen=True)
-class VersionView:
+class VersionView(NamedTuple):     # a NamedTuple: editing commands avoid dataclasses' import
     version: int
     errors: tuple[str, ...]      # `file:line: message`: what a Metal compiler of it rejects
     fingerprint: str             # equal fingerprints: the same tokens are compiled

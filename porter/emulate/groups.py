@@ -17,7 +17,7 @@ column-0 `struct NAME_functor` (a functor made by a macro) form one more piece, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _FUNCTOR = re.compile(r"^struct (\w+)_functor\b[^;\n]*$")
 REST = ""
@@ -29,8 +29,7 @@ REST = ""
 MAX_PIECES = 8
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):     # a NamedTuple: editing commands avoid dataclasses' import
     names: tuple[str, ...]  # the registered names of its functors; (REST,) for the rest
     key_text: str           # what its object depends on, besides the headers and flags
 
