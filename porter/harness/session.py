@@ -17,7 +17,7 @@ from porter.errors import PorterError
 from porter.harness import prune as prunemod
 from porter.harness import refcache, run_report
 from porter.harness.devices import get_backend
-from porter.harness.verdicts import FAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult
 
 
 @dataclass
@@ -154,7 +154,11 @@ def run(opts: Options) -> int:
                     out.write(changes.diff())
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
-    return max(exit_code(results, pruned, applied), 1 if header_gaps else 0)
+    untested = nothing_tested(results)
+    if untested:
+        # a run in which nothing passed or failed proved nothing: CI must not go green on it
+        (sys.stderr if opts.json or opts.markdown else out).write(untested + "\n")
+    return max(exit_code(results, pruned, applied), 1 if header_gaps or untested else 0)
 
 
 def _run_ops(opts: Options, checkout, root, backend):
@@ -188,6 +192,20 @@ def _run_ops(opts: Options, checkout, root, backend):
         except OSError as err:           # a read-only or full cache directory costs speed only
             print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
     return ctx, results
+
+
+def nothing_tested(results) -> str | None:
+    """The error line of a run in which no dtype passed or failed (every one skipped, or
+    none asked), with what to do; None when something was tested."""
+    if any(d.outcome != SKIP for r in results for d in r.dtypes):
+        return None
+    names = list(dict.fromkeys(r.name for r in results))
+    op = names[0].removeprefix("nn.functional.") if len(names) == 1 else "OP"
+    what = ", ".join(names) or "the op"
+    return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
+            f"above), and a run that tests nothing is not green; port it first: `porter "
+            f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "
+            f"(`porter status {op}` says which), or test it on --device mps")
 
 
 def exit_code(results, pruned, applied: bool) -> int:
