@@ -234,8 +234,7 @@ class EmulateBackend:
                 mps = {r.kernel for r in entry.mps_rows()}
                 if len(shared) == 1 and shared == mps:
                     routes = stub_route.routes(checkout, shared.pop())
-                    if routes and not all(r.stub == f"{name}_stub" and r.when == stub_route.ALL
-                                          for r in routes):
+                    if routes and not all(r.stub == f"{name}_stub" for r in routes):
                         found = (entry.dense_rows()[0].kernel, routes)
                         break
             self._routes[name] = found
