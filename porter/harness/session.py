@@ -114,6 +114,10 @@ def run(opts: Options) -> int:
         meta["upstream_error"] = upstream_note
     if header_gaps:
         meta["not_proven"] = header_gaps
+    from porter.harness import opinfo_agreement
+    source_notes = opinfo_agreement.notes(checkout, results, ctx.db)
+    if source_notes:
+        meta["opinfo_source"] = source_notes
     if opts.json:
         data = run_report.to_json(results, **meta)
         if header_gaps:
@@ -137,6 +141,7 @@ def run(opts: Options) -> int:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
+        header += "".join(f"\nnote: {n}" for n in source_notes)
         out.write(run_report.render_text(results, root_arg, header))
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "

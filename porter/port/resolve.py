@@ -238,7 +238,10 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
     from porter.source.mpsgraph_scan import source_of
     impl = next(d for d in source_of(hosts[place.path].text).named({place.function}))
     state = NATIVE if source_of(hosts[place.path].text).is_metal(impl) else MPSGRAPH
-    returns_bool = bool(lam and lam.return_type == "bool")
+    # as for a shared row: a bool lambda, or an OpInfo that says the op always returns bool
+    # (logical_not, whose --complex-body port was written float -> float)
+    returns_bool = bool(lam and lam.return_type == "bool") or any(
+        o.flag("always_returns_bool") for o in opinfos)
     # JIT-shader builds give the host file only the kernels of the .metal files whose
     # *_metallib.h it includes: the kernel goes there; else into the kind's own file
     loaded = [f"{co.KERNELS}/{stem}.metal" for stem in METALLIB_INCLUDE_RE.findall(hosts[place.path].text)]
