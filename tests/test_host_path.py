@@ -148,3 +148,20 @@ def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
     res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
                  "--complex-body", "x", root=real_root)
     assert res.code == 2 and "real inputs run sign_stub (registered for MPS at " in res.err
+
+
+def test_branches_porter_cannot_read_are_not_proven(real_root):
+    branchy = SUB_OUT.replace("  add_stub(device_type(), *this, ALPHA);\n",
+                              "  if (alpha.isIntegral(false)) {\n    add_stub(device_type(), *this, -alpha);\n"
+                              "  } else {\n    sub_stub(device_type(), *this, alpha);\n  }\n")
+    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", branchy)
+    before = snapshot(real_root)
+    res = porter("migrate-from-mpsgraph", "sub", root=real_root)
+    assert res.code == 2 and snapshot(real_root) == before
+    assert ("'sub': sub_out calls add_stub, sub_stub under conditions porter cannot read, so which "
+            "kernel each dtype runs on MPS is not proven; nothing was written") in res.err
+    route_mps_to_shared(real_root, "    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
+    code, by = outcomes(real_root, "sub", "--dtype", "float32")
+    # never a pass, never a skip
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert "not proven: sub_out (aten/src/ATen/native/BinaryOps.cpp:" in by["float32"]["message"]

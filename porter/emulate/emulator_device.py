@@ -234,7 +234,11 @@ class EmulateBackend:
                 mps = {r.kernel for r in entry.mps_rows()}
                 if len(shared) == 1 and shared == mps:
                     routes = stub_route.routes(checkout, shared.pop())
-                    if routes and not all(r.stub == f"{name}_stub" for r in routes):
+                    # another op's stub (sub_out -> add_stub, sgn_out -> sign_stub); a stub of
+                    # the op's own overload (round_decimals_stub) keeps the op's own lookup
+                    text = checkout.read(co.NATIVE_YAML)
+                    if any(r.stub != f"{name}_stub" and native_yaml.entries_named(
+                            text, {r.stub.removesuffix("_stub")}) for r in routes):
                         found = (entry.dense_rows()[0].kernel, routes)
                         break
             self._routes[name] = found
@@ -249,15 +253,16 @@ class EmulateBackend:
             return None
         is_complex = bool(getattr(dtype, "is_complex", False)) or str(dtype).startswith(("complex", "torch.complex"))
         route = stub_route.for_dtype(routes, is_complex)
+        spelled = str(dtype).removeprefix("torch.")     # as the cached run names it
         if route is None or route.when == stub_route.UNKNOWN:
             raise RuntimeError(f"not proven: {cpu_kernel} ({routes[0].path}:{routes[0].line}) "
                                f"calls {', '.join(r.stub for r in routes)} under conditions porter "
-                               f"cannot read: which kernel {dtype} runs on MPS is not known")
+                               f"cannot read: which kernel {spelled} runs on MPS is not known")
         if self._host is None:
             self._host = host_kernels(self.root)
         hosts = [h for h in self._host if f"{h.stub}_stub" == route.stub]
         if not hosts:
-            raise RuntimeError(f"{cpu_kernel} runs {route.stub} for {dtype} ({route.path}:"
+            raise RuntimeError(f"{cpu_kernel} runs {route.stub} for {spelled} ({route.path}:"
                                f"{route.line}), which no *Kernel.mm registers for MPS: MPS raises "
                                f"'{route.stub}: missing kernel for mps'")
         import dataclasses

@@ -333,8 +333,11 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
     from porter.source import stub_route
     found = stub_route.routes(checkout, cpu_kernel)
     own = f"{op}_stub"
-    if not found or all(r.stub == own for r in found):
-        return      # its own stub, maybe not for every dtype (signbit_out fills bool itself)
+    if not any(r.stub != own and native_yaml.entries_named(yaml_text, {r.stub.removesuffix("_stub")})
+               for r in found):
+        # its own stub, maybe not for every dtype (signbit_out fills bool itself), or one of
+        # its own overloads' (round_decimals_stub): no other op's kernel is reached
+        return
     where = dict(path=found[0].path, line=found[0].line)
     registered = {r.stub: (rel, r.line) for rel, host in hosts.items()
                   for r in host.dispatch_registrations}
