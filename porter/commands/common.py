@@ -28,9 +28,13 @@ def add_edit_options(parser) -> None:
     parser.add_argument("--no-build", action="store_true",
                         help="do not build the planned .metal files before writing (no C++ compiler)")
     parser.add_argument("--test", action="store_true",
-                        help="run `porter test OP` right after applying")
+                        help="(the default) test the op right after writing it: upstream's samples "
+                             "and the reference inputs, exit 1 when a dtype fails")
+    parser.add_argument("--no-test", action="store_true",
+                        help="write the port without testing it (porter says so)")
     parser.add_argument("--device", default=None,
-                        help="device for --test (mps, cuda, emulate; default: mps if available, else emulate)")
+                        help="device of the test after writing (mps, cuda, emulate; default: mps if "
+                             "available, else emulate)")
 
 
 def default_test_device() -> str:
@@ -41,10 +45,36 @@ def default_test_device() -> str:
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
 
 
-def run_tests_after(args, root) -> int:
-    from porter.harness import run_after_edit
+def run_tests_after(args, root, op: str) -> int:
+    """The verdict that ends a port which wrote files: the op's test (upstream's samples and
+    the reference inputs) on the device, its table, and exit 1 when a dtype fails."""
+    import sys
 
-    return run_after_edit(args.op, root, args.device or default_test_device())
+    if args.no_test:
+        print(f"note: --no-test: the files were written and {op} was not tested; `porter test "
+              f"{op} --device emulate --reference-inputs` gives the verdict", file=sys.stderr)
+        return 0
+    device = args.device or default_test_device()
+    if device == "emulate":
+        from porter.emulate.toolchain import compiler
+        from porter.errors import PorterError
+        try:
+            compiler()
+        except PorterError:
+            print(f"note: {op} was not tested: no C++ compiler for the Metal emulator (set CXX, "
+                  f"or run `porter test {op}` on a Mac)", file=sys.stderr)
+            return 0
+    import io
+
+    from porter.harness import run_after_edit
+    out = io.StringIO() if args.json else None      # stdout holds the port's JSON
+    code = run_after_edit(op, root, device, out=out, reference_inputs=True)
+    if code != 0:
+        print(f"porter: error: the files were written and are red: {op} fails its test on "
+              f"{device} (table above; `porter test {op} --device {device} --reference-inputs` "
+              "reruns it, `--no-test` skips it)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
@@ -69,6 +99,6 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
               as_json=args.json, extra=extra, incomplete=incomplete)
     if incomplete:
         return 1
-    if args.test and not args.dry_run:
-        return run_tests_after(args, checkout.root)
+    if written:
+        return run_tests_after(args, checkout.root, plan.spec.op)
     return 0

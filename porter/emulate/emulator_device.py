@@ -37,6 +37,7 @@ class EmulateBackend:
         self._pending: dict[Path, threading.Thread] = {}    # libraries building in a thread
         self._built: dict[Path, object] = {}                # what those threads produced
         self._stub_checked: dict = {}                       # OpNames -> _stub_without_kernel
+        self._routes: dict = {}                             # op name -> (cpu kernel, routes)
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -68,7 +69,8 @@ class EmulateBackend:
         return self.skip_reason_named(OpNames.of(opinfo))
 
     def skip_reason_named(self, op: OpNames) -> str | None:
-        if self._candidates_named(op) or self._stub_without_kernel(op):
+        if self._candidates_named(op) or self._stub_without_kernel(op) \
+                or self._routed(op)[1]:
             return None
         return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
                 "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
@@ -149,7 +151,7 @@ class EmulateBackend:
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
         (porter.emulate.torch_run) or on the cache's numpy arrays (porter.emulate.numpy_run)."""
         on_torch = isinstance(types, kernel_choice.TorchSample)
-        host = self._select_named(op, sample.kwargs)
+        host = self._select_named(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
                                       op.name)
@@ -208,11 +210,64 @@ class EmulateBackend:
     def _candidates_named(self, op: OpNames) -> list[HostKernel]:
         return kernel_choice.candidates(self._host_kernels(kernel_choice.kernel_names(op)), op)
 
-    def _select(self, opinfo, sample) -> HostKernel:
-        return self._select_named(OpNames.of(opinfo), sample.kwargs)
+    def _select(self, opinfo, sample, dtype=None) -> HostKernel:
+        return self._select_named(OpNames.of(opinfo), sample.kwargs, dtype)
 
-    def _select_named(self, op: OpNames, kwargs: dict) -> HostKernel:
+    def _select_named(self, op: OpNames, kwargs: dict, dtype=None) -> HostKernel:
+        routed = self._routed_host(op, dtype)
+        if routed is not None:
+            return routed
         return kernel_choice.select_host(self._candidates_named(op), op, kwargs)
+
+    def _routed(self, op: "OpNames") -> tuple[str, list]:
+        """(the shared kernel, its stub routes) when the yaml sends MPS to a TORCH_IMPL_FUNC
+        that runs another stub than the op's own, or under branches (sub_out runs add_stub
+        with -alpha; sgn_out runs sign_stub for real inputs): ("", []) otherwise."""
+        name = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
+        if name not in self._routes:
+            from porter.source import checkout as co
+            from porter.source import native_yaml, stub_route
+            found: tuple[str, list] = ("", [])
+            checkout = co.Checkout(self.root)
+            for entry in native_yaml.entries_named(checkout.read(co.NATIVE_YAML), {name}):
+                shared = {d.kernel for d in entry.dense_rows()}
+                mps = {r.kernel for r in entry.mps_rows()}
+                if len(shared) == 1 and shared == mps:
+                    routes = stub_route.routes(checkout, shared.pop())
+                    # another op's stub (sub_out -> add_stub, sgn_out -> sign_stub); a stub of
+                    # the op's own overload (round_decimals_stub) keeps the op's own lookup
+                    text = checkout.read(co.NATIVE_YAML)
+                    if any(r.stub != f"{name}_stub" and native_yaml.entries_named(
+                            text, {r.stub.removesuffix("_stub")}) for r in routes):
+                        found = (entry.dense_rows()[0].kernel, routes)
+                        break
+            self._routes[name] = found
+        return self._routes[name]
+
+    def _routed_host(self, op: "OpNames", dtype) -> HostKernel | None:
+        """The host kernel a dtype reaches through its shared kernel's stub call, or None when
+        the op runs its own stub; what the host code makes unknowable is not proven."""
+        from porter.source import stub_route
+        cpu_kernel, routes = self._routed(op)
+        if not routes:
+            return None
+        is_complex = bool(getattr(dtype, "is_complex", False)) or str(dtype).startswith(("complex", "torch.complex"))
+        route = stub_route.for_dtype(routes, is_complex)
+        spelled = str(dtype).removeprefix("torch.")     # as the cached run names it
+        if route is None or route.when == stub_route.UNKNOWN:
+            raise RuntimeError(f"not proven: {cpu_kernel} ({routes[0].path}:{routes[0].line}) "
+                               f"calls {', '.join(r.stub for r in routes)} under conditions porter "
+                               f"cannot read: which kernel {spelled} runs on MPS is not known")
+        if self._host is None:
+            self._host = host_kernels(self.root)
+        hosts = [h for h in self._host if f"{h.stub}_stub" == route.stub]
+        if not hosts:
+            raise RuntimeError(f"{cpu_kernel} runs {route.stub} for {spelled} ({route.path}:"
+                               f"{route.line}), which no *Kernel.mm registers for MPS: MPS raises "
+                               f"'{route.stub}: missing kernel for mps'")
+        import dataclasses
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        return dataclasses.replace(hosts[0], via_op=name, via_arguments=route.arguments)
 
     def _scalar(self, host: HostKernel, sample, reg, arity: int | None = None):
         if arity is None:       # the tensors are the input and the leading tensor (array) args
@@ -224,7 +279,7 @@ class EmulateBackend:
         kwargs = sample.kwargs
         if host.stub == "round_decimals":
             return kwargs.get("decimals", 0)
-        scalars = host_args.schema_scalars(self.root, host.stub)
+        scalars = host_args.schema_scalars(self.root, host.via_op or host.stub)
         if scalars:
             # What the host function gives the kernel: the sample's arguments, through the
             # shared function's stub call and the host code (porter.emulate.host_args)
@@ -236,8 +291,9 @@ class EmulateBackend:
                 fields = host_args.struct_fields(text, host.params_struct)
             try:
                 order = [s.name for s in scalars]
-                passed = host_args.stub_values(
-                    host_args.stub_call_arguments(self.root, host.stub + "_stub"), values, order)
+                call = host_args.stub_call_arguments(self.root, host.stub + "_stub") \
+                    if host.via_arguments is None else host_args.StubCall(list(host.via_arguments), [])
+                passed = host_args.stub_values(call, values, order)
                 return host_args.alpha_value(host.body, host.params, fields, passed,
                                              dtype=getattr(sample.input, "dtype", None))
             except host_args.HostCodeUnknown as err:

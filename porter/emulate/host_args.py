@@ -208,6 +208,7 @@ def _evaluate(expr: str, env: dict[str, object]):
     expr = " ".join(expr.split())
     forms = (
         (r"(\w+)", lambda v, m: v),
+        (r"-\s*(\w+)", lambda v, m: -v),        # sub_out hands add_stub -alpha
         (r"Scalar\((\w+)\)", lambda v, m: v),
         (r"(\w+)\.to<(?:float|double)>\(\)", lambda v, m: float(v)),
         (r"static_cast<float>\((\w+)\)", lambda v, m: float(v)),

@@ -30,6 +30,10 @@ class HostKernel:
     params: str = ""          # the host function's parameter list
     body: str = ""            # the host function's text (how it builds the kernel's alpha)
     params_struct: str = ""   # "SoftplusParams" when a params struct travels with the call
+    # reached through another op's TORCH_IMPL_FUNC (sub_out -> add_stub): that op, and what
+    # its stub call passes after the iterator (("-alpha",))
+    via_op: str = ""
+    via_arguments: tuple[str, ...] | None = None
 
 
 def op_name(stub: str) -> str:

@@ -225,8 +225,12 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     reference cache records these); `reference`: the OpInfo's reference_inputs instead."""
     kwargs = rules.kwargs(info, dtype)
     if reference:
-        return info.reference_inputs("cpu", dtype, **kwargs)
-    return info.sample_inputs("cpu", dtype, **kwargs)
+        from porter.harness import edges
+        yield from info.reference_inputs("cpu", dtype, **kwargs)
+        # and the dtype's limits, which upstream's reference inputs do not reach
+        yield from edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype, **kwargs))
+        return
+    yield from info.sample_inputs("cpu", dtype, **kwargs)
 
 
 def _reference(info, sample, dev_out):

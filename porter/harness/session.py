@@ -17,7 +17,7 @@ from porter.errors import PorterError
 from porter.harness import prune as prunemod
 from porter.harness import refcache, run_report
 from porter.harness.devices import get_backend
-from porter.harness.verdicts import FAIL, XPASS, OpResult
+from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult
 
 
 @dataclass
@@ -114,6 +114,10 @@ def run(opts: Options) -> int:
         meta["upstream_error"] = upstream_note
     if header_gaps:
         meta["not_proven"] = header_gaps
+    from porter.harness import opinfo_agreement
+    source_notes = opinfo_agreement.notes(checkout, results, ctx.db)
+    if source_notes:
+        meta["opinfo_source"] = source_notes
     if opts.json:
         data = run_report.to_json(results, **meta)
         if header_gaps:
@@ -137,6 +141,7 @@ def run(opts: Options) -> int:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
+        header += "".join(f"\nnote: {n}" for n in source_notes)
         out.write(run_report.render_text(results, root_arg, header))
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "
@@ -154,7 +159,11 @@ def run(opts: Options) -> int:
                     out.write(changes.diff())
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
-    return max(exit_code(results, pruned, applied), 1 if header_gaps else 0)
+    untested = nothing_tested(results)
+    if untested:
+        # a run in which nothing passed or failed proved nothing: CI must not go green on it
+        (sys.stderr if opts.json or opts.markdown else out).write(untested + "\n")
+    return max(exit_code(results, pruned, applied), 1 if header_gaps or untested else 0)
 
 
 def _run_ops(opts: Options, checkout, root, backend):
@@ -188,6 +197,20 @@ def _run_ops(opts: Options, checkout, root, backend):
         except OSError as err:           # a read-only or full cache directory costs speed only
             print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
     return ctx, results
+
+
+def nothing_tested(results) -> str | None:
+    """The error line of a run in which no dtype passed or failed (every one skipped, or
+    none asked), with what to do; None when something was tested."""
+    if any(d.outcome != SKIP for r in results for d in r.dtypes):
+        return None
+    names = list(dict.fromkeys(r.name for r in results))
+    op = names[0].removeprefix("nn.functional.") if len(names) == 1 else "OP"
+    what = ", ".join(names) or "the op"
+    return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
+            f"above), and a run that tests nothing is not green; port it first: `porter "
+            f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "
+            f"(`porter status {op}` says which), or test it on --device mps")
 
 
 def exit_code(results, pruned, applied: bool) -> int:

@@ -147,6 +147,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
                               hint=f"drop --in-place: porter new-op {op} / migrate-from-mpsgraph {op}")
     if place is not None:
         return _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place, graph, hosts)
+    _check_route(checkout, op, cpu_kernel, out_entry, hosts, yaml_text)
     scalars = _check_stub_scalars(checkout, op, out_entry, stub,
                                   scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0])
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
@@ -237,7 +238,10 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
     from porter.source.mpsgraph_scan import source_of
     impl = next(d for d in source_of(hosts[place.path].text).named({place.function}))
     state = NATIVE if source_of(hosts[place.path].text).is_metal(impl) else MPSGRAPH
-    returns_bool = bool(lam and lam.return_type == "bool")
+    # as for a shared row: a bool lambda, or an OpInfo that says the op always returns bool
+    # (logical_not, whose --complex-body port was written float -> float)
+    returns_bool = bool(lam and lam.return_type == "bool") or any(
+        o.flag("always_returns_bool") for o in opinfos)
     # JIT-shader builds give the host file only the kernels of the .metal files whose
     # *_metallib.h it includes: the kernel goes there; else into the kind's own file
     loaded = [f"{co.KERNELS}/{stem}.metal" for stem in METALLIB_INCLUDE_RE.findall(hosts[place.path].text)]
@@ -320,6 +324,60 @@ def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> Porte
                                               "function named by its own MPS row")
     return PorterError(kind.refusal(op), path=co.NATIVE_YAML, line=(out_entry or fam[0]).lineno,
                        hint=kind.hint)
+
+
+def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text: str) -> None:
+    """Refuse an op whose shared kernel does not run `<op>_stub` alone, as porter would register
+    it: on MPS a dtype runs whatever kernel the stub its TORCH_IMPL_FUNC calls has registered
+    (`sub_out` runs add_stub with -alpha; `sgn_out` runs sign_stub for real inputs)."""
+    from porter.source import stub_route
+    found = stub_route.routes(checkout, cpu_kernel)
+    own = f"{op}_stub"
+    if not any(r.stub != own and native_yaml.entries_named(yaml_text, {r.stub.removesuffix("_stub")})
+               for r in found):
+        # its own stub, maybe not for every dtype (signbit_out fills bool itself), or one of
+        # its own overloads' (round_decimals_stub): no other op's kernel is reached
+        return
+    where = dict(path=found[0].path, line=found[0].line)
+    registered = {r.stub: (rel, r.line) for rel, host in hosts.items()
+                  for r in host.dispatch_registrations}
+
+    def mps(stub: str) -> str:
+        at = registered.get(stub)
+        return f"registered for MPS at {at[0]}:{at[1]}" if at else "registered for MPS by no *Kernel.mm"
+    unknown = [r for r in found if r.when == stub_route.UNKNOWN]
+    if unknown:
+        raise PorterError(f"'{op}': {cpu_kernel} calls {', '.join(r.stub for r in found)} under "
+                          "conditions porter cannot read, so which kernel each dtype runs on MPS "
+                          "is not proven; nothing was written", **where,
+                          hint="port it by hand, following the branches of its TORCH_IMPL_FUNC")
+    stubs = list(dict.fromkeys(r.stub for r in found))
+    if len(stubs) > 1:
+        parts = "; ".join(f"{r.when} inputs run {r.stub} ({mps(r.stub)})" for r in found)
+        other = next((r for r in found if r.stub != own and r.stub not in registered), None)
+        if other is not None:
+            first = other.stub.removesuffix("_stub")
+            hint = (f"port {first} first (`porter status {first}`), then run this again: {own} "
+                    "alone does not give the op's other dtypes a kernel")
+        else:
+            hint = f"register {own} by hand for the dtypes that reach it; porter ports one stub an op"
+        raise PorterError(f"'{op}': {cpu_kernel} does not run {own} alone: {parts}; a port of "
+                          f"{own} would leave the others without an MPS kernel", **where, hint=hint)
+    route = found[0]
+    other_op = route.stub.removesuffix("_stub")
+    if route.stub != own and native_yaml.entries_named(yaml_text, {other_op}):
+        call = f"{route.stub}({', '.join(('iter',) + route.arguments)})"
+        kernel = None
+        for rel in checkout.glob(co.KERNELS, "*.metal"):
+            names = {r.kernel for r in MetalFile(checkout.read(rel), rel).registrations}
+            kernel = kernel or next((f"the {k} kernel {rel} registers" for k in
+                                     (f"{other_op}_alpha", other_op) if k in names), None)
+        raise PorterError(f"'{op}': {cpu_kernel} runs {call}, not {own}: on MPS torch.{op} runs "
+                          f"the kernel of {route.stub} ({mps(route.stub)}); porter does not port "
+                          "an op through another op's stub", **where,
+                          hint=f"register {route.stub} by hand (a host function running "
+                               f"{kernel or 'a kernel of ' + other_op} with the scalar it receives), "
+                               f"then route {out_entry.full_name}'s MPS row to {cpu_kernel}")
 
 
 def _shared_kernel(entry: native_yaml.Entry) -> str:

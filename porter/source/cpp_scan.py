@@ -133,3 +133,47 @@ class SourceFile:
 
     def in_define(self, offset: int) -> bool:
         return in_define(self.mask, offset)
+
+
+PP_LINE_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
+_CONSTANT_CONDITIONS = {"0": False, "false": False, "1": True, "true": True,
+                        "!0": True, "!1": False, "!false": True, "!true": False}
+
+
+def blank_inactive(mask: str) -> str:
+    """`mask` with the code the preprocessor never compiles blanked (offsets kept): the body of
+    `#if 0` (or false), the `#else`/`#elif` parts after a branch that is always taken (`#if 1`).
+    A condition porter cannot decide (`#ifdef X`) leaves every branch as it is."""
+    spans, stack = [], []      # stack: [decided (None = unknown), taken, start of dead code]
+    for m in PP_LINE_RE.finditer(mask):
+        word, rest = m.group(1), " ".join(m.group(2).split())
+        value = _CONSTANT_CONDITIONS.get(rest.split("//")[0].strip()) if word in ("if", "elif") else None
+        if word in ("if", "ifdef", "ifndef"):
+            dead = value is False
+            stack.append([value is not None, bool(value), m.end() if dead else None])
+            continue
+        if not stack:
+            continue
+        frame = stack[-1]
+        if frame[2] is not None:          # a dead branch ends here
+            spans.append((frame[2], m.start()))
+            frame[2] = None
+        if word == "endif":
+            stack.pop()
+        elif frame[0]:                    # the chain so far was decided
+            if frame[1]:                  # a branch was taken: the rest is dead
+                frame[2] = m.end()
+            elif word == "else" or value is True:
+                frame[1] = True
+            elif value is False:
+                frame[2] = m.end()
+            else:
+                frame[0] = False          # an undecidable #elif: leave the rest alone
+    if not spans:
+        return mask
+    out = list(mask)
+    for start, end in spans:
+        for i in range(start, end):
+            if out[i] != "\n":
+                out[i] = " "
+    return "".join(out)

@@ -54,7 +54,9 @@ class ScalarLambda(NamedTuple):
 
 def find_kernel_function(checkout: co.Checkout, stub: str) -> tuple[str, str, int] | None:
     """(path, function name, line) of the CPU kernel registered for `stub`."""
-    pattern = re.compile(rf"REGISTER_DISPATCH\(\s*{re.escape(stub)}\s*,\s*&?\s*([\w:]+)\s*\)")
+    # REGISTER_DISPATCH, or the per-ISA forms upstream's cpu/ files use as well
+    pattern = re.compile(rf"\b(?:ALSO_REGISTER_AVX512_|REGISTER_ARCH_|REGISTER_)DISPATCH\(\s*{re.escape(stub)}"
+                         rf"\s*,\s*&?\s*([\w:]+)\s*\)")
     for rel in checkout.glob(co.CPU_KERNELS, "*.cpp"):
         text = checkout.read(rel)
         if stub not in text:
@@ -162,7 +164,9 @@ def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int
         return None
     rel, text, mask, body_start, body_end, _ = body
     calls = list(DISPATCH_RE.finditer(mask, body_start, body_end))
-    if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES")) for c in calls):
+    if calls and all(c.group(1).startswith(("FLOATING_TYPES", "REDUCED_FLOATING_TYPES",
+                                            "FLOATING_AND_COMPLEX_TYPES", "COMPLEX_TYPES"))
+                     for c in calls):
         return rel, line_of(text, calls[0].start())
     return None
 

@@ -6,7 +6,7 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
-from porter.source.cpp_scan import SourceFile, line_of, matching_close
+from porter.source.cpp_scan import SourceFile, blank_inactive, code_mask, line_of, matching_close
 
 REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
 TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
@@ -47,6 +47,12 @@ class KernelFunction(NamedTuple):
 
 
 class HostFile(SourceFile):
+    @cached_property
+    def mask(self) -> str:
+        # what the preprocessor drops (`#if 0`, the `#else` of `#if 1`) registers nothing: a
+        # REGISTER_DISPATCH there leaves the stub without an MPS kernel, as on a Mac
+        return blank_inactive(code_mask(self.text))
+
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
         out = [Registration(m.group(1), m.group(2), line_of(self.text, m.start()), False)

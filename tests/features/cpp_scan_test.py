@@ -95,3 +95,24 @@ DEFINES = "#define A(x) \\\n  f(x); \\\n  g(x)\nh(1);\n  # define B 1\n"
 ))
 def test_in_define(needle, inside):
     assert cpp_scan.in_define(DEFINES, DEFINES.index(needle)) is inside
+
+
+# blank_inactive blanks what the preprocessor never compiles, and nothing it cannot decide.
+_inactive = (
+    pytest.param("#if 0\nR(a)\n#endif\n", "#if 0\n    \n#endif\n", id="if 0"),
+    pytest.param("#if false\nR(a)\n#endif\n", "#if false\n    \n#endif\n", id="if false"),
+    pytest.param("#if 0\nR(a)\n#else\nR(b)\n#endif\n", "#if 0\n    \n#else\nR(b)\n#endif\n", id="else of if 0 kept"),
+    pytest.param("#if 1\nR(a)\n#else\nR(b)\n#endif\n", "#if 1\nR(a)\n#else\n    \n#endif\n", id="else of if 1"),
+    pytest.param("#if 0\nR(a)\n#elif 1\nR(b)\n#else\nR(c)\n#endif\n",
+                 "#if 0\n    \n#elif 1\nR(b)\n#else\n    \n#endif\n", id="elif chain"),
+    pytest.param("#ifdef X\nR(a)\n#else\nR(b)\n#endif\n", "#ifdef X\nR(a)\n#else\nR(b)\n#endif\n",
+                 id="undecidable: both kept"),
+    pytest.param("#if 0\n#if 1\nR(a)\n#endif\n#endif\nR(b)\n", "#if 0\n     \n    \n      \n#endif\nR(b)\n",
+                 id="nested in dead code"),
+    pytest.param("#if 0 // off\nR(a)\n#endif\n", "#if 0 // off\n    \n#endif\n", id="comment after the condition"),
+)
+
+
+@pytest.mark.parametrize(("text", "blanked"), _inactive)
+def test_blank_inactive(text, blanked):
+    assert cpp_scan.blank_inactive(text) == blanked

@@ -131,12 +131,31 @@ def test_case2_a_kernel_with_the_wrong_output_dtype_fails(real_root):
 def test_case2_skip_is_only_for_what_porter_cannot_run_and_says_why(real_root):
     # the registration removed from the host: no Metal kernel is dispatched for the op
     code, by_dtype, data = verdicts(real_root, "logical_and")
-    assert code == 0
     assert {d["outcome"] for d in by_dtype.values()} == {"skip"}
     assert all("porter cannot run logical_and under the emulator" in d["message"]
                for d in by_dtype.values())
     human = porter("test", "logical_and", "--device", "emulate", root=real_root)
     assert "summary: 0 pass, 0 fail, 0 xfail, 0 xpass; 10 skip (not run, reasons above)" in human.out
+    # nothing tested is not green (issue 21 case 5): exit 1, and what to do
+    assert code == human.code == 1
+    assert human.out.endswith(
+        "porter: error: nothing was tested: every dtype of logical_and was skipped (reasons "
+        "above), and a run that tests nothing is not green; port it first: `porter "
+        "migrate-from-mpsgraph logical_and` for an op on MPSGraph, else `porter new-op "
+        "logical_and` (`porter status logical_and` says which), or test it on --device mps\n")
+
+
+def test_an_op_still_on_mpsgraph_tests_nothing_and_is_not_green(real_root):
+    # issue 21: `porter test mish --device emulate` while mish is on MPSGraph said 16 skip, exit 0
+    res = porter("test", "mish", "--device", "emulate", root=real_root)
+    assert res.code == 1
+    assert "0 pass, 0 fail, 0 xfail, 0 xpass; 8 skip" in res.out
+    assert "nothing was tested: every dtype of nn.functional.mish was skipped" in res.out
+    assert "`porter migrate-from-mpsgraph mish`" in res.out
+    # --json keeps stdout JSON; the line goes to stderr
+    data = porter("test", "mish", "--device", "emulate", "--json", root=real_root)
+    assert data.code == 1 and json.loads(data.out)["summary"]["skip"] == 8
+    assert "nothing was tested" in data.err
 
 
 MISH = """struct mish_functor {

@@ -65,6 +65,8 @@ def commands():
 
 def check(root: Path, argv: list[str], before: dict, outcomes: Counter) -> list[str]:
     """Run porter; the problems with what it did."""
+    if argv[0] in harness.OPS_FOR:      # the port, not its test: a red test exits 1 written
+        argv = [argv[0], "--no-test", *argv[1:]]
     result = porter(*argv)
     outcomes["runs"] += 1
     outcomes["success" if result.code == 0 else f"exit {result.code}"] += 1

@@ -1,0 +1,122 @@
+"""Reference inputs at the edges of each dtype, for every elementwise op.
+
+Upstream's reference_inputs stop short of the integer limits (sign's reach ±10701), so a
+kernel that computes an int32 through a `short` passes them. These samples put each dtype's
+limits and their neighbours through the op: INT_MIN, INT_MAX, -1, 0, 255/256, 2^15 ± 1,
+2^31 ± 1 where they fit; ±0, ±inf, NaN, subnormals and the float16/bfloat16/float32 limits for
+floating types. `porter test --reference-inputs` runs them after the OpInfo's own.
+"""
+
+from __future__ import annotations
+
+import math
+
+# integer candidates; each dtype keeps those in its range (plus its own min/max and neighbours)
+_INTS = (0, 1, -1, 2, -2, 3, -3, 7, -7, 100, -100, 126, 127, -127, -128, 128, -129, 129,
+         254, 255, 256, 257, -255, -256, 2**15 - 1, 2**15, 2**15 + 1, -2**15, -2**15 + 1,
+         -2**15 - 1, 2**16 - 1, 2**16, -2**16, 10701, 2**24 + 1, 2**31 - 2, 2**31 - 1, 2**31,
+         2**31 + 1, -2**31, -2**31 + 1, -2**31 - 1, 2**32, 2**32 + 1, 2**53 + 1, -2**53 - 1,
+         2**63 - 2, 2**63 - 1, -2**63, -2**63 + 1)
+# float candidates besides each float dtype's own limits (cast to the dtype: what overflows
+# becomes inf, what underflows 0, as a conversion on the device does)
+_FLOATS = (0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.25,
+           1.5, -2.5, 3.5, 1e-3, -1e-3, 100.5, 65504.0, -65504.0, 65520.0, 6.103515625e-05,
+           5.960464477539063e-08, -5.960464477539063e-08, 3.3895313892515355e38, 1e10, -1e10,
+           2.0**24 + 2, 2.0**31, -2.0**31, 2.0**63, 1e-40, -1e-40, 1e-45)
+# complex: finite corners (the CPU's and a GPU's branch cuts at inf differ within tolerance
+# rules upstream keeps for itself)
+_COMPLEX = ((0.0, 0.0), (-0.0, -0.0), (0.0, -0.0), (1.0, -1.0), (-2.5, 3.0), (0.5, 0.0),
+            (0.0, 2.0), (-1.0, 0.0), (1e-3, -1e3), (100.0, 0.01))
+
+ELEMENTWISE = ("UnaryUfuncInfo", "BinaryUfuncInfo")
+
+
+def values(dtype):
+    """A 1-D CPU tensor of `dtype`'s edge values (bool: both; no dtype is left without)."""
+    import torch
+    if dtype == torch.bool:
+        return torch.tensor([False, True, True, False], dtype=torch.bool)
+    if dtype.is_complex:
+        real = torch.finfo(dtype).max
+        pairs = list(_COMPLEX) + [(real / 4, -real / 4)]
+        return torch.tensor([complex(a, b) for a, b in pairs], dtype=torch.complex128).to(dtype)
+    if dtype.is_floating_point:
+        own = []
+        for d in (dtype, torch.float16, torch.bfloat16, torch.float32):
+            info = torch.finfo(d)
+            tiny, eps = float(info.tiny), float(info.eps)
+            own += [float(info.max), -float(info.max), tiny, -tiny, tiny * eps, -tiny * eps,
+                    tiny * eps * 3, eps, 1.0 + eps, 1.0 - eps / 2]
+        near = torch.tensor([float(torch.finfo(dtype).max)], dtype=dtype)
+        own.append(float(torch.nextafter(near, torch.tensor([0.0], dtype=dtype))))
+        wide = torch.tensor(list(_FLOATS) + own, dtype=torch.float64)
+        return wide.to(dtype)
+    info = torch.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    picked = [v for v in _INTS if lo <= v <= hi] + [lo, lo + 1, hi, hi - 1]
+    return torch.tensor(list(dict.fromkeys(picked)), dtype=torch.int64).to(dtype)
+
+
+def is_elementwise(info) -> bool:
+    """An OpInfo whose samples may take any shape of values: the ufunc classes upstream uses
+    for elementwise ops."""
+    return any(c.__name__ in ELEMENTWISE for c in type(getattr(info, "info", info)).__mro__)
+
+
+def edge_samples(info, dtype, template_samples) -> list:
+    """Samples of `info` whose tensors hold `dtype`'s edge values, modelled on the first
+    upstream sample with a tensor input (its scalars and kwargs kept). The input gets every
+    edge value; for a binary op, another sample puts them in the second operand too. A
+    sample the CPU reference refuses is not sent: upstream's test never sends one."""
+    import torch
+    if not is_elementwise(info):
+        return []
+    fits = [s for s in template_samples if isinstance(s.input, torch.Tensor) and s.input.dtype == dtype]
+    # one whose tensors are not all 0-d (a Python-scalar-like other takes another host path)
+    template = next((s for s in fits if all(a.dim() > 0 for a in (s.input, *s.args)
+                                            if isinstance(a, torch.Tensor))), fits[0] if fits else None)
+    if template is None:
+        return []
+    edges = values(dtype)
+    n = edges.numel()
+
+    def cycled(t, avoid=()):
+        flat = t.reshape(-1)
+        if flat.numel() == 0:
+            return None
+        keep = flat[~torch.isin(flat, torch.tensor(avoid, dtype=flat.dtype))] if avoid else flat
+        if keep.numel() == 0:
+            return None
+        return keep.repeat(n // keep.numel() + 1)[:n].clone()
+
+    found = []
+    others = [a for a in template.args]
+    # never an integer 0 or -1 in a second operand: INT_MIN / -1 traps on the host CPU
+    base_args = [cycled(a, () if a.dtype.is_floating_point or a.dtype.is_complex
+                        or a.dtype == torch.bool else (0, -1))
+                 if isinstance(a, torch.Tensor) else a for a in others]
+    if all(a is not None for a in base_args):
+        found.append(type(template)(edges.clone(), args=tuple(base_args),
+                                    kwargs=dict(template.kwargs)))
+    if others and isinstance(others[0], torch.Tensor):
+        second = values(others[0].dtype)
+        if not (second.dtype.is_floating_point or second.dtype.is_complex or second.dtype == torch.bool):
+            second = second[(second != 0) & (second != -1)]
+        lhs = cycled(template.input)
+        if lhs is not None and second.numel():
+            m = second.numel()
+            lhs = lhs.repeat(m // n + 1)[:m]
+            found.append(type(template)(lhs, args=(second, *base_args[1:]),
+                                        kwargs=dict(template.kwargs)))
+    return [s for s in found if _cpu_accepts(info, s)]
+
+
+def _cpu_accepts(info, sample) -> bool:
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            info(sample.input.clone(), *sample.args, **sample.kwargs)
+        except Exception:
+            return False
+    return True

@@ -1,0 +1,100 @@
+"""Reference inputs reach each dtype's edges (issue 21, item 6): the integer limits and their
+neighbours for every op, ±0, ±inf, NaN, subnormals and the narrow floats' limits for floats;
+an integer `sign` computed through a `short` (right up to ±32767) fails them."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from porter.harness import edges  # noqa: E402
+from porter.source.checkout import KERNELS  # noqa: E402
+from tests.harness.test_verdicts import verdicts  # noqa: E402
+from tests.porter_run import porter  # noqa: E402
+
+# dtype -> values its edge tensor must hold
+MUST_HOLD = [
+    (torch.uint8, [0, 1, 254, 255]),
+    (torch.int8, [-128, -127, -1, 0, 1, 126, 127]),
+    (torch.int16, [-2**15, -2**15 + 1, -1, 0, 255, 256, 2**15 - 2, 2**15 - 1]),
+    (torch.int32, [-2**31, -2**31 + 1, -2**15 - 1, -1, 0, 255, 256, 2**15 - 1, 2**15, 2**15 + 1,
+                   2**31 - 2, 2**31 - 1]),
+    (torch.int64, [-2**63, -2**31 - 1, -2**31, -1, 0, 2**15 + 1, 2**31 - 1, 2**31, 2**31 + 1,
+                   2**63 - 1]),
+]
+
+
+@pytest.mark.parametrize("dtype,want", MUST_HOLD, ids=lambda v: str(v))
+def test_integer_edges(dtype, want):
+    got = set(edges.values(dtype).tolist())
+    assert set(want) <= got
+    info = torch.iinfo(dtype)
+    assert min(got) == info.min and max(got) == info.max     # nothing wrapped around
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_float_edges(dtype):
+    got = edges.values(dtype)
+    info = torch.finfo(dtype)
+    vals = got.double().tolist()
+    assert any(math.isnan(v) for v in vals)
+    assert math.inf in vals and -math.inf in vals
+    zeros = got[got == 0]
+    assert {math.copysign(1.0, z) for z in zeros.double().tolist()} == {1.0, -1.0}
+    assert info.max in vals and -info.max in vals and info.tiny in vals
+    subnormal = [v for v in vals if 0 < abs(v) < info.tiny]
+    assert subnormal, "no subnormal"
+    if dtype == torch.float32:     # the narrow types' limits, as float32 holds them
+        assert 65504.0 in vals and float(torch.finfo(torch.bfloat16).max) in vals
+
+
+def test_bool_and_complex_edges():
+    assert set(edges.values(torch.bool).tolist()) == {False, True}
+    c = edges.values(torch.complex64)
+    assert c.dtype == torch.complex64 and (c == 0).any() and bool(torch.isfinite(c).all())
+
+
+def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
+    from torch.testing._internal.common_methods_invocations import op_db
+    by = {(o.name, o.variant_test_name): o for o in op_db}
+    sub = by[("sub", "")]
+    got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
+    assert len(got) == 2                       # the edges as first, then as second operand
+    assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
+    assert got[1].args[0].min() == -2**31
+    # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
+    div = by[("div", "floor_rounding")]
+    for s in edges.edge_samples(div, torch.int64, div.sample_inputs("cpu", torch.int64)):
+        assert not ((s.args[0] == 0) | (s.args[0] == -1)).any()
+    # not elementwise: no edge samples (their shapes mean something)
+    softmax = by[("softmax", "")]
+    assert edges.edge_samples(softmax, torch.float32, softmax.sample_inputs("cpu", torch.float32)) == []
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+def test_an_integer_sign_through_short_fails_the_reference_inputs(real_root):
+    res = porter("migrate-from-mpsgraph", "sign", root=real_root)
+    assert res.code == 0, res.out + res.err
+    metal = real_root / KERNELS / "UnaryKernel.metal"
+    text = metal.read_text()
+    right = "return static_cast<T>((0 < x) - (x < 0));"
+    assert text.count(right) == 1
+    code, by_dtype, _ = verdicts(real_root, "sign", "--dtype", "int32", "--dtype", "int64",
+                                 "--dtype", "int16", "--reference-inputs")
+    assert code == 0, by_dtype
+    metal.write_text(text.replace(right, "return static_cast<T>((0 < short(x)) - (short(x) < 0));"))
+    res = porter("test", "sign", "--device", "emulate", "--dtype", "int32", "--dtype", "int64",
+                 "--dtype", "int16", "--reference-inputs", "--json", root=real_root)
+    import json
+    upstream, extremal = json.loads(res.out)["ops"]
+    # upstream's own reference inputs stop at ±10701: only the edges catch it
+    assert {d["dtype"]: d["outcome"] for d in upstream["dtypes"]} == \
+        {"int16": "pass", "int32": "pass", "int64": "pass"}
+    assert {d["dtype"]: d["outcome"] for d in extremal["dtypes"]} == \
+        {"int16": "pass", "int32": "fail", "int64": "fail"}
+    assert res.code == 1

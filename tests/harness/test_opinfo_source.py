@@ -1,0 +1,93 @@
+"""Planning and testing read one OpInfo, or say they did not (issue 21, item 8): a test run
+that imports the installed torch's op database says where the checkout's OpInfo source
+disagrees with it for a tested op, or has none; and the dtypes a port registers are those the
+CPU reference accepts and the host dispatches, on upstream's shapes of the CPU kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+pytest.importorskip("torch")
+
+from tests.porter_run import porter  # noqa: E402
+
+CMI = "torch/testing/_internal/common_methods_invocations.py"
+HYPOT = "    BinaryUfuncInfo('hypot',\n                    dtypes=floating_types_and(torch.bfloat16, torch.half),\n"
+needs_cxx = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "opinfo-cache"))
+
+
+def edit_cmi(root, old, new):
+    path = root / CMI
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+@needs_cxx
+def test_the_same_source_says_nothing(real_root):
+    res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert res.code == 0 and "note: the checkout" not in res.out
+
+
+@needs_cxx
+def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
+    edit_cmi(real_root, HYPOT, HYPOT.replace("floating_types_and(torch.bfloat16, torch.half)",
+                                             "floating_types()"))
+    res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert ("note: the checkout's OpInfo for hypot (torch/testing/_internal/"
+            "common_methods_invocations.py:") in res.out
+    assert ("sends float32 on MPS, the installed torch 2.13" in res.out
+            and "sends bfloat16, float16, float32: a port registers the checkout's" in res.out)
+    data = json.loads(porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--json",
+                             root=real_root).out)
+    assert len(data["opinfo_source"]) == 1
+
+
+@needs_cxx
+def test_a_checkout_without_the_opinfo_says_so(real_root):
+    edit_cmi(real_root, HYPOT, HYPOT.replace("'hypot'", "'hypot_elsewhere'"))
+    res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert "note: the checkout has no OpInfo for hypot (torch/testing/_internal): tested with " \
+           "the installed torch 2.13" in res.out
+
+
+# upstream's CPU kernels: registered per ISA, dispatched over floating and complex types
+ALSO_AVX512 = "ALSO_REGISTER_AVX512_DISPATCH"
+
+
+def test_softplus_registered_per_isa_gets_no_integer_kernels(real_root):
+    cpu = real_root / "aten/src/ATen/native/cpu/Activation.cpp"
+    text = cpu.read_text()
+    assert "REGISTER_DISPATCH(softplus_stub" in text
+    cpu.write_text(text.replace("REGISTER_DISPATCH(softplus_stub", f"{ALSO_AVX512}(softplus_stub"))
+    res = porter("migrate-from-mpsgraph", "softplus", "--body", "x", "--dry-run", "--no-build", root=real_root)
+    assert res.code == 0, res.err
+    regs = [line for line in res.out.splitlines() if line.startswith("+REGISTER_UNARY_ALPHA_OP(softplus")]
+    assert regs and all(t in line for line in regs for t in ("Params_float",))
+    assert not any(f"softplus, {t}," in line for line in regs for t in ("int", "short", "char", "uchar", "bool"))
+    assert "not registered: bool, int16, int32, int8, uint8 (the CPU kernel at " in res.out
+
+
+def test_nan_to_num_dispatched_with_complex_types_gets_no_integer_kernels(real_root):
+    cpu = real_root / "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp"
+    text = cpu.read_text()
+    start = text.index("nan_to_num_kernel(")
+    dispatch = text.index("AT_DISPATCH_", start)
+    end = text.index("(", dispatch)
+    cpu.write_text(text[:dispatch] + "AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2" + text[end:])
+    body = "isnan(x) ? nan : (isinf(x) ? (x > 0 ? posinf : neginf) : x)"
+    res = porter("migrate-from-mpsgraph", "nan_to_num", "--body", body, "--dry-run", "--no-build",
+                 root=real_root)
+    assert res.code == 0, res.err
+    assert not any(line.startswith("+REGISTER_UNARY_ALPHA_OP(nan_to_num, " + t + ",")
+                   for line in res.out.splitlines() for t in ("int", "long", "short", "char", "uchar", "bool"))
+    assert "not registered: bool, int16, int32, int64, int8, uint8" in res.out

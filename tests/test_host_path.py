@@ -1,0 +1,167 @@
+"""The kernel a dtype runs under the emulator is the one a Mac's host code would look up (issue
+21, item 4): a REGISTER_DISPATCH the preprocessor drops registers nothing; a structured kernel
+that runs another op's stub (`sub_out` -> `add_stub(-alpha)`) or splits dtypes between stubs
+(`sgn_out`: `sign_stub` for real inputs) is followed, and a port through such a kernel is
+refused. The shared functions are written here in our own words, as upstream has them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from porter.source.checkout import NATIVE, NATIVE_YAML, OPERATIONS  # noqa: E402
+from tests.porter_run import porter, snapshot  # noqa: E402
+
+if shutil.which(os.environ.get("CXX", "g++")) is None:
+    pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
+
+SUB_OUT = """TORCH_IMPL_FUNC(sub_out) (
+  const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& result
+) {
+  // a - alpha * b is a + (-alpha) * b: the add kernel serves both
+  add_stub(device_type(), *this, ALPHA);
+}
+
+"""
+SGN_OUT = """TORCH_IMPL_FUNC(sgn_out) (const Tensor& self, const Tensor& result) {
+  if (self.is_complex()) {
+    sgn_stub(device_type(), *this);
+  } else {
+    sign_stub(device_type(), *this);
+  }
+}
+
+"""
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "host-path-cache"))
+
+
+def add_function(root: Path, cpp: str, before: str, text: str) -> None:
+    path = root / NATIVE / cpp
+    source = path.read_text()
+    assert before in source
+    path.write_text(source.replace(before, text + before, 1))
+
+
+def route_mps_to_shared(root: Path, old: str, new: str) -> None:
+    yaml = root / NATIVE_YAML
+    rows = yaml.read_text()
+    assert rows.count(old) == 1
+    yaml.write_text(rows.replace(old, new))
+
+
+def outcomes(root: Path, op: str, *args: str) -> tuple[int, dict[str, dict]]:
+    res = porter("test", op, "--device", "emulate", "--json", *args, root=root)
+    data = json.loads(res.out)
+    return res.code, {d["dtype"]: d for o in data["ops"] for d in o["dtypes"]}
+
+
+@pytest.mark.parametrize("wrap", [("#if 0\n", "#endif\n"), ("#if 1\n#else\n", "#endif\n")],
+                         ids=["if-0", "else-of-if-1"])
+def test_a_registration_the_preprocessor_drops_registers_nothing(real_root, wrap):
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 0 and by["float32"]["outcome"] == "pass"
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    line = "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel)\n"
+    text = mm.read_text()
+    assert text.count(line) == 1
+    mm.write_text(text.replace(line, wrap[0] + line + wrap[1]))
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32", "--dtype", "int32")
+    assert code == 1
+    for d in by.values():
+        assert d["outcome"] == "fail"
+        assert "MPS raises 'heaviside_stub: missing kernel for mps'" in d["message"]
+    # and `#if 1` alone keeps it
+    mm.write_text(text.replace(line, "#if 1\n" + line + "#endif\n"))
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 0 and by["float32"]["outcome"] == "pass"
+
+
+def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
+    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT.replace("ALPHA", "-alpha"))
+    route_mps_to_shared(real_root, "    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
+    code, by = outcomes(real_root, "sub", "--dtype", "float32", "--dtype", "int64")
+    assert code == 0 and {d["outcome"] for d in by.values()} == {"pass"}
+    # the sign of alpha is the shared function's: passing it unnegated fails every sample
+    cpp = real_root / NATIVE / "BinaryOps.cpp"
+    cpp.write_text(cpp.read_text().replace("*this, -alpha)", "*this, alpha)"))
+    code, by = outcomes(real_root, "sub", "--dtype", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    cpp.write_text(cpp.read_text().replace("*this, alpha)", "*this, -alpha)"))
+    # sub_stub's own registration is no help: sub_out never calls it
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    host = mm.read_text()
+    assert "REGISTER_DISPATCH(sub_stub, &sub_mps_kernel)" in host
+    mm.write_text(host.replace("REGISTER_DISPATCH(add_stub, &add_mps_kernel)\n", ""))
+    code, by = outcomes(real_root, "sub", "--dtype", "float32")
+    assert code == 1
+    assert ("sub_out runs add_stub for float32 (aten/src/ATen/native/BinaryOps.cpp:"
+            in by["float32"]["message"])
+    assert "MPS raises 'add_stub: missing kernel for mps'" in by["float32"]["message"]
+
+
+def test_migrating_sub_is_refused_naming_add_stub_and_its_kernel(real_root):
+    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT.replace("ALPHA", "-alpha"))
+    before = snapshot(real_root)
+    res = porter("migrate-from-mpsgraph", "sub", "--body", "a - alpha * b", root=real_root)
+    assert res.code == 2 and snapshot(real_root) == before
+    assert "'sub': sub_out runs add_stub(iter, -alpha), not sub_stub" in res.err
+    assert "porter does not port an op through another op's stub" in res.err
+    assert "the add_alpha kernel aten/src/ATen/native/mps/kernels/BinaryKernel.metal registers" in res.err
+
+
+def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
+    add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+    before = snapshot(real_root)
+    res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
+                 "--complex-body", "x", root=real_root)
+    assert res.code == 2 and snapshot(real_root) == before
+    assert "sgn_out does not run sgn_stub alone: complex inputs run sgn_stub" in res.err
+    assert "real inputs run sign_stub (registered for MPS by no *Kernel.mm)" in res.err
+    assert "port sign first" in res.err
+    # MPS sent to sgn_out by hand: real dtypes reach sign_stub, which has no kernel yet
+    yaml = (real_root / NATIVE_YAML).read_text()
+    start = yaml.index("- func: sgn.out(")
+    old = yaml[start:yaml.index("\n- func:", start)]
+    assert "    CPU, CUDA: sgn_out\n    MPS: sgn_out_mps\n" in old
+    route_mps_to_shared(real_root, old, old.replace("    CPU, CUDA: sgn_out\n    MPS: sgn_out_mps\n",
+                                                    "    CPU, CUDA, MPS: sgn_out\n"))
+    code, by = outcomes(real_root, "sgn", "--dtype", "float32", "--dtype", "int32")
+    assert code == 1
+    assert "MPS raises 'sign_stub: missing kernel for mps'" in by["int32"]["message"]
+    # with sign ported, the real dtypes run sign's kernel
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    code, by = outcomes(real_root, "sgn", "--dtype", "float32", "--dtype", "int32")
+    assert code == 0, by
+    # and sgn itself is still refused: its complex dtypes would need sgn_stub, porter ports
+    # one stub an op
+    res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
+                 "--complex-body", "x", root=real_root)
+    assert res.code == 2 and "real inputs run sign_stub (registered for MPS at " in res.err
+
+
+def test_branches_porter_cannot_read_are_not_proven(real_root):
+    branchy = SUB_OUT.replace("  add_stub(device_type(), *this, ALPHA);\n",
+                              "  if (alpha.isIntegral(false)) {\n    add_stub(device_type(), *this, -alpha);\n"
+                              "  } else {\n    sub_stub(device_type(), *this, alpha);\n  }\n")
+    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", branchy)
+    before = snapshot(real_root)
+    res = porter("migrate-from-mpsgraph", "sub", root=real_root)
+    assert res.code == 2 and snapshot(real_root) == before
+    assert ("'sub': sub_out calls add_stub, sub_stub under conditions porter cannot read, so which "
+            "kernel each dtype runs on MPS is not proven; nothing was written") in res.err
+    route_mps_to_shared(real_root, "    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
+    code, by = outcomes(real_root, "sub", "--dtype", "float32")
+    # never a pass, never a skip
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert "not proven: sub_out (aten/src/ATen/native/BinaryOps.cpp:" in by["float32"]["message"]

@@ -1,0 +1,68 @@
+"""A port command ends with the verdict (issue 21, item 7): after writing, new-op and
+migrate-from-mpsgraph run the op's emulated test (upstream's samples and the reference
+inputs), print its table, and exit 1 when a dtype fails, saying the files were written and
+are red; `--no-test` skips it and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+pytest.importorskip("torch")
+
+from porter.source.checkout import KERNELS  # noqa: E402
+from tests.porter_run import porter, snapshot  # noqa: E402
+
+if shutil.which(os.environ.get("CXX", "g++")) is None:
+    pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "verdict-cache"))
+
+
+def test_a_green_port_ends_with_its_passing_table(real_root):
+    res = porter("new-op", "heaviside", "--test", root=real_root)
+    assert res.code == 0, res.out + res.err
+    assert "porter new-op heaviside: 5 file(s) written" in res.out
+    # upstream's samples, then the reference inputs (with each dtype's edges)
+    assert "heaviside  (xfail key 'heaviside', device emulate)" in res.out
+    assert "heaviside  (reference inputs: extremal values" in res.out
+    assert "summary: 18 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
+    assert "red" not in res.err
+
+
+def test_a_port_that_builds_but_computes_wrong_is_red(real_root):
+    # `x < 0` builds and is complete, but says signbit(-0.0) is false: the reference inputs
+    # (±0) catch it, and the command says the files were written and are red
+    res = porter("migrate-from-mpsgraph", "signbit", "--body", "x < 0", "--test", root=real_root)
+    assert res.code == 1, res.out + res.err
+    assert "porter migrate-from-mpsgraph signbit: 4 file(s) written" in res.out
+    assert "FAIL float32" in res.out
+    assert res.err.strip().endswith(
+        "porter: error: the files were written and are red: signbit fails its test on emulate "
+        "(table above; `porter test signbit --device emulate --reference-inputs` reruns it, "
+        "`--no-test` skips it)")
+    assert "x < 0" in (real_root / KERNELS / "UnaryKernel.metal").read_text()
+
+
+def test_no_test_writes_without_testing_and_says_so(real_root):
+    before = snapshot(real_root)
+    res = porter("new-op", "heaviside", "--no-test", root=real_root)
+    assert res.code == 0 and snapshot(real_root) != before
+    assert "porter test:" not in res.out
+    assert res.err == ("note: --no-test: the files were written and heaviside was not tested; "
+                       "`porter test heaviside --device emulate --reference-inputs` gives the verdict\n")
+    # a dry run writes nothing and tests nothing
+    assert "porter test:" not in porter("new-op", "heaviside", "--dry-run", root=real_root).out
+
+
+def test_json_keeps_stdout_one_document_and_the_exit_code_tells(real_root):
+    res = porter("migrate-from-mpsgraph", "signbit", "--body", "x < 0", "--json", "--test", root=real_root)
+    data = json.loads(res.out)
+    assert data["ok"] is True and res.code == 1
+    assert "the files were written and are red" in res.err
