@@ -27,6 +27,7 @@ COMMANDS = {
     "status": "status",
     "ci": "ci",
     "cache": "cache",
+    "pr": "pr",
 }
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:
