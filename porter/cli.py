@@ -28,6 +28,7 @@ COMMANDS = {
     "ci": "ci",
     "cache": "cache",
     "pr": "pr",
+    "bench": "bench",
 }
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:

@@ -152,9 +152,10 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
                        f"{', '.join(names)} pass on {', '.join(dtypes)} (emulated; views reach the "
                        "strided path)" if shapes else "no shapes ran"))
     items.append({"item": "before/after benchmark", "status": "todo",
-                  "finding": "not measured here: run `porter bench " + " ".join(f.op for f in facts)
-                             + "` on a Mac and paste its `--format markdown` table (no Apple "
-                             "hardware has run porter's benchmark yet)"})
+                  "finding": "not measured here: on a Mac, run "
+                             + ", ".join(f"`porter bench {f.op} --format markdown`" for f in facts)
+                             + " and paste the tables (no Apple hardware has run porter's "
+                             "benchmark yet)"})
     return items
 
 
