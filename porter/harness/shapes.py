@@ -74,6 +74,20 @@ def _values(shape, dtype, generator):
     return torch.randint(low, 10, shape, generator=generator).to(dtype)
 
 
+def to_device(sample, device: str):
+    """`sample` with every tensor on `device` in its own layout: the whole storage moves and the
+    view is taken again there (Tensor.to makes a sliced or expanded view contiguous)."""
+    import torch
+
+    def move(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        storage = t.untyped_storage()
+        flat = t.new_empty(0).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+        return flat.to(device).as_strided(t.shape, t.stride(), t.storage_offset())
+    return sample.transform(move)
+
+
 _LAYOUT_SAMPLE = []
 
 

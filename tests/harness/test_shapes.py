@@ -93,3 +93,29 @@ def test_a_kernel_that_reads_views_as_contiguous_fails_only_the_shapes(real_root
     # so a permutation does not show and the broadcast one is the first to fail)
     assert rows[(True, "float32")]["message"].startswith("transposed: ")
     assert rows[(True, "float32")]["failed_samples"] == 3     # transposed, sliced, broadcast
+
+
+def test_a_device_backend_gets_the_views_not_copies():
+    # on a real device (mps, cuda) Tensor.to would make sliced and expanded views contiguous:
+    # the shapes rows would then test nothing a dense sample does not
+    import torch
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from porter.harness.backend import TorchDeviceBackend
+    from porter.harness.shapes import shape_samples
+
+    seen = {}
+
+    class Recording:
+        name = "recording"
+
+        def __call__(self, x, *args, **kwargs):
+            seen[len(seen)] = (tuple(x.stride()), x.storage_offset())
+            return x.clone()
+
+    samples = shape_samples(SampleInput(torch.ones(3), args=(0.5, 2.0)), torch.float32)
+    backend = TorchDeviceBackend("cpu")
+    for s in samples:
+        out = backend.run(Recording(), s, torch.float32)
+        assert torch.equal(out, s.input)
+    assert seen[1] == ((21, 3), 21) and seen[2] == ((0, 1), 0) and seen[0] == ((1, 5), 0)
