@@ -20,11 +20,12 @@ from porter.review import bench_script
 def config(root: Path, op: str) -> dict:
     import torch
 
-    from porter.emulate.backend import ARITY, EmulateBackend
+    from porter.dispatch.kernel_choice import ARITY
+    from porter.emulate.emulator_device import EmulateBackend
     from porter.emulate.hostmap import host_kernels
-    from porter.emulate.runner import torch_dtype
+    from porter.dispatch.kernel_choice import torch_dtype
     from porter.harness import opdb
-    from porter.harness.mps_shader import (KIND_OF_MACRO, SCALAR_CASTS, DenseEntry, _scalar_arg,
+    from porter.harness.mps_shader_device import (KIND_OF_MACRO, SCALAR_CASTS, DenseEntry, _scalar_arg,
                                            inline_headers, source_dirs)
     from porter.source.metal_scan import MetalFile
 

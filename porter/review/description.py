@@ -62,8 +62,8 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
 
 
 def _verdicts(checkout: co.Checkout, ops: list[str], device: str):
-    from porter.harness import runner
-    from porter.harness.backend import get_backend
+    from porter.harness import opinfo_run as runner
+    from porter.harness.devices import get_backend
     backend = get_backend(device, checkout.root)
     reason = backend.unavailable_reason()
     if reason:

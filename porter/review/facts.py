@@ -110,7 +110,7 @@ def _label(d) -> str:
 
 
 def _kernels(tree, op: str) -> list[Kernel]:
-    from porter.emulate.nprun import METAL_TO_NAME
+    from porter.dispatch.kernel_choice import METAL_TO_NAME
     out = []
     for rel, metal in sorted(tree.metals.items()):
         for kernel, regs in metal.kernels().items():

@@ -70,7 +70,7 @@ def test_a_kernel_that_reads_views_as_contiguous_fails_only_the_shapes(real_root
     # contiguous, so they pass; the transposed, sliced and broadcast layouts must fail.
     import torch
 
-    from porter.emulate import runner
+    from porter.emulate import torch_run as runner
 
     _port_threshold(real_root, tmp_path, monkeypatch)
     real = runner.run_registration
@@ -83,7 +83,7 @@ def test_a_kernel_that_reads_views_as_contiguous_fails_only_the_shapes(real_root
             return torch.as_strided(t, t.shape, contiguous, t.storage_offset())
         return real(client, lib, reg, [as_dense(t) for t in inputs], alpha, force_strided)
 
-    monkeypatch.setattr("porter.emulate.backend.run_registration", ignoring_strides)
+    monkeypatch.setattr("porter.emulate.torch_run.run_registration", ignoring_strides)
     code, _, rows = _shapes_run(real_root)
     assert code == 1
     for dtype in DTYPES:
@@ -101,7 +101,7 @@ def test_a_device_backend_gets_the_views_not_copies():
     import torch
     from torch.testing._internal.opinfo.core import SampleInput
 
-    from porter.harness.backend import TorchDeviceBackend
+    from porter.harness.devices import TorchDeviceBackend
     from porter.harness.shapes import shape_samples
 
     seen = {}
