@@ -36,8 +36,9 @@ def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY):
     assert ported.code == 0, ported.err
 
 
-def _test_verdicts(root, *ops):
-    result = porter("test", *ops, "--device", "emulate", "--reference-inputs", "--shapes", "--json", root=root)
+def _test_verdicts(root, *ops, dtypes=()):
+    result = porter("test", *ops, "--device", "emulate", "--reference-inputs", "--shapes", "--json",
+                    *(a for d in dtypes for a in ("--dtype", d)), root=root)
     report = json.loads(result.out)
     out = {}
     for op in report["ops"]:
@@ -139,14 +140,16 @@ def test_pr_of_a_wrong_port_is_red(real_root, tmp_path, monkeypatch):
     # `<` for `<=`: wrong exactly where x equals the threshold, which only the integer
     # dtypes' samples hit (the float samples' thresholds are not among their values)
     _port_both(real_root, tmp_path, monkeypatch, threshold_body="x < threshold ? value : x")
-    result = porter("pr", "threshold", "--format", "json", root=real_root)
+    result = porter("pr", "threshold", "--format", "json", "--dtype", "int64", "--dtype", "float32",
+                    root=real_root)
     data = json.loads(result.out)
     assert result.code == 1
     rows = {v["dtype"]: v for v in data["verdicts"]}
+    assert set(rows) == {"int64", "float32"} and rows["float32"]["samples"] == "pass"
     assert [rows["int64"][k] for k in KINDS] == ["fail", "fail", "fail"]
     assert rows["int64"]["message"].startswith("samples: Tensor-likes are not equal!")
     assert "**fail**" in data["markdown"]
-    code, tested = _test_verdicts(real_root, "threshold")
+    code, tested = _test_verdicts(real_root, "threshold", dtypes=("int64", "float32"))
     assert code == 1 and _pr_verdicts(data) == tested
 
 
@@ -157,7 +160,7 @@ def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
     start = text.index("struct threshold_functor")
     at = text.index("return", start)
     metal.write_text(text[:at] + "(void)metal::fast::exp(0.0f);\n    " + text[at:])
-    result = porter("pr", "threshold", "--format", "json", root=real_root)
+    result = porter("pr", "threshold", "--format", "json", "--dtype", "float32", root=real_root)
     data = json.loads(result.out)
     assert result.code == 1
     item = next(i for i in data["checklist"] if "fast" in i["item"])

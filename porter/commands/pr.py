@@ -24,6 +24,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="markdown (default: the description) or json")
     parser.add_argument("--json", action="store_true", help="same as --format json")
+    parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
+                        help="verdicts for this dtype only (repeatable; default every dtype the MPS test sends)")
     parser.add_argument("--output", "-o", metavar="FILE", help="also write the description to FILE")
 
 
@@ -37,7 +39,7 @@ def run(args) -> int:
     checkout = resolve_checkout(args.root)
     if checkout is None:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
-    data = describe(checkout, args.ops, args.base, args.device)
+    data = describe(checkout, args.ops, args.base, args.device, args.dtypes)
     text = markdown(data)
     if args.output:
         from pathlib import Path

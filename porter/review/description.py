@@ -23,7 +23,7 @@ KINDS = ("samples", "reference", "shapes")
 
 
 def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
-             device: str = "emulate") -> dict:
+             device: str = "emulate", dtypes: list[str] | None = None) -> dict:
     from porter import checks
     from porter.checks.tree import Tree
 
@@ -36,7 +36,7 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
                               "the checkout registers no Metal kernel for it",
                               hint=f"port it first (porter status {f.op}), or pass --base REF")
-    results, header = _verdicts(checkout, ops, device)
+    results, header = _verdicts(checkout, ops, device, dtypes)
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
     changed_kernels = {c.path for c in files if c.path.endswith(".metal")}
@@ -64,7 +64,7 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
     return data
 
 
-def _verdicts(checkout: co.Checkout, ops: list[str], device: str):
+def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None):
     from porter.harness import opinfo_run as runner
     from porter.harness.devices import get_backend
     backend = get_backend(device, checkout.root)
@@ -76,13 +76,14 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str):
     results = []
     try:
         for op in ops:
-            results += runner.run_op_tests(op, checkout.root, backend, ctx=ctx,
+            results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
                                            reference_inputs=True, shapes=True)
     finally:
         close = getattr(backend, "close", None)
         if close:
             close()
-    header = (f"porter test {' '.join(ops)} --device {device} --reference-inputs --shapes "
+    only = "".join(f" --dtype {d}" for d in dtypes or [])
+    header = (f"porter test {' '.join(ops)} --device {device} --reference-inputs --shapes{only} "
               f"(op_db: torch {ctx.db.torch_version}; tolerances from {ctx.lists.source})")
     return results, header
 
