@@ -27,6 +27,8 @@ COMMANDS = {
     "status": "status",
     "ci": "ci",
     "cache": "cache",
+    "pr": "pr",
+    "bench": "bench",
 }
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:

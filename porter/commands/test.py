@@ -34,6 +34,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reference-inputs", action="store_true",
                         help="also run the OpInfo's reference_inputs (±0.0, ±inf, nan, subnormals, "
                              "large values), reported as their own rows")
+    parser.add_argument("--shapes", action="store_true",
+                        help="also run the op on transposed, sliced-with-step, broadcast, 0-dim, empty "
+                             "and large inputs (views kept: the strided entry point), as their own rows")
     parser.add_argument("--macos", metavar="VERSION",
                         help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
                              "this Mac's with --device mps, else the newest)")
@@ -64,4 +67,5 @@ def run(args) -> int:
                                markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
                                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
                                upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
-                               macos=args.macos, reference_inputs=args.reference_inputs))
+                               macos=args.macos, reference_inputs=args.reference_inputs,
+                               shapes=args.shapes))

@@ -60,7 +60,11 @@ class TorchDeviceBackend:
         return mps_dtypes() if self.device_type == "mps" else None
 
     def run(self, opinfo, sample, dtype):
-        s = to_device(sample, self.device)
+        if getattr(sample, "keeps_layout", False):      # --shapes: the view, not a copy of it
+            from porter.harness.shapes import to_device as keeping_layout
+            s = keeping_layout(sample, self.device)
+        else:
+            s = to_device(sample, self.device)
         args = list(s.args)
         # tensor_split's indices tensor must stay on the CPU (as upstream)
         if opinfo.name == "tensor_split" and args and hasattr(args[0], "device"):

@@ -20,12 +20,14 @@ def render(results: list[OpResult], root: str | None = None) -> str:
                   "failures": sum(d.outcome in (FAIL, XPASS) for d in result.dtypes),
                   "skipped": sum(d.outcome in (SKIP, XFAIL) for d in result.dtypes)}
         suite = ET.SubElement(suites, "testsuite", errors="0",
-                              name=result.op + (" (reference inputs)" if result.reference else ""),
+                              name=result.op + (" (reference inputs)" if result.reference else
+                                                " (shapes)" if result.shapes else ""),
                               time=f"{sum(d.seconds for d in result.dtypes):.3f}",
                               **{k: str(v) for k, v in counts.items()})
         for key in total:
             total[key] += counts[key]
-        test = "test_reference_inputs_match" if result.reference else result.test
+        test = ("test_reference_inputs_match" if result.reference else
+                "test_shapes_match" if result.shapes else result.test)
         for d in result.dtypes:
             case = ET.SubElement(suite, "testcase", classname=f"porter.{result.device}.{result.op}",
                                  name=f"{test}_{result.op.replace('.', '_')}_{result.device}_{d.dtype}",

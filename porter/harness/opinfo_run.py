@@ -65,12 +65,13 @@ def make_context(root, backend, checkout=None, macos: tuple[int, int] | None = N
 
 def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | None = None,
                  ctx: RunContext | None = None, grad: bool = False,
-                 reference_inputs: bool = False) -> list[OpResult]:
+                 reference_inputs: bool = False, shapes: bool = False) -> list[OpResult]:
     """Test every OpInfo named `op`. `backend`: a Backend or a registered name;
     `dtypes`: names or torch dtypes to restrict to; `sample`: run only that sample index;
     `grad`: compare gradients too (upstream's test_output_grad_match); `reference_inputs`:
     also a result per OpInfo over its reference_inputs (±0.0, ±inf, nan, subnormals, large
-    magnitudes), after the upstream one."""
+    magnitudes), after the upstream one; `shapes`: also one over porter.harness.shapes'
+    layouts (transposed, sliced, broadcast, 0-dim, empty, large)."""
     if isinstance(backend, str):
         backend = get_backend(backend, root)
     if ctx is None:
@@ -80,6 +81,8 @@ def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | N
         results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample))
         if reference_inputs and hasattr(info, "reference_inputs"):
             results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, reference=True))
+        if shapes and not getattr(info, "via", None) and getattr(info, "compare", None) is None:
+            results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, shapes=True))
     return results
 
 
@@ -113,8 +116,8 @@ def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
 
 
 def run_opinfo(info, ctx: RunContext, dtypes=None, sample: int | None = None,
-               reference: bool = False) -> OpResult:
-    return verdicts.run_op(OpDbSource(info, ctx, reference), dtypes, sample)
+               reference: bool = False, shapes: bool = False) -> OpResult:
+    return verdicts.run_op(OpDbSource(info, ctx, reference, shapes), dtypes, sample)
 
 
 class OpDbSource:
@@ -123,8 +126,8 @@ class OpDbSource:
     abandon = ()
     sample_errors = (Exception,)
 
-    def __init__(self, info, ctx: RunContext, reference: bool = False):
-        self.info, self.ctx, self.reference_inputs = info, ctx, reference
+    def __init__(self, info, ctx: RunContext, reference: bool = False, shapes: bool = False):
+        self.info, self.ctx, self.reference_inputs, self.shapes = info, ctx, reference, shapes
         self.backend = ctx.backend
         self.device = self.backend.name
         self.device_type = getattr(self.backend, "device_type", self.backend.name)
@@ -132,9 +135,13 @@ class OpDbSource:
 
     def header(self) -> OpResult:
         info = self.info
-        return OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
-                        self.device, test=getattr(info, "test_name", TEST_NAME),
-                        via=getattr(info, "via", None), reference=self.reference_inputs)
+        result = OpResult(info.full_name, info.name, info.variant_test_name, opdb.xfail_key(info),
+                          self.device, test=getattr(info, "test_name", TEST_NAME),
+                          via=getattr(info, "via", None), reference=self.reference_inputs)
+        if self.shapes:
+            from porter.harness.shapes import SHAPES
+            result.shapes = list(SHAPES)
+        return result
 
     def dtypes(self) -> tuple[set[str], set[str]]:
         supported, no_kernel = _tested_dtypes(self.info, self.backend, self.device_type)
@@ -155,7 +162,7 @@ class OpDbSource:
 
     def samples(self, name: str):
         return generate_samples(self.info, self._dtypes[name], self.ctx.samples,
-                                self.reference_inputs)
+                                self.reference_inputs, self.shapes)
 
     def sample_error(self, exc: BaseException) -> str:
         return f"sample inputs failed: {verdicts.one_line(exc)}"
@@ -179,6 +186,12 @@ class OpDbSource:
             yield
 
     def run(self, sample, name: str):
+        # a --shapes sample reaches the kernel as it is: a copy would make its views contiguous
+        if getattr(sample, "keeps_layout", False):
+            try:
+                return self.backend.run(self.info, sample, self._dtypes[name])
+            except Exception as exc:
+                raise RuntimeError(f"{sample.name}: {verdicts.one_line(exc)}") from None
         return self.backend.run(self.info, to_device(sample, "cpu"), self._dtypes[name])
 
     def reference(self, sample, device_out):
@@ -199,7 +212,8 @@ class OpDbSource:
             else:
                 tc.assertEqual(reference, device_out, atol=atol, rtol=rtol)
         except AssertionError as exc:
-            return verdicts.one_line(exc)
+            where = f"{sample.name}: " if getattr(sample, "keeps_layout", False) else ""
+            return where + verdicts.one_line(exc)
         return None
 
 
@@ -220,10 +234,15 @@ def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
 
 
 def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules.BUILT_IN,
-                     reference: bool = False):
+                     reference: bool = False, shapes: bool = False):
     """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
-    reference cache records these); `reference`: the OpInfo's reference_inputs instead."""
+    reference cache records these); `reference`: the OpInfo's reference_inputs instead;
+    `shapes`: porter.harness.shapes' layouts, built on the first upstream sample."""
     kwargs = rules.kwargs(info, dtype)
+    if shapes:
+        from porter.harness.shapes import shape_samples
+        first = next(iter(info.sample_inputs("cpu", dtype, **kwargs)), None)
+        return shape_samples(first, dtype)
     if reference:
         from porter.harness import edges
         yield from info.reference_inputs("cpu", dtype, **kwargs)

@@ -67,7 +67,8 @@ def wanted(opts, backend) -> bool:
             and not getattr(opts, "no_cache", False) and not opts.upstream
             and not getattr(opts, "grad", False)     # backward ops: built from the checkout
             # the cache holds upstream's samples on the newest macOS's lists
-            and not getattr(opts, "reference_inputs", False) and not getattr(opts, "macos", None))
+            and not getattr(opts, "reference_inputs", False) and not getattr(opts, "macos", None)
+            and not getattr(opts, "shapes", False))
 
 
 def samples_recordable(checkout) -> bool:

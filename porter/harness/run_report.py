@@ -18,6 +18,9 @@ def repro(result: OpResult, dtype: str, sample: int | None, root: str | None = N
         parts.append("--reference-inputs")
     if result.test == GRAD_TEST:
         parts.append("--grad")
+    if result.shapes:
+        parts.append("--shapes")      # the failure names its shape; --sample N counts upstream's
+        sample = None
     if sample is not None:
         parts += ["--sample", str(sample)]
     if root:
@@ -74,6 +77,9 @@ def render_text(results: list[OpResult], root: str | None = None, header: str | 
         if result.reference:
             lines.append(f"{result.op}  (reference inputs: extremal values, beyond upstream's "
                          f"samples, device {result.device})")
+        elif result.shapes:
+            lines.append(f"{result.op}  (shapes: {', '.join(result.shapes)}; beyond upstream's "
+                         f"samples, views kept, device {result.device})")
         elif result.via:
             lines.append(f"{result.op}  (backward op, device {result.device}; samples of {result.via})")
         elif result.test == GRAD_TEST:

@@ -37,6 +37,7 @@ class Options:
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
     reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
+    shapes: bool = False                    # also run porter.harness.shapes' layouts, as own rows
     no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
     grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
@@ -88,7 +89,8 @@ def run(opts: Options) -> int:
     pruned, changes, applied = None, None, False
     if opts.prune_xfails and getattr(backend, "mps_expectations", False) and checkout:
         # expectations are about upstream's samples: reference-input rows never prune one
-        pruned = prunemod.plan([r for r in results if not r.reference], ctx.expectations)
+        pruned = prunemod.plan([r for r in results if not r.reference and not r.shapes],
+                               ctx.expectations)
         changes = ChangeSet(checkout.root)
         prunemod.add_to_changeset(changes, ctx.expectations, pruned)
         if changes and not opts.dry_run:
@@ -190,7 +192,8 @@ def _run_ops(opts: Options, checkout, root, backend):
     for op in opts.ops:
         results += opinfo_run.run_op_tests(op, root, backend, dtypes=opts.dtypes,
                                            sample=opts.sample, ctx=ctx, grad=opts.grad,
-                                           reference_inputs=opts.reference_inputs)
+                                           reference_inputs=opts.reference_inputs,
+                                           shapes=opts.shapes)
     if env:
         try:
             opinfo_run.record_for_cache(ctx, opts.ops, env)

@@ -61,6 +61,9 @@ class OpResult:
     # --reference-inputs: these rows ran the OpInfo's reference_inputs (extremal values),
     # which upstream's test does not; reported apart, never used to prune an expectation
     reference: bool = False
+    # --shapes: these rows ran porter.harness.shapes' layouts (the names, in order), which
+    # upstream's test does not; reported apart like reference rows, never used to prune
+    shapes: list[str] = field(default_factory=list)
     test: str = TEST_NAME          # test_output_match, test_output_grad_match, backward_output_match
     via: str | None = None         # a backward op: the forward OpInfo and formula it is tested through
 

@@ -62,6 +62,9 @@ class FakeMps:
         self.client = WorkerClient()
         self.sources: list[str] = []          # what compile_shader was given
         self.calls: list[dict] = []           # every dispatch: kernel, threads, group_size, casts
+        # called with (host name, numel) on every dispatch: a test's clock advances by the
+        # time it says the kernel took (porter bench's arithmetic is checked against it)
+        self.on_dispatch = None
 
     def compile_shader(self, source: str) -> "FakeShaderLibrary":
         # what the real compile_shader would still find, in the installed torch's include dir
@@ -154,6 +157,8 @@ class FakeKernel:
                                "output (the dense kernel has no bounds check)")
         self._mps.calls.append({"kernel": self._name, "threads": threads, "group_size": group,
                                 "arg_casts": arg_casts})
+        if self._mps.on_dispatch is not None:
+            self._mps.on_dispatch(self._name, numel)
         result = run_registration(self._mps.client, self._lib, reg, [x.cpu() for x in inputs], alpha)
         out.view(-1)[:written] = result.reshape(-1)[:written].to(out.device)
 

@@ -1,0 +1,51 @@
+"""`porter pr OP [OP ...]`: the pull-request description of a port, measured (porter.review).
+
+Exit codes: 0 every verdict passes and no checklist item fails; 1 otherwise (the description
+is still printed: it says what fails); 2 bad input (not a git checkout, an op not ported).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "write the pull-request description of a port: what moved, files, verdicts, Mac test commands, checklist"
+FORMATS = ("markdown", "json")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("ops", nargs="+", metavar="OP", help="the ops the branch ports (aten names)")
+    parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
+    parser.add_argument("--base", metavar="REF",
+                        help="what the branch forks from (default: the merge base with origin/main, "
+                             "upstream/main, main or master, whichever exists first)")
+    parser.add_argument("--device", default="emulate",
+                        help="where the verdicts come from (default emulate; mps on a Mac)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="markdown (default: the description) or json")
+    parser.add_argument("--json", action="store_true", help="same as --format json")
+    parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
+                        help="verdicts for this dtype only (repeatable; default every dtype the MPS test sends)")
+    parser.add_argument("--output", "-o", metavar="FILE", help="also write the description to FILE")
+
+
+def run(args) -> int:
+    from porter.harness.session import resolve_checkout
+    from porter.errors import PorterError
+    from porter.review.description import describe, markdown
+
+    fmt = args.format or ("json" if args.json else "markdown")
+    args.json = fmt == "json"
+    checkout = resolve_checkout(args.root)
+    if checkout is None:
+        raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
+    data = describe(checkout, args.ops, args.base, args.device, args.dtypes)
+    text = markdown(data)
+    if args.output:
+        from pathlib import Path
+        Path(args.output).write_text(text, encoding="utf-8")
+    if fmt == "json":
+        print(json.dumps(data | {"markdown": text}, indent=1))
+    else:
+        sys.stdout.write(text)
+    return 0 if data["ok"] else 1

@@ -1,0 +1,242 @@
+"""`porter pr OP...`: the pull-request description of a port, in upstream's shape.
+
+What a reviewer of an MPS port asks for, each measured here rather than asserted: what moved
+(yaml rows, the MPSGraph code deleted, the Metal kernel and host stub added), the files, the
+emulated verdicts per dtype (upstream's samples, the reference inputs, the --shapes layouts),
+the expectations removed and kept, the exact commands that run the op's upstream tests on a
+Mac, and the review checklist (pytorch#187827) with each item's finding. The verdicts come from
+the same harness as `porter test --device emulate --reference-inputs --shapes`.
+"""
+
+from __future__ import annotations
+
+from porter.source import checkout as co
+from porter.review import testnames
+from porter.review.branch import Branch
+from porter.review.facts import OpFacts, gather
+
+PASS = "pass"
+RED = ("fail", "xpass")
+REVIEW_CHECKS = ("PORTER003", "PORTER050", "PORTER051", "PORTER052", "PORTER053")
+# row kinds of the verdict table, in column order
+KINDS = ("samples", "reference", "shapes")
+
+
+def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
+             device: str = "emulate", dtypes: list[str] | None = None) -> dict:
+    from porter import checks
+    from porter.checks.tree import Tree
+
+    branch = Branch(checkout.root, base)
+    tree = Tree(checkout)
+    facts = [gather(checkout, branch, op, tree) for op in ops]
+    for f in facts:
+        if not f.kernels and not f.yaml:
+            from porter.errors import PorterError
+            raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
+                              "the checkout registers no Metal kernel for it",
+                              hint=f"port it first (porter status {f.op}), or pass --base REF")
+    results, header = _verdicts(checkout, ops, device, dtypes)
+    report = checks.run(checkout, set(REVIEW_CHECKS), tree)
+    files = branch.files()
+    changed_kernels = {c.path for c in files if c.path.endswith(".metal")}
+    device_name = testnames.consistency_device(checkout)
+    data = {
+        "ops": ops,
+        "base": branch.base_ref,
+        "base_commit": branch.base,
+        "device": device,
+        "verdict_source": header,
+        "files": [c._asdict() for c in files],
+        "moved": [_moved(f) for f in facts],
+        "verdicts": _rows(results, device_name),
+        "shapes": next((r.shapes for r in results if r.shapes), []),
+        "removed_xfails": [e._asdict() | {"op": f.op} for f in facts for e in f.xfails_removed],
+        "removed_decorators": [e._asdict() | {"op": f.op} for f in facts for e in f.decorators_removed],
+        "kept_decorators": [e._asdict() | {"op": f.op} for f in facts for e in f.decorators_kept],
+        "commands": _commands(results, device_name),
+        "checklist": _checklist(facts, results, report.findings, changed_kernels),
+    }
+    # red where a Mac's run would be: a failure or an unexpected success (an xfail that stays,
+    # softplus's integers, is what the port leaves expected)
+    data["ok"] = (not any(v[k] in RED for v in data["verdicts"] for k in KINDS)
+                  and all(item["status"] != "fail" for item in data["checklist"]))
+    return data
+
+
+def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None):
+    from porter.harness import opinfo_run as runner
+    from porter.harness.devices import get_backend
+    backend = get_backend(device, checkout.root)
+    reason = backend.unavailable_reason()
+    if reason:
+        from porter.errors import PorterError
+        raise PorterError(reason)
+    ctx = runner.make_context(checkout.root, backend, checkout)
+    results = []
+    try:
+        for op in ops:
+            results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
+                                           reference_inputs=True, shapes=True)
+    finally:
+        close = getattr(backend, "close", None)
+        if close:
+            close()
+    only = "".join(f" --dtype {d}" for d in dtypes or [])
+    header = (f"porter test {' '.join(ops)} --device {device} --reference-inputs --shapes{only} "
+              f"(op_db: torch {ctx.db.torch_version}; tolerances from {ctx.lists.source})")
+    return results, header
+
+
+def _rows(results, device_name: str) -> list[dict]:
+    rows: dict[tuple[str, str], dict] = {}
+    for r in results:
+        kind = "reference" if r.reference else "shapes" if r.shapes else "samples"
+        for d in r.dtypes:
+            row = rows.setdefault((r.op, d.dtype), {
+                "opinfo": r.op, "dtype": d.dtype, **{k: None for k in KINDS},
+                **{f"{k}_count": 0 for k in KINDS}, "message": None,
+                "upstream_test": testnames.output_match(r.op, d.dtype, device_name)})
+            row[kind], row[f"{kind}_count"] = d.outcome, d.samples
+            if d.message and d.outcome != PASS and row["message"] is None:
+                row["message"] = f"{kind}: {d.message}"
+    return list(rows.values())
+
+
+def _commands(results, device_name: str) -> list[str]:
+    out = []
+    for r in results:
+        if r.reference or r.shapes:
+            continue
+        grad = any(d.dtype.startswith(("float", "bfloat", "complex")) for d in r.dtypes)
+        out += [c for c in testnames.commands(r.op, device_name, grad) if c not in out]
+    return out
+
+
+def _moved(f: OpFacts) -> dict:
+    return {"op": f.op, "was_mpsgraph": f.was_mpsgraph,
+            "yaml": [y._asdict() for y in f.yaml],
+            "mpsgraph_removed": [r._asdict() for r in f.mpsgraph_removed],
+            "kernels": [k._asdict() for k in f.kernels], "host": f.host}
+
+
+def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str]) -> list[dict]:
+    ops = {f.op for f in facts}
+    mine = [x for x in findings if x.op in ops or (x.id == "PORTER052" and x.path in changed_kernels)]
+
+    def found(*ids):
+        return [f"{x.path}:{x.line}: {x.id} {x.message}" for x in mine if x.id in ids]
+
+    items = []
+    # 1. the old shape-cached MPSGraph path really removed, not left beside the new kernel
+    left = [f"{r.path}:{r.line}: {r.what} ({f.op})" for f in facts for r in f.mpsgraph_left] + found("PORTER003")
+    removed = [f"{r.what} ({r.path})" for f in facts for r in f.mpsgraph_removed]
+    items.append(_item("MPSGraph path removed", left, (
+        "deleted: " + "; ".join(removed) if removed else "no MPSGraph implementation existed")
+        + "; none of the ops' MPSGraph code is left (PORTER003 clean)"))
+    items.append(_item("no `fast::` math in the functors", found("PORTER050"),
+                       "PORTER050 clean: the functors use precise:: / c10::metal math"))
+    items.append(_item("no bespoke helper where c10/metal has one", found("PORTER052"),
+                       "PORTER052 clean over the changed kernel files"))
+    items.append(_item("bfloat registrations inside the file's version guard", found("PORTER053"),
+                       "PORTER053 clean"))
+    # NaN propagation: the static check, and the reference inputs (NaN, ±inf) measured
+    floats = [(r.op, d) for r in results if r.reference for d in r.dtypes
+              if d.dtype.startswith(("float", "bfloat", "complex"))]
+    nan_fail = found("PORTER051") + [f"{op} {d.dtype}: reference inputs {d.outcome}"
+                                     for op, d in floats if d.outcome != PASS]
+    items.append(_item("NaN propagation", nan_fail,
+                       f"PORTER051 clean; reference inputs (NaN, ±inf, ±0) pass on "
+                       f"{', '.join(sorted({d.dtype for _, d in floats})) or 'no floating dtype'}"))
+    shapes = [r for r in results if r.shapes]
+    bad = [f"{r.op} {d.dtype}: {d.message}" for r in shapes for d in r.dtypes if d.outcome != PASS]
+    names = shapes[0].shapes if shapes else []
+    dtypes = sorted({d.dtype for r in results for d in r.dtypes})
+    items.append(_item("shapes and dtypes Metal kernels break on", bad,
+                       f"{', '.join(names)} pass on {', '.join(dtypes)} (emulated; views reach the "
+                       "strided path)" if shapes else "no shapes ran"))
+    items.append({"item": "before/after benchmark", "status": "todo",
+                  "finding": "not measured here: on a Mac, run "
+                             + ", ".join(f"`porter bench {f.op} --format markdown`" for f in facts)
+                             + " and paste the tables (no Apple hardware has run porter's "
+                             "benchmark yet)"})
+    return items
+
+
+def _item(name: str, problems: list[str], clean: str) -> dict:
+    if problems:
+        return {"item": name, "status": "fail", "finding": "; ".join(problems)}
+    return {"item": name, "status": "ok", "finding": clean}
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+MARK = {"ok": "[x]", "fail": "[ ]", "todo": "[ ]"}
+ICON = {PASS: "pass", "fail": "**fail**", "xfail": "xfail", "xpass": "**xpass**", "skip": "skip", None: "-"}
+
+
+def markdown(data: dict) -> str:
+    ops = data["ops"]
+    lines = [f"[MPS] Move {_join([f'`{op}`' for op in ops])} to Metal", ""]
+    moved = []
+    for m in data["moved"]:
+        kernels = "; ".join(f"`{k['name']}_functor` in `{_short(k['path'])}` "
+                            f"({', '.join(_dtype_list(k['dtypes']))})" for k in m["kernels"])
+        if m["was_mpsgraph"]:
+            old = ", ".join(f"`{r['what']}` ({_short(r['path'])})" for r in m["mpsgraph_removed"])
+            moved.append(f"- `{m['op']}`: from MPSGraph ({old}, deleted) to a Metal kernel: {kernels}.")
+        else:
+            moved.append(f"- `{m['op']}`: had no MPS kernel; now a Metal kernel: {kernels}.")
+        for y in m["yaml"]:
+            moved.append(f"  - yaml `{y['entry']}`: `{y['before'] or 'no MPS row'}` -> `{y['after'] or 'no MPS row'}`")
+        for h in m["host"]:
+            moved.append(f"  - host: `{h}`")
+    lines += ["Moves the ops off the MPSGraph path (or off the CPU fallback) onto native Metal "
+              "functors run through TensorIterator, the way upstream's `*Kernel.metal` ops are.", "",
+              "### What moved", *moved, "", "### Files", "",
+              "| file | change | + | - |", "|---|---|---|---|"]
+    for f in data["files"]:
+        lines.append(f"| `{f['path']}` | {f['status']} | {f['added']} | {f['removed']} |")
+    lines += ["", "### Test plan", "",
+              f"Emulated on Linux by porter: `{data['verdict_source']}`. Upstream's samples are what "
+              "`TestConsistency.test_output_match` sends; the reference inputs add ±0, ±inf, NaN and "
+              "each dtype's limits; the shapes are "
+              + (", ".join(data["shapes"]) if data["shapes"] else "none")
+              + " (views kept, so non-contiguous ones run the strided path as the emulator models it).",
+              "", "| OpInfo | dtype | upstream samples | reference inputs | shapes | upstream test |",
+              "|---|---|---|---|---|---|"]
+    for v in data["verdicts"]:
+        cells = [f"{ICON.get(v[k], v[k])} ({v[k + '_count']})" if v[k] else "-" for k in KINDS]
+        lines.append(f"| `{v['opinfo']}` | {v['dtype']} | {' | '.join(cells)} | `{v['upstream_test']}` |")
+    failing = [v for v in data["verdicts"] if v["message"]]
+    for v in failing:
+        lines.append(f"\n> {v['opinfo']} {v['dtype']}: {v['message']}")
+    lines += ["", "On a Mac (the tests this PR turns on):", "", "```sh", *data["commands"], "```"]
+    if data["removed_xfails"] or data["removed_decorators"]:
+        lines += ["", "Removed expectations (each now expected to pass on MPS):"]
+        for e in data["removed_xfails"]:
+            lines.append(f"- `{e['text']}` ({_short(e['where'])})")
+        for e in data["removed_decorators"]:
+            lines.append(f"- `{e['text']}` ({_short(e['where'])}:{e['line']}): `{e['command']}`")
+    if data["kept_decorators"]:
+        lines += ["", "Kept (not about the missing kernel; check them on a Mac):"]
+        for e in data["kept_decorators"]:
+            lines.append(f"- `{e['text']}`: `{e['command']}`")
+    lines += ["", "### Review checklist", ""]
+    for item in data["checklist"]:
+        lines.append(f"- {MARK[item['status']]} {item['item']}: {item['finding']}")
+    lines += ["", f"Generated by `porter pr {' '.join(ops)}` against `{data['base']}`."]
+    return "\n".join(lines) + "\n"
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _dtype_list(pairs) -> list[str]:
+    """`float32->float32` as `float32`; a changed output type stays written out."""
+    return [a if a == b else f"{a}->{b}" for a, b in (p.split("->") for p in pairs)]

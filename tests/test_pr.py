@@ -1,0 +1,175 @@
+"""`porter pr`: after porting heaviside and threshold on the real-size tree, the description's
+verdict table is `porter test`'s, its commands run upstream's tests by their real names, and a
+wrong port or a review-check finding turns it red (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.porter_run import git_init, porter
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+
+THRESHOLD_BODY = "x <= threshold ? value : x"
+KINDS = {"samples": "samples", "reference": "reference", "shapes": "shapes"}
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY):
+    """heaviside committed on a branch, threshold left uncommitted: both are the branch's."""
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(root)
+    _git(root, "branch", "-M", "main")
+    _git(root, "checkout", "-q", "-b", "mps-ports")
+    assert porter("new-op", "heaviside", root=root).code == 0
+    _git(root, "commit", "-qam", "heaviside")
+    ported = porter("migrate-from-mpsgraph", "threshold", "--body", threshold_body, root=root)
+    assert ported.code == 0, ported.err
+
+
+def _test_verdicts(root, *ops, dtypes=()):
+    result = porter("test", *ops, "--device", "emulate", "--reference-inputs", "--shapes", "--json",
+                    *(a for d in dtypes for a in ("--dtype", d)), root=root)
+    report = json.loads(result.out)
+    out = {}
+    for op in report["ops"]:
+        kind = "reference" if op["reference"] else "shapes" if op["shapes"] else "samples"
+        for d in op["dtypes"]:
+            out[(op["op"], d["dtype"], kind)] = (d["outcome"], d["samples"])
+    return result.code, out
+
+
+def _pr_verdicts(data):
+    return {(v["opinfo"], v["dtype"], kind): (v[kind], v[f"{kind}_count"])
+            for v in data["verdicts"] for kind in KINDS if v[kind] is not None}
+
+
+def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
+    _port_both(real_root, tmp_path, monkeypatch)
+    result = porter("pr", "heaviside", "threshold", "--format", "json", root=real_root)
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    # the verdict table is porter test's, row for row (upstream samples, reference inputs, shapes)
+    code, tested = _test_verdicts(real_root, "heaviside", "threshold")
+    assert code == 0
+    assert _pr_verdicts(data) == tested
+    assert len(tested) == 2 * 9 * 3 and {v[0] for v in tested.values()} == {"pass"}
+    assert data["shapes"] == ["transposed", "sliced with step", "broadcast", "0-dim", "empty", "large"]
+    # the Mac commands, by upstream's test names
+    assert data["commands"] == [
+        "python test/test_mps.py -v -k test_output_match_heaviside_mps_ -k test_output_grad_match_heaviside_mps_",
+        "python test/test_ops.py -v -k _heaviside_mps_",
+        "python test/test_mps.py -v -k test_output_match_nn_functional_threshold_mps_"
+        " -k test_output_grad_match_nn_functional_threshold_mps_",
+        "python test/test_ops.py -v -k _nn_functional_threshold_mps_"]
+    _assert_upstream_names(data)
+    # what moved, and what the port removed
+    moved = {m["op"]: m for m in data["moved"]}
+    assert not moved["heaviside"]["was_mpsgraph"] and moved["threshold"]["was_mpsgraph"]
+    assert [r["what"] for r in moved["threshold"]["mpsgraph_removed"]] == ["TORCH_IMPL_FUNC(threshold_out_mps)"]
+    assert [(y["before"], y["after"]) for y in moved["threshold"]["yaml"]] == [
+        ("MPS: threshold_out_mps", "CPU, CUDA, MPS: threshold_out")]
+    assert [e["text"] for e in data["removed_xfails"]] == ['UNIMPLEMENTED_XFAILLIST["heaviside"]']
+    assert {re.search(r"'(test_\w+)'", e["text"]).group(1) for e in data["removed_decorators"]} == {
+        "test_variant_consistency_eager", "test_out_warning", "test_out", "test_noncontiguous_samples",
+        "test_dtypes", "test_python_ref_torch_fallback", "test_python_ref"}
+    assert {f["path"].rsplit("/", 1)[-1] for f in data["files"]} == {
+        "ActivationKernel.h", "ActivationKernel.metal", "BinaryKernel.metal", "Activation.mm",
+        "ActivationKernel.mm", "BinaryKernel.mm", "native_functions.yaml",
+        "common_methods_invocations.py", "common_mps.py"}
+    assert [(i["item"], i["status"]) for i in data["checklist"]] == [
+        ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
+        ("no bespoke helper where c10/metal has one", "ok"),
+        ("bfloat registrations inside the file's version guard", "ok"), ("NaN propagation", "ok"),
+        ("shapes and dtypes Metal kernels break on", "ok"), ("before/after benchmark", "todo")]
+    # the Markdown carries the same table and commands
+    text = data["markdown"]
+    assert text.startswith("[MPS] Move `heaviside` and `threshold` to Metal\n")
+    assert ("| `nn.functional.threshold` | float32 | pass (4) | pass (41) | pass (6) | "
+            "`TestConsistencyMPS.test_output_match_nn_functional_threshold_mps_float32` |") in text
+    for command in data["commands"]:
+        assert command in text
+    assert porter("pr", "heaviside", "threshold", root=real_root).out == text
+
+
+def _assert_upstream_names(data):
+    """The names are the ones torch's own instantiation gives (on CPU here: MPS is a Mac's)."""
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
+    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.testing._internal.common_utils import TestCase
+
+    infos = [o for o in op_db if o.name in ("heaviside", "nn.functional.threshold")]
+
+    class TestConsistency(TestCase):
+        @ops(infos)
+        def test_output_match(self, device, dtype, op):
+            pass
+
+    class TestCommon(TestCase):
+        @ops(infos)
+        def test_out(self, device, dtype, op):
+            pass
+
+    scope: dict = {"TestConsistency": TestConsistency, "TestCommon": TestCommon}
+    instantiate_device_type_tests(TestConsistency, scope, only_for="cpu")
+    instantiate_device_type_tests(TestCommon, scope, only_for="cpu")
+    names = set(dir(scope["TestConsistencyCPU"]))
+    common = [n for n in dir(scope["TestCommonCPU"]) if n.startswith("test_out_")]
+    for v in data["verdicts"]:
+        cls, test = v["upstream_test"].split(".")
+        assert cls == "TestConsistencyMPS"
+        on_cpu = test.replace("_mps_", "_cpu_")
+        if v["dtype"] in ("float32", "int64"):      # dtypes every one of them has on CPU
+            assert on_cpu in names, (on_cpu, sorted(names)[:5])
+    for command in data["commands"]:
+        pattern = command.split(" -k ")[1].split()[0].replace("_mps_", "_cpu_")
+        haystack = names if "test_mps.py" in command else common
+        assert any(pattern in n for n in haystack), pattern
+
+
+def test_pr_of_a_wrong_port_is_red(real_root, tmp_path, monkeypatch):
+    # `<` for `<=`: wrong exactly where x equals the threshold, which only the integer
+    # dtypes' samples hit (the float samples' thresholds are not among their values)
+    _port_both(real_root, tmp_path, monkeypatch, threshold_body="x < threshold ? value : x")
+    result = porter("pr", "threshold", "--format", "json", "--dtype", "int64", "--dtype", "float32",
+                    root=real_root)
+    data = json.loads(result.out)
+    assert result.code == 1
+    rows = {v["dtype"]: v for v in data["verdicts"]}
+    assert set(rows) == {"int64", "float32"} and rows["float32"]["samples"] == "pass"
+    assert [rows["int64"][k] for k in KINDS] == ["fail", "fail", "fail"]
+    assert rows["int64"]["message"].startswith("samples: Tensor-likes are not equal!")
+    assert "**fail**" in data["markdown"]
+    code, tested = _test_verdicts(real_root, "threshold", dtypes=("int64", "float32"))
+    assert code == 1 and _pr_verdicts(data) == tested
+
+
+def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
+    _port_both(real_root, tmp_path, monkeypatch)
+    metal = real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal"
+    text = metal.read_text()
+    start = text.index("struct threshold_functor")
+    at = text.index("return", start)
+    metal.write_text(text[:at] + "(void)metal::fast::exp(0.0f);\n    " + text[at:])
+    result = porter("pr", "threshold", "--format", "json", "--dtype", "float32", root=real_root)
+    data = json.loads(result.out)
+    assert result.code == 1
+    item = next(i for i in data["checklist"] if "fast" in i["item"])
+    assert item["status"] == "fail" and "PORTER050 threshold_functor calls fast::exp" in item["finding"]
+
+
+def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, monkeypatch):
+    result = porter("pr", "heaviside", root=real_root)
+    assert result.code == 2 and "not in a git repository" in result.err
+    git_init(real_root)
+    result = porter("pr", "heaviside", root=real_root)
+    assert result.code == 2 and "heaviside: the branch changed nothing of it" in result.err
