@@ -140,3 +140,15 @@ def test_device_errors_fail_a_sample_and_abandoning_stops_the_run():
         raise Abandon("numpy cannot")
     with pytest.raises(Abandon):
         verdicts.run_op(Source(device=give_up))
+
+
+def test_both_sources_feed_the_one_pipeline_and_know_nothing_of_each_other():
+    # a second copy of the sample loop would come back as one source calling into the other
+    from tests.test_layout import graph
+
+    g = graph()
+    sources = {"porter.harness.opinfo_run", "porter.harness.cached_run"}
+    for source in sources:
+        assert "porter.harness.verdicts" in g[source]
+        assert not (sources - {source}) & g[source], source
+    assert not sources & g["porter.harness.verdicts"]
