@@ -42,6 +42,14 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERNAL = 70           # EX_SOFTWARE: a porter bug (the one-line message says so)
 EXIT_BROKEN_PIPE = 141       # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
 
+# Third-party modules porter imports -> what `pip install` takes for them. A missing one is an
+# environment to fix (exit 2, naming the install), not a porter bug: `pip install porter-mps`
+# brings all of them but torch, which stays the user's own (pyproject.toml says why).
+DEPENDENCIES = {
+    "numpy": "numpy", "expecttest": "expecttest", "yaml": "PyYAML", "jinja2": "Jinja2",
+    "markupsafe": "Jinja2", "clang_format": "clang-format", "torch": "torch", "torchgen": "torch",
+}
+
 
 def _load(name: str):
     return importlib.import_module(f"porter.commands.{COMMANDS[name]}")
@@ -120,16 +128,28 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         # the reader went away (`porter ... | head`): stop quietly, as a shell tool does
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except ModuleNotFoundError as err:
+        package = DEPENDENCIES.get((err.name or "").split(".")[0])
+        if package is None:
+            return _internal_error(err)
+        what = f"porter {args.command}"
+        print(f"porter: error: {what} needs the Python module {err.name!r}, which is not installed "
+              f"(pip install {package})", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as err:
-        # A porter bug, never bad input (that is PorterError). One line, not a traceback;
-        # tests/reliability counts any of these as a failure.
-        if os.environ.get("PORTER_DEBUG"):
-            raise
-        where = _innermost_frame(err)
-        detail = " ".join(f"{type(err).__name__}: {err}".split())[:300]
-        print(f"porter: internal error: {detail} at {where} (a porter bug: please report it "
-              "with the command line; PORTER_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(err)
+
+
+def _internal_error(err: Exception) -> int:
+    """A porter bug, never bad input (that is PorterError). One line, not a traceback;
+    tests/reliability counts any of these as a failure."""
+    if os.environ.get("PORTER_DEBUG"):
+        raise err
+    where = _innermost_frame(err)
+    detail = " ".join(f"{type(err).__name__}: {err}".split())[:300]
+    print(f"porter: internal error: {detail} at {where} (a porter bug: please report it "
+          "with the command line; PORTER_DEBUG=1 shows the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _innermost_frame(err: BaseException) -> str:

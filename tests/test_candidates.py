@@ -85,16 +85,16 @@ def test_automatic_agrees_with_the_commands(tree, request):
             assert origin == expected, c["op"]
 
 
-def test_the_readme_quotes_the_counts_candidates_prints_on_the_real_tree(real_tree_template):
-    # the README's "which ops" paragraph states these counts; when a port moves an op (a refusal
+def test_docs_porting_quotes_the_counts_candidates_prints_on_the_real_tree(real_tree_template):
+    # docs/porting.md's "which ops" paragraph states these counts; when a port moves an op (a refusal
     # lifted, a body derived), this fails with the lines to paste
     from pathlib import Path
 
     counts = json.loads(porter("candidates", "--json", root=real_tree_template).out)["summary"]
     assert counts["headline"] == "31 op(s) on MPSGraph (25 forward, 6 backward), 6 without MPS"
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[1] / "docs" / "porting.md").read_text().split())
     for group in ("forward", "backward"):
-        assert counts[group] in readme, f"README.md's 'which ops' paragraph should quote:\n{counts[group]}"
+        assert counts[group] in readme, f"docs/porting.md's 'which ops' paragraph should quote:\n{counts[group]}"
 
 
 def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_template):

@@ -10,8 +10,8 @@ HELP = "run every op that has an xfail/skip entry in common_mps.py and list the 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
-    parser.add_argument("--device", default="mps", help="mps or emulate (default mps; cpu: CPU stands in "
-                        "for MPS, to measure overhead)")
+    parser.add_argument("--device", default="auto", help="auto (the default: mps on a Mac, else "
+                        "emulate), mps or emulate; cpu: CPU stands in for MPS, to measure overhead")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
     parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices of the op list")
     parser.add_argument("--merge", nargs="+", metavar="FILE",
@@ -38,6 +38,8 @@ def run(args) -> int:
     from porter.harness import mps_expectations as expectations
     from porter.harness.verdicts import FAIL, OpResult
 
+    from porter.commands.common import resolve_device
+    args.device = resolve_device(args.device)
     checkout = Checkout.at(args.root)
     exp = expectations.load(checkout)
     if exp.path is None:

@@ -32,9 +32,9 @@ def add_edit_options(parser) -> None:
                              "and the reference inputs, exit 1 when a dtype fails")
     parser.add_argument("--no-test", action="store_true",
                         help="write the port without testing it (porter says so)")
-    parser.add_argument("--device", default=None,
-                        help="device of the test after writing (mps, cuda, emulate; default: mps if "
-                             "available, else emulate)")
+    parser.add_argument("--device", default="auto",
+                        help="device of the test after writing (auto, mps, cuda, emulate; default "
+                             "auto: mps on a Mac, else emulate)")
 
 
 def default_test_device() -> str:
@@ -43,6 +43,11 @@ def default_test_device() -> str:
     import sys
 
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
+
+
+def resolve_device(device: str | None) -> str:
+    """`--device auto` (every command's default): mps on a Mac, else emulate."""
+    return default_test_device() if device in (None, "auto") else device
 
 
 def run_tests_after(args, root, op: str) -> int:
@@ -54,7 +59,7 @@ def run_tests_after(args, root, op: str) -> int:
         print(f"note: --no-test: the files were written and {op} was not tested; `porter test "
               f"{op} --device emulate --reference-inputs` gives the verdict", file=sys.stderr)
         return 0
-    device = args.device or default_test_device()
+    device = resolve_device(args.device)
     if device == "emulate":
         from porter.emulate.toolchain import compiler
         from porter.errors import PorterError

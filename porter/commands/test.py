@@ -11,10 +11,10 @@ def add_arguments(parser) -> None:
                              "full name with variant (round.decimals_0), or a backward op "
                              "(sigmoid_backward: tested through its forward op's samples)")
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
-    parser.add_argument("--device", default="mps",
-                        help="mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
-                             "installed torch's torch.mps.compile_shader on Apple silicon, no build) "
-                             "(default mps; cpu: compare CPU with CPU, for measuring overhead)")
+    parser.add_argument("--device", default="auto",
+                        help="auto (the default: mps on a Mac, else emulate), mps, cuda, emulate, or mps-shader (the checkout's .metal compiled by an "
+                             "installed torch's torch.mps.compile_shader on Apple silicon, no build); "
+                             "cpu: compare CPU with CPU, for measuring overhead")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
@@ -55,6 +55,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from porter.commands.common import resolve_device
+    args.device = resolve_device(args.device)
     from porter.harness.session import Options, run as run_session
     if args.watch:
         from porter.harness import watch

@@ -1,7 +1,7 @@
 """Planned C++/Metal/ObjC++ edits in the form PyTorch's clang-format leaves unchanged.
 
 The changed line ranges of each planned `.metal`, `.mm`, `.cpp` or `.h` file go through the
-`clang-format` binary of the PyPI package (`pip install 'porter-mps[format]'`), with the checkout's
+`clang-format` binary of the PyPI package (a dependency of porter-mps), with the checkout's
 `.clang-format` when it has one (upstream's lint runs exactly that) and PyTorch's style
 otherwise; lines porter did not touch are left as they are, even where clang-format reflows
 the construct around a changed line (`only_within`). A `.metal` file is C++ to
@@ -70,7 +70,7 @@ def format_changes(root, changes) -> str | None:
     exe = binary()
     if exe is None:
         return ("generated C++/Metal not clang-formatted: no clang-format found "
-                "(pip install 'porter-mps[format]')")
+                "(pip install clang-format)")
     style_path = os.path.join(str(root), STYLE_FILE)
     has_style = os.path.isfile(style_path)
     for change in targets:

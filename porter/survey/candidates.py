@@ -74,7 +74,7 @@ def tally(found) -> str:
     """Some candidates counted by verdict, refusals by reason, in this shape: 'N ported
     automatically, N with --complex-body EXPR, N with --body EXPR, N refused (N no shared CPU/CUDA
     kernel, ...)'.
-    The README quotes these clauses; tests/test_candidates.py holds it to them."""
+    docs/porting.md quotes these clauses; tests/test_candidates.py holds it to them."""
     parts = [f"{n} {words}" for verdict, words in TALLIED if (n := sum(c.verdict == verdict for c in found))]
     refused: dict[str, int] = {}
     for c in found:

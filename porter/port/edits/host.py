@@ -34,7 +34,7 @@ def add_ti_dispatch(text: str, kernel: str) -> str:
 
 def _list_place(lines: list[re.Match], name: str) -> int:
     """Where a new line of a registration list goes: at its alphabetical place when the list is
-    in alphabetical order (3 lines or more), else after the last (the README's source order)."""
+    in alphabetical order (3 lines or more), else after the last (docs/porting.md's source order)."""
     names = [m.group(1) for m in lines]
     if len(names) >= 3 and names == sorted(names):
         later = [m for m in lines if m.group(1) > name]

@@ -1,6 +1,6 @@
 """Add a functor and its registrations to a `.metal` kernel file, in that file's conventions.
 
-Where a new functor goes (the README's "source order" rule): alphabetically among the file's
+Where a new functor goes (docs/porting.md's "source order" rule): alphabetically among the file's
 functors when they are in alphabetical order already; otherwise right after the functor of the op
 whose registration comes just before the new op's own (its neighbour in the file's registration
 order), so an op joins its family; with no registration yet, after the last functor (and the
