@@ -12,9 +12,13 @@ from porter.cli import main
 from porter.commands.ci import WORKFLOW, load_pins, pin_line, render_workflow, validate
 
 
+SPEC = "porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"
+
+
 def ci(root, capsys, *args: str) -> tuple[int, str, str]:
     capsys.readouterr()
-    code = main(["ci", "init", "--root", str(root), *args])
+    spec = () if any(a.startswith("--porter-spec") for a in args) else ("--porter-spec", SPEC)
+    code = main(["ci", "init", "--root", str(root), *spec, *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -24,7 +28,7 @@ def _steps(job: dict) -> str:
 
 
 def test_workflow_jobs():
-    data = validate(render_workflow(shards=3))
+    data = validate(render_workflow(porter_spec=SPEC, shards=3, macos_runner="macOS,ARM64"), macos=True)
     jobs = data["jobs"]
     triggers = data[True]                  # PyYAML reads the bare key `on` as a boolean
     assert set(triggers) == {"pull_request", "schedule", "workflow_dispatch"}
@@ -35,25 +39,32 @@ def test_workflow_jobs():
     assert jobs["check"]["steps"][0]["with"]["fetch-depth"] == 0
     assert jobs["emulate"]["runs-on"] == "ubuntu-latest"
     assert 'porter test "${ops[@]}" --device emulate --junit' in _steps(jobs["emulate"])
-    assert jobs["mps-shader"]["runs-on"] == jobs["mps"]["runs-on"] == "macos-14"
+    labels = ["self-hosted", "macOS", "ARM64"]
+    assert jobs["mps-shader"]["runs-on"] == jobs["mps"]["runs-on"] == labels
     assert "--device mps-shader" in _steps(jobs["mps-shader"])
     assert "pip install --no-build-isolation" not in _steps(jobs["mps-shader"])
     assert "--device mps --junit porter-mps.xml" in _steps(jobs["mps"])
     # the full build runs only for PRs touching host code, cached on the merge base, with a limit
     assert "needs.check.outputs.host == 'true'" in jobs["mps"]["if"]
-    for job in (jobs["mps"], jobs["audit"]):
+    for job in (jobs["mps"], jobs["audit-build"]):
         cache = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@"))
         assert cache["with"]["path"] == ".ccache" and job["env"]["CMAKE_CXX_COMPILER_LAUNCHER"] == "ccache"
         assert job["timeout-minutes"] == 360
     assert "merge-base" in jobs["mps"]["steps"][2]["with"]["key"]
-    for job in ("emulate", "mps-shader", "mps", "audit"):    # porter test needs the OpInfo database
-        assert re.search(r'pip install .*"\$PORTER_SPEC" numpy "expecttest>=0.2"', _steps(jobs[job])), job
+    for job in ("emulate", "mps-shader", "mps", "audit"):    # porter-mps brings numpy and expecttest
+        assert re.search(r'pip install .*"\$PORTER_SPEC"$', _steps(jobs[job]), re.M), job
     for job in ("emulate", "mps-shader", "mps"):
         assert "actions/upload-artifact@" in _steps(jobs[job])
         assert jobs[job]["needs"] == "check"
     audit = jobs["audit"]
-    assert audit["runs-on"] == "macos-14" and audit["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert audit["runs-on"] == labels and audit["strategy"]["matrix"]["shard"] == [1, 2, 3]
     assert 'porter audit-xfails --device mps --shard "$SHARD/3" --json' in _steps(audit)
+    # the shards share one build: they install the wheel audit-build uploads, and build nothing
+    assert audit["needs"] == "audit-build" and "pip wheel" in _steps(jobs["audit-build"])
+    assert "requirements.txt" not in _steps(audit) and "dist/*.whl" in _steps(audit)
+    # a fork's PR never runs on the self-hosted runner
+    for job in ("mps-shader", "mps"):
+        assert "head.repo.full_name == github.repository" in jobs[job]["if"], job
     assert "schedule" in audit["if"] and "schedule" in jobs["audit-report"]["if"]
     assert "porter audit-xfails --merge audit/audit-*.json --summary" in _steps(jobs["audit-report"])
 
@@ -61,7 +72,7 @@ def test_workflow_jobs():
 def test_workflow_is_hardened():
     """What zizmor asks for, checked without it: commit pins with the version, no credentials
     left in .git, no expression expanded inside a shell script, least permissions per job."""
-    text = render_workflow()
+    text = render_workflow(porter_spec=SPEC)
     data = yaml.safe_load(text)
     _, pins = load_pins()
     assert data["permissions"] == {}
@@ -79,12 +90,79 @@ def test_workflow_is_hardened():
             assert "${{" not in step.get("run", ""), (name, step["run"])
 
 
-def test_default_spec_is_this_distribution_never_pypis_porter(mini_root, capsys):
-    from porter import DISTRIBUTION, __version__
-    data = yaml.safe_load(render_workflow())
-    assert data["env"]["PORTER_SPEC"] == f"{DISTRIBUTION}=={__version__}" == f"porter-mps=={__version__}"
+def test_a_spec_naming_pypis_porter_is_refused(mini_root, capsys):
     code, _, err = ci(mini_root, capsys, "--porter-spec", "porter==0.1.0")
     assert code == 2 and "unrelated project" in err and not (mini_root / WORKFLOW).exists()
+
+
+class _Dist:
+    """importlib.metadata's Distribution, as far as installed_porter_spec reads it."""
+
+    def __init__(self, direct_url: str | None, version: str = "0.1.0"):
+        self.direct_url, self.version = direct_url, version
+
+    def read_text(self, name: str):
+        return self.direct_url if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize("record, spec", [
+    ('{"url": "https://github.com/me/porter", "vcs_info": {"vcs": "git", "commit_id": "abc123", '
+     '"requested_revision": "main"}}', "porter-mps @ git+https://github.com/me/porter@abc123"),
+    ('{"url": "https://example.org/porter_mps-0.1.0.tar.gz", "archive_info": {}}',
+     "porter-mps @ https://example.org/porter_mps-0.1.0.tar.gz"),
+    (None, "porter-mps==0.1.0"),          # from an index: what pip installed is published there
+])
+def test_the_default_spec_is_how_pip_installed_this_porter(record, spec):
+    from porter.commands.ci import installed_porter_spec
+    assert installed_porter_spec(_Dist(record)) == spec
+
+
+def test_installed_from_a_local_directory_refuses_and_says_what_to_pass(tmp_path):
+    import subprocess
+    from porter.commands.ci import installed_porter_spec
+    from porter.errors import PorterError
+
+    clone = tmp_path / "porter"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", "git@github.com:me/porter.git"], check=True)
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    for editable in ("true", "false"):
+        with pytest.raises(PorterError) as err:
+            installed_porter_spec(_Dist(f'{{"url": "file://{clone}", "dir_info": {{"editable": {editable}}}}}'))
+        assert err.value.exit_code == 2 and "cannot install from" in str(err.value)
+        assert f"--porter-spec 'porter-mps @ git+https://github.com/me/porter.git@{head}'" in str(err.value)
+
+
+def test_ci_init_without_a_spec_it_can_know_writes_nothing(mini_root, capsys, monkeypatch):
+    from porter.commands import ci as ci_module
+    monkeypatch.setattr("importlib.metadata.distribution",
+                        lambda name: _Dist('{"url": "file:///nowhere/porter", "dir_info": {}}'))
+    capsys.readouterr()
+    code = main(["ci", "init", "--root", str(mini_root)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--porter-spec" in err
+    assert not (mini_root / WORKFLOW).exists()
+    assert ci_module.installed_porter_spec is not None
+
+
+def test_no_apple_gpu_jobs_without_a_macos_runner():
+    data = validate(render_workflow(porter_spec=SPEC))
+    jobs = data["jobs"]
+    assert not {"mps-shader", "mps", "audit-build"} & set(jobs)
+    assert all(job["runs-on"] == "ubuntu-latest" for job in jobs.values())
+    assert 'porter audit-xfails --device emulate --shard "$SHARD/4" --json' in _steps(jobs["audit"])
+    assert "TORCH_MAC_SPEC" not in data["env"]
+
+
+def test_macos_runner_labels(mini_root, capsys):
+    code, _, err = ci(mini_root, capsys, "--macos-runner", "mac;rm")
+    assert code == 2 and "runner labels" in err and not (mini_root / WORKFLOW).exists()
+    assert ci(mini_root, capsys, "--macos-runner", "studio")[0] == 0
+    jobs = yaml.safe_load((mini_root / WORKFLOW).read_text())["jobs"]
+    assert jobs["mps-shader"]["runs-on"] == ["self-hosted", "studio"]
 
 
 def test_installed_distribution_is_porter_mps():
@@ -128,7 +206,7 @@ def test_dry_run_writes_nothing(mini_root, capsys):
 def test_second_run_has_nothing_to_do(mini_root, capsys):
     assert ci(mini_root, capsys)[0] == 0
     written = (mini_root / WORKFLOW).read_text()
-    assert written == render_workflow()
+    assert written == render_workflow(porter_spec=SPEC)
     code, out, _ = ci(mini_root, capsys)
     assert code == 0 and out.startswith("porter ci init: nothing to do\n")
     code, out, _ = ci(mini_root, capsys, "--json")
@@ -145,7 +223,7 @@ def test_hand_edited_workflow_is_a_conflict(mini_root, capsys):
     code, out, _ = ci(mini_root, capsys, "--dry-run")
     assert code == 0 and "-# our own step" in out and path.read_text().endswith("# our own step\n")
     assert ci(mini_root, capsys, "--force")[0] == 0
-    assert path.read_text() == render_workflow()
+    assert path.read_text() == render_workflow(porter_spec=SPEC)
 
 
 def test_options_reach_the_workflow(mini_root, capsys):
@@ -172,7 +250,7 @@ def test_no_pipe_ends_in_an_early_exit():
     match and git takes SIGPIPE (141; measured 2 times in 4 on a 3000-file diff), so a PR
     touching .mm would read host=false and skip the full build. A pipe must read its input
     whole (`grep ... >/dev/null`)."""
-    data = yaml.safe_load(render_workflow())
+    data = yaml.safe_load(render_workflow(porter_spec=SPEC))
     assert data["defaults"]["run"]["shell"] == "bash"
     for name, job in data["jobs"].items():
         for step in job["steps"]:

@@ -15,10 +15,12 @@ import pytest
 
 from porter.commands.ci import render_workflow
 
+SPEC = "porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"
 VARIANTS = {
-    "defaults": {},
+    "defaults": {"porter-spec": SPEC},
     "fork-options": {"shards": 1, "porter-spec": "git+https://github.com/example/porter@"
                      "0123456789abcdef0123456789abcdef01234567", "python": "3.12"},
+    "macos-runner": {"porter-spec": SPEC, "macos-runner": "macOS,ARM64"},
 }
 
 

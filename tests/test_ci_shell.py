@@ -113,7 +113,7 @@ def runner_env(tmp_path: Path) -> dict[str, str]:
 
 def test_check_and_emulate_jobs_run_on_a_pull_request(mini_root, tmp_path, runner_env):
     fork_with_pr(mini_root)
-    workflow = yaml.safe_load(render_workflow())
+    workflow = yaml.safe_load(render_workflow(porter_spec="porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"))
     jobs = workflow["jobs"]
     context = {"github.base_ref": "main"}
 
@@ -150,7 +150,7 @@ def test_a_pr_touching_host_code_asks_for_the_full_build(mini_root, tmp_path, ru
     mm = mini_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
     mm.write_text(mm.read_text() + "\n// a host change\n")
     git(mini_root, "commit", "-q", "-am", "host change")
-    workflow = yaml.safe_load(render_workflow())
+    workflow = yaml.safe_load(render_workflow(porter_spec="porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"))
     codes, outputs = run_job(workflow["jobs"]["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
                              str(tmp_path / "s.md")}, {"github.base_ref": "main"}, tmp_path, "check",
                              workflow)
@@ -161,7 +161,7 @@ def test_a_failing_porter_fails_the_ops_step(mini_root, tmp_path, runner_env):
     # `ops=$(porter check ... --list-changed-ops | tr ...)`: without pipefail the step takes tr's
     # status, so a porter that exits 2 leaves ops empty, every test job skipped, the step green
     fork_with_pr(mini_root)
-    workflow = yaml.safe_load(render_workflow())
+    workflow = yaml.safe_load(render_workflow(porter_spec="porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"))
     codes, outputs = run_job(workflow["jobs"]["check"], mini_root, {**runner_env, "GITHUB_STEP_SUMMARY":
                              str(tmp_path / "s.md")}, {"github.base_ref": "no-such-branch"}, tmp_path,
                              "check", workflow)

@@ -34,9 +34,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cron", default="17 4 * * 1", help="schedule of the audit (default: Mondays 04:17 UTC)")
     parser.add_argument("--python", default="3.11", help="Python version of the jobs (default 3.11)")
     parser.add_argument("--porter-spec", default=None, metavar="REQ",
-                        help="pip requirement that installs porter in CI (default: porter-mps==<this "
-                             "version>; better, your fork of porter pinned to a commit: "
-                             "git+https://github.com/OWNER/porter@SHA)")
+                        help="pip requirement that installs porter in CI (default: the porter this "
+                             "command runs from, as pip installed it: its git URL and commit, or "
+                             "porter-mps==VERSION from an index; installed from a local directory, "
+                             "porter cannot know one and asks for this, e.g. "
+                             "'porter-mps @ git+https://github.com/OWNER/porter@SHA')")
+    parser.add_argument("--macos-runner", metavar="LABEL", default=None,
+                        help="labels (comma-separated) of a self-hosted Apple-silicon runner: adds the "
+                             "Apple-GPU jobs (--device mps-shader, mps, and the audit on the GPU); "
+                             "off by default, since GitHub-hosted macOS runners report MPS but fail "
+                             "its allocations (pytorch/pytorch#125197)")
     parser.add_argument("--torch-spec", default="torch", metavar="REQ",
                         help="pip requirement of the CPU torch wheel for the Linux jobs (default: torch)")
     parser.add_argument("--mac-torch-spec", default="torch", metavar="REQ",
@@ -90,15 +97,83 @@ def update_pins(text: str, pins: dict[str, Pin]) -> tuple[str, list[str], list[s
     return USES_RE.sub(replace, text), changed, unknown
 
 
-def default_porter_spec() -> str:
-    """The distribution's own unique name (never `porter`: that is another project on PyPI)."""
+SPEC_EXAMPLE = "porter-mps @ git+https://github.com/OWNER/porter@COMMIT"
+LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def installed_porter_spec(metadata=None) -> str:
+    """The pip requirement that installs, in CI, the porter this process runs from.
+
+    Read from the installed distribution's PEP 610 record (`direct_url.json`): a VCS install
+    gives `porter-mps @ git+URL@COMMIT`, an archive its URL; no record means an index install,
+    `porter-mps==VERSION`. A local directory (`pip install .`, `-e .`), or no installed
+    distribution at all, names nothing a CI runner can fetch: PorterError, exit 2, saying what
+    to pass (with the directory's own remote and commit where it is a git clone)."""
+    import json
+    from importlib import metadata as importlib_metadata
+
     from porter import DISTRIBUTION, __version__
-    return f"{DISTRIBUTION}=={__version__}"
+
+    try:
+        dist = metadata or importlib_metadata.distribution(DISTRIBUTION)
+    except importlib_metadata.PackageNotFoundError:
+        raise PorterError(f"porter is not installed as {DISTRIBUTION} here, so `ci init` cannot tell "
+                          "the workflow what to install", hint=f"pass --porter-spec, e.g. '{SPEC_EXAMPLE}'") from None
+    record = dist.read_text("direct_url.json")
+    if not record:
+        return f"{DISTRIBUTION}=={dist.version or __version__}"
+    try:
+        direct = json.loads(record)
+    except ValueError:
+        direct = {}
+    url = direct.get("url", "")
+    vcs = direct.get("vcs_info")
+    if vcs and vcs.get("commit_id") and not url.startswith("file:"):
+        return f"{DISTRIBUTION} @ {vcs.get('vcs', 'git')}+{url}@{vcs['commit_id']}"
+    if "archive_info" in direct and not url.startswith("file:"):
+        return f"{DISTRIBUTION} @ {url}"
+    where = url[len("file://"):] if url.startswith("file://") else url or "a local directory"
+    raise PorterError(f"porter was installed from {where}, which a CI runner cannot install from",
+                      hint=f"pass --porter-spec with a pushed commit: {_suggest_spec(where)}")
 
 
-def render_workflow(*, shards: int = 4, cron: str = "17 4 * * 1", python: str = "3.11",
-                    porter_spec: str | None = None, torch_spec: str = "torch",
-                    mac_torch_spec: str = "torch") -> str:
+def _suggest_spec(directory: str) -> str:
+    """'porter-mps @ git+REMOTE@HEAD' for a directory that is a git clone, else the template."""
+    import subprocess
+
+    from porter import DISTRIBUTION
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", "-C", directory, *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    remote, head = git("remote", "get-url", "origin"), git("rev-parse", "HEAD")
+    if remote.startswith("git@") and ":" in remote:       # git@github.com:OWNER/porter.git
+        host, path = remote[len("git@"):].split(":", 1)
+        remote = f"https://{host}/{path}"
+    if remote.startswith("https://") and head:
+        return f"--porter-spec '{DISTRIBUTION} @ git+{remote}@{head}'"
+    return f"--porter-spec '{SPEC_EXAMPLE}'"
+
+
+def runner_labels(value: str) -> str:
+    """`--macos-runner a,b` as a YAML flow list of a self-hosted runner's labels."""
+    labels = [label.strip() for label in value.split(",") if label.strip()]
+    bad = [label for label in labels if not LABEL_RE.match(label)]
+    if not labels or bad:
+        raise PorterError(f"--macos-runner {value!r}: runner labels are letters, digits, '.', '_' and '-', "
+                          "separated by commas", hint="e.g. --macos-runner self-hosted,macOS,ARM64")
+    if "self-hosted" not in labels:
+        labels.insert(0, "self-hosted")
+    return "[" + ", ".join(labels) + "]"
+
+
+def render_workflow(*, porter_spec: str, shards: int = 4, cron: str = "17 4 * * 1",
+                    python: str = "3.11", torch_spec: str = "torch", mac_torch_spec: str = "torch",
+                    macos_runner: str | None = None) -> str:
     from porter import __version__
     from porter.port.templates import render
 
@@ -106,23 +181,27 @@ def render_workflow(*, shards: int = 4, cron: str = "17 4 * * 1", python: str = 
         raise PorterError(f"--shards {shards}: must be between 1 and 64")
     if not CRON_RE.match(cron.strip()):
         raise PorterError(f"--cron {cron!r}: not a five-field cron expression", hint='e.g. "17 4 * * 1"')
-    for option, value in (("--python", python), ("--porter-spec", porter_spec or ""),
+    for option, value in (("--python", python), ("--porter-spec", porter_spec),
                           ("--torch-spec", torch_spec), ("--mac-torch-spec", mac_torch_spec)):
         if any(c in value for c in "\"'\n$`\\"):
             raise PorterError(f"{option} {value!r}: quotes, `$`, backslashes and newlines are not allowed")
-    if porter_spec is not None and re.match(r"^\s*porter\s*(?:[=<>!~;\[@]|$)", porter_spec, re.I):
+    if not porter_spec.strip():
+        raise PorterError("--porter-spec is empty", hint=f"e.g. --porter-spec '{SPEC_EXAMPLE}'")
+    if re.match(r"^\s*porter\s*(?:[=<>!~;\[@]|$)", porter_spec, re.I):
         raise PorterError(f"--porter-spec {porter_spec!r}: `porter` on PyPI is an unrelated project",
-                          hint=f"use {default_porter_spec()} or a git URL of porter pinned to a commit")
+                          hint=f"use a git URL of porter pinned to a commit: '{SPEC_EXAMPLE}'")
     checked, pins = load_pins()
     return render(TEMPLATE, version=__version__, shards=shards, cron=cron.strip(), python=python,
-                  porter_spec=porter_spec or default_porter_spec(), torch_spec=torch_spec,
+                  porter_spec=porter_spec.strip(), torch_spec=torch_spec,
+                  macos_runner=bool(macos_runner),
+                  macos_labels=runner_labels(macos_runner) if macos_runner else "",
                   mac_torch_spec=mac_torch_spec, pins_checked=checked,
                   pin=lambda action: pin_line(pins[action]),
                   shard_list=", ".join(str(k) for k in range(1, shards + 1)), build_minutes=360,
                   gh=lambda expression: "${{ " + expression + " }}")
 
 
-def validate(text: str) -> dict:
+def validate(text: str, macos: bool = False) -> dict:
     """The workflow parses as YAML and has the jobs porter relies on."""
     import yaml
 
@@ -134,7 +213,8 @@ def validate(text: str) -> dict:
                           path=WORKFLOW, line=mark.line + 1 if mark else None,
                           hint="a porter bug: please report it") from None
     jobs = data.get("jobs", {}) if isinstance(data, dict) else {}
-    missing = {"check", "emulate", "mps-shader", "mps", "audit", "audit-report"} - set(jobs)
+    wanted = {"check", "emulate", "audit", "audit-report"} | ({"mps-shader", "mps", "audit-build"} if macos else set())
+    missing = wanted - set(jobs)
     if missing:
         raise PorterError(f"the generated workflow lacks job(s) {', '.join(sorted(missing))}",
                           path=WORKFLOW, hint="a porter bug: please report it")
@@ -164,10 +244,15 @@ def run(args) -> int:
         show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written,
                   as_json=args.json, extra={"workflow": WORKFLOW, "pins_checked": checked})
         return 0
+    spec = args.porter_spec if args.porter_spec is not None else installed_porter_spec()
     new = render_workflow(shards=args.shards, cron=args.cron, python=args.python,
-                          porter_spec=args.porter_spec, torch_spec=args.torch_spec,
-                          mac_torch_spec=args.mac_torch_spec)
-    validate(new)
+                          porter_spec=spec, torch_spec=args.torch_spec,
+                          mac_torch_spec=args.mac_torch_spec, macos_runner=args.macos_runner)
+    validate(new, macos=bool(args.macos_runner))
+    notes.append(f"CI installs porter as: {spec}")
+    if not args.macos_runner:
+        notes.append("no Apple-GPU jobs (GitHub-hosted macOS runners fail MPS allocations); "
+                     "--macos-runner LABEL adds them for a self-hosted Apple-silicon runner")
     if old is not None and old != new:
         if not args.force and not args.dry_run:
             raise PorterError("exists and differs from the workflow porter writes (edited by hand, or "
