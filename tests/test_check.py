@@ -417,9 +417,56 @@ def test_a_changed_c10_metal_header_touches_the_ops_of_the_files_including_it(re
     text = utils.read_text()
     assert "  auto h3 = a * sqrt_1_plus_r;\n" in text
     utils.write_text(text.replace("  auto h3 = a * sqrt_1_plus_r;\n", "  auto h3 = a * sqrt_1_plus_r * 1.5f;\n"))
-    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops", "--explain")
     assert code == 0
-    assert {"hypot", "atan2", "sin", "exp"} <= set(out.split())
+    ops = [line for line in out.splitlines() if not line.startswith(" ")]
+    # BinaryKernel.metal: its hypot functor calls c10::metal::hypot, its other functors do not;
+    # UnaryKernel.metal includes utils.h but none of its functors reaches hypot: every op of
+    # it is tested, since a header that no longer builds fails the whole file on a Mac
+    assert "hypot" in ops and "atan2" not in ops and {"sin", "exp"} <= set(ops)
+    assert "c10/metal/utils.h" in out and "hypot, used by functor hypot of BinaryKernel.metal" in out
+
+
+def test_three_ports_list_exactly_the_ported_ops(real_root, capsys):
+    # issue 23: after new-op heaviside, migrate sign and migrate softplus, the list held `std`,
+    # `take` and `to`, from identifiers in softplus's deleted MPSGraph code
+    # (`std::to_string(beta.to<double>())`); ops are decided from structure only
+    _git(real_root, "init", "-q")
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-q", "-m", "base")
+    for command in (["new-op", "heaviside"], ["migrate-from-mpsgraph", "sign"],
+                    ["migrate-from-mpsgraph", "softplus"]):
+        assert main([*command, "--root", str(real_root)]) == 0, command
+        _git(real_root, "add", "-A")
+        _git(real_root, "commit", "-q", "-m", command[1])
+    code, out = check(real_root, capsys, "--changed-since", "HEAD~3", "--list-changed-ops")
+    assert (code, out) == (0, "heaviside\nsign\nsoftplus\n")
+    code, out = check(real_root, capsys, "--changed-since", "HEAD~3", "--list-changed-ops", "--json", "--explain")
+    why = json.loads(out)["why"]
+    assert sorted(why) == ["heaviside", "sign", "softplus"]
+    assert any("at HEAD~3: MPS implementation softplus_out_mps, removed" in r for r in why["softplus"])
+    assert any("SoftplusParams, used by functor softplus" in r for r in why["softplus"])
+    assert any("functor heaviside_functor" in r or "functor heaviside" in r for r in why["heaviside"])
+
+
+def test_a_deleted_registration_line_lists_its_op(repo, capsys):
+    edit(repo, BINARY_METAL, "REGISTER_FLOAT_BINARY_OP(copysign);\n", "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops", "--explain")
+    assert code == 0
+    T.assertExpectedInline(out, """\
+copysign
+  aten/src/ATen/native/mps/kernels/BinaryKernel.metal:145 at HEAD: kernel registration copysign, removed
+""")
+
+
+def test_identifiers_on_deleted_lines_name_no_op(repo, capsys):
+    # a deleted line of code outside every structure porter knows names nothing, whatever
+    # words it holds (`exp`, `sin` and `neg` are ops of the fixture)
+    edit(repo, BINARY_MM, "} // namespace at::native", "// exp(sin(neg(x)))\n} // namespace at::native")
+    _git(repo, "commit", "-qam", "comment")
+    edit(repo, BINARY_MM, "// exp(sin(neg(x)))\n", "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out) == (0, "")
 
 
 def test_names_on_changed_lines_of_unrelated_files_touch_no_op(real_root, capsys):

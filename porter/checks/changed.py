@@ -1,11 +1,13 @@
-"""What changed since a git ref: changed lines per file, the names they mention, the ops they touch.
+"""What changed since a git ref: changed lines per file, and the ops they touch, with why.
 
 `porter check --changed-since REF` keeps the findings that sit on a changed line or concern
 an op the change touches, so a PR is judged on what it did, not on the tree's old debts.
-Ops are found two ways: the structure around each changed line (the yaml entry, functor,
-host kernel function, stub declaration, expectation entry or OpInfo call it falls in) and
-the names written on added or removed lines (a deleted `REGISTER_UNARY_OP(sinc, ...)` line
-touches sinc, though nothing named sinc remains on a changed line).
+Ops are found from structure only: the yaml entry, functor, kernel registration, host kernel
+function, stub registration or declaration, expectation entry or OpInfo call a changed line
+falls in. Added and changed lines are read in the working tree; removed lines in the file as
+it was at REF (`OldCheckout`), so deleting a `REGISTER_UNARY_OP(sinc, ...)` line touches sinc
+though nothing named sinc is left. Identifiers in arbitrary code name no op: a deleted
+`std::to_string(x.to<double>())` touches whatever structure held it, never `std` or `to`.
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from porter.source import checkout as co
 from porter.checks.tree import Tree, op_of_entry
 from porter.errors import PorterError
 
-HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
-NAME_RE = re.compile(r"(?<![\w:.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 # where a kernel file's #include <...> is found in the checkout: the -I list of the emulator
 # and of upstream's Metal build (aten/src for ATen/..., the root for c10/metal/...)
 INCLUDE_ROOTS = ("aten/src", "")
-SUFFIXES = ("_functor", "_stub", "_mps_kernel", "_kernel_mps", "_out_mps", "_kernel", "_mps", "_out")
 
 
 @dataclass
@@ -34,7 +34,9 @@ class Changes:
     ref: str
     lines: dict[str, set[int]] = field(default_factory=dict)   # path -> added/changed lines (new side)
     deletions: dict[str, set[int]] = field(default_factory=dict)   # path -> lines that lost lines after them
-    names: set[str] = field(default_factory=set)               # normalised names on +/- lines
+    removed: dict[str, set[int]] = field(default_factory=dict)  # path at REF -> its removed/replaced lines
+    added_files: set[str] = field(default_factory=set)          # not at REF (new or untracked)
+    deleted_files: set[str] = field(default_factory=set)        # at REF, gone now
 
     @property
     def files(self) -> set[str]:
@@ -62,8 +64,7 @@ def since(root: Path, ref: str) -> Changes:
         text = (root / rel).read_text(encoding="utf-8", errors="replace") if (root / rel).is_file() else ""
         count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         changes.lines[rel] = set(range(1, count + 1))
-        if names_op(rel):
-            changes.names |= names_in(text)
+        changes.added_files.add(rel)
     return changes
 
 
@@ -80,65 +81,227 @@ def parse_diff(diff: str, ref: str = "") -> Changes:
             if path is not None:
                 changes.lines.setdefault(path, set())
                 changes.deletions.setdefault(path, set())
+                if old_path is None:
+                    changes.added_files.add(path)
+            elif old_path is not None:
+                changes.deleted_files.add(old_path)
         elif line.startswith("diff --git"):
             path = old_path = None
         elif line.startswith("@@"):
             m = HUNK_RE.match(line)
-            if m and path is not None:
-                start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            if m is None:
+                continue
+            old_start, old_count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            if old_path is not None and old_count:
+                changes.removed.setdefault(old_path, set()).update(range(old_start, old_start + old_count))
+            if path is not None:
+                start, count = int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)
                 if count:
                     changes.lines[path].update(range(start, start + count))
                 else:    # pure deletion after line `start`
                     changes.deletions[path].add(start)
-        elif line[:1] in "+-" and names_op(path or old_path or ""):
-            changes.names |= names_in(line[1:])
     return changes
 
 
-def names_op(path: str) -> bool:
-    """Whether a word on a changed line of `path` can name an op: the kernel, host, stub, yaml,
-    expectation and OpInfo sources porter reads. English elsewhere (a README's "to", "index",
-    "real") would send ops no kernel change touched to the workflow's test jobs."""
+def reads_ops(path: str) -> bool:
+    """Whether `path` is one of the sources whose structure names ops: kernels, hosts, stubs,
+    yaml, expectation lists and OpInfo definitions (a README's lines never name one)."""
     return (path.startswith((f"{co.NATIVE}/", f"{co.C10_METAL}/")) or path == co.COMMON_MPS
             or path == co.OPINFO_DB or path.startswith(co.OPINFO_DEFINITIONS))
 
 
-def names_in(text: str) -> set[str]:
-    """Identifiers and dotted names, with their op-ish spellings (`sinc_functor` -> `sinc`)."""
-    out = set()
-    for token in NAME_RE.findall(text):
-        forms = {token, token.replace(".", "_"), token.split(".")[0]}
-        for form in list(forms):
-            for suffix in SUFFIXES:
-                if form.endswith(suffix) and len(form) > len(suffix):
-                    forms.add(form[:-len(suffix)])
-        out |= forms
-    for literal in re.findall(r'"([A-Za-z_][\w.]*)"', text):
-        out |= {literal, literal.replace(".", "_")}
+def touched_ops(tree: Tree, changes: Changes) -> set[str]:
+    """Aten ops (yaml base names) the change touches."""
+    return set(explain(tree, changes))
+
+
+def explain(tree: Tree, changes: Changes) -> dict[str, list[str]]:
+    """op -> why it was picked ("path:line: functor sinc_functor", "... (removed)"), one entry
+    per structure a changed line falls in; added/changed lines in the working tree, removed
+    lines in the files as they were at the ref."""
+    why: dict[str, list[str]] = {}
+
+    def pick(current: Tree, at: str):
+        def add(op: str | None, path: str, line: int, what: str) -> None:
+            if op and op in current.op_names:
+                reason = f"{path}:{line}{at}: {what}{', removed' if at else ''}"
+                if reason not in why.setdefault(op, []):
+                    why[op].append(reason)
+        return add
+
+    add_new = pick(tree, "")   # lines of the working tree
+    for path, lines in changes.lines.items():
+        touch = Touch(lines, changes.deletions.get(path, set()))
+        _structural(tree, path, touch, add_new)
+        _header(tree, path, touch, add_new)
+    removed = {p: lines for p, lines in changes.removed.items() if lines and reads_ops(p)}
+    if removed:
+        old = Tree(OldCheckout(tree.checkout.root, changes))
+        add_old = pick(old, f" at {changes.ref}")      # lines of the file at the ref
+        for path, lines in removed.items():
+            _structural(old, path, Touch(lines, set()), add_old)
+            _header(old, path, Touch(lines, set()), add_old)
+    return {op: why[op] for op in sorted(why)}
+
+
+DEFINITION_RE = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)[^;{]*$|(\w+)\s*\([^;{]*$")
+USING_RE = re.compile(r"^[ \t]*(?:template\s*<[^;{]*>\s*)?using\s+(\w+)\s*=", re.M)
+DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+INERT_LINE_RE = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+once[ \t]*)?$")
+
+
+def header_definitions(text: str) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of each top-level definition of a header: a struct,
+    class, enum or function with a body (whatever namespace holds it), a `using` alias, a
+    `#define`."""
+    from porter.source.cpp_scan import code_mask, matching_close
+
+    mask = code_mask(text)
+    out: list[tuple[str, int, int]] = []
+    at = 0
+    while True:
+        open_at = mask.find("{", at)
+        if open_at < 0:
+            break
+        close = matching_close(mask, open_at)
+        if close < 0:
+            break
+        head_start = max(mask.rfind(c, 0, open_at) for c in ";}{#") + 1
+        if head_start > 0 and mask[head_start - 1] == "#":     # a preprocessor line ends the head
+            newline = mask.find("\n", head_start, open_at)
+            head_start = newline + 1 if newline >= 0 else open_at
+        head = mask[head_start:open_at]
+        m = DEFINITION_RE.search(" ".join(head.split()))
+        name = m and (m.group(1) or m.group(2))
+        if name and name != "namespace" and not re.search(r"\bnamespace\b", head):
+            first = text.count("\n", 0, head_start + len(head) - len(head.lstrip())) + 1
+            out.append((name, first, text.count("\n", 0, close) + 1))
+            at = close + 1
+        else:                   # a namespace (or an unnamed block): its definitions are inside
+            at = open_at + 1
+    for regex in (USING_RE, DEFINE_RE):
+        for m in regex.finditer(mask):
+            line = text.count("\n", 0, m.start()) + 1
+            end = mask.find(";", m.end()) if regex is USING_RE else mask.find("\n", m.end())
+            out.append((m.group(1), line, text.count("\n", 0, end if end >= 0 else len(text)) + 1))
     return out
 
 
-def touched_ops(tree: Tree, changes: Changes) -> set[str]:
-    """Aten ops (yaml base names) the change touches, by name and by structure."""
-    found: set[str] = set()
-    for name in changes.names:
-        found.add(tree.kernel_ops.get(name, name))
-    for path, lines in changes.lines.items():
-        touch = Touch(lines, changes.deletions.get(path, set()))
-        found |= _structural(tree, path, touch)
-        if touch and path.endswith(".h"):
-            found |= _including_kernel_ops(tree, path)
-    return {op for op in found if op in tree.op_names}
+def _header(tree: Tree, path: str, touch: Touch, add) -> None:
+    """A changed header line: in each kernel file that includes the header, the ops whose
+    functors use the definition it falls in, directly or through the headers' other definitions
+    (a `SoftplusParams` struct: softplus; c10::metal::hypot: hypot). Where no functor of the file
+    uses it, or the line is outside any definition (an #include, a macro's use), every op of
+    the file: a header that no longer builds fails the whole file on a Mac, so some test must
+    build it. Blank lines and `#pragma once` change nothing."""
+    if not touch or not path.endswith(".h") or not reads_ops(path):
+        return
+    including = [(rel, metal) for rel, metal in tree.metals.items()
+                 if path in included_headers(tree.checkout.root, rel, metal.text)]
+    if not including:
+        return
+    try:
+        text = tree.read(path)
+    except PorterError:
+        return
+    lines = text.split("\n")
+    definitions = header_definitions(text)
+    names: dict[str, int] = {}
+    loose: list[int] = []
+    for line in touch:
+        hit = [d for d in definitions if d[1] <= line <= d[2]]
+        for name, first, _ in hit:
+            names.setdefault(name, first)
+        if not hit and 0 < line <= len(lines) and not INERT_LINE_RE.match(lines[line - 1]):
+            loose.append(line)
+    for rel, metal in including:
+        base = posixpath.basename(rel)
+        if loose:
+            for kernel in metal.kernels():
+                add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, loose[0],
+                    f"header line included by {base}")
+            continue
+        # what the changed definitions reach: the definitions of every header this kernel file
+        # includes that use one of them (c10::metal::erfc calls erf), transitively
+        used = {name: name for name in names}
+        others = []
+        for header in included_headers(tree.checkout.root, rel, metal.text):
+            header_text = text if header == path else tree.read(header)
+            header_lines = header_text.split("\n")
+            others += [(d, "\n".join(header_lines[first - 1:last])) for d, first, last in header_definitions(header_text)]
+        grew = True
+        while grew:
+            grew = False
+            for name, body in others:
+                if name not in used:
+                    via = next((n for n in used if re.search(rf"\b{re.escape(n)}\b", body)), None)
+                    if via is not None:
+                        used[name], grew = used[via], True
+        users = 0
+        for name, origin in used.items():
+            word = re.compile(rf"\b{re.escape(name)}\b")
+            for functor, (start, end) in metal.functor_spans.items():
+                if word.search(metal.text, start, end):
+                    through = "" if name == origin else f" through {name}"
+                    add(tree.kernel_ops.get(functor) or tree.to_op(functor) or functor, path, names[origin],
+                        f"{origin}, used by functor {functor} of {base}{through}")
+                    users += 1
+        if not users:
+            # no functor uses what changed, yet the file compiles it: a header that no longer
+            # builds fails every kernel of the file on a Mac, so its ops are tested
+            for kernel in metal.kernels():
+                add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, min(names.values()),
+                    f"{', '.join(sorted(names))} changed in a header {base} includes, used by none of its functors")
 
 
-def _including_kernel_ops(tree: Tree, header: str) -> set[str]:
-    """The ops of every kernel file that #includes `header`, directly or through another header:
-    a changed c10/metal or kernels/*.h line can break any functor compiled with it, though the
-    line names no op (c10::metal::hypot's body names no caller)."""
-    out: set[str] = set()
+class OldCheckout(co.Checkout):
+    """The checkout as it was at the ref: the files the diff names, read from git; every other
+    file is the same in both (the diff compares the working tree with the ref)."""
+
+    def __init__(self, root: Path, changes: Changes):
+        super().__init__(root)
+        self.changes = changes
+
+    def _changed(self, rel: str) -> bool:
+        return rel in self.changes.removed or rel in self.changes.lines or rel in self.changes.deleted_files
+
+    def exists(self, rel: str) -> bool:
+        if rel in self.changes.added_files:
+            return False
+        return rel in self.changes.deleted_files or super().exists(rel)
+
+    def read(self, rel: str) -> str:
+        if rel in self.changes.added_files:
+            raise PorterError(f"{rel}: not in {self.changes.ref}")
+        if not self._changed(rel):
+            return super().read(rel)
+        text = self._texts.get(rel)
+        if text is None:
+            text = _git(self.root, "show", f"{self.changes.ref}:{rel}",
+                        error=f"cannot read {rel} at {self.changes.ref}")
+            self._texts[rel] = text
+        return text
+
+    def glob(self, rel_dir: str, pattern: str) -> list[str]:
+        import fnmatch
+
+        found = set(super().glob(rel_dir, pattern)) - self.changes.added_files
+        last = pattern.rsplit("/", 1)[-1]
+        for rel in self.changes.deleted_files:
+            rest = rel[len(rel_dir) + 1:] if rel.startswith(rel_dir + "/") else None
+            if rest and fnmatch.fnmatchcase(posixpath.basename(rest), last) and ("/" in pattern or "/" not in rest):
+                found.add(rel)
+        return sorted(found)
+
+
+def _including_kernel_ops(tree: Tree, header: str) -> set[tuple[str, str]]:
+    """(op, kernel file) for every kernel file that #includes `header`, directly or through
+    another header: a changed c10/metal or kernels/*.h line can break any functor compiled with
+    it, though the line names no op (c10::metal::hypot's body names no caller)."""
+    out: set[tuple[str, str]] = set()
     for rel, metal in tree.metals.items():
         if header in included_headers(tree.checkout.root, rel, metal.text):
-            out |= {tree.kernel_ops.get(k) or tree.to_op(k) or k for k in metal.kernels()}
+            out |= {(tree.kernel_ops.get(k) or tree.to_op(k) or k, rel) for k in metal.kernels()}
     return out
 
 
@@ -184,55 +347,77 @@ class Touch:
                 or any(first <= d < last for d in self.deletions))
 
 
-def _structural(tree: Tree, path: str, lines: Touch) -> set[str]:
-    out: set[str] = set()
+def _structural(tree: Tree, path: str, lines: Touch, add) -> None:
+    """Call add(op, path, line, what) for each structure of `path` that a line of `lines` falls in."""
     if not lines:
-        return out
+        return
     if path == co.NATIVE_YAML:
         for e in tree.entries:
             if lines.span(e.start + 1, e.end):
-                out.add(op_of_entry(e))
+                add(op_of_entry(e), path, e.start + 1, f"yaml entry {e.name}{'.' + e.overload if e.overload else ''}")
     elif path in tree.metals:
         metal = tree.metals[path]
         text = metal.text
         for name, (start, end) in metal.functor_spans.items():
             first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, end) + 1
             if lines.span(first, last):
-                out.add(tree.kernel_ops.get(name) or tree.to_op(name) or name)
+                add(tree.kernel_ops.get(name) or tree.to_op(name) or name, path, first, f"functor {name}")
         for reg in metal.registrations:
             if reg.line in lines:
-                out.add(tree.kernel_ops.get(reg.kernel) or tree.to_op(reg.kernel) or reg.kernel)
+                add(tree.kernel_ops.get(reg.kernel) or tree.to_op(reg.kernel) or reg.kernel, path, reg.line,
+                    f"kernel registration {reg.kernel}")
     elif path in tree.hosts:
         host = tree.hosts[path]
         stubs = {r.function.split("::")[-1].lstrip("&"): r.stub for r in host.dispatch_registrations}
         for fn in host.kernel_functions.values():
             last = host.text.count("\n", 0, fn.end) + 1
             if lines.span(fn.line, last):
-                out |= {tree.kernel_ops.get(k, k) for k in fn.kernels}
+                for k in fn.kernels:
+                    add(tree.kernel_ops.get(k, k), path, fn.line, f"host function {fn.name} (kernel {k})")
                 if fn.name in stubs:
-                    out.add(tree.stub_op(stubs[fn.name]) or "")
+                    add(tree.stub_op(stubs[fn.name]), path, fn.line, f"host function {fn.name} ({stubs[fn.name]})")
         for stub, rel, line, _, _ in tree.registrations:
             if rel == path and line in lines:
-                out.add(tree.stub_op(stub) or "")
+                add(tree.stub_op(stub), path, line, f"stub registration {stub}")
         for kernel, line, _ in tree.kernel_uses.get(path, []):
             if line in lines:
-                out.add(tree.kernel_ops.get(kernel, kernel))
+                add(tree.kernel_ops.get(kernel, kernel), path, line, f"host call of kernel {kernel}")
+        _mps_implementations(tree, path, host.text, lines, add)
     elif path == co.COMMON_MPS:
         for e in tree.expectation_entries:
             if lines.span(e.line, e.end_line):
                 heads = tree.opinfos.by_key.get(e.key, [])
-                out |= {h.aten for h in heads} or {tree.to_op(e.key) or ""}
+                for op in {h.aten for h in heads} or {tree.to_op(e.key) or ""}:
+                    add(op, path, e.line, f"expectation entry {e.key!r}")
     elif path.endswith(".py") and (path == co.OPINFO_DB or path.startswith(co.OPINFO_DEFINITIONS)):
         for line in lines:
             head = tree.opinfos.at_line(path, line)
             if head is not None:
-                out.add(head.aten)
+                add(head.aten, path, head.line, f"OpInfo {head.key!r}")
     elif path.endswith(".h") and path.startswith(co.NATIVE):
         for stub in tree.stubs.values():
             if stub.header == path and stub.line in lines:
-                out.add(tree.stub_op(stub.name) or "")
-    out.discard("")
-    return out
+                add(tree.stub_op(stub.name), path, stub.line, f"stub declaration {stub.name}")
+
+
+def _mps_implementations(tree: Tree, path: str, text: str, lines: Touch, add) -> None:
+    """An MPS implementation (MPSGraph or Metal) a changed line falls in: the op whose yaml row
+    dispatches MPS to it (`MPS: softplus_out_mps`), or a `REGISTER_MPS_UNARY_STUB(op, ...)`."""
+    from porter.source.mpsgraph_scan import STUB, source_of
+
+    definitions = [d for d in source_of(text).definitions
+                   if lines.span(d.line, text.count("\n", 0, d.end) + 1)]
+    if not definitions:
+        return
+    rows: dict[str, str] = {}
+    for entry in tree.mps_entries:
+        for row in entry.mps_rows():
+            rows.setdefault(row.kernel, op_of_entry(entry))
+    for d in definitions:
+        op = d.name if d.shape == STUB else rows.get(d.name)
+        if op:
+            add(op, path, d.line, f"MPS implementation {d.name}" if d.shape != STUB
+                else f"REGISTER_MPS_UNARY_STUB({d.name}, ...)")
 
 
 def _git(root: Path, *args: str, error: str | None = None, hint: str | None = None) -> str:

@@ -35,6 +35,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--list-changed-ops", action="store_true",
                         help="with --changed-since: print the ops the changes touch (one per line) "
                              "instead of checking")
+    parser.add_argument("--explain", action="store_true",
+                        help="with --changed-since: say why each changed op was picked (the structure a "
+                             "changed line falls in: yaml entry, functor, registration, host function, "
+                             "stub, expectation entry, OpInfo)")
     parser.add_argument("--select", action="append", metavar="IDS",
                         help="run only these checks (ids or names, comma-separated; repeatable)")
     parser.add_argument("--skip", action="append", metavar="IDS",
@@ -66,6 +70,8 @@ def _run(args, fmt: str) -> int:
         return 0
     if args.list_changed_ops and not args.changed_since:
         raise PorterError("--list-changed-ops needs --changed-since REF")
+    if args.explain and not args.changed_since:
+        raise PorterError("--explain needs --changed-since REF")
     selected = resolve_ids(args.select, "--select") or set(CHECKS)
     selected -= resolve_ids(args.skip, "--skip")
     checkout = Checkout.at(args.root)
@@ -92,20 +98,29 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
         from porter.checks import changed
         changes = changed.since(checkout.root, args.changed_since)
         tree.changes = changes
-        ops = changed.touched_ops(tree, changes)
+        why = changed.explain(tree, changes)
+        ops = set(why)
         if args.list_changed_ops:
             if fmt == "json":
-                print(json.dumps({"ok": True, "since": args.changed_since, "ops": sorted(ops),
-                                  "files": sorted(changes.files)}, indent=2))
+                data = {"ok": True, "since": args.changed_since, "ops": sorted(ops),
+                        "files": sorted(changes.files)}
+                if args.explain:
+                    data["why"] = why
+                print(json.dumps(data, indent=2))
             else:
                 for op in sorted(ops):
                     print(op)
+                    if args.explain:
+                        for reason in why[op]:
+                            print(f"  {reason}")
             return 0
+        if args.explain:
+            for op in sorted(ops):
+                print(f"changed op {op}: " + "; ".join(why[op]), file=sys.stderr)
     report = checks.run(checkout, selected, tree, pending)
     if changes is not None:
-        keep = ops | changes.names
         report.findings = [f for f in report.findings
-                           if changes.touches(f.path, f.line) or (f.op and f.op in keep)]
+                           if changes.touches(f.path, f.line) or (f.op and f.op in ops)]
     paths = _paths(args.paths, checkout.root)
     if paths is not None:
         report.findings = [f for f in report.findings if f.path in paths]
