@@ -84,3 +84,20 @@ def test_readme_reaches_a_green_test_within_120_lines():
     lines = (REPO / "README.md").read_text().splitlines()
     green = next(i for i, line in enumerate(lines) if line.startswith("summary:") and " 0 fail" in line)
     assert green < 120
+
+
+@pytest.mark.parametrize("command", [["status"], ["new-op", "--dry-run"], ["migrate-from-mpsgraph", "--dry-run"]])
+def test_dotted_opinfo_names_are_accepted_by_every_command(mini_root, command):
+    # issue 23: `new-op nn.functional.threshold` said it "names one overload of 'nn'"
+    dotted = porter(command[0], "nn.functional.threshold", *command[1:], root=mini_root)
+    plain = porter(command[0], "threshold", *command[1:], root=mini_root)
+    assert "overload" not in dotted.err
+    assert (dotted.code, dotted.out, dotted.err) == (plain.code, plain.out, plain.err)
+    dotted = porter(command[0], "special.log_ndtr", *command[1:], root=mini_root)
+    plain = porter(command[0], "special_log_ndtr", *command[1:], root=mini_root)
+    assert (dotted.code, dotted.out, dotted.err) == (plain.code, plain.out, plain.err)
+
+
+def test_an_overload_is_still_refused_with_the_op_to_pass(mini_root):
+    result = porter("new-op", "heaviside.out", "--dry-run", root=mini_root)
+    assert result.code == 2 and "pass the op name, 'heaviside'" in result.err

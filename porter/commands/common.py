@@ -11,7 +11,8 @@ def add_root_and_json(parser) -> None:
 
 
 def add_edit_options(parser) -> None:
-    parser.add_argument("op", metavar="OP", help="operator name, e.g. heaviside or special_log_ndtr")
+    parser.add_argument("op", metavar="OP", help="operator name (heaviside, special_log_ndtr) or its OpInfo's "
+                        "name (nn.functional.threshold, special.log_ndtr)")
     add_root_and_json(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="print per-file status and the unified diff; write nothing")
@@ -35,6 +36,19 @@ def add_edit_options(parser) -> None:
     parser.add_argument("--device", default="auto",
                         help="device of the test after writing (auto, mps, cuda, emulate; default "
                              "auto: mps on a Mac, else emulate)")
+
+
+def aten_op_name(checkout, name: str) -> str:
+    """The aten op a command's OP names. Every command takes the OpInfo's spelling too:
+    nn.functional.threshold -> threshold, special.log_ndtr -> special_log_ndtr,
+    round.decimals_0 -> round (as `porter test` does); a yaml name is itself."""
+    from porter.source.opinfo_source import aten_op
+
+    found = aten_op(checkout, name)
+    if found:
+        return found
+    rest = name[len("nn.functional."):] if name.startswith("nn.functional.") else ""
+    return rest if rest and "." not in rest else name
 
 
 def default_test_device() -> str:

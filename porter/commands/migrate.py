@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from porter.source.checkout import Checkout
-from porter.commands.common import add_edit_options, finish_edit
+from porter.commands.common import add_edit_options, aten_op_name, finish_edit
 from porter.port.migration import plan_migration
 from porter.port.templates import rendered_in_warm_child
 from porter.port.torchgen_check import EntryValidator
@@ -23,6 +23,7 @@ def run(args) -> int:
     # torchgen and Jinja2 are imported in warm children while porter plans (porter.runtime.warm)
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
+        args.op = aten_op_name(checkout, args.op)
         migration = plan_migration(checkout, args.op, args.body, validator,
                                    complex_body=args.complex_body, in_place=args.in_place)
     spec = migration.spec

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from porter.source.checkout import Checkout
-from porter.commands.common import add_edit_options, finish_edit
+from porter.commands.common import add_edit_options, aten_op_name, finish_edit
 from porter.errors import PorterError
 from porter.port.resolve import MPSGRAPH, resolve
 from porter.port.migration import leftovers, plan_migration
@@ -22,6 +22,7 @@ def run(args) -> int:
     # torchgen and Jinja2 are imported in warm children while porter plans (porter.runtime.warm)
     with EntryValidator() as validator, rendered_in_warm_child():
         checkout = Checkout.at(args.root)
+        args.op = aten_op_name(checkout, args.op)
         spec = resolve(checkout, args.op)
         if spec.state == MPSGRAPH:
             impl = spec.mpsgraph[0]

@@ -19,11 +19,11 @@ def run(args) -> int:
     from porter.checks.tree import Tree
     from porter.survey.op_status import gather
 
-    from porter.source.opinfo_source import aten_op
+    from porter.commands.common import aten_op_name
 
     checkout = Checkout.at(args.root)
     # the OpInfo's spelling names the same op: nn.functional.mish, round.decimals_0
-    st = gather(Tree(checkout), aten_op(checkout, args.op) or args.op)
+    st = gather(Tree(checkout), aten_op_name(checkout, args.op))
     if args.json:
         print(json.dumps({"ok": True, **st.to_json()}, indent=2))
     else:
