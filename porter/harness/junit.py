@@ -35,7 +35,11 @@ def render(results: list[OpResult], root: str | None = None) -> str:
             if d.outcome == FAIL:
                 el = ET.SubElement(case, "failure", type="mismatch", message=d.message or "failed")
                 el.text = f"{d.failed_samples}/{d.samples} samples failed; first: sample " \
-                          f"{d.first_failure}\nrepro: {repro(result, d.dtype, d.first_failure, root)}\n"
+                          f"{d.first_failure}\n"
+                if d.mismatches:
+                    from porter.harness.mismatches import text
+                    el.text += "\n".join(text(d.mismatches, indent="")) + "\n"
+                el.text += f"repro: {repro(result, d.dtype, d.first_failure, root)}\n"
             elif d.outcome == XPASS:
                 ET.SubElement(case, "failure", type="xpass",
                               message="unexpected success: expected to fail by "

@@ -53,6 +53,9 @@ def _details(result: OpResult, root: str | None) -> list[str]:
     lines: list[str] = []
     grouped: dict[tuple[str, str], list[str]] = {}
     for d in result.dtypes:
+        if d.sample is not None:           # --sample N: what that sample is
+            lines.append(f"  sample {d.sample['index']} ({d.dtype}): "
+                         + "; ".join(f"{k} {v}" for k, v in d.sample["inputs"].items()))
         if d.outcome in (FAIL, SKIP, XFAIL) and d.samples == 0 and d.message:
             if d.outcome != XFAIL:
                 grouped.setdefault((d.outcome, d.message), []).append(d.dtype)
@@ -60,6 +63,9 @@ def _details(result: OpResult, root: str | None) -> list[str]:
             where = f"sample {d.first_failure}" if d.first_failure is not None else "samples"
             lines.append(f"  FAIL {d.dtype} ({d.failed_samples}/{d.samples} samples), {where}: "
                          f"{d.message}")
+            if d.mismatches:
+                from porter.harness.mismatches import text
+                lines += text(d.mismatches)
             lines.append(f"    repro: {repro(result, d.dtype, d.first_failure, root)}")
         elif d.outcome == XPASS:
             lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "

@@ -47,6 +47,9 @@ class DtypeResult:
     rtol: float | None = None
     seconds: float = 0.0
     upstream: str | None = None                              # outcome under test_mps.py
+    # the first failing sample's first mismatching elements (porter.harness.mismatches)
+    mismatches: list[dict] = field(default_factory=list)
+    sample: dict | None = None        # --sample N: {index, inputs: mismatches.describe(sample)}
 
 
 @dataclass
@@ -175,6 +178,9 @@ def _run_dtype(source: SampleSource, op: str, name: str, only: int | None) -> Dt
             generated += 1
             if only is not None and index != only:
                 continue
+            if only is not None:
+                from porter.harness.mismatches import describe
+                res.sample = {"index": index, "inputs": describe(sample)}
             res.samples += 1
             err = _check_sample(source, sample, name, floors, res)
             if err is not None:
@@ -217,7 +223,12 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
         except Exception as exc:
             return f"CPU reference error: {one_line(exc)}"
     source.record_errors(res, reference, device_out)
-    return source.compare(sample, reference, device_out, tolerances, floors, name)
+    message = source.compare(sample, reference, device_out, tolerances, floors, name)
+    if message is not None and not res.failed_samples:      # the first failing sample's table
+        from porter.harness import mismatches
+        res.mismatches = mismatches.rows(mismatches.sample_inputs(sample), reference, device_out,
+                                         tolerances[0], tolerances[1], floors)
+    return message
 
 
 def settle(res: DtypeResult, start: float, xfail_by) -> DtypeResult:
