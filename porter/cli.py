@@ -74,6 +74,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from porter.commands import terminal
+
     parser = _Parser(
         prog="porter",
         description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
@@ -85,6 +87,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         module = _load(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
+        terminal.add_common(p)
         p.set_defaults(_module=module, _parser=p)
     return parser
 
@@ -112,6 +115,8 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
+        from porter.commands import terminal
+        terminal.configure(args)
         code = int(args._module.run(args) or 0)
         sys.stdout.flush()      # a closed pipe shows up here, not at interpreter exit
         return code
@@ -119,7 +124,8 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, **err.to_json()}))
         else:
-            print(f"porter: error: {err}", file=sys.stderr)
+            from porter.commands.terminal import paint
+            print(f"{paint('porter: error:', 'bold red', sys.stderr)} {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("porter: interrupted", file=sys.stderr)

@@ -183,11 +183,11 @@ def test_update_pins_rewrites_only_uses_lines(mini_root, capsys):
     old = current.replace(pin_line(checkout), "actions/checkout@v4").replace(
         "timeout-minutes: 30", "timeout-minutes: 45") + "      - uses: someone/else@v1 # theirs\n"
     path.write_text(old)
-    code, out, _ = ci(mini_root, capsys, "--update-pins", "--dry-run")
+    code, out, err = ci(mini_root, capsys, "--update-pins", "--dry-run")
     assert code == 0 and path.read_text() == old
     assert f"-      - uses: actions/checkout@v4\n+      - uses: {pin_line(checkout)}" in out
-    assert f"note: actions pinned from porter's table of {checked}" in out
-    assert "actions/checkout@v4 -> v6.0.2" in out and "someone/else@v1" in out
+    assert f"note: actions pinned from porter's table of {checked}" in err
+    assert "actions/checkout@v4 -> v6.0.2" in err and "someone/else@v1" in err
     code, out, _ = ci(mini_root, capsys, "--update-pins", "--force")
     assert code == 0
     assert path.read_text() == (current.replace("timeout-minutes: 30", "timeout-minutes: 45")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -101,3 +102,156 @@ def test_dotted_opinfo_names_are_accepted_by_every_command(mini_root, command):
 def test_an_overload_is_still_refused_with_the_op_to_pass(mini_root):
     result = porter("new-op", "heaviside.out", "--dry-run", root=mini_root)
     assert result.code == 2 and "pass the op name, 'heaviside'" in result.err
+
+
+# --- one CLI: formats, stderr, -q/-v, colour, width, progress ------------------------------------
+
+def _name_mps_twice(root: Path) -> None:
+    """One PORTER001 finding: sign.out names MPS twice."""
+    yaml = root / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text().replace("    CPU, CUDA: sign_out\n", "    CPU, CUDA, MPS: sign_out\n", 1))
+
+
+@pytest.mark.parametrize("args", [
+    ("check", "--json", "--format", "markdown"),
+    ("test", "neg", "--json", "--format", "junit"),
+    ("status", "heaviside", "--format", "junit"),        # a format status does not write
+    ("candidates", "--format", "yaml"),                   # no such format
+    ("status", "heaviside", "-q", "-v"),
+])
+def test_conflicting_or_unknown_output_flags_are_bad_input(mini_root, args):
+    result = porter(*args, root=mini_root)
+    assert result.code == 2 and result.out == "" and result.err.startswith("porter: error:"), result
+    assert result.err.count("\n") == 1
+
+
+def test_json_is_an_alias_of_format_json_on_every_command(mini_root):
+    for args in (("status", "heaviside"), ("candidates",), ("check",), ("new-op", "heaviside", "--dry-run")):
+        alias, spelled = porter(*args, "--json", root=mini_root), porter(*args, "--format", "json", root=mini_root)
+        assert (alias.code, alias.out) == (spelled.code, spelled.out), args
+        json.loads(alias.out)
+    human, text = porter("check", "--format", "human", root=mini_root), porter("check", root=mini_root)
+    assert (human.code, human.out, human.err) == (text.code, text.out, text.err)
+
+
+def test_notes_go_to_stderr_and_q_silences_them(mini_root):
+    result = porter("new-op", "heaviside", "--dry-run", root=mini_root)
+    assert result.code == 0 and "note: test/test_mps.py:18:" in result.err and "note:" not in result.out
+    quiet = porter("new-op", "heaviside", "--dry-run", "-q", root=mini_root)
+    assert quiet.code == 0 and quiet.err == "" and quiet.out == result.out
+
+
+def test_a_refused_run_prints_no_notes_about_the_plan_it_did_not_apply(mini_root):
+    # special_ndtri needs --body: refused as incomplete, nothing written
+    result = porter("new-op", "special_ndtri", root=mini_root)
+    assert result.code == 1 and "note:" not in result.out + result.err
+    assert result.err.startswith("porter: error: incomplete port of special_ndtri")
+
+
+def test_colour_only_on_request_or_a_terminal(mini_root, monkeypatch):
+    _name_mps_twice(mini_root)
+    plain = porter("check", "--select", "PORTER001", root=mini_root)
+    assert plain.code == 1 and "\x1b[" not in plain.out + plain.err      # not a terminal
+    forced = porter("check", "--select", "PORTER001", "--color", "always", root=mini_root)
+    assert "\x1b[31mPORTER001\x1b[0m" in forced.out
+    assert "\x1b[" in porter("status", "nope", "--color", "always", root=mini_root).err
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in porter("check", "--select", "PORTER001", root=mini_root).out
+    never = porter("check", "--select", "PORTER001", "--color", "never", root=mini_root)
+    assert "\x1b[" not in never.out + never.err
+
+
+def test_candidates_fit_columns(mini_root, monkeypatch):
+    wide = porter("candidates", root=mini_root).out
+    assert max(map(len, wide.splitlines())) > 200          # piped without COLUMNS: never cut
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = porter("candidates", root=mini_root).out
+    assert max(map(len, narrow.splitlines())) <= 80
+    assert "FILES A PORT TOUCHES left out to fit 80 columns" in narrow
+    # every op and its whole reason are still there
+    assert " ".join(narrow.split()).count("takes a str argument (approximate)") == 2
+    assert porter("candidates", "-v", root=mini_root).out == wide
+
+
+def test_candidates_verify_shows_progress(mini_root, monkeypatch):
+    from porter.harness import measure_port as verify_module
+
+    class Verdict:
+        status, detail, failed_dtype = "verified", "1/1 dtypes", None
+
+        def to_json(self):
+            return {"status": self.status}
+
+    monkeypatch.setattr(verify_module, "verify", lambda *a, **k: Verdict())
+    result = porter("candidates", "--verify", "-v", root=mini_root)
+    assert result.code == 0
+    steps = [line for line in result.err.splitlines() if line.startswith("porter candidates --verify")]
+    assert len(steps) == result.out.count("1/1 dtypes") > 10
+    assert steps[-1].startswith(f"porter candidates --verify: planning, building and testing [{len(steps)}/{len(steps)}]")
+    assert porter("candidates", "--verify", root=mini_root).err == ""      # not a terminal, no -v
+
+
+def test_check_github_annotations(mini_root):
+    _name_mps_twice(mini_root)
+    result = porter("check", "--select", "PORTER001", "--format", "github", root=mini_root)
+    assert result.code == 1
+    line, = result.out.splitlines()
+    assert line.startswith("::error file=aten/src/ATen/native/native_functions.yaml,line=")
+    assert ",title=PORTER001 " in line
+
+
+# --- failures you can read --------------------------------------------------------------------
+
+@pytest.fixture
+def wrong_heaviside(mini_root):
+    """heaviside ported, then its functor planted wrong: a zero input answers `a`, not `b`."""
+    assert porter("new-op", "heaviside", "--allow-dirty", root=mini_root).code == 0
+    metal = mini_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = metal.read_text()
+    assert "return a == 0 ? b : static_cast<T>(a > 0);" in text
+    metal.write_text(text.replace("return a == 0 ? b : static_cast<T>(a > 0);",
+                                  "return a == 0 ? a : static_cast<T>(a > 0);"))
+    return mini_root
+
+
+def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wrong_heaviside, tmp_path):
+    result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", root=wrong_heaviside)
+    assert result.code == 1
+    lines = result.out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split() == [
+        "index", "input", "args[0]", "expected", "actual", "expected", "bits", "actual", "bits"])
+    # heaviside(0, b) is b: the rows show a zero input, the expected b and the wrong 0
+    first = lines[head + 1].split()
+    assert first[1] == "0" and first[3] == first[2] and first[4] == "0", lines[head:head + 3]
+    assert first[5] == "0x" + format(int(first[2]) & 0xFFFFFFFF, "08x") and first[6] == "0x00000000"
+    assert "repro: porter test heaviside --device emulate --dtype int32 --sample" in lines[head + 2] + lines[head + 3]
+    # the same rows in --json and JUnit, and from the cached and the ordinary run
+    data = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
+                             root=wrong_heaviside).out)
+    rows = data["ops"][0]["dtypes"][0]["mismatches"]
+    assert rows and rows[0]["inputs"]["input"] == "0" and rows[0]["actual"] == "0"
+    uncached = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
+                                 "--no-cache", root=wrong_heaviside).out)
+    assert uncached["ops"][0]["dtypes"][0]["mismatches"] == rows
+    junit = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--format", "junit",
+                   root=wrong_heaviside)
+    assert junit.code == 1 and junit.out.startswith("<?xml") and "index  input  args[0]  expected" in junit.out
+    github = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--format", "github",
+                    root=wrong_heaviside)
+    assert github.code == 1 and github.out.startswith("::error title=porter test heaviside int32%3A fail::")
+
+
+def test_sample_n_prints_that_samples_shapes_and_arguments(wrong_heaviside):
+    result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--sample", "1",
+                    root=wrong_heaviside)
+    line = next(line for line in result.out.splitlines() if line.startswith("  sample 1 (int32): "))
+    assert "input int32 (" in line and "args[0] int32 (" in line and "[" in line
+
+
+def test_a_right_functor_shows_no_mismatch_table(mini_root):
+    assert porter("new-op", "heaviside", "--allow-dirty", root=mini_root).code == 0
+    result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", root=mini_root)
+    assert result.code == 0 and "expected bits" not in result.out
+    data = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
+                             root=mini_root).out)
+    assert data["ops"][0]["dtypes"][0]["mismatches"] == []

@@ -53,7 +53,9 @@ def parse_with_torchgen(root) -> int:
 
 def test_impl_block_with_tricky_braces(mini_root):
     """sign: TORCH_IMPL_FUNC body with an ObjC block, a `// }` comment and `"}"` in a helper."""
-    out = dry(mini_root, "sign").out
+    result = dry(mini_root, "sign")
+    out = result.out
+    assert "note:" not in out          # notes go to stderr
     assert_expected_inline(out.split("\n\n", 1)[0], """\
    update  aten/src/ATen/native/native_functions.yaml
    update  aten/src/ATen/native/mps/operations/UnaryOps.mm
@@ -102,7 +104,7 @@ def test_impl_block_with_tricky_braces(mini_root):
  
 """)
     # sgn reaches sign through the per-backend API: still compiles, now runs Metal.
-    assert_expected_inline("\n".join(notes(out)), """\
+    assert_expected_inline("\n".join(notes(result.err)), """\
 note: aten/src/ATen/native/mps/operations/UnaryOps.mm:168: sgn_out_mps calls at::mps::sign_outf, which keeps working and now runs the Metal kernel
 note: aten/src/ATen/native/mps/operations/UnaryOps.mm:167: a comment still mentions sign_out_mps, which this migration deletes: reword it
 note: torch/testing/_internal/common_mps.py:73: ON_MPS_XFAILLIST['sign'] (float16) left in place; run `porter test sign --prune-xfails` to prune what passes""")
@@ -609,7 +611,7 @@ def test_dropping_complex_for_a_complex_tested_op_is_incomplete(real_root):
     result = porter("migrate-from-mpsgraph", "asinh", "--allow-incomplete", root=real_root)
     assert result.code == 1 and snapshot(real_root) != before
     assert "INCOMPLETE port written" in result.out
-    assert "python test/test_mps.py -k test_output_match_asinh_cpu_complex64" in result.out
+    assert "python test/test_mps.py -k test_output_match_asinh_cpu_complex64" in result.err
 
 
 def test_a_shared_row_without_a_kernel_is_not_a_migration(real_tree_template):
@@ -666,10 +668,11 @@ def test_a_broken_complex_body_is_refused(mini_root):
 
 
 def test_a_complex_body_without_a_real_body_is_not_lost_silently(mini_root):
-    out = porter("new-op", "special_ndtri", "--dry-run", "--allow-incomplete", "--complex-body",
-                 "float2(x)", root=mini_root).out
+    result = porter("new-op", "special_ndtri", "--dry-run", "--allow-incomplete", "--complex-body",
+                    "float2(x)", root=mini_root)
+    out = result.out
     assert ("note: --complex-body is not used with a skeleton: rerun with --body EXPR and "
-            "--complex-body EXPR together") in out
+            "--complex-body EXPR together") in result.err
     assert "float2(x)" not in file_diff(out, UNARY_METAL) and "SUPPORTED_COMPLEX_OPS" not in out
 
 

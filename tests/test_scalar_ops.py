@@ -194,7 +194,7 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
                     "--dry-run", root=real_root)
     assert result.code == 0, result.err
     assert f"created {ACTIVATION_HOST} with aten/src/ATen/native/mps/operations/UnaryKernel.mm's " \
-           "preamble" in result.out
+           "preamble" in result.err
     created = added_lines(file_diff(result.out, ACTIVATION_HOST))
     for line in ("+#include <ATen/native/Activation.h>", "getBundledLibrary()",
                  "+#include <ATen/native/mps/ActivationKernel_metallib.h>",
@@ -370,7 +370,7 @@ def test_a_rerun_with_another_body_says_the_body_was_not_applied(real_root):
     assert porter("migrate-from-mpsgraph", "logit", "--body", LOGIT_BODY, root=real_root).code == 0
     metal = (real_root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
     again = porter("migrate-from-mpsgraph", "logit", "--body", "log(x / (1 - x))", root=real_root)
-    assert again.code == 0 and again.out.splitlines() == [
+    assert again.code == 0 and again.out.splitlines() + again.err.splitlines() == [
         "porter migrate-from-mpsgraph logit: nothing to do",
         "note: --body not applied: 'logit' is already ported (logit_functor in "
         "aten/src/ATen/native/mps/kernels/UnaryKernel.metal is its kernel); to change the body, "

@@ -11,9 +11,13 @@ from porter.errors import one_line
 
 def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dry_run: bool,
               applied: list[str] | None, as_json: bool, extra: dict | None = None,
-              refused: list[str] | None = None, incomplete: list[str] | None = None) -> None:
+              refused: list[str] | None = None, incomplete: list[str] | None = None,
+              quiet: bool = False) -> None:
     """`refused`: the gaps of an incomplete port not written; `incomplete`: those of one written
-    anyway (--allow-incomplete). Either makes the run a failure ("ok": false)."""
+    anyway (--allow-incomplete). Either makes the run a failure ("ok": false).
+
+    The result (status lines, diff) goes to stdout; notes go to stderr (`quiet`: not at all),
+    and a refused plan has none: they would be about edits that were not made."""
     nothing = not changes
     gaps = refused or incomplete or []
     if as_json:
@@ -28,8 +32,6 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
     if refused:
         if dry_run and changes:
             out.write(changes.diff() + "\n")
-        for note in notes:
-            out.write(f"note: {note}\n")
         sys.stderr.write(one_line(f"porter: error: incomplete port of {op}, nothing written: missing "
                                   f"{'; '.join(refused)} (--allow-incomplete writes it anyway)") + "\n")
         return
@@ -43,8 +45,9 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
             out.write(f"\ndry run: {len(changes.pending)} file(s) would change; nothing was written\n")
         else:
             out.write(f"porter {command} {op}: {len(applied or [])} file(s) written\n")
-    for note in notes:
-        out.write(f"note: {note}\n")
+    out.flush()
+    for note in ([] if quiet else notes):
+        sys.stderr.write(f"note: {note}\n")
     if incomplete:
         done = "planned (dry run)" if dry_run else "written"
         out.write(f"porter {command} {op}: INCOMPLETE port {done} (--allow-incomplete):\n")

@@ -35,6 +35,21 @@ def lintrunner(report: Report) -> list[str]:
     return [json.dumps(f.lint_message()) for f in report.findings]
 
 
+def github(report: Report) -> list[str]:
+    """GitHub workflow-command annotations, one per finding, shown on the PR's lines."""
+    def escape(text: str, prop: bool = False) -> str:
+        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+    lines = []
+    for f in report.findings:
+        level = "warning" if CHECKS[f.id][1] == "warning" else "error"
+        where = f"file={escape(f.path, True)}" + (f",line={f.line}" if f.line else "")
+        message = f.message + (f" ({f.hint})" if f.hint else "")
+        lines.append(f"::{level} {where},title={escape(f'{f.id} {f.name}', True)}::{escape(message)}")
+    return lines
+
+
 def list_checks() -> list[str]:
     return [f"{cid} {name} [{severity}]: {text}" for cid, (name, severity, text) in CHECKS.items()]
 

@@ -21,9 +21,9 @@ def add_arguments(parser) -> None:
                         help="with --prune: edit common_mps.py even if it has uncommitted changes")
     parser.add_argument("--dry-run", action="store_true", help="with --prune: show the diff only")
     parser.add_argument("--progress", action="store_true", help="progress bar even without a tty")
-    parser.add_argument("--json", action="store_true", help="machine-readable results (mergeable)")
-    parser.add_argument("--format", choices=("text", "markdown"), default="text",
-                        help="text (default) or markdown: the table --summary appends")
+    from porter.commands.terminal import add_format
+    add_format(parser, ("text", "json", "markdown"), {"json": "mergeable with --merge",
+                                                       "markdown": "the table --summary appends"})
     parser.add_argument("--summary", metavar="FILE",
                         help="also append a Markdown report (stale entries, failing ops, repro) to FILE, "
                              "e.g. \"$GITHUB_STEP_SUMMARY\"")

@@ -11,7 +11,8 @@ HELP = "show or empty porter's caches (OpInfo samples and CPU references, built 
 def add_arguments(parser) -> None:
     parser.add_argument("action", choices=("info", "clear"),
                         help="info: where the caches are and their size; clear: empty them")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from porter.commands.terminal import add_format
+    add_format(parser)
 
 
 def _size(path) -> tuple[int, int]:

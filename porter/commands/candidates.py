@@ -34,50 +34,75 @@ def run(args) -> int:
                                          for c in found]},
                          indent=2))
         return 0
+    from porter.commands import terminal
+
     rows = [("OP", "STATE", "SHAPE", "KIND", "AUTO", "FILES A PORT TOUCHES", "BODY FROM / WHY NOT")]
     for c in found:
         auto = _measured(verdicts[c.op]) if verdicts else AUTO_CELL[c.verdict]
         rows.append((c.op, c.state, c.shape or "-", c.kind, auto,
                      ", ".join(os.path.basename(f) for f in c.files), c.how))
-    widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    for r in rows:
-        print("  ".join(r[i].ljust(widths[i]) for i in range(6)) + "  " + r[6])
+
+    def style(row, column):
+        if row is rows[0]:
+            return "bold"
+        if column == 4:
+            return terminal.OUTCOME_STYLE.get(row[4].split()[0], "yellow")
+        return None
+
+    # where the table would pass the terminal's width (COLUMNS), FILES is left out and WHY NOT
+    # wraps; -v and --format json keep everything
+    limit = terminal.width()
+    dropped = limit is not None and len(terminal.table(rows)[0]) + max(len(r[6]) for r in rows) - len(rows[0][6]) > limit
+    if dropped:
+        rows = [r[:5] + r[6:] for r in rows]
+    for line in terminal.table(rows, wrap=(len(rows[0]) - 1,), limit=limit, style=style):
+        print(line)
+    say = terminal.prose(limit)
+    if dropped:
+        say(f"(FILES A PORT TOUCHES left out to fit {limit} columns: -v or --format json shows it)")
     counts = summary(found)
     if verdicts:
         from collections import Counter
         measured = Counter(v.status for v in verdicts.values())
-        print(f"\n{counts['headline']}; AUTO measured: each port planned in memory without --body, "
+        say(f"\n{counts['headline']}; AUTO measured: each port planned in memory without --body, "
               "built and run through the emulated output-match test with reference inputs: "
               + ", ".join(f"{measured.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
               + ". Nothing was written.")
         for c in found:
             v = verdicts[c.op]
             if v.status != "verified":
-                print(f"  {c.op}: {v.status}: {v.detail}")
+                say(f"  {c.op}: {v.status}: {v.detail}")
     else:
-        print(f"\n{counts['headline']}. AUTO: yes, porter writes the kernel body itself; --body or "
+        say(f"\n{counts['headline']}. AUTO: yes, porter writes the kernel body itself; --body or "
               "--complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port "
               "is refused (WHY NOT says why). `--verify` measures AUTO.")
         for group in ("forward", "backward"):
             if group in counts:
-                print(f"  {counts[group]}.")
+                say(f"  {counts[group]}.")
     if any(c.backward for c in found):
-        print("Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.")
+        say("Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.")
     in_place = sum(c.way == "in place" for c in found)
     if in_place:
-        print(f"{in_place} can only be ported in place: the op keeps its own MPS impl, whose body "
+        say(f"{in_place} can only be ported in place: the op keeps its own MPS impl, whose body "
               "then calls the kernel.")
     if inventory.others:
-        print(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
+        say(f"{inventory.others} other op(s) still name an MPS kernel of their own in "
               "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")
-    print("FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP "
+    say("FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP "
           "--dry-run` or `porter new-op OP --dry-run` shows every edit.")
     return 0
 
 
 def _verify(checkout, found) -> dict:
+    from porter.commands.terminal import Progress
     from porter.harness.measure_port import verify
-    return {c.op: verify(checkout, c.op, c.state, reference_inputs=True) for c in found}
+
+    verdicts = {}
+    with Progress(len(found), "porter candidates --verify: planning, building and testing") as progress:
+        for c in found:
+            progress.step(c.op)
+            verdicts[c.op] = verify(checkout, c.op, c.state, reference_inputs=True)
+    return verdicts
 
 
 def _measured(verdict) -> str:

@@ -15,17 +15,16 @@ from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
 HELP = "static checks over the whole tree: yaml dispatch, kernels, stubs, expectations, torchgen"
-FORMATS = ("human", "json", "lintrunner", "markdown")
+FORMATS = ("text", "json", "markdown", "lintrunner", "github")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="report only findings in these files (relative to --root); "
                              "`@FILE` reads the paths from FILE, one per line (lintrunner's {{PATHSFILE}})")
-    add_root_and_json(parser)
-    parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="human (default), json (same as --json), lintrunner (LintMessage JSON lines; "
-                             "exits 0 with findings, as lintrunner adapters must) or markdown")
+    add_root_and_json(parser, FORMATS, {
+        "lintrunner": "LintMessage JSON lines; exits 0 with findings, as lintrunner adapters must",
+        "github": "workflow-command annotations on the changed lines of a PR"})
     parser.add_argument("--summary", metavar="FILE",
                         help="also append a Markdown table of the findings to FILE, e.g. "
                              "\"$GITHUB_STEP_SUMMARY\"")
@@ -47,7 +46,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    fmt = args.format or ("json" if args.json else "human")
+    fmt = args.format
     if fmt == "lintrunner":
         try:
             return _run(args, fmt)
@@ -135,12 +134,18 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
         for line in output.lintrunner(report):
             print(line)
         return 0
+    elif fmt == "github":
+        for line in output.github(report):
+            print(line)
     else:
+        from porter.commands import terminal
         out, err = output.human(report)
         for line in out:
-            print(line)
+            print(terminal.paint_finding(line))
+        sys.stdout.flush()
         for line in err:
-            print(line, file=sys.stderr)
+            if not (terminal.quiet() and line.startswith("note: ")):
+                print(line, file=sys.stderr)
     return 1 if report.findings else 0
 
 

@@ -242,7 +242,8 @@ def run(args) -> int:
         if not changes:
             notes.append("every pinned action is up to date")
         show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written,
-                  as_json=args.json, extra={"workflow": WORKFLOW, "pins_checked": checked})
+                  as_json=args.json, extra={"workflow": WORKFLOW, "pins_checked": checked},
+                  quiet=args.quiet)
         return 0
     spec = args.porter_spec if args.porter_spec is not None else installed_porter_spec()
     new = render_workflow(shards=args.shards, cron=args.cron, python=args.python,
@@ -269,5 +270,5 @@ def run(args) -> int:
     if not changes:
         notes.append("the workflow is up to date")
     show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written, as_json=args.json,
-              extra={"workflow": WORKFLOW, "pins_checked": checked})
+              extra={"workflow": WORKFLOW, "pins_checked": checked}, quiet=args.quiet)
     return 0

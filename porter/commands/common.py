@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 
-def add_root_and_json(parser) -> None:
+def add_root_and_json(parser, formats: tuple[str, ...] = ("text", "json"), what: dict | None = None) -> None:
+    from porter.commands.terminal import add_format
+
     parser.add_argument("--root", metavar="DIR",
                         help="PyTorch checkout (default: the one containing the current directory)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format(parser, formats, what)
 
 
 def add_edit_options(parser) -> None:
@@ -115,7 +117,7 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
         return 1
     written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
-              as_json=args.json, extra=extra, incomplete=incomplete)
+              as_json=args.json, extra=extra, incomplete=incomplete, quiet=getattr(args, "quiet", False))
     if incomplete:
         return 1
     if written:

@@ -14,7 +14,9 @@ def add_arguments(parser) -> None:
                                          "(op, dtype) kernel with torch on CPU")
     check.add_argument("--root", metavar="DIR",
                        help="PyTorch checkout (default: the one containing the current directory)")
-    check.add_argument("--json", action="store_true", help="machine-readable output")
+    from porter.commands.terminal import add_common, add_format
+    add_format(check)
+    add_common(check)
     check.add_argument("--all", action="store_true", help="list matched kernels too")
 
 
@@ -49,7 +51,8 @@ def run(args) -> int:
         print(f"{r.kernel:<{width}}  {r.in_type:<6}  {r.out_type:<6}  {r.status:<12}  "
               f"{rel(r.file)}:{r.line}: {detail}")
     for note in notes:
-        print(f"note: {note}")
+        from porter.commands.terminal import note as say
+        say(note)
     counts = ", ".join(f"{n} {k}" for k, n in sorted(stats["counts"].items()))
     print(f"\n{stats['registered']} registered kernels in {len(files)} files: {counts}; "
           f"{stats['matched_fraction']:.1%} build and match CPU "

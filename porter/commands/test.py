@@ -18,10 +18,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
     parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
-    parser.add_argument("--json", action="store_true", help="machine-readable report")
-    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
-    parser.add_argument("--format", choices=("text", "markdown"), default="text",
-                        help="text (default) or markdown: the table --summary appends")
+    from porter.commands.terminal import add_format
+    add_format(parser, ("text", "json", "markdown", "junit", "github"), {
+        "markdown": "the table --summary appends", "junit": "JUnit XML",
+        "github": "workflow-command annotations, one per failing dtype"})
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
     parser.add_argument("--summary", metavar="FILE",
                         help="also append a Markdown table (op, dtype outcomes, first failing sample, "
                              "repro) to FILE, e.g. \"$GITHUB_STEP_SUMMARY\"")
@@ -59,15 +60,72 @@ def run(args) -> int:
     args.device = resolve_device(args.device)
     from porter.harness.session import Options, run as run_session
     if args.watch:
+        if args.format not in ("text", "json"):
+            from porter.errors import PorterError
+            raise PorterError(f"--watch prints text or json, not --format {args.format}")
         from porter.harness import watch
         return watch.run(Options(ops=args.ops, root=args.root, device=args.device,
                                  dtypes=args.dtypes, sample=args.sample, json=args.json,
                                  grad=args.grad, no_cache=args.no_cache))
-    return run_session(Options(ops=args.ops, root=args.root, device=args.device,
-                               dtypes=args.dtypes, sample=args.sample, json=args.json,
-                               junit=args.junit, summary=args.summary,
-                               markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
-                               dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                               upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
-                               macos=args.macos, reference_inputs=args.reference_inputs,
-                               shapes=args.shapes))
+    options = dict(ops=args.ops, root=args.root, device=args.device,
+                   dtypes=args.dtypes, sample=args.sample, json=args.json,
+                   junit=args.junit, summary=args.summary,
+                   markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
+                   dry_run=args.dry_run, allow_dirty=args.allow_dirty,
+                   upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
+                   macos=args.macos, reference_inputs=args.reference_inputs,
+                   shapes=args.shapes)
+    if args.format in ("junit", "github"):
+        return _run_converted(args, options, run_session, Options)
+    return run_session(Options(**options))
+
+
+def _run_converted(args, options: dict, run_session, Options) -> int:
+    """--format junit / github: the run's JSON report, written in that format on stdout."""
+    import io
+    import json
+    import os
+    import tempfile
+
+    buffer = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="porter-junit-") as tmp:
+        junit_file = os.path.join(tmp, "report.xml")
+        code = run_session(Options(**{**options, "json": True, "out": buffer,
+                                      "junit": junit_file if args.format == "junit" else options["junit"]}))
+        if args.format == "junit":
+            with open(junit_file, encoding="utf-8") as f:
+                xml = f.read()
+            if args.junit:
+                with open(args.junit, "w", encoding="utf-8") as f:
+                    f.write(xml)
+            print(xml, end="" if xml.endswith("\n") else "\n")
+            return code
+    data = json.loads(buffer.getvalue())
+    for line in github_annotations(data, args.device):
+        print(line)
+    return code
+
+
+def github_annotations(data: dict, device: str) -> list[str]:
+    """GitHub workflow commands: an error per failing or xpassing dtype, with the repro."""
+    from porter.commands.terminal import escape_github
+
+    lines = []
+    for op in data.get("ops", []):
+        for d in op.get("dtypes", []):
+            if d["outcome"] not in ("fail", "xpass"):
+                continue
+            title = f"porter test {op['op']} {d['dtype']}: {d['outcome']}"
+            if d["outcome"] == "xpass":
+                message = (f"passes on {device}, but an expectation says it fails ({'; '.join(d.get('expected_by') or [])}): "
+                           f"prune it with porter test {op['name']} --prune-xfails")
+            else:
+                sample = d.get("first_failure")
+                repro = f"porter test {op['name']} --device {device} --dtype {d['dtype']}"
+                if sample is not None:
+                    repro += f" --sample {sample}"
+                message = f"{d.get('failed_samples', 0)}/{d.get('samples', 0)} samples fail; first: {d.get('message') or ''}; repro: {repro}"
+            lines.append(f"::error title={escape_github(title, True)}::{escape_github(message)}")
+    for gap in data.get("not_proven", []) or []:
+        lines.append(f"::error title=porter test: not proven::{escape_github(str(gap))}")
+    return lines

@@ -1,0 +1,216 @@
+"""What every command shares about the terminal: output format, verbosity, colour, width, progress.
+
+One `--format` vocabulary for every command (`FORMATS`), each command taking the part it can
+write; `--json` is `--format json`, and the two disagreeing is bad input. Notes and progress
+go to stderr (stdout is the result, for pipes); `-q` silences them, `-v` shows progress off a
+terminal and tables uncut. Colour only on a terminal, never with NO_COLOR set or
+`--color never` (https://no-color.org); `--color always` forces it. Tables fit COLUMNS.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+
+from porter.errors import PorterError
+
+# the whole vocabulary, in the order `--help` lists it
+FORMATS = ("text", "json", "markdown", "junit", "lintrunner", "github")
+ALIASES = {"human": "text"}          # `porter check --format human`, as lintrunner configs have it
+
+_state = {"verbosity": 0, "color": "auto"}
+
+
+def add_format(parser, formats: tuple[str, ...] = ("text", "json"), what: dict | None = None) -> None:
+    """`--format` (the formats this command writes) and `--json`, its alias."""
+    what = what or {}
+    described = ", ".join(f"{f} ({what[f]})" if f in what else f for f in formats)
+    parser.add_argument("--format", metavar="FORMAT", default=None, type=str.lower,
+                        help=f"output format: {described}; default text")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.set_defaults(_formats=formats)
+
+
+def add_common(parser) -> None:
+    """-q, -v and --color, on every command."""
+    group = parser.add_argument_group("terminal")
+    group.add_argument("-q", "--quiet", action="store_true", help="no notes or progress on stderr")
+    group.add_argument("-v", "--verbose", action="count", default=0,
+                       help="progress even off a terminal, tables not cut to the terminal's width")
+    group.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                       help="colour: auto (on a terminal, unless NO_COLOR is set), always or never")
+
+
+def configure(args) -> None:
+    """Settle the format and the terminal options of a parsed command line (exit 2 on a conflict)."""
+    if getattr(args, "quiet", False) and getattr(args, "verbose", 0):
+        raise PorterError("-q and -v contradict each other: pass one")
+    _state["verbosity"] = -1 if getattr(args, "quiet", False) else min(getattr(args, "verbose", 0), 2)
+    _state["color"] = getattr(args, "color", "auto")
+    formats = getattr(args, "_formats", None)
+    if formats is None:
+        return
+    fmt = ALIASES.get(args.format, args.format) if args.format else None
+    if fmt is not None and fmt not in FORMATS:
+        raise PorterError(f"--format {args.format}: unknown format",
+                          hint=f"choose from {', '.join(formats)}")
+    if fmt is not None and fmt not in formats:
+        raise PorterError(f"--format {fmt}: porter {args.command} does not write it",
+                          hint=f"choose from {', '.join(formats)}")
+    if args.json and fmt not in (None, "json"):
+        args.json = False           # which one the user wanted is unknown: the error goes to stderr
+        raise PorterError(f"--json and --format {fmt} ask for two formats: pass one")
+    args.format = "json" if args.json else (fmt or "text")
+    args.json = args.format == "json"
+
+
+def quiet() -> bool:
+    return _state["verbosity"] < 0
+
+
+def verbose() -> bool:
+    return _state["verbosity"] > 0
+
+
+def note(text: str) -> None:
+    if not quiet():
+        print(paint(f"note: {text}", "dim", sys.stderr), file=sys.stderr)
+
+
+def color(stream=None) -> bool:
+    stream = stream or sys.stdout
+    mode = _state["color"]
+    if mode == "never":
+        return False
+    if mode == "always":
+        return True
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+STYLES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36",
+          "bold": "1", "dim": "2", "bold red": "1;31"}
+
+
+def paint(text: str, style: str, stream=None) -> str:
+    if not style or not color(stream):
+        return text
+    return f"\x1b[{STYLES[style]}m{text}\x1b[0m"
+
+
+OUTCOME_STYLE = {"pass": "green", "fail": "bold red", "xpass": "yellow", "xfail": "cyan", "skip": "dim",
+                 "yes": "green", "no": "red", "verified": "green", "fails": "bold red", "refused": "yellow"}
+
+
+def width(stream=None) -> int | None:
+    """Columns to fit: COLUMNS if set, else the terminal's; None (no limit) for a pipe or a
+    file, or with -v, so that what scripts read is never cut."""
+    if verbose():
+        return None
+    stream = stream or sys.stdout
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(int(os.environ["COLUMNS"]), 40)
+    isatty = getattr(stream, "isatty", None)
+    if isatty and isatty():
+        return max(shutil.get_terminal_size().columns, 40)
+    return None
+
+
+def prose(limit: int | None):
+    """print, wrapping each paragraph at `limit` columns (indented lines keep their indent)."""
+    def say(text: str = "") -> None:
+        if limit is None or len(text) <= limit:
+            print(text)
+            return
+        lead = text[:len(text) - len(text.lstrip("\n"))]
+        body = text.lstrip("\n")
+        indent = " " * (len(body) - len(body.lstrip(" ")))
+        print(lead + textwrap.fill(body.strip(), limit, initial_indent=indent,
+                                   subsequent_indent=indent + ("  " if indent else ""),
+                                   break_long_words=False, break_on_hyphens=False))
+    return say
+
+
+def table(rows: list[tuple[str, ...]], wrap: tuple[int, ...] = (), limit: int | None = None,
+          style=None) -> list[str]:
+    """Rows as aligned columns. Where they would pass `limit` columns, the columns in `wrap`
+    (the wide free-text ones) wrap onto continuation lines, sharing what the others leave;
+    `style(row, column)` names a colour for a cell."""
+    n = len(rows[0])
+    widths = [max(len(r[i]) for r in rows) for i in range(n)]
+    if limit is not None and wrap:
+        fixed = sum(widths[i] for i in range(n) if i not in wrap) + 2 * (n - 1)
+        room = limit - fixed
+        natural = sum(widths[i] for i in wrap)
+        if natural > room:
+            share = max(room, 12 * len(wrap))
+            for i in wrap:
+                widths[i] = max(12, min(widths[i], share * widths[i] // natural))
+    lines = []
+    for r in rows:
+        cells = [textwrap.wrap(r[i], widths[i], break_on_hyphens=False, break_long_words=False) or [""]
+                 if i in wrap and len(r[i]) > widths[i]
+                 else [r[i]] for i in range(n)]
+        for k in range(max(len(c) for c in cells)):
+            parts = []
+            for i in range(n):
+                text = cells[i][k] if k < len(cells[i]) else ""
+                padded = text.ljust(widths[i]) if i < n - 1 else text
+                cell_style = style(r, i) if style and k == 0 else None
+                parts.append(paint(padded, cell_style) if cell_style else padded)
+            lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def paint_finding(line: str) -> str:
+    """`path:line: PORTER021 name: message`, its id coloured as ruff colours a rule code."""
+    import re
+
+    m = re.match(r"^(\S+?: )(PORTER\d+)( .*)$", line)
+    if not m or not color():
+        return line
+    return paint(m.group(1), "bold") + paint(m.group(2), "red") + m.group(3)
+
+
+def escape_github(text: str, property_value: bool = False) -> str:
+    """A workflow command's message (or property) escaped as the Actions runner unescapes it."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property_value:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+class Progress:
+    """`[k/n] item` on stderr, rewritten in place on a terminal; off a terminal only with -v; never
+    with -q. A context manager: the line is cleared at the end."""
+
+    def __init__(self, total: int, what: str):
+        self.total, self.what, self.k = total, what, 0
+        stream = sys.stderr
+        self.tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+        self.on = not quiet() and (self.tty or verbose())
+
+    def __enter__(self):
+        return self
+
+    def step(self, item: str) -> None:
+        self.k += 1
+        if not self.on:
+            return
+        line = f"{self.what} [{self.k}/{self.total}] {item}"
+        if self.tty:
+            cols = shutil.get_terminal_size().columns
+            sys.stderr.write("\r\x1b[K" + line[:cols - 1])
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def __exit__(self, *exc):
+        if self.on and self.tty:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+        return False
