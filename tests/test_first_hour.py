@@ -255,3 +255,10 @@ def test_a_right_functor_shows_no_mismatch_table(mini_root):
     data = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
                              root=mini_root).out)
     assert data["ops"][0]["dtypes"][0]["mismatches"] == []
+
+
+def test_test_says_it_is_running_with_v_off_a_terminal_and_nothing_otherwise(mini_root):
+    loud = porter("test", "neg", "--device", "emulate", "--dtype", "float32", "-v", root=mini_root)
+    assert loud.code == 0 and "porter test neg: running on emulate ...\n" in loud.err
+    plain = porter("test", "neg", "--device", "emulate", "--dtype", "float32", root=mini_root)
+    assert plain.code == 0 and "running on" not in plain.err

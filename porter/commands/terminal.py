@@ -184,6 +184,75 @@ def escape_github(text: str, property_value: bool = False) -> str:
     return text
 
 
+class Elapsed:
+    """`what (12 s)` on a terminal's stderr while a step with no natural count runs (torch's
+    op database import, a first build): nothing for the first `after` seconds; the line is
+    cleared at the end or at the first output on stdout, whichever comes first; off a terminal
+    only with -v (one line at the start); never with -q."""
+
+    def __init__(self, what: str, after: float = 2.0):
+        self.what, self.after = what, after
+        stream = sys.stderr
+        self.tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+        self.on = not quiet() and (self.tty or verbose())
+        self._stop = None
+
+    def __enter__(self):
+        import threading
+        import time
+
+        if not self.on:
+            return self
+        if not self.tty:
+            sys.stderr.write(f"{self.what} ...\n")
+            return self
+        self._stop = threading.Event()
+        start = time.monotonic()
+
+        def tick():
+            shown = False
+            while not self._stop.wait(0.5):
+                seconds = time.monotonic() - start
+                if seconds >= self.after:
+                    sys.stderr.write(f"\r\x1b[K{self.what} ({seconds:.0f} s)")
+                    sys.stderr.flush()
+                    shown = True
+            if shown:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+
+        self._thread = threading.Thread(target=tick, daemon=True)
+        self._thread.start()
+        self._stdout = sys.stdout
+        sys.stdout = _StopOnWrite(self._stdout, self._finish)
+        return self
+
+    def _finish(self) -> None:
+        if self._stop is not None and not self._stop.is_set():
+            self._stop.set()
+            self._thread.join()
+
+    def __exit__(self, *exc):
+        self._finish()
+        if self._stop is not None:
+            sys.stdout = self._stdout
+        return False
+
+
+class _StopOnWrite:
+    """stdout that stops the elapsed-time line before the first thing it writes."""
+
+    def __init__(self, stream, stop):
+        self._stream, self._stop = stream, stop
+
+    def write(self, text):
+        self._stop()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 class Progress:
     """`[k/n] item` on stderr, rewritten in place on a terminal; off a terminal only with -v; never
     with -q. A context manager: the line is cleared at the end."""

@@ -75,9 +75,11 @@ def run(args) -> int:
                    upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
                    macos=args.macos, reference_inputs=args.reference_inputs,
                    shapes=args.shapes)
-    if args.format in ("junit", "github"):
-        return _run_converted(args, options, run_session, Options)
-    return run_session(Options(**options))
+    from porter.commands.terminal import Elapsed
+    with Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
+        if args.format in ("junit", "github"):
+            return _run_converted(args, options, run_session, Options)
+        return run_session(Options(**options))
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:
