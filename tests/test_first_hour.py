@@ -262,3 +262,11 @@ def test_test_says_it_is_running_with_v_off_a_terminal_and_nothing_otherwise(min
     assert loud.code == 0 and "porter test neg: running on emulate ...\n" in loud.err
     plain = porter("test", "neg", "--device", "emulate", "--dtype", "float32", root=mini_root)
     assert plain.code == 0 and "running on" not in plain.err
+
+
+def test_test_colours_its_verdicts_only_when_asked_off_a_terminal(mini_root):
+    painted = porter("test", "neg", "--device", "emulate", "--dtype", "float32", "--color", "always",
+                     root=mini_root)
+    assert painted.code == 0 and "  float32  \x1b[32mpass\x1b[0m" in painted.out
+    plain = porter("test", "neg", "--device", "emulate", "--dtype", "float32", root=mini_root)
+    assert "\x1b[" not in plain.out and "  float32  pass" in plain.out

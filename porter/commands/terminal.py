@@ -176,6 +176,46 @@ def paint_finding(line: str) -> str:
     return paint(m.group(1), "bold") + paint(m.group(2), "red") + m.group(3)
 
 
+def paint_test_line(line: str) -> str:
+    """A line of `porter test`'s text report with its verdicts coloured: the outcome cell of a
+    table row, a FAIL / XPASS detail line's label, the counts of the summary."""
+    import re
+
+    m = re.match(r"^(  \S+\s+)(pass|fail|xfail|xpass|skip)(\s.*)$", line)
+    if m:
+        return m.group(1) + paint(m.group(2), OUTCOME_STYLE[m.group(2)]) + m.group(3)
+    m = re.match(r"^(  )(FAIL|XPASS)( .*)$", line)
+    if m:
+        return m.group(1) + paint(m.group(2), OUTCOME_STYLE[m.group(2).lower()]) + m.group(3)
+    if line.startswith("summary: "):
+        return re.sub(r"\b([1-9]\d*) (fail|xpass)\b",
+                      lambda c: paint(c.group(0), OUTCOME_STYLE[c.group(2)]), line)
+    return line
+
+
+class Painted:
+    """A stream that colours each whole line it is written through `paint_line`."""
+
+    def __init__(self, stream, paint_line):
+        self._stream, self._paint, self._pending = stream, paint_line, ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._stream.write(self._paint(line) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._paint(self._pending))
+            self._pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def escape_github(text: str, property_value: bool = False) -> str:
     """A workflow command's message (or property) escaped as the Actions runner unescapes it."""
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -56,6 +56,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import sys
+
     from porter.commands.common import resolve_device
     args.device = resolve_device(args.device)
     from porter.harness.session import Options, run as run_session
@@ -75,11 +77,17 @@ def run(args) -> int:
                    upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
                    macos=args.macos, reference_inputs=args.reference_inputs,
                    shapes=args.shapes)
-    from porter.commands.terminal import Elapsed
-    with Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
-        if args.format in ("junit", "github"):
-            return _run_converted(args, options, run_session, Options)
-        return run_session(Options(**options))
+    from porter.commands import terminal
+    if args.format == "text" and terminal.color():
+        options["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
+    try:
+        with terminal.Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
+            if args.format in ("junit", "github"):
+                return _run_converted(args, options, run_session, Options)
+            return run_session(Options(**options))
+    finally:
+        if "out" in options:
+            options["out"].flush()
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:
