@@ -55,6 +55,12 @@ def _load(name: str):
     return importlib.import_module(f"porter.commands.{COMMANDS[name]}")
 
 
+def _terminal():
+    """The flags and output conventions every command shares (porter.commands.terminal),
+    loaded by name as a command module is."""
+    return importlib.import_module("porter.commands.terminal")
+
+
 def _available() -> list[str]:
     names = []
     for name in COMMANDS:
@@ -74,8 +80,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    from porter.commands import terminal
-
+    terminal = _terminal()
     parser = _Parser(
         prog="porter",
         description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
@@ -115,8 +120,7 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        from porter.commands import terminal
-        terminal.configure(args)
+        _terminal().configure(args)
         code = int(args._module.run(args) or 0)
         sys.stdout.flush()      # a closed pipe shows up here, not at interpreter exit
         return code
@@ -124,8 +128,7 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, **err.to_json()}))
         else:
-            from porter.commands.terminal import paint
-            print(f"{paint('porter: error:', 'bold red', sys.stderr)} {err}", file=sys.stderr)
+            print(f"{_terminal().paint('porter: error:', 'bold red', sys.stderr)} {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("porter: interrupted", file=sys.stderr)
