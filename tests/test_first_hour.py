@@ -34,7 +34,8 @@ def _porter_without(module: str, *args: str, cwd: Path) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("module, package", [("numpy", "numpy"), ("expecttest", "expecttest")])
+# (expecttest is not here: the harness has a stand-in for it, tests/test_backward.py)
+@pytest.mark.parametrize("module, package", [("numpy", "numpy")])
 def test_a_missing_dependency_is_one_line_naming_the_install_exit_2(mini_root, module, package):
     done = _porter_without(module, "test", "neg", "--device", "emulate", "--no-cache", cwd=mini_root)
     assert done.returncode == 2, done.stderr

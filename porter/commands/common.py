@@ -61,6 +61,24 @@ def default_test_device() -> str:
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
 
 
+def require(command: str, *modules: str) -> None:
+    """Exit 2 naming the install when a module `command` needs is missing, before any work
+    (torch would otherwise warn about a missing numpy and fail later, in its own words)."""
+    import importlib.util
+
+    from porter.errors import PorterError
+
+    packages = {"numpy": "numpy", "expecttest": "expecttest", "torch": "torch"}
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise PorterError(f"porter {command} needs the Python module '{module}', which is not installed",
+                              hint=f"pip install {packages.get(module, module)}")
+
+
 def resolve_device(device: str | None) -> str:
     """`--device auto` (every command's default): mps on a Mac, else emulate."""
     return default_test_device() if device in (None, "auto") else device

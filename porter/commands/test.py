@@ -58,8 +58,9 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from porter.commands.common import resolve_device
+    from porter.commands.common import require, resolve_device
     args.device = resolve_device(args.device)
+    require("test", "numpy")       # expecttest has a stand-in (harness.opdb)
     from porter.harness.session import Options, run as run_session
     if args.watch:
         if args.format not in ("text", "json"):
