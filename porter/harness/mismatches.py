@@ -29,8 +29,10 @@ BITS = {"float16": (np.uint16, 4), "bfloat16": (np.uint16, 4), "float32": (np.ui
 
 def sample_inputs(sample) -> list[tuple[str, object]]:
     """(name, value) of a sample's tensor-like inputs: `input`, `args[i]`, keyword names."""
-    named = [("input", sample.input)] + [(f"args[{i}]", a) for i, a in enumerate(sample.args)]
-    return named + list(sample.kwargs.items())
+    if not hasattr(sample, "input"):            # not a SampleInput-shaped sample: no table
+        return []
+    named = [("input", sample.input)] + [(f"args[{i}]", a) for i, a in enumerate(getattr(sample, "args", ()))]
+    return named + list(getattr(sample, "kwargs", {}).items())
 
 
 def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None, rtol: float | None,
