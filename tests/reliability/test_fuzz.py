@@ -63,6 +63,10 @@ def commands():
     return harness.editing_commands()
 
 
+# commands that take --allow-dirty for an optional edit (--prune-xfails, --prune), and report
+REPORTING = {"test", "audit-xfails"}
+
+
 def check(root: Path, argv: list[str], before: dict, outcomes: Counter) -> list[str]:
     """Run porter; the problems with what it did."""
     if argv[0] in harness.OPS_FOR:      # the port, not its test: a red test exits 1 written
@@ -73,6 +77,14 @@ def check(root: Path, argv: list[str], before: dict, outcomes: Counter) -> list[
     problems = []
     if "Traceback" in result.err or "internal error" in result.err:
         problems.append(f"crash: {result.err.strip()[-600:]}")
+    elif result.code == 0 and argv[0] in REPORTING:
+        # test and audit-xfails only write with --prune-xfails / --prune: a run (on Linux,
+        # --device auto is the emulator) leaves the tree as it was, and a rerun agrees
+        again = porter(*argv)
+        if read_tree(root) != before:
+            problems.append("a run without --prune-xfails changed the tree")
+        if again.code != 0:
+            problems.append(f"a rerun said ({again.code}) {(again.err or again.out).strip()[:400]}")
     elif result.code == 0:
         again = porter(*argv)
         if again.code != 0 or "nothing to do" not in again.out:
