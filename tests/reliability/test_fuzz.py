@@ -77,6 +77,13 @@ def check(root: Path, argv: list[str], before: dict, outcomes: Counter) -> list[
     problems = []
     if "Traceback" in result.err or "internal error" in result.err:
         problems.append(f"crash: {result.err.strip()[-600:]}")
+    elif result.code == 1 and argv[0] in REPORTING:
+        # a red verdict (an unported op tests nothing: exit 1 naming the port command), reported
+        # on stdout: not an error, and nothing written
+        if read_tree(root) != before:
+            problems.append("a red run without --prune-xfails changed the tree")
+        if not result.out.strip():
+            problems.append("exit 1 with no report")
     elif result.code == 0 and argv[0] in REPORTING:
         # test and audit-xfails only write with --prune-xfails / --prune: a run (on Linux,
         # --device auto is the emulator) leaves the tree as it was, and a rerun agrees
