@@ -328,8 +328,18 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         for i, r in zip(todo, pool.map(build_piece, todo)):
             results[i] = r
     tmp_so = tmpdir / "kernel.so"
-    proc = subprocess.run([cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)],
-                          capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    link = [cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)]
+    proc = subprocess.run(link, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0 and "multiple definition" in (proc.stderr or proc.stdout):
+        # Metal builds the file as one translation unit; every piece is compiled from the
+        # whole text, so a plain function of the file or of a header it includes (c10/metal/
+        # expm1f.h's expm1f_scaled_unchecked) is in each piece's object, the same definition.
+        # A real redefinition is a compile error inside each piece, so letting the linker keep
+        # one copy keeps Metal's meaning; where it cannot, the whole file is built in one piece.
+        proc = subprocess.run([*link[:-2], "-Wl,--allow-multiple-definition", *link[-2:]],
+                              capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+        if proc.returncode != 0:
+            return None
     if proc.returncode != 0:
         raise EmulateBuildError(f"{display_path}: the pieces of the file do not link: "
                                 f"{(proc.stderr or proc.stdout).strip()[:300]}")
