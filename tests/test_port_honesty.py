@@ -236,22 +236,26 @@ def test_mish_with_body_registers_only_what_the_cpu_computes(real_root):
 
 
 def test_the_host_includes_the_header_declaring_the_stub_it_registers(real_root):
-    """mish_stub is declared in ATen/native/Activation.h, which UnaryKernel.mm does not include:
-    without the include, REGISTER_DISPATCH(mish_stub, ...) does not compile on a Mac. sign_stub
-    (UnaryOps.h, already included) adds nothing; a second run has nothing to do."""
-    host_rel = f"{OPERATIONS}/UnaryKernel.mm"
+    """mish_backward_stub is declared in ATen/native/Activation.h, which UnaryKernel.mm and
+    BinaryKernel.mm do not include: without the include, REGISTER_DISPATCH(mish_backward_stub, ...)
+    does not compile on a Mac. With no ActivationKernel.metal the activation goes to its kind's
+    pair, which gets the include; sign_stub (UnaryOps.h, already included) adds nothing; a second
+    run has nothing to do."""
+    (real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").unlink()
+    (real_root / OPERATIONS / "ActivationKernel.mm").unlink()
+    host_rel = f"{OPERATIONS}/BinaryKernel.mm"
     assert "#include <ATen/native/Activation.h>" not in (real_root / host_rel).read_text()
-    result = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    result = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
     assert result.code == 0, result.err
     host = (real_root / host_rel).read_text()
     assert host.count("#include <ATen/native/Activation.h>\n") == 1
     assert host.index("#include <ATen/native/Activation.h>") < host.index("#ifndef")
-    assert "REGISTER_UNARY_TI_DISPATCH(mish);" in host
-    again = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    assert "REGISTER_DISPATCH(mish_backward_stub, &mish_backward_mps_kernel)" in host
+    again = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
     assert again.code == 0 and "nothing to do" in again.out + again.err, (again.out, again.err)
     sign = porter("migrate-from-mpsgraph", "sign", "--dry-run", root=real_root)
     assert sign.code == 0, sign.err
-    assert "+#include" not in file_diff(sign.out, host_rel)
+    assert "+#include" not in file_diff(sign.out, f"{OPERATIONS}/UnaryKernel.mm")
 
 
 # --- case 6: a half-applied migration ---------------------------------------------------------

@@ -20,7 +20,7 @@ from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
-from porter.emulate.hostmap import HostKernel, host_kernels
+from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 
 
@@ -202,7 +202,14 @@ class EmulateBackend:
     def _host_kernels(self, names: set[str]) -> list[HostKernel]:
         if self._host is None:
             self._host = host_kernels(self.root)
-        return [h for h in self._host if h.op in names]
+        found = [h for h in self._host if h.op in names]
+        if not found:
+            # an op whose stub is shared and named after another (shrink_backward_stub)
+            for name in sorted(n for n in names if "." not in n):
+                found = shared_stub_kernels(self.root, name, self._host)
+                if found:
+                    break
+        return found
 
     def _candidates(self, opinfo) -> list[HostKernel]:
         return self._candidates_named(OpNames.of(opinfo))

@@ -9,10 +9,10 @@ plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`specia
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from porter.source.checkout import KERNELS, OPERATIONS
+from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
 from porter.source.host_scan import HostFile
 
 # stubs whose op (OpInfo name) is not the stub's name
@@ -34,6 +34,24 @@ class HostKernel:
     # its stub call passes after the iterator (("-alpha",))
     via_op: str = ""
     via_arguments: tuple[str, ...] | None = None
+
+
+def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
+    """The kernels of an op whose structured kernel runs a stub named after another op
+    (`hardshrink_backward_out` runs `shrink_backward_stub`, shared with softshrink_backward):
+    read from the op's TORCH_IMPL_FUNC in the checkout's native .cpp files."""
+    from porter.source.cpu_kernel import impl_stubs
+
+    native = Path(root) / NATIVE
+    for cpp in sorted(native.glob("*.cpp")):
+        text = cpp.read_text(encoding="utf-8", errors="replace")
+        if f"{op}_out" not in text:
+            continue
+        stubs = impl_stubs(text).get(f"{op}_out")
+        if stubs:
+            names = {s.removesuffix("_stub") for s in stubs}
+            return [replace(k, op=op, via_op=op) for k in kernels if k.stub in names]
+    return []
 
 
 def op_name(stub: str) -> str:
