@@ -351,3 +351,37 @@ def test_sample_runs_that_sample_input_alone(capsys):
     assert "repro: porter test atan2 --device cpu-fault --dtype float32 --sample 2" in out
     assert err == ("porter: error: --sample 9: atan2 has 9 sample input(s) for float32 "
                    "(pass --sample 0 to 8)\n")
+
+
+ONE_STALE_ENTRY = '''\
+import torch
+
+if torch.backends.mps.is_available():
+
+    def mps_ops_modifier(ops):
+        SUPPORTED_COMPLEX_OPS = {"neg"}
+        UNIMPLEMENTED_XFAILLIST = {
+            "neg": [torch.float16],
+        }
+        return ops
+else:
+
+    def mps_ops_modifier(ops):
+        return ops
+'''
+
+
+@pytest.mark.parametrize("command", [
+    ("test", "neg", "--device", "cpu-mps", "--prune-xfails"),
+    ("audit-xfails", "--device", "cpu", "--prune")])
+def test_a_dry_run_prune_leaves_the_stale_entry_and_exits_1(tmp_path, capsys, command):
+    """The only xpass is one the prune can remove: a dry run shows the edit but writes nothing,
+    so the entry is still stale (exit 1); the applied prune resolves it (exit 0)."""
+    root = make_root(tmp_path, ONE_STALE_ENTRY)
+    argv = [*command, "--root", str(root)]
+    assert main([*argv, "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert "-            \"neg\": [torch.float16],\n" in out
+    assert (root / COMMON_MPS).read_text() == ONE_STALE_ENTRY
+    assert main(argv) == 0
+    assert '"neg"' not in (root / COMMON_MPS).read_text().split("UNIMPLEMENTED_XFAILLIST", 1)[1]
