@@ -367,14 +367,18 @@ def test_signbit_port_is_right_for_negative_zero(real_root):
     lib = build_file(real_root / UNARY_METAL, real_root)
     values = torch.tensor([-0.0, 0.0, -1.5, 2.0, float("-inf"), float("inf")])
     client = WorkerClient()
+    checked = []
     try:
         for reg in lib.find("signbit"):
             if reg.in_type not in ("float", "half", "bfloat"):
                 continue
             got = run_registration(client, lib, reg, [values])
             assert got.tolist() == [True, False, True, False, True, False], reg.in_type
+            checked.append(reg.in_type)
     finally:
         client.close()
+    # a library with no floating registration of signbit would check nothing, and pass
+    assert sorted(checked) == ["bfloat", "float", "half"], checked
 
 
 # --- case 8: expectations porter can stand behind -------------------------------------------
