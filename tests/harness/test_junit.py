@@ -8,7 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from porter.harness import junit
-from porter.harness.runner import DtypeResult, OpResult
+from porter.harness.verdicts import DtypeResult, OpResult
 
 
 def _render() -> ET.Element:
