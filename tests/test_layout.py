@@ -20,8 +20,9 @@ PORTER = Path(__file__).resolve().parent.parent / "porter"
 PACKAGES = sorted(p.parent.name for p in PORTER.glob("*/__init__.py"))
 # the root's modules have no package docstring; their rules are here
 ROOT_MODULES = {
-    "porter.errors": set(),
-    "porter.cli": {"porter", "porter.errors", "porter.runtime"},   # a command by name, importlib
+    "porter.exit_codes": set(),
+    "porter.errors": {"porter.exit_codes"},
+    "porter.cli": {"porter", "porter.errors", "porter.exit_codes", "porter.runtime"},   # a command by name, importlib
     "porter.__main__": {"porter.cli"},
 }
 

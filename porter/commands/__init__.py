@@ -5,5 +5,6 @@ The top of the import graph: a command may import any package; none imports a co
 
 May import: `porter` (its version), `porter.source`, `porter.port`, `porter.apply`,
 `porter.survey`, `porter.checks`, `porter.dispatch`, `porter.emulate`, `porter.harness`,
-`porter.review`, `porter.runtime`, `porter.errors`. Never `porter.cli`, which imports them.
+`porter.review`, `porter.runtime`, `porter.errors`, `porter.exit_codes`. Never `porter.cli`,
+which imports them.
 """

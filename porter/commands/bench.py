@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from porter import exit_codes
+
 HELP = "write (and on a Mac, run) the before/after benchmark of a port: MPSGraph path vs the Metal functor"
 
 
@@ -51,7 +53,7 @@ def run(args) -> int:
         print(f"porter bench {args.op}: wrote {path}; nothing measured here"
               f"{'' if args.write_only else ' (no MPS device)'}: on a Mac, `python {path} "
               f"{' '.join(argv[:2])}` prints the before/after table", file=sys.stderr)
-        return 0
+        return exit_codes.OK
     mps, torch, device = found
     print(f"porter bench {args.op}: wrote {path}; running it", file=sys.stderr)
     return bench_script.main(argv, cfg, torch=torch, mps=mps, device=device)

@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from porter import exit_codes
 from porter.emulate import dialect, groups, headers, metal_builtins
 from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
     _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, PRIMARY_VERSION, _blocks, _cache_key, _compiler_id,
@@ -55,7 +56,7 @@ def is_build_error(message: str) -> bool:
 class EmulateBuildError(PorterError):
     """The kernel file cannot be built: a wrong registration or an unsupported construct
     outside any functor. A failed check, not bad usage."""
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 @dataclass(frozen=True)
