@@ -4,7 +4,6 @@ real-size tree, each as a fresh copy."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 

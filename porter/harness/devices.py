@@ -120,10 +120,6 @@ register_backend("mps-shader", _mps_shader)
 PUBLIC_DEVICES = ("mps", "cuda", "emulate", "mps-shader")
 
 
-def backend_names() -> list[str]:
-    return sorted(_FACTORIES)
-
-
 def get_backend(name: str, root=None) -> Backend:
     factory = _FACTORIES.get(name)
     if factory is None:

@@ -335,9 +335,3 @@ def clear() -> tuple[int, int]:
             p.unlink(missing_ok=True)
             files += 1
     return files, size
-
-
-def usage() -> tuple[int, int]:
-    """(entries, bytes) in the cache now."""
-    paths = entries()
-    return len(paths), sum(p.stat().st_size for p in paths if p.exists())

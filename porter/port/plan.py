@@ -591,15 +591,6 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
             write(path, new)
 
 
-def _unimplemented_kept(text: str, keys, unregistered: set[str]) -> list:
-    try:
-        found = xfail_lists.entries(text, co.COMMON_MPS)
-    except PorterError:
-        return []
-    return [e for e in found if e.key in keys and e.dict_name in xfail_lists.UNIMPLEMENTED
-            and e.dtypes and {d.removeprefix("torch.") for d in e.dtypes} <= unregistered]
-
-
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
     """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it."""
     if not checkout.exists(co.TEST_MPS):
