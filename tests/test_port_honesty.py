@@ -45,7 +45,7 @@ def test_a_bool_op_registered_float_to_float_is_refused(real_root):
     from porter.port import completeness
     from porter.port.plan import plan_port
     from porter.port.resolve import resolve
-    from porter.commands.verify import WrongRegistration, verify
+    from porter.commands.before_writing import WrongRegistration, verify
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(real_root)

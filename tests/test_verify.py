@@ -15,7 +15,7 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
 
 from porter.source.checkout import Checkout  # noqa: E402
 from porter.harness import measure_port as verifymod  # noqa: E402
-from porter.survey.candidates import find  # noqa: E402
+from porter.survey.port_candidates import find  # noqa: E402
 from tests.porter_run import git_init, porter, snapshot  # noqa: E402
 
 # Ports porter used to write that a Mac rejects, before the planning side's completeness checks

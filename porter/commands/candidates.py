@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.survey.candidates import AUTO_CELL, find, summary
+    from porter.survey.port_candidates import AUTO_CELL, find, summary
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)

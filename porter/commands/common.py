@@ -79,13 +79,13 @@ def run_tests_after(args, root, op: str) -> int:
 
 
 def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
-    """Check the planned port (porter.commands.verify), write it unless it is refused, report it.
+    """Check the planned port (porter.commands.before_writing), write it unless it is refused, report it.
 
     Exit status: 0 for a complete port (or nothing to do), 1 for an incomplete one, written
     only with --allow-incomplete; a port that does not build is refused (exit 1) before this."""
     from porter.apply.report import show_plan
     from porter.apply.write import apply_unless_dry
-    from porter.commands.verify import verify
+    from porter.commands.before_writing import verify
 
     outcome = verify(command, checkout, plan, body=args.body, complex_body=args.complex_body,
                      build=not args.no_build)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from porter.emulate import headers
 from porter.errors import PorterError
-from porter.runtime.cache import cache_dir as porter_cache_dir
+from porter.runtime.cache_dir import cache_dir as porter_cache_dir
 
 FLAGS = [
     "-std=c++17", "-fPIC", "-shared", "-g0",

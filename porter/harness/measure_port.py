@@ -55,7 +55,7 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
         plan = plan_in_memory(checkout, op, state)
     except PorterError as err:
         return Verdict(op, REFUSED, err.message)
-    # what the editing command refuses before writing (porter.commands.verify): registrations
+    # what the editing command refuses before writing (porter.commands.before_writing): registrations
     # a Mac rejects, and an incomplete port (a dtype without a kernel, a functor without a body)
     wrong = getattr(plan, "wrong", None) or []
     if wrong:

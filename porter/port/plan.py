@@ -16,7 +16,7 @@ from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.port.edits import metal as metal_edit
-from porter.port.edits import native_yaml as yaml_edit
+from porter.port.edits import dispatch_rows as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
 from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
