@@ -22,7 +22,8 @@ from porter.source.checkout import COMMON_MPS  # noqa: E402
 from porter.cli import main  # noqa: E402
 from porter.harness import audit, junit, upstream, verdicts  # noqa: E402
 from porter.harness import opinfo_run as runner  # noqa: E402
-from porter.harness.devices import TorchDeviceBackend, mps_dtypes, register_backend, unregister_backend  # noqa: E402
+from porter.harness.devices import TorchDeviceBackend, mps_dtypes, register_backend  # noqa: E402
+from porter.testing.stand_in_devices import unregister_backend  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 
