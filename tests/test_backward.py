@@ -185,7 +185,8 @@ def test_grad_reports_wrong_gradients(real_root):
     """What --grad prints if the device's backward were wrong: a device whose gradients are off."""
     import torch
 
-    from porter.harness.devices import TorchDeviceBackend, register_backend, unregister_backend
+    from porter.harness.devices import TorchDeviceBackend, register_backend
+    from porter.testing.stand_in_devices import unregister_backend
 
     class WrongGrad(TorchDeviceBackend):
         def run(self, opinfo, sample, dtype):

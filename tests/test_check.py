@@ -396,6 +396,16 @@ sinc
 """)
 
 
+def test_a_pure_deletion_inside_a_functor_touches_its_op(repo, capsys):
+    # the deleted line names no op (template, enable_if_t, bool, ...) and leaves no changed
+    # line on the new side: only the deletion's place inside copysign_functor says whose it is.
+    # Its integer overload now repeats the float one's constraint: copysign must be tested.
+    edit(repo, BINARY_METAL, "  template <typename T, enable_if_t<!is_floating_point_v<T>, bool> = true>\n",
+         "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out) == (0, "copysign\n")
+
+
 def test_a_changed_kernel_header_touches_the_ops_of_every_kernel_file_including_it(repo, capsys):
     # UnaryKernel.h is #included by UnaryKernel.metal only: a change to it can break any functor
     # there, though no changed line names an op (a PR green with its ports broken, otherwise)

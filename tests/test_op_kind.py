@@ -15,7 +15,7 @@ from porter.port.resolve import NATIVE, resolve
 from porter.source.cpu_kernel import shared_function_stubs
 from porter.source import native_yaml, op_kind
 from porter.source.checkout import Checkout
-from porter.survey import candidates
+from porter.survey import port_candidates as candidates
 from porter.survey.op_status import findings_report, gather
 
 # Every reason a kind gives, as the words all reasons of that family share.

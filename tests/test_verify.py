@@ -15,7 +15,7 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
 
 from porter.source.checkout import Checkout  # noqa: E402
 from porter.harness import measure_port as verifymod  # noqa: E402
-from porter.survey.candidates import find  # noqa: E402
+from porter.survey.port_candidates import find  # noqa: E402
 from tests.porter_run import git_init, porter, snapshot  # noqa: E402
 
 # Ports porter used to write that a Mac rejects, before the planning side's completeness checks
@@ -51,7 +51,7 @@ def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason
     checkout = Checkout.at(real_tree_template)
     before = snapshot(real_tree_template)
     candidates = find(checkout).candidates
-    verdicts = verifymod.sweep(checkout, candidates)
+    verdicts = [verifymod.verify(checkout, c.op, c.state) for c in candidates]
     assert snapshot(real_tree_template) == before            # measured in memory, nothing written
     by_status: dict[str, list] = {}
     for v in verdicts:

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
@@ -51,7 +52,7 @@ def run(args) -> int:
             print(json.dumps({"path": err.path, "line": err.line, "char": None, "code": "PORTER",
                               "severity": "error", "name": "porter-error", "original": None,
                               "replacement": None, "description": str(err)}))
-            return 0
+            return exit_codes.OK
     return _run(args, fmt)
 
 
@@ -63,7 +64,7 @@ def _run(args, fmt: str) -> int:
         from porter.checks import output
         for line in output.list_checks():
             print(line)
-        return 0
+        return exit_codes.OK
     if args.list_changed_ops and not args.changed_since:
         raise PorterError("--list-changed-ops needs --changed-since REF")
     selected = resolve_ids(args.select, "--select") or set(CHECKS)
@@ -100,7 +101,7 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
             else:
                 for op in sorted(ops):
                     print(op)
-            return 0
+            return exit_codes.OK
     report = checks.run(checkout, selected, tree, pending)
     if changes is not None:
         keep = ops | changes.names
@@ -119,14 +120,14 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
     elif fmt == "lintrunner":
         for line in output.lintrunner(report):
             print(line)
-        return 0
+        return exit_codes.OK
     else:
         out, err = output.human(report)
         for line in out:
             print(line)
         for line in err:
             print(line, file=sys.stderr)
-    return 1 if report.findings else 0
+    return exit_codes.FAILED if report.findings else exit_codes.OK
 
 
 def _paths(values: list[str], root: Path) -> set[str] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
@@ -163,7 +164,7 @@ def run(args) -> int:
             notes.append("every pinned action is up to date")
         show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written,
                   as_json=args.json, extra={"workflow": WORKFLOW, "pins_checked": checked})
-        return 0
+        return exit_codes.OK
     new = render_workflow(shards=args.shards, cron=args.cron, python=args.python,
                           porter_spec=args.porter_spec, torch_spec=args.torch_spec,
                           mac_torch_spec=args.mac_torch_spec)
@@ -185,4 +186,4 @@ def run(args) -> int:
         notes.append("the workflow is up to date")
     show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written, as_json=args.json,
               extra={"workflow": WORKFLOW, "pins_checked": checked})
-    return 0
+    return exit_codes.OK

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from porter.dispatch import kernel_choice
-from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex, torch_dtype
+from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
@@ -52,16 +52,6 @@ class EmulateBackend:
         """Every dtype the MPS test sends is run: a dtype without a kernel fails in `run`,
         with the message the GPU gives, as it fails on a Mac."""
         return None
-
-    def registered_dtypes(self, opinfo) -> set:
-        """torch dtypes whose (promoted) input the .metal registers a built kernel for."""
-        dtypes = set()
-        for host in self._candidates(opinfo):
-            lib = self._library(host.metal)
-            for reg in lib.find(host.kernel):
-                if reg.built and torch_dtype(reg.in_type) is not None:
-                    dtypes.add(torch_dtype(reg.in_type))
-        return dtypes
 
     def skip_reason(self, opinfo) -> str | None:
         """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of

@@ -26,7 +26,6 @@ class HostKernel:
     stub: str         # "special_erfcx"
     kernel: str       # kernel name in the .metal ("erfcx")
     metal: Path       # the paired .metal file
-    has_scalar: bool  # the host passes a Scalar (alpha, decimals)
     params: str = ""          # the host function's parameter list
     body: str = ""            # the host function's text (how it builds the kernel's alpha)
     params_struct: str = ""   # "SoftplusParams" when a params struct travels with the call
@@ -72,7 +71,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
             continue
         host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
         for name in host.ti_dispatch_names:
-            found.append(HostKernel(op_name(name), name, name, metal, False))
+            found.append(HostKernel(op_name(name), name, name, metal))
         for reg in host.dispatch_registrations:
             if reg.via_macro or not reg.stub.endswith("_stub"):
                 continue
@@ -85,8 +84,8 @@ def host_kernels(root: Path) -> list[HostKernel]:
                 if call.with_params:
                     m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
                     struct = m.group(1) if m else "?"
-                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar,
-                                        fn.params, body, struct))
+                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
+                                        struct))
     return found + in_place_kernels(root)
 
 
@@ -128,9 +127,5 @@ def in_place_kernels(root: Path) -> list[HostKernel]:
             # a kernel no .metal registers is still the op's MPS path: its test fails, as on a Mac
             metal = metal or (paired[0] if paired else None)
             if metal is not None:
-                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal, bool(call["scalar"])))
+                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal))
     return found
-
-
-def kernels_for_op(root: Path, op: str) -> list[HostKernel]:
-    return [k for k in host_kernels(root) if k.op == op]

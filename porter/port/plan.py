@@ -16,7 +16,7 @@ from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.port.edits import metal as metal_edit
-from porter.port.edits import native_yaml as yaml_edit
+from porter.port.edits import dispatch_rows as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
 from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
@@ -593,15 +593,6 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         if new != old:
             _validate_calls(new, sources, path)
             write(path, new)
-
-
-def _unimplemented_kept(text: str, keys, unregistered: set[str]) -> list:
-    try:
-        found = xfail_lists.entries(text, co.COMMON_MPS)
-    except PorterError:
-        return []
-    return [e for e in found if e.key in keys and e.dict_name in xfail_lists.UNIMPLEMENTED
-            and e.dtypes and {d.removeprefix("torch.") for d in e.dtypes} <= unregistered]
 
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:

@@ -20,7 +20,7 @@ from porter.port.body import translate, truthiness
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
-from porter.port.edits.native_yaml import mps_specific_rows
+from porter.port.edits.dispatch_rows import mps_specific_rows
 from porter.source.mpsgraph_scan import STUB, HostSource
 from porter.source.stubs import Stub, declared_stubs
 
