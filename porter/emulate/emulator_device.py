@@ -76,6 +76,11 @@ class EmulateBackend:
         if missing:
             return missing
         for host in self._candidates_named(op):
+            if host.condition:
+                return (f"not proven: {host.stub}_stub is registered for MPS under "
+                        f"{host.condition}, a condition porter cannot evaluate: a build that "
+                        f"does not define it has no kernel ('{host.stub}_stub: missing kernel "
+                        f"for mps'); register it unconditionally")
             try:
                 lib = self._library(host.metal)
             except EmulateBuildError as err:

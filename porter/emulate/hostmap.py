@@ -33,6 +33,9 @@ class HostKernel:
     # its stub call passes after the iterator (("-alpha",))
     via_op: str = ""
     via_arguments: tuple[str, ...] | None = None
+    # the registration is under a preprocessor condition porter cannot decide (`#ifdef X`):
+    # that condition and where (whether MPS has the kernel at all is not proven)
+    condition: str = ""
 
 
 def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
@@ -61,6 +64,11 @@ def op_name(stub: str) -> str:
     return stub
 
 
+def _condition(host: HostFile, mm: Path, line: int) -> str:
+    condition = host.condition_at_line(line)
+    return f"`{condition}` ({mm.parent.name}/{mm.name}:{line})" if condition else ""
+
+
 def host_kernels(root: Path) -> list[HostKernel]:
     """Every (stub, kernel) the `*Kernel.mm` files register, read with porter.source.host_scan."""
     root = Path(root)
@@ -70,8 +78,9 @@ def host_kernels(root: Path) -> list[HostKernel]:
         if not metal.is_file():
             continue
         host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
-        for name in host.ti_dispatch_names:
-            found.append(HostKernel(op_name(name), name, name, metal))
+        for name, line in host.ti_dispatches:
+            found.append(HostKernel(op_name(name), name, name, metal,
+                                    condition=_condition(host, mm, line)))
         for reg in host.dispatch_registrations:
             if reg.via_macro or not reg.stub.endswith("_stub"):
                 continue
@@ -85,7 +94,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
-                                        struct))
+                                        struct, condition=_condition(host, mm, reg.line)))
     return found + in_place_kernels(root)
 
 
