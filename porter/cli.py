@@ -2,7 +2,9 @@
 
 Each command lives in its own module under `porter.commands` and exposes `HELP`,
 `add_arguments(parser)` and `run(args) -> int`. Only the module of the command being run
-is imported, so `porter new-op` never pays for the harness or the emulator.
+is imported, so `porter new-op` never pays for the harness or the emulator, and `porter
+--help` imports none: it lists the summaries of the table below (tests/test_conventions.py
+keeps each equal to its command's `HELP`).
 """
 
 from __future__ import annotations
@@ -13,22 +15,36 @@ import json
 import os
 import sys
 
+from porter import exit_codes
 from porter.errors import PorterError, one_line
 
-# command name -> module under porter.commands
+# command name -> (module under porter.commands, its one-line summary: the module's HELP)
 COMMANDS = {
-    "new-op": "new_op",
-    "migrate-from-mpsgraph": "migrate",
-    "candidates": "candidates",
-    "test": "test",
-    "audit-xfails": "audit_xfails",
-    "emulate": "emulate",
-    "check": "check",
-    "status": "status",
-    "ci": "ci",
-    "cache": "cache",
-    "pr": "pr",
-    "bench": "bench",
+    "new-op": ("new_op", "add a native Metal (MPS) kernel for an elementwise op: yaml, .metal, "
+               ".mm, expectations"),
+    "migrate-from-mpsgraph": ("migrate", "replace an elementwise op's MPSGraph implementation by "
+                              "a native Metal kernel: yaml, old impl and its helpers, .metal, "
+                              ".mm, expectations"),
+    "candidates": ("candidates", "list elementwise ops still on MPSGraph or without MPS: kind, "
+                   "files a port touches, and whether porter can write the kernel body itself"),
+    "test": ("test", "run the OpInfo output-match test of ops on a device, per dtype "
+             "(pass/fail/xfail/xpass/skip)"),
+    "audit-xfails": ("audit_xfails", "run every op that has an xfail/skip entry in common_mps.py "
+                     "and list the stale entries"),
+    "emulate": ("emulate", "host emulation of the Metal kernels (no Apple GPU needed): `check` "
+                "builds and compares them"),
+    "check": ("check", "static checks over the whole tree: yaml dispatch, kernels, stubs, "
+              "expectations, torchgen"),
+    "status": ("status", "one screen on an op: yaml rows, MPS state, kernel, registrations, "
+               "expectations, next command"),
+    "ci": ("ci", "write .github/workflows/porter.yml: check + emulated and Apple-GPU tests of "
+           "changed ops, sharded audits"),
+    "cache": ("cache", "show or empty porter's caches (OpInfo samples and CPU references, built "
+              "kernels)"),
+    "pr": ("pr", "write the pull-request description of a port: what moved, files, verdicts, Mac "
+           "test commands, checklist"),
+    "bench": ("bench", "write (and on a Mac, run) the before/after benchmark of a port: MPSGraph "
+              "path vs the Metal functor"),
 }
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:
@@ -38,9 +54,6 @@ WARM_SERVICES = {
     "migrate-from-mpsgraph": ("porter.port.templates", "porter.port.torchgen_check"),
 }
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_INTERNAL = 70           # EX_SOFTWARE: a porter bug (the one-line message says so)
-EXIT_BROKEN_PIPE = 141       # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
 
 # Third-party modules porter imports -> what `pip install` takes for them. A missing one is an
 # environment to fix (exit 2, naming the install), not a porter bug: `pip install porter-mps`
@@ -52,7 +65,7 @@ DEPENDENCIES = {
 
 
 def _load(name: str):
-    return importlib.import_module(f"porter.commands.{COMMANDS[name]}")
+    return importlib.import_module(f"porter.commands.{COMMANDS[name][0]}")
 
 
 def _terminal():
@@ -61,22 +74,12 @@ def _terminal():
     return importlib.import_module("porter.commands.terminal")
 
 
-def _available() -> list[str]:
-    names = []
-    for name in COMMANDS:
-        try:
-            _load(name)
-        except ModuleNotFoundError:
-            continue
-        names.append(name)
-    return names
-
-
 class _Parser(argparse.ArgumentParser):
     """Usage errors in one line, as every other porter error (exit 2)."""
 
     def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, one_line(f"porter: error: {message} (see `{self.prog} --help`)") + "\n")
+        self.exit(exit_codes.BAD_INPUT,
+                  one_line(f"porter: error: {message} (see `{self.prog} --help`)") + "\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -88,12 +91,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from porter import __version__
     parser.add_argument("--version", action="version", version=f"porter {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in ([only] if only else _available()):
-        module = _load(name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        terminal.add_common(p)
-        p.set_defaults(_module=module, _parser=p)
+    if only is None:        # `porter --help`, no command or a misspelt one: the summaries only
+        for name, (_, summary) in COMMANDS.items():
+            sub.add_parser(name, help=summary, description=summary)
+        return parser
+    module = _load(only)
+    p = sub.add_parser(only, help=module.HELP, description=module.HELP)
+    module.add_arguments(p)
+    terminal.add_common(p)
+    p.set_defaults(_module=module, _parser=p)
     return parser
 
 
@@ -115,10 +121,12 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         if extra:       # reported by the command's parser, whose --help lists what it takes
             getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as stop:      # --help, --version, a usage error: argparse has said it
-        return stop.code if isinstance(stop.code, int) else EXIT_OK
+        return stop.code if isinstance(stop.code, int) else exit_codes.OK
     if not getattr(args, "command", None):
         parser.print_help()
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
+    if not hasattr(args, "_module"):    # the command came after an option: parse for it alone
+        return _parse_and_run(argv, args.command)
     try:
         _terminal().configure(args)
         code = int(args._module.run(args) or 0)
@@ -132,11 +140,11 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("porter: interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`porter ... | head`): stop quietly, as a shell tool does
         _silence_stdout()
-        return EXIT_BROKEN_PIPE
+        return exit_codes.BROKEN_PIPE
     except ModuleNotFoundError as err:
         package = DEPENDENCIES.get((err.name or "").split(".")[0])
         if package is None:
@@ -144,7 +152,7 @@ def _parse_and_run(argv: list[str], first: str | None) -> int:
         what = f"porter {args.command}"
         print(f"porter: error: {what} needs the Python module {err.name!r}, which is not installed "
               f"(pip install {package})", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     except Exception as err:
         return _internal_error(err)
 
@@ -158,7 +166,7 @@ def _internal_error(err: Exception) -> int:
     detail = " ".join(f"{type(err).__name__}: {err}".split())[:300]
     print(f"porter: internal error: {detail} at {where} (a porter bug: please report it "
           "with the command line; PORTER_DEBUG=1 shows the traceback)", file=sys.stderr)
-    return EXIT_INTERNAL
+    return exit_codes.INTERNAL
 
 
 def _innermost_frame(err: BaseException) -> str:

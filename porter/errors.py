@@ -9,9 +9,11 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
+from porter import exit_codes
+
 
 class PorterError(Exception):
-    exit_code = 2
+    exit_code = exit_codes.BAD_INPUT
 
     def __init__(self, message: str, *, path: str | Path | None = None,
                  line: int | None = None, hint: str | None = None):
@@ -37,7 +39,7 @@ class PorterError(Exception):
 class Incomplete(PorterError):
     """A port porter cannot finish as asked (no functor body): exit 1, nothing written."""
 
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 class NotAnOp(PorterError):

@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: the miniature checkout and the real-size tree, each as a fresh copy."""
+"""Shared pytest fixtures: porter's cache for the session, the miniature checkout and the
+real-size tree, each as a fresh copy."""
 
 from __future__ import annotations
 
@@ -9,6 +10,19 @@ from pathlib import Path
 import pytest
 
 from porter.testing.trees import build_real_tree, fixture_root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def porter_cache(tmp_path_factory: pytest.TempPathFactory):
+    """porter's cache (compiled kernels, references, formatter) in one directory for the whole
+    session, whichever test files run: the user's ~/.cache/porter (or $PORTER_CACHE_DIR,
+    $PORTER_REFCACHE_DIR) is never read or written, and no test depends on what it holds.
+    Subprocesses inherit it through the environment."""
+    cache = tmp_path_factory.mktemp("porter-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PORTER_CACHE_DIR", str(cache))
+        mp.delenv("PORTER_REFCACHE_DIR", raising=False)
+        yield cache
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def test_measure_times_only_the_runs_after_warm_up():
 def test_bench_under_the_fake_mps(real_root, tmp_path, monkeypatch):
     import torch
 
-    from porter.review import bench
+    from porter.review import bench_writer as bench
     from porter.testing.fake_mps import FakeMps
 
     monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))

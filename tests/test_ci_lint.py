@@ -3,13 +3,18 @@
 zizmor (security: pinning, credentials, template injection, permissions, concurrency) must
 report nothing even as its most pedantic persona; actionlint (syntax, expressions, and the
 `run:` scripts through shellcheck when it is installed) must print nothing. Both come with the
-test extra (`pip install '.[test]'`); where one is missing the test is skipped, naming it.
+test extra (`pip install '.[test]'`), into the scripts folder beside the interpreter: they are
+looked up there first, then on PATH, so a venv's python run without activating the venv still
+finds them. Where one is missing from both the test is skipped, naming it.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -25,10 +30,14 @@ VARIANTS = {
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (pip install '.[test]' brings it)")
-    return path
+    # not resolved: a venv's bin/python is a link to the base interpreter, outside the venv
+    beside = {str(Path(sys.executable).parent), sysconfig.get_path("scripts")}
+    for folder in (*sorted(beside), None):
+        path = shutil.which(name, path=folder)
+        if path is not None:
+            return path
+    pytest.skip(f"{name} is not installed beside {sys.executable} or on PATH "
+                "(pip install '.[test]' brings it)")
 
 
 @pytest.fixture(params=sorted(VARIANTS))

@@ -165,3 +165,22 @@ def test_branches_porter_cannot_read_are_not_proven(real_root):
     # never a pass, never a skip
     assert code == 1 and by["float32"]["outcome"] == "fail"
     assert "not proven: sub_out (aten/src/ATen/native/BinaryOps.cpp:" in by["float32"]["message"]
+
+
+@pytest.mark.parametrize("condition", ["#if PORTER_SOME_BUILD_FLAG\n", "#ifdef PORTER_SOME_BUILD_FLAG\n",
+                                       "#if defined(PORTER_A) && PORTER_B > 2\n"],
+                         ids=["if-unknown", "ifdef-unknown", "if-expression"])
+def test_a_registration_under_a_condition_porter_cannot_evaluate_is_not_proven(real_root, condition):
+    """Whether a REGISTER_DISPATCH under `#if FLAG` registers depends on what the build defines:
+    with FLAG undefined (as the C preprocessor reads it, 0) a Mac says 'missing kernel'.
+    porter printed every dtype pass, exit 0; it is not proven, exit 1, never green."""
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    line = "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel)\n"
+    text = mm.read_text()
+    mm.write_text(text.replace(line, condition + line + "#endif\n"))
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 1
+    assert by["float32"]["outcome"] == "fail"
+    assert "not proven" in by["float32"]["message"]
+    assert "PORTER_" in by["float32"]["message"]

@@ -583,7 +583,7 @@ def _entry_text(dispatch: str) -> str:
     ("    CPU, CUDA, MPS: foo_out\n", "    CPU, CUDA, MPS: foo_out\n"),
 ])
 def test_share_mps_rows(before, after):
-    from porter.port.edits.native_yaml import share_mps
+    from porter.port.edits.dispatch_rows import share_mps
     from porter.source.native_yaml import scan
 
     text = _entry_text(before)
@@ -591,7 +591,7 @@ def test_share_mps_rows(before, after):
 
 
 def test_share_mps_refuses_without_a_shared_kernel():
-    from porter.port.edits.native_yaml import NoSharedKernel, share_mps
+    from porter.port.edits.dispatch_rows import NoSharedKernel, share_mps
     from porter.source.native_yaml import scan
 
     text = _entry_text("    CPU: foo_out_cpu\n    CUDA: foo_out_cuda\n    MPS: foo_out_mps\n")

@@ -432,9 +432,10 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
     ("min", "'min' is not an elementwise TensorIterator op"),
     ("logical_not", "'logical_not' is not a structured TensorIterator op, so there is no shared "
                     "CPU/CUDA kernel for MPS to join"),                                  # pointwise only
-    # a backward op is ported as any .out op, but not with scalars
-    ("softplus_backward", "'softplus_backward' takes (Tensor grad_output, Tensor self, Scalar beta, "
-                          "Scalar threshold): porter ports backward ops whose other arguments are tensors"),
+    # a backward op whose stub hands its kernel a bool (elu_backward's is_result picks the
+    # formula): a params-struct field porter does not write
+    ("elu_backward", "'elu_backward': elu_backward_stub hands its kernel the bool is_result: porter "
+                     "passes Scalar and float arguments to a Metal kernel"),
     # scalar-wearing ops that are not one functor (issue 13 item 4)
     ("glu", "'glu' works along a dimension of its input (`int dim=-1`), not one functor"),
     ("mse_loss", "'mse_loss' reduces its result (`int reduction=Mean`): its kernel is an elementwise "

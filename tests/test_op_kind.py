@@ -15,7 +15,7 @@ from porter.port.resolve import NATIVE, resolve
 from porter.source.cpu_kernel import shared_function_stubs
 from porter.source import native_yaml, op_kind
 from porter.source.checkout import Checkout
-from porter.survey import candidates
+from porter.survey import port_candidates as candidates
 from porter.survey.op_status import findings_report, gather
 
 # Every reason a kind gives, as the words all reasons of that family share.
@@ -72,10 +72,6 @@ def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_
     ("glu", "other", op_kind.SPLITS.format(arg="int dim=-1")),
     ("pow", "binary", op_kind.OVERLOADS.format(
         n=3, kernels="pow_Tensor_Tensor_out, pow_Scalar_out, pow_Tensor_Scalar_out")),
-    # a backward op with a Scalar: refused for the Scalar
-    ("softplus_backward", "scalar", "takes (Tensor grad_output, Tensor self, Scalar beta, Scalar "
-                                    "threshold): porter ports backward ops whose other arguments are "
-                                    "tensors"),
 ])
 def test_candidates_lists_what_the_commands_refuse_with_their_reason(real_tree_template, op, listed_as, reason):
     checkout = Checkout.at(real_tree_template)
@@ -133,6 +129,15 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
     pytest.param("x_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) grad_input) "
                  "-> Tensor(a!)", STRUCTURED + "  tags: pointwise\n", "binary", "",
                  id="backward"),
+    # a backward op's Scalars reach its kernel as a forward op's do (softplus_backward)
+    pytest.param("x_backward.grad_input(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold, *, "
+                 "Tensor(a!) grad_input) -> Tensor(a!)", STRUCTURED, "scalar", "",
+                 id="backward-with-scalars"),
+    # leaky_relu_backward's self_is_result: the meta's to check, the kernel never sees it (resolve
+    # checks the stub takes no bool); the same bool on a forward op stays refused (above)
+    pytest.param("x_backward.grad_input(Tensor grad_output, Tensor self, Scalar negval, bool is_result, *, "
+                 "Tensor(a!) grad_input) -> Tensor(a!)", STRUCTURED, "scalar", "",
+                 id="backward-with-a-bool-beside-its-scalars"),
 ])
 def test_classify(schema, fields, shape, reason):
     kind = _kind(schema, fields)
@@ -163,3 +168,16 @@ def test_scalar_and_str_arguments_are_listed_on_the_kind():
     assert kind.scalars == ("Scalar beta=1", "Scalar? threshold=20")
     assert kind.strings == ("str mode='a'",)
     assert kind.outputs == ("Tensor(a!) out",)
+
+
+def test_a_backward_op_without_an_out_overload_is_classified_by_its_function():
+    # mish_backward(Tensor grad_output, Tensor self) -> Tensor, CPU and CUDA sharing one function
+    # that builds the iterator and runs the stub: portable only when the caller found that stub
+    from porter.source import native_yaml
+    text = ("- func: x_backward(Tensor grad_output, Tensor self) -> Tensor\n  python_module: nn\n"
+            "  dispatch:\n    CPU, CUDA: x_backward\n    MPS: x_backward_mps\n")
+    entries = list(native_yaml.scan(text))
+    kind, entry = op_kind.classify_family(entries, runs_stub=lambda e: True)
+    assert (kind.shape, kind.reason, entry.name) == ("binary", "", "x_backward")
+    refused, _ = op_kind.classify_family(entries, runs_stub=lambda e: False)
+    assert refused.reason == op_kind.NOT_ELEMENTWISE

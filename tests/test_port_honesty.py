@@ -45,7 +45,7 @@ def test_a_bool_op_registered_float_to_float_is_refused(real_root):
     from porter.port import completeness
     from porter.port.plan import plan_port
     from porter.port.resolve import resolve
-    from porter.commands.verify import WrongRegistration, verify
+    from porter.commands.before_writing import WrongRegistration, verify
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(real_root)
@@ -208,6 +208,34 @@ def test_acosh_without_complex_body_is_incomplete(real_root):
     assert "python test/test_mps.py -k test_output_match_acosh_cpu_complex64" in result.out
 
 
+def test_a_dtype_without_a_kernel_is_a_gap_bool_included(mini_root):
+    """Wrong on purpose: the planned file registers heaviside for every dtype the MPS test
+    sends but one. Each left-out dtype, bool as much as int32, is a gap naming it (its MPS test
+    fails on a Mac: no kernel); with every registration there, none."""
+    from porter.port import completeness
+    from porter.port.resolve import resolve
+    from porter.source.checkout import Checkout
+    from porter.source.dtypes import METAL
+
+    checkout = Checkout.at(mini_root)
+    spec = resolve(checkout, "heaviside")
+    text = checkout.read(spec.metal_path)
+    sent = ("bool", "float32", "int32", "uint8")
+    dtypes = completeness.DtypePlan(frozenset(sent), frozenset())
+
+    def planned(*dtypes_registered):
+        return text + "".join(f"REGISTER_BINARY_OP(heaviside, {METAL[d]}, {METAL[d]});\n"
+                              for d in dtypes_registered)
+
+    assert completeness.check(spec, planned(*sent), dtypes) == ([], [])
+    for left_out in ("bool", "int32"):
+        gaps, wrong = completeness.check(
+            spec, planned(*(d for d in sent if d != left_out)), dtypes)
+        assert wrong == []
+        assert gaps == [completeness.Gap(f"a kernel for {left_out}",
+                                         "a registration written by hand", (left_out,))]
+
+
 # --- case 5: mish: never a skeleton for working MPSGraph code; no kernels the CPU refuses ----
 
 def test_mish_without_body_is_refused_even_with_allow_incomplete(real_root):
@@ -236,22 +264,26 @@ def test_mish_with_body_registers_only_what_the_cpu_computes(real_root):
 
 
 def test_the_host_includes_the_header_declaring_the_stub_it_registers(real_root):
-    """mish_stub is declared in ATen/native/Activation.h, which UnaryKernel.mm does not include:
-    without the include, REGISTER_DISPATCH(mish_stub, ...) does not compile on a Mac. sign_stub
-    (UnaryOps.h, already included) adds nothing; a second run has nothing to do."""
-    host_rel = f"{OPERATIONS}/UnaryKernel.mm"
+    """mish_backward_stub is declared in ATen/native/Activation.h, which UnaryKernel.mm and
+    BinaryKernel.mm do not include: without the include, REGISTER_DISPATCH(mish_backward_stub, ...)
+    does not compile on a Mac. With no ActivationKernel.metal the activation goes to its kind's
+    pair, which gets the include; sign_stub (UnaryOps.h, already included) adds nothing; a second
+    run has nothing to do."""
+    (real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").unlink()
+    (real_root / OPERATIONS / "ActivationKernel.mm").unlink()
+    host_rel = f"{OPERATIONS}/BinaryKernel.mm"
     assert "#include <ATen/native/Activation.h>" not in (real_root / host_rel).read_text()
-    result = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    result = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
     assert result.code == 0, result.err
     host = (real_root / host_rel).read_text()
     assert host.count("#include <ATen/native/Activation.h>\n") == 1
     assert host.index("#include <ATen/native/Activation.h>") < host.index("#ifndef")
-    assert "REGISTER_UNARY_TI_DISPATCH(mish);" in host
-    again = porter("migrate-from-mpsgraph", "mish", "--body", MISH_BODY, root=real_root)
+    assert "REGISTER_DISPATCH(mish_backward_stub, &mish_backward_mps_kernel)" in host
+    again = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
     assert again.code == 0 and "nothing to do" in again.out + again.err, (again.out, again.err)
     sign = porter("migrate-from-mpsgraph", "sign", "--dry-run", root=real_root)
     assert sign.code == 0, sign.err
-    assert "+#include" not in file_diff(sign.out, host_rel)
+    assert "+#include" not in file_diff(sign.out, f"{OPERATIONS}/UnaryKernel.mm")
 
 
 # --- case 6: a half-applied migration ---------------------------------------------------------
@@ -339,14 +371,18 @@ def test_signbit_port_is_right_for_negative_zero(real_root):
     lib = build_file(real_root / UNARY_METAL, real_root)
     values = torch.tensor([-0.0, 0.0, -1.5, 2.0, float("-inf"), float("inf")])
     client = WorkerClient()
+    checked = []
     try:
         for reg in lib.find("signbit"):
             if reg.in_type not in ("float", "half", "bfloat"):
                 continue
             got = run_registration(client, lib, reg, [values])
             assert got.tolist() == [True, False, True, False, True, False], reg.in_type
+            checked.append(reg.in_type)
     finally:
         client.close()
+    # a library with no floating registration of signbit would check nothing, and pass
+    assert sorted(checked) == ["bfloat", "float", "half"], checked
 
 
 # --- case 8: expectations porter can stand behind -------------------------------------------

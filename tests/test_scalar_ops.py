@@ -208,7 +208,7 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
              "function for an MPS row to join and it can only be ported in place (its MPS function's "
              "body replaced by a Metal call) (what is missing: a host that passes str "
              "approximate='none' by picking one Metal kernel per value of the string; here that host "
-             "is gelu_out_mps's own body: replace its MPSGraph code by the Metal calls by hand)"),
+             "is gelu_out_mps's own body: replace its MPSGraph code by the Metal calls by hand"),
     ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
             "DispatchStub for MPS to join (what is missing: an in-place port that passes Scalar "
             "alpha=1 to the kernel (porter's in-place ports pass no scalars); "

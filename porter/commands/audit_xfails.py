@@ -30,6 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from porter import exit_codes
     from porter.apply.changes import ChangeSet
     from porter.apply.write import apply_unless_dry
     from porter.source.checkout import Checkout
@@ -125,4 +126,4 @@ def run(args) -> int:
         if not stale and not failed:
             print("no stale entries")
     resolved = applied and pruned is not None and not pruned.reported
-    return 1 if failed or (stale and not resolved) else 0
+    return exit_codes.FAILED if failed or (stale and not resolved) else exit_codes.OK

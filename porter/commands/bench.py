@@ -1,4 +1,4 @@
-"""`porter bench OP`: the before/after benchmark of a port (porter.review.bench).
+"""`porter bench OP`: the before/after benchmark of a port (porter.review.bench_writer).
 
 Writes a standalone script (`bench_<op>.py`, or -o FILE) and, where torch.mps can run it
 (Apple silicon, torch 2.6+), runs it. Elsewhere nothing is measured and porter says so.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from porter import exit_codes
 
 HELP = "write (and on a Mac, run) the before/after benchmark of a port: MPSGraph path vs the Metal functor"
 
@@ -29,29 +31,29 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from porter.errors import PorterError
     from porter.harness.session import resolve_checkout
-    from porter.review import bench, bench_script
+    from porter.review import bench_script, bench_writer
 
     checkout = resolve_checkout(args.root)
     if checkout is None:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
-    cfg = bench.config(checkout.root, args.op)
+    cfg = bench_writer.config(checkout.root, args.op)
     for d in args.dtypes or []:
         if d not in cfg["kernels"]:
             raise PorterError(f"--dtype {d}: {cfg['kernel_file']} registers no {cfg['kernel']} kernel for it",
                               hint="registered: " + ", ".join(cfg["kernels"]))
     path = Path(args.output or f"bench_{cfg['op']}.py")
-    path.write_text(bench.script(cfg), encoding="utf-8")
+    path.write_text(bench_writer.script(cfg), encoding="utf-8")
     argv = ["--format", args.format, "--warmup", str(args.warmup), "--repeat", str(args.repeat)]
     if args.sizes:
         argv += ["--sizes", args.sizes]
     for d in args.dtypes or []:
         argv += ["--dtype", d]
-    found = None if args.write_only else bench.mps_module()
+    found = None if args.write_only else bench_writer.mps_module()
     if found is None:
         print(f"porter bench {args.op}: wrote {path}; nothing measured here"
               f"{'' if args.write_only else ' (no MPS device)'}: on a Mac, `python {path} "
               f"{' '.join(argv[:2])}` prints the before/after table", file=sys.stderr)
-        return 0
+        return exit_codes.OK
     mps, torch, device = found
     print(f"porter bench {args.op}: wrote {path}; running it", file=sys.stderr)
     return bench_script.main(argv, cfg, torch=torch, mps=mps, device=device)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from porter import exit_codes
+
 HELP = "show or empty porter's caches (OpInfo samples and CPU references, built kernels)"
 
 
@@ -37,7 +39,7 @@ def run(args) -> int:
         report[name] = {"path": str(path), "files": files, "bytes": size}
     if args.json:
         print(json.dumps({"ok": True, "action": args.action, "caches": report}, indent=1))
-        return 0
+        return exit_codes.OK
     verb = "removed" if args.action == "clear" else "holds"
     for name, info in report.items():
         print(f"{name:<10} {info['path']}: {verb} {info['files']} file(s), "
@@ -45,4 +47,4 @@ def run(args) -> int:
     if args.action == "info":
         print(f"the reference cache keeps at most {refcache.limit_bytes() // (1024 * 1024)} MB "
               "(PORTER_REFCACHE_MB), least recently used first out")
-    return 0
+    return exit_codes.OK

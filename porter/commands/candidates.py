@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 
 HELP = ("list elementwise ops still on MPSGraph or without MPS: kind, files a port touches, "
@@ -19,7 +20,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.survey.candidates import AUTO_CELL, find, summary
+    from porter.survey.port_candidates import AUTO_CELL, find, summary
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
@@ -33,7 +34,7 @@ def run(args) -> int:
                                          | ({"verify": verdicts[c.op].to_json()} if verdicts else {})
                                          for c in found]},
                          indent=2))
-        return 0
+        return exit_codes.OK
     from porter.commands import terminal
 
     rows = [("OP", "STATE", "SHAPE", "KIND", "AUTO", "FILES A PORT TOUCHES", "BODY FROM / WHY NOT")]
@@ -90,7 +91,7 @@ def run(args) -> int:
               "native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.")
     say("FILES leaves out OpInfo files (MPS DecorateInfos): `porter migrate-from-mpsgraph OP "
           "--dry-run` or `porter new-op OP --dry-run` shows every edit.")
-    return 0
+    return exit_codes.OK
 
 
 def _verify(checkout, found) -> dict:

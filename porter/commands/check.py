@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
@@ -54,7 +55,7 @@ def run(args) -> int:
             print(json.dumps({"path": err.path, "line": err.line, "char": None, "code": "PORTER",
                               "severity": "error", "name": "porter-error", "original": None,
                               "replacement": None, "description": str(err)}))
-            return 0
+            return exit_codes.OK
     return _run(args, fmt)
 
 
@@ -66,7 +67,7 @@ def _run(args, fmt: str) -> int:
         from porter.checks import output
         for line in output.list_checks():
             print(line)
-        return 0
+        return exit_codes.OK
     if args.list_changed_ops and not args.changed_since:
         raise PorterError("--list-changed-ops needs --changed-since REF")
     if args.explain and not args.changed_since:
@@ -112,7 +113,7 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
                     if args.explain:
                         for reason in why[op]:
                             print(f"  {reason}")
-            return 0
+            return exit_codes.OK
         if args.explain:
             for op in sorted(ops):
                 print(f"changed op {op}: " + "; ".join(why[op]), file=sys.stderr)
@@ -133,7 +134,7 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
     elif fmt == "lintrunner":
         for line in output.lintrunner(report):
             print(line)
-        return 0
+        return exit_codes.OK
     elif fmt == "github":
         for line in output.github(report):
             print(line)
@@ -146,7 +147,7 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
         for line in err:
             if not (terminal.quiet() and line.startswith("note: ")):
                 print(line, file=sys.stderr)
-    return 1 if report.findings else 0
+    return exit_codes.FAILED if report.findings else exit_codes.OK
 
 
 def _paths(values: list[str], root: Path) -> set[str] | None:

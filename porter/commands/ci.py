@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 from porter.errors import PorterError
 
@@ -244,7 +245,7 @@ def run(args) -> int:
         show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written,
                   as_json=args.json, extra={"workflow": WORKFLOW, "pins_checked": checked},
                   quiet=args.quiet)
-        return 0
+        return exit_codes.OK
     spec = args.porter_spec if args.porter_spec is not None else installed_porter_spec()
     new = render_workflow(shards=args.shards, cron=args.cron, python=args.python,
                           porter_spec=spec, torch_spec=args.torch_spec,
@@ -271,4 +272,4 @@ def run(args) -> int:
         notes.append("the workflow is up to date")
     show_plan("ci", "init", changes, notes, dry_run=args.dry_run, applied=written, as_json=args.json,
               extra={"workflow": WORKFLOW, "pins_checked": checked}, quiet=args.quiet)
-    return 0
+    return exit_codes.OK

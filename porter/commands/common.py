@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from porter import exit_codes
 
 
 def add_root_and_json(parser, formats: tuple[str, ...] = ("text", "json"), what: dict | None = None) -> None:
@@ -92,7 +93,7 @@ def run_tests_after(args, root, op: str) -> int:
     if args.no_test:
         print(f"note: --no-test: the files were written and {op} was not tested; `porter test "
               f"{op} --device emulate --reference-inputs` gives the verdict", file=sys.stderr)
-        return 0
+        return exit_codes.OK
     device = resolve_device(args.device)
     if device == "emulate":
         from porter.emulate.toolchain import compiler
@@ -102,28 +103,28 @@ def run_tests_after(args, root, op: str) -> int:
         except PorterError:
             print(f"note: {op} was not tested: no C++ compiler for the Metal emulator (set CXX, "
                   f"or run `porter test {op}` on a Mac)", file=sys.stderr)
-            return 0
+            return exit_codes.OK
     import io
 
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
     code = run_after_edit(op, root, device, out=out, reference_inputs=True)
-    if code != 0:
+    if code != exit_codes.OK:
         print(f"porter: error: the files were written and are red: {op} fails its test on "
               f"{device} (table above; `porter test {op} --device {device} --reference-inputs` "
               "reruns it, `--no-test` skips it)", file=sys.stderr)
-        return 1
-    return 0
+        return exit_codes.FAILED
+    return exit_codes.OK
 
 
 def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
-    """Check the planned port (porter.commands.verify), write it unless it is refused, report it.
+    """Check the planned port (porter.commands.before_writing), write it unless it is refused, report it.
 
     Exit status: 0 for a complete port (or nothing to do), 1 for an incomplete one, written
     only with --allow-incomplete; a port that does not build is refused (exit 1) before this."""
     from porter.apply.report import show_plan
     from porter.apply.write import apply_unless_dry
-    from porter.commands.verify import verify
+    from porter.commands.before_writing import verify
 
     outcome = verify(command, checkout, plan, body=args.body, complex_body=args.complex_body,
                      build=not args.no_build)
@@ -132,12 +133,12 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
     if incomplete and not args.allow_incomplete:
         show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run,
                   applied=None, as_json=args.json, extra=extra, refused=incomplete)
-        return 1
+        return exit_codes.FAILED
     written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
               as_json=args.json, extra=extra, incomplete=incomplete, quiet=getattr(args, "quiet", False))
     if incomplete:
-        return 1
+        return exit_codes.FAILED
     if written:
         return run_tests_after(args, checkout.root, plan.spec.op)
-    return 0
+    return exit_codes.OK

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from porter import exit_codes
+
 HELP = "host emulation of the Metal kernels (no Apple GPU needed): `check` builds and compares them"
 
 
@@ -38,7 +40,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"ok": not failed, "summary": stats, "notes": notes,
                           "results": as_json(results)}, indent=1))
-        return 1 if failed else 0
+        return exit_codes.FAILED if failed else exit_codes.OK
     rel = lambda p: str(p).replace(str(checkout.root) + "/", "")   # noqa: E731
     width = max((len(r.kernel) for r in results), default=6)
     print(f"{'kernel':<{width}}  {'in':<6}  {'out':<6}  {'status':<12}  detail")
@@ -57,4 +59,4 @@ def run(args) -> int:
     print(f"\n{stats['registered']} registered kernels in {len(files)} files: {counts}; "
           f"{stats['matched_fraction']:.1%} build and match CPU "
           f"({stats['bit_exact']} of the matches bit-exact)")
-    return 1 if failed else 0
+    return exit_codes.FAILED if failed else exit_codes.OK

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+from porter import exit_codes
+
 HELP = "write the pull-request description of a port: what moved, files, verdicts, Mac test commands, checklist"
 FORMATS = ("markdown", "json")
 
@@ -48,4 +50,4 @@ def run(args) -> int:
         print(json.dumps(data | {"markdown": text}, indent=1))
     else:
         sys.stdout.write(text)
-    return 0 if data["ok"] else 1
+    return exit_codes.OK if data["ok"] else exit_codes.FAILED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from porter import exit_codes
 from porter.commands.common import add_root_and_json
 
 HELP = "one screen on an op: yaml rows, MPS state, kernel, registrations, expectations, next command"
@@ -28,7 +29,7 @@ def run(args) -> int:
         print(json.dumps({"ok": True, **st.to_json()}, indent=2))
     else:
         print("\n".join(render(st)))
-    return 0
+    return exit_codes.OK
 
 
 def _dtypes(names) -> str:

@@ -15,7 +15,7 @@ operation, as torch's CPU kernels do), and torch's mismatch message. `max_errors
 op_db run's `_update_errors` (float64 / complex128). A test runs every op of the real-size
 tree's kernel files both ways and compares the tables.
 
-Only `from_torch` / `to_torch` import torch, and only the cold path (which has it loaded) calls them.
+Only `from_torch` imports torch, and only the cold path (which has it loaded) calls it.
 """
 
 from __future__ import annotations
@@ -114,13 +114,6 @@ def from_torch(t) -> PArray:
     if name == "bfloat16":
         return PArray(name, t.view(torch.uint16).numpy().copy())
     return PArray(name, t.numpy().copy())
-
-
-def to_torch(a: PArray):
-    import torch
-    if a.dtype == "bfloat16":
-        return torch.from_numpy(a.data.copy()).view(torch.bfloat16)
-    return torch.from_numpy(a.data.copy())
 
 
 def real_part(a: PArray) -> PArray:

@@ -9,7 +9,8 @@
   (which registration runs a sample is porter.dispatch.kernel_choice's).
 
 Imports torch only lazily. May import: `porter.dispatch`, `porter.source`, `porter.runtime`,
-`porter.errors`, and of planning `porter.port.resolve` (whether a stub has no MPS kernel) and
-`porter.port.functor` (the functor examples build_check compiles). Never the harness, which
-runs this package as one of its devices, nor anything above it (tests/test_layout.py).
+`porter.errors`, `porter.exit_codes`, and of planning `porter.port.resolve` (whether a stub
+has no MPS kernel) and `porter.port.functor` (the functor examples build_check compiles).
+Never the harness, which runs this package as one of its devices, nor anything above it
+(tests/test_layout.py).
 """

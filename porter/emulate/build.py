@@ -26,10 +26,11 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from porter import exit_codes
 from porter.emulate import dialect, groups, headers, metal_builtins
-from porter.emulate.toolchain import (  # noqa: F401 (part of this module's interface)
-    _IMPL, _LOC, _MISMATCH, FLAGS, GXX_TYPES, PRIMARY_VERSION, _blocks, _cache_key, _compiler_id,
-    _error_text, _first_error, _metal_type, _precompiled_prelude, _site_line, cache_dir, compiler,
+from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
+    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
+    diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude, site_line,
     version_flags)
 from porter.errors import PorterError
 
@@ -55,7 +56,7 @@ def is_build_error(message: str) -> bool:
 class EmulateBuildError(PorterError):
     """The kernel file cannot be built: a wrong registration or an unsupported construct
     outside any functor. A failed check, not bad usage."""
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     dirs = headers.include_dirs(root)
     cxx = compiler()
     flags = version_flags(FLAGS + [opt], version)
-    key = _cache_key(text, dirs, flags, cxx)
+    key = cache_key(text, dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
     if use_cache and so_path.is_file() and meta_path.is_file():
@@ -184,7 +185,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
                 break
             progress = _quarantine(err, lines, display_path, quarantined, dropped, strict)
             if not progress:
-                raise EmulateBuildError(_first_error(err, display_path),
+                raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
         else:
             raise EmulateBuildError(f"{display_path}: still failing after "
@@ -246,7 +247,7 @@ def _other_versions(lines: list[str], display_path, root, quarantined: dict[str,
 
 
 def _piece_key(piece: groups.Piece, dirs, flags, cxx) -> str:
-    return _cache_key(f"piece\0{piece.name}\0{piece.key_text}", dirs, flags, cxx)
+    return cache_key(f"piece\0{piece.name}\0{piece.key_text}", dirs, flags, cxx)
 
 
 def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Path]]:
@@ -277,7 +278,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     if len(parts) < 2:
         return None
     functors = [n for p in parts for n in p.names if n != groups.REST]
-    pch = _precompiled_prelude(cxx, flags, dirs)
+    pch = precompiled_prelude(cxx, flags, dirs)
     keys = [_piece_key(p, dirs, flags, cxx) for p in parts]
     objects = [cache_dir() / f"piece-{k}.o" for k in keys]
     metas = [cache_dir() / f"piece-{k}.json" for k in keys]
@@ -309,7 +310,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 break
             err = proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
             if not _quarantine(err, plines, display_path, quarantined, dropped, strict):
-                raise EmulateBuildError(_first_error(err, display_path),
+                raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
         else:
             raise EmulateBuildError(f"{display_path}: still failing after "
@@ -328,8 +329,18 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         for i, r in zip(todo, pool.map(build_piece, todo)):
             results[i] = r
     tmp_so = tmpdir / "kernel.so"
-    proc = subprocess.run([cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)],
-                          capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    link = [cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)]
+    proc = subprocess.run(link, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0 and "multiple definition" in (proc.stderr or proc.stdout):
+        # Metal builds the file as one translation unit; every piece is compiled from the
+        # whole text, so a plain function of the file or of a header it includes (c10/metal/
+        # expm1f.h's expm1f_scaled_unchecked) is in each piece's object, the same definition.
+        # A real redefinition is a compile error inside each piece, so letting the linker keep
+        # one copy keeps Metal's meaning; where it cannot, the whole file is built in one piece.
+        proc = subprocess.run([*link[:-2], "-Wl,--allow-multiple-definition", *link[-2:]],
+                              capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+        if proc.returncode != 0:
+            return None
     if proc.returncode != 0:
         raise EmulateBuildError(f"{display_path}: the pieces of the file do not link: "
                                 f"{(proc.stderr or proc.stdout).strip()[:300]}")
@@ -380,7 +391,7 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     items = ", ".join(json.dumps(k) for k in skip) + ", " if skip else ""
     (tmpdir / "porter_skip.h").write_text(SKIP_HEADER.replace("ITEMS", items))
     tmp_so = tmpdir / "kernel.so"
-    pch = _precompiled_prelude(cxx, flags, dirs)
+    pch = precompiled_prelude(cxx, flags, dirs)
     cmd = [cxx, *flags, *([f"-I{pch}"] if pch else []), f"-I{tmpdir}", *(f"-I{d}" for d in dirs),
            "-include", "porter/prelude.h", "-include", "porter_skip.h",
            "-x", "c++", str(src), "-o", str(tmp_so)]
@@ -419,17 +430,17 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
                 dropped: list[str], strict: bool) -> bool:
     progress = False
     cut: list[tuple[int, int]] = []     # functors blanked this round: their later errors are theirs
-    for block in _blocks(stderr):
+    for block in diagnostic_blocks(stderr):
         text = "\n".join(block)
-        site = _site_line(block, display_path)
+        site = site_line(block, display_path)
         where = f"{display_path}:{site}" if site else str(display_path)
-        if _MISMATCH.search(text):
+        if MISMATCH_RE.search(text):
             # g++ closes one registration's diagnostics with a note naming it, inside the next
             # error's block: the last mention in a block is the registration that block is about
-            impl = _last(_IMPL, text)
+            impl = _last(IMPL_RE, text)
             m = _last(re.compile(r"check_output\(\) \[with R = (.+?); O = (.+?)\]"), text)
-            actual, declared = (_metal_type(m.group(1)), _metal_type(m.group(2))) if m else ("?", "?")
-            name, in_t = (impl.group(1), _metal_type(text[impl.end():])) if impl else ("?", "?")
+            actual, declared = (metal_type(m.group(1)), metal_type(m.group(2))) if m else ("?", "?")
+            name, in_t = (impl.group(1), metal_type(text[impl.end():])) if impl else ("?", "?")
             message = (f"{where}: {name} registered with output type {declared} for input "
                        f"{in_t}, but {name}_functor returns {actual}")
             if strict:
@@ -439,14 +450,14 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
                 quarantined[key] = f"{WRONG_OUTPUT}: {message}"
                 progress = True
             continue
-        impl = _IMPL.search(text)
+        impl = IMPL_RE.search(text)
         if impl:
-            key = f"{impl.group(1)}|{_metal_type(text[impl.end():])}"
+            key = f"{impl.group(1)}|{metal_type(text[impl.end():])}"
             if key not in quarantined:
-                quarantined[key] = _classified(f"{where}: {_error_text(block)}")
+                quarantined[key] = _classified(f"{where}: {error_text(block)}")
                 progress = True
             continue
-        m = _LOC.match(block[-1])
+        m = LOCATION_RE.match(block[-1])
         if m and m.group("file") == str(display_path):
             err_line = int(m.group("line"))
             if any(start <= err_line <= end for start, end in cut):

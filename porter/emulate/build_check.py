@@ -14,6 +14,7 @@ import re
 import shutil
 import os
 
+from porter import exit_codes
 from porter.errors import PorterError
 
 INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*$|^using namespace [\w:]+;$", re.M)
@@ -22,7 +23,7 @@ INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*$|^using namespace [\w:]+;$
 class BuildRefused(PorterError):
     """A planned file does not build: a failed check, not bad usage. `error` is the compiler's
     first error alone, where the message wraps it, for a caller that words the refusal anew."""
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
     def __init__(self, message: str, *, error: str | None = None, **where):
         super().__init__(message, **where)
@@ -30,7 +31,7 @@ class BuildRefused(PorterError):
 
 
 class NoCompiler(PorterError):
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 def compiler_available() -> bool:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from porter.emulate import headers, metal_language
 from porter.emulate.toolchain import (
-    FLAGS, METAL_VERSIONS, PRIMARY_VERSION, _cache_key, cache_dir, compiler, preprocess,
+    FLAGS, METAL_VERSIONS, PRIMARY_VERSION, cache_dir, cache_key, compiler, preprocess,
     version_flags)
 
 _PCH_PRAGMA = re.compile(r'^#pragma GCC pch_preprocess "[^"]*"\n', re.M)
@@ -55,7 +55,7 @@ def view(text: str, display_path, root: Path | None, version: int, *,
     dirs = headers.include_dirs(root)
     cxx = compiler()
     flags = version_flags(FLAGS + ["-O0"], version)
-    key = _cache_key(f"dialect\0{display_path}\0{text}", dirs, flags, cxx)
+    key = cache_key(f"dialect\0{display_path}\0{text}", dirs, flags, cxx)
     cached = cache_dir() / f"dialect-{key}.json"
     if use_cache and cached.is_file():
         data = json.loads(cached.read_text())
@@ -124,7 +124,7 @@ def _prelude_fingerprint(cxx: str, flags: list[str], dirs: list[Path]) -> str:
     """A hash of the shim and c10/metal prelude as this version preprocesses it (once per set of
     headers and flags; its `#if __METAL_VERSION__` branches are what the `-E` of a kernel file
     does not show: the precompiled prelude is named there, not expanded)."""
-    key = _cache_key("prelude", dirs, flags, cxx)
+    key = cache_key("prelude", dirs, flags, cxx)
     if key in _PRELUDE_PRINTS:
         return _PRELUDE_PRINTS[key]
     path = cache_dir() / f"prelude-{key}.txt"

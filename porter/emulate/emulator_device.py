@@ -16,11 +16,11 @@ import threading
 from pathlib import Path
 
 from porter.dispatch import kernel_choice
-from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex, torch_dtype
+from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
-from porter.emulate.hostmap import HostKernel, host_kernels
+from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 
 
@@ -53,16 +53,6 @@ class EmulateBackend:
         with the message the GPU gives, as it fails on a Mac."""
         return None
 
-    def registered_dtypes(self, opinfo) -> set:
-        """torch dtypes whose (promoted) input the .metal registers a built kernel for."""
-        dtypes = set()
-        for host in self._candidates(opinfo):
-            lib = self._library(host.metal)
-            for reg in lib.find(host.kernel):
-                if reg.built and torch_dtype(reg.in_type) is not None:
-                    dtypes.add(torch_dtype(reg.in_type))
-        return dtypes
-
     def skip_reason(self, opinfo) -> str | None:
         """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of
         a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
@@ -86,6 +76,11 @@ class EmulateBackend:
         if missing:
             return missing
         for host in self._candidates_named(op):
+            if host.condition:
+                return (f"not proven: {host.stub}_stub is registered for MPS under "
+                        f"{host.condition}, a condition porter cannot evaluate: a build that "
+                        f"does not define it has no kernel ('{host.stub}_stub: missing kernel "
+                        f"for mps'); register it unconditionally")
             try:
                 lib = self._library(host.metal)
             except EmulateBuildError as err:
@@ -202,7 +197,14 @@ class EmulateBackend:
     def _host_kernels(self, names: set[str]) -> list[HostKernel]:
         if self._host is None:
             self._host = host_kernels(self.root)
-        return [h for h in self._host if h.op in names]
+        found = [h for h in self._host if h.op in names]
+        if not found:
+            # an op whose stub is shared and named after another (shrink_backward_stub)
+            for name in sorted(n for n in names if "." not in n):
+                found = shared_stub_kernels(self.root, name, self._host)
+                if found:
+                    break
+        return found
 
     def _candidates(self, opinfo) -> list[HostKernel]:
         return self._candidates_named(OpNames.of(opinfo))

@@ -146,11 +146,13 @@ def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
     """What the stub's kernel function receives, in its parameter order."""
     if call is None:       # the stub's parameters are the schema's scalars, as resolve checks
         return [values_by_schema[s] for s in schema_order]
-    if len(call.arguments) != len(schema_order):
+    aligned = len(call.parameters) == len(schema_order)
+    if len(call.arguments) != len(schema_order) and not aligned:
         raise HostCodeUnknown(f"the shared function passes {len(call.arguments)} scalar(s) to the "
                               f"stub, the op has {len(schema_order)}")
-    # the shared function names the schema's arguments its own way (pos_inf for posinf)
-    names = call.parameters if len(call.parameters) == len(schema_order) else schema_order
+    # the shared function names the schema's arguments its own way (pos_inf for posinf); it may
+    # pass fewer than it takes (leaky_relu_backward's `is_result` stays with the meta function)
+    names = call.parameters if aligned else schema_order
     env = {n: values_by_schema[s] for n, s in zip(names, schema_order)}
     return [_evaluate(a, env) for a in call.arguments]
 

@@ -9,10 +9,10 @@ plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`specia
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from porter.source.checkout import KERNELS, OPERATIONS
+from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
 from porter.source.host_scan import HostFile
 
 # stubs whose op (OpInfo name) is not the stub's name
@@ -26,7 +26,6 @@ class HostKernel:
     stub: str         # "special_erfcx"
     kernel: str       # kernel name in the .metal ("erfcx")
     metal: Path       # the paired .metal file
-    has_scalar: bool  # the host passes a Scalar (alpha, decimals)
     params: str = ""          # the host function's parameter list
     body: str = ""            # the host function's text (how it builds the kernel's alpha)
     params_struct: str = ""   # "SoftplusParams" when a params struct travels with the call
@@ -34,6 +33,27 @@ class HostKernel:
     # its stub call passes after the iterator (("-alpha",))
     via_op: str = ""
     via_arguments: tuple[str, ...] | None = None
+    # the registration is under a preprocessor condition porter cannot decide (`#ifdef X`):
+    # that condition and where (whether MPS has the kernel at all is not proven)
+    condition: str = ""
+
+
+def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
+    """The kernels of an op whose structured kernel runs a stub named after another op
+    (`hardshrink_backward_out` runs `shrink_backward_stub`, shared with softshrink_backward):
+    read from the op's TORCH_IMPL_FUNC in the checkout's native .cpp files."""
+    from porter.source.cpu_kernel import impl_stubs
+
+    native = Path(root) / NATIVE
+    for cpp in sorted(native.glob("*.cpp")):
+        text = cpp.read_text(encoding="utf-8", errors="replace")
+        if f"{op}_out" not in text:
+            continue
+        stubs = impl_stubs(text).get(f"{op}_out")
+        if stubs:
+            names = {s.removesuffix("_stub") for s in stubs}
+            return [replace(k, op=op, via_op=op) for k in kernels if k.stub in names]
+    return []
 
 
 def op_name(stub: str) -> str:
@@ -42,6 +62,11 @@ def op_name(stub: str) -> str:
     if stub.startswith("special_"):
         return "special." + stub[len("special_"):]
     return stub
+
+
+def _condition(host: HostFile, mm: Path, line: int) -> str:
+    condition = host.condition_at_line(line)
+    return f"`{condition}` ({mm.parent.name}/{mm.name}:{line})" if condition else ""
 
 
 def host_kernels(root: Path) -> list[HostKernel]:
@@ -53,8 +78,9 @@ def host_kernels(root: Path) -> list[HostKernel]:
         if not metal.is_file():
             continue
         host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
-        for name in host.ti_dispatch_names:
-            found.append(HostKernel(op_name(name), name, name, metal, False))
+        for name, line in host.ti_dispatches:
+            found.append(HostKernel(op_name(name), name, name, metal,
+                                    condition=_condition(host, mm, line)))
         for reg in host.dispatch_registrations:
             if reg.via_macro or not reg.stub.endswith("_stub"):
                 continue
@@ -67,8 +93,8 @@ def host_kernels(root: Path) -> list[HostKernel]:
                 if call.with_params:
                     m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
                     struct = m.group(1) if m else "?"
-                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, call.passes_scalar,
-                                        fn.params, body, struct))
+                found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
+                                        struct, condition=_condition(host, mm, reg.line)))
     return found + in_place_kernels(root)
 
 
@@ -110,9 +136,5 @@ def in_place_kernels(root: Path) -> list[HostKernel]:
             # a kernel no .metal registers is still the op's MPS path: its test fails, as on a Mac
             metal = metal or (paired[0] if paired else None)
             if metal is not None:
-                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal, bool(call["scalar"])))
+                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal))
     return found
-
-
-def kernels_for_op(root: Path, op: str) -> list[HostKernel]:
-    return [k for k in host_kernels(root) if k.op == op]

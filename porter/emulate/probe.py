@@ -16,8 +16,8 @@ from pathlib import Path
 
 from porter.emulate import dialect, headers
 from porter.emulate.toolchain import (
-    _IMPL, _LOC, _MISMATCH, FLAGS, PRIMARY_VERSION, _blocks, _cache_key, _metal_type,
-    _precompiled_prelude, _site_line, cache_dir, compiler, version_flags)
+    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
+    diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags)
 
 
 def probe_source(text: str, display_path: str | Path, root: str | Path | None, only,
@@ -69,7 +69,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     else:
         keys = sorted(set(only))
         header = ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(f'{k}|*')}, " for k in keys))
-    key = _cache_key("probe\0" + header + "\0" + text, dirs, flags, cxx)
+    key = cache_key("probe\0" + header + "\0" + text, dirs, flags, cxx)
     result_path = cache_dir() / f"probe-{key}.json"
     if use_cache and result_path.is_file():
         return json.loads(result_path.read_text())["error"]
@@ -78,7 +78,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
         src = tmpdir / "kernel.cpp"
         src.write_text(f'#line 1 "{display_path}"\n{text}')
         (tmpdir / "porter_skip.h").write_text(header)
-        pch = _precompiled_prelude(cxx, build_flags, dirs)
+        pch = precompiled_prelude(cxx, build_flags, dirs)
         cmd = [cxx, *flags, *([f"-I{pch}"] if pch else []), f"-I{tmpdir}",
                *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
                "-include", "porter_skip.h", "-x", "c++", str(src)]
@@ -98,21 +98,21 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
 
 def probe_error(stderr: str, display_path) -> str:
     """The first error, as `file:line: message`; a wrong registered output type is named as such."""
-    blocks = _blocks(stderr)
+    blocks = diagnostic_blocks(stderr)
     if not blocks:
         return f"{display_path}: compiler failed: {stderr.strip()[:300]}"
     block = blocks[0]
     text = "\n".join(block)
-    site = _site_line(block, display_path)
-    if _MISMATCH.search(text):
-        impl = _IMPL.search(text)
+    site = site_line(block, display_path)
+    if MISMATCH_RE.search(text):
+        impl = IMPL_RE.search(text)
         m = re.search(r"check_output\(\) \[with R = (.+?); O = (.+?)\]", text)
-        actual, declared = (_metal_type(m.group(1)), _metal_type(m.group(2))) if m else ("?", "?")
-        name, in_t = (impl.group(1), _metal_type(text[impl.end():])) if impl else ("?", "?")
+        actual, declared = (metal_type(m.group(1)), metal_type(m.group(2))) if m else ("?", "?")
+        name, in_t = (impl.group(1), metal_type(text[impl.end():])) if impl else ("?", "?")
         where = f"{display_path}:{site}" if site else str(display_path)
         return (f"{where}: {name} registered with output type {declared} for input {in_t}, "
                 f"but {name}_functor returns {actual}")
-    m = _LOC.match(block[-1])
+    m = LOCATION_RE.match(block[-1])
     if not m:
         return block[-1]
     if m.group("file") != str(display_path) and site:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from porter.emulate import headers
 from porter.errors import PorterError
-from porter.runtime.cache import cache_dir as porter_cache_dir
+from porter.runtime.cache_dir import cache_dir as porter_cache_dir
 
 FLAGS = [
     "-std=c++17", "-fPIC", "-shared", "-g0",
@@ -70,7 +70,7 @@ def compiler() -> str:
     return cxx
 
 
-def _compiler_id(cxx: str) -> str:
+def compiler_id(cxx: str) -> str:
     # stat instead of `--version`: a cached rebuild must cost milliseconds.
     path = shutil.which(cxx) or cxx
     real = os.path.realpath(path)
@@ -78,10 +78,10 @@ def _compiler_id(cxx: str) -> str:
     return f"{real}:{st.st_size}:{int(st.st_mtime)}"
 
 
-def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
+def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
     h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
-    h.update(_compiler_id(cxx).encode())
+    h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):
         h.update(str(f.name).encode())
@@ -90,11 +90,11 @@ def _cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -
     return h.hexdigest()[:32]
 
 
-def _precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | None:
+def precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | None:
     """A directory holding porter/prelude.h.gch (shim + c10/metal headers, parsed once per
     cache), or None when the compiler cannot make one (the plain header is used then)."""
     key_dirs = [d for d in dirs if d == headers.SHIM_DIR or (d / "c10" / "metal").is_dir()]
-    h = hashlib.sha256(b"pch-v1\0" + _compiler_id(cxx).encode() + "\0".join(flags).encode())
+    h = hashlib.sha256(b"pch-v1\0" + compiler_id(cxx).encode() + "\0".join(flags).encode())
     for d in key_dirs:
         h.update(str(d).encode())
     for f in headers.header_files(key_dirs):
@@ -121,7 +121,7 @@ def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: 
                extra_includes: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
     """The kernel translation unit as the compiler sees it (`-E`; the precompiled prelude is
     named, not expanded): (text, None), or (None, the compiler's errors)."""
-    pch = _precompiled_prelude(cxx, flags, dirs)
+    pch = precompiled_prelude(cxx, flags, dirs)
     out = src.with_suffix(f".{abs(hash(tuple(flags))) % 10**8}.ii")
     cmd = [cxx, *[f for f in flags if f != "-shared"], *([f"-I{pch}"] if pch else []),
            f"-I{src.parent}", *(f"-I{d}" for d in dirs), "-include", "porter/prelude.h",
@@ -135,31 +135,31 @@ def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: 
 
 # ----------------------------------------------------------------- diagnostics
 
-_LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>error|note|warning): (?P<msg>.*)$")
-_IMPL = re.compile(r"porter::(?:Unary|UnaryAlpha|Binary|BinaryAlpha|Ternary)<(\w+)_functor, ")
-_MISMATCH = re.compile(r"registered_output_type_differs_from_functor_result<")
+LOCATION_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>error|note|warning): (?P<msg>.*)$")
+IMPL_RE = re.compile(r"porter::(?:Unary|UnaryAlpha|Binary|BinaryAlpha|Ternary)<(\w+)_functor, ")
+MISMATCH_RE = re.compile(r"registered_output_type_differs_from_functor_result<")
 
 
-def _blocks(stderr: str) -> list[list[str]]:
+def diagnostic_blocks(stderr: str) -> list[list[str]]:
     """Split g++ output into one block per error: its context lines, then the error."""
     blocks, current = [], []
     for line in stderr.splitlines():
         current.append(line)
-        m = _LOC.match(line)
+        m = LOCATION_RE.match(line)
         if m and m.group("kind") == "error":
             blocks.append(current)
             current = []
     return blocks
 
 
-def _metal_type(spelled: str) -> str:
+def metal_type(spelled: str) -> str:
     for gxx in sorted(GXX_TYPES, key=len, reverse=True):
         if spelled.startswith(gxx):
             return GXX_TYPES[gxx]
     return spelled.split(",")[0].split(">")[0].strip()
 
 
-def _site_line(block: list[str], display_path) -> int | None:
+def site_line(block: list[str], display_path) -> int | None:
     """Line of the user's file where the failing thing was required or expanded."""
     best = None
     prefix = f"{display_path}:"
@@ -171,14 +171,14 @@ def _site_line(block: list[str], display_path) -> int | None:
     return best
 
 
-def _error_text(block: list[str]) -> str:
-    m = _LOC.match(block[-1])
+def error_text(block: list[str]) -> str:
+    m = LOCATION_RE.match(block[-1])
     return m.group("msg") if m else block[-1]
 
 
-def _first_error(stderr: str, display_path) -> str:
-    blocks = _blocks(stderr)
+def first_error(stderr: str, display_path) -> str:
+    blocks = diagnostic_blocks(stderr)
     if not blocks:
         return f"{display_path}: compiler failed: {stderr.strip()[:300]}"
-    m = _LOC.match(blocks[0][-1])
+    m = LOCATION_RE.match(blocks[0][-1])
     return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}" if m else blocks[0][-1]

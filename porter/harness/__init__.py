@@ -12,7 +12,7 @@ Imports torch lazily (inside functions): `porter --help` and the scaffolding com
 pay for it. May import: `porter.dispatch`, `porter.emulate` (the `--device emulate` device),
 `porter.source`, `porter.apply` (the pruned expectations it writes, its tables),
 `porter.port` (measure_port plans a port in memory to measure it), `porter.runtime`,
-`porter.errors`. Never the commands (tests/test_layout.py).
+`porter.errors`, `porter.exit_codes`. Never the commands (tests/test_layout.py).
 """
 
 from __future__ import annotations

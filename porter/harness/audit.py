@@ -103,11 +103,13 @@ def run(root, device: str, keys: list[str], jobs: int = 1, progress: bool = Fals
 
 
 def stale_lines(results) -> list[str]:
+    from porter.harness.verdicts import XPASS
+
     lines = []
     for r in results:
         by_source: dict[str, list[str]] = {}
         for d in r.dtypes:
-            if d.outcome == "xpass":
+            if d.outcome == XPASS:
                 for src in d.expected_by:
                     by_source.setdefault(src, []).append(d.dtype)
         for src, dtypes in by_source.items():

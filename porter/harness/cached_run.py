@@ -103,7 +103,7 @@ class CachedSource:
         """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""
         rec, xfail, skip = self.rec, [], []
         for entry in self.exp.active(rec["key"], dtype, macos=None):
-            (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
+            (skip if entry.kind == expmod.KIND_SKIP else xfail).append(entry.where)
         if self.exp.complex_xfail(rec["key"], dtype):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {rec['key']!r}")
         recorded = rec["decorators"].get(dtype)

@@ -84,10 +84,6 @@ def register_backend(name: str, factory: Callable[[object], Backend]) -> None:
     _FACTORIES[name] = factory
 
 
-def unregister_backend(name: str) -> None:
-    _FACTORIES.pop(name, None)
-
-
 def _emulate(root):
     if root is None:        # the other devices test the installed torch; this one the tree's kernels
         raise PorterError("--device emulate runs a checkout's Metal kernels, and none was found",
@@ -118,10 +114,6 @@ register_backend("mps-shader", _mps_shader)
 # devices a user picks; `cpu` and `cpu-mps` are diagnostic (overhead measurement, audits
 # without a Mac) and not advertised
 PUBLIC_DEVICES = ("mps", "cuda", "emulate", "mps-shader")
-
-
-def backend_names() -> list[str]:
-    return sorted(_FACTORIES)
 
 
 def get_backend(name: str, root=None) -> Backend:

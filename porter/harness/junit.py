@@ -41,11 +41,11 @@ def render(results: list[OpResult], root: str | None = None) -> str:
                     el.text += "\n".join(text(d.mismatches, indent="")) + "\n"
                 el.text += f"repro: {repro(result, d.dtype, d.first_failure, root)}\n"
             elif d.outcome == XPASS:
-                ET.SubElement(case, "failure", type="xpass",
+                ET.SubElement(case, "failure", type=XPASS.value,
                               message="unexpected success: expected to fail by "
                                       + "; ".join(d.expected_by))
             elif d.outcome == XFAIL:
-                ET.SubElement(case, "skipped", type="xfail",
+                ET.SubElement(case, "skipped", type=XFAIL.value,
                               message="expected failure: " + "; ".join(d.expected_by))
             elif d.outcome == SKIP:
                 ET.SubElement(case, "skipped", message=d.message or "skipped")

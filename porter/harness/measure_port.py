@@ -1,4 +1,4 @@
-"""`porter candidates --verify` and the sweep: port an op in memory and measure the port.
+"""`porter candidates --verify`: port an op in memory and measure the port.
 
 Each op is planned as `new-op` / `migrate-from-mpsgraph` would plan it (no `--body`: the
 automatic body), nothing is written to the checkout. The planned kernel and host files are laid
@@ -55,7 +55,7 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
         plan = plan_in_memory(checkout, op, state)
     except PorterError as err:
         return Verdict(op, REFUSED, err.message)
-    # what the editing command refuses before writing (porter.commands.verify): registrations
+    # what the editing command refuses before writing (porter.commands.before_writing): registrations
     # a Mac rejects, and an incomplete port (a dtype without a kernel, a functor without a body)
     wrong = getattr(plan, "wrong", None) or []
     if wrong:
@@ -136,7 +136,3 @@ def _shadow(checkout: co.Checkout, changes, tmp: Path) -> Path:
     for source in (root / co.NATIVE).glob("*.cpp"):
         (tmp / co.NATIVE / source.name).symlink_to(source)
     return tmp
-
-
-def sweep(checkout: co.Checkout, candidates, reference_inputs: bool = False) -> list[Verdict]:
-    return [verify(checkout, c.op, c.state, reference_inputs) for c in candidates]

@@ -24,7 +24,9 @@ from porter.source.xfail_lists import assignment
 MODIFIER = "mps_ops_modifier"
 GRAD_MODIFIER = "mps_ops_grad_modifier"       # test_output_grad_match's lists
 
-XFAIL, SKIP, XFAIL_OLD_MACOS = "xfail", "skip", "xfail-old-macos"
+# what an entry says of its dtypes (Entry.kind), not a test's outcome (verdicts.Outcome): a
+# dtype of a KIND_XFAIL entry comes out xfail when it fails and xpass when it passes
+KIND_XFAIL, KIND_SKIP, KIND_XFAIL_OLD_MACOS = "xfail", "skip", "xfail-old-macos"
 
 _MACOS_BEFORE = re.compile(r"MACOS_BEFORE_(\d+)_(\d+)")
 # dtype attribute aliases as written in upstream lists -> canonical torch dtype names
@@ -44,7 +46,7 @@ class Entry:
     """One `"key": value` item of an expectation dict, with its place in the source."""
 
     dict_name: str
-    kind: str                      # XFAIL, SKIP or XFAIL_OLD_MACOS
+    kind: str                      # KIND_XFAIL, KIND_SKIP or KIND_XFAIL_OLD_MACOS
     key: str                       # op.name + op.variant_test_name
     dtypes: tuple[str, ...] | None  # None: every dtype
     line: int                      # 1-based line of the key
@@ -96,7 +98,7 @@ class Expectations:
         if self.gates is not None:
             gate = self.gates.get(e.dict_name, False)
             return gate is not False and _truth(gate, version)
-        return not (e.kind == XFAIL_OLD_MACOS and version >= e.macos_before)
+        return not (e.kind == KIND_XFAIL_OLD_MACOS and version >= e.macos_before)
 
     def complex_xfail(self, key: str, dtype: str) -> bool:
         return (self.complex_supported is not None and dtype in ("complex64", "complex32")
@@ -277,9 +279,9 @@ def _kind(name: str, grad: bool = False) -> str | None:
     if grad:          # mps_ops_grad_modifier: XFAILLIST_GRAD, SKIPLIST_GRAD, ON_MPS_XFAILLIST
         name = name.removesuffix("_GRAD")
     if name.endswith("SKIPLIST"):
-        return SKIP
+        return KIND_SKIP
     if name.endswith("XFAILLIST"):
-        return XFAIL_OLD_MACOS if _MACOS_BEFORE.search(name) else XFAIL
+        return KIND_XFAIL_OLD_MACOS if _MACOS_BEFORE.search(name) else KIND_XFAIL
     return None
 
 

@@ -129,15 +129,6 @@ class MpsShaderBackend(EmulateBackend):
     # supported_dtypes (None: every dtype the MPS test sends runs, a missing kernel fails as on
     # a Mac) and skip_reason (no *Kernel.mm dispatches the op) are the emulator's
 
-    def registered_dtypes(self, opinfo) -> set:
-        """torch dtypes whose (promoted) input the .metal registers a kernel for."""
-        dtypes = set()
-        for host in self._candidates(opinfo):
-            for reg in self._static_registrations(host.metal):
-                if reg.kernel == host.kernel and torch_dtype(reg.in_type) is not None:
-                    dtypes.add(torch_dtype(reg.in_type))
-        return dtypes
-
     def build_error(self, opinfo) -> str | None:
         """The Metal compiler's words when the op's kernel file does not compile: every dtype
         fails then, as no kernel of the file can be loaded."""

@@ -341,7 +341,7 @@ def _expectations(info, dtype, ctx: RunContext, device_type: str):
         # test_output_grad_match has lists of its own (mps_ops_grad_modifier)
         expected = _grad_expectations(ctx) if test_name == GRAD_TEST_NAME else ctx.expectations
         for entry in expected.active(key, name, macos=ctx.macos):
-            (skip if entry.kind == expmod.SKIP else xfail).append(entry.where)
+            (skip if entry.kind == expmod.KIND_SKIP else xfail).append(entry.where)
         if test_name == TEST_NAME and ctx.expectations.complex_xfail(key, name):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {key!r}")
     dec_xfail, dec_skip, floors = decorator_expectations(info, dtype, device_type, mps_like)

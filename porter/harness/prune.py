@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from porter.apply.changes import ChangeSet
 from porter.errors import PorterError
 from porter.harness import mps_expectations as expmod
+from porter.harness.verdicts import XPASS
 
 
 @dataclass
@@ -43,7 +44,7 @@ def plan(results, exp: expmod.Expectations) -> PrunePlan:
         supported = list(_get(result, "supported") or [_get(d, "dtype") for d in dtypes])
         xpassed_by: dict[str, set[str]] = {}
         for d in dtypes:
-            if _get(d, "outcome") != "xpass":
+            if _get(d, "outcome") != XPASS:
                 continue
             for source in _get(d, "expected_by"):
                 xpassed_by.setdefault(source, set()).add(_get(d, "dtype"))
@@ -52,9 +53,9 @@ def plan(results, exp: expmod.Expectations) -> PrunePlan:
                                         f"{source}; not edited")
         for entry in exp.for_key(key):
             passing = xpassed_by.get(entry.where)
-            if not passing or entry.kind == expmod.SKIP:
+            if not passing or entry.kind == expmod.KIND_SKIP:
                 continue
-            if entry.kind == expmod.XFAIL_OLD_MACOS:
+            if entry.kind == expmod.KIND_XFAIL_OLD_MACOS:
                 out.reported.append(f"{entry.where}: passes on this machine; MACOS_BEFORE_* "
                                     "entries are only pruned on that macOS; not edited")
                 continue

@@ -14,7 +14,7 @@ What a cached verdict depends on, and where each part comes from:
 - the kernels: never cached here; built from the checkout's `.metal` on every run
   (porter.emulate.build keeps its own content-addressed cache of the compiled library).
 
-Layout under `porter.runtime.cache.cache_dir("references")` (or $PORTER_REFCACHE_DIR): `ops-<key>.json` (what a name on
+Layout under `porter.runtime.cache_dir.cache_dir("references")` (or $PORTER_REFCACHE_DIR): `ops-<key>.json` (what a name on
 the command line resolves to, and each OpInfo's record), `ref-<key>.npz` (one OpInfo and dtype:
 samples, references, meta), `files.json` (content hashes of the torch sources by stat, so a
 warm run hashes nothing). Entries are used least-recently first evicted once the directory
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from porter.runtime.cache import cache_dir
+from porter.runtime.cache_dir import cache_dir
 
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
@@ -335,9 +335,3 @@ def clear() -> tuple[int, int]:
             p.unlink(missing_ok=True)
             files += 1
     return files, size
-
-
-def usage() -> tuple[int, int]:
-    """(entries, bytes) in the cache now."""
-    paths = entries()
-    return len(paths), sum(p.stat().st_size for p in paths if p.exists())

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from porter import exit_codes
 from porter.apply.changes import ChangeSet
 from porter.apply.write import apply_unless_dry
 from porter.source.checkout import Checkout, find_root
@@ -165,7 +166,8 @@ def run(opts: Options) -> int:
     if untested:
         # a run in which nothing passed or failed proved nothing: CI must not go green on it
         (sys.stderr if opts.json or opts.markdown else out).write(untested + "\n")
-    return max(exit_code(results, pruned, applied), 1 if header_gaps or untested else 0)
+    return max(exit_code(results, pruned, applied),
+               exit_codes.FAILED if header_gaps or untested else exit_codes.OK)
 
 
 def _run_ops(opts: Options, checkout, root, backend):
@@ -218,8 +220,8 @@ def nothing_tested(results) -> str | None:
 
 def exit_code(results, pruned, applied: bool) -> int:
     if any(d.outcome == FAIL for r in results for d in r.dtypes):
-        return 1
+        return exit_codes.FAILED
     xpass = any(d.outcome == XPASS for r in results for d in r.dtypes)
     if xpass and not (applied and pruned is not None and not pruned.reported):
-        return 1
-    return 0
+        return exit_codes.FAILED
+    return exit_codes.OK

@@ -72,23 +72,6 @@ def _outcome(case: ET.Element) -> str:
     return PASS
 
 
-def parse_pytest_output(text: str) -> dict[tuple[str, str], str]:
-    """Same mapping from `pytest -v` / `-rA` lines (`...::test_x PASSED`), when no XML exists."""
-    out: dict[tuple[str, str], str] = {}
-    words = {"PASSED": PASS, "FAILED": FAIL, "ERROR": FAIL, "SKIPPED": SKIP,
-             "XFAIL": XFAIL, "XPASS": XPASS}
-    for line in text.splitlines():
-        m = re.search(r"(test_output_match_\S+?_mps_[a-z0-9]+)\S*\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", line) \
-            or re.search(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\S*\s+\S*?(test_output_match_\S+?_mps_[a-z0-9]+)\b", line)
-        if not m:
-            continue
-        name, word = (m.group(1), m.group(2)) if m.group(1).startswith("test_") else (m.group(2), m.group(1))
-        nm = _NAME.match(name)
-        if nm:
-            out[(nm.group("frag"), nm.group("dtype"))] = words[word]
-    return out
-
-
 def fold(results: list[OpResult], outcomes: dict[tuple[str, str], str]) -> None:
     for result in results:
         if result.reference or result.shapes:          # upstream runs neither

@@ -19,6 +19,7 @@ failure that passes is an XPASS).
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,14 +29,32 @@ from porter.errors import PorterError
 from porter.harness.devices import MPS_DTYPE_NAMES
 from porter.harness.mps_expectations import canonical_dtype
 
-PASS, FAIL, XFAIL, XPASS, SKIP = "pass", "fail", "xfail", "xpass", "skip"
+
+
+class Outcome(str, enum.Enum):
+    """A dtype's verdict under one test. The values are those of `--json`, JUnit and the tables
+    (and the words upstream's pytest report), so an Outcome compares equal to its word and is
+    written as it."""
+
+    PASS = "pass"
+    FAIL = "fail"          # a Mac fails it too: a mismatch, a missing kernel, an error
+    XFAIL = "xfail"        # fails, and an expectation entry says it does
+    XPASS = "xpass"        # passes, though an entry says it fails: the entry is stale
+    SKIP = "skip"          # not run, with the reason (what porter truly cannot run)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# the short names the harness compares with: the same members
+PASS, FAIL, XFAIL, XPASS, SKIP = Outcome
 TEST_NAME = "test_output_match"
 
 
 @dataclass
 class DtypeResult:
     dtype: str
-    outcome: str
+    outcome: Outcome
     samples: int = 0
     failed_samples: int = 0
     max_abs: float | None = None
@@ -46,10 +65,16 @@ class DtypeResult:
     atol: float | None = None
     rtol: float | None = None
     seconds: float = 0.0
-    upstream: str | None = None                              # outcome under test_mps.py
+    upstream: Outcome | None = None                          # outcome under test_mps.py
     # the first failing sample's first mismatching elements (porter.harness.mismatches)
     mismatches: list[dict] = field(default_factory=list)
     sample: dict | None = None        # --sample N: {index, inputs: mismatches.describe(sample)}
+
+    def __post_init__(self):
+        # a word read back from --json, or a typo, is an Outcome or a ValueError here
+        self.outcome = Outcome(self.outcome)
+        if self.upstream is not None:
+            self.upstream = Outcome(self.upstream)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from porter import exit_codes
 from porter.errors import PorterError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
@@ -101,7 +102,7 @@ def run(opts, interval: float = 0.2, out=None) -> int:
     except KeyboardInterrupt:
         out.write("\nporter: watch stopped\n")
         out.flush()
-        return 0
+        return exit_codes.OK
 
 
 def _round(opts, root, out) -> int:

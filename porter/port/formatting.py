@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
-from porter.runtime.cache import cache_dir
+from porter.runtime.cache_dir import cache_dir
 
 FORMATTED = (".metal", ".mm", ".cpp", ".h", ".cu")
 STYLE_FILE = ".clang-format"

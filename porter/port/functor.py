@@ -160,7 +160,8 @@ def _cpu_lambda(spec: OpSpec, params: tuple[str, ...]):
 def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozenset[str]) -> Functor:
     """The functor of an op with scalar parameters (`spec.scalars`): `--body` names them as the
     schema does; a CPU lambda's captured scalars keep their names, so it translates the same way."""
-    tensors = ("x",) if spec.kind == UNARY else ("a", "b")
+    # a backward op's tensors keep their schema names (grad_output, self), as upstream's do
+    tensors = spec.arg_names or (("x",) if spec.kind == UNARY else ("a", "b"))
     names = tuple(a.name for a in spec.scalars)
     clash = set(names) & set(tensors)
     if clash:

@@ -3,7 +3,7 @@
 On top of new-op's `plan_port` (functor, registration, host stub, expectations) a migration
 1. finds the MPSGraph implementation in `mps/operations/*.mm` in any of its shapes
    (porter.source.mpsgraph_scan), including the hidden `REGISTER_MPS_UNARY_STUB` behind a shared row;
-2. routes MPS through the CPU/CUDA structured kernel on every overload row (edits.native_yaml);
+2. routes MPS through the CPU/CUDA structured kernel on every overload row (edits.dispatch_rows);
 3. deletes the implementation, the static helpers only it used, its now-unused
    `<op>_native.h` include (edits.mpsgraph) and the op's MPSFallback.mm lines;
 4. takes the functor body from `--body`, the CPU lambda, or the MPSGraph selector (porter.port.selectors).
@@ -27,7 +27,7 @@ from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.source.cpp_scan import line_of
 from porter.port.edits import mpsgraph as graph_edit
-from porter.port.edits import native_yaml as yaml_edit
+from porter.port.edits import dispatch_rows as yaml_edit
 from porter.source.dtypes import has_integer
 from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile

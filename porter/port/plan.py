@@ -16,7 +16,7 @@ from porter.apply.changes import ChangeSet
 from porter.port.edits import host as host_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.port.edits import metal as metal_edit
-from porter.port.edits import native_yaml as yaml_edit
+from porter.port.edits import dispatch_rows as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
 from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
@@ -68,6 +68,7 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     else:
         plan = Plan(spec, changes if changes is not None else ChangeSet(checkout.root))
     cs = plan.changes
+    plan.notes += spec.notes        # what resolve found the user must know (an ignored bool)
 
     def read(path: str) -> str:
         return cs.current(path, checkout.read)
@@ -317,7 +318,7 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
     plan.functor = functor
     text = metal_edit.add_functor(text, spec.kernel, functor.text, spec.kind)
     if functor.origin == SKELETON:
-        names = ", ".join(["x" if spec.kind == UNARY else "a, b"] + [a.name for a in spec.scalars])
+        names = ", ".join(functor_params(spec))
         plan.notes.append(f"WARNING: {spec.kernel}_functor is a skeleton that fails the Metal build "
                           f"on purpose: {functor.detail}. Write its body, or rerun with --body EXPR "
                           f"(in {names}).")
@@ -481,7 +482,8 @@ def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
 def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     """The host kernel function of an op with scalars: the stub's parameters, named as the
     schema names them, turned into the kernel's alpha or params struct."""
-    if checkout.exists(spec.host_path):
+    created = not checkout.exists(spec.host_path)
+    if not created:
         text = read(spec.host_path)
     else:
         model = f"{co.OPERATIONS}/{UNARY_FAMILY}.mm"
@@ -524,6 +526,8 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if struct:
         new = host_edit.ensure_include(new, spec.metal_path.removesuffix(".metal").split(
             "aten/src/", 1)[-1] + ".h")
+    if created:
+        new = host_edit.uses_includes(new)
     write(spec.host_path, new)
     hosts = {rel: read(rel) for rel in {*checkout.glob(co.OPERATIONS, "*.mm"), spec.host_path}}
     validate.stub_registered_once(hosts, spec.stub.name)
@@ -589,15 +593,6 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         if new != old:
             _validate_calls(new, sources, path)
             write(path, new)
-
-
-def _unimplemented_kept(text: str, keys, unregistered: set[str]) -> list:
-    try:
-        found = xfail_lists.entries(text, co.COMMON_MPS)
-    except PorterError:
-        return []
-    return [e for e in found if e.key in keys and e.dict_name in xfail_lists.UNIMPLEMENTED
-            and e.dtypes and {d.removeprefix("torch.") for d in e.dtypes} <= unregistered]
 
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:

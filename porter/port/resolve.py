@@ -148,6 +148,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     if place is not None:
         return _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place, graph, hosts)
     _check_route(checkout, op, cpu_kernel, out_entry, hosts, yaml_text)
+    notes = _ignored_bools(checkout, op, out_entry, stub)      # first: its refusal is the exact one
     scalars = _check_stub_scalars(checkout, op, out_entry, stub,
                                   scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0])
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
@@ -166,10 +167,8 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     # bool-output iterator, as logical_and_out's comparison_op does)
     returns_bool = bool(lam and lam.return_type == "bool") or any(
         o.flag("always_returns_bool") for o in opinfos)
-    kernel = _existing_kernel(stub_hosts, stub.name) or op
-    # scalar-parameter activations go to ActivationKernel as upstream's do; plain ones (mish)
-    # keep porter's Unary/Binary pairs for now
-    pair = ACTIVATION if scalars and stub.header.endswith("/" + ACTIVATION_HEADER) else PAIRS[kind]
+    kernel = _existing_kernel(stub_hosts, stub.name) or kernel_name(op, stub.name)
+    pair = _family(checkout, stub, graph, hosts, scalars, kind)
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
         cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
@@ -177,7 +176,36 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
         promotes_int_to_float=promotes and not returns_bool and not backward,
         returns_bool=returns_bool, scalar_lambda=lam, registered_in=registered, mpsgraph=graph,
-        arg_names=_arg_names(out_entry) if backward else (), backward=backward, scalars=scalars)
+        arg_names=_arg_names(out_entry) if backward else (), backward=backward, scalars=scalars,
+        notes=notes)
+
+
+def _ignored_bools(checkout, op: str, entry, stub: Stub) -> tuple[str, ...]:
+    """A backward op's `bool` arguments no kernel receives: its stub takes none (then the
+    port passes none, as the CPU and CUDA kernels do), said with where the meta function
+    checks it; a stub that does take one is refused."""
+    bools = op_kind.ignored_bools(native_yaml.arguments(entry.schema).others)
+    if not bools:
+        return ()
+    if any(scalar_args.parameter_type(p).endswith("bool") for p in stub.params[1:]):
+        raise PorterError(f"'{op}': {stub.name} hands its kernel the bool {', '.join(bools)}: porter "
+                          "passes Scalar and float arguments to a Metal kernel, a bool needs a "
+                          "params-struct field written by hand", path=stub.header, line=stub.line,
+                          hint="write this op's MPS host function by hand")
+    where = _meta_function(checkout, op)
+    checked = f"; {where} checks it" if where else ""
+    return tuple(f"{op}'s `bool {b}` is not passed to the kernel: {stub.name}'s kernel takes no "
+                 f"bool (the CPU and CUDA kernels ignore it too){checked}" for b in bools)
+
+
+def _meta_function(checkout, op: str) -> str | None:
+    """`file:line` of TORCH_META_FUNC(op) in the checkout's native .cpp files."""
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        m = re.search(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)", text)
+        if m:
+            return f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None
 
 
 METALLIB_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<ATen/native/mps/(\w+)_metallib\.h>", re.M)
@@ -308,10 +336,73 @@ def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
         if len(kernels) > 1 and mps:
             hint += (f"; here that host is {mps}'s own body: replace its MPSGraph code by the Metal "
                      "calls by hand")
+            if "approximate" in " ".join(kind.strings):
+                op = out_entry.name.split(".")[0]
+                tanh = op.removesuffix("_backward") + "_tanh" + ("_backward" if op.endswith("_backward") else "")
+                call = "exec_binary_kernel" if len(kind.tensors) == 2 else "exec_unary_kernel"
+                hint += (f" (one functor per value, `{op}` and `{tanh}`, and `lib.{call}(*this, "
+                         f"approximate == \"tanh\" ? \"{tanh}\" : \"{op}\")`: porter writes one functor "
+                         "per port and an in-place body that calls one kernel by name)")
         return hint
-    if kind.scalars and "porter ports backward ops whose" in kind.reason:
-        return f"what is missing: passing {', '.join(kind.scalars)} to a backward op's Metal kernel"
+    return _not_one_functor_hint(checkout, out_entry, kind)
+
+
+def _not_one_functor_hint(checkout, out_entry, kind: op_kind.OpKind) -> str:
+    """What a contributor writes by hand for an op that is not one functor (a reduction, an op
+    along a dim, three tensors and a scalar), naming the MPS function its row calls and, where
+    the checkout says, the stub its CPU kernel runs for the elementwise part."""
+    op = out_entry.name.split(".")[0]
+    mps = next((r.kernel for r in out_entry.mps_rows()), "") or f"{op}_out_mps"
+    if kind.reason.startswith("reduces its result"):
+        stub = _cpu_impl_stub(checkout, out_entry)
+        part = (f"on CPU, {stub} computes it on a TensorIterator and the reduction follows: register a "
+                f"Metal kernel on {stub} (one binary functor) and MPS can share the CPU function"
+                if stub else "a binary functor of the inputs, one element at a time")
+        return (f"what is missing: porter writes one functor and its registrations; this op is an "
+                f"elementwise part ({part}) followed by a reduction on the host for "
+                f"reduction=Mean/Sum (at::mean_out/at::sum_out of that output); write {mps} by hand: "
+                "the elementwise kernel into a temporary, then the reduction, or the output itself "
+                "for reduction=None")
+    if kind.reason.startswith("works along a dimension"):
+        return (f"what is missing: a functor sees one element of each input at one index; {op} "
+                "pairs two elements of one input along dim (the two halves of size/2); write "
+                f"{mps} by hand: narrow self into its two halves along dim, build a binary "
+                f"TensorIterator over them and run one binary functor (`lib.exec_binary_kernel(iter, "
+                f"\"{op}\")`)")
+    if kind.reason.startswith("takes three tensors and a scalar"):
+        indexing = ""
+        headers = [rel for rel in checkout.glob(co.C10_METAL, "indexing.h")]
+        if headers:
+            text = checkout.read(headers[0])
+            have = re.findall(r"#\s*define\s+(REGISTER_\w*TERNARY\w*_OP)\b", text)
+            alpha = [m for m in have if "ALPHA" in m]
+            indexing = (f"{headers[0]} registers ternary kernels with a scalar ({', '.join(alpha)}): "
+                        if alpha else
+                        f"{headers[0]} registers ternary kernels without a scalar only "
+                        f"({', '.join(have) or 'none'}); upstream's {op} port added "
+                        "REGISTER_OPMATH_TERNARY_ALPHA_OP there, with a scalar overload of "
+                        "exec_ternary_kernel: add those first; then ")
+        scalar = ", ".join(native_yaml.argument_name(a) for a in kind.scalars) or "the scalar"
+        return (f"what is missing: porter writes unary and binary kernels; {indexing}write "
+                f"`{op}_functor` taking (a, b, c, {scalar}) in opmath, its ternary alpha "
+                f"registrations, and a host function on {op}_stub calling "
+                f"`lib.exec_ternary_kernel(iter, \"{op}\", {scalar})`, by hand")
     return ""
+
+
+def _cpu_impl_stub(checkout, entry) -> str | None:
+    """The stub the op's structured CPU kernel runs (mse_loss_out: mse_stub), from the
+    checkout's native .cpp files, or None."""
+    kernel = next((d.kernel for d in entry.dense_rows() if "CPU" in d.keys), None)
+    if kernel is None:
+        return None
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        if kernel in text:
+            stubs = impl_stubs(text).get(kernel)
+            if stubs:
+                return stubs[0]
+    return None
 
 
 def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> PorterError:
@@ -500,6 +591,44 @@ def _naming(hosts: dict[str, HostFile], word: str) -> dict[str, HostFile]:
     """The host files whose text holds `word`: a checkout has ~100, and scanning one costs a
     code mask, so the others are never scanned."""
     return {rel: host for rel, host in hosts.items() if word in host.text}
+
+
+def _family(checkout, stub: Stub, graph: tuple[MpsGraphImpl, ...], hosts: dict[str, HostFile],
+            scalars, kind: str) -> str:
+    graph_host = hosts.get(f"{co.OPERATIONS}/{ACTIVATION_MPSGRAPH}")
+    in_activation_mm = graph_host is not None and any(
+        re.search(rf"\b{re.escape(f)}\b", graph_host.text) for g in graph for f in g.functions)
+    return family_of(stub.header, in_activation_mm, bool(scalars),
+                     checkout.exists(f"{co.KERNELS}/{ACTIVATION}.metal"), kind)
+
+
+def family_of(stub_header: str, in_activation_mm: bool, with_scalars: bool,
+              has_activation_metal: bool, kind: str) -> str:
+    """The .metal/.mm pair a port writes to: where the op's family lives, as upstream moves
+    them. An activation (its stub declared in Activation.h, or its MPSGraph implementation in
+    operations/Activation.mm: sigmoid_backward's stub is BinaryOps.h's) goes to
+    ActivationKernel beside hardshrink and leaky_relu when the checkout has that file (an op
+    with scalars whose stub is Activation.h's creates the host file: it goes there
+    regardless); every other op to the Unary/Binary pair of its kind. One rule for the
+    commands and `candidates`."""
+    own_header = stub_header.endswith("/" + ACTIVATION_HEADER)
+    if (own_header or in_activation_mm) and (own_header and with_scalars or has_activation_metal):
+        return ACTIVATION
+    return PAIRS[kind]
+
+
+# The MPSGraph implementations of the activation family
+ACTIVATION_MPSGRAPH = "Activation.mm"
+
+
+def kernel_name(op: str, stub: str) -> str:
+    """The Metal kernel a new port writes: named after the op, or after its stub where several
+    ops share one (`shrink_backward_stub` serves hardshrink_backward and softshrink_backward:
+    one `shrink_backward` functor, one host function, as upstream's)."""
+    base = stub.removesuffix("_stub")
+    if stub.endswith("_stub") and base != op and re.fullmatch(r"[a-z][a-z0-9_]*", base):
+        return base
+    return op
 
 
 def _existing_kernel(hosts: dict[str, HostFile], stub: str) -> str | None:

@@ -34,7 +34,6 @@ STUB_DOUBLE_RE = re.compile(r"^(const\s+)?double$")
 
 class ScalarArg(NamedTuple):
     name: str          # as the schema names it ("beta"): the host parameter and the --body name
-    schema_type: str   # "Scalar", "float?", ...
     default: str | None
     stub_type: str = ""    # the stub's parameter type for it ("const c10::Scalar&")
     none_means: str | None = None   # what the CPU kernel uses when it is None: "0.", "max", "lowest"
@@ -51,7 +50,7 @@ def schema_scalars(args: native_yaml.Arguments) -> tuple[list[ScalarArg], list[s
         typ = native_yaml.argument_type(arg)
         if typ in SCHEMA_SCALARS:
             default = arg.split("=", 1)[1].strip() if "=" in arg else None
-            scalars.append(ScalarArg(native_yaml.argument_name(arg), typ, default))
+            scalars.append(ScalarArg(native_yaml.argument_name(arg), default))
         else:
             others.append(arg)
     return scalars, others

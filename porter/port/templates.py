@@ -33,7 +33,7 @@ def _environment():
 
 def _bytecode_cache(jinja2):
     """Compiled templates cached on disk: compiling costs ~10 ms a template, loading ~0.1 ms."""
-    from porter.runtime.cache import cache_dir
+    from porter.runtime.cache_dir import cache_dir
 
     directory = cache_dir("templates")
     try:

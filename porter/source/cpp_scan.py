@@ -140,6 +140,29 @@ _CONSTANT_CONDITIONS = {"0": False, "false": False, "1": True, "true": True,
                         "!0": True, "!1": False, "!false": True, "!true": False}
 
 
+def undecided_spans(mask: str) -> list[tuple[int, int, str]]:
+    """(start, end, condition) of the code under a preprocessor condition porter cannot decide
+    (`#ifdef X`, `#if FLAG`, an `#elif` of either): whether the compiler sees it depends on
+    what the build defines, so what it registers is not proven."""
+    spans, stack = [], []      # stack: [condition or "" when decided, start]
+    for m in PP_LINE_RE.finditer(mask):
+        word, rest = m.group(1), " ".join(m.group(2).split(" //")[0].split())
+        value = _CONSTANT_CONDITIONS.get(rest) if word in ("if", "elif") else None
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append(["" if value is not None else f"#{word} {rest}", m.end()])
+            continue
+        if not stack:
+            continue
+        frame = stack[-1]
+        if word == "endif":
+            if frame[0]:
+                spans.append((frame[1], m.start(), frame[0]))
+            stack.pop()
+        elif word == "elif" and value is None and not frame[0]:
+            frame[0], frame[1] = f"#elif {rest}", m.end()
+    return spans
+
+
 def blank_inactive(mask: str) -> str:
     """`mask` with the code the preprocessor never compiles blanked (offsets kept): the body of
     `#if 0` (or false), the `#else`/`#elif` parts after a branch that is always taken (`#if 1`).

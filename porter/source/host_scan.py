@@ -68,6 +68,19 @@ class HostFile(SourceFile):
         return [(m.group(1), line_of(self.text, m.start())) for m in TI_DISPATCH_RE.finditer(self.mask)
                 if not self.in_define(m.start())]
 
+    @cached_property
+    def undecided(self) -> list[tuple[int, int, str]]:
+        from porter.source.cpp_scan import undecided_spans
+        return undecided_spans(self.mask)
+
+    def condition_at_line(self, line: int) -> str:
+        """The preprocessor condition porter cannot decide that holds `line` (1-based), or ""."""
+        offset = sum(len(x) + 1 for x in self.text.split("\n")[:line - 1])
+        for start, end, condition in self.undecided:
+            if start <= offset < end:
+                return condition
+        return ""
+
     @property
     def ti_dispatch_names(self) -> list[str]:
         return [name for name, _ in self.ti_dispatches]

@@ -100,7 +100,14 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False,
     types = [_type(a) for a in others]
     scalars = tuple(a for a, t in zip(others, types) if t in SCALAR_TYPES)
     strings = tuple(a for a, t in zip(others, types) if t in STRING_TYPES)
-    shape = _shape(len(tensors), others, args.outputs, scalars, strings)
+    # a functional backward op returns its one output instead of writing an out= argument
+    outputs = args.outputs or (("Tensor",) if functional_backward([entry]) is entry else ())
+    shape = _shape(len(tensors), others, outputs, scalars, strings)
+    if shape == OTHER and is_backward(entry) and ignored_bools(others):
+        # leaky_relu_backward's `bool self_is_result`: checked by the meta function, never
+        # handed to the stub's kernel (resolve checks the stub takes none)
+        shape = _shape(len(tensors), [a for a in others if _type(a) != "bool"], outputs,
+                       [a for a in scalars if _type(a) != "bool"], strings)
     facts = dict(tensors=tensors, scalars=scalars, strings=strings, outputs=args.outputs)
     elementwise = structured or (include_pointwise and pointwise)
     if not structured:
@@ -109,10 +116,6 @@ def classify(entry: native_yaml.Entry, *, include_pointwise: bool = False,
     if refused:
         return OpKind(shape, elementwise, refused, HAND_PORT, **facts)
     if shape in PORTABLE:
-        if shape in (ALPHA, SCALAR) and is_backward(entry):
-            written = ", ".join(args.positional + args.keyword)
-            return OpKind(shape, elementwise, f"takes ({written}): porter ports backward ops whose "
-                          "other arguments are tensors", HAND_PORT, **facts)
         return OpKind(shape, elementwise, "", **facts)
     if not others and len(tensors) in (1, 2):        # the outputs are what is wrong
         names = ", ".join(native_yaml.argument_name(a) for a in args.outputs)
@@ -176,6 +179,12 @@ def classify_family(entries, *, include_pointwise: bool = False,
     function CPU and CUDA share runs a DispatchStub on a TensorIterator (the checkout's sources
     say; porter.source.cpu_kernel.shared_function_stubs)."""
     out = shared_out_entry(entries)
+    if out is None and runs_stub is not None:
+        # a backward op with no out= overload (mish_backward): its one function, which CPU and
+        # CUDA share, builds the iterator and runs the stub; MPS can share it as they do
+        functional = functional_backward(entries)
+        if functional is not None and runs_stub(functional):
+            return classify(functional, include_pointwise=include_pointwise, runs_stub=True), functional
     if out is not None:
         kind = classify(out, include_pointwise=include_pointwise)
         if kind.reason in (NOT_STRUCTURED, NOT_ELEMENTWISE) and runs_stub is not None and runs_stub(out):
@@ -194,6 +203,27 @@ def classify_family(entries, *, include_pointwise: bool = False,
     if pointwise and not any(e.dense_rows() for e in entries):
         return OpKind(OTHER, False, COMPOSITE, "port those ops instead"), None
     return OpKind(OTHER, False, NOT_ELEMENTWISE if not pointwise else NO_OUT, HAND_PORT), None
+
+
+def ignored_bools(others) -> list[str]:
+    """The plain `bool` arguments of a backward op whose other non-tensor arguments a kernel
+    takes (Scalar, float): upstream's kernels never receive such a flag, its meta function
+    checks it. Empty when anything else is there."""
+    bools = [a for a in others if native_yaml.argument_type(a) == "bool"]
+    rest = [a for a in others if native_yaml.argument_type(a) != "bool"]
+    if bools and all(_type(a) in KERNEL_SCALAR_TYPES for a in rest):
+        return [native_yaml.argument_name(a) for a in bools]
+    return []
+
+
+def functional_backward(entries) -> native_yaml.Entry | None:
+    """A backward op's only kernel: its functional entry, which returns one Tensor and has
+    CPU/CUDA rows (`mish_backward(Tensor grad_output, Tensor self) -> Tensor`), or None."""
+    for e in entries:
+        if e.is_backward and not writes_out(e) and e.dense_rows() and \
+                e.schema.rsplit("->", 1)[-1].strip() == "Tensor":
+            return e
+    return None
 
 
 def _type(arg: str) -> str:

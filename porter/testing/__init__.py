@@ -2,7 +2,7 @@
 and a fake `torch.mps` backed by the emulator (`fake_mps`).
 
 May import: `porter.source`, `porter.dispatch`, `porter.emulate`, `porter.harness`,
-`porter.errors`. Nothing in porter imports it but the tests.
+`porter.errors`, `porter.exit_codes`. Nothing in porter imports it but the tests.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from porter import exit_codes
 from porter.source.checkout import C10_METAL, NATIVE, TESTING
 from porter.errors import PorterError
 
@@ -80,18 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
         print("usage: python -m porter.testing.trees DEST", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     dest = Path(args[0])
     if dest.exists():
         print(f"{dest}: already exists (choose a new directory)", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     try:
         build_real_tree(dest)
     except PorterError as err:
         print(err, file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     print(dest)
-    return 0
+    return exit_codes.OK
 
 
 if __name__ == "__main__":

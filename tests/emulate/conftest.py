@@ -12,17 +12,11 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def emulate_cache(tmp_path_factory: pytest.TempPathFactory):
+def emulate_cache(porter_cache: Path) -> Path:
+    """The session's porter cache (tests/conftest.py): compiled libraries are reused."""
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         pytest.skip("no C++ compiler for the Metal emulator")
-    cache = tmp_path_factory.mktemp("porter-cache")
-    old = os.environ.get("PORTER_CACHE_DIR")
-    os.environ["PORTER_CACHE_DIR"] = str(cache)
-    yield cache
-    if old is None:
-        os.environ.pop("PORTER_CACHE_DIR", None)
-    else:
-        os.environ["PORTER_CACHE_DIR"] = old
+    return porter_cache
 
 
 @pytest.fixture(scope="session")

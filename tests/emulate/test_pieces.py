@@ -113,3 +113,27 @@ REGISTER_UNARY_OP(neg, float, float);
     assert [r.name for r in lib.registrations] == ["neg"] and lib.registrations[0].built
     assert not list(own_cache.glob("piece-*.o"))
     assert os.path.getsize(lib.path) > 0
+
+
+@pytest.mark.parametrize("where", ["file", "header"])
+def test_a_non_inline_function_outside_the_functors_builds_in_pieces(
+        fixture_root, own_cache, tmp_path, where):
+    """Metal builds a .metal as one translation unit: a plain (non-inline, non-template)
+    function in it or in a header it includes is defined once. The real c10/metal/expm1f.h
+    defines `float expm1f_scaled_unchecked(float, float)` so; each piece held its own copy and
+    the link said 'multiple definition': every dtype of every op of UnaryKernel.metal failed on
+    a file a Mac builds."""
+    text = _binary(fixture_root)
+    helper = "float porter_review_helper(float a) {\n  return a * 2.0f;\n}\n"
+    if where == "header":
+        root = tmp_path / "root"
+        import shutil
+        shutil.copytree(fixture_root, root, symlinks=True)
+        (root / KERNELS / "porter_review.h").write_text("#pragma once\n" + helper)
+        text = "#include <ATen/native/mps/kernels/porter_review.h>\n" + text
+    else:
+        root = fixture_root
+        text = helper + text
+    assert len(groups.pieces(text)) > 2
+    lib = build_source(text, "BinaryKernel.metal", root)
+    assert lib.build_errors() == [] and all(r.built for r in lib.registrations)

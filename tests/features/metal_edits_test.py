@@ -303,3 +303,20 @@ REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
     unsorted = units.replace("hardshrink", "zeta")
     out = metal.add_functor(unsorted, "gelu", _functor("gelu"), "unary")
     assert out.endswith("REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);\n\n" + _functor("gelu") + "\n")
+
+
+def test_a_unary_functor_in_a_file_without_unary_kernel_macros_is_followed_by_its_registrations():
+    # ActivationKernel.metal's style: each functor, then its own per-dtype lines
+    from porter.port.edits import metal as metal_edit
+    text = ("struct relu_functor {\n  template <typename T>\n  inline T operator()(const T x) { return x; }\n};\n\n"
+            "REGISTER_UNARY_OP(relu, float, float);\n")
+    functor = "struct mish_functor {\n  template <typename T>\n  inline T operator()(const T x) { return x; }\n};\n"
+    assert metal_edit.registers_beside_functor(text, "unary")
+    with_functor = metal_edit.add_functor(text, "mish", functor, "unary")
+    out = metal_edit.add_unary_registration(with_functor, "mish", False, [("float", "float"), ("half", "half")])
+    assert out.endswith("struct mish_functor {\n  template <typename T>\n  inline T operator()(const T x) "
+                        "{ return x; }\n};\n\nREGISTER_UNARY_OP(mish, float, float);\n"
+                        "REGISTER_UNARY_OP(mish, half, half);\n")
+    # UnaryKernel.metal keeps its own order (its instantiation macro)
+    assert not metal_edit.registers_beside_functor(
+        text + "#define INSTANTIATE_UNARY_KERNELS2(DTYPE0, DTYPE1) \\\n  REGISTER_UNARY_OP(x, DTYPE1, DTYPE0)\n", "unary")

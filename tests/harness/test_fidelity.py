@@ -182,7 +182,8 @@ else:
 def test_macos_gated_lists_apply_as_upstream_gates_them(tmp_path, macos, expected):
     root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
     (root / COMMON_MPS).write_text(GATED, encoding="utf-8")
-    from porter.harness.devices import register_backend, unregister_backend
+    from porter.harness.devices import register_backend
+    from porter.testing.stand_in_devices import unregister_backend
     register_backend("cpu-as-mps", lambda root: CpuAsMps())
     try:
         out = io.StringIO()

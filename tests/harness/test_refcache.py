@@ -213,13 +213,21 @@ def test_lru_eviction_and_cache_clear(cache, capsys):
     assert refcache.entries() == []
 
 
+def _ctrl_c_as_from_a_terminal() -> None:
+    # pytest run in the background (`cmd &` in a script, nohup) starts with SIGINT ignored, and
+    # a child inherits that: its Python then never raises KeyboardInterrupt and the SIGINT below
+    # would be lost. Default disposition, so the child's Python installs its Ctrl-C handler.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
     _table(real_root, ["hypot"])                                 # the watcher's first round is warm
     env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache),
            "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "porter", "test", "hypot", "--device", "emulate",
                              "--watch", "--root", str(real_root)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+                            stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=_ctrl_c_as_from_a_terminal)
     seen: list[str] = []
 
     def wait_for(text: str, timeout: float = 90) -> None:

@@ -22,7 +22,8 @@ from porter.source.checkout import COMMON_MPS  # noqa: E402
 from porter.cli import main  # noqa: E402
 from porter.harness import audit, junit, upstream, verdicts  # noqa: E402
 from porter.harness import opinfo_run as runner  # noqa: E402
-from porter.harness.devices import TorchDeviceBackend, mps_dtypes, register_backend, unregister_backend  # noqa: E402
+from porter.harness.devices import TorchDeviceBackend, mps_dtypes, register_backend  # noqa: E402
+from porter.testing.stand_in_devices import unregister_backend  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
 
@@ -215,7 +216,7 @@ def test_audit_in_process_and_shards(tmp_path):
         "neg: UNIMPLEMENTED_XFAILLIST['neg'] xpasses for float16, float32"]
 
 
-def test_upstream_junit_and_pytest_output_parsing():
+def test_upstream_junit_parsing():
     xml = '''<testsuites><testsuite>
       <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_float32"/>
       <testcase classname="TestConsistencyMPS" name="test_output_match_neg_mps_float16">
@@ -230,9 +231,6 @@ def test_upstream_junit_and_pytest_output_parsing():
     assert upstream.parse_junit(xml) == {
         ("neg", "float32"): "pass", ("neg", "float16"): "fail", ("neg", "int32"): "xfail",
         ("neg", "int8"): "xpass", ("round_decimals_0", "bool"): "skip"}
-    text = ("test/test_mps.py::TestConsistencyMPS::test_output_match_neg_mps_float32 PASSED [ 50%]\n"
-            "FAILED test/test_mps.py::TestConsistencyMPS::test_output_match_neg_mps_int8 - Unexp\n")
-    assert upstream.parse_pytest_output(text) == {("neg", "float32"): "pass", ("neg", "int8"): "fail"}
     cmd = upstream.command(Path("/r"), ["sin"], "j.xml")
     assert cmd[cmd.index("-k") + 1] == "test_output_match_sin_mps_"
     results = [verdicts.OpResult("neg", "neg", "", "neg", "mps",
@@ -351,3 +349,37 @@ def test_sample_runs_that_sample_input_alone(capsys):
     assert "repro: porter test atan2 --device cpu-fault --dtype float32 --sample 2" in out
     assert err == ("porter: error: --sample 9: atan2 has 9 sample input(s) for float32 "
                    "(pass --sample 0 to 8)\n")
+
+
+ONE_STALE_ENTRY = '''\
+import torch
+
+if torch.backends.mps.is_available():
+
+    def mps_ops_modifier(ops):
+        SUPPORTED_COMPLEX_OPS = {"neg"}
+        UNIMPLEMENTED_XFAILLIST = {
+            "neg": [torch.float16],
+        }
+        return ops
+else:
+
+    def mps_ops_modifier(ops):
+        return ops
+'''
+
+
+@pytest.mark.parametrize("command", [
+    ("test", "neg", "--device", "cpu-mps", "--prune-xfails"),
+    ("audit-xfails", "--device", "cpu", "--prune")])
+def test_a_dry_run_prune_leaves_the_stale_entry_and_exits_1(tmp_path, capsys, command):
+    """The only xpass is one the prune can remove: a dry run shows the edit but writes nothing,
+    so the entry is still stale (exit 1); the applied prune resolves it (exit 0)."""
+    root = make_root(tmp_path, ONE_STALE_ENTRY)
+    argv = [*command, "--root", str(root)]
+    assert main([*argv, "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert "-            \"neg\": [torch.float16],\n" in out
+    assert (root / COMMON_MPS).read_text() == ONE_STALE_ENTRY
+    assert main(argv) == 0
+    assert '"neg"' not in (root / COMMON_MPS).read_text().split("UNIMPLEMENTED_XFAILLIST", 1)[1]

@@ -74,6 +74,21 @@ def test_staged_and_untracked_targets_count_as_dirty(repo):
     assert f"changes: {NATIVE_YAML}, {COMMON_MPS}; nothing" in result.err
 
 
+def test_a_truly_untracked_target_is_refused(mini_root):
+    # never in git at all (not a staged deletion, which `git status` reports even with
+    # --untracked-files=no): only an untracked-files query finds it, and overwriting it would
+    # lose work no `git checkout` can bring back
+    git_init(mini_root)
+    _git(mini_root, "rm", "-q", "--cached", NATIVE_YAML)
+    _git(mini_root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "untrack")
+    assert _git(mini_root, "status", "--porcelain", "--", NATIVE_YAML) == f"?? {NATIVE_YAML}\n"
+    before = read_tree(mini_root)
+    result = run(mini_root)
+    assert one_line_error(result), result.err
+    assert f"changes: {NATIVE_YAML}; nothing" in result.err
+    assert read_tree(mini_root) == before
+
+
 def test_dirty_files_porter_does_not_write_do_not_matter(repo):
     _append(repo / UNARY_MM, "// unrelated work in progress\n")
     (repo / "scratch.txt").write_text("untracked, unrelated\n")

@@ -132,4 +132,19 @@ def new_family_file(template_text: str, template_family: str, family: str, stub_
     preamble = re.sub(r"^#include <ATen/native/mps/kernels/[^\n]*\n", "", preamble, flags=re.M)
     preamble = re.sub(r"^#include <ATen/native/(?!mps/)\w+\.h>\n",
                       f"#include <ATen/native/{stub_header}>\n", preamble, count=1, flags=re.M)
+    # only what the new file uses: what its functions need comes with them (uses_includes)
+    preamble = re.sub(r"^#include <fmt/format\.h>\n", "", preamble, flags=re.M)
     return preamble + "\n} // namespace at::native\n"
+
+
+# What generated host code may use, and the header that declares it
+USED_INCLUDES = (("AT_DISPATCH_", "ATen/Dispatch.h"), ("fmt::", "fmt/format.h"))
+
+
+def uses_includes(text: str) -> str:
+    """The headers of what the file's code uses (`AT_DISPATCH_*`: ATen/Dispatch.h), included."""
+    for used, header in USED_INCLUDES:
+        if used in text and not re.search(rf"^#include <{re.escape(header)}>", text, re.M):
+            text = ensure_include(text, header) if header.startswith("ATen/") else \
+                text.replace("\nnamespace at::native {", f"\n#include <{header}>\n\nnamespace at::native {{", 1)
+    return text

@@ -147,6 +147,11 @@ def add_unary_registration(text: str, op: str, use_kernels2: bool, pairs: list[t
                                   if (i, o) not in have])
     if not lines:
         return text
+    span = metal.functor_span(op)
+    if KERNELS2 not in metal.defines and span is not None:
+        # a file without UnaryKernel.metal's macros (ActivationKernel.metal): each functor
+        # with its own registrations, as add_alpha_registration writes them
+        return text[:span[1]] + "\n" + "\n".join(lines) + "\n" + text[span[1]:]
     at = _after_last_top_level(metal, "REGISTER_UNARY_OP", before=KERNELS2)
     block = "\n".join(lines) + "\n"
     previous = text[_line_start(text, at - 1):at] if at else ""
@@ -299,7 +304,14 @@ def add_after_own_registrations(text: str, op: str, lines: list[str]) -> str:
 def registers_beside_functor(text: str, kind: str) -> bool:
     """Does the op's registration go right after its functor (a binary file with none of the
     file-local macros, as ActivationKernel.metal)? Then the functor is placed first."""
-    return kind != "unary" and not any(m in MetalFile(text).defines for m in MACRO_PAIRS)
+    defines = MetalFile(text).defines
+    if kind == "unary":     # UnaryKernel.metal's instantiation macros keep their own order
+        return UNARY_FILE_MACRO not in defines
+    return not any(m in defines for m in MACRO_PAIRS)
+
+
+# The macro that makes a file a UnaryKernel.metal (its kernels instantiated in one place)
+UNARY_FILE_MACRO = "INSTANTIATE_UNARY_KERNELS2"
 
 
 def _invocations(metal: MetalFile, op: str) -> set[str]:

@@ -20,7 +20,7 @@ from porter.port.body import translate, truthiness
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
-from porter.port.edits.native_yaml import mps_specific_rows
+from porter.port.edits.dispatch_rows import mps_specific_rows
 from porter.source.mpsgraph_scan import STUB, HostSource
 from porter.source.stubs import Stub, declared_stubs
 
@@ -57,7 +57,6 @@ def refusal_label(how: str) -> str:
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
               ("three tensors and a scalar", "three tensors and a scalar"),
-              ("porter ports backward ops whose", "backward op with scalars"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"))
     return next((label for phrase, label in labels if phrase[:40] in how), "other")
 
@@ -262,9 +261,15 @@ IN_PLACE_ONLY = "in place only"
 def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str, str | None]:
     """(porter ports it without --body, how or why not, its kernel family when not the default)."""
     automatic, how = _automatic_how(op, kind, tensors, out, defs, facts)
+    from porter.port.resolve import ACTIVATION_MPSGRAPH, family_of
+
     stub = facts.stub_of(op, next(iter({r.kernel for r in out.dense_rows()}), ""))
-    family = "ActivationKernel" if stub is not None and stub.header.endswith("/Activation.h") \
-        and kind in (op_kind.ALPHA, op_kind.SCALAR) and not how.startswith(IN_PLACE_ONLY) else None
+    if stub is None or how.startswith(IN_PLACE_ONLY):
+        return automatic, how, None
+    # the commands' rule (porter.port.resolve.family_of)
+    in_activation_mm = any(rel == f"{co.OPERATIONS}/{ACTIVATION_MPSGRAPH}" for rel, _, _ in defs)
+    family = family_of(stub.header, in_activation_mm, kind in (op_kind.ALPHA, op_kind.SCALAR),
+                       facts.checkout.exists(f"{co.KERNELS}/ActivationKernel.metal"), tensors)
     return automatic, how, family
 
 
@@ -281,6 +286,10 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
         return False, "CPU and CUDA share no kernel for MPS to join"
     stub = facts.stub_of(op, next(iter(kernels)))
     if stub is None:
+        if in_place and kind in (op_kind.ALPHA, op_kind.SCALAR):
+            # the commands refuse it: an in-place port has no host function to pass scalars
+            return False, ("no DispatchStub behind its CPU kernel, and an in-place port passes "
+                           "no scalars to a kernel")
         if in_place:
             return False, (f"{IN_PLACE_ONLY} (no DispatchStub behind its CPU kernel): --body EXPR; "
                            "the impl keeps its row and calls the kernel")
@@ -340,8 +349,11 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
     names = tuple(a.name for a in scalars)
     lam = scalar_lambda(facts.checkout, stub.name)
     if lam is None:
+        # the functor's names (porter.port.functor.functor_params): a backward op's schema names
+        args = native_yaml.arguments(out.schema)
+        own = tuple(native_yaml.argument_name(t) for t in args.tensors) if out.is_backward else ()
         return False, "no CPU lambda found: --body EXPR in " + ", ".join(
-            ("x",) if tensors == UNARY else ("a", "b")) + ", " + ", ".join(names)
+            own or (("x",) if tensors == UNARY else ("a", "b"))) + ", " + ", ".join(names)
     if len(lam.params) != (1 if tensors == UNARY else 2):
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
     if lam.alternatives:

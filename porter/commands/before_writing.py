@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from porter import exit_codes
 from porter.emulate import build_check
 from porter.port import completeness
 from porter.port.functor import SKELETON
@@ -20,11 +21,11 @@ from porter.errors import PorterError
 
 
 class WrongRegistration(PorterError):
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 class IncompleteMigration(PorterError):
-    exit_code = 1
+    exit_code = exit_codes.FAILED
 
 
 def params_of(spec) -> tuple[str, ...]:
