@@ -58,7 +58,7 @@ def since(root: Path, ref: str) -> Changes:
          hint="fetch it first (git fetch origin main) or pass a commit")
     diff = _git(root, "-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0",
                 "--relative", ref, "--")
-    changes = parse_diff(diff, ref)
+    changes = parse_diff(diff, ref, lambda rel: _git(root, "show", f"{ref}:./{rel}"))
     untracked = _git(root, "ls-files", "--others", "--exclude-standard")
     for rel in filter(None, untracked.splitlines()):
         text = (root / rel).read_text(encoding="utf-8", errors="replace") if (root / rel).is_file() else ""
@@ -68,8 +68,34 @@ def since(root: Path, ref: str) -> Changes:
     return changes
 
 
-def parse_diff(diff: str, ref: str = "") -> Changes:
+def _slide(old: list[str], start: int, count: int) -> int:
+    """How far a pure deletion of old lines [start, start + count) moves to begin a top-level
+    construct. A block whose edges repeat can be cut at several places for the same result;
+    git may cut the tail of the function above with it (deleting softplus_out_mps after a
+    threshold_out_mps that ends as it does touches threshold's last lines), which names the
+    wrong op. 0 where no place begins one."""
+    def ok(k: int) -> bool:
+        i = start - 1 + k
+        return 0 <= i < len(old) and old[i][:1] not in ("", " ", "\t", "}") and old[i].strip() != ""
+    down = 0
+    while start - 1 + count + down < len(old) and old[start - 1 + down] == old[start - 1 + count + down]:
+        down += 1
+    up = 0
+    while start - 2 - up >= 0 and old[start - 2 - up] == old[start - 2 + count - up]:
+        up += 1
+    if ok(0):
+        return 0
+    for k in sorted(range(-up, down + 1), key=abs):
+        if ok(k):
+            return k
+    return 0
+
+
+def parse_diff(diff: str, ref: str = "", old_text=None) -> Changes:
+    """`old_text(path)`, where given, reads a file at the ref: a pure deletion is then moved to
+    where it begins a top-level construct (`_slide`)."""
     changes = Changes(ref)
+    old_lines: dict[str, list[str]] = {}
     path = old_path = None
     for line in diff.splitlines():
         if line.startswith("--- "):
@@ -92,6 +118,16 @@ def parse_diff(diff: str, ref: str = "") -> Changes:
             if m is None:
                 continue
             old_start, old_count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            shift = 0
+            new_count = int(m.group(4) if m.group(4) is not None else 1)
+            if old_text is not None and old_path is not None and old_count and not new_count:
+                if old_path not in old_lines:
+                    try:
+                        old_lines[old_path] = old_text(old_path).split("\n")
+                    except PorterError:
+                        old_lines[old_path] = []
+                shift = _slide(old_lines[old_path], old_start, old_count)
+                old_start += shift
             if old_path is not None and old_count:
                 changes.removed.setdefault(old_path, set()).update(range(old_start, old_start + old_count))
             if path is not None:
@@ -99,7 +135,7 @@ def parse_diff(diff: str, ref: str = "") -> Changes:
                 if count:
                     changes.lines[path].update(range(start, start + count))
                 else:    # pure deletion after line `start`
-                    changes.deletions[path].add(start)
+                    changes.deletions[path].add(start + shift)
     return changes
 
 
