@@ -242,7 +242,8 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     if shapes:
         from porter.harness.shapes import shape_samples
         first = next(iter(info.sample_inputs("cpu", dtype, **kwargs)), None)
-        return shape_samples(first, dtype)
+        yield from shape_samples(first, dtype)
+        return
     if reference:
         from porter.harness import edges
         yield from info.reference_inputs("cpu", dtype, **kwargs)
