@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port import selectors
-from porter.port.body import translate, truthiness
+from porter.port.body import translate_lambda, truthiness
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
@@ -303,7 +303,7 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     lam = scalar_lambda(facts.checkout, stub.name)
     why_not = "no CPU lambda found"
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
-        translation = translate(lam.body, lam.params, "float", facts.c10)
+        translation = translate_lambda(lam, (), "float", facts.c10)
         if translation.statements is not None:
             if kind == BINARY and _reads_truth_values(op, lam, facts):
                 return True, TRUTH_VALUES
@@ -358,11 +358,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
     if lam.alternatives:
         return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
-    local = next((n for n in lam.locals if n not in names and n not in lam.params
-                  and re.search(rf"\b{n}\b", lam.body)), None)
-    if local:
-        return False, f"the CPU lambda uses `{local}`, a local that is not a schema scalar"
-    translation = translate(lam.body, tuple(lam.params) + names, "float", facts.c10)
+    translation = translate_lambda(lam, names, "float", facts.c10)
     if translation.statements is None:
         return False, f"CPU lambda: {translation.reason}"
     return True, "CPU lambda"

@@ -1,0 +1,118 @@
+"""Functor bodies translated from the CPU kernels with their context (issue 22): the kernel
+function's locals, lambdas in every cpu/*.cpp that registers the stub, one lambda per dtype
+case, and the CPU's NaN behaviour kept through min/max. On the real-size tree, whose cpu/*.cpp
+carry lambdas in the shapes upstream writes them (fixtures/mini-pytorch, in our own words)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from porter.port import body
+from porter.source import checkout as co
+from porter.source.c10_metal import available_functions
+from porter.source.cpu_kernel import scalar_lambda
+
+UNARY_METAL = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+
+
+def _translated(root, stub: str, scalars=(), scalar="float") -> body.Translation:
+    checkout = co.Checkout.at(root)
+    lam = scalar_lambda(checkout, stub)
+    assert lam is not None, f"no lambda for {stub}"
+    return body.translate_lambda(lam, scalars, scalar, lambda: available_functions(checkout))
+
+
+def test_kernel_constants_are_declared_in_the_functor_body(real_tree_template):
+    # hardsigmoid's `const scalar_t three(3.0f)` and friends, which its lambda captures
+    out = _translated(real_tree_template, "hardsigmoid_stub", scalar="T")
+    assert out.statements.splitlines()[:3] == ["const float zero = 0.0f;", "const float three = 3.0f;",
+                                               "const float six = 6.0f;"], out
+
+
+def test_a_scalar_conversion_becomes_the_schema_scalar(real_tree_template):
+    # hardshrink's `auto lambd_val = lambd.to<scalar_t>()`: the params field `lambd` itself
+    out = _translated(real_tree_template, "hardshrink_stub", ("lambd",))
+    assert out == ("return (self_val >= -lambd && self_val <= lambd) ? float(0) : self_val;", "")
+
+
+def test_optional_conversions_become_the_schema_scalars_by_position(real_tree_template):
+    # nan_to_num's kernel names them nan, pos_inf, neg_inf; the schema nan, posinf, neginf
+    out = _translated(real_tree_template, "nan_to_num_stub", ("nan", "posinf", "neginf"))
+    assert "posinf" in out.statements and "neginf" in out.statements, out
+    assert "replacement" not in out.statements and "pos_inf" not in out.statements, out
+
+
+def test_lambdas_are_read_from_the_file_that_registers_the_stub(real_tree_template):
+    # sigmoid_backward lives in cpu/BinaryOpsKernel.cpp, mish in cpu/Activation.cpp
+    checkout = co.Checkout.at(real_tree_template)
+    assert scalar_lambda(checkout, "sigmoid_backward_stub").path.endswith("cpu/BinaryOpsKernel.cpp")
+    assert scalar_lambda(checkout, "mish_stub").path.endswith("cpu/Activation.cpp")
+
+
+def test_a_complex_case_is_kept_apart_from_the_real_dtypes_lambda(real_tree_template):
+    # sigmoid_backward's complex case conjugates; the floating functor must not take it
+    lam = scalar_lambda(co.Checkout.at(real_tree_template), "sigmoid_backward_stub")
+    assert "conj" not in lam.body and "conj" in lam.complex_case.body
+
+
+class _Lambda:
+    """A CPU lambda as porter.source.cpu_kernel reads it, for the pure cases below."""
+
+    def __init__(self, body_text, params=("x",), context=(), kernel_params=(), locals_=()):
+        from porter.source.cpu_kernel import Local
+        self.body, self.params, self.path, self.line = body_text, params, "cpu/K.cpp", 7
+        self.context = tuple(Local(*c) for c in context)
+        self.kernel_params, self.locals = kernel_params, locals_
+
+
+C10 = lambda: frozenset({"min", "max", "log1p"})     # noqa: E731
+
+
+def test_a_local_computed_from_scalars_is_declared_from_them():
+    lam = _Lambda("return x <= 0 ? x * negcoef : x * poscoef;",
+                  context=[("auto", "negcoef", "alpha.to<scalar_t>() * scale.to<scalar_t>()"),
+                           ("auto", "poscoef", "scale.to<scalar_t>()")],
+                  kernel_params=("alpha", "scale"), locals_=("negcoef", "poscoef"))
+    out = body.translate_lambda(lam, ("alpha", "scale"), "float", C10)
+    assert out.statements == "auto negcoef = alpha * scale;\nreturn x <= 0 ? x * negcoef : x * scale;"
+
+
+def test_wrong_on_purpose_a_local_out_of_the_lambdas_scope_is_refused_not_dropped():
+    # `lo` is declared in another branch of the kernel: a functor without it would not build on
+    # a Mac, and one that guessed it would be wrong; porter names it instead
+    lam = _Lambda("return x < lo ? lo : x;", locals_=("lo",))
+    out = body.translate_lambda(lam, (), "float", C10)
+    assert out == (None, "the CPU lambda at cpu/K.cpp:7 uses `lo`, a local of its kernel function "
+                         "that is not in the lambda's scope")
+
+
+def test_wrong_on_purpose_a_local_read_through_another_local_is_kept():
+    # `six` is read only through `third`: dropping it would leave `third` undefined
+    lam = _Lambda("return x * third;", context=[("const scalar_t", "six", "6"),
+                                                 ("const scalar_t", "third", "six / 18")])
+    out = body.translate_lambda(lam, (), "T", C10)
+    assert out.statements == "const T six = 6;\nconst T third = six / 18;\nreturn x * third;"
+
+
+@needs_gxx
+def test_hardsigmoid_keeps_nan_where_metals_bare_min_loses_it(real_root):
+    # hardsigmoid off MPS (as before upstream's port): porter's port from the CPU lambda passes
+    # the reference inputs (NaN among them); the same port with Metal's bare min/max (what
+    # pytorch#183939 fixed upstream) fails them, at NaN
+    from porter.harness.verify import measure, plan_in_memory, verify
+    yaml = real_root / co.NATIVE_YAML
+    yaml.write_text(yaml.read_text().replace("    CPU, CUDA, MPS: hardsigmoid_out\n",
+                                             "    CPU, CUDA: hardsigmoid_out\n"))
+    checkout = co.Checkout.at(real_root)
+    verdict = verify(checkout, "hardsigmoid", "no-mps", reference_inputs=True)
+    assert (verdict.status, verdict.detail) == ("verified", "3/3 dtypes"), verdict
+    changes = plan_in_memory(checkout, "hardsigmoid", "no-mps").changes
+    ported = changes.current(UNARY_METAL, checkout.read)
+    assert "c10::metal::min(c10::metal::max(" in ported
+    changes.set(UNARY_METAL, checkout.read(UNARY_METAL),
+                ported.replace("c10::metal::min(c10::metal::max(", "::metal::min(::metal::max("))
+    bare = measure(checkout, "hardsigmoid", changes, reference_inputs=True)
+    assert bare.status == "fails" and "(reference inputs)" in bare.detail and "nan" in bare.detail, bare
