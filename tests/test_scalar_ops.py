@@ -236,7 +236,7 @@ def test_candidates_classify_the_scalar_ops(real_root):
     assert got == {
         "softplus": ("scalar", "automatic"), "sub": ("alpha", "automatic"),
         "threshold": ("scalar", "--body"), "logit": ("scalar", "--body"),
-        "nan_to_num": ("scalar", "--body"), "gelu": ("other", "refused"),
+        "nan_to_num": ("scalar", "automatic"), "gelu": ("other", "refused"),
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
     assert rows["threshold"]["how"] == "no CPU lambda found: --body EXPR in x, threshold, value"
     assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"

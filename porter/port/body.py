@@ -50,9 +50,11 @@ CONSTANTS = {
     "c10::pi<opmath_t>": "M_PI_F",
     "c10::pi<scalar_t>": "M_PI_F",
     "c10::pi<float>": "M_PI_F",
+    "c10::pi<T>": "M_PI_F",
+    "std::numeric_limits<scalar_t>::epsilon()": "FLT_EPSILON",
 }
 KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "int", "bool", "T",
-            "true", "false", "NAN", "INFINITY", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
+            "true", "false", "NAN", "INFINITY", "FLT_EPSILON", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
 
 
 class Translation(NamedTuple):
@@ -107,24 +109,31 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
             out.append(f"c10::metal::{name}")
         elif text in C10_METAL and called:
             name = C10_METAL[text]
-            if name not in c10_functions():
+            if name in c10_functions():
+                out.append(f"c10::metal::{name}")
+            elif _helper(c10_functions, text):
+                out.append(_helper(c10_functions, text))
+            else:
                 return Translation(None, f"`{text}` needs c10::metal::{name}, which this checkout's "
-                                         "c10/metal headers do not define")
-            out.append(f"c10::metal::{name}")
+                                         "c10/metal headers do not define" + _why_not(c10_functions, text))
         elif called and _plain(text) in PRECISE and _std(text):
             out.append(f"::precise::{_plain(text)}")
         elif called and _plain(text) in METAL and _std(text):
             out.append(f"::metal::{_plain(text)}")
+        elif called and _helper(c10_functions, text):
+            # a CPU helper (native/Math.h) translated into c10/metal (porter.port.helpers)
+            out.append(_helper(c10_functions, text))
         else:
-            return Translation(None, f"`{text}` has no known Metal translation")
+            return Translation(None, f"`{text}` has no known Metal translation" + _why_not(c10_functions, text))
         i += 1
     statements = "".join(out).strip()
     return Translation(statements)
 
 
 DECLARED_RE = re.compile(
-    r"(?:^|[;{}])\s*(?:(?:const|constexpr)\s+)*(?:scalar_t|opmath_t|float|double|auto|int64_t|int|bool|T)"
-    r"\s+([A-Za-z_]\w*)\s*[=({]")
+    r"(?:^|(?<=[;{}(]))\s*(?:(?:const|constexpr)\s+)*"
+    r"(?:scalar_t|opmath_t|float|double|auto|int64_t|long|int|uint|uchar|uint8_t|size_t|bool|T)"
+    r"\s+([A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\])?\s*(?=[=({;,])")
 
 
 def declared_names(body: str) -> list[str]:
@@ -226,12 +235,27 @@ def translate_lambda(lam, scalar_names: tuple[str, ...], scalar: str, c10_functi
     return translate(context.body, tuple(lam.params) + tuple(scalar_names), scalar, c10_functions)
 
 
+def _helper(c10_functions, name: str) -> str | None:
+    """The Metal spelling of CPU helper `name`, where `c10_functions` can translate helpers
+    (porter.port.helpers.Library)."""
+    helper = getattr(c10_functions, "helper", None)
+    if helper is None or "::" in name:      # a helper of at::native, called by its plain name
+        return None
+    return helper(name)
+
+
+def _why_not(c10_functions, name: str) -> str:
+    refused = getattr(c10_functions, "refused", {})
+    return f"; its translation is refused: {refused[name]}" if name in refused else ""
+
+
 def _plain(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 
 
 def _std(name: str) -> bool:
-    return name.startswith(("std::", "::std::")) or "::" not in name
+    """`std::log`, `::std::log`, `log` and the global `::log` (Math.h writes that too)."""
+    return name.startswith(("std::", "::std::")) or "::" not in name or bool(re.fullmatch(r"::\w+", name))
 
 
 def _next_significant(tokens, i: int) -> str | None:

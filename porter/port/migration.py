@@ -350,7 +350,9 @@ def _cpu_lambda_translates(checkout, spec: OpSpec) -> bool:
     lam = spec.scalar_lambda
     if lam is None or len(lam.params) != (1 if spec.kind == "unary" else 2):
         return False
-    return translate_lambda(lam, (), "float", lambda: available_functions(checkout)).statements is not None
+    from porter.port.helpers import Library
+    library = Library(checkout, lambda: available_functions(checkout))
+    return translate_lambda(lam, (), "float", library).statements is not None
 
 
 def _selector_body(checkout, spec: OpSpec, hosts, found, cs: ChangeSet,

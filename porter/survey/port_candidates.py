@@ -194,11 +194,20 @@ class _Facts:
         self.shared: dict[str, list[str]] = {}      # op -> stubs its plain shared function runs
         self.registered: set[str] = set()           # stubs a host file already gives a kernel
         self._c10 = None
+        self._library = None
 
     def c10(self):
         if self._c10 is None:
             self._c10 = available_functions(self.checkout)
         return self._c10
+
+    @property
+    def library(self):
+        """The c10/metal routines, and the CPU helpers porter translates into c10/metal."""
+        if self._library is None:
+            from porter.port.helpers import Library
+            self._library = Library(self.checkout, self.c10)
+        return self._library
 
     def integer_facts(self, op: str) -> tuple[bool, bool]:
         """(tests integer dtypes on MPS, integers compute in float) as `porter.port.resolve.resolve` sees them."""
@@ -303,7 +312,7 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     lam = scalar_lambda(facts.checkout, stub.name)
     why_not = "no CPU lambda found"
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
-        translation = translate_lambda(lam, (), "float", facts.c10)
+        translation = translate_lambda(lam, (), "float", facts.library)
         if translation.statements is not None:
             if kind == BINARY and _reads_truth_values(op, lam, facts):
                 return True, TRUTH_VALUES
@@ -358,7 +367,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
     if lam.alternatives:
         return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
-    translation = translate_lambda(lam, names, "float", facts.c10)
+    translation = translate_lambda(lam, names, "float", facts.library)
     if translation.statements is None:
         return False, f"CPU lambda: {translation.reason}"
     return True, "CPU lambda"
