@@ -116,3 +116,56 @@ def test_hardsigmoid_keeps_nan_where_metals_bare_min_loses_it(real_root):
                 ported.replace("c10::metal::min(c10::metal::max(", "::metal::min(::metal::max("))
     bare = measure(checkout, "hardsigmoid", changes, reference_inputs=True)
     assert bare.status == "fails" and "(reference inputs)" in bare.detail and "nan" in bare.detail, bare
+
+
+def _library(root):
+    from porter.port.helpers import Library
+    checkout = co.Checkout.at(root)
+    return Library(checkout, lambda: available_functions(checkout))
+
+
+def test_a_math_h_helper_becomes_a_metal_function_with_the_helpers_it_calls(real_tree_template):
+    # calc_ndtri (native/Math.h) calls polevl: both translated, polevl first, in the functor's
+    # float (T), with no double, std:: or static left (Metal has none of them)
+    library = _library(real_tree_template)
+    assert library.helper("calc_ndtri") == "c10::metal::calc_ndtri"
+    assert list(library.added) == ["polevl", "calc_ndtri"]
+    text = "".join(t.text for t in library.added.values())
+    for word in ("double", "std::", "static", "C10_HOST_DEVICE"):
+        assert word not in text, word
+    assert "inline T calc_ndtri(T y0) {" in text and "::precise::log(y)" in text
+
+
+def test_the_port_defines_the_helper_in_special_math_h(real_root):
+    from tests.porter_run import porter
+    result = porter("new-op", "special_ndtri", "--dry-run", root=real_root)
+    assert result.code == 0, result.err
+    assert "+++ b/c10/metal/special_math.h" in result.out
+    assert "+inline T calc_ndtri(T y0) {" in result.out
+    assert "c10::metal::calc_ndtri(float(x))" in result.out
+
+
+def test_wrong_on_purpose_a_helper_metal_cannot_run_is_refused_by_name(real_root):
+    # a helper that calls itself (Metal has no recursion) and one on std::complex: each refused
+    # with its name, never written half-translated
+    math_h = real_root / "aten/src/ATen/native/Math.h"
+    math_h.write_text(math_h.read_text() + """
+template <typename T>
+inline T halving_walk(T x) {
+  return x < T(1) ? x : halving_walk(x / T(2));
+}
+
+template <typename T>
+inline T through_complex(T x) {
+  return std::abs(std::complex<T>(x, x));
+}
+""")
+    library = _library(real_root)
+    assert library.helper("halving_walk") is None
+    assert library.refused["halving_walk"] == "`halving_walk` calls itself (Metal has no recursion)"
+    assert library.helper("through_complex") is None
+    assert library.refused["through_complex"] == ("`through_complex` uses std::complex, which Metal has "
+                                                  "no counterpart of")
+    lam = _Lambda("return halving_walk(x);")
+    out = body.translate_lambda(lam, (), "float", library)
+    assert out.statements is None and "halving_walk" in out.reason and "calls itself" in out.reason

@@ -52,6 +52,7 @@ CONSTANTS = {
     "c10::pi<float>": "M_PI_F",
     "c10::pi<T>": "M_PI_F",
     "std::numeric_limits<scalar_t>::epsilon()": "FLT_EPSILON",
+    "std::numeric_limits<value_t>::infinity()": "INFINITY",
 }
 KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "int", "bool", "T",
             "true", "false", "NAN", "INFINITY", "FLT_EPSILON", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
@@ -85,8 +86,9 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
             i += 1
             continue
         called = nxt == "("
-        if text in ("scalar_t", "opmath_t"):
-            out.append(scalar if text == "scalar_t" else "float")
+        if text in ("scalar_t", "opmath_t", "value_t"):
+            # value_t: a complex kernel's real part type, the value itself for real dtypes
+            out.append(scalar if text in ("scalar_t", "value_t") else "float")
         elif text in params or text in KEYWORDS:
             out.append(text)
         elif text in COMPOSITE and called:
@@ -132,13 +134,23 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
 
 DECLARED_RE = re.compile(
     r"(?:^|(?<=[;{}(]))\s*(?:(?:const|constexpr)\s+)*"
-    r"(?:scalar_t|opmath_t|float|double|auto|int64_t|long|int|uint|uchar|uint8_t|size_t|bool|T)"
+    r"(?:scalar_t|opmath_t|value_t|float|double|auto|int64_t|long|int|uint|uchar|uint8_t|size_t|bool|T)"
     r"\s+([A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\])?\s*(?=[=({;,])")
 
 
+# `T x, z, num, dem;`: the names after the first of a declaration list
+MORE_DECLARED_RE = re.compile(
+    r"(?:^|(?<=[;{}]))\s*(?:(?:const|constexpr)\s+)*(?:scalar_t|opmath_t|value_t|float|double|auto|"
+    r"int64_t|long|int|uint|size_t|bool|T)\s+(\w+(?:\s*,\s*\w+)+)\s*;")
+
+
 def declared_names(body: str) -> list[str]:
-    """The variables a statement list declares (`opmath_t product = ...;`, `const float three(3);`)."""
-    return list(dict.fromkeys(DECLARED_RE.findall(body)))
+    """The variables a statement list declares (`opmath_t product = ...;`, `const float three(3);`,
+    `T x, z;`)."""
+    names = DECLARED_RE.findall(body)
+    for group in MORE_DECLARED_RE.findall(body):
+        names += [n.strip() for n in group.split(",")]
+    return list(dict.fromkeys(names))
 
 
 def _clamp_as_min_max(body: str) -> str:

@@ -65,12 +65,19 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
 
 
+# overloads for vectors or complex values: the functor's real overloads never call them
+OTHER_OVERLOAD_RE = re.compile(r"\bVectorized\b|\bvec::|\bc10::complex\b|\bstd::complex\b|\b__m\d+")
+
+
 def find(checkout: co.Checkout, name: str) -> list[str]:
-    for rel in HELPER_HEADERS:
-        if checkout.exists(rel):
-            found = definitions(checkout.read(rel), name)
-            if found:
-                return found
+    """The real-valued definitions of helper `name`: in native/Math.h, else in a CPU kernel file
+    (UnaryOpsKernel.cpp's `_nan_to_num_replace`)."""
+    sources = [rel for rel in HELPER_HEADERS if checkout.exists(rel)]
+    sources += sorted(checkout.glob(co.CPU_KERNELS, "*.cpp"))
+    for rel in sources:
+        found = definitions(checkout.read(rel), name)
+        if found:
+            return [d for d in found if not OTHER_OVERLOAD_RE.search(d[:d.index("{")])]
     return []
 
 
@@ -112,7 +119,12 @@ class Library:
             raise Refused(f"`{name}` calls itself (Metal has no recursion)")
         found = find(self.checkout, name)
         if not found:
-            raise Refused(f"`{name}` is not defined in {', '.join(HELPER_HEADERS)}")
+            raise Refused(f"`{name}` has no real-valued definition in {', '.join(HELPER_HEADERS)} "
+                          "or the CPU kernel files")
+        if len(found) == 1 and re.search(rf"(?<![\w.:]){re.escape(name)}\s*\(",
+                                         found[0][code_mask(found[0]).index("{", found[0].index(name)):]):
+            # one definition calling its own name (several overloads call each other instead)
+            raise Refused(f"`{name}` calls itself (Metal has no recursion)")
         texts = [self._one(name, d, stack + (name,)) for d in found]
         self.added[name] = Translated(name, "\n\n".join(texts) + "\n")
 
@@ -134,7 +146,8 @@ class Library:
                     or callee in params or _known_math(callee) or callee in c10:
                 continue
             self._translate(callee, stack)
-        names = tuple(params) + STATEMENT_WORDS + tuple(self.added) + (name,)
+        called_c10 = tuple(n for n in re.findall(r"(?<![\w.:])([A-Za-z_]\w*)\s*\(", inner) if n in c10)
+        names = tuple(params) + STATEMENT_WORDS + tuple(self.added) + called_c10 + (name,)
         out = body.translate(inner, names, "T", lambda: c10)
         if out.statements is None:
             raise Refused(f"`{name}`: {out.reason}")
@@ -152,6 +165,7 @@ def _metal_head(head: str) -> str:
     """A CPU helper's template line and signature, as Metal writes them."""
     head = re.sub(r"\b(?:C10_HOST_DEVICE|C10_ALWAYS_INLINE|C10_API|static|__ubsan_ignore\w*__)\b", "", head)
     head = re.sub(r",\s*bool\s+\w+\s*=\s*\w+\s*>", ">", head)      # `bool is_cuda=false`: CPU only
+    head = re.sub(r"\bscalar_t\b", "T", head)        # the body's scalar_t is T too (body.translate)
     head = _metal_types(head)
     head = " ".join(head.split())
     if "inline" not in head:

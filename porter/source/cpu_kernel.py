@@ -49,6 +49,7 @@ class ScalarLambda(NamedTuple):
     context: tuple["Local", ...] = ()
     kernel_params: tuple[str, ...] = ()   # the kernel function's parameters after the iterator
     complex_case: "ScalarLambda | None" = None   # the complex dtypes' own lambda, when it has one
+    dispatch_at: int = -1        # offset of the AT_DISPATCH_* call around it (-1: none)
 
     @property
     def expression(self) -> str | None:
@@ -89,7 +90,7 @@ def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, 
     rel, fn, _ = found
     text = checkout.read(rel)
     mask = code_mask(text)
-    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
+    m = re.search(rf"^[ \t]*(?:static\s+)?(?:inline\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
     if not m:
         return None
     return rel, text, mask, m.end(), matching_close(mask, m.end() - 1), m.group(1)
@@ -125,8 +126,10 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     if chosen is None:
         return None
     declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, body_start, body_end)))
+    # lambdas under the same AT_DISPATCH call are chosen between by the kernel's scalars
+    # (logit's `eps < 0`); one per dtype branch (hardsigmoid's reduced-float branch) is not
     same_case = [c for c in (generic or candidates) if c.dispatch == chosen.dispatch
-                 and not _same_formula(c, chosen)]
+                 and c.dispatch_at == chosen.dispatch_at and not _same_formula(c, chosen)]
     if complex_case is chosen:
         complex_case = None
     return chosen._replace(alternatives=len(same_case), locals=declared, complex_case=complex_case)
@@ -146,7 +149,7 @@ def _same_formula(a: ScalarLambda, b: ScalarLambda) -> bool:
 # values (`Vec`, `Vectorized<float>`) are the vectorized lambda's and never read here.
 DECLARATION_RE = re.compile(
     r"(?<![\w.>])((?:(?:const|constexpr|static)\s+)*"
-    r"(?:scalar_t|opmath_t|float|double|auto|int64_t|int|bool|(?:at::)?opmath_type<\s*\w+\s*>))"
+    r"(?:scalar_t|opmath_t|value_t|acc_t|float|double|auto|int64_t|int|bool|(?:at::)?opmath_type<\s*\w+\s*>))"
     r"\s+(\w+)\s*(?:=\s*([^;]*?)|\(([^;]*)\)|\{([^;]*)\})\s*;")
 
 
@@ -199,16 +202,18 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
             return None
         types.append(" ".join(words[:-1]))
         params.append(words[-1])
+    case, at = _dispatch_case(mask, start)
     return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
-                        rel, line_of(text, m.start()), _dispatch_case(mask, start))
+                        rel, line_of(text, m.start()), case, dispatch_at=at)
 
 
 DISPATCH_NAME_RE = re.compile(r"\bAT_DISPATCH_\w+")
 
 
-def _dispatch_case(mask: str, at: int) -> str:
-    """Which dtypes the innermost AT_DISPATCH_* enclosing `at` covers: integral, floating,
-    complex or all (a dispatch before `at` that closes before it is another branch's)."""
+def _dispatch_case(mask: str, at: int) -> tuple[str, int]:
+    """Which dtypes the innermost AT_DISPATCH_* enclosing `at` covers (integral, floating,
+    complex or all; a dispatch before `at` that closes before it is another branch's), and
+    where that dispatch starts (-1: none)."""
     found = [m for m in DISPATCH_NAME_RE.finditer(mask, max(0, at - 4000), at)]
     for m in reversed(found):
         open_at = mask.find("(", m.end())
@@ -217,8 +222,8 @@ def _dispatch_case(mask: str, at: int) -> str:
         close = matching_close(mask, open_at)
         if 0 <= close < at:
             continue
-        return _case_of(m.group())
-    return "all"
+        return _case_of(m.group()), m.start()
+    return "all", -1
 
 
 def _case_of(name: str) -> str:
