@@ -39,7 +39,7 @@ tanh_backward      mpsgraph  impl      binary  --body  native_functions.yaml, Ac
 threshold          mpsgraph  impl      scalar  --body  native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      no CPU lambda found: --body EXPR in x, threshold, value
 heaviside          no-mps    -         binary  yes     native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
 special_log_ndtr   no-mps    -         unary   yes     native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
-special_ndtri      no-mps    -         unary   --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define
+special_ndtri      no-mps    -         unary   --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 
 21 op(s) on MPSGraph (16 forward, 5 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
   forward ops (16 on MPSGraph, 3 without MPS): 12 ported automatically, 5 with --body EXPR, 2 refused (1 no DispatchStub, 1 str argument).

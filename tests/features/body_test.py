@@ -61,6 +61,8 @@ _mappings = (
     pytest.param("c10::pi<scalar_t>", "M_PI_F", id="c10::pi<scalar_t>"),
     pytest.param("c10::pi<float>", "M_PI_F", id="c10::pi<float>"),
     pytest.param("c10::pi<T>", "M_PI_F", id="c10::pi<T>"),
+    pytest.param("std::numeric_limits<value_t>::infinity()", "INFINITY",
+                 id="std::numeric_limits<value_t>::infinity()"),
     pytest.param("std::numeric_limits<scalar_t>::epsilon()", "FLT_EPSILON",
                  id="std::numeric_limits<scalar_t>::epsilon()"),
     pytest.param("std::nextafter(x)", "::metal::nextafter(x)", id="std::nextafter"),
