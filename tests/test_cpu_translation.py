@@ -169,3 +169,19 @@ inline T through_complex(T x) {
     lam = _Lambda("return halving_walk(x);")
     out = body.translate_lambda(lam, (), "float", library)
     assert out.statements is None and "halving_walk" in out.reason and "calls itself" in out.reason
+
+
+def test_a_lambda_reading_self_twice_becomes_a_one_argument_body(real_tree_template):
+    # threshold's meta function adds `self` as both inputs: its lambda's `other` is x
+    checkout = co.Checkout.at(real_tree_template)
+    lam = scalar_lambda(checkout, "threshold_stub", "threshold")
+    assert lam.params == ("x",) and lam.body.strip() == "return x <= threshold ? value : x;"
+    out = body.translate_lambda(lam, ("threshold", "value"), "float", lambda: available_functions(checkout))
+    assert out == ("return x <= threshold ? value : x;", "")
+
+
+def test_wrong_on_purpose_another_op_of_the_stub_keeps_both_tensors(real_tree_template):
+    # threshold_backward runs the same stub on (self, grad): folding `other` into x there would
+    # return the input where the gradient belongs
+    lam = scalar_lambda(co.Checkout.at(real_tree_template), "threshold_stub", "threshold_backward")
+    assert lam.params == ("x", "other") and "value : other" in lam.body

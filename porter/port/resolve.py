@@ -156,7 +156,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
     state = _state(fam, registered, graph)
     opinfos, refs = for_op(checkout, op)
-    lam = scalar_lambda(checkout, stub.name)
+    lam = scalar_lambda(checkout, stub.name, op)
     promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
                 or meta_promotes_to_float(checkout, op))
     dtypes = mps_dtypes(opinfos)

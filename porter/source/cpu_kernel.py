@@ -96,8 +96,36 @@ def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, 
     return rel, text, mask, m.end(), matching_close(mask, m.end() - 1), m.group(1)
 
 
-def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
-    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one."""
+def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> ScalarLambda | None:
+    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one; for
+    `op`, folded to one tensor argument where op's meta function hands the kernel one tensor
+    twice (threshold's iterator reads `self` as both of its lambda's arguments)."""
+    lam = _scalar_lambda(checkout, stub)
+    if lam is not None and op is not None and len(lam.params) == 2 and repeats_its_input(checkout, op):
+        first, second = lam.params
+        body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
+        lam = lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
+    return lam
+
+
+def repeats_its_input(checkout: co.Checkout, op: str) -> bool:
+    """Whether `TORCH_META_FUNC(op)` builds its iterator with one tensor as both inputs
+    (`.add_const_input(self).add_const_input(self)`)."""
+    head = re.compile(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)")
+    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+        text = checkout.read(rel)
+        m = head.search(text)
+        if not m:
+            continue
+        mask = code_mask(text)
+        open_at = mask.find("{", m.end())
+        end = matching_close(mask, open_at) if open_at >= 0 else -1
+        inputs = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", mask[open_at:end])
+        return len(inputs) == 2 and inputs[0] == inputs[1]
+    return False
+
+
+def _scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     body = _kernel_body(checkout, stub)
     if body is None:
         return None

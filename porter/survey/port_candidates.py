@@ -356,7 +356,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
     if problem:
         return False, f"{problem} ({stub.name}: {stub.signature})"
     names = tuple(a.name for a in scalars)
-    lam = scalar_lambda(facts.checkout, stub.name)
+    lam = scalar_lambda(facts.checkout, stub.name, op)
     if lam is None:
         # the functor's names (porter.port.functor.functor_params): a backward op's schema names
         args = native_yaml.arguments(out.schema)
