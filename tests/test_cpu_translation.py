@@ -185,3 +185,33 @@ def test_wrong_on_purpose_another_op_of_the_stub_keeps_both_tensors(real_tree_te
     # return the input where the gradient belongs
     lam = scalar_lambda(co.Checkout.at(real_tree_template), "threshold_stub", "threshold_backward")
     assert lam.params == ("x", "other") and "value : other" in lam.body
+
+
+@needs_gxx
+def test_logical_not_is_one_truth_template_complex_included(real_root):
+    # logical_not's lambda `static_cast<scalar_t>(!a)` (self_t in, the output's dtype out): one
+    # template reading x as a truth value, complex64 registered -> bool, and the emulated test
+    # passes every dtype the MPS test sends with reference inputs; the same port reading only the
+    # real part of a complex value (wrong on purpose: 0+1j is true on the CPU) fails complex64
+    from porter.harness.verify import measure, plan_in_memory, verify
+    checkout = co.Checkout.at(real_root)
+    verdict = verify(checkout, "logical_not", "mpsgraph", reference_inputs=True)
+    assert (verdict.status, verdict.detail) == ("verified", "10/10 dtypes"), verdict
+    changes = plan_in_memory(checkout, "logical_not", "mpsgraph").changes
+    ported = changes.current(UNARY_METAL, checkout.read)
+    assert "return !c10::metal::cast_to<bool>(x);" in ported
+    assert "REGISTER_UNARY_OP(logical_not, DTYPE##2, bool);" in ported
+    real_part_only = ported.replace(
+        "    return !c10::metal::cast_to<bool>(x);\n  }\n",
+        "    return !c10::metal::cast_to<bool>(x);\n  }\n"
+        "  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>\n"
+        "  inline bool operator()(const T x) {\n    return x.x == 0;\n  }\n", 1)
+    real_part_only = real_part_only.replace("  template <typename T>\n  inline bool operator()(const T x) {\n"
+                                            "    return !c10::metal::cast_to<bool>(x);",
+                                            "  template <typename T, enable_if_t<!is_complex_v<T>, bool> = true>\n"
+                                            "  inline bool operator()(const T x) {\n"
+                                            "    return !c10::metal::cast_to<bool>(x);", 1)
+    assert real_part_only.count("operator()") == ported.count("operator()") + 1
+    changes.set(UNARY_METAL, checkout.read(UNARY_METAL), real_part_only)
+    wrong = measure(checkout, "logical_not", changes, reference_inputs=True)
+    assert wrong.status == "fails" and wrong.failed_dtype == "complex64", wrong

@@ -544,6 +544,26 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
     return None
 
 
+def bool_valued(lam) -> bool:
+    """A lambda returning a truth value in its output's dtype: its argument is another dispatch's
+    type (`self_t a`), its return the output's (`-> scalar_t`), and it reads its arguments as truth
+    values only (logical_not's `static_cast<scalar_t>(!a)`): the op's own result is bool."""
+    if lam is None or lam.return_type != "scalar_t" or not lam.param_types \
+            or all(t == "scalar_t" for t in lam.param_types):
+        return False
+    return truthiness(_without_output_cast(lam.body), tuple(lam.params)) is not None
+
+
+def strip_output_cast(statements: str) -> str:
+    """A translated bool-valued body without its cast into the output's dtype (`static_cast<T>`)."""
+    return re.sub(r"\breturn\s+static_cast<T>\((.*)\)\s*;", r"return \1;", statements)
+
+
+def _without_output_cast(body: str) -> str:
+    """`return static_cast<scalar_t>(E);` -> `return E;` (the cast into the output's dtype)."""
+    return re.sub(r"\breturn\s+static_cast<scalar_t>\((.*)\)\s*;", r"return \1;", body)
+
+
 TRUTH = "c10::metal::cast_to<bool>"
 BOOL_CAST_RE = r"(?:static_cast<bool>|bool)\(\s*{p}\s*\)"
 LOGICAL = {"&&", "||"}

@@ -59,11 +59,16 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     # A binary bool op reading its arguments as truth values only: one template for every input
     # dtype, complex included (a --complex-body still gets its own overload); its registrations
     # are porter.port.edits.metal.add_bool_registration's
+    # A unary bool op of the same kind (logical_not's `!a`, cast into the output's dtype, which
+    # the registration makes bool) likewise
     generic = (_truth_body(statements_int, params, c10_functions)
-               if out_bool and spec.kind != UNARY else None)
+               if out_bool and spec.kind != UNARY else
+               _truth_body(translate_body.strip_output_cast(statements_int), params, c10_functions)
+               if out_bool and translate_body.bool_valued(spec.scalar_lambda) else None)
     if generic is not None:
         own_complex = f"return {complex_body.strip().rstrip(';')};" if complex_body else None
-        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, one_body=generic,
+        template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
+        text = render(template, op=spec.kernel, params=params, one_body=generic,
                       float_body=None, int_body=None, float_out="bool", int_out="bool",
                       complex_body=own_complex, complex_out="bool")
         return Functor(text, origin, detail, complex=True)

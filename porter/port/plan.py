@@ -203,7 +203,8 @@ def _plan_plain_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
             macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
             text = metal_edit.add_binary_registration(text, spec.kernel, macros)
         if with_complex and not (spec.kind != UNARY and completeness.always_bool(spec)):
-            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
+            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind,
+                                                       spec.kind == UNARY and spec.returns_bool)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
     if pending_functor is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port import selectors
-from porter.port.body import translate_lambda, truthiness
+from porter.port.body import bool_valued, translate_lambda, truthiness
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
@@ -316,6 +316,8 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
         if translation.statements is not None:
             if kind == BINARY and _reads_truth_values(op, lam, facts):
                 return True, TRUTH_VALUES
+            if kind == UNARY and bool_valued(lam) and "cast_to" in facts.c10():
+                return True, TRUTH_VALUES       # logical_not's `!a`
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
