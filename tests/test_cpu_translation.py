@@ -215,3 +215,24 @@ def test_logical_not_is_one_truth_template_complex_included(real_root):
     changes.set(UNARY_METAL, checkout.read(UNARY_METAL), real_part_only)
     wrong = measure(checkout, "logical_not", changes, reference_inputs=True)
     assert wrong.status == "fails" and wrong.failed_dtype == "complex64", wrong
+
+
+def test_the_cpus_complex_case_gives_the_complex_overload(real_root):
+    # conj_physical: the real dtypes' case copies (direct_copy_kernel: the identity), the complex
+    # case conjugates (conj_impl -> c10::metal::conj, which has a float2 overload)
+    from tests.porter_run import porter
+    result = porter("migrate-from-mpsgraph", "conj_physical", "--dry-run", root=real_root)
+    assert result.code == 0, result.err
+    assert "+    return T(c10::metal::conj(x));" in result.out
+    assert "+    return x;" in result.out
+    assert "REGISTER_UNARY_OP(conj_physical, DTYPE##2, DTYPE##2);" in result.out
+
+
+def test_wrong_on_purpose_complex_arithmetic_is_not_taken_for_float2_arithmetic(real_tree_template):
+    # sigmoid_backward's complex case multiplies complex values: float2's `*` is elementwise, so
+    # a verbatim translation would be wrong; porter refuses it rather than write it
+    checkout = co.Checkout.at(real_tree_template)
+    from porter.source.c10_metal import complex_functions
+    lam = scalar_lambda(checkout, "sigmoid_backward_stub")
+    out = body.translate_complex(lam.complex_case, lambda: complex_functions(checkout))
+    assert out.statements is None and "more than complex routines of its argument" in out.reason, out

@@ -261,6 +261,30 @@ def _why_not(c10_functions, name: str) -> str:
     return f"; its translation is refused: {refused[name]}" if name in refused else ""
 
 
+# CPU spellings of complex operations -> the c10::metal routine with a float2 overload
+COMPLEX_C10 = {"conj_impl": "conj", "std::conj": "conj", "std::log1p": "log1p", "sgn_impl": "sgn"}
+
+
+def translate_complex(lam, complex_functions) -> Translation:
+    """The complex case's lambda (`conj_impl(a)`) as a complex overload's statements: each call a
+    c10::metal routine with a float2 overload (`complex_functions()`), nothing else, since the
+    arithmetic operators of float2 are elementwise, not complex (`a * b` is not c10::metal::mul)."""
+    expr = getattr(lam, "expression", None)
+    if expr is None:
+        return Translation(None, "the complex case is not one returned expression")
+    out = expr
+    for cpu, name in COMPLEX_C10.items():
+        if re.search(rf"(?<![\w:]){re.escape(cpu)}\s*\(", out):
+            if name not in complex_functions():
+                return Translation(None, f"`{cpu}` needs c10::metal::{name} for complex values, which "
+                                         "this checkout's c10/metal headers do not define")
+            out = re.sub(rf"(?<![\w:]){re.escape(cpu)}\s*\(", f"c10::metal::{name}(", out)
+    rest = re.sub(r"c10::metal::\w+\(|[()\s]", "", out)
+    if set(rest) - set("".join(lam.params)) or rest not in lam.params:
+        return Translation(None, f"the complex case `{expr}` is more than complex routines of its argument")
+    return Translation(f"return {out};")
+
+
 def _plain(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 

@@ -54,6 +54,18 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         if float_in_t is not None:
             float_in_t = translate_body.rename(float_in_t, lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
+    if complex_body is None and body is None and getattr(spec.scalar_lambda, "complex_case", None) \
+            and "complex64" in spec.dtypes:
+        # the CPU's own complex case (conj_physical's `conj_impl(a)`), where c10/metal has each
+        # of its routines for float2
+        from porter.source.c10_metal import complex_functions
+        checkout = getattr(c10_functions, "checkout", None)      # a porter.port.helpers.Library
+        if checkout is not None:
+            derived = translate_body.translate_complex(spec.scalar_lambda.complex_case,
+                                                       lambda: complex_functions(checkout))
+            if derived.statements is not None:
+                complex_body = translate_body.rename(derived.statements, spec.scalar_lambda.complex_case.params,
+                                                     params)[len("return "):-1]
     out_bool = spec.returns_bool
     complex_out = "bool" if out_bool else "T"
     # A binary bool op reading its arguments as truth values only: one template for every input

@@ -138,6 +138,12 @@ def _scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
         if lam:
             candidates.append(lam._replace(context=visible_locals(text, mask, body_start, call.start()),
                                            kernel_params=params))
+    for copy in DIRECT_COPY_RE.finditer(mask, body_start, body_end):
+        # a dtype case that copies its input (conj's real types): the identity, as a lambda
+        case, at = _dispatch_case(mask, copy.start())
+        candidates.append(ScalarLambda(("a",), ("scalar_t",), "scalar_t", " return a; ", rel,
+                                       line_of(text, copy.start()), case, dispatch_at=at))
+    candidates.sort(key=lambda c: c.line)
     # a complex case of its own (`AT_DISPATCH_COMPLEX_TYPES`, `isComplexType(...)`) is the
     # complex overload's, never the real dtypes' lambda
     complex_case = next((c for c in candidates if c.dispatch == "complex"), None)
@@ -170,6 +176,9 @@ def _same_formula(a: ScalarLambda, b: ScalarLambda) -> bool:
         return True
     words = lambda lam: " ".join(re.sub(r"\b(?:float|scalar_t|opmath_t)\b", "T", lam.body).split())
     return a.params == b.params and words(a) == words(b)
+
+
+DIRECT_COPY_RE = re.compile(r"\bdirect_copy_kernel\(\s*\w+\s*\)\s*;")
 
 
 # A declaration statement of a kernel function: `const scalar_t three(3.0f);`,

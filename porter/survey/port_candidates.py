@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port import selectors
-from porter.port.body import bool_valued, translate_lambda, truthiness
-from porter.source.c10_metal import available_functions
+from porter.port.body import bool_valued, translate_complex, translate_lambda, truthiness
+from porter.source.c10_metal import available_functions, complex_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
 from porter.port.edits.dispatch_rows import mps_specific_rows
@@ -247,7 +247,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         files.append(co.COMMON_MPS)
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
-    if classified.portable and kind in PAIRS and keys & facts.complex_tested and how != TRUTH_VALUES:
+    if classified.portable and kind in PAIRS and keys & facts.complex_tested \
+            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU):
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -318,6 +319,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
                 return True, TRUTH_VALUES
             if kind == UNARY and bool_valued(lam) and "cast_to" in facts.c10():
                 return True, TRUTH_VALUES       # logical_not's `!a`
+            if lam.complex_case is not None and translate_complex(
+                    lam.complex_case, lambda: complex_functions(facts.checkout)).statements is not None:
+                return True, COMPLEX_FROM_CPU
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
@@ -339,6 +343,8 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 # A bool op whose CPU lambda reads its arguments as truth values only (logical_and's `a && b`):
 # porter writes one template over every dtype, complex64 included (porter.port.functor)
 TRUTH_VALUES = "CPU lambda (truth values: one template for every dtype, complex64 included)"
+# a CPU kernel with a complex case of its own that maps onto c10::metal's float2 routines
+COMPLEX_FROM_CPU = "CPU lambda (complex64 from the CPU's complex case)"
 
 
 def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
