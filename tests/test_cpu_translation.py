@@ -39,10 +39,17 @@ def test_a_scalar_conversion_becomes_the_schema_scalar(real_tree_template):
 
 
 def test_optional_conversions_become_the_schema_scalars_by_position(real_tree_template):
-    # nan_to_num's kernel names them nan, pos_inf, neg_inf; the schema nan, posinf, neginf
-    out = _translated(real_tree_template, "nan_to_num_stub", ("nan", "posinf", "neginf"))
-    assert "posinf" in out.statements and "neginf" in out.statements, out
-    assert "replacement" not in out.statements and "pos_inf" not in out.statements, out
+    # nan_to_num's kernel names them nan, pos_inf, neg_inf (value_t locals: the dtype's real part
+    # type); the schema nan, posinf, neginf. The helper it calls lives in the kernel's own file:
+    # its real overload is translated, the complex and vector ones are not the functor's
+    checkout = co.Checkout.at(real_tree_template)
+    library = _library(real_tree_template)
+    lam = scalar_lambda(checkout, "nan_to_num_stub")
+    out = body.translate_lambda(lam, ("nan", "posinf", "neginf"), "float", library)
+    assert out.statements == "return c10::metal::_nan_to_num_replace(a, nan, posinf, neginf);", out
+    helper = library.added["_nan_to_num_replace"].text
+    assert helper.count("inline T _nan_to_num_replace(") == 1
+    assert "Vectorized" not in helper and "complex" not in helper
 
 
 def test_lambdas_are_read_from_the_file_that_registers_the_stub(real_tree_template):

@@ -301,7 +301,7 @@ def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int
 
 
 VALUE_OR_RE = re.compile(r"\b(\w+)\.value_or\(\s*([-+0-9.eEf]+)\s*\)")
-LIMIT_RE = re.compile(r"\b(\w+)\.has_value\(\)\s*\?[^:;]*:\s*std::numeric_limits<scalar_t>::(max|lowest)\(\)")
+LIMIT_RE = re.compile(r"\b(\w+)\.has_value\(\)\s*\?[^:;]*:\s*std::numeric_limits<\w+>::(max|lowest)\(\)")
 
 
 def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | None:
