@@ -109,7 +109,7 @@ def test_hardsigmoid_keeps_nan_where_metals_bare_min_loses_it(real_root):
     # hardsigmoid off MPS (as before upstream's port): porter's port from the CPU lambda passes
     # the reference inputs (NaN among them); the same port with Metal's bare min/max (what
     # pytorch#183939 fixed upstream) fails them, at NaN
-    from porter.harness.verify import measure, plan_in_memory, verify
+    from porter.harness.measure_port import measure, plan_in_memory, verify
     yaml = real_root / co.NATIVE_YAML
     yaml.write_text(yaml.read_text().replace("    CPU, CUDA, MPS: hardsigmoid_out\n",
                                              "    CPU, CUDA: hardsigmoid_out\n"))
@@ -200,7 +200,7 @@ def test_logical_not_is_one_truth_template_complex_included(real_root):
     # template reading x as a truth value, complex64 registered -> bool, and the emulated test
     # passes every dtype the MPS test sends with reference inputs; the same port reading only the
     # real part of a complex value (wrong on purpose: 0+1j is true on the CPU) fails complex64
-    from porter.harness.verify import measure, plan_in_memory, verify
+    from porter.harness.measure_port import measure, plan_in_memory, verify
     checkout = co.Checkout.at(real_root)
     verdict = verify(checkout, "logical_not", "mpsgraph", reference_inputs=True)
     assert (verdict.status, verdict.detail) == ("verified", "10/10 dtypes"), verdict

@@ -58,7 +58,7 @@ def test_status_lines(heaviside_dry):
 
 def test_yaml_gets_mps_in_shared_row(heaviside_dry):
     assert_expected_inline(file_diff(heaviside_dry, YAML), """\
-@@ -451,7 +451,7 @@
+@@ -475,7 +475,7 @@
    structured_inherits: TensorIteratorBase
    device_check: NoCheck   # TensorIterator
    dispatch:
