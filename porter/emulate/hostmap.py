@@ -86,11 +86,11 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct))
-                if call.kernel == f"special_{stub}":
+                if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
-                    found.append(HostKernel(op_name(call.kernel), stub, call.kernel, metal, fn.params,
-                                            body, struct))
+                    found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
+                                            fn.params, body, struct))
     return found + in_place_kernels(root)
 
 
