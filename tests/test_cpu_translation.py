@@ -117,9 +117,11 @@ def test_hardsigmoid_keeps_nan_where_metals_bare_min_loses_it(real_root):
     verdict = verify(checkout, "hardsigmoid", "no-mps", reference_inputs=True)
     assert (verdict.status, verdict.detail) == ("verified", "3/3 dtypes"), verdict
     changes = plan_in_memory(checkout, "hardsigmoid", "no-mps").changes
-    ported = changes.current(UNARY_METAL, checkout.read)
+    # the port goes where hardsigmoid's family lives (ActivationKernel.metal on this tree)
+    metal = next(c.path for c in changes.pending if "hardsigmoid_functor" in c.new)
+    ported = changes.current(metal, checkout.read)
     assert "c10::metal::min(c10::metal::max(" in ported
-    changes.set(UNARY_METAL, checkout.read(UNARY_METAL),
+    changes.set(metal, checkout.read(metal),
                 ported.replace("c10::metal::min(c10::metal::max(", "::metal::min(::metal::max("))
     bare = measure(checkout, "hardsigmoid", changes, reference_inputs=True)
     assert bare.status == "fails" and "(reference inputs)" in bare.detail and "nan" in bare.detail, bare
