@@ -95,7 +95,12 @@ def op_dtypes(tree: Tree, op: str):
     dtypes are not statically known or that are xfailed whole are left out.
     """
     out = []
-    for head in tree.opinfos.by_aten.get(op, []):
+    # `nn.functional.softplus` (no aten_name=) is indexed as nn_functional_softplus, but runs
+    # aten softplus, as porter.source.opinfo_source.aten_op resolves it for `porter test`.
+    heads = tree.opinfos.by_aten.get(op, []) + [
+        h for h in tree.opinfos.by_aten.get(f"nn_functional_{op}", [])
+        if not h.aten_name and h.name == f"nn.functional.{op}"]
+    for head in heads:
         entries = tree.output_xfails.get(head.key, [])
         if any(e.dtypes is None for e in entries):
             continue
