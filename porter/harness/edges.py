@@ -108,13 +108,6 @@ def edge_samples(info, dtype, template_samples) -> list:
             lhs = lhs.repeat(m // n + 1)[:m]
             found.append(type(template)(lhs, args=(second, *base_args[1:]),
                                         kwargs=dict(template.kwargs)))
-        # every edge against every edge (heaviside(0, nan), inf - inf, INT_MIN * -1 do not
-        # happen in a sample whose other operand is upstream's random values)
-        if second.numel() and not any(isinstance(a, torch.Tensor) for a in others[1:]):
-            pairs_lhs = edges.repeat_interleave(second.numel())
-            pairs_rhs = second.repeat(n)
-            found.append(type(template)(pairs_lhs, args=(pairs_rhs, *others[1:]),
-                                        kwargs=dict(template.kwargs)))
     return [s for s in found if _cpu_accepts(info, s)]
 
 

@@ -64,7 +64,7 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
     by = {(o.name, o.variant_test_name): o for o in op_db}
     sub = by[("sub", "")]
     got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
-    assert len(got) == 3              # the edges as first, as second operand, then every pair
+    assert len(got) == 2                       # the edges as first, then as second operand
     assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
     assert got[1].args[0].min() == -2**31
     # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
@@ -98,26 +98,3 @@ def test_an_integer_sign_through_short_fails_the_reference_inputs(real_root):
     assert {d["dtype"]: d["outcome"] for d in extremal["dtypes"]} == \
         {"int16": "pass", "int32": "fail", "int64": "fail"}
     assert res.code == 1
-
-
-def test_a_binary_op_meets_every_pair_of_edges():
-    """heaviside(0, nan) is nan: a kernel that loses the NaN of `b` where `a == 0` passed the
-    edge samples, whose other operand was upstream's random values (never 0 beside a NaN)."""
-    from torch.testing._internal.common_methods_invocations import op_db
-    info = next(o for o in op_db if o.name == "heaviside")
-    got = edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32))
-    pairs = {(float(a), float(b)) for s in got for a, b in zip(s.input.reshape(-1), s.args[0].reshape(-1))}
-    assert any(a == 0 and math.isnan(b) for a, b in pairs)
-    assert any(math.isinf(a) and math.isinf(b) for a, b in pairs)
-
-
-@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
-def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root):
-    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
-    metal = real_root / KERNELS / "BinaryKernel.metal"
-    text = metal.read_text()
-    right = "return a == 0 ? b : static_cast<T>(a > 0);"
-    assert text.count(right) == 1
-    metal.write_text(text.replace(right, "return a == 0 ? (b != b ? T(0) : b) : static_cast<T>(a > 0);"))
-    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
-    assert code == 1, by_dtype
