@@ -70,3 +70,16 @@ def git_init(root: Path) -> None:
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
         subprocess.run(cmd, cwd=root, check=True)
+
+
+def without_cpu_kernel(root: Path, stub: str) -> None:
+    """The tree with `stub`'s CPU kernel unregistered (its `REGISTER_DISPATCH` line gone from
+    cpu/*.cpp): an op whose CPU lambda porter cannot find, so that a port asks for --body."""
+    import re
+    for path in sorted((Path(root) / "aten/src/ATen/native/cpu").glob("*.cpp")):
+        text = path.read_text()
+        new = re.sub(rf"^REGISTER_DISPATCH\({re.escape(stub)},[^\n]*\n", "", text, flags=re.M)
+        if new != text:
+            path.write_text(new)
+            return
+    raise AssertionError(f"no CPU kernel registered for {stub}")

@@ -10,7 +10,7 @@ import pytest
 
 from porter.source.checkout import NATIVE_YAML, OPERATIONS, Checkout
 from porter.source.derivatives import forward_of
-from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot, without_cpu_kernel
 
 needs_compiler = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
@@ -137,6 +137,7 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
 
 
 def test_in_place_without_a_body_writes_nothing(real_root):
+    without_cpu_kernel(real_root, "tanh_backward_stub")       # no CPU lambda to translate
     before = snapshot(real_root)
     result = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", root=real_root)
     assert result.code == 1

@@ -49,7 +49,7 @@ def test_duplicate_mps_key(mini_root, capsys):
     code, out = check(mini_root, capsys)
     assert code == 1
     T.assertExpectedInline(out, """\
-aten/src/ATen/native/native_functions.yaml:515: PORTER001 duplicate-mps-key: 'sign.out' names MPS twice (first at line 514): 'CPU, CUDA, MPS: sign_out' and 'MPS: sign_out_mps'; torchgen silently keeps sign_out_mps (delete the `MPS: sign_out_mps` row and its MPSGraph impl (porter migrate-from-mpsgraph sign))
+aten/src/ATen/native/native_functions.yaml:539: PORTER001 duplicate-mps-key: 'sign.out' names MPS twice (first at line 538): 'CPU, CUDA, MPS: sign_out' and 'MPS: sign_out_mps'; torchgen silently keeps sign_out_mps (delete the `MPS: sign_out_mps` row and its MPSGraph impl (porter migrate-from-mpsgraph sign))
 """)
 
 
@@ -170,8 +170,8 @@ def test_an_orphan_macro_writing_a_plain_function_is_dead_code_not_a_build_break
     code, out = check(mini_root, capsys, "--select", "PORTER003")
     assert code == 1
     T.assertExpectedInline(out, """\
-aten/src/ATen/native/mps/operations/UnaryOps.mm:254: PORTER003 orphan-mps-function: exp2_out_mps is the MPSGraph implementation of exp2, but no yaml row names it any more: dead code a half-applied migration left (delete it)
-aten/src/ATen/native/mps/operations/UnaryOps.mm:255: PORTER003 orphan-mps-function: exp_out_mps is the MPSGraph implementation of exp, but no yaml row names it any more, so torchgen declares no structured_exp_out_mps and this file no longer compiles (porter new-op exp deletes it where porter can port exp (`porter status exp` says); else delete it by hand)
+aten/src/ATen/native/mps/operations/UnaryOps.mm:270: PORTER003 orphan-mps-function: exp2_out_mps is the MPSGraph implementation of exp2, but no yaml row names it any more: dead code a half-applied migration left (delete it)
+aten/src/ATen/native/mps/operations/UnaryOps.mm:271: PORTER003 orphan-mps-function: exp_out_mps is the MPSGraph implementation of exp, but no yaml row names it any more, so torchgen declares no structured_exp_out_mps and this file no longer compiles (porter new-op exp deletes it where porter can port exp (`porter status exp` says); else delete it by hand)
 """)
 
 
@@ -179,7 +179,7 @@ def test_undeclared_stub(mini_root, capsys):
     edit(mini_root, BINARY_MM, "REGISTER_DISPATCH(hypot_stub,", "REGISTER_DISPATCH(hypott_stub,")
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
 aten/src/ATen/native/mps/operations/BinaryKernel.mm:70: PORTER020 undeclared-stub: hypot_mps_kernel is registered on hypott_stub, which no DECLARE_DISPATCH declares (did you mean hypot_stub?)
-aten/src/ATen/native/native_functions.yaml:560: PORTER023 unregistered-mps-stub: 'hypot.out' sends MPS to the shared hypot_out, which runs hypot_stub, but no MPS host file registers it: every MPS call fails with 'hypot_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op hypot), or route MPS to an implementation of its own)
+aten/src/ATen/native/native_functions.yaml:584: PORTER023 unregistered-mps-stub: 'hypot.out' sends MPS to the shared hypot_out, which runs hypot_stub, but no MPS host file registers it: every MPS call fails with 'hypot_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op hypot), or route MPS to an implementation of its own)
 """)
 
 
@@ -228,8 +228,8 @@ def test_stale_unimplemented_xfail(mini_root, capsys):
     code, out = check(mini_root, capsys)
     assert code == 1
     T.assertExpectedInline(out, """\
-aten/src/ATen/native/native_functions.yaml:454: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
-torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:454 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --device mps --prune-xfails`, or drop the entry)
+aten/src/ATen/native/native_functions.yaml:478: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
+torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --device mps --prune-xfails`, or drop the entry)
 """)
 
 
@@ -237,7 +237,7 @@ def test_torchgen_rejects_yaml(mini_root, capsys):
     pytest.importorskip("torchgen")
     edit(mini_root, NATIVE_YAML, "    CPU, CUDA: heaviside_out\n", "    CPU, CUDA, Mps: heaviside_out\n")
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
-aten/src/ATen/native/native_functions.yaml:449: PORTER040 torchgen-rejects-yaml: torchgen rejects the file ('heaviside.out'): unknown dispatch key Mps (fix the entry; `porter check` re-runs torchgen's parse_native_yaml)
+aten/src/ATen/native/native_functions.yaml:473: PORTER040 torchgen-rejects-yaml: torchgen rejects the file ('heaviside.out'): unknown dispatch key Mps (fix the entry; `porter check` re-runs torchgen's parse_native_yaml)
 """)
 
 
@@ -258,7 +258,7 @@ def test_torchgen_reports_yaml_syntax_by_line(mini_root, capsys):
     pytest.importorskip("torchgen")
     edit(mini_root, NATIVE_YAML, "    CPU, CUDA: heaviside_out\n", "    CPU, CUDA: heaviside_out\n   MPS: x\n")
     T.assertExpectedInline(check(mini_root, capsys, "--select", "PORTER040")[1], """\
-aten/src/ATen/native/native_functions.yaml:455: PORTER040 torchgen-rejects-yaml: torchgen cannot load the file: ParserError: did not find expected key (fix the YAML syntax (indentation of dispatch rows is 4 spaces))
+aten/src/ATen/native/native_functions.yaml:479: PORTER040 torchgen-rejects-yaml: torchgen cannot load the file: ParserError: did not find expected key (fix the YAML syntax (indentation of dispatch rows is 4 spaces))
 """)
 
 

@@ -62,7 +62,7 @@ def test_impl_block_with_tricky_braces(mini_root):
    update  aten/src/ATen/native/mps/kernels/UnaryKernel.metal
    update  aten/src/ATen/native/mps/operations/UnaryKernel.mm""")
     assert_expected_inline(file_diff(out, YAML), """\
-@@ -511,8 +511,7 @@
+@@ -535,8 +535,7 @@
    structured: True
    structured_inherits: TensorIteratorBase
    dispatch:
@@ -115,7 +115,7 @@ def test_wrapped_signature_helper_and_separate_rows(mini_root):
     CPU and CUDA naming the kernel on separate yaml lines."""
     out = dry(mini_root, "signbit").out
     assert_expected_inline(file_diff(out, YAML), """\
-@@ -529,7 +529,7 @@
+@@ -553,7 +553,7 @@
    dispatch:
      CPU: signbit_out
      CUDA: signbit_out

@@ -58,7 +58,7 @@ def test_status_lines(heaviside_dry):
 
 def test_yaml_gets_mps_in_shared_row(heaviside_dry):
     assert_expected_inline(file_diff(heaviside_dry, YAML), """\
-@@ -451,7 +451,7 @@
+@@ -475,7 +475,7 @@
    structured_inherits: TensorIteratorBase
    device_check: NoCheck   # TensorIterator
    dispatch:
@@ -430,8 +430,6 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
              "kernel is a structured TensorIterator DispatchStub"),                      # a reduction
     # min.unary_out carries the yaml's `# TensorIterator` comment, which once passed it as unary
     ("min", "'min' is not an elementwise TensorIterator op"),
-    ("logical_not", "'logical_not' is not a structured TensorIterator op, so there is no shared "
-                    "CPU/CUDA kernel for MPS to join"),                                  # pointwise only
     # a backward op whose stub hands its kernel a bool (elu_backward's is_result picks the
     # formula): a params-struct field porter does not write
     ("elu_backward", "'elu_backward': elu_backward_stub hands its kernel the bool is_result: porter "

@@ -13,7 +13,7 @@ import pytest
 from porter.emulate.probe import probe_source
 from porter.emulate.build_check import BuildRefused, check_kernel_file
 from porter.source.checkout import KERNELS, NATIVE_YAML, OPERATIONS, TESTING
-from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot
+from tests.porter_run import changed_files, file_diff, git_init, porter, snapshot, without_cpu_kernel
 
 BINARY_METAL = f"{KERNELS}/BinaryKernel.metal"
 UNARY_METAL = f"{KERNELS}/UnaryKernel.metal"
@@ -239,6 +239,7 @@ def test_a_dtype_without_a_kernel_is_a_gap_bool_included(mini_root):
 # --- case 5: mish: never a skeleton for working MPSGraph code; no kernels the CPU refuses ----
 
 def test_mish_without_body_is_refused_even_with_allow_incomplete(real_root):
+    without_cpu_kernel(real_root, "mish_stub")       # no CPU lambda to translate
     for extra in ((), ("--allow-incomplete",), ("--json",)):
         result = refused(real_root, "migrate-from-mpsgraph", "mish", *extra)
     assert json.loads(result.out)["ok"] is False
@@ -335,6 +336,7 @@ def test_every_next_command_status_prints_succeeds(real_root, monkeypatch):
     from porter.survey import op_status
 
     monkeypatch.setattr(op_status, "device", lambda: "emulate")
+    without_cpu_kernel(real_root, "mish_stub")       # mish asks for --body
     _half_migrate_sign(real_root)
     git_init(real_root)
     bodies = {("mish", "--body"): MISH_BODY,

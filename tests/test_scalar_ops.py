@@ -235,10 +235,11 @@ def test_candidates_classify_the_scalar_ops(real_root):
            ("softplus", "sub", "threshold", "logit", "nan_to_num", "gelu", "mse_loss", "glu", "pow")}
     assert got == {
         "softplus": ("scalar", "automatic"), "sub": ("alpha", "automatic"),
-        "threshold": ("scalar", "--body"), "logit": ("scalar", "--body"),
-        "nan_to_num": ("scalar", "--body"), "gelu": ("other", "refused"),
+        "threshold": ("scalar", "automatic"), "logit": ("scalar", "--body"),
+        "nan_to_num": ("scalar", "automatic"), "gelu": ("other", "refused"),
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
-    assert rows["threshold"]["how"] == "no CPU lambda found: --body EXPR in x, threshold, value"
+    # threshold's lambda reads (x, other), both `self` (its meta function adds self twice)
+    assert rows["threshold"]["how"] == "CPU lambda"
     assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"
 
 

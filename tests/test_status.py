@@ -41,9 +41,9 @@ def test_unported_op_screen(mini_root, capsys):
 heaviside: unported (binary)
   no MPS dispatch row
 yaml:
-  native_functions.yaml:449  heaviside.out  CPU, CUDA: heaviside_out
-  native_functions.yaml:457  heaviside  delegates to heaviside.out
-  native_functions.yaml:463  heaviside_  delegates to heaviside.out
+  native_functions.yaml:473  heaviside.out  CPU, CUDA: heaviside_out
+  native_functions.yaml:481  heaviside  delegates to heaviside.out
+  native_functions.yaml:487  heaviside_  delegates to heaviside.out
 stub: heaviside_stub (structured_binary_fn, aten/src/ATen/native/BinaryOps.h:25)
 functor: none
 host: heaviside_stub has no MPS registration

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from porter import exit_codes
@@ -69,28 +70,8 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
             path=spec.metal_path, hint="porter cannot write this op's registrations yet: write "
             "the functor and its registrations by hand")
     if build:
-        for change in plan.changes.pending:
-            kernel = plan.new_kernels.get(change.path)
-            if not change.path.endswith(".metal"):
-                continue
-            skeleton = functor is not None and functor.origin == SKELETON
-            # a skeleton fails on purpose: it is a gap (below), the rest of the file must build
-            only = () if (kernel is None or skeleton) else (kernel,)
-            try:
-                build_check.check_kernel_file(change.path, change.old,
-                                              _with_planned_headers(change.new, plan), checkout.root, only)
-            except build_check.BuildRefused as refused:
-                added = getattr(plan, "added_dtypes", ())
-                if not added or kernel != spec.kernel:
-                    raise
-                # the registrations porter added for dtypes the functor never took
-                error = refused.error or refused.message.removesuffix("; nothing was written")
-                raise build_check.BuildRefused(
-                    f"{spec.kernel}_functor has no kernel for {', '.join(added)}, which {spec.op}'s "
-                    f"MPS test sends, and does not build for them ({error}); nothing was written",
-                    path=spec.metal_path,
-                    hint=f"give {spec.kernel}_functor an overload for them and register them by "
-                         "hand, or xfail those dtypes in common_mps.py") from None
+        with _planned_c10(checkout, plan) as build_root:
+            _check_planned_kernel_files(checkout, plan, spec, functor, build_root)
     incomplete = [f"{g.what}: {g.flag}" for g in plan.gaps]
     if command == "migrate-from-mpsgraph" and functor is not None and functor.origin == SKELETON:
         # --allow-incomplete does not stretch this far: the MPSGraph code works, a skeleton does not
@@ -113,6 +94,54 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
     return Outcome(incomplete, notes)
 
 
+def _check_planned_kernel_files(checkout, plan, spec, functor, build_root) -> None:
+    for change in plan.changes.pending:
+        kernel = plan.new_kernels.get(change.path)
+        if not change.path.endswith(".metal"):
+            continue
+        skeleton = functor is not None and functor.origin == SKELETON
+        # a skeleton fails on purpose: it is a gap (below), the rest of the file must build
+        only = () if (kernel is None or skeleton) else (kernel,)
+        try:
+            build_check.check_kernel_file(change.path, change.old,
+                                          _with_planned_headers(change.new, plan), build_root, only)
+        except build_check.BuildRefused as refused:
+            added = getattr(plan, "added_dtypes", ())
+            if not added or kernel != spec.kernel:
+                raise
+            # the registrations porter added for dtypes the functor never took
+            error = refused.error or refused.message.removesuffix("; nothing was written")
+            raise build_check.BuildRefused(
+                f"{spec.kernel}_functor has no kernel for {', '.join(added)}, which {spec.op}'s "
+                f"MPS test sends, and does not build for them ({error}); nothing was written",
+                path=spec.metal_path,
+                hint=f"give {spec.kernel}_functor an overload for them and register them by "
+                     "hand, or xfail those dtypes in common_mps.py") from None
+
+
+@contextmanager
+def _planned_c10(checkout, plan):
+    """The root the planned kernel files build against: the checkout's, or where the plan adds
+    a helper to c10/metal (porter.port.helpers), a scratch one whose c10/metal has it and whose
+    aten/src is the checkout's."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    planned = [c for c in plan.changes.pending if c.path.startswith("c10/")]
+    if not planned:
+        yield checkout.root
+        return
+    with tempfile.TemporaryDirectory(prefix="porter-c10-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(Path(checkout.root) / "c10", root / "c10", symlinks=True)
+        for change in planned:
+            (root / change.path).write_text(change.new, encoding="utf-8")
+        (root / "aten").mkdir()
+        (root / "aten" / "src").symlink_to(Path(checkout.root) / "aten" / "src", target_is_directory=True)
+        yield root
+
+
 def _with_planned_headers(text: str, plan) -> str:
     """`text` with each `#include` of a kernel header porter plans to write or change (a params
     struct in ActivationKernel.h) replaced by its planned text, which is not on disk yet; the
@@ -120,8 +149,8 @@ def _with_planned_headers(text: str, plan) -> str:
     import re
 
     for change in plan.changes.pending:
-        if not change.path.endswith(".h"):
-            continue
+        if not change.path.endswith(".h") or change.path.startswith("c10/"):
+            continue        # c10/metal changes build from a scratch root (_planned_c10)
         include = change.path.split("aten/src/", 1)[-1]
         lines = (line.split("//", 1)[0] for line in change.new.splitlines())
         body = " ".join(line for line in lines if line.strip() and not line.startswith("#pragma once"))

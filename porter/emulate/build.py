@@ -28,6 +28,7 @@ from pathlib import Path
 
 from porter import exit_codes
 from porter.emulate import dialect, groups, headers, metal_builtins
+from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
     diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude, site_line,
@@ -406,21 +407,6 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     os.chmod(staged, 0o644)
     os.replace(staged, so_path)
     return None
-
-
-# Registrations the build step quarantined ("name|dtype" or "name|*") are recorded but never
-# instantiated, so one unsupported functor does not take the rest of the file down with it.
-SKIP_HEADER = """#pragma once
-namespace porter {
-constexpr const char* skip_list[] = {ITEMS nullptr};
-constexpr bool skipped(const char* name, const char* dtype) {
-  for (const char* key : skip_list) {
-    if (key && key_eq(key, name, dtype)) return true;
-  }
-  return false;
-}
-} // namespace porter
-"""
 
 
 # ----------------------------------------------------------------- diagnostics

@@ -95,6 +95,12 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct, condition=_condition(host, mm, reg.line)))
+                if "_polynomial_" in stub and not stub.startswith("special_"):
+                    # the special polynomials' stubs drop the prefix their ops and kernels carry
+                    # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
+                    found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
+                                            fn.params, body, struct,
+                                            condition=_condition(host, mm, reg.line)))
     return found + in_place_kernels(root)
 
 

@@ -65,7 +65,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
         header = groups.select_header(select, functors, sorted(set(skip)))
     elif only is None:
         keys = sorted(set(skip))
-        header = SKIP_ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(k)}, " for k in keys))
+        header = SKIP_HEADER.replace("ITEMS", "".join(f"{json.dumps(k)}, " for k in keys))
     else:
         keys = sorted(set(only))
         header = ONLY_HEADER.replace("ITEMS", "".join(f"{json.dumps(f'{k}|*')}, " for k in keys))
@@ -134,8 +134,10 @@ constexpr bool skipped(const char* name, const char* dtype) {
 }
 } // namespace porter
 """
-# The build's own skip list (what it quarantined), for a syntax pass of a whole built file.
-SKIP_ONLY_HEADER = """#pragma once
+# Registrations the build step quarantined ("name|dtype" or "name|*") are recorded but never
+# instantiated, so one unsupported functor does not take the rest of the file down with it; the
+# build and a syntax pass of a whole built file share this list.
+SKIP_HEADER = """#pragma once
 namespace porter {
 constexpr const char* skip_list[] = {ITEMS nullptr};
 constexpr bool skipped(const char* name, const char* dtype) {

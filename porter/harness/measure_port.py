@@ -125,7 +125,14 @@ def _shadow(checkout: co.Checkout, changes, tmp: Path) -> Path:
             target = tmp / change.path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(change.new, encoding="utf-8")
-    if (root / "c10").is_dir():
+    c10_changes = [c for c in changes.changes.values()
+                   if c.path.startswith("c10/") and c.new is not None]
+    if c10_changes:
+        # a port that adds a helper to c10/metal (porter.port.helpers) builds against it
+        shutil.copytree(root / "c10", tmp / "c10", symlinks=True)
+        for change in c10_changes:
+            (tmp / change.path).write_text(change.new, encoding="utf-8")
+    elif (root / "c10").is_dir():
         (tmp / "c10").symlink_to(root / "c10", target_is_directory=True)
     # Scalar arguments reach a kernel through the op's schema and the shared function's stub
     # call (porter.emulate.host_args): the planned yaml and the native sources, linked

@@ -237,7 +237,10 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
                      reference: bool = False, shapes: bool = False):
     """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
     reference cache records these); `reference`: the OpInfo's reference_inputs instead;
-    `shapes`: porter.harness.shapes' layouts, built on the first upstream sample."""
+    `shapes`: porter.harness.shapes' layouts, built on the first upstream sample.
+
+    A plain function, never a generator: each branch returns its iterable (a `yield` here
+    would turn the shapes branch's `return shape_samples(...)` into an empty iteration)."""
     kwargs = rules.kwargs(info, dtype)
     if shapes:
         from porter.harness.shapes import shape_samples
@@ -245,12 +248,15 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
         yield from shape_samples(first, dtype)
         return
     if reference:
-        from porter.harness import edges
-        yield from info.reference_inputs("cpu", dtype, **kwargs)
-        # and the dtype's limits, which upstream's reference inputs do not reach
-        yield from edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype, **kwargs))
-        return
-    yield from info.sample_inputs("cpu", dtype, **kwargs)
+        return _reference_and_edge_samples(info, dtype, kwargs)
+    return info.sample_inputs("cpu", dtype, **kwargs)
+
+
+def _reference_and_edge_samples(info, dtype, kwargs):
+    """The OpInfo's reference_inputs, then the dtype's limits, which they do not reach."""
+    from porter.harness import edges
+    yield from info.reference_inputs("cpu", dtype, **kwargs)
+    yield from edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype, **kwargs))
 
 
 def _reference(info, sample, dev_out):

@@ -222,6 +222,12 @@ def _run_dtype(source: SampleSource, op: str, name: str, only: int | None) -> Dt
             # nothing ran: a pass here would be a green no device ever gave
             raise PorterError(f"--sample {only}: {op} has {generated} sample input(s) "
                               f"for {name}", hint=f"pass --sample 0 to {generated - 1}" if generated else None)
+        if not res.samples:
+            # no sample at all: nothing reached the kernel, so neither pass nor (for an xfail)
+            # xpass; a skip with why, which a run of nothing else reports as not green
+            res.outcome, res.seconds = SKIP, round(time.perf_counter() - start, 4)
+            res.message = f"no sample inputs for {name}: nothing ran"
+            return res
     return settle(res, start, xfail_by)
 
 

@@ -21,7 +21,10 @@ PRECISE = {"exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "rsqrt", "pow
            "acosh", "atanh", "cbrt", "fmod"}
 # Exact operations in the plain `metal::` namespace.
 METAL = {"abs", "fabs", "floor", "ceil", "trunc", "round", "rint", "copysign", "fmin", "fmax",
-         "min", "max", "isnan", "isinf", "isfinite", "signbit", "nextafter", "fma", "clamp"}
+         "isnan", "isinf", "isfinite", "signbit", "nextafter", "fma"}
+# std::min/std::max keep a NaN operand where the CPU's vectorized path (vec::minimum/maximum)
+# does; Metal's own min/max return the other operand (min(NaN, 1) == 1): c10::metal's keep it.
+NAN_KEEPING = {"std::min": "min", "std::max": "max", "::std::min": "min", "::std::max": "max"}
 # CPU helpers -> c10::metal routine of the same meaning (translated only if the headers define it).
 C10_METAL = {"std::log1p": "log1p", "std::erf": "erf", "std::erfc": "erfc", "calc_erfinv": "erfinv",
              "calc_i0": "i0", "calc_i0e": "i0e", "calc_i1": "i1", "calc_i1e": "i1e",
@@ -44,9 +47,15 @@ CONSTANTS = {
     "std::numeric_limits<scalar_t>::infinity()": "INFINITY",
     "std::numeric_limits<opmath_t>::quiet_NaN()": "NAN",
     "std::numeric_limits<opmath_t>::infinity()": "INFINITY",
+    "c10::pi<opmath_t>": "M_PI_F",
+    "c10::pi<scalar_t>": "M_PI_F",
+    "c10::pi<float>": "M_PI_F",
+    "c10::pi<T>": "M_PI_F",
+    "std::numeric_limits<scalar_t>::epsilon()": "FLT_EPSILON",
+    "std::numeric_limits<value_t>::infinity()": "INFINITY",
 }
 KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "int", "bool", "T",
-            "true", "false", "NAN", "INFINITY", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
+            "true", "false", "NAN", "INFINITY", "FLT_EPSILON", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
 
 
 class Translation(NamedTuple):
@@ -63,6 +72,9 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
         body = f"return {body.strip().rstrip(';')};"
     for cpu, metal in CONSTANTS.items():
         body = body.replace(cpu, metal)
+    body = _clamp_as_min_max(body)
+    # variables the body declares itself (`opmath_t product = ...`) read as its parameters do
+    params = tuple(params) + tuple(n for n in declared_names(body) if n not in params)
     out: list[str] = []
     tokens = [(m.lastgroup, m.group()) for m in TOKEN_RE.finditer(body)]
     i = 0
@@ -74,8 +86,9 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
             i += 1
             continue
         called = nxt == "("
-        if text in ("scalar_t", "opmath_t"):
-            out.append(scalar if text == "scalar_t" else "float")
+        if text in ("scalar_t", "opmath_t", "value_t"):
+            # value_t: a complex kernel's real part type, the value itself for real dtypes
+            out.append(scalar if text in ("scalar_t", "value_t") else "float")
         elif text in params or text in KEYWORDS:
             out.append(text)
         elif text in COMPOSITE and called:
@@ -89,21 +102,187 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
             out.append(template.format(arg))
             i = j
             continue
+        elif text in NAN_KEEPING and called:
+            name = NAN_KEEPING[text]
+            if name not in c10_functions():
+                return Translation(None, f"`{text}` needs c10::metal::{name} (Metal's own {name} "
+                                         "drops a NaN the CPU keeps), which this checkout's c10/metal "
+                                         "headers do not define")
+            out.append(f"c10::metal::{name}")
         elif text in C10_METAL and called:
             name = C10_METAL[text]
-            if name not in c10_functions():
+            if name in c10_functions():
+                out.append(f"c10::metal::{name}")
+            elif _helper(c10_functions, text):
+                out.append(_helper(c10_functions, text))
+            else:
                 return Translation(None, f"`{text}` needs c10::metal::{name}, which this checkout's "
-                                         "c10/metal headers do not define")
-            out.append(f"c10::metal::{name}")
+                                         "c10/metal headers do not define" + _why_not(c10_functions, text))
         elif called and _plain(text) in PRECISE and _std(text):
             out.append(f"::precise::{_plain(text)}")
         elif called and _plain(text) in METAL and _std(text):
             out.append(f"::metal::{_plain(text)}")
+        elif called and _helper(c10_functions, text):
+            # a CPU helper (native/Math.h) translated into c10/metal (porter.port.helpers)
+            out.append(_helper(c10_functions, text))
         else:
-            return Translation(None, f"`{text}` has no known Metal translation")
+            return Translation(None, f"`{text}` has no known Metal translation" + _why_not(c10_functions, text))
         i += 1
     statements = "".join(out).strip()
     return Translation(statements)
+
+
+DECLARED_RE = re.compile(
+    r"(?:^|(?<=[;{}(]))\s*(?:(?:const|constexpr)\s+)*"
+    r"(?:scalar_t|opmath_t|value_t|float|double|auto|int64_t|long|int|uint|uchar|uint8_t|size_t|bool|T)"
+    r"\s+([A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\])?\s*(?=[=({;,])")
+
+
+# `T x, z, num, dem;`: the names after the first of a declaration list
+MORE_DECLARED_RE = re.compile(
+    r"(?:^|(?<=[;{}]))\s*(?:(?:const|constexpr)\s+)*(?:scalar_t|opmath_t|value_t|float|double|auto|"
+    r"int64_t|long|int|uint|size_t|bool|T)\s+(\w+(?:\s*,\s*\w+)+)\s*;")
+
+
+def declared_names(body: str) -> list[str]:
+    """The variables a statement list declares (`opmath_t product = ...;`, `const float three(3);`,
+    `T x, z;`)."""
+    names = DECLARED_RE.findall(body)
+    for group in MORE_DECLARED_RE.findall(body):
+        names += [n.strip() for n in group.split(",")]
+    return list(dict.fromkeys(names))
+
+
+def _clamp_as_min_max(body: str) -> str:
+    """`std::clamp(v, lo, hi)` -> `std::min(std::max(v, lo), hi)`: the NaN-keeping pair
+    (Metal's clamp of a NaN is unspecified)."""
+    from porter.source.cpp_scan import matching_close, split_top_level
+    at = body.rfind("std::clamp(")
+    while at >= 0:
+        open_at = at + len("std::clamp")
+        close = matching_close(body, open_at)
+        parts = split_top_level(body[open_at + 1:close]) if close > 0 else []
+        if len(parts) == 3:
+            v, lo, hi = (p.strip() for p in parts)
+            body = body[:at] + f"std::min(std::max({v}, {lo}), {hi})" + body[close + 1:]
+        at = body.rfind("std::clamp(", 0, at)
+    return body
+
+
+class Context(NamedTuple):
+    body: str | None       # the lambda body with the kernel's locals it reads declared first
+    reason: str = ""
+
+
+# how a kernel turns its Scalar parameter into a value: each becomes the schema scalar itself
+# (the host converts it, porter.port.scalars.host_value)
+SCALAR_READS = (
+    re.compile(r"\b(\w+)\.to<\s*[\w:]+\s*>\(\s*\)"),                      # lambd.to<scalar_t>()
+    re.compile(r"\b(\w+)\.value_or\([^()]*\)"),                               # nan.value_or(0.)
+    re.compile(r"\b(\w+)\.has_value\(\)\s*\?.*\bstd::numeric_limits<\w+>::(?:max|lowest)\(\)"),
+)
+CAST_OF_NAME_RE = re.compile(r"^(?:static_cast<[\w:]+>|scalar_t|opmath_t|float)\s*[({]\s*(\w+)\s*[)}]$")
+
+
+def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
+    """The lambda body with what it reads of its kernel function: a constant (`const scalar_t
+    three(3)`) is declared at the top of the body, a conversion of a Scalar parameter
+    (`lambd_val = lambd.to<scalar_t>()`, `nan.value_or(0.)`) is the schema scalar itself
+    (renamed where the names differ), and a local computed from them (`negcoef = alpha * scale`)
+    is declared from those. The kernel parameters map to `scalar_names` in order."""
+    body = lam.body
+    kernel_params = tuple(getattr(lam, "kernel_params", ()) or ())
+    to_schema = dict(zip(kernel_params, scalar_names)) if len(kernel_params) == len(scalar_names) \
+        else {n: n for n in scalar_names}
+    locals_ = {local.name: local for local in getattr(lam, "context", ()) or ()}
+    own = set(declared_names(body)) | set(lam.params)
+    needed, frontier = [], [body]
+    while frontier:
+        text = frontier.pop()
+        for name in re.findall(r"(?<![\w.:])([A-Za-z_]\w*)\b", text):
+            if name in locals_ and name not in own and name not in needed:
+                needed.append(name)
+                frontier.append(locals_[name].init)
+    prelude, renames = [], {}
+    for local in locals_.values():          # in declaration order
+        if local.name not in needed:
+            continue
+        init = _schema_reads(local.init, to_schema)
+        m = CAST_OF_NAME_RE.match(init)
+        plain = m.group(1) if m else init
+        if plain in scalar_names:
+            if plain != local.name:
+                renames[local.name] = plain
+            continue
+        init = _rename_words(init, renames)
+        prelude.append(f"{local.type} {local.name} = {init};")
+    body = _rename_words(_schema_reads(body, to_schema), renames)
+    if prelude:
+        body = "\n".join(prelude) + "\n" + body
+    return Context(body)
+
+
+def _schema_reads(text: str, to_schema: dict[str, str]) -> str:
+    for pattern in SCALAR_READS:
+        text = pattern.sub(lambda m: to_schema.get(m.group(1), m.group(0)), text)
+    return text.strip()
+
+
+def _rename_words(text: str, renames: dict[str, str]) -> str:
+    if not renames:
+        return text
+    return re.sub(r"(?<![\w.:])([A-Za-z_]\w*)\b", lambda m: renames.get(m.group(1), m.group(1)), text)
+
+
+def translate_lambda(lam, scalar_names: tuple[str, ...], scalar: str, c10_functions) -> Translation:
+    """The CPU lambda `lam` with its kernel's context (with_context), translated for Metal."""
+    context = with_context(lam, scalar_names)
+    if context.body is None:
+        return Translation(None, context.reason)
+    known = set(declared_names(context.body)) | set(lam.params) | set(scalar_names)
+    for name in getattr(lam, "locals", ()) or ():
+        if name not in known and re.search(rf"(?<![\w.:]){re.escape(name)}\b", context.body):
+            return Translation(None, f"the CPU lambda at {lam.path}:{lam.line} uses `{name}`, a local "
+                                     "of its kernel function that is not in the lambda's scope")
+    return translate(context.body, tuple(lam.params) + tuple(scalar_names), scalar, c10_functions)
+
+
+def _helper(c10_functions, name: str) -> str | None:
+    """The Metal spelling of CPU helper `name`, where `c10_functions` can translate helpers
+    (porter.port.helpers.Library)."""
+    helper = getattr(c10_functions, "helper", None)
+    if helper is None or "::" in name:      # a helper of at::native, called by its plain name
+        return None
+    return helper(name)
+
+
+def _why_not(c10_functions, name: str) -> str:
+    refused = getattr(c10_functions, "refused", {})
+    return f"; its translation is refused: {refused[name]}" if name in refused else ""
+
+
+# CPU spellings of complex operations -> the c10::metal routine with a float2 overload
+COMPLEX_C10 = {"conj_impl": "conj", "std::conj": "conj", "std::log1p": "log1p", "sgn_impl": "sgn"}
+
+
+def translate_complex(lam, complex_functions) -> Translation:
+    """The complex case's lambda (`conj_impl(a)`) as a complex overload's statements: each call a
+    c10::metal routine with a float2 overload (`complex_functions()`), nothing else, since the
+    arithmetic operators of float2 are elementwise, not complex (`a * b` is not c10::metal::mul)."""
+    expr = getattr(lam, "expression", None)
+    if expr is None:
+        return Translation(None, "the complex case is not one returned expression")
+    out = expr
+    for cpu, name in COMPLEX_C10.items():
+        if re.search(rf"(?<![\w:]){re.escape(cpu)}\s*\(", out):
+            if name not in complex_functions():
+                return Translation(None, f"`{cpu}` needs c10::metal::{name} for complex values, which "
+                                         "this checkout's c10/metal headers do not define")
+            out = re.sub(rf"(?<![\w:]){re.escape(cpu)}\s*\(", f"c10::metal::{name}(", out)
+    rest = re.sub(r"c10::metal::\w+\(|[()\s]", "", out)
+    if set(rest) - set("".join(lam.params)) or rest not in lam.params:
+        return Translation(None, f"the complex case `{expr}` is more than complex routines of its argument")
+    return Translation(f"return {out};")
 
 
 def _plain(name: str) -> str:
@@ -111,7 +290,8 @@ def _plain(name: str) -> str:
 
 
 def _std(name: str) -> bool:
-    return name.startswith(("std::", "::std::")) or "::" not in name
+    """`std::log`, `::std::log`, `log` and the global `::log` (Math.h writes that too)."""
+    return name.startswith(("std::", "::std::")) or "::" not in name or bool(re.fullmatch(r"::\w+", name))
 
 
 def _next_significant(tokens, i: int) -> str | None:
@@ -386,6 +566,26 @@ def expression_problem(expr: str, params: tuple[str, ...]) -> str | None:
     if wrong:
         return f"uses {' and '.join(wrong)}, but the functor's arguments are {' and '.join(params)}"
     return None
+
+
+def bool_valued(lam) -> bool:
+    """A lambda returning a truth value in its output's dtype: its argument is another dispatch's
+    type (`self_t a`), its return the output's (`-> scalar_t`), and it reads its arguments as truth
+    values only (logical_not's `static_cast<scalar_t>(!a)`): the op's own result is bool."""
+    if lam is None or lam.return_type != "scalar_t" or not lam.param_types \
+            or all(t == "scalar_t" for t in lam.param_types):
+        return False
+    return truthiness(_without_output_cast(lam.body), tuple(lam.params)) is not None
+
+
+def strip_output_cast(statements: str) -> str:
+    """A translated bool-valued body without its cast into the output's dtype (`static_cast<T>`)."""
+    return re.sub(r"\breturn\s+static_cast<T>\((.*)\)\s*;", r"return \1;", statements)
+
+
+def _without_output_cast(body: str) -> str:
+    """`return static_cast<scalar_t>(E);` -> `return E;` (the cast into the output's dtype)."""
+    return re.sub(r"\breturn\s+static_cast<scalar_t>\((.*)\)\s*;", r"return \1;", body)
 
 
 TRUTH = "c10::metal::cast_to<bool>"

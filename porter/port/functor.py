@@ -40,9 +40,9 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         lam, skeleton = _cpu_lambda(spec, params)
         if skeleton:
             return skeleton
-        as_float = translate_body.translate(lam.body, lam.params, "float", c10_functions)
+        as_float = translate_body.translate_lambda(lam, (), "float", c10_functions)
         int_lam = lam.integral or lam
-        as_t = translate_body.translate(int_lam.body, int_lam.params, "T", c10_functions)
+        as_t = translate_body.translate_lambda(int_lam, (), "T", c10_functions)
         if as_float.statements is None:
             return _skeleton(spec, params, f"{as_float.reason} (CPU lambda at {lam.path}:{lam.line})")
         if as_t.statements is None:
@@ -50,20 +50,37 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         # the functor names its arguments as every functor of the file does: x, or a and b
         statements_float = translate_body.rename(as_float.statements, lam.params, params)
         statements_int = translate_body.rename(as_t.statements, int_lam.params, params)
-        float_in_t = translate_body.translate(lam.body, lam.params, "T", c10_functions).statements
+        float_in_t = translate_body.translate_lambda(lam, (), "T", c10_functions).statements
         if float_in_t is not None:
             float_in_t = translate_body.rename(float_in_t, lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
+    if complex_body is None and body is None and getattr(spec.scalar_lambda, "complex_case", None) \
+            and "complex64" in spec.dtypes:
+        # the CPU's own complex case (conj_physical's `conj_impl(a)`), where c10/metal has each
+        # of its routines for float2
+        from porter.source.c10_metal import complex_functions
+        checkout = getattr(c10_functions, "checkout", None)      # a porter.port.helpers.Library
+        if checkout is not None:
+            derived = translate_body.translate_complex(spec.scalar_lambda.complex_case,
+                                                       lambda: complex_functions(checkout))
+            if derived.statements is not None:
+                complex_body = translate_body.rename(derived.statements, spec.scalar_lambda.complex_case.params,
+                                                     params)[len("return "):-1]
     out_bool = spec.returns_bool
     complex_out = "bool" if out_bool else "T"
     # A binary bool op reading its arguments as truth values only: one template for every input
     # dtype, complex included (a --complex-body still gets its own overload); its registrations
     # are porter.port.edits.metal.add_bool_registration's
+    # A unary bool op of the same kind (logical_not's `!a`, cast into the output's dtype, which
+    # the registration makes bool) likewise
     generic = (_truth_body(statements_int, params, c10_functions)
-               if out_bool and spec.kind != UNARY else None)
+               if out_bool and spec.kind != UNARY else
+               _truth_body(translate_body.strip_output_cast(statements_int), params, c10_functions)
+               if out_bool and translate_body.bool_valued(spec.scalar_lambda) else None)
     if generic is not None:
         own_complex = f"return {complex_body.strip().rstrip(';')};" if complex_body else None
-        text = render("binary_functor.metal.j2", op=spec.kernel, params=params, one_body=generic,
+        template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
+        text = render(template, op=spec.kernel, params=params, one_body=generic,
                       float_body=None, int_body=None, float_out="bool", int_out="bool",
                       complex_body=own_complex, complex_out="bool")
         return Functor(text, origin, detail, complex=True)
@@ -179,12 +196,7 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
         if lam.alternatives:
             return _skeleton(spec, tensors, f"the CPU kernel at {lam.path}:{lam.line} chooses between "
                                             f"{lam.alternatives + 1} lambdas by its scalar arguments")
-        unknown = _captured_unknown(lam, names)
-        if unknown:
-            return _skeleton(spec, tensors, f"the CPU lambda at {lam.path}:{lam.line} uses {unknown}, "
-                                            "a local of its kernel function that is not a schema scalar")
-        translated = translate_body.translate(lam.body, tuple(lam.params) + names, "float",
-                                              c10_functions)
+        translated = translate_body.translate_lambda(lam, names, "float", c10_functions)
         if translated.statements is None:
             return _skeleton(spec, tensors, f"{translated.reason} (CPU lambda at {lam.path}:{lam.line})")
         # the functor names its tensor arguments as every functor of the file does (x, or a
@@ -229,12 +241,3 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
     text = render("alpha_functor.metal.j2", op=spec.kernel, params=tensors, overloads=overloads,
                   alpha_name="params" if params_struct else names[0])
     return Functor(text, origin, detail)
-
-
-def _captured_unknown(lam, names: tuple[str, ...]) -> str | None:
-    """A local of the kernel function the lambda reads that is not a schema scalar (the functor
-    would not have it): `lo`, `hi` computed from `eps`."""
-    for local in lam.locals:
-        if local not in names and local not in lam.params and re.search(rf"\b{local}\b", lam.body):
-            return local
-    return None

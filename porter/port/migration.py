@@ -22,7 +22,7 @@ from porter.source import checkout as co
 from porter.source import native_yaml
 from porter.port import selectors
 from porter.port import validate
-from porter.port.body import translate
+from porter.port.body import translate_lambda
 from porter.source.c10_metal import available_functions
 from porter.apply.changes import ChangeSet
 from porter.source.cpp_scan import line_of
@@ -350,7 +350,9 @@ def _cpu_lambda_translates(checkout, spec: OpSpec) -> bool:
     lam = spec.scalar_lambda
     if lam is None or len(lam.params) != (1 if spec.kind == "unary" else 2):
         return False
-    return translate(lam.body, lam.params, "float", lambda: available_functions(checkout)).statements is not None
+    from porter.port.helpers import Library
+    library = Library(checkout, lambda: available_functions(checkout))
+    return translate_lambda(lam, (), "float", library).statements is not None
 
 
 def _selector_body(checkout, spec: OpSpec, hosts, found, cs: ChangeSet,

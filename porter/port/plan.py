@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import completeness, formatting, validate
+from porter.port import completeness, formatting, helpers, validate
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import dispatches_floating_only
 from porter.apply.changes import ChangeSet
@@ -135,7 +135,9 @@ def _plan_plain_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
             f"--body EXPR (in {' and '.join(functor_params(spec))})"))
     pending_functor = None
     if spec.kernel not in metal.functors or (skeleton_at is not None and body is not None):
-        plan.functor = build(kernel_spec, body, lambda: available_functions(checkout), complex_body)
+        library = helpers.Library(checkout, lambda: available_functions(checkout))
+        plan.functor = build(kernel_spec, body, library, complex_body)
+        _plan_helpers(library, plan.functor, read, write)
         if skeleton_at is not None:     # the body the skeleton was waiting for
             start, end = skeleton_at
             text = text[:start] + plan.functor.text.rstrip("\n") + "\n" + text[end:]
@@ -201,7 +203,8 @@ def _plan_plain_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
             macros = metal_edit.binary_registration_macros(dtypes, spec.promotes_int_to_float)
             text = metal_edit.add_binary_registration(text, spec.kernel, macros)
         if with_complex and not (spec.kind != UNARY and completeness.always_bool(spec)):
-            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind)
+            text = metal_edit.add_complex_registration(text, spec.kernel, spec.kind,
+                                                       spec.kind == UNARY and spec.returns_bool)
     except ValueError as err:
         raise PorterError(str(err), path=spec.metal_path) from None
     if pending_functor is not None:
@@ -314,7 +317,9 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
         plan.unregistered.add("complex64")
         plan.notes.append(f"complex64 is not registered: porter writes no complex overload for "
                           f"ops with scalar parameters, so {spec.op}'s complex64 test needs one by hand")
-    functor = build(spec, body, lambda: available_functions(checkout), dtypes=dtypes)
+    library = helpers.Library(checkout, lambda: available_functions(checkout))
+    functor = build(spec, body, library, dtypes=dtypes)
+    _plan_helpers(library, functor, read, write)
     plan.functor = functor
     text = metal_edit.add_functor(text, spec.kernel, functor.text, spec.kind)
     if functor.origin == SKELETON:
@@ -411,6 +416,15 @@ def _alpha_dtypes(checkout, spec: OpSpec, plan: Plan) -> frozenset[str]:
         dtypes -= expected
         plan.unregistered |= expected
     return frozenset(dtypes)
+
+
+def _plan_helpers(library, functor: Functor, read, write) -> None:
+    """The CPU helpers a translated body calls, added to c10/metal/special_math.h
+    (porter.port.helpers)."""
+    if functor.origin == SKELETON or not library.added:
+        return
+    write(helpers.SPECIAL_MATH, helpers.add_to_special_math(read(helpers.SPECIAL_MATH),
+                                                            list(library.added.values())))
 
 
 def _has_castout(checkout) -> bool:

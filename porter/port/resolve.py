@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
+from porter.port.body import bool_valued
 from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
                                      none_conventions, scalar_lambda, shared_function_stubs)
 from porter.source.dtypes import MPS_DTYPES
@@ -156,7 +157,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
     state = _state(fam, registered, graph)
     opinfos, refs = for_op(checkout, op)
-    lam = scalar_lambda(checkout, stub.name)
+    lam = scalar_lambda(checkout, stub.name, op)
     promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
                 or meta_promotes_to_float(checkout, op))
     dtypes = mps_dtypes(opinfos)
@@ -166,7 +167,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     # a bool lambda, or an OpInfo that says so (`always_returns_bool`: the meta function builds a
     # bool-output iterator, as logical_and_out's comparison_op does)
     returns_bool = bool(lam and lam.return_type == "bool") or any(
-        o.flag("always_returns_bool") for o in opinfos)
+        o.flag("always_returns_bool") for o in opinfos) or bool_valued(lam)
     kernel = _existing_kernel(stub_hosts, stub.name) or kernel_name(op, stub.name)
     pair = _family(checkout, stub, graph, hosts, scalars, kind)
     return OpSpec(

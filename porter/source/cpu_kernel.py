@@ -44,12 +44,26 @@ class ScalarLambda(NamedTuple):
     integral: "ScalarLambda | None" = None   # the integer case's own lambda, when it has one
     alternatives: int = 0        # other cpu_kernel calls in the same kernel function
     locals: tuple[str, ...] = ()     # variables the kernel function declares (captured scalars)
+    # the kernel function's declarations in scope at the lambda, in order (`const scalar_t
+    # three(3)`, `auto lambd_val = lambd.to<scalar_t>()`): what a lambda body may read
+    context: tuple["Local", ...] = ()
+    kernel_params: tuple[str, ...] = ()   # the kernel function's parameters after the iterator
+    complex_case: "ScalarLambda | None" = None   # the complex dtypes' own lambda, when it has one
+    dispatch_at: int = -1        # offset of the AT_DISPATCH_* call around it (-1: none)
 
     @property
     def expression(self) -> str | None:
         """The returned expression when the body is a single `return EXPR;`."""
         m = re.fullmatch(r"\s*return\s+(.*?);\s*", self.body, re.S)
         return " ".join(m.group(1).split()) if m else None
+
+
+class Local(NamedTuple):
+    """A variable the kernel function declares: `const scalar_t three(3)` is
+    Local("const scalar_t", "three", "3")."""
+    type: str
+    name: str
+    init: str
 
 
 def find_kernel_function(checkout: co.Checkout, stub: str) -> tuple[str, str, int] | None:
@@ -76,23 +90,64 @@ def _kernel_body(checkout: co.Checkout, stub: str) -> tuple[str, str, str, int, 
     rel, fn, _ = found
     text = checkout.read(rel)
     mask = code_mask(text)
-    m = re.search(rf"^(?:static\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
+    m = re.search(rf"^[ \t]*(?:static\s+)?(?:inline\s+)?void\s+{re.escape(fn)}\s*\(([^)]*)\)\s*\{{", mask, re.M)
     if not m:
         return None
     return rel, text, mask, m.end(), matching_close(mask, m.end() - 1), m.group(1)
 
 
-def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
-    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one."""
+def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> ScalarLambda | None:
+    """The generic (`scalar_t`) lambda of the CPU kernel of `stub`, if porter can find one; for
+    `op`, folded to one tensor argument where op's meta function hands the kernel one tensor
+    twice (threshold's iterator reads `self` as both of its lambda's arguments)."""
+    lam = _scalar_lambda(checkout, stub)
+    if lam is not None and op is not None and len(lam.params) == 2 and repeats_its_input(checkout, op):
+        first, second = lam.params
+        body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
+        lam = lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
+    return lam
+
+
+def repeats_its_input(checkout: co.Checkout, op: str) -> bool:
+    """Whether `TORCH_META_FUNC(op)` builds its iterator with one tensor as both inputs
+    (`.add_const_input(self).add_const_input(self)`)."""
+    head = re.compile(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)")
+    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+        text = checkout.read(rel)
+        m = head.search(text)
+        if not m:
+            continue
+        mask = code_mask(text)
+        open_at = mask.find("{", m.end())
+        end = matching_close(mask, open_at) if open_at >= 0 else -1
+        inputs = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", mask[open_at:end])
+        return len(inputs) == 2 and inputs[0] == inputs[1]
+    return False
+
+
+def _scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     body = _kernel_body(checkout, stub)
     if body is None:
         return None
     rel, text, mask, body_start, body_end, _ = body
+    params = tuple(p.split("=")[0].split()[-1].lstrip("&*")
+                   for p in split_top_level(body[5])[1:] if p.split())
     candidates = []
     for call in LAMBDA_CALL_RE.finditer(mask, body_start, body_end):
         lam = _lambda_after(text, mask, call.end(), rel)
         if lam:
-            candidates.append(lam)
+            candidates.append(lam._replace(context=visible_locals(text, mask, body_start, call.start()),
+                                           kernel_params=params))
+    for copy in DIRECT_COPY_RE.finditer(mask, body_start, body_end):
+        # a dtype case that copies its input (conj's real types): the identity, as a lambda
+        case, at = _dispatch_case(mask, copy.start())
+        candidates.append(ScalarLambda(("a",), ("scalar_t",), "scalar_t", " return a; ", rel,
+                                       line_of(text, copy.start()), case, dispatch_at=at))
+    candidates.sort(key=lambda c: c.line)
+    # a complex case of its own (`AT_DISPATCH_COMPLEX_TYPES`, `isComplexType(...)`) is the
+    # complex overload's, never the real dtypes' lambda
+    complex_case = next((c for c in candidates if c.dispatch == "complex"), None)
+    candidates = [c for c in candidates if c.dispatch != "complex"] or candidates
     generic = [c for c in candidates if any("scalar_t" in t for t in c.param_types)]
     chosen = (generic or candidates or [None])[0]
     if chosen is not None and chosen.dispatch == "integral":
@@ -105,8 +160,67 @@ def scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
     if chosen is None:
         return None
     declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, body_start, body_end)))
-    same_case = [c for c in (generic or candidates) if c.dispatch == chosen.dispatch]
-    return chosen._replace(alternatives=len(same_case) - 1, locals=declared)
+    # lambdas under the same AT_DISPATCH call are chosen between by the kernel's scalars
+    # (logit's `eps < 0`); one per dtype branch (hardsigmoid's reduced-float branch) is not
+    same_case = [c for c in (generic or candidates) if c.dispatch == chosen.dispatch
+                 and c.dispatch_at == chosen.dispatch_at and not _same_formula(c, chosen)]
+    if complex_case is chosen:
+        complex_case = None
+    return chosen._replace(alternatives=len(same_case), locals=declared, complex_case=complex_case)
+
+
+def _same_formula(a: ScalarLambda, b: ScalarLambda) -> bool:
+    """The same lambda, or one of a `isReducedFloatingType` branch that computes what the other
+    computes (hardsigmoid: `float` constants in one branch, `scalar_t` ones in the other)."""
+    if a is b:
+        return True
+    words = lambda lam: " ".join(re.sub(r"\b(?:float|scalar_t|opmath_t)\b", "T", lam.body).split())
+    return a.params == b.params and words(a) == words(b)
+
+
+DIRECT_COPY_RE = re.compile(r"\bdirect_copy_kernel\(\s*\w+\s*\)\s*;")
+
+
+# A declaration statement of a kernel function: `const scalar_t three(3.0f);`,
+# `auto lambd_val = lambd.to<scalar_t>();`, `opmath_t beta{beta_.to<opmath_t>()};`. Vectorized
+# values (`Vec`, `Vectorized<float>`) are the vectorized lambda's and never read here.
+DECLARATION_RE = re.compile(
+    r"(?<![\w.>])((?:(?:const|constexpr|static)\s+)*"
+    r"(?:scalar_t|opmath_t|value_t|acc_t|float|double|auto|int64_t|int|bool|(?:at::)?opmath_type<\s*\w+\s*>))"
+    r"\s+(\w+)\s*(?:=\s*([^;]*?)|\(([^;]*)\)|\{([^;]*)\})\s*;")
+
+
+def visible_locals(text: str, mask: str, body_start: int, at: int) -> tuple[Local, ...]:
+    """The declarations of a kernel function (from `body_start`, just inside its brace) whose
+    scope holds offset `at`, in source order: a declaration in a branch the lambda is not in
+    (hardsigmoid's `float three` of its reduced-float branch) is not visible."""
+    # the open braces enclosing each offset, by a scan of the body up to `at`
+    found = []
+    stack = [body_start - 1]
+    events = sorted([(m.start(), "brace", m.group()) for m in re.finditer(r"[{}]", mask[:at])
+                     if m.start() >= body_start] +
+                    [(m.start(), "decl", m) for m in DECLARATION_RE.finditer(mask, body_start, at)])
+    scope_of = []
+    for offset, kind, what in events:
+        if kind == "brace":
+            if what == "{":
+                stack.append(offset)
+            elif len(stack) > 1:
+                stack.pop()
+        else:
+            scope_of.append((what, tuple(stack)))
+    open_now = set(stack)
+    for m, scopes in scope_of:
+        if scopes[-1] not in open_now:
+            continue
+        preceding = mask[:m.start()].rstrip()[-1:]
+        if preceding not in ("", ";", "{", "}", ")"):
+            continue        # a parameter or a cast, not a statement
+        init = next(g for g in m.group(3, 4, 5) if g is not None)
+        start = m.start(3) if m.group(3) is not None else (m.start(4) if m.group(4) is not None else m.start(5))
+        init = " ".join(text[start:start + len(init)].split())
+        found.append(Local(" ".join(m.group(1).split()), m.group(2), init))
+    return tuple(found)
 
 
 # `const scalar_t eps = ...;`, `auto lo = ...;`: what a lambda of the kernel can capture
@@ -125,21 +239,36 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
             return None
         types.append(" ".join(words[:-1]))
         params.append(words[-1])
+    case, at = _dispatch_case(mask, start)
     return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
-                        rel, line_of(text, m.start()), _dispatch_case(mask, start))
+                        rel, line_of(text, m.start()), case, dispatch_at=at)
 
 
 DISPATCH_NAME_RE = re.compile(r"\bAT_DISPATCH_\w+")
 
 
-def _dispatch_case(mask: str, at: int) -> str:
-    """Which dtypes the innermost AT_DISPATCH_* before `at` covers: integral, floating or all."""
-    found = list(DISPATCH_NAME_RE.finditer(mask, max(0, at - 2000), at))
-    if not found:
-        return "all"
-    name = found[-1].group()
+def _dispatch_case(mask: str, at: int) -> tuple[str, int]:
+    """Which dtypes the innermost AT_DISPATCH_* enclosing `at` covers (integral, floating,
+    complex or all; a dispatch before `at` that closes before it is another branch's), and
+    where that dispatch starts (-1: none)."""
+    found = [m for m in DISPATCH_NAME_RE.finditer(mask, max(0, at - 4000), at)]
+    for m in reversed(found):
+        open_at = mask.find("(", m.end())
+        if open_at < 0 or open_at > at:
+            continue
+        close = matching_close(mask, open_at)
+        if 0 <= close < at:
+            continue
+        return _case_of(m.group()), m.start()
+    return "all", -1
+
+
+def _case_of(name: str) -> str:
     if name in ("AT_DISPATCH_SWITCH",):
         return "all"
+    if "COMPLEX" in name and not any(w in name for w in ("FLOATING_AND_COMPLEX", "ALL_TYPES",
+                                                          "INTEGRAL", "FLOATING_TYPES")):
+        return "complex"        # AT_DISPATCH_COMPLEX_TYPES(...), AT_DISPATCH_CASE_COMPLEX_TYPES
     integral = "INTEGRAL" in name
     floating = "FLOATING" in name or "REDUCED" in name
     if "ALL_TYPES" in name or integral == floating:
@@ -172,7 +301,7 @@ def dispatches_floating_only(checkout: co.Checkout, stub: str) -> tuple[str, int
 
 
 VALUE_OR_RE = re.compile(r"\b(\w+)\.value_or\(\s*([-+0-9.eEf]+)\s*\)")
-LIMIT_RE = re.compile(r"\b(\w+)\.has_value\(\)\s*\?[^:;]*:\s*std::numeric_limits<scalar_t>::(max|lowest)\(\)")
+LIMIT_RE = re.compile(r"\b(\w+)\.has_value\(\)\s*\?[^:;]*:\s*std::numeric_limits<\w+>::(max|lowest)\(\)")
 
 
 def none_conventions(checkout: co.Checkout, stub: str) -> list[str | None] | None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port import selectors
-from porter.port.body import translate, truthiness
-from porter.source.c10_metal import available_functions
+from porter.port.body import bool_valued, translate_complex, translate_lambda, truthiness
+from porter.source.c10_metal import available_functions, complex_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
 from porter.port.edits.dispatch_rows import mps_specific_rows
@@ -194,11 +194,20 @@ class _Facts:
         self.shared: dict[str, list[str]] = {}      # op -> stubs its plain shared function runs
         self.registered: set[str] = set()           # stubs a host file already gives a kernel
         self._c10 = None
+        self._library = None
 
     def c10(self):
         if self._c10 is None:
             self._c10 = available_functions(self.checkout)
         return self._c10
+
+    @property
+    def library(self):
+        """The c10/metal routines, and the CPU helpers porter translates into c10/metal."""
+        if self._library is None:
+            from porter.port.helpers import Library
+            self._library = Library(self.checkout, self.c10)
+        return self._library
 
     def integer_facts(self, op: str) -> tuple[bool, bool]:
         """(tests integer dtypes on MPS, integers compute in float) as `porter.port.resolve.resolve` sees them."""
@@ -238,7 +247,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         files.append(co.COMMON_MPS)
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
-    if classified.portable and kind in PAIRS and keys & facts.complex_tested and how != TRUTH_VALUES:
+    if classified.portable and kind in PAIRS and keys & facts.complex_tested \
+            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU):
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -303,10 +313,15 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     lam = scalar_lambda(facts.checkout, stub.name)
     why_not = "no CPU lambda found"
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
-        translation = translate(lam.body, lam.params, "float", facts.c10)
+        translation = translate_lambda(lam, (), "float", facts.library)
         if translation.statements is not None:
             if kind == BINARY and _reads_truth_values(op, lam, facts):
                 return True, TRUTH_VALUES
+            if kind == UNARY and bool_valued(lam) and "cast_to" in facts.c10():
+                return True, TRUTH_VALUES       # logical_not's `!a`
+            if lam.complex_case is not None and translate_complex(
+                    lam.complex_case, lambda: complex_functions(facts.checkout)).statements is not None:
+                return True, COMPLEX_FROM_CPU
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
@@ -328,6 +343,8 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 # A bool op whose CPU lambda reads its arguments as truth values only (logical_and's `a && b`):
 # porter writes one template over every dtype, complex64 included (porter.port.functor)
 TRUTH_VALUES = "CPU lambda (truth values: one template for every dtype, complex64 included)"
+# a CPU kernel with a complex case of its own that maps onto c10::metal's float2 routines
+COMPLEX_FROM_CPU = "CPU lambda (complex64 from the CPU's complex case)"
 
 
 def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
@@ -347,7 +364,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
     if problem:
         return False, f"{problem} ({stub.name}: {stub.signature})"
     names = tuple(a.name for a in scalars)
-    lam = scalar_lambda(facts.checkout, stub.name)
+    lam = scalar_lambda(facts.checkout, stub.name, op)
     if lam is None:
         # the functor's names (porter.port.functor.functor_params): a backward op's schema names
         args = native_yaml.arguments(out.schema)
@@ -358,11 +375,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
     if lam.alternatives:
         return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
-    local = next((n for n in lam.locals if n not in names and n not in lam.params
-                  and re.search(rf"\b{n}\b", lam.body)), None)
-    if local:
-        return False, f"the CPU lambda uses `{local}`, a local that is not a schema scalar"
-    translation = translate(lam.body, tuple(lam.params) + names, "float", facts.c10)
+    translation = translate_lambda(lam, names, "float", facts.library)
     if translation.statements is None:
         return False, f"CPU lambda: {translation.reason}"
     return True, "CPU lambda"

@@ -64,6 +64,19 @@ def test_the_samples_keep_their_layout():
     assert binary["transposed"].args[0].is_contiguous() and binary["transposed"].args[0].dtype == torch.int8
 
 
+def test_the_run_generates_every_layout():
+    # generate_samples, the call the run makes, must hand back all six layouts: a `yield` in
+    # it (the reference edges') once made it a generator whose shapes branch `return`ed none
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from porter.harness.opinfo_run import generate_samples
+    info = next(o for o in op_db if o.name == "nn.functional.threshold")
+    assert [s.name for s in generate_samples(info, torch.float32, shapes=True)] == list(SHAPES)
+    assert len(list(generate_samples(info, torch.float32))) > 0
+    assert len(list(generate_samples(info, torch.float32, reference=True))) > 0
+
+
 def test_a_kernel_that_reads_views_as_contiguous_fails_only_the_shapes(real_root, tmp_path, monkeypatch):
     # The wrong-on-purpose case: the host hands the kernel a view's storage as if it were dense
     # (the dense entry point on a non-contiguous tensor). Upstream's threshold samples are all

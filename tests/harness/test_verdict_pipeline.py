@@ -110,6 +110,16 @@ def test_dtypes_decided_without_a_sample():
     assert res.dtypes[0].message.startswith("no Metal kernel registered for int64")
 
 
+def test_a_dtype_with_no_sample_is_never_a_pass():
+    # zero samples ran (a generator that yields none, e.g. a broken --shapes one): nothing
+    # reached the kernel, so neither pass nor, under an xfail, xpass; a skip saying why
+    res = verdicts.run_op(Source(samples=(), xfail={"float32"}))
+    assert [(d.dtype, d.outcome, d.samples, d.message) for d in res.dtypes] == [
+        ("int64", SKIP, 0, "no sample inputs for int64: nothing ran"),
+        ("float32", SKIP, 0, "no sample inputs for float32: nothing ran")]
+    assert not any(d.outcome == PASS and d.samples == 0 for d in res.dtypes)
+
+
 def test_a_dtype_asked_for_and_not_declared_is_skipped_with_why():
     res = verdicts.run_op(Source(), dtypes=["torch.float16", "float32"])
     assert [(d.dtype, d.outcome, d.message) for d in res.dtypes] == [

@@ -198,10 +198,11 @@ COMPLEX_TYPES = ("float2", "half2")      # complex64 and complex32 as Metal sees
 VEC2 = "INSTANTIATE_UNARY_KERNELS_VEC2"
 
 
-def add_complex_registration(text: str, op: str, kind: str) -> str:
+def add_complex_registration(text: str, op: str, kind: str, returns_bool: bool = False) -> str:
     """Register `op` for complex inputs: a unary op joins the `INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE)`
     macro (`REGISTER_UNARY_OP(op, DTYPE##2, DTYPE##2)`) where the file has one; otherwise, and
-    for binary ops, one `REGISTER_*_OP(op, T, T)` line per complex type, after the file's last."""
+    for binary ops, one `REGISTER_*_OP(op, T, T)` line per complex type, after the file's last.
+    A unary op returning bool (logical_not) writes bool: `REGISTER_UNARY_OP(op, float2, bool)`."""
     metal = MetalFile(text)
     have = {r.in_type for r in metal.registrations if r.kernel == op}
     if all(t in have for t in COMPLEX_TYPES):
@@ -212,8 +213,10 @@ def add_complex_registration(text: str, op: str, kind: str) -> str:
         if re.search(rf"\b{macro}\(\s*{re.escape(op)}\s*,", define.body):
             return text         # in the macro already, for DTYPEs the file does not instantiate
         param = define.params[0]
-        return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {param}##2);")
-    lines = [f"{macro}({op}, {t}, {t});" for t in COMPLEX_TYPES if t not in have]
+        out = "bool" if returns_bool else f"{param}##2"
+        return _append_to_macro(text, define, f"{macro}({op}, {param}##2, {out});")
+    lines = [f"{macro}({op}, {t}, {'bool' if returns_bool and kind == 'unary' else t});"
+             for t in COMPLEX_TYPES if t not in have]
     at = _after_last_top_level(metal, macro, before="")
     return text[:at] + "\n".join(lines) + "\n" + text[at:]
 
