@@ -245,8 +245,7 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     if shapes:
         from porter.harness.shapes import shape_samples
         first = next(iter(info.sample_inputs("cpu", dtype, **kwargs)), None)
-        yield from shape_samples(first, dtype)
-        return
+        return shape_samples(first, dtype)
     if reference:
         return _reference_and_edge_samples(info, dtype, kwargs)
     return info.sample_inputs("cpu", dtype, **kwargs)

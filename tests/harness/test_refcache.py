@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -231,8 +232,12 @@ def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
     seen: list[str] = []
 
     def wait_for(text: str, timeout: float = 90) -> None:
+        # readline alone would block past the deadline (and hang the suite) when the watcher
+        # stays silent; select bounds each wait
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if not select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
             line = proc.stdout.readline()
             if not line:
                 break
