@@ -6,11 +6,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import select
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -231,14 +232,19 @@ def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
                             preexec_fn=_ctrl_c_as_from_a_terminal)
     seen: list[str] = []
 
+    # a reader thread, so that a silent watcher fails the wait at its deadline instead of
+    # blocking readline (and the whole suite) for ever
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in iter(proc.stdout.readline, "")]
+                     + [lines.put("")], daemon=True).start()
+
     def wait_for(text: str, timeout: float = 90) -> None:
-        # readline alone would block past the deadline (and hang the suite) when the watcher
-        # stays silent; select bounds each wait
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            try:
+                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
                 break
-            line = proc.stdout.readline()
             if not line:
                 break
             seen.append(line)
@@ -259,7 +265,7 @@ def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
         wait_for("porter: exit 0")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
-        rest = proc.stdout.read()
+        rest = "".join(iter(lambda: lines.get(timeout=30), ""))   # to the reader's end mark
         assert "porter: watch stopped" in rest and "Traceback" not in "".join(seen) + rest
     finally:
         if proc.poll() is None:
