@@ -220,7 +220,7 @@ def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wro
     assert result.code == 1
     lines = result.out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.split() == [
-        "index", "input", "args[0]", "expected", "actual", "expected", "bits", "actual", "bits"])
+        "index", "input", "args[0]", "cpu", "device", "cpu", "bits", "device", "bits"])
     # heaviside(0, b) is b: the rows show a zero input, the expected b and the wrong 0
     first = lines[head + 1].split()
     assert first[1] == "0" and first[3] == first[2] and first[4] == "0", lines[head:head + 3]
@@ -236,7 +236,7 @@ def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wro
     assert uncached["ops"][0]["dtypes"][0]["mismatches"] == rows
     junit = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--format", "junit",
                    root=wrong_heaviside)
-    assert junit.code == 1 and junit.out.startswith("<?xml") and "index  input  args[0]  expected" in junit.out
+    assert junit.code == 1 and junit.out.startswith("<?xml") and "index  input  args[0]  cpu  device" in junit.out
     github = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--format", "github",
                     root=wrong_heaviside)
     assert github.code == 1 and github.out.startswith("::error title=porter test heaviside int32%3A fail::")
@@ -252,7 +252,7 @@ def test_sample_n_prints_that_samples_shapes_and_arguments(wrong_heaviside):
 def test_a_right_functor_shows_no_mismatch_table(mini_root):
     assert porter("new-op", "heaviside", "--allow-dirty", root=mini_root).code == 0
     result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", root=mini_root)
-    assert result.code == 0 and "expected bits" not in result.out
+    assert result.code == 0 and "cpu bits" not in result.out
     data = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
                              root=mini_root).out)
     assert data["ops"][0]["dtypes"][0]["mismatches"] == []

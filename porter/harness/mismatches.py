@@ -154,12 +154,15 @@ def _bits(raw, dtype: str) -> str:
 
 
 def text(rows_: list[dict], indent: str = "    ") -> list[str]:
-    """The rows as an aligned table: index, each input, expected, actual, and the bits."""
+    """The rows as an aligned table: index, each input, the CPU's (expected) and the device's
+    (actual) value, and their bits."""
     if not rows_:
         return []
     names = list(rows_[0]["inputs"])
     bits = "expected_bits" in rows_[0]
-    head = ["index", *names, "expected", "actual"] + (["expected bits", "actual bits"] if bits else [])
+    # named by where each value comes from: torch's own message above the table calls the
+    # device's value "expected" (test_output_match compares assertEqual(cpu_out, mps_out))
+    head = ["index", *names, "cpu", "device"] + (["cpu bits", "device bits"] if bits else [])
     body = [[_index(r["index"]), *(r["inputs"].get(n, "") for n in names), r["expected"], r["actual"]]
             + ([r["expected_bits"], r["actual_bits"]] if bits else []) for r in rows_]
     widths = [max(len(str(line[i])) for line in [head, *body]) for i in range(len(head))]
