@@ -165,7 +165,7 @@ def test_no_compiler_is_said_and_exits_1_unless_no_build(real_root, monkeypatch)
     assert "--no-build" in result.err
     written = porter("new-op", "heaviside", "--no-build", root=real_root)
     assert written.code == 0, written.err
-    assert "WARNING: not built (--no-build)" in written.out
+    assert "WARNING: not built (--no-build)" in written.err
 
 
 # --- case 3: --body is judged by the compiler ------------------------------------------------
@@ -205,7 +205,7 @@ def test_acosh_without_complex_body_is_incomplete(real_root):
     assert changed_files(before, snapshot(real_root)) == sorted([
         NATIVE_YAML, UNARY_METAL, f"{OPERATIONS}/UnaryKernel.mm", UNARY_OPS])
     assert "INCOMPLETE port written (--allow-incomplete)" in result.out
-    assert "python test/test_mps.py -k test_output_match_acosh_cpu_complex64" in result.out
+    assert "python test/test_mps.py -k test_output_match_acosh_cpu_complex64" in result.err
 
 
 def test_a_dtype_without_a_kernel_is_a_gap_bool_included(mini_root):
@@ -258,10 +258,10 @@ def test_mish_with_body_registers_only_what_the_cpu_computes(real_root):
     assert file_diff(result.out, COMMON_MPS) == ""
     assert file_diff(result.out, CMI) == ""
     assert ("UNIMPLEMENTED_XFAILLIST['nn.functional.mish'] (int32, uint8, bool, int8, int16) left in "
-            "place; the port registers no kernel for dtypes the CPU reference refuses") in result.out
+            "place; the port registers no kernel for dtypes the CPU reference refuses") in result.err
     assert ("MPS expectedFailure (TestCommon test_python_ref uint8, int8, int32, int16, bool) kept: "
             "it is not about the missing kernel; check it on a Mac: python test/test_ops.py -k "
-            "test_python_ref__refs_nn_functional_mish_mps") in result.out
+            "test_python_ref__refs_nn_functional_mish_mps") in result.err
 
 
 def test_the_host_includes_the_header_declaring_the_stub_it_registers(real_root):
