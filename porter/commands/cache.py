@@ -27,6 +27,7 @@ def _size(path) -> tuple[int, int]:
 def run(args) -> int:
     import shutil
 
+    from porter.emulate import kernel_cache
     from porter.emulate.build import cache_dir as kernel_dir
     from porter.harness import refcache
 
@@ -47,4 +48,6 @@ def run(args) -> int:
     if args.action == "info":
         print(f"the reference cache keeps at most {refcache.limit_bytes() // (1024 * 1024)} MB "
               "(PORTER_REFCACHE_MB), least recently used first out")
+        print(f"the kernel cache keeps at most {kernel_cache.limit_bytes() // (1024 * 1024)} MB "
+              "(PORTER_KERNEL_CACHE_MB), least recently used first out")
     return exit_codes.OK

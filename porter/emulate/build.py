@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from porter import exit_codes
-from porter.emulate import dialect, groups, headers, metal_builtins
+from porter.emulate import dialect, groups, headers, kernel_cache, metal_builtins
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
@@ -143,6 +143,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
     if use_cache and so_path.is_file() and meta_path.is_file():
+        kernel_cache.touch(so_path, meta_path)
         meta = json.loads(meta_path.read_text())
         # the same text built under another path (a scratch copy): messages name this one
         first = meta.get("display", str(display_path))
@@ -205,6 +206,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     lib = Library(so_path, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
                   metal_errors, functor_errors, version, others)
+    kernel_cache.evict(out_dir)        # a new entry was written: keep the cache in its bound
     lib.seconds = time.perf_counter() - t0
     return lib
 
@@ -260,7 +262,9 @@ def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Pa
     select, markers = [], []
     for piece in groups.pieces(text):
         marker = cache_dir() / f"syntax-{_piece_key(piece, dirs, flags, cxx)}.ok"
-        if not marker.is_file():
+        if marker.is_file():
+            kernel_cache.touch(marker)
+        else:
             select += piece.names
             markers.append(marker)
     return select, markers
@@ -287,6 +291,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     def cached(i: int) -> dict | None:
         if not (objects[i].is_file() and metas[i].is_file()):
             return None
+        kernel_cache.touch(objects[i], metas[i])
         meta = json.loads(metas[i].read_text())
         here = lambda m: m.replace(meta["display"], str(display_path))   # noqa: E731
         return {"quarantined": {k: here(v) for k, v in meta["quarantined"].items()},

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from porter.emulate import headers, metal_language
+from porter.emulate import headers, kernel_cache, metal_language
 from porter.emulate.toolchain import (
     FLAGS, METAL_VERSIONS, PRIMARY_VERSION, cache_dir, cache_key, compiler, preprocess,
     version_flags)
@@ -58,6 +58,7 @@ def view(text: str, display_path, root: Path | None, version: int, *,
     key = cache_key(f"dialect\0{display_path}\0{text}", dirs, flags, cxx)
     cached = cache_dir() / f"dialect-{key}.json"
     if use_cache and cached.is_file():
+        kernel_cache.touch(cached)
         data = json.loads(cached.read_text())
         return VersionView(version, tuple(data["errors"]), data["fingerprint"])
     with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
@@ -129,6 +130,7 @@ def _prelude_fingerprint(cxx: str, flags: list[str], dirs: list[Path]) -> str:
         return _PRELUDE_PRINTS[key]
     path = cache_dir() / f"prelude-{key}.txt"
     if path.is_file():
+        kernel_cache.touch(path)
         _PRELUDE_PRINTS[key] = path.read_text()
         return _PRELUDE_PRINTS[key]
     cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs), "-E", "-P",

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from porter.emulate import dialect, headers
+from porter.emulate import dialect, headers, kernel_cache
 from porter.emulate.toolchain import (
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
     diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags)
@@ -72,6 +72,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     key = cache_key("probe\0" + header + "\0" + text, dirs, flags, cxx)
     result_path = cache_dir() / f"probe-{key}.json"
     if use_cache and result_path.is_file():
+        kernel_cache.touch(result_path)
         return json.loads(result_path.read_text())["error"]
     with tempfile.TemporaryDirectory(prefix="porter-probe-") as tmp:
         tmpdir = Path(tmp)

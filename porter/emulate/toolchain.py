@@ -16,7 +16,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from porter.emulate import headers
+from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
 from porter.runtime.cache_dir import cache_dir as porter_cache_dir
 
@@ -103,6 +103,7 @@ def precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | 
     pch_dir = cache_dir() / f"pch-{h.hexdigest()[:24]}"
     gch = pch_dir / "porter" / "prelude.h.gch"
     if gch.is_file():
+        kernel_cache.touch(pch_dir)
         return pch_dir
     gch.parent.mkdir(parents=True, exist_ok=True)
     # pid and thread: EmulateBackend.prebuild builds in a thread beside the main one

@@ -1,0 +1,92 @@
+"""The emulator's build cache stays within its bound: least recently used entries out, an entry
+(a library with its metadata, a precompiled prelude directory) removed whole, a cache hit
+counting as a use, fresh entries spared."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from porter import cli
+from porter.emulate import kernel_cache
+from porter.emulate.build import build_source
+from porter.source.checkout import KERNELS
+
+HOUR = 3600
+
+
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(cache))
+    return cache / "emulate"
+
+
+def _age(path, seconds_ago: float) -> None:
+    t = time.time() - seconds_ago
+    os.utime(path, (t, t))
+
+
+def _entry(directory, name: str, size: int, seconds_ago: float):
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    _age(path, seconds_ago)
+    return path
+
+
+def test_least_recently_used_entries_go_whole_until_the_cache_fits(tmp_path):
+    d = tmp_path / "emulate"
+    old_so = _entry(d, "aaaa.so", 4000, 5 * HOUR)
+    old_meta = _entry(d, "aaaa.json", 100, 5 * HOUR)
+    gch = _entry(d, "pch-bbbb/porter/prelude.h.gch", 5000, 4 * HOUR)
+    _age(d / "pch-bbbb", 4 * HOUR)
+    piece = _entry(d, "piece-cccc.o", 3000, 3 * HOUR)
+    piece_meta = _entry(d, "piece-cccc.json", 100, 1)           # used a second ago: the entry is fresh
+    newer = _entry(d, "dddd.so", 3000, 2 * HOUR)
+    # 15200 bytes in 4 entries; 8000 allowed: the two oldest go (9100), piece-cccc is in use
+    assert kernel_cache.evict(d, limit=8000) == (2, 9100)
+    assert not old_so.exists() and not old_meta.exists()          # the library with its metadata
+    assert not (d / "pch-bbbb").exists() and not gch.exists()     # the directory whole
+    assert piece.exists() and piece_meta.exists() and newer.exists()
+
+
+def test_fresh_entries_stay_whatever_the_size(tmp_path):
+    d = tmp_path / "emulate"
+    a = _entry(d, "aaaa.so", 4000, 60)
+    b = _entry(d, "bbbb.so", 4000, 30)
+    assert kernel_cache.evict(d, limit=0) == (0, 0)
+    assert a.exists() and b.exists()
+    assert kernel_cache.evict(d, limit=0, now=time.time() + 2 * kernel_cache.RECENT_S) == (2, 8000)
+
+
+def test_a_cache_hit_is_a_use_and_a_new_build_evicts_what_was_not_used(fixture_root, own_cache,
+                                                                       monkeypatch):
+    binary = (fixture_root / KERNELS / "BinaryKernel.metal").read_text()
+    unary = (fixture_root / KERNELS / "UnaryKernel.metal").read_text()
+    build_source(binary, "BinaryKernel.metal", fixture_root)
+    build_source(unary, "UnaryKernel.metal", fixture_root)
+    for path in own_cache.iterdir():                 # both builds' entries, hours old
+        _age(path, 3 * HOUR)
+    lib = build_source(binary, "BinaryKernel.metal", fixture_root)      # a hit: a use
+    assert lib.cached and time.time() - lib.path.stat().st_mtime < 60
+    # a new text built with no room: everything not used in the last minutes goes (unary's
+    # library, its pieces, and binary's pieces, which the library hit did not need), the
+    # library just used and the new build stay, and both still load and run
+    monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "0")
+    edited = build_source(binary + "\n// an edit\n", "BinaryKernel.metal", fixture_root)
+    assert lib.path.exists() and edited.path.exists()
+    remaining = {p.name for p in own_cache.iterdir()}
+    assert f"{lib.path.stem}.json" in remaining
+    assert all(time.time() - (own_cache / n).stat().st_mtime < kernel_cache.RECENT_S
+               for n in remaining)
+    again = build_source(unary, "UnaryKernel.metal", fixture_root)       # evicted: rebuilt
+    assert not again.cached and again.build_errors() == []
+
+
+def test_cache_info_names_the_kernel_cache_bound(own_cache, capsys, monkeypatch):
+    monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "300")
+    assert cli.main(["cache", "info"]) == 0
+    assert "the kernel cache keeps at most 300 MB (PORTER_KERNEL_CACHE_MB)" in capsys.readouterr().out
