@@ -206,7 +206,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     lib = Library(so_path, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
                   metal_errors, functor_errors, version, others)
-    kernel_cache.evict(out_dir)        # a new entry was written: keep the cache in its bound
+    kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 DEFAULT_LIMIT_MB = 2048
 RECENT_S = 600           # entries this fresh are never evicted: a concurrent run may be on them
+EVERY_S = 3600           # a scan of a full cache takes ~0.1-0.5 s: at most one an hour
+MARK = ".last-eviction"
 
 
 def limit_bytes() -> int:
@@ -51,6 +53,8 @@ def entries(directory: Path) -> dict[str, tuple[float, int, list[Path]]]:
     if not directory.is_dir():
         return out
     for path in directory.iterdir():
+        if path.name.startswith("."):
+            continue                      # the eviction mark, not an entry
         try:
             st = path.stat()
             size = (sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -61,6 +65,22 @@ def entries(directory: Path) -> dict[str, tuple[float, int, list[Path]]]:
         used, total, paths = out.get(key, (0.0, 0, []))
         out[key] = (max(used, st.st_mtime), total + size, paths + [path])
     return out
+
+
+def evict_now_and_then(directory: Path) -> tuple[int, int]:
+    """`evict`, at most once every EVERY_S seconds (after a new build: the edit loop's builds
+    must not each pay for a scan of the whole cache)."""
+    mark = directory / MARK
+    try:
+        if time.time() - mark.stat().st_mtime < EVERY_S:
+            return 0, 0
+    except OSError:
+        pass
+    try:
+        mark.touch()
+    except OSError:
+        return 0, 0
+    return evict(directory)
 
 
 def evict(directory: Path, limit: int | None = None, now: float | None = None) -> tuple[int, int]:

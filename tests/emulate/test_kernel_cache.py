@@ -76,6 +76,7 @@ def test_a_cache_hit_is_a_use_and_a_new_build_evicts_what_was_not_used(fixture_r
     # library, its pieces, and binary's pieces, which the library hit did not need), the
     # library just used and the new build stay, and both still load and run
     monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "0")
+    _age(own_cache / kernel_cache.MARK, 2 * kernel_cache.EVERY_S)     # the last scan long ago
     edited = build_source(binary + "\n// an edit\n", "BinaryKernel.metal", fixture_root)
     assert lib.path.exists() and edited.path.exists()
     remaining = {p.name for p in own_cache.iterdir()}
@@ -90,3 +91,13 @@ def test_cache_info_names_the_kernel_cache_bound(own_cache, capsys, monkeypatch)
     monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "300")
     assert cli.main(["cache", "info"]) == 0
     assert "the kernel cache keeps at most 300 MB (PORTER_KERNEL_CACHE_MB)" in capsys.readouterr().out
+
+
+def test_a_scan_at_most_once_an_hour(tmp_path, monkeypatch):
+    d = tmp_path / "emulate"
+    old = _entry(d, "aaaa.so", 4000, 5 * HOUR)
+    (d / kernel_cache.MARK).touch()                   # scanned a minute ago
+    assert kernel_cache.evict_now_and_then(d) == (0, 0) and old.exists()
+    _age(d / kernel_cache.MARK, 2 * kernel_cache.EVERY_S)
+    monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "0")
+    assert kernel_cache.evict_now_and_then(d) == (1, 4000) and not old.exists()
