@@ -21,3 +21,31 @@ def test_a_kernel_that_never_returns_fails_after_the_watchdog(tmp_path, monkeypa
         worker.call({"op": "anything"})
     assert time.monotonic() - start < 30
     worker.close()
+
+
+def test_the_limit_is_cpu_time_so_a_loaded_machine_does_not_fail_a_kernel(tmp_path, monkeypatch):
+    """Wrong on purpose for a wall-clock watchdog: this worker takes 3 s of wall time but
+    almost no CPU (as a kernel does when the machine's other processes hold the cores): a
+    limit of 1 s must not stop it. A busy loop past 1 s of CPU is stopped."""
+    slow = tmp_path / "slow_worker.py"
+    slow.write_text(
+        "import pickle, sys, time\n"
+        "n = int.from_bytes(sys.stdin.buffer.read(8), 'little'); sys.stdin.buffer.read(n)\n"
+        "time.sleep(3)\n"
+        "out = pickle.dumps({'out': b'done'})\n"
+        "sys.stdout.buffer.write(len(out).to_bytes(8, 'little') + out); sys.stdout.buffer.flush()\n")
+    monkeypatch.setattr(client, "WORKER", slow)
+    monkeypatch.setenv("PORTER_KERNEL_TIMEOUT", "1")
+    worker = client.WorkerClient()
+    assert worker.call({"op": "anything"}) == b"done"
+    worker.close()
+
+    busy = tmp_path / "busy_worker.py"
+    busy.write_text("while True:\n    pass\n")
+    monkeypatch.setattr(client, "WORKER", busy)
+    worker = client.WorkerClient()
+    start = time.monotonic()
+    with pytest.raises(client.KernelTimedOut, match="ran past 1 s of CPU time"):
+        worker.call({"op": "anything"})
+    assert time.monotonic() - start < 30
+    worker.close()
