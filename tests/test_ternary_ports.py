@@ -207,6 +207,15 @@ def test_a_registration_missing_a_dtype_the_test_sends_is_red(ported):
         "REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, int, int, int);\n", ""))
     code, rows = _outcomes(ported, "addcmul", "int32", "int64")
     assert (code, rows["int32"], rows["int64"]) == (1, "fail", "pass")
+    check = porter("check", root=ported)
+    assert check.code == 1 and re.search(r"PointwiseOps\.metal:\d+: PORTER011 kernel-missing-dtypes: "
+                                         r"kernel 'addcmul' .* sends int32", check.out), check.out
+    # new-op finishes the port: it registers it again, and says so
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "int dropped"],
+                   cwd=ported, check=True)
+    again = porter("new-op", "addcmul", root=ported)
+    assert again.code == 0 and "lacked registrations for int" in again.out + again.err, again.out
+    assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, int, int, int);" in path.read_text()
 
 
 def test_a_header_without_the_ternary_alpha_macro_does_not_build(ported):

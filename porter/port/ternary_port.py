@@ -187,10 +187,8 @@ def plan_kernel(checkout, spec, body, read, write, plan) -> None:
                 plan.notes.append(f"{INDEXING}: added {ternary_alpha.MACRO} and its ternary_alpha "
                                   "kernels (torch 2.13's header registers ternary kernels without a "
                                   "scalar only)")
-    if re.search(rf"^struct {re.escape(spec.kernel)}_functor\b", text, re.M):
-        plan.notes.append(f"{spec.kernel}_functor already exists in {spec.metal_path}; "
-                          "its registrations are checked, not rewritten")
-    else:
+    existed = bool(re.search(rf"^struct {re.escape(spec.kernel)}_functor\b", text, re.M))
+    if not existed:
         source = _functor_source(spec, body, plan)
         if source is None:
             return
@@ -201,6 +199,11 @@ def plan_kernel(checkout, spec, body, read, write, plan) -> None:
     if rows:
         text = add_registrations(text, rows)
         plan.new_kernels[spec.metal_path] = spec.kernel
+        if existed:
+            types = ", ".join(line.split(",")[1].strip() for line in rows)
+            plan.notes.append(f"{spec.kernel}_functor in {spec.metal_path} lacked registrations for "
+                              f"{types}, which {spec.op}'s MPS test needs: registered those too (the "
+                              "build before writing checks that the functor takes them)")
     write(spec.metal_path, text)
     gaps, plan.wrong = completeness.check(spec, text, completeness.dtype_plan(spec, True))
     plan.gaps += gaps
