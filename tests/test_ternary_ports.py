@@ -252,3 +252,21 @@ def test_the_value_multiplies_tensor1_first_as_on_cpu(ported):
     got = _emulated(ported, "addcmul", self, t1, t2, value=1e-20)
     assert not torch.isfinite(got[0])
 
+
+
+def test_a_body_reads_as_the_cpu_form_and_metal_star_on_float2_is_red(real_root):
+    # --body in a, b, c and the schema's scalar: a sum of products is read as the CPU's lambda is
+    # (complex-aware c10::metal::mul), anything else is Metal as written; there `*` on float2
+    # multiplies lane by lane, not as complex numbers, and complex64 says so
+    _declare_scalar_overload(real_root)
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "addcmul", "--body", "a + value * b * c", root=real_root).code == 0
+    assert "c10::metal::mul(c10::metal::mul(static_cast<op_t>(alpha), op_t(b)), op_t(c))" in \
+        " ".join((real_root / METAL).read_text().split()).replace("( ", "(")
+    assert _outcomes(real_root, "addcmul", "complex64", "int8") == (0, _all_pass({"complex64", "int8"}))
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=real_root, check=True)
+    subprocess.run(["git", "clean", "-qfd"], cwd=real_root, check=True)
+    body = "a + c10::metal::mul(value * b, c)"
+    assert porter("migrate-from-mpsgraph", "addcmul", "--body", body, root=real_root).code == 0
+    code, rows = _outcomes(real_root, "addcmul", "complex64", "float32")
+    assert (code, rows["complex64"], rows["float32"]) == (1, "fail", "pass")

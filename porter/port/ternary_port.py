@@ -217,10 +217,15 @@ def _registrations(text: str):
 def _functor_source(spec, body, plan) -> str | None:
     scalar = spec.scalars[0].name
     if body is not None:
-        expression = body
-        for name, to in (("a", "op_t(a)"), ("b", "op_t(b)"), ("c", "op_t(c)"),
-                         (scalar, "static_cast<op_t>(alpha)")):
-            expression = re.sub(rf"\b{name}\b", lambda _: to, expression)
+        try:
+            # sums, products and quotients read as the CPU's: * and / complex-aware for float2
+            expression = translate(f"return {body};", ("a", "b", "c"), (scalar,))
+        except Untranslatable:
+            # anything else is Metal as written, in a, b, c and the scalar at opmath
+            expression = body
+            for name, to in (("a", "op_t(a)"), ("b", "op_t(b)"), ("c", "op_t(c)"),
+                             (scalar, "static_cast<op_t>(alpha)")):
+                expression = re.sub(rf"\b{name}\b", lambda _, to=to: to, expression)
         return functor(spec.kernel, expression, "from --body")
     lam = spec.scalar_lambda
     if lam is None or len(lam.params) != 3:
