@@ -156,11 +156,11 @@ def library_gap(checkout) -> completeness.Gap | None:
         f"a scalar overload of exec_ternary_kernel ({LIBRARY_HEADER} declares "
         "exec_ternary_kernel(iter, name) only, and the host function calls it with the op's "
         "Scalar)",
-        "by hand: declare `void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& "
-        "name, const c10::Scalar& alpha, c10::ScalarType alpha_type)` there and define it in "
-        "MetalShaderLibrary.mm as exec_ternary_kernel with the scalar, converted to alpha_type, "
-        "bound at buffer 4 after the three operands (the buffers of c10/metal/indexing.h's "
-        "ternary_alpha kernels; the strided ones take sizes and strides from buffer 5)")
+        "its declaration `void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& "
+        "name, const c10::Scalar& alpha, c10::ScalarType alpha_type)` there and its definition in "
+        "MetalShaderLibrary.mm, written by hand: exec_ternary_kernel's, with the scalar converted "
+        "to alpha_type and bound at buffer 4 after the three operands, where c10/metal/indexing.h's "
+        "ternary_alpha kernels read it (the strided ones take sizes and strides from buffer 5)")
 
 
 def plan_kernel(checkout, spec, body, read, write, plan) -> None:
