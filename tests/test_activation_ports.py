@@ -198,11 +198,6 @@ def test_a_new_activation_host_file_includes_only_what_it_uses(real_root):
     # along a dim: the two halves as a binary iterator
     ("glu", "write glu_out_mps by hand: narrow self into its two halves along dim, build a binary "
             "TensorIterator over them"),
-    # three tensors and a scalar: what torch 2.13's c10/metal lacks, named
-    ("addcmul", "c10/metal/indexing.h registers ternary kernels without a scalar only "
-                "(REGISTER_OPMATH_TERNARY_OP, REGISTER_TERNARY_OP); upstream's addcmul port added "
-                "REGISTER_OPMATH_TERNARY_ALPHA_OP there"),
-    ("addcdiv", "host function on addcdiv_stub calling `lib.exec_ternary_kernel(iter, \"addcdiv\", value)`"),
 ])
 def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, says):
     before = snapshot(real_root)
@@ -210,15 +205,3 @@ def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, s
     assert result.code == 2, result.out
     assert says in result.err, result.err
     assert "Traceback" not in result.err and snapshot(real_root) == before
-
-
-def test_a_ternary_refusal_follows_what_the_checkout_has(real_root):
-    # wrong on purpose for the message: were the macro there, "add those first" would send the
-    # contributor to write what exists; the hint names the macro the checkout has instead
-    header = real_root / "c10/metal/indexing.h"
-    header.write_text(header.read_text() + "\n#define REGISTER_OPMATH_TERNARY_ALPHA_OP(NAME, I, A, O)\n")
-    result = porter("migrate-from-mpsgraph", "addcmul", "--dry-run", root=real_root)
-    assert result.code == 2
-    assert ("c10/metal/indexing.h registers ternary kernels with a scalar "
-            "(REGISTER_OPMATH_TERNARY_ALPHA_OP): write `addcmul_functor`") in result.err, result.err
-    assert "add those first" not in result.err

@@ -707,3 +707,18 @@ def test_a_comment_naming_the_deleted_impl_is_said_not_edited(real_root):
     assert "// Real inputs reuse sign's MPSGraph implementation (sign_out_mps above)." in line
     again = migrate(real_root, "sign")
     assert again.code == 0 and "nothing to do" in again.out and "still mentions" not in again.out
+
+
+def test_a_namespace_the_deletion_empties_goes_one_already_empty_stays():
+    # addcdiv after addcmul: its TORCH_IMPL_FUNC takes the last user of the helper, which was
+    # all `namespace mps {` held; an empty block written by hand elsewhere is not porter's
+    text = ("namespace at::native {\nnamespace detail {\n} // namespace detail\n\n"
+            "// scope the MPS's internal methods\nnamespace mps {\n\n"
+            "static void helper(const Tensor& out) {\n  out.zero_();\n}\n\n} // namespace mps\n\n"
+            "TORCH_IMPL_FUNC(addcdiv_out_mps)(const Tensor& out) {\n  mps::helper(out);\n}\n\n"
+            "static void kept() {}\n} // namespace at::native\n")
+    defs = HostSource(text).named({"addcdiv_out_mps"})
+    new, removed = graph_edit.delete_definitions(text, defs, "addcdiv", {"addcdiv_out_mps"})
+    assert new == ("namespace at::native {\nnamespace detail {\n} // namespace detail\n\n"
+                   "static void kept() {}\n} // namespace at::native\n")
+    assert [(r.name, r.what) for r in removed] == [("addcdiv_out_mps", "impl"), ("helper", "static helper")]

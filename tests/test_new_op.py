@@ -438,7 +438,9 @@ def test_a_reader_that_goes_away_stops_porter_quietly(mini_root):
     ("glu", "'glu' works along a dimension of its input (`int dim=-1`), not one functor"),
     ("mse_loss", "'mse_loss' reduces its result (`int reduction=Mean`): its kernel is an elementwise "
                  "part plus a reduction on the host, not one functor"),
-    ("addcmul", "'addcmul' takes three tensors and a scalar (Scalar value=1)"),
+    # three tensors and a Scalar: a ternary kernel, by migrate-from-mpsgraph (tests/test_ternary_ports.py)
+    ("addcmul", "'addcmul' already runs on MPS through MPSGraph (aten/src/ATen/native/"
+                "native_functions.yaml:9216) (use porter migrate-from-mpsgraph addcmul)"),
     ("gelu", "'gelu' takes a str argument (approximate) that picks its kernel"),
     ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
             "DispatchStub for MPS to join"),

@@ -114,9 +114,15 @@ def _kind(schema: str, fields: str = STRUCTURED, **kw) -> op_kind.OpKind:
                  "takes (Tensor self, bool flag): porter ports unary and binary tensor ops whose other "
                  "arguments are Scalar or float, not bool flag", id="a-bool-is-not-a-kernel-scalar"),
     pytest.param("x.out(Tensor self, Tensor t1, Tensor t2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)",
-                 STRUCTURED, "other", "takes three tensors and a scalar (Scalar value=1): porter writes "
-                 "unary and binary kernels, and a three-tensor kernel would need a way to pass the "
-                 "scalar (a ternary alpha registration)", id="three-tensors-and-a-scalar"),
+                 STRUCTURED, "ternary", "", id="three-tensors-and-a-scalar"),
+    pytest.param("x.out(Tensor self, Tensor t1, Tensor t2, *, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "other", "takes (Tensor self, Tensor t1, Tensor t2): porter ports unary "
+                 "and binary tensor ops whose other arguments are Scalar or float",
+                 id="three-tensors-without-a-scalar"),
+    pytest.param("x.out(Tensor self, Tensor t1, Tensor t2, *, float value=1, Tensor(a!) out) -> Tensor(a!)",
+                 STRUCTURED, "other", "takes (Tensor self, Tensor t1, Tensor t2, float value=1): porter "
+                 "ports unary and binary tensor ops whose other arguments are Scalar or float",
+                 id="three-tensors-and-a-float"),
     pytest.param("x.out(Tensor self, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
                  STRUCTURED, "other", "writes 2 outputs (values, indices): porter ports ops with one "
                  "output", id="two-outputs"),

@@ -23,6 +23,9 @@ from tests.porter_run import git_init, porter, snapshot  # noqa: E402
 REFUSED_AS_INCOMPLETE = {
     "acosh": "a complex64 kernel", "asinh": "a complex64 kernel", "atanh": "a complex64 kernel",
     "sgn": "the body of sgn_functor",
+    # torch 2.13's MetalShaderLibrary.h has no exec_ternary_kernel taking a scalar (issue 22)
+    "addcmul": "a scalar overload of exec_ternary_kernel",
+    "addcdiv": "a scalar overload of exec_ternary_kernel",
 }
 
 

@@ -23,7 +23,9 @@ FLOATING = frozenset({"float16", "bfloat16", "float32"})
 FAMILY = {"REGISTER_UNARY_OP": "unary", "REGISTER_UNARY_ALPHA_OP": "unary_alpha",
           "REGISTER_BINARY_OP": "binary", "REGISTER_OPMATH_BINARY_OP": "binary",
           "REGISTER_BINARY_ALPHA_OP": "binary_alpha", "REGISTER_BINARY_CASTOUT_OP": "binary_castout",
-          "REGISTER_TERNARY_OP": "ternary", "REGISTER_OPMATH_TERNARY_OP": "ternary"}
+          "REGISTER_TERNARY_OP": "ternary", "REGISTER_OPMATH_TERNARY_OP": "ternary",
+          "REGISTER_TERNARY_ALPHA_OP": "ternary_alpha",
+          "REGISTER_OPMATH_TERNARY_ALPHA_OP": "ternary_alpha"}
 
 
 def check(tree: Tree) -> list[Finding]:

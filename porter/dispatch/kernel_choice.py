@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # tensor operands of each kind of registration (REGISTER_<KIND>_OP)
-ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}
+ARITY = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3,
+         "ternary_alpha": 3}
 # complex kernels whose result the host reads as real (abs of complex is a real tensor)
 REAL_PART_KERNELS = {"abs"}
 # div's rounding_mode kwarg selects the kernel (div_true_stub, div_floor_stub, ...)

@@ -12,6 +12,7 @@ kernel's registered output dtype (int -> float for math ops).
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -81,6 +82,9 @@ class EmulateBackend:
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
                         f"does not define it has no kernel ('{host.stub}_stub: missing kernel "
                         f"for mps'); register it unconditionally")
+            unbuilt = self._host_library_lacks(host)
+            if unbuilt:
+                return unbuilt
             try:
                 lib = self._library(host.metal)
             except EmulateBuildError as err:
@@ -91,6 +95,20 @@ class EmulateBackend:
                 return (f"{self._rel(host.metal)} does not build: "
                         f"{self._rel(errors[0])}{more}")
         return None
+
+    def _host_library_lacks(self, host: HostKernel) -> str | None:
+        """A host function calling exec_ternary_kernel with a scalar, where the checkout's
+        MetalShaderLibrary.h declares no such overload: its .mm does not build on a Mac."""
+        if not re.search(r"\bexec_ternary_kernel\s*\([^;]*?,[^;]*?,[^;]*?\)\s*;", host.body):
+            return None
+        from porter.source import host_library
+        from porter.source.checkout import Checkout
+        checkout = Checkout(self.root)
+        if host_library.ternary_takes_scalar(checkout.read, checkout.exists) is not False:
+            return None
+        return (f"{host.stub}_stub's host function calls exec_ternary_kernel with a scalar, which "
+                f"{host_library.LIBRARY_HEADER} does not declare (it takes (iter, name) only): "
+                "its .mm does not build on a Mac; add that overload to the host library")
 
     def _stub_without_kernel(self, op: OpNames) -> str | None:
         """The yaml sends MPS to the shared CPU/CUDA function, whose DispatchStub no host file

@@ -1,8 +1,8 @@
 """Which Metal kernel an op runs, read from the host .mm files of the checkout.
 
 UnaryKernel.mm: `REGISTER_UNARY_TI_DISPATCH(name)` runs kernel `name` for stub `name_stub`.
-Both files: `static void fn(...) { ... exec_{unary,binary,ternary}_kernel(iter, "kernel" ...) }`
-plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`special_erfcx_stub`
+Every host file with a .metal of its stem:
+`static void fn(...) { ... exec_{unary,binary,ternary}_kernel(iter, "kernel" ...) }` plus `REGISTER_DISPATCH(stub, &fn)`. The op is the stub without `_stub` (`special_erfcx_stub`
 -> `special.erfcx`). Each .mm pairs with the .metal of the same stem.
 """
 
@@ -70,10 +70,12 @@ def _condition(host: HostFile, mm: Path, line: int) -> str:
 
 
 def host_kernels(root: Path) -> list[HostKernel]:
-    """Every (stub, kernel) the `*Kernel.mm` files register, read with porter.source.host_scan."""
+    """Every (stub, kernel) the host files register, read with porter.source.host_scan: each
+    `*.mm` with a `.metal` of its stem (`UnaryKernel.mm`, and upstream's `PointwiseOps.mm` beside
+    `PointwiseOps.metal` once addcmul moved to Metal)."""
     root = Path(root)
     found: list[HostKernel] = []
-    for mm in sorted((root / OPERATIONS).glob("*Kernel.mm")):
+    for mm in sorted((root / OPERATIONS).glob("*.mm")):
         metal = root / KERNELS / f"{mm.stem}.metal"
         if not metal.is_file():
             continue

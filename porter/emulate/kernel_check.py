@@ -115,7 +115,8 @@ def _file_broken(row: "Result", error: str) -> "Result":
 def sample_inputs(reg: Registration, n: int = 64, seed: int = 0) -> list:
     import torch
     gen = torch.Generator().manual_seed(seed)
-    arity = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3}[reg.kind]
+    arity = {"unary": 1, "unary_alpha": 1, "binary": 2, "binary_alpha": 2, "ternary": 3,
+             "ternary_alpha": 3}[reg.kind]
     dtype = torch_dtype(reg.in_type)
     out = []
     for k in range(arity):

@@ -41,6 +41,7 @@ KIND_OF_MACRO = {
     "REGISTER_BINARY_OP": "binary", "REGISTER_OPMATH_BINARY_OP": "binary",
     "REGISTER_BINARY_ALPHA_OP": "binary_alpha",
     "REGISTER_TERNARY_OP": "ternary", "REGISTER_OPMATH_TERNARY_OP": "ternary",
+    "REGISTER_TERNARY_ALPHA_OP": "ternary_alpha", "REGISTER_OPMATH_TERNARY_ALPHA_OP": "ternary_alpha",
 }
 # the c10/metal template each kind's dense entry point instantiates
 DENSE_TEMPLATE = {"unary": "unary_dense", "unary_alpha": "unary_alpha_dense",
@@ -157,7 +158,7 @@ class MpsShaderBackend(EmulateBackend):
             raise RuntimeError(f"no kernel {name} registered in {host.metal.name}"
                                f"{f' (registered: {have})' if have else ''}: MPS raises "
                                f"'Failed to create function state object for: {name}'")
-        if kind == "ternary":
+        if kind.startswith("ternary"):
             raise RuntimeError("mps-shader: ternary kernels are not run yet (use --device mps)")
         tensors = [x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=getattr(torch, common))
                    for x in choice.operands]

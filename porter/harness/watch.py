@@ -31,7 +31,7 @@ def watched_files(root: Path) -> list[Path]:
     from porter.emulate import headers
     from porter.emulate.hostmap import host_kernels
     from porter.harness.mps_expectations import TEST_MPS
-    from porter.source.checkout import COMMON_MPS, OPERATIONS
+    from porter.source.checkout import COMMON_MPS, KERNELS, OPERATIONS
 
     root = Path(root)
     metals = sorted({h.metal for h in host_kernels(root)})
@@ -51,7 +51,9 @@ def watched_files(root: Path) -> list[Path]:
                     files.add(candidate)
                     todo.append(candidate)
                     break
-    files.update(sorted((root / OPERATIONS).glob("*Kernel.mm")))
+    # the host files porter.emulate.hostmap reads: each .mm with a .metal of its stem
+    files.update(mm for mm in sorted((root / OPERATIONS).glob("*.mm"))
+                 if (root / KERNELS / f"{mm.stem}.metal").is_file())
     files.update(p for p in (root / COMMON_MPS, root / TEST_MPS) if p.is_file())
     return sorted(files)
 

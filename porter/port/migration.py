@@ -32,7 +32,7 @@ from porter.source.dtypes import has_integer
 from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
-from porter.port.resolve import NATIVE, UNDEFINED, OpSpec, defined_mps_functions, resolve
+from porter.port.resolve import NATIVE, TERNARY, UNDEFINED, OpSpec, defined_mps_functions, resolve
 from porter.port.functor import SKELETON, functor_params
 from porter.port.plan import Plan, plan_port
 
@@ -130,7 +130,9 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     port_spec = spec._replace(entries=new_entries,
                               backend_entries=tuple(e for e in new_entries if e.dense_rows()))
     chosen = None
-    if body is None:
+    # a ternary functor comes from the CPU lambda or --body (porter.port.ternary_port): an
+    # MPSGraph selector is one operation of its several
+    if body is None and spec.kind != TERNARY:
         body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
     # the port's results (functor, gaps, registrations, dtypes left out) land in the migration
     plan_port(checkout, port_spec, body, validator=validator, complex_body=complex_body,

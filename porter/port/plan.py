@@ -28,7 +28,8 @@ from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import source_of
 from porter.source.opinfo_source import call_span
-from porter.port.resolve import UNARY, OpSpec
+from porter.port import ternary_port
+from porter.port.resolve import TERNARY, UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
 from porter.port.templates import render
 
@@ -78,11 +79,19 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
 
     # A port in place keeps the op's own MPS row: the yaml does not change.
     yaml_changed = False if spec.in_place else _plan_yaml(spec, read, write)
-    _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
-    if spec.in_place:
-        _plan_in_place_host(checkout, spec, read, write, plan)
+    if spec.kind == TERNARY:
+        # three tensors and a Scalar: upstream's addcmul shape (porter.port.ternary_port)
+        if complex_body is not None:
+            plan.notes.append("--complex-body ignored: a ternary functor's complex overload is the "
+                              "same expression (c10::metal::mul and div take float2)")
+        ternary_port.plan_kernel(checkout, spec, body, read, write, plan)
+        ternary_port.plan_host(checkout, spec, read, write, plan)
     else:
-        _plan_host(checkout, spec, read, write, plan)
+        _plan_kernel(checkout, spec, body, complex_body, read, write, plan)
+        if spec.in_place:
+            _plan_in_place_host(checkout, spec, read, write, plan)
+        else:
+            _plan_host(checkout, spec, read, write, plan)
     _plan_expectations(checkout, spec, read, write, plan)
     problem = formatting.format_changes(checkout.root, cs)
     if problem:

@@ -25,7 +25,7 @@ from porter.source.stubs import Stub, parse_header
 from porter.port import scalars as scalar_args
 from porter.port.scalars import ScalarArg
 
-UNARY, BINARY = op_kind.UNARY, op_kind.BINARY
+UNARY, BINARY, TERNARY = op_kind.UNARY, op_kind.BINARY, op_kind.TERNARY
 UNPORTED, MPSGRAPH, NATIVE = "unported", "mpsgraph", "native"
 PAIRS = {UNARY: "UnaryKernel", BINARY: "BinaryKernel"}
 # Stubs declared in this header get their kernels in this family's .metal/.mm, as upstream's
@@ -53,7 +53,7 @@ class InPlace(NamedTuple):
 
 class OpSpec(NamedTuple):
     op: str
-    kind: str                               # unary | binary
+    kind: str                               # unary | binary | ternary
     state: str                              # unported | mpsgraph | native
     entries: tuple[native_yaml.Entry, ...]  # the op's family in native_functions.yaml
     backend_entries: tuple[native_yaml.Entry, ...]   # those with CPU/CUDA rows
@@ -122,8 +122,8 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         # the reason is the same on every surface; the hint names what a port would need
         err.hint = _what_is_missing(checkout, fam, out_entry, classified) or err.hint
         raise err
-    kind = UNARY if len(classified.tensors) == 1 else BINARY      # scalars or not
-    with_scalars = classified.shape in (op_kind.ALPHA, op_kind.SCALAR)
+    kind = {1: UNARY, 2: BINARY}.get(len(classified.tensors), TERNARY)     # scalars or not
+    with_scalars = classified.shape in (op_kind.ALPHA, op_kind.SCALAR, op_kind.TERNARY)
     graph = _mpsgraph_impls(fam, hosts, op)
     place = None
     try:
@@ -169,7 +169,10 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     returns_bool = bool(lam and lam.return_type == "bool") or any(
         o.flag("always_returns_bool") for o in opinfos) or bool_valued(lam)
     kernel = _existing_kernel(stub_hosts, stub.name) or kernel_name(op, stub.name)
-    pair = _family(checkout, stub, graph, hosts, scalars, kind)
+    # a ternary op's kernels live beside the host file named after its stub's header
+    # (PointwiseOps.h: PointwiseOps.mm and PointwiseOps.metal, as upstream's addcmul)
+    pair = (stub.header.rsplit("/", 1)[-1].removesuffix(".h") if kind == TERNARY
+            else _family(checkout, stub, graph, hosts, scalars, kind))
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
         cpu_kernel=cpu_kernel, stub=stub, kernel=kernel,
@@ -304,7 +307,7 @@ def defined_mps_functions(checkout: co.Checkout, names) -> set[str]:
 def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
     """For a refusal a porter feature would lift, the hint naming that feature (issue 13: gelu's
     str, add's ufunc kernels, a backward op's scalars); "" keeps the refusal's own hint (a
-    reduction, a dim, three tensors: their reason says it)."""
+    reduction, a dim: their reason says it)."""
     if kind.reason == op_kind.UFUNC:
         entry = next((e for e in fam if op_kind.writes_out(e)), fam[0])
         scalars = [a for a in native_yaml.arguments(entry.schema).others
@@ -350,7 +353,7 @@ def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
 
 def _not_one_functor_hint(checkout, out_entry, kind: op_kind.OpKind) -> str:
     """What a contributor writes by hand for an op that is not one functor (a reduction, an op
-    along a dim, three tensors and a scalar), naming the MPS function its row calls and, where
+    along a dim), naming the MPS function its row calls and, where
     the checkout says, the stub its CPU kernel runs for the elementwise part."""
     op = out_entry.name.split(".")[0]
     mps = next((r.kernel for r in out_entry.mps_rows()), "") or f"{op}_out_mps"
@@ -370,24 +373,6 @@ def _not_one_functor_hint(checkout, out_entry, kind: op_kind.OpKind) -> str:
                 f"{mps} by hand: narrow self into its two halves along dim, build a binary "
                 f"TensorIterator over them and run one binary functor (`lib.exec_binary_kernel(iter, "
                 f"\"{op}\")`)")
-    if kind.reason.startswith("takes three tensors and a scalar"):
-        indexing = ""
-        headers = [rel for rel in checkout.glob(co.C10_METAL, "indexing.h")]
-        if headers:
-            text = checkout.read(headers[0])
-            have = re.findall(r"#\s*define\s+(REGISTER_\w*TERNARY\w*_OP)\b", text)
-            alpha = [m for m in have if "ALPHA" in m]
-            indexing = (f"{headers[0]} registers ternary kernels with a scalar ({', '.join(alpha)}): "
-                        if alpha else
-                        f"{headers[0]} registers ternary kernels without a scalar only "
-                        f"({', '.join(have) or 'none'}); upstream's {op} port added "
-                        "REGISTER_OPMATH_TERNARY_ALPHA_OP there, with a scalar overload of "
-                        "exec_ternary_kernel: add those first; then ")
-        scalar = ", ".join(native_yaml.argument_name(a) for a in kind.scalars) or "the scalar"
-        return (f"what is missing: porter writes unary and binary kernels; {indexing}write "
-                f"`{op}_functor` taking (a, b, c, {scalar}) in opmath, its ternary alpha "
-                f"registrations, and a host function on {op}_stub calling "
-                f"`lib.exec_ternary_kernel(iter, \"{op}\", {scalar})`, by hand")
     return ""
 
 

@@ -45,7 +45,7 @@ def config(root: Path, op: str) -> dict:
         raise PorterError(f"{op}: {host.metal.name} registers no kernel {host.kernel!r}",
                           hint=f"porter check --root {root}")
     kind = KIND_OF_MACRO[regs[0].macro]
-    if kind == "ternary":
+    if kind.startswith("ternary"):
         raise PorterError(f"{op}: ternary kernels are not benchmarked yet")
     source = inline_headers(text, source_dirs(root))
     entry = DenseEntry(kind, source)

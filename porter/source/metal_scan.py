@@ -23,6 +23,8 @@ BASE_MACROS = {
     "REGISTER_BINARY_CASTOUT_OP": (1, 2),
     "REGISTER_TERNARY_OP": (1, 2),
     "REGISTER_OPMATH_TERNARY_OP": (1, 2),
+    "REGISTER_TERNARY_ALPHA_OP": (1, 3),
+    "REGISTER_OPMATH_TERNARY_ALPHA_OP": (1, 3),
 }
 DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 FUNCTOR_RE = re.compile(r"^struct\s+(\w+)_functor\b", re.M)
@@ -39,7 +41,8 @@ def _word_re(word: str) -> re.Pattern:
 
 
 # Base macros with a scalar argument: name -> index of its type (alpha, decimals, ...).
-ALPHA_MACROS = {"REGISTER_UNARY_ALPHA_OP": 2, "REGISTER_BINARY_ALPHA_OP": 2}
+ALPHA_MACROS = {"REGISTER_UNARY_ALPHA_OP": 2, "REGISTER_BINARY_ALPHA_OP": 2,
+                "REGISTER_TERNARY_ALPHA_OP": 2, "REGISTER_OPMATH_TERNARY_ALPHA_OP": 2}
 
 
 class Registration(NamedTuple):

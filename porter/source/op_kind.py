@@ -34,8 +34,9 @@ from porter.source import native_yaml
 UNARY, BINARY = "unary", "binary"         # one / two tensors, nothing else
 ALPHA = "alpha"                           # add's and sub's `Scalar alpha`, and no other argument
 SCALAR = "scalar"                         # one or two tensors and scalar arguments
+TERNARY = "ternary"                       # three tensors and one Scalar (addcmul's value)
 OTHER = "other"                           # anything else: str, dims, lists, options, generators
-PORTABLE = frozenset({UNARY, BINARY, ALPHA, SCALAR})     # the shapes porter writes kernels for
+PORTABLE = frozenset({UNARY, BINARY, ALPHA, SCALAR, TERNARY})   # the shapes porter writes kernels for
 
 SCALAR_TYPES = frozenset({"Scalar", "float", "int", "bool", "SymInt"})   # `?` stripped
 # The scalars porter hands a kernel (as its alpha or in a params struct; porter.port.scalars)
@@ -143,10 +144,6 @@ def _not_one_functor(entry, args, tensors, scalars, strings) -> str:
         return (f"takes a str argument ({', '.join(native_yaml.argument_name(a) for a in strings)}) "
                 f"that picks its kernel: porter passes Scalar and float arguments to a kernel, not "
                 f"strings{split}")
-    if len(tensors) == 3 and scalars and len(args.outputs) == 1:
-        return (f"takes three tensors and a scalar ({', '.join(scalars)}): porter writes unary and "
-                "binary kernels, and a three-tensor kernel would need a way to pass the scalar (a "
-                "ternary alpha registration)")
     return ""
 
 
@@ -232,6 +229,9 @@ def _type(arg: str) -> str:
 
 def _shape(n_tensors: int, others, outputs, scalars, strings) -> str:
     # str arguments (gelu's approximate) are listed on the kind but not yet a shape of their own
+    if len(outputs) == 1 and n_tensors == 3 and len(others) == 1 and \
+            _type(others[0]) == "Scalar" and not strings:
+        return TERNARY       # self + value * (t1 op t2): a ternary kernel with the Scalar as alpha
     if len(outputs) != 1 or n_tensors not in (1, 2):
         return OTHER
     if strings or len(scalars) != len(others) or any(_type(a) not in KERNEL_SCALAR_TYPES for a in others):

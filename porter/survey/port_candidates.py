@@ -20,6 +20,8 @@ from porter.port.body import bool_valued, translate_complex, translate_lambda, t
 from porter.source.c10_metal import available_functions, complex_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
+from porter.port import ternary_alpha, ternary_port
+from porter.source import host_library
 from porter.port.edits.dispatch_rows import mps_specific_rows
 from porter.source.mpsgraph_scan import STUB, HostSource
 from porter.source.stubs import Stub, declared_stubs
@@ -47,7 +49,7 @@ class Candidate:
 
 # Why-nots a --body does not cure: the port itself is refused.
 NO_BODY_CURES = ("CPU and CUDA share no kernel", "no DispatchStub", "the op takes",
-                 "the stub", "the shared function")
+                 "the stub", "the shared function", "incomplete: ")
 
 
 def refusal_label(how: str) -> str:
@@ -56,8 +58,8 @@ def refusal_label(how: str) -> str:
               (op_kind.NOT_ELEMENTWISE, "not elementwise"), (op_kind.UFUNC, "ufunc codegen"),
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
-              ("three tensors and a scalar", "three tensors and a scalar"),
-              ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"))
+              ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"),
+              ("incomplete: ", "incomplete"))
     return next((label for phrase, label in labels if phrase[:40] in how), "other")
 
 
@@ -196,6 +198,11 @@ class _Facts:
         self._c10 = None
         self._library = None
 
+    def indexing(self) -> str:
+        """The checkout's c10/metal/indexing.h ("" when it has none)."""
+        path = ternary_port.INDEXING
+        return self.checkout.read(path) if self.checkout.exists(path) else ""
+
     def c10(self):
         if self._c10 is None:
             self._c10 = available_functions(self.checkout)
@@ -242,6 +249,9 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     elif classified.portable:
         family = family or PAIRS[tensors]
         files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
+        indexing = facts.indexing() if kind == op_kind.TERNARY else ""
+        if indexing and not ternary_alpha.defines_macro(indexing):
+            files.append(ternary_port.INDEXING)
     keys = {op, op.replace("special_", "special.", 1), op.replace("linalg_", "linalg.", 1)}
     if state == NO_MPS and keys & facts.unimplemented:
         files.append(co.COMMON_MPS)
@@ -276,6 +286,9 @@ def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tu
     stub = facts.stub_of(op, next(iter({r.kernel for r in out.dense_rows()}), ""))
     if stub is None or how.startswith(IN_PLACE_ONLY):
         return automatic, how, None
+    if kind == op_kind.TERNARY:
+        # beside the host file named after the stub's header (porter.port.resolve)
+        return automatic, how, stub.header.rsplit("/", 1)[-1].removesuffix(".h")
     # the commands' rule (porter.port.resolve.family_of)
     in_activation_mm = any(rel == f"{co.OPERATIONS}/{ACTIVATION_MPSGRAPH}" for rel, _, _ in defs)
     family = family_of(stub.header, in_activation_mm, kind in (op_kind.ALPHA, op_kind.SCALAR),
@@ -306,6 +319,8 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
         return False, "no DispatchStub behind its CPU kernel"
     if stub.name in facts.registered:
         return True, f"Metal kernel already registered on {stub.name}"
+    if kind == op_kind.TERNARY:
+        return _automatic_ternary(stub, facts)
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
         return _automatic_with_scalars(op, tensors, out, stub, defs, facts)
     if stub.iterator_type is None or len(stub.params) != 1:
@@ -354,6 +369,26 @@ def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
         return False
     return lam.return_type == "bool" or any(
         o.flag("always_returns_bool") for o in for_op(facts.checkout, op)[0])
+
+
+def _automatic_ternary(stub, facts) -> tuple[bool, str]:
+    """The commands' decision for three tensors and a Scalar (porter.port.ternary_port): the
+    host library must take the scalar, the CPU lambda must translate."""
+    checkout = facts.checkout
+    if not facts.indexing():
+        return False, (f"incomplete: the checkout has no {ternary_port.INDEXING} to define "
+                       f"{ternary_alpha.MACRO} in")
+    if host_library.ternary_takes_scalar(checkout.read, checkout.exists) is False:
+        return False, (f"incomplete: {host_library.LIBRARY_HEADER} declares exec_ternary_kernel(iter, "
+                       "name) only; its scalar overload is written by hand (the command says how)")
+    lam = scalar_lambda(checkout, stub.name)
+    if lam is None or len(lam.params) != 3:
+        return False, "no CPU lambda of three operands found: --body EXPR in a, b, c and the scalar"
+    try:
+        ternary_port.translate(lam.body, lam.params, tuple(lam.locals))
+    except ternary_port.Untranslatable as err:
+        return False, f"CPU lambda: {err}"
+    return True, "CPU lambda"
 
 
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:

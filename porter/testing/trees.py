@@ -56,6 +56,9 @@ def real_sources() -> list[tuple[Path, str]]:
         pairs.append((src, f"{TESTING}/opinfo/definitions/{src.name}"))
     for src in sorted((torch_dir / "include" / "ATen" / "native").glob("*.h")):
         pairs.append((src, f"{NATIVE}/{src.name}"))
+    # the host library's declarations: which exec_*_kernel overloads a host function can call
+    pairs.append((torch_dir / "include" / "ATen" / "native" / "mps" / "MetalShaderLibrary.h",
+                  f"{NATIVE}/mps/MetalShaderLibrary.h"))
     for src in sorted((torch_dir / "include" / "c10" / "metal").glob("*.h")):
         pairs.append((src, f"{C10_METAL}/{src.name}"))
     missing = [str(src) for src, _ in pairs if not src.is_file()]

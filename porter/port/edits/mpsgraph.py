@@ -7,7 +7,8 @@ Deletion recipe (what a migration removes from a host file):
   ends the run);
 - `static` functions that the deleted code was the last user of, repeatedly (a helper of a
   helper); -Werror builds reject unused statics. Statics already unused are not ours to touch;
-- `#include <ATen/ops/<op>_native.h>` once no remaining code names a kernel it declares.
+- `#include <ATen/ops/<op>_native.h>` once no remaining code names a kernel it declares;
+- a namespace block (`namespace mps {`) the deletion left empty, with its attached comments.
 MPSFallback.mm: `m.impl("<op>[.overload]", ...mps_fallback...)` lines of the op.
 """
 
@@ -38,11 +39,30 @@ def delete_definitions(text: str, definitions: list[Definition], op: str,
     helpers = orphaned_statics(text, source, spans)
     spans += [span for span, _ in helpers]
     removed += [Removed(s.name, "static helper", s.line) for _, s in helpers]
-    new = cut(text, spans)
+    new = _drop_emptied_namespaces(text, cut(text, spans))
     new, include = _drop_native_include(new, op, header_kernels)
     if include:
         removed.append(Removed(f"ATen/ops/{op}_native.h", "include", line_of(text, text.find(include))))
     return new, removed
+
+
+# a namespace block with nothing left inside, with the `//` lines attached above it
+EMPTY_NAMESPACE_RE = re.compile(r"(?:^[ \t]*//[^\n]*\n)*^namespace (\w+(?:::\w+)*) \{\s*\}[ \t]*"
+                                r"(?://[^\n]*)?\n(?:[ \t]*\n)?", re.M)
+
+
+def _drop_emptied_namespaces(old: str, new: str) -> str:
+    """`new` without the namespace blocks the deletion emptied (upstream's `namespace mps {`
+    around the MPSGraph helpers); a block already empty in `old` is not ours to touch."""
+    already = {m.group(0) for m in EMPTY_NAMESPACE_RE.finditer(old)}
+
+    def drop(m: re.Match) -> str:
+        if m.group(0) in already:
+            return m.group(0)
+        # one blank line goes with it, where one stays above to separate what it separated
+        above_blank = new[:m.start()].endswith("\n\n") or m.start() == 0
+        return "" if above_blank or not m.group(0).endswith("\n\n") else "\n"
+    return EMPTY_NAMESPACE_RE.sub(drop, new)
 
 
 def orphaned_statics(text: str, source: HostSource, spans: list[tuple[int, int]]) -> list:

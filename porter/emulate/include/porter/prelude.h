@@ -129,6 +129,20 @@ struct Ternary {
   }
 };
 
+// Three tensors and a scalar (addcmul's value): the scalar comes as the host binds it, never
+// converted to the opmath type (the functor decides how it computes with it).
+template <typename F, typename I, typename A, typename OM>
+struct TernaryAlpha {
+  using R = ::c10::metal::result_of<F, I, I, I, A>;
+  static constexpr int arity = 3;
+  static void elem(void* out, const void* const* in, const void* alpha) {
+    *static_cast<R*>(out) = static_cast<R>(F()(OM(*static_cast<const I*>(in[0])),
+                                               OM(*static_cast<const I*>(in[1])),
+                                               OM(*static_cast<const I*>(in[2])),
+                                               *static_cast<const A*>(alpha)));
+  }
+};
+
 // `st == nullptr`: dense (contiguous buffers); otherwise byte strides per operand, out first.
 static void run_loop(const Entry& e, void* out, const void* const* ins, const void* alpha,
                      long n, int ndim, const long* sizes, const long* const* st) {
@@ -303,3 +317,27 @@ __attribute__((visibility("default"), weak)) int porter_run(int i, int strided, 
   REGISTER_TERNARY_OP_(NAME, DTYPEI, DTYPEO, DTYPEI)
 #define REGISTER_OPMATH_TERNARY_OP(NAME, DTYPEI, DTYPEO)                         \
   REGISTER_TERNARY_OP_(NAME, DTYPEI, DTYPEO, ::c10::metal::opmath_t<DTYPEI>)
+// Ternary kernels with a scalar: torch 2.13's indexing.h has no macro for them (upstream added
+// one with its addcmul port), so ours exist only where the checkout's header defines theirs: a
+// kernel file using them against a header without them fails to build, as on a Mac.
+#ifdef REGISTER_TERNARY_ALPHA_OP_
+#undef REGISTER_TERNARY_ALPHA_OP_
+#define REGISTER_TERNARY_ALPHA_OP_(NAME, DTYPEI, DTYPEA, DTYPEO, OMT)            \
+  PORTER_REGISTER(DTYPEO, NAME, "ternary_alpha", DTYPEI, DTYPEO, #DTYPEA,      \
+                  (!::metal::is_same_v<DTYPEI, OMT>),                         \
+                  ::porter::TernaryAlpha<NAME##_functor, DTYPEI, DTYPEA, OMT>)
+#endif
+#ifdef REGISTER_TERNARY_ALPHA_OP
+#undef REGISTER_TERNARY_ALPHA_OP
+#define REGISTER_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)                  \
+  PORTER_REGISTER(DTYPEO, NAME, "ternary_alpha", DTYPEI, DTYPEO, #DTYPEA, 0,   \
+                  ::porter::TernaryAlpha<NAME##_functor, DTYPEI, DTYPEA, DTYPEI>)
+#endif
+#ifdef REGISTER_OPMATH_TERNARY_ALPHA_OP
+#undef REGISTER_OPMATH_TERNARY_ALPHA_OP
+#define REGISTER_OPMATH_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)           \
+  PORTER_REGISTER(DTYPEO, NAME, "ternary_alpha", DTYPEI, DTYPEO, #DTYPEA,      \
+                  (!::metal::is_same_v<DTYPEI, ::c10::metal::opmath_t<DTYPEI>>), \
+                  ::porter::TernaryAlpha<NAME##_functor, DTYPEI, DTYPEA,       \
+                                         ::c10::metal::opmath_t<DTYPEI>>)
+#endif
