@@ -54,29 +54,23 @@ class EmulateBackend:
         with the message the GPU gives, as it fails on a Mac."""
         return None
 
-    def skip_reason(self, opinfo) -> str | None:
+    def skip_reason(self, op: OpNames) -> str | None:
         """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of
         a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
-        return self.skip_reason_named(OpNames.of(opinfo))
-
-    def skip_reason_named(self, op: OpNames) -> str | None:
-        if self._candidates_named(op) or self._stub_without_kernel(op) \
+        if self._candidates(op) or self._stub_without_kernel(op) \
                 or self._routed(op)[1]:
             return None
         return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
                 "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
                 "code porter does not model; `porter status` shows which)")
 
-    def build_error(self, opinfo) -> str | None:
+    def build_error(self, op: OpNames) -> str | None:
         """Why the op's kernel file would not compile on a Mac, or None. Every dtype fails
         then: one bad registration stops the whole .metal file."""
-        return self.build_error_named(OpNames.of(opinfo))
-
-    def build_error_named(self, op: OpNames) -> str | None:
-        missing = None if self._candidates_named(op) else self._stub_without_kernel(op)
+        missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
-        for host in self._candidates_named(op):
+        for host in self._candidates(op):
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -117,26 +111,31 @@ class EmulateBackend:
         key = (op.name, op.aten_name, op.variant)
         if key in self._stub_checked:
             return self._stub_checked[key]
-        from porter.port.resolve import UNPORTED, resolve
         from porter.source import checkout as co
         from porter.source import native_yaml
         why = None
         name = (op.aten_name or op.name).removeprefix("nn.functional.")
-        try:
-            spec = resolve(co.Checkout(self.root), name)
-        except PorterError:
-            spec = None
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) \
+            else name                               # as resolve spells it (its OpSpec.op)
+        checkout = co.Checkout(self.root)
+        family = native_yaml.entries_named(checkout.read(co.NATIVE_YAML), {spelled, spelled + "_"})
+        # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
+        rows = [d for e in family for d in e.mps_rows()
+                if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
+        # without such a row no stub can be missing: the planner (resolve, every fact about
+        # the op) is asked only which stub a shared row runs
+        spec = None
+        if rows:
+            from porter.port.resolve import UNPORTED, resolve
+            try:
+                spec = resolve(checkout, name)
+            except PorterError:
+                pass
         if spec is not None and spec.state == UNPORTED and spec.stub is not None:
-            family = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
-                                               {spec.op, spec.op + "_"})
-            # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
-            rows = [d for e in family for d in e.mps_rows()
-                    if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
-            if rows:
-                why = (f"the yaml routes MPS through {spec.stub.name} "
-                       f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
-                       f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
-                       f"(register it, or `porter new-op {spec.op}`)")
+            why = (f"the yaml routes MPS through {spec.stub.name} "
+                   f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
+                   f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
+                   f"(register it, or `porter new-op {spec.op}`)")
         self._stub_checked[key] = why
         return why
 
@@ -164,7 +163,7 @@ class EmulateBackend:
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
         (porter.emulate.torch_run) or on the cache's numpy arrays (porter.emulate.numpy_run)."""
         on_torch = isinstance(types, kernel_choice.TorchSample)
-        host = self._select_named(op, sample.kwargs, getattr(sample.input, "dtype", None))
+        host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
                                       op.name)
@@ -224,20 +223,14 @@ class EmulateBackend:
                     break
         return found
 
-    def _candidates(self, opinfo) -> list[HostKernel]:
-        return self._candidates_named(OpNames.of(opinfo))
-
-    def _candidates_named(self, op: OpNames) -> list[HostKernel]:
+    def _candidates(self, op: OpNames) -> list[HostKernel]:
         return kernel_choice.candidates(self._host_kernels(kernel_choice.kernel_names(op)), op)
 
-    def _select(self, opinfo, sample, dtype=None) -> HostKernel:
-        return self._select_named(OpNames.of(opinfo), sample.kwargs, dtype)
-
-    def _select_named(self, op: OpNames, kwargs: dict, dtype=None) -> HostKernel:
+    def _select(self, op: OpNames, kwargs: dict, dtype=None) -> HostKernel:
         routed = self._routed_host(op, dtype)
         if routed is not None:
             return routed
-        return kernel_choice.select_host(self._candidates_named(op), op, kwargs)
+        return kernel_choice.select_host(self._candidates(op), op, kwargs)
 
     def _routed(self, op: "OpNames") -> tuple[str, list]:
         """(the shared kernel, its stub routes) when the yaml sends MPS to a TORCH_IMPL_FUNC
