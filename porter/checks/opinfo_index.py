@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from porter.source import checkout as co
-from porter.source.opinfo_source import OpInfoSource, call_span, opinfo_files, parse_call
+from porter.source.opinfo_source import OpInfoSource, call_span, parse_call
 
 FIRST_ARG_RE = re.compile(r"""\s*(?:#[^\n]*\n\s*)*(?:name\s*=\s*)?(?:(['"])([^'"\n]+)\1)?""")
 KWARG_RE = re.compile(r"""(variant_test_name|aten_name)\s*=\s*(['"])([^'"\n]*)\2""")
@@ -55,7 +55,7 @@ class OpInfoIndex:
     def __init__(self, checkout: co.Checkout):
         self.checkout = checkout
         self.heads: list[Head] = []
-        for rel in opinfo_files(checkout):
+        for rel in co.opinfo_files(checkout):
             self.heads += _heads(checkout.read(rel), rel)
         self.by_key: dict[str, list[Head]] = {}
         self.by_aten: dict[str, list[Head]] = {}

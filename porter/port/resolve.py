@@ -16,11 +16,10 @@ from porter.source import native_yaml, op_kind
 from porter.port.body import bool_valued
 from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
                                      none_conventions, scalar_lambda, shared_function_stubs)
-from porter.source.dtypes import MPS_DTYPES
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
-from porter.source.opinfo_source import OpInfoSource, for_op
+from porter.source.opinfo_source import OpInfoSource, for_op, mps_dtypes
 from porter.source.stubs import Stub, parse_header
 from porter.port import scalars as scalar_args
 from porter.port.scalars import ScalarArg
@@ -576,16 +575,6 @@ def _state(fam, registered, graph) -> str:
         return MPSGRAPH
     has_mps = any(e.mps_rows() for e in fam)
     return NATIVE if has_mps and registered else UNPORTED
-
-
-def mps_dtypes(opinfos) -> frozenset[str]:
-    """The MPS dtypes an op's OpInfos test: `dtypesIfMPS`, else `dtypes` (never double)."""
-    dtypes: set[str] = set()
-    for o in opinfos:
-        found = o.dtypes("dtypesIfMPS") or o.dtypes("dtypes")
-        if found:
-            dtypes |= found
-    return frozenset(d for d in dtypes if d in MPS_DTYPES)
 
 
 def _naming(hosts: dict[str, HostFile], word: str) -> dict[str, HostFile]:

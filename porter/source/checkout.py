@@ -33,6 +33,13 @@ def torch_is_importable(root: Path | None) -> bool:
     return (pkg / "__init__.py").is_file() and (any(pkg.glob("_C*.so")) or any(pkg.glob("_C*.pyd")))
 
 
+def opinfo_files(checkout: "Checkout") -> list[str]:
+    """The files that define OpInfos (`common_methods_invocations.py` and
+    `opinfo/definitions/*.py`), relative to the checkout."""
+    files = [OPINFO_DB] if checkout.exists(OPINFO_DB) else []
+    return files + checkout.glob(OPINFO_DEFINITIONS, "*.py")
+
+
 def find_root(start: Path | None = None) -> Path:
     """The checkout containing `start` (default: the current directory)."""
     here = (start or Path.cwd()).resolve()

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source.cpp_scan import LineNumbers
-from porter.source.dtypes import evaluate_dtypes
+from porter.source.dtypes import MPS_DTYPES, evaluate_dtypes
 
 # The head of an Info call whose first argument starts at the end of the matched window.
 CALL_HEAD_RE = re.compile(r"[^\w](?P<cls>[A-Z]\w*Info)\(\s*$")
@@ -70,9 +70,14 @@ class OpInfoSource(NamedTuple):
         return None if node is None else evaluate_dtypes(node)
 
 
-def opinfo_files(checkout: co.Checkout) -> list[str]:
-    files = [co.OPINFO_DB] if checkout.exists(co.OPINFO_DB) else []
-    return files + checkout.glob(co.OPINFO_DEFINITIONS, "*.py")
+def mps_dtypes(opinfos) -> frozenset[str]:
+    """The MPS dtypes an op's OpInfos test: `dtypesIfMPS`, else `dtypes` (never double)."""
+    dtypes: set[str] = set()
+    for o in opinfos:
+        found = o.dtypes("dtypesIfMPS") or o.dtypes("dtypes")
+        if found:
+            dtypes |= found
+    return frozenset(d for d in dtypes if d in MPS_DTYPES)
 
 
 PY_LEXEME_RE = re.compile(r"#[^\n]*|[rRbBfFuU]{0,2}(\'\'\'|\"\"\"|\'|\")|[()\[\]{}]")
@@ -127,7 +132,7 @@ def parse_call(text: str, start: int, end: int) -> ast.Call | None:
 def find(checkout: co.Checkout, names: set[str]) -> list[OpInfoSource]:
     """Every Info call in the OpInfo sources whose first argument is one of `names`."""
     found = []
-    for rel in opinfo_files(checkout):
+    for rel in co.opinfo_files(checkout):
         text = checkout.read(rel)
         lines = LineNumbers(text)
         for start in sorted(_quoted_occurrences(text, names)):

@@ -212,8 +212,7 @@ class _Facts:
     def integer_facts(self, op: str) -> tuple[bool, bool]:
         """(tests integer dtypes on MPS, integers compute in float) as `porter.port.resolve.resolve` sees them."""
         from porter.source.dtypes import has_integer
-        from porter.source.opinfo_source import for_op
-        from porter.port.resolve import mps_dtypes
+        from porter.source.opinfo_source import for_op, mps_dtypes
 
         opinfos, _ = for_op(self.checkout, op)
         has_int = has_integer(mps_dtypes(opinfos))

@@ -60,6 +60,50 @@ def test_a_checkout_without_the_opinfo_says_so(real_root):
            "the installed torch 2.13" in res.out
 
 
+# The run reads the checkout's OpInfo source only where it can differ from the op database's:
+# the same files, byte for byte, are skipped; any other checkout is read (the tests above).
+def _torch_package(base, files: dict[str, str]):
+    (base / "torch").mkdir(parents=True)
+    (base / "torch/__init__.py").write_text("")
+    for rel, text in files.items():
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / rel).write_text(text)
+    return base
+
+
+SOURCES = {CMI: "op_db = [OpInfo('hypot', dtypes=floating_types())]\n",
+           "torch/testing/_internal/opinfo/definitions/special.py": "op_db = []\n"}
+
+
+@pytest.mark.parametrize("change, same", [
+    ({}, True),
+    ({CMI: SOURCES[CMI].replace("floating_types()", "all_types()")}, False),
+    ({"torch/testing/_internal/opinfo/definitions/special.py": "op_db = [OpInfo('x')]\n"}, False),
+    ({"torch/testing/_internal/opinfo/definitions/extra.py": "op_db = []\n"}, False),
+])
+def test_the_checkouts_opinfo_source_is_read_unless_it_is_the_op_databases_own(tmp_path, change, same):
+    from porter.harness.opinfo_agreement import same_sources
+    from porter.source.checkout import Checkout
+
+    installed = _torch_package(tmp_path / "site", SOURCES)
+    checkout = _torch_package(tmp_path / "checkout", {**SOURCES, **change})
+    assert same_sources(Checkout(checkout), str(installed / "torch")) is same
+    # a file the op database has and the checkout lacks: differs too
+    if not change:
+        (checkout / "torch/testing/_internal/opinfo/definitions/special.py").unlink()
+        assert same_sources(Checkout(checkout), str(installed / "torch")) is False
+
+
+def test_an_op_database_of_unknown_place_is_compared_with_nothing(tmp_path):
+    from porter.harness.opinfo_agreement import same_sources
+    from porter.source.checkout import Checkout
+
+    checkout = Checkout(_torch_package(tmp_path / "checkout", SOURCES))
+    assert not same_sources(checkout, None) and not same_sources(checkout, "?")
+    # the cached run's record of an op database now gone from disk
+    assert not same_sources(checkout, str(tmp_path / "gone" / "torch"))
+
+
 # upstream's CPU kernels: registered per ISA, dispatched over floating and complex types
 ALSO_AVX512 = "ALSO_REGISTER_AVX512_DISPATCH"
 
