@@ -436,6 +436,22 @@ def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
     assert "1 fail" in result.out and "sign_stub: missing kernel for mps" in result.out, result.out
 
 
+
+def test_a_deregistered_stub_of_a_namespaced_op_fails_too(real_root):
+    """special.erfcx: the yaml spells it special_erfcx, the OpInfo special.erfcx; its stub's
+    registration dropped, a Mac raises 'missing kernel'. The emulator must find the yaml row
+    under the yaml's spelling, or it calls the op one porter cannot run (nothing tested)."""
+    host = real_root / OPERATIONS / "UnaryKernel.mm"
+    text = host.read_text()
+    line = "REGISTER_DISPATCH(special_erfcx_stub, erfcx_kernel)\n"
+    assert text.count(line) == 1
+    host.write_text(text.replace(line, ""))
+    result = porter("test", "special.erfcx", "--device", "emulate", "--dtype", "float32",
+                    root=real_root)
+    assert result.code == 1, (result.out, result.err)
+    assert "1 fail" in result.out and "special_erfcx_stub: missing kernel for mps" in result.out, \
+        result.out
+
 def test_a_body_may_call_the_kernel_files_own_helpers(real_root):
     """A body is compiled where the functor will sit, inside the kernel file: upstream's
     UnaryKernel.metal has helpers (`exp_`) and functors its functors call (`log_functor{}`), and

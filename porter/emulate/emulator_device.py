@@ -99,26 +99,31 @@ class EmulateBackend:
         key = (op.name, op.aten_name, op.variant)
         if key in self._stub_checked:
             return self._stub_checked[key]
-        from porter.port.resolve import UNPORTED, resolve
         from porter.source import checkout as co
         from porter.source import native_yaml
         why = None
         name = (op.aten_name or op.name).removeprefix("nn.functional.")
-        try:
-            spec = resolve(co.Checkout(self.root), name)
-        except PorterError:
-            spec = None
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) \
+            else name                               # as resolve spells it (its OpSpec.op)
+        checkout = co.Checkout(self.root)
+        family = native_yaml.entries_named(checkout.read(co.NATIVE_YAML), {spelled, spelled + "_"})
+        # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
+        rows = [d for e in family for d in e.mps_rows()
+                if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
+        # without such a row no stub can be missing: the planner (resolve, every fact about
+        # the op) is asked only which stub a shared row runs
+        spec = None
+        if rows:
+            from porter.port.resolve import UNPORTED, resolve
+            try:
+                spec = resolve(checkout, name)
+            except PorterError:
+                pass
         if spec is not None and spec.state == UNPORTED and spec.stub is not None:
-            family = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
-                                               {spec.op, spec.op + "_"})
-            # MPS on the CPU/CUDA function (which calls the stub), not on an `_mps` impl of its own
-            rows = [d for e in family for d in e.mps_rows()
-                    if any(c.kernel == d.kernel for c in e.dispatch if "CPU" in c.keys)]
-            if rows:
-                why = (f"the yaml routes MPS through {spec.stub.name} "
-                       f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
-                       f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
-                       f"(register it, or `porter new-op {spec.op}`)")
+            why = (f"the yaml routes MPS through {spec.stub.name} "
+                   f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
+                   f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
+                   f"(register it, or `porter new-op {spec.op}`)")
         self._stub_checked[key] = why
         return why
 
