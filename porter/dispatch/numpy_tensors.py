@@ -45,7 +45,7 @@ class Unsupported(Exception):
     the caller runs the op the ordinary way."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PArray:
     dtype: str          # torch dtype name: "float32", "bfloat16", ...
     data: np.ndarray    # C-contiguous values; bfloat16 as uint16 bits

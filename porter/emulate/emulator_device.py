@@ -53,29 +53,23 @@ class EmulateBackend:
         with the message the GPU gives, as it fails on a Mac."""
         return None
 
-    def skip_reason(self, opinfo) -> str | None:
+    def skip_reason(self, op: OpNames) -> str | None:
         """Why porter cannot run the op at all, or None: its MPS path is no Metal kernel of
         a *Kernel.mm (still MPSGraph, or host code the emulator does not model)."""
-        return self.skip_reason_named(OpNames.of(opinfo))
-
-    def skip_reason_named(self, op: OpNames) -> str | None:
-        if self._candidates_named(op) or self._stub_without_kernel(op) \
+        if self._candidates(op) or self._stub_without_kernel(op) \
                 or self._routed(op)[1]:
             return None
         return (f"porter cannot run {op.name} under the emulator: no *Kernel.mm of the "
                 "checkout dispatches a Metal kernel for it (its MPS path is MPSGraph or host "
                 "code porter does not model; `porter status` shows which)")
 
-    def build_error(self, opinfo) -> str | None:
+    def build_error(self, op: OpNames) -> str | None:
         """Why the op's kernel file would not compile on a Mac, or None. Every dtype fails
         then: one bad registration stops the whole .metal file."""
-        return self.build_error_named(OpNames.of(opinfo))
-
-    def build_error_named(self, op: OpNames) -> str | None:
-        missing = None if self._candidates_named(op) else self._stub_without_kernel(op)
+        missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
-        for host in self._candidates_named(op):
+        for host in self._candidates(op):
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -151,7 +145,7 @@ class EmulateBackend:
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
         (porter.emulate.torch_run) or on the cache's numpy arrays (porter.emulate.numpy_run)."""
         on_torch = isinstance(types, kernel_choice.TorchSample)
-        host = self._select_named(op, sample.kwargs, getattr(sample.input, "dtype", None))
+        host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
                                       op.name)
@@ -211,20 +205,14 @@ class EmulateBackend:
                     break
         return found
 
-    def _candidates(self, opinfo) -> list[HostKernel]:
-        return self._candidates_named(OpNames.of(opinfo))
-
-    def _candidates_named(self, op: OpNames) -> list[HostKernel]:
+    def _candidates(self, op: OpNames) -> list[HostKernel]:
         return kernel_choice.candidates(self._host_kernels(kernel_choice.kernel_names(op)), op)
 
-    def _select(self, opinfo, sample, dtype=None) -> HostKernel:
-        return self._select_named(OpNames.of(opinfo), sample.kwargs, dtype)
-
-    def _select_named(self, op: OpNames, kwargs: dict, dtype=None) -> HostKernel:
+    def _select(self, op: OpNames, kwargs: dict, dtype=None) -> HostKernel:
         routed = self._routed_host(op, dtype)
         if routed is not None:
             return routed
-        return kernel_choice.select_host(self._candidates_named(op), op, kwargs)
+        return kernel_choice.select_host(self._candidates(op), op, kwargs)
 
     def _routed(self, op: "OpNames") -> tuple[str, list]:
         """(the shared kernel, its stub routes) when the yaml sends MPS to a TORCH_IMPL_FUNC

@@ -34,7 +34,7 @@ class Miss(Exception):
     pass
 
 
-@dataclass
+@dataclass(frozen=True)
 class CachedRun:
     results: list[OpResult]
     expectations: expmod.Expectations
@@ -94,10 +94,10 @@ class CachedSource:
         return set(self.rec["supported"]), set()
 
     def cannot_run(self) -> str | None:
-        return self.backend.skip_reason_named(self.op)
+        return self.backend.skip_reason(self.op)
 
     def build_error(self) -> str | None:
-        return self.backend.build_error_named(self.op)
+        return self.backend.build_error(self.op)
 
     def expectations(self, dtype: str):
         """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""

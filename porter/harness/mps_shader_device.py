@@ -28,7 +28,7 @@ from pathlib import Path
 
 from porter.emulate import headers
 from porter.dispatch import kernel_choice
-from porter.dispatch.kernel_choice import torch_dtype
+from porter.dispatch.kernel_choice import OpNames, torch_dtype
 from porter.emulate.emulator_device import EmulateBackend
 
 # markers around each inlined header: the source stays readable in a compiler error, and the
@@ -129,10 +129,10 @@ class MpsShaderBackend(EmulateBackend):
     # supported_dtypes (None: every dtype the MPS test sends runs, a missing kernel fails as on
     # a Mac) and skip_reason (no *Kernel.mm dispatches the op) are the emulator's
 
-    def build_error(self, opinfo) -> str | None:
+    def build_error(self, op: OpNames) -> str | None:
         """The Metal compiler's words when the op's kernel file does not compile: every dtype
         fails then, as no kernel of the file can be loaded."""
-        for host in self._candidates(opinfo):
+        for host in self._candidates(op):
             try:
                 self._shader_library(host.metal)
             except Exception as err:          # compile_shader raises RuntimeError with the log
@@ -141,7 +141,7 @@ class MpsShaderBackend(EmulateBackend):
 
     def run(self, opinfo, sample, dtype):
         import torch
-        host = self._select(opinfo, sample)
+        host = self._select(OpNames.of(opinfo), sample.kwargs)
         regs = [r for r in self._static_registrations(host.metal)
                 if r.kernel == host.kernel and r.macro in KIND_OF_MACRO]
         if not regs:

@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from porter.dispatch.kernel_choice import to_device
+from porter.dispatch.kernel_choice import OpNames, to_device
 from porter.errors import PorterError
 from porter.harness import mps_expectations as expmod
 from porter.harness import opdb, sample_rules, tolerances, verdicts
@@ -149,10 +149,10 @@ class OpDbSource:
         return {dtype_name(d) for d in supported}, {dtype_name(d) for d in no_kernel}
 
     def cannot_run(self) -> str | None:
-        return _backend_says(self.backend, "skip_reason", self.info)
+        return _backend_says(self.backend, "skip_reason", OpNames.of(self.info))
 
     def build_error(self) -> str | None:
-        return _backend_says(self.backend, "build_error", self.info)
+        return _backend_says(self.backend, "build_error", OpNames.of(self.info))
 
     def expectations(self, name: str):
         return _expectations(self.info, self._dtypes[name], self.ctx, self.device_type)
@@ -217,9 +217,9 @@ class OpDbSource:
         return None
 
 
-def _backend_says(backend, question: str, info) -> str | None:
-    ask = getattr(backend, question, None)
-    return ask(info) if ask is not None else None
+def _backend_says(backend, question: str, op: OpNames) -> str | None:
+    ask = getattr(backend, question, None)      # a torch device has neither question
+    return ask(op) if ask is not None else None
 
 
 def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:

@@ -171,7 +171,7 @@ def _name(kind: str, *parts: str) -> str:
 
 # ----------------------------------------------------------------- the format of a sample
 
-@dataclass
+@dataclass(frozen=True)
 class Sample:
     input: object
     args: list

@@ -12,7 +12,7 @@ REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\
 TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
 MPS_UNARY_STUB_RE = re.compile(r"^[ \t]*REGISTER_MPS_UNARY_STUB\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
 FUNCTION_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
-EXEC_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(\s*[^,]+,\s*\"(\w+)\"\s*(,)?")
+EXEC_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(\s*[^,]+,\s*\"(\w+)\"")
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
 
@@ -29,7 +29,6 @@ class KernelCall(NamedTuple):
     kind: str                     # unary | binary | ternary
     kernel: str
     with_params: bool             # a params struct travels with the call
-    passes_scalar: bool           # more arguments follow the name (alpha, decimals, params)
 
 
 class KernelFunction(NamedTuple):
@@ -100,8 +99,8 @@ class HostFile(SourceFile):
             if close < 0:
                 continue
             body = self.text[open_at:close]
-            calls = tuple(KernelCall(kind, kernel, bool(params), bool(comma))
-                          for kind, params, kernel, comma in EXEC_RE.findall(body))
+            calls = tuple(KernelCall(kind, kernel, bool(params))
+                          for kind, params, kernel in EXEC_RE.findall(body))
             out[m.group(1)] = KernelFunction(m.group(1), " ".join(m.group(2).split()), m.start(),
                                              close + 1, line_of(self.text, m.start()), calls)
         return out

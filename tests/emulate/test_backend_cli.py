@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from porter import cli
-from porter.dispatch.kernel_choice import torch_dtype
+from porter.dispatch.kernel_choice import OpNames, torch_dtype
 from porter.emulate.emulator_device import EmulateBackend
 
 torch = pytest.importorskip("torch")
@@ -32,7 +32,7 @@ def backend(fixture_root):
 def _registered_dtypes(backend, opinfo) -> set:
     """torch dtypes whose (promoted) input the .metal registers a built kernel for."""
     dtypes = set()
-    for host in backend._candidates(opinfo):
+    for host in backend._candidates(OpNames.of(opinfo)):
         for reg in backend._library(host.metal).find(host.kernel):
             if reg.built and torch_dtype(reg.in_type) is not None:
                 dtypes.add(torch_dtype(reg.in_type))
@@ -46,9 +46,9 @@ def test_registered_dtypes_and_what_the_backend_cannot_run(backend):
     assert _registered_dtypes(backend, _op("not_an_op")) == set()
     # every dtype the MPS test sends is run: a missing one fails there, as on a Mac
     assert backend.supported_dtypes(_op("hypot")) is None
-    assert backend.skip_reason(_op("hypot")) is None
-    assert "no *Kernel.mm of the checkout dispatches a Metal kernel" in backend.skip_reason(_op("lgamma"))
-    assert backend.build_error(_op("hypot")) is None
+    assert backend.skip_reason(OpNames.of(_op("hypot"))) is None
+    assert "no *Kernel.mm of the checkout dispatches a Metal kernel" in backend.skip_reason(OpNames.of(_op("lgamma")))
+    assert backend.build_error(OpNames.of(_op("hypot"))) is None
 
 
 def test_run_promotes_broadcasts_and_uses_the_kernel_output_dtype(backend):

@@ -72,8 +72,8 @@ def test_kernel_functions_and_their_calls():
     assert list(fns) == ["exp_kernel_mps", "add_kernel_mps", "not_a_kernel"]
     add = fns["add_kernel_mps"]
     assert (add.params, add.line) == ("TensorIteratorBase& iter, const Scalar& alpha", 6)
-    assert [tuple(c) for c in add.calls] == [("binary", "add", False, True), ("binary", "add_alpha", True, True)]
-    assert fns["exp_kernel_mps"].calls[0].passes_scalar is False
+    assert [tuple(c) for c in add.calls] == [("binary", "add", False), ("binary", "add_alpha", True)]
+    assert tuple(fns["exp_kernel_mps"].calls[0]) == ("unary", "exp", False)
     assert HOST[add.start:add.end].endswith('params);\n}')
     assert fns["not_a_kernel"].kernels == ()
 
