@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from porter.source.ast_offsets import AstOffsets
 from porter.source.checkout import COMMON_MPS, TEST_MPS, Checkout
 from porter.errors import PorterError
 from porter.source.xfail_lists import assignment
@@ -50,10 +50,11 @@ class Entry:
     key: str                       # op.name + op.variant_test_name
     dtypes: tuple[str, ...] | None  # None: every dtype
     line: int                      # 1-based line of the key
-    # character offsets into the file text (for surgical edits)
-    key_start: int
-    value_start: int
-    value_end: int
+    # ast positions (line, UTF-8 byte column) of the key, the value and the value's end; an
+    # edit turns them into offsets of the text (Expectations.offset), a test run never does
+    key_at: tuple[int, int]
+    value_at: tuple[int, int]
+    value_end_at: tuple[int, int]
     macos_before: tuple[int, int] | None = None
 
     def covers(self, dtype: str) -> bool:
@@ -74,6 +75,15 @@ class Expectations:
     # over the macOS version; None where the loop could not be read (every list applies,
     # MACOS_BEFORE_X_Y by its name)
     gates: dict[str, ast.expr] | None = None
+
+    @cached_property
+    def _offsets(self):
+        from porter.source.ast_offsets import AstOffsets
+        return AstOffsets(self.text)
+
+    def offset(self, position: tuple[int, int]) -> int:
+        """The character offset into `text` of an Entry's ast position (for surgical edits)."""
+        return self._offsets.at(*position)
 
     def for_key(self, key: str) -> list[Entry]:
         return [e for e in self.entries if e.key == key]
@@ -136,7 +146,6 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
     func = _find_modifier(tree, modifier)
     if func is None:
         return None
-    offsets = AstOffsets(text)
     exp = Expectations(path=rel, text=text)
     complex_ops: set[str] | None = None
     for stmt in func.body:
@@ -157,9 +166,8 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
                 continue
             exp.entries.append(Entry(
                 dict_name=target, kind=kind, key=k.value, dtypes=_dtypes(v, rel),
-                line=k.lineno, key_start=offsets.at(k.lineno, k.col_offset),
-                value_start=offsets.at(v.lineno, v.col_offset),
-                value_end=offsets.at(v.end_lineno, v.end_col_offset),
+                line=k.lineno, key_at=(k.lineno, k.col_offset), value_at=(v.lineno, v.col_offset),
+                value_end_at=(v.end_lineno, v.end_col_offset),
                 macos_before=(int(macos.group(1)), int(macos.group(2))) if macos else None))
     exp.complex_supported = frozenset(complex_ops) if complex_ops is not None else None
     exp.gates = _gates(func)

@@ -64,11 +64,11 @@ def plan(results, exp: expmod.Expectations) -> PrunePlan:
             if entry.dtypes is not None and len(remaining) == len(entry.dtypes):
                 continue
             if remaining:
-                start, end = entry.value_start, entry.value_end
+                start, end = exp.offset(entry.value_at), exp.offset(entry.value_end_at)
                 new = _narrowed(exp.text[start:end], entry.dtypes, remaining)
                 action = f"{entry.where}: narrowed to [{', '.join(remaining)}]"
             else:
-                start, end = _removal_span(exp.text, entry)
+                start, end = _removal_span(exp, entry)
                 new = ""
                 action = f"{entry.where}: removed"
             edits.append((start, end, new, action))
@@ -106,9 +106,10 @@ def _narrowed(value_src: str, old: tuple[str, ...] | None, remaining: list[str])
     return "[" + ", ".join(kept) + "]"
 
 
-def _removal_span(text: str, entry: expmod.Entry) -> tuple[int, int]:
+def _removal_span(exp: expmod.Expectations, entry: expmod.Entry) -> tuple[int, int]:
     """The entry `"key": value,` with its comma; whole lines when it has them to itself."""
-    start, end = entry.key_start, entry.value_end
+    text = exp.text
+    start, end = exp.offset(entry.key_at), exp.offset(entry.value_end_at)
     i = end
     while i < len(text) and text[i] in " \t":
         i += 1

@@ -153,6 +153,25 @@ class TestPrune(expecttest.TestCase):
 +            "a": None,
 ''')
 
+    def test_an_entry_after_non_ascii_text_on_its_line_is_cut_exactly(self):
+        # ast counts columns in UTF-8 bytes: "ä" is two of them and one character
+        text = TEXT.replace('"a": None, "b": [torch.half],', '"ä": None, "b": [torch.half, torch.int32],')
+        def b(outcomes):
+            return {"op": "b", "key": "b", "supported": list(outcomes), "dtypes": [
+                {"dtype": d, "outcome": o, "expected_by": ["UNIMPLEMENTED_XFAILLIST['b']"]}
+                for d, o in outcomes.items()]}
+        exp, pruned = self.plan(b({"float16": "xfail", "int32": "xpass"}), text=text)
+        self.assertEqual(pruned.actions, ["UNIMPLEMENTED_XFAILLIST['b']: narrowed to [float16]"])
+        self.assertExpectedInline(self.diff(exp, pruned), '''\
+--- 
++++ 
+@@ -18 +18 @@
+-            "ä": None, "b": [torch.half, torch.int32],
++            "ä": None, "b": [torch.half],
+''')
+        exp, pruned = self.plan(b({"float16": "xpass", "int32": "xpass"}), text=text)
+        self.assertIn('            "ä": None,\n        }', pruned.new_text)
+
     def test_nothing_to_prune_and_never_widen(self):
         exp, pruned = self.plan(result("neg", {"float16": "xfail", "int8": "pass"}))
         self.assertEqual((pruned.actions, pruned.new_text), ([], None))
