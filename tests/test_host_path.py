@@ -184,3 +184,48 @@ def test_a_registration_under_a_condition_porter_cannot_evaluate_is_not_proven(r
     assert by["float32"]["outcome"] == "fail"
     assert "not proven" in by["float32"]["message"]
     assert "PORTER_" in by["float32"]["message"]
+    # check and status read the same condition: they counted the registration as made
+    cond = condition.strip()
+    findings = [f for f in json.loads(porter("check", "--json", root=real_root).out)["findings"]
+                if f["op"] == "heaviside"]
+    assert [f["id"] for f in findings] == ["PORTER023"], findings
+    assert (f"runs heaviside_stub, registered for MPS only under `{cond}` "
+            "(aten/src/ATen/native/mps/operations/BinaryKernel.mm:") in findings[0]["message"]
+    assert "a condition porter cannot decide: not proven" in findings[0]["message"]
+    status = porter("status", "heaviside", root=real_root)
+    assert status.out.startswith("heaviside: not proven (binary)\n"), status.out
+    assert f"host: heaviside_mps_kernel registered only under `{cond}`, not proven (" in status.out
+    assert "next: porter check\n" in status.out
+
+
+def test_a_kernel_registration_under_a_build_flag_is_not_counted_by_check_or_status(real_root):
+    """The .metal side: `REGISTER_INTEGER_BINARY_OP(heaviside)` under `#ifdef FLAG` makes no
+    integer kernel in a build without FLAG; check and status counted the integers as
+    registered (an `__METAL_VERSION__` condition is every Metal's own and stays counted)."""
+    from porter.source.checkout import KERNELS
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    line = "REGISTER_INTEGER_BINARY_OP(heaviside);\n"
+    text = metal.read_text()
+    assert text.count(line) == 1
+
+    def heaviside_findings():
+        return [f for f in json.loads(porter("check", "--json", root=real_root).out)["findings"]
+                if f["op"] == "heaviside"]
+    assert heaviside_findings() == []
+    metal.write_text(text.replace(line, "#ifdef PORTER_FLAG\n" + line + "#endif\n"))
+    [finding] = heaviside_findings()
+    assert finding["id"] == "PORTER011"
+    assert ("kernel 'heaviside' is registered for bfloat, float, half (and for bool, char, int, "
+            "long, short, uchar only under `#ifdef PORTER_FLAG` (aten/src/ATen/native/mps/kernels/"
+            "BinaryKernel.metal:") in finding["message"]
+    status = porter("status", "heaviside", root=real_root).out
+    assert "registrations: float -> float; half -> half; bfloat -> bfloat (" in status
+    assert ("registrations only under `#ifdef PORTER_FLAG`, not proven: long -> long; int -> int; "
+            "short -> short; uchar -> uchar; char -> char; bool -> bool (") in status
+    # and the emulator, which preprocesses the file, finds no int32 kernel
+    code, by = outcomes(real_root, "heaviside", "--dtype", "int32")
+    assert code == 1 and by["int32"]["outcome"] == "fail"
+    # the Metal version's own condition is compiled by the Metal that has it: still counted
+    metal.write_text(text.replace(line, "#if __METAL_VERSION__ >= 310\n" + line + "#endif\n"))
+    assert "PORTER011" not in [f["id"] for f in heaviside_findings()]
