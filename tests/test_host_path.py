@@ -229,3 +229,36 @@ def test_a_kernel_registration_under_a_build_flag_is_not_counted_by_check_or_sta
     # the Metal version's own condition is compiled by the Metal that has it: still counted
     metal.write_text(text.replace(line, "#if __METAL_VERSION__ >= 310\n" + line + "#endif\n"))
     assert "PORTER011" not in [f["id"] for f in heaviside_findings()]
+
+
+@pytest.mark.parametrize(("op", "upstream"), [("sgn", "sign_stub for real inputs"),
+                                              ("sub", "add_stub with -alpha")])
+def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op, upstream):
+    """The tree has no TORCH_IMPL_FUNC(OP_out): which stub it runs cannot be read (upstream's
+    runs `upstream`). porter assumed `OP_stub`, wrote the port and tested it green on a kernel
+    a Mac's inputs never reach (sub: 9/9 pass on sub_alpha); now nothing is written, exit 1."""
+    if op == "sgn":
+        # the fixture's miniature sgn_out (sgn_stub for every dtype) taken out: a tree without it
+        cpp = real_root / NATIVE / "UnaryOps.cpp"
+        line = "CREATE_UNARY_TORCH_IMPL_FUNC(sgn_out, sgn_stub)\n"
+        assert cpp.read_text().count(line) == 1
+        cpp.write_text(cpp.read_text().replace(line, ""))
+    before = snapshot(real_root)
+    for extra in ((), ("--json",)):
+        res = porter("migrate-from-mpsgraph", op, "--body", "x", "--complex-body", "x", root=real_root) \
+            if op == "sgn" else porter("migrate-from-mpsgraph", op, *extra, root=real_root)
+        assert res.code == 1, res.out + res.err
+        assert snapshot(real_root) == before
+    res = porter("migrate-from-mpsgraph", op, root=real_root)
+    assert (f"'{op}': not proven: MPS would join {op}_out, whose body is in no "
+            f"aten/src/ATen/native/*.cpp of this checkout (no TORCH_IMPL_FUNC({op}_out)), so which "
+            "DispatchStub it runs for each dtype cannot be read; porter does not assume "
+            f"{op}_stub; nothing was written") in res.err
+    # with the body there, the route is read: both are refused, naming the stub they reach
+    if op == "sgn":
+        add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+    else:
+        add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)",
+                     SUB_OUT.replace("ALPHA", "-alpha"))
+    res = porter("migrate-from-mpsgraph", op, root=real_root)
+    assert res.code == 2 and "not proven" not in res.err, res.err
