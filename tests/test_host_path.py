@@ -262,3 +262,27 @@ def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op
                      SUB_OUT.replace("ALPHA", "-alpha"))
     res = porter("migrate-from-mpsgraph", op, root=real_root)
     assert res.code == 2 and "not proven" not in res.err, res.err
+
+
+@pytest.mark.parametrize("body", [
+    # two kernel names under a branch porter does not model: it ran the first for every sample
+    '  if (iter.numel() < 1000) {\n    lib.exec_binary_kernel(iter, "heaviside");\n  } else {\n'
+    '    lib.exec_binary_kernel(iter, "heaviside_large");\n  }\n',
+    # a name computed at run time (gelu's shape)
+    '  const char* name = iter.numel() < 1000 ? "heaviside" : "heaviside_large";\n'
+    '  lib.exec_binary_kernel(iter, name);\n'], ids=["if-else", "computed-name"])
+def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, body):
+    """`heaviside_large` is no kernel of the file: a Mac fails every large input, while porter
+    ran `heaviside` on every sample and said pass (if-else), or skipped (computed name)."""
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    text = mm.read_text()
+    call = '  lib.exec_binary_kernel(iter, "heaviside");\n'
+    assert text.count(call) == 1
+    mm.write_text(text.replace(call, body))
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail", by
+    assert by["float32"]["message"].startswith(
+        "not proven: heaviside_mps_kernel (operations/BinaryKernel.mm:"), by
+    assert "picks its Metal kernel at run time (" in by["float32"]["message"]
+    assert "by a condition porter does not model" in by["float32"]["message"]

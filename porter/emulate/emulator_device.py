@@ -79,6 +79,9 @@ class EmulateBackend:
         if missing:
             return missing
         for host in self._candidates_named(op):
+            if host.choice:
+                return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
+                        "known here; test it on a Mac (`--device mps`)")
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
