@@ -184,3 +184,105 @@ def test_a_registration_under_a_condition_porter_cannot_evaluate_is_not_proven(r
     assert by["float32"]["outcome"] == "fail"
     assert "not proven" in by["float32"]["message"]
     assert "PORTER_" in by["float32"]["message"]
+    # check and status read the same condition: they counted the registration as made
+    cond = condition.strip()
+    findings = [f for f in json.loads(porter("check", "--json", root=real_root).out)["findings"]
+                if f["op"] == "heaviside"]
+    assert [f["id"] for f in findings] == ["PORTER023"], findings
+    assert (f"runs heaviside_stub, registered for MPS only under `{cond}` "
+            "(aten/src/ATen/native/mps/operations/BinaryKernel.mm:") in findings[0]["message"]
+    assert "a condition porter cannot decide: not proven" in findings[0]["message"]
+    status = porter("status", "heaviside", root=real_root)
+    assert status.out.startswith("heaviside: not proven (binary)\n"), status.out
+    assert f"host: heaviside_mps_kernel registered only under `{cond}`, not proven (" in status.out
+    assert "next: porter check\n" in status.out
+
+
+def test_a_kernel_registration_under_a_build_flag_is_not_counted_by_check_or_status(real_root):
+    """The .metal side: `REGISTER_INTEGER_BINARY_OP(heaviside)` under `#ifdef FLAG` makes no
+    integer kernel in a build without FLAG; check and status counted the integers as
+    registered (an `__METAL_VERSION__` condition is every Metal's own and stays counted)."""
+    from porter.source.checkout import KERNELS
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    line = "REGISTER_INTEGER_BINARY_OP(heaviside);\n"
+    text = metal.read_text()
+    assert text.count(line) == 1
+
+    def heaviside_findings():
+        return [f for f in json.loads(porter("check", "--json", root=real_root).out)["findings"]
+                if f["op"] == "heaviside"]
+    assert heaviside_findings() == []
+    metal.write_text(text.replace(line, "#ifdef PORTER_FLAG\n" + line + "#endif\n"))
+    [finding] = heaviside_findings()
+    assert finding["id"] == "PORTER011"
+    assert ("kernel 'heaviside' is registered for bfloat, float, half (and for bool, char, int, "
+            "long, short, uchar only under `#ifdef PORTER_FLAG` (aten/src/ATen/native/mps/kernels/"
+            "BinaryKernel.metal:") in finding["message"]
+    status = porter("status", "heaviside", root=real_root).out
+    assert "registrations: float -> float; half -> half; bfloat -> bfloat (" in status
+    assert ("registrations only under `#ifdef PORTER_FLAG`, not proven: long -> long; int -> int; "
+            "short -> short; uchar -> uchar; char -> char; bool -> bool (") in status
+    # and the emulator, which preprocesses the file, finds no int32 kernel
+    code, by = outcomes(real_root, "heaviside", "--dtype", "int32")
+    assert code == 1 and by["int32"]["outcome"] == "fail"
+    # the Metal version's own condition is compiled by the Metal that has it: still counted
+    metal.write_text(text.replace(line, "#if __METAL_VERSION__ >= 310\n" + line + "#endif\n"))
+    assert "PORTER011" not in [f["id"] for f in heaviside_findings()]
+
+
+@pytest.mark.parametrize(("op", "upstream"), [("sgn", "sign_stub for real inputs"),
+                                              ("sub", "add_stub with -alpha")])
+def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op, upstream):
+    """The tree has no TORCH_IMPL_FUNC(OP_out): which stub it runs cannot be read (upstream's
+    runs `upstream`). porter assumed `OP_stub`, wrote the port and tested it green on a kernel
+    a Mac's inputs never reach (sub: 9/9 pass on sub_alpha); now nothing is written, exit 1."""
+    if op == "sgn":
+        # the fixture's miniature sgn_out (sgn_stub for every dtype) taken out: a tree without it
+        cpp = real_root / NATIVE / "UnaryOps.cpp"
+        line = "CREATE_UNARY_TORCH_IMPL_FUNC(sgn_out, sgn_stub)\n"
+        assert cpp.read_text().count(line) == 1
+        cpp.write_text(cpp.read_text().replace(line, ""))
+    before = snapshot(real_root)
+    for extra in ((), ("--json",)):
+        res = porter("migrate-from-mpsgraph", op, "--body", "x", "--complex-body", "x", root=real_root) \
+            if op == "sgn" else porter("migrate-from-mpsgraph", op, *extra, root=real_root)
+        assert res.code == 1, res.out + res.err
+        assert snapshot(real_root) == before
+    res = porter("migrate-from-mpsgraph", op, root=real_root)
+    assert (f"'{op}': not proven: MPS would join {op}_out, whose body is in no "
+            f"aten/src/ATen/native/*.cpp of this checkout (no TORCH_IMPL_FUNC({op}_out)), so which "
+            "DispatchStub it runs for each dtype cannot be read; porter does not assume "
+            f"{op}_stub; nothing was written") in res.err
+    # with the body there, the route is read: both are refused, naming the stub they reach
+    if op == "sgn":
+        add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+    else:
+        add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)",
+                     SUB_OUT.replace("ALPHA", "-alpha"))
+    res = porter("migrate-from-mpsgraph", op, root=real_root)
+    assert res.code == 2 and "not proven" not in res.err, res.err
+
+
+@pytest.mark.parametrize("body", [
+    # two kernel names under a branch porter does not model: it ran the first for every sample
+    '  if (iter.numel() < 1000) {\n    lib.exec_binary_kernel(iter, "heaviside");\n  } else {\n'
+    '    lib.exec_binary_kernel(iter, "heaviside_large");\n  }\n',
+    # a name computed at run time (gelu's shape)
+    '  const char* name = iter.numel() < 1000 ? "heaviside" : "heaviside_large";\n'
+    '  lib.exec_binary_kernel(iter, name);\n'], ids=["if-else", "computed-name"])
+def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, body):
+    """`heaviside_large` is no kernel of the file: a Mac fails every large input, while porter
+    ran `heaviside` on every sample and said pass (if-else), or skipped (computed name)."""
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    text = mm.read_text()
+    call = '  lib.exec_binary_kernel(iter, "heaviside");\n'
+    assert text.count(call) == 1
+    mm.write_text(text.replace(call, body))
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail", by
+    assert by["float32"]["message"].startswith(
+        "not proven: heaviside_mps_kernel (operations/BinaryKernel.mm:"), by
+    assert "picks its Metal kernel at run time (" in by["float32"]["message"]
+    assert "by a condition porter does not model" in by["float32"]["message"]

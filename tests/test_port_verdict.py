@@ -65,5 +65,28 @@ def test_no_test_writes_without_testing_and_says_so(real_root):
 def test_json_keeps_stdout_one_document_and_the_exit_code_tells(real_root):
     res = porter("migrate-from-mpsgraph", "signbit", "--body", "x < 0", "--json", "--test", root=real_root)
     data = json.loads(res.out)
-    assert data["ok"] is True and res.code == 1
+    # the document says what the exit status says: red, and why (it said "ok": true here)
+    assert data["ok"] is False and res.code == 1
+    assert data["written"] and data["verdict"]["tested"] is True
+    assert data["verdict"]["ok"] is False
+    assert data["verdict"]["why"][0].startswith(
+        "the files were written and are red: signbit fails its test on emulate")
+    assert any(w.startswith("signbit (reference inputs) float32: fail")
+               for w in data["verdict"]["why"]), data["verdict"]["why"]
+    assert data["verdict"]["report"]["summary"]["fail"] > 0
     assert "the files were written and are red" in res.err
+
+
+def test_json_of_a_green_port_is_ok_with_its_verdict(real_root):
+    res = porter("new-op", "heaviside", "--json", "--test", root=real_root)
+    data = json.loads(res.out)
+    assert res.code == 0 and data["ok"] is True, res.err
+    assert data["verdict"]["ok"] is True and data["verdict"]["why"] == []
+    assert data["verdict"]["report"]["summary"]["pass"] == 18
+
+
+def test_json_of_an_untested_port_says_it_was_not_tested(real_root):
+    res = porter("new-op", "heaviside", "--json", "--no-test", root=real_root)
+    data = json.loads(res.out)
+    assert res.code == 0 and data["ok"] is True
+    assert data["verdict"]["tested"] is False and "--no-test" in data["verdict"]["why"][0]

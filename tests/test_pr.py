@@ -174,3 +174,53 @@ def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, m
     git_init(real_root)
     result = porter("pr", "heaviside", root=real_root)
     assert result.code == 2 and "heaviside: the branch changed nothing of it" in result.err
+
+
+def test_pr_after_committing_on_main_warns_that_its_base_is_head(real_root, tmp_path, monkeypatch):
+    """The port committed on main itself: main's merge base with HEAD is HEAD, so the
+    description listed no file and no moved code, silently. It says so, and how to pass the
+    base (the commit before the port)."""
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    _git(real_root, "branch", "-M", "main")
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    _git(real_root, "commit", "-qam", "heaviside")
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
+    data = json.loads(result.out)
+    assert data["files"] == []
+    [warning] = data["warnings"]
+    assert warning.startswith("the base main is HEAD itself (")
+    assert "pass the commit before the port, e.g. --base HEAD~1" in warning
+    assert f"porter: warning: {warning}\n" in result.err
+    assert f"> warning: {warning}" in data["markdown"]
+    # with the base passed, the port's files are there and nothing is warned
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", "--base", "HEAD~1",
+                    root=real_root)
+    data = json.loads(result.out)
+    assert data["warnings"] == [] and data["files"] and "warning" not in result.err
+
+
+def test_the_shapes_item_says_not_run_when_no_shape_reached_a_kernel():
+    """It said "[x] shapes ...: no shapes ran" (ok) with no shape measured."""
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import NOT_RUN, _checklist
+
+    def result(shapes, outcome, samples):
+        r = OpResult(op="heaviside", name="heaviside", variant="", key="heaviside",
+                     device="emulate", shapes=shapes)
+        r.dtypes.append(DtypeResult("float32", outcome, samples=samples,
+                                    message="" if outcome == "pass" else "no sample inputs"))
+        return r
+
+    def shapes_item(results):
+        items = _checklist([], results, [], set())
+        return next(i for i in items if i["item"].startswith("shapes"))
+
+    # no shape rows at all, then shape rows whose every dtype skipped: not run, never ok
+    for results in ([result([], "pass", 9)], [result([], "pass", 9), result(["transposed"], "skip", 0)]):
+        item = shapes_item(results)
+        assert item["status"] == NOT_RUN and item["finding"].startswith("not run: "), item
+    # measured: ok
+    item = shapes_item([result([], "pass", 9), result(["transposed"], "pass", 3)])
+    assert item == {"item": "shapes and dtypes Metal kernels break on", "status": "ok",
+                    "finding": "transposed pass on float32 (emulated; views reach the strided path)"}

@@ -36,7 +36,6 @@ PORTS = [
     pytest.param("logit", "logit", ["--body", LOGIT_BODY], ALL, id="logit-optional-eps-alpha"),
     pytest.param("nan_to_num", "nan_to_num", ["--body", NAN_TO_NUM_BODY], ALL,
                  id="nan_to_num-three-optionals-dtype-extremes"),
-    pytest.param("sub", "sub", [], ALL - {"bool"} | {"complex64"}, id="sub-binary-alpha"),
 ]
 
 

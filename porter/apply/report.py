@@ -12,9 +12,10 @@ from porter.errors import one_line
 def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dry_run: bool,
               applied: list[str] | None, as_json: bool, extra: dict | None = None,
               refused: list[str] | None = None, incomplete: list[str] | None = None,
-              quiet: bool = False) -> None:
+              quiet: bool = False, verdict: dict | None = None) -> None:
     """`refused`: the gaps of an incomplete port not written; `incomplete`: those of one written
-    anyway (--allow-incomplete). Either makes the run a failure ("ok": false).
+    anyway (--allow-incomplete). Either makes the run a failure ("ok": false), as does a
+    `verdict` (the test that ended the port, --json only) whose "ok" is false.
 
     The result (status lines, diff) goes to stdout; notes go to stderr (`quiet`: not at all),
     and a refused plan has none: they would be about edits that were not made."""
@@ -22,10 +23,12 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
     gaps = refused or incomplete or []
     if as_json:
         print(json.dumps({
-            "ok": not gaps, "command": command, "op": op, "dry_run": dry_run,
+            "ok": not gaps and (verdict is None or verdict.get("ok") is not False),
+            "command": command, "op": op, "dry_run": dry_run,
             "nothing_to_do": nothing, "incomplete": gaps,
             "files": [{"path": c.path, "status": c.status} for c in changes.changes.values()],
             "written": applied or [], "diff": changes.diff(), "notes": notes, **(extra or {}),
+            **({"verdict": verdict} if verdict is not None else {}),
         }, indent=2))
         return
     out = sys.stdout

@@ -50,7 +50,8 @@ def unregistered_mps_stubs(tree: Tree) -> list[Finding]:
         for kernel, stubs in impl_stubs(text).items():
             if kernel in shared:
                 stubs_of.setdefault(kernel, []).extend(stubs)
-    registered = {reg[0] for reg in tree.registrations}
+    # a registration under `#ifdef FLAG` counts for nothing proven: a build without FLAG has none
+    registered = {reg[0] for reg in tree.registrations if tree.unconditionally_registered(reg[0])}
     found = []
     for kernel, rows in sorted(shared.items()):
         # only where the kernel's TORCH_IMPL_FUNC is read (no `<op>_stub` guess: a check
@@ -60,8 +61,20 @@ def unregistered_mps_stubs(tree: Tree) -> list[Finding]:
         # cases elsewhere, and the check only speaks where MPS can run nothing at all
         if not stubs or any(s in registered for s in stubs):
             continue
+        conditional = [(s, *c) for s in stubs for c in tree.conditional_registrations.get(s, [])]
         for entry, row in rows:
             op = op_of_entry(entry)
+            if conditional:
+                stub, rel, line, condition = conditional[0]
+                found.append(Finding(
+                    "PORTER023", co.NATIVE_YAML, row.lineno,
+                    f"'{entry.full_name}' sends MPS to the shared {kernel}, which runs {stub}, "
+                    f"registered for MPS only under `{condition}` ({rel}:{line}), a condition "
+                    f"porter cannot decide: not proven; a build that does not define it fails "
+                    f"every MPS call with '{stub}: missing kernel for mps'",
+                    f"move the REGISTER_DISPATCH out of the `{condition}` block, where every "
+                    "build compiles it", op))
+                continue
             found.append(Finding(
                 "PORTER023", co.NATIVE_YAML, row.lineno,
                 f"'{entry.full_name}' sends MPS to the shared {kernel}, which runs "

@@ -136,7 +136,9 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
                 continue
             seen.add((metal_rel, kernel))
             regs = tree.metals[metal_rel].kernels()[kernel]
-            registered = {r.in_type for r in regs}
+            # one under `#ifdef FLAG` is not proven: a build without FLAG has no such kernel
+            registered = {r.in_type for r in regs if not r.condition}
+            conditional = {r.in_type: r for r in regs if r.condition}
             function = host.kernel_functions.get(fn)
             floating_only = bool(function) and "isFloatingType(" in host.text[function.start:function.end]
             for sent, head in op_dtypes(tree, op):
@@ -145,9 +147,13 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
                 missing = sorted(d for d in sent if METAL.get(d) not in registered)
                 if not missing:
                     continue
+                only = [conditional[METAL[d]] for d in missing if METAL.get(d) in conditional]
+                under = (f" (and for {_list(sorted({r.in_type for r in only}))} only under "
+                         f"`{only[0].condition}` ({metal_rel}:{only[0].line}), a condition porter "
+                         "cannot decide: not proven)") if only else ""
                 found.append(Finding(
                     "PORTER011", metal_rel, regs[0].line,
-                    f"kernel '{kernel}' is registered for {_list(sorted(registered))} but the MPS "
+                    f"kernel '{kernel}' is registered for {_list(sorted(registered))}{under} but the MPS "
                     f"test of OpInfo '{head.key}' ({head.path}:{head.line}) sends "
                     f"{', '.join(missing)} through {_stem(host_rel)}.mm:{line}",
                     f"register {', '.join(METAL[d] for d in missing)} inputs in {_stem(metal_rel)}.metal, "

@@ -190,6 +190,22 @@ class Tree:
                 out.append((f"{op}_stub", rel, line, f"mps_{op}_kernel", True))
         return sorted(out, key=lambda r: (r[1], r[2]))
 
+    @cached_property
+    def conditional_registrations(self) -> dict[str, list[tuple[str, int, str]]]:
+        """stub -> (host file, line, condition) of each MPS registration under a preprocessor
+        condition porter cannot decide (`#ifdef FLAG`): not proven to register anything."""
+        out: dict[str, list[tuple[str, int, str]]] = {}
+        for rel, host in self.hosts.items():
+            for r in host.dispatch_registrations:
+                if r.condition:
+                    out.setdefault(r.stub, []).append((rel, r.line, r.condition))
+        return out
+
+    def unconditionally_registered(self, stub: str) -> bool:
+        """Whether some MPS registration of `stub` holds whatever the build defines."""
+        at = {(rel, line) for rel, line, _ in self.conditional_registrations.get(stub, [])}
+        return any(s == stub and (rel, line) not in at for s, rel, line, _, _ in self.registrations)
+
     def stub_op(self, stub: str) -> str | None:
         return self.to_op(stub[:-len("_stub")] if stub.endswith("_stub") else stub)
 

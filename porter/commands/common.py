@@ -85,15 +85,19 @@ def resolve_device(device: str | None) -> str:
     return default_test_device() if device in (None, "auto") else device
 
 
-def run_tests_after(args, root, op: str) -> int:
+def run_tests_after(args, root, op: str) -> tuple[int, dict]:
     """The verdict that ends a port which wrote files: the op's test (upstream's samples and
-    the reference inputs) on the device, its table, and exit 1 when a dtype fails."""
+    the reference inputs) on the device, its table, and exit 1 when a dtype fails.
+
+    Returns (exit code, the verdict for --json: "tested", "ok", "why" and the test's own
+    report), so that the port's one JSON document says what its exit status says."""
     import sys
 
     if args.no_test:
-        print(f"note: --no-test: the files were written and {op} was not tested; `porter test "
-              f"{op} --device emulate --reference-inputs` gives the verdict", file=sys.stderr)
-        return exit_codes.OK
+        note = (f"--no-test: the files were written and {op} was not tested; `porter test "
+                f"{op} --device emulate --reference-inputs` gives the verdict")
+        print(f"note: {note}", file=sys.stderr)
+        return exit_codes.OK, {"tested": False, "ok": None, "why": [note]}
     device = resolve_device(args.device)
     if device == "emulate":
         from porter.emulate.toolchain import compiler
@@ -101,20 +105,30 @@ def run_tests_after(args, root, op: str) -> int:
         try:
             compiler()
         except PorterError:
-            print(f"note: {op} was not tested: no C++ compiler for the Metal emulator (set CXX, "
-                  f"or run `porter test {op}` on a Mac)", file=sys.stderr)
-            return exit_codes.OK
+            note = (f"{op} was not tested: no C++ compiler for the Metal emulator (set CXX, "
+                    f"or run `porter test {op}` on a Mac)")
+            print(f"note: {note}", file=sys.stderr)
+            return exit_codes.OK, {"tested": False, "ok": None, "why": [note]}
     import io
+    import json
 
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
-    code = run_after_edit(op, root, device, out=out, reference_inputs=True)
+    code = run_after_edit(op, root, device, out=out, reference_inputs=True, json=args.json)
+    verdict: dict = {"tested": True, "device": device, "ok": code == exit_codes.OK}
+    if out is not None and out.getvalue().strip():
+        report = json.loads(out.getvalue())
+        verdict["why"] = report.pop("why", [])
+        verdict["report"] = report
     if code != exit_codes.OK:
-        print(f"porter: error: the files were written and are red: {op} fails its test on "
-              f"{device} (table above; `porter test {op} --device {device} --reference-inputs` "
-              "reruns it, `--no-test` skips it)", file=sys.stderr)
-        return exit_codes.FAILED
-    return exit_codes.OK
+        rerun = (f"`porter test {op} --device {device} --reference-inputs` reruns it, "
+                 "`--no-test` skips it")
+        red = f"the files were written and are red: {op} fails its test on {device}"
+        verdict.setdefault("why", []).insert(0, f"{red} ({rerun})")
+        where = "" if args.json else "table above; "
+        print(f"porter: error: {red} ({where}{rerun})", file=sys.stderr)
+        return exit_codes.FAILED, verdict
+    return exit_codes.OK, verdict
 
 
 def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
@@ -135,10 +149,14 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
                   applied=None, as_json=args.json, extra=extra, refused=incomplete)
         return exit_codes.FAILED
     written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
+    verdict = None
+    code = exit_codes.FAILED if incomplete else exit_codes.OK
+    if written and not incomplete and args.json:
+        # --json: one document, printed after the verdict, whose "ok" is the exit status's
+        code, verdict = run_tests_after(args, checkout.root, plan.spec.op)
     show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
-              as_json=args.json, extra=extra, incomplete=incomplete, quiet=getattr(args, "quiet", False))
-    if incomplete:
-        return exit_codes.FAILED
-    if written:
-        return run_tests_after(args, checkout.root, plan.spec.op)
-    return exit_codes.OK
+              as_json=args.json, extra=extra, incomplete=incomplete, verdict=verdict,
+              quiet=getattr(args, "quiet", False))
+    if written and not incomplete and not args.json:
+        code, _ = run_tests_after(args, checkout.root, plan.spec.op)
+    return code

@@ -42,6 +42,8 @@ def run(args) -> int:
     if checkout is None:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
     data = describe(checkout, args.ops, args.base, args.device, args.dtypes)
+    for warning in data["warnings"]:
+        print(f"porter: warning: {warning}", file=sys.stderr)
     text = markdown(data)
     if args.output:
         from pathlib import Path

@@ -55,15 +55,18 @@ def render(st) -> list[str]:
         out.append(f"functor: {st.functor['name']} ({st.functor['path']}:{st.functor['line']})")
     elif st.stub:
         out.append("functor: none")
-    if st.registrations:
+    # those under a condition porter cannot decide (`#ifdef FLAG`) on a line of their own
+    for condition in dict.fromkeys(r.get("condition", "") for r in st.registrations):
+        group = [r for r in st.registrations if r.get("condition", "") == condition]
         by_out: dict[str, list[str]] = {}
-        for r in st.registrations:
+        for r in group:
             by_out.setdefault(r["out"], []).append(r["in"])
         regs = "; ".join(f"{', '.join(dict.fromkeys(ins))} -> {o}" for o, ins in by_out.items())
-        first = st.registrations[0]
-        out.append(f"registrations: {regs} ({first['path']}:{first['line']})")
+        label = f"registrations only under `{condition}`, not proven" if condition else "registrations"
+        out.append(f"{label}: {regs} ({group[0]['path']}:{group[0]['line']})")
     for h in st.host:
-        out.append(f"host: {h['function']} registered ({h['path']}:{h['line']})")
+        only = f" only under `{h['condition']}`, not proven" if h.get("condition") else ""
+        out.append(f"host: {h['function']} registered{only} ({h['path']}:{h['line']})")
     if st.stub and not st.host:
         out.append(f"host: {st.stub['name']} has no MPS registration")
     for o in st.opinfos:

@@ -170,28 +170,37 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     lines = text.split("\n")
     quarantined: dict[str, str] = {}
     dropped: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
-        tmpdir = Path(tmp)
-        pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
-                                  strict) if use_cache else None
-        in_pieces = pieces is not None
-        if in_pieces:
-            quarantined, dropped = pieces
-            lines = _blanked(text, quarantined, dropped, display_path)
-        for _round in range(MAX_QUARANTINE_ROUNDS):
+    try:
+        with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
+            tmpdir = Path(tmp)
+            pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
+                                      strict) if use_cache else None
+            in_pieces = pieces is not None
             if in_pieces:
-                break
-            err = _compile(cxx, flags, dirs, tmpdir, "\n".join(lines), display_path,
-                           list(quarantined), so_path)
-            if err is None:
-                break
-            progress = _quarantine(err, lines, display_path, quarantined, dropped, strict)
-            if not progress:
-                raise EmulateBuildError(first_error(err, display_path),
-                                        hint="the emulator could not attribute it to one functor")
-        else:
-            raise EmulateBuildError(f"{display_path}: still failing after "
-                                    f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+                quarantined, dropped = pieces
+                lines = _blanked(text, quarantined, dropped, display_path)
+            for _round in range(MAX_QUARANTINE_ROUNDS):
+                if in_pieces:
+                    break
+                err = _compile(cxx, flags, dirs, tmpdir, "\n".join(lines), display_path,
+                               list(quarantined), so_path)
+                if err is None:
+                    break
+                progress = _quarantine(err, lines, display_path, quarantined, dropped, strict)
+                if not progress:
+                    raise EmulateBuildError(first_error(err, display_path),
+                                            hint="the emulator could not attribute it to one functor")
+            else:
+                raise EmulateBuildError(f"{display_path}: still failing after "
+                                        f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
+    except EmulateBuildError:
+        # g++ gave up (a `throw` fails each instantiation of its functor, round after round):
+        # where Metal's language rules out a construct of the file, that is what a Mac says
+        metal = dialect.errors_by_version(pending.result())
+        if metal:
+            raise EmulateBuildError(f"{BUILD_ERROR}: {metal[0]}",
+                                    hint="a kernel file is Metal: rewrite the construct") from None
+        raise
     views = pending.result()
     metal_errors = dialect.errors_by_version(views)
     functor_errors = _by_functor(metal_errors, text.split("\n"), display_path)

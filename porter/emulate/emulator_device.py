@@ -19,6 +19,7 @@ from pathlib import Path
 from porter.dispatch import kernel_choice
 from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex
 from porter.emulate.build import EmulateBuildError, Library, build_file
+from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
@@ -39,6 +40,8 @@ class EmulateBackend:
         self._built: dict[Path, object] = {}                # what those threads produced
         self._stub_checked: dict = {}                       # OpNames -> _stub_without_kernel
         self._routes: dict = {}                             # op name -> (cpu kernel, routes)
+        self._version_outputs: list = []                    # the last sample, other versions
+        self._other_libs: dict = {}                         # (metal, version) -> Library
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -71,6 +74,9 @@ class EmulateBackend:
         if missing:
             return missing
         for host in self._candidates(op):
+            if host.choice:
+                return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
+                        "known here; test it on a Mac (`--device mps`)")
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -163,6 +169,7 @@ class EmulateBackend:
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
         (porter.emulate.torch_run) or on the cache's numpy arrays (porter.emulate.numpy_run)."""
         on_torch = isinstance(types, kernel_choice.TorchSample)
+        self._version_outputs = []
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
@@ -188,11 +195,42 @@ class EmulateBackend:
         alpha = None
         if reg.kind.endswith("alpha"):
             alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.arity))
+        out = self._answer(run, lib, reg, tensors, alpha, want_out)
+        # a Mac compiles the file with its own Metal: a version whose tokens differ (an
+        # `#if __METAL_VERSION__ >= 400` branch) is another kernel, run on the same sample
+        self._version_outputs = [(v, self._other_version_answer(run, host, v, reg, tensors,
+                                                                alpha, want_out))
+                                 for v in lib.other_versions]
+        return out
+
+    def _answer(self, run, lib: Library, reg, tensors, alpha, want_out):
         out = run.run_registration(self._worker(), lib, reg, tensors, alpha)
         if want_out is not None and run.dtype_name_of(out).startswith("complex") and \
                 not want_out.startswith("complex"):
             out = run.real_part(out)      # |z| broadcast into both lanes; the host reads one
         return out
+
+    def _other_version_answer(self, run, host: HostKernel, version: int, reg, tensors, alpha,
+                              want_out):
+        """The registration's answer as the file builds under `version`, or why there is none
+        (a string: the version's build lacks or quarantines the kernel)."""
+        try:
+            lib = self._library(host.metal, version)
+        except EmulateBuildError as err:
+            return f"{self._rel(host.metal)} does not build: {self._rel(err.message)}"
+        same = [r for r in lib.find(reg.name, reg.in_type) if r.out_type == reg.out_type]
+        if not same:
+            return (f"no kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is registered in "
+                    f"{host.metal.name} under this version")
+        if not same[0].built:
+            return f"kernel {reg.name} does not build: {self._rel(lib.reason(same[0]) or '?')}"
+        return self._answer(run, lib, same[0], tensors, alpha, want_out)
+
+    def other_version_outputs(self) -> list[tuple[int, object]]:
+        """(__METAL_VERSION__, answer or why none) of the last sample under each other version
+        whose kernel file compiles other tokens than the primary one; read once."""
+        found, self._version_outputs = self._version_outputs, []
+        return found
 
     # ------------------------------------------------------------ helpers
     def _missing_named(self, host: HostKernel, lib: Library, matching: list, common: str,
@@ -355,7 +393,19 @@ class EmulateBackend:
                             + (f" (and {more} more)" if more else ""))
         return gaps
 
-    def _library(self, metal: Path) -> Library:
+    def _library(self, metal: Path, version: int | None = None) -> Library:
+        if version is not None and version != PRIMARY_VERSION:
+            key = (metal, version)     # another __METAL_VERSION__: built when a sample needs it
+            if key not in self._other_libs:
+                try:
+                    self._other_libs[key] = build_file(metal, self.root, strict=False,
+                                                       version=version)
+                except EmulateBuildError as err:
+                    self._other_libs[key] = err
+            lib = self._other_libs[key]
+            if isinstance(lib, EmulateBuildError):
+                raise lib
+            return lib
         pending = self._pending.pop(metal, None)
         if pending is not None:
             while metal not in self._built and pending.is_alive():

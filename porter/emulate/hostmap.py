@@ -36,6 +36,10 @@ class HostKernel:
     # the registration is under a preprocessor condition porter cannot decide (`#ifdef X`):
     # that condition and where (whether MPS has the kernel at all is not proven)
     condition: str = ""
+    # the host function picks its kernel's name at run time (two names under a branch, or a
+    # name computed as gelu's `approximate == Tanh ? "gelu_tanh" : "gelu"`): which kernel a
+    # sample runs is not modelled, so nothing about it is proven; what and where, or ""
+    choice: str = ""
 
 
 def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
@@ -89,6 +93,11 @@ def host_kernels(root: Path) -> list[HostKernel]:
             stub = reg.stub[:-len("_stub")]
             fn = host.kernel_functions.get(reg.function.split("::")[-1])
             call = fn.calls[0] if fn and fn.calls else None
+            choice = _kernel_choice(host, mm, fn) if fn else ""
+            if choice and not call:
+                found.append(HostKernel(op_name(stub), stub, "", metal, fn.params,
+                                        host.text[fn.start:fn.end], choice=choice,
+                                        condition=_condition(host, mm, reg.line)))
             if call:
                 body = host.text[fn.start:fn.end]
                 struct = ""
@@ -96,7 +105,8 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
-                                        struct, condition=_condition(host, mm, reg.line)))
+                                        struct, condition=_condition(host, mm, reg.line),
+                                        choice=choice))
                 if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
@@ -104,6 +114,24 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line)))
     return found + in_place_kernels(root)
+
+
+# a kernel name that is no string literal: `lib.exec_unary_kernel(iter, name)`
+COMPUTED_NAME_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(?:_with_params)?\s*"
+                              r"(?:<[^>]*>)?\s*\(\s*[^,]+,\s*([^\s\",)][^,)]*)")
+
+
+def _kernel_choice(host: HostFile, mm: Path, fn) -> str:
+    """Why the kernel `fn` runs is chosen at run time, or "": several kernel names in its
+    body, or one it computes."""
+    body = host.mask[fn.start:fn.end]
+    names = list(dict.fromkeys(fn.kernels))
+    computed = [" ".join(m.group(1).split()) for m in COMPUTED_NAME_RE.finditer(body)]
+    if len(names) < 2 and not computed:
+        return ""
+    picks = ", ".join([f'"{n}"' for n in names] + [f"`{c}`" for c in computed])
+    return (f"{fn.name} ({mm.parent.name}/{mm.name}:{fn.line}) picks its Metal kernel at run "
+            f"time ({picks}), by a condition porter does not model")
 
 
 METALLIB_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<ATen/native/mps/(\w+)_metallib\.h>", re.M)

@@ -25,7 +25,7 @@ def run_op_tests(op, root=None, backend="cpu", dtypes=None, sample=None):
 
 
 def run_after_edit(op: str, root, device: str = "emulate", out=None,
-                   reference_inputs: bool = False) -> int:
+                   reference_inputs: bool = False, json: bool = False) -> int:
     """The test that ends `porter new-op` / `migrate-from-mpsgraph`: test `op` right after the
     edit was applied; prints the report and returns the exit code (0 pass, 1 fail, xpass or
     nothing tested, 2 device unavailable)."""
@@ -34,7 +34,8 @@ def run_after_edit(op: str, root, device: str = "emulate", out=None,
     import sys
     try:
         return run(Options(ops=[op], root=str(root) if root is not None else None,
-                           device=device, out=out, reference_inputs=reference_inputs))
+                           device=device, out=out, reference_inputs=reference_inputs,
+                           json=json))
     except PorterError as err:
         print(f"porter: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -148,6 +148,10 @@ class CachedSource:
     def run(self, sample: refcache.Sample, dtype: str):
         return self.backend.run_portable(self.op, sample)
 
+    def other_versions(self) -> list:
+        found = getattr(self.backend, "other_version_outputs", None)
+        return found() if found is not None else []
+
     def reference(self, sample: refcache.Sample, device_out):
         if sample.ref_error:
             raise RecordedFailure(sample.ref_error)

@@ -108,7 +108,39 @@ def edge_samples(info, dtype, template_samples) -> list:
             lhs = lhs.repeat(m // n + 1)[:m]
             found.append(type(template)(lhs, args=(second, *base_args[1:]),
                                         kwargs=dict(template.kwargs)))
+        # each critical value of a beside each of b's, once (heaviside(0, nan), inf - inf,
+        # INT_MIN * -1 happen in no sample above: the other operand there is upstream's
+        # values); a small fixed set, not every pair of edges (which ran test_verify's
+        # reference sweep past 10 min)
+        a_crit, b_crit = critical(dtype), critical(others[0].dtype)
+        if not (b_crit.dtype.is_floating_point or b_crit.dtype.is_complex or b_crit.dtype == torch.bool):
+            # an integer b stays small: never 0 or -1 (INT_MIN / -1 traps on the host CPU),
+            # and no limit, which the sample above gives b already (INT_MAX as a polynomial's
+            # degree is 2^31 steps of its recurrence per element: the kernel's watchdog)
+            b_crit = torch.tensor([1, 2, 3], dtype=b_crit.dtype)
+        if b_crit.numel() and not any(isinstance(a, torch.Tensor) for a in others[1:]):
+            found.append(type(template)(a_crit.repeat_interleave(b_crit.numel()),
+                                        args=(b_crit.repeat(a_crit.numel()), *others[1:]),
+                                        kwargs=dict(template.kwargs)))
     return [s for s in found if _cpu_accepts(info, s)]
+
+
+def critical(dtype):
+    """The few values where ops of two operands have their special cases: zeros of both
+    signs, the infinities, NaN, ±1, the smallest normal and the largest finite value for
+    floats; 0, ±1 and the limits for integers (at most 9 values: their pairs stay small)."""
+    import torch
+    if dtype == torch.bool:
+        return torch.tensor([False, True], dtype=torch.bool)
+    if dtype.is_complex:
+        return torch.tensor([0j, complex(1.0, -1.0), complex(-0.0, 2.0)], dtype=dtype)
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        return torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0,
+                             float(info.tiny), float(info.max)], dtype=dtype)
+    info = torch.iinfo(dtype)
+    return torch.tensor(list(dict.fromkeys([0, 1, -1, int(info.min), int(info.max)])),
+                        dtype=torch.int64).to(dtype)
 
 
 def _cpu_accepts(info, sample) -> bool:

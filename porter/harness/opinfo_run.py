@@ -194,6 +194,10 @@ class OpDbSource:
                 raise RuntimeError(f"{sample.name}: {verdicts.one_line(exc)}") from None
         return self.backend.run(self.info, to_device(sample, "cpu"), self._dtypes[name])
 
+    def other_versions(self) -> list:
+        found = getattr(self.backend, "other_version_outputs", None)
+        return found() if found is not None else []
+
     def reference(self, sample, device_out):
         return _reference(self.info, sample, device_out)
 

@@ -121,10 +121,16 @@ def run(opts: Options) -> int:
     source_notes = opinfo_agreement.notes(checkout, results, ctx.db)
     if source_notes:
         meta["opinfo_source"] = source_notes
+    untested = nothing_tested(results)
+    code = max(exit_code(results, pruned, applied),
+               exit_codes.FAILED if header_gaps or untested else exit_codes.OK)
     if opts.json:
         data = run_report.to_json(results, **meta)
-        if header_gaps:
-            data["ok"] = False
+        # the document says what the exit status says: a run that exits 1 is never "ok"
+        data["ok"] = code == exit_codes.OK
+        why = red_reasons(results, pruned, applied, header_gaps, untested)
+        if why:
+            data["why"] = why
         if pruned is not None:
             data["prune"] = {"actions": pruned.actions, "reported": pruned.reported,
                              "applied": applied,
@@ -162,12 +168,10 @@ def run(opts: Options) -> int:
                     out.write(changes.diff())
             elif not pruned.actions:
                 out.write("prune: nothing to do\n")
-    untested = nothing_tested(results)
     if untested:
         # a run in which nothing passed or failed proved nothing: CI must not go green on it
         (sys.stderr if opts.json or opts.markdown else out).write(untested + "\n")
-    return max(exit_code(results, pruned, applied),
-               exit_codes.FAILED if header_gaps or untested else exit_codes.OK)
+    return code
 
 
 def _run_ops(opts: Options, checkout, root, backend):
@@ -218,10 +222,34 @@ def nothing_tested(results) -> str | None:
             f"(`porter status {op}` says which), or test it on --device mps")
 
 
+def red_reasons(results, pruned, applied: bool, header_gaps, untested: str | None) -> list[str]:
+    """Why a run exits 1, one line each, for the JSON report's "why" (what the text report
+    says in its table, its FAIL/XPASS lines and its errors)."""
+    why = [f"{_row_label(r)} {d.dtype}: {d.outcome}" + (f" ({d.message})" if d.message else "")
+           for r in results for d in r.dtypes if d.outcome == FAIL]
+    if _unpruned_xpass(results, pruned, applied):
+        why += [f"{_row_label(r)} {d.dtype}: xpass (passes but is expected to fail; --prune-xfails "
+                "narrows the entry)" for r in results for d in r.dtypes if d.outcome == XPASS]
+    why += [f"not proven: {gap}" for gap in header_gaps]
+    if untested:
+        why.append(untested.removeprefix("porter: error: "))
+    return why
+
+
+def _row_label(result) -> str:
+    return result.op + (" (reference inputs)" if result.reference else
+                        " (shapes)" if result.shapes else
+                        " (gradients)" if result.test == run_report.GRAD_TEST else "")
+
+
+def _unpruned_xpass(results, pruned, applied: bool) -> bool:
+    xpass = any(d.outcome == XPASS for r in results for d in r.dtypes)
+    return xpass and not (applied and pruned is not None and not pruned.reported)
+
+
 def exit_code(results, pruned, applied: bool) -> int:
     if any(d.outcome == FAIL for r in results for d in r.dtypes):
         return exit_codes.FAILED
-    xpass = any(d.outcome == XPASS for r in results for d in r.dtypes)
-    if xpass and not (applied and pruned is not None and not pruned.reported):
+    if _unpruned_xpass(results, pruned, applied):
         return exit_codes.FAILED
     return exit_codes.OK

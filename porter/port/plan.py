@@ -20,7 +20,7 @@ from porter.port.edits import dispatch_rows as yaml_edit
 from porter.port.edits import opinfo as opinfo_edit
 from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
-from porter.errors import PorterError
+from porter.errors import Incomplete, PorterError
 from porter.source.dtypes import METAL, METAL_FLOATING
 from porter.port.functor import SKELETON, Functor, build, functor_params
 from porter.port import scalars as scalar_args
@@ -29,7 +29,7 @@ from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import source_of
 from porter.source.opinfo_source import call_span
 from porter.port import ternary_port
-from porter.port.resolve import TERNARY, UNARY, OpSpec
+from porter.port.resolve import NATIVE, TERNARY, UNARY, OpSpec
 from porter.port.torchgen_check import EntryValidator
 from porter.port.templates import render
 
@@ -64,6 +64,11 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     `validator` checks yaml entries with torchgen (a warmed-up one saves ~0.1 s). `into` is a
     plan begun by a caller (a migration, with its own changes and notes): the port's results
     land in it, so that no field is left behind by a copy."""
+    if spec.stub_unread and not spec.in_place and spec.state != NATIVE:
+        # a kernel registered on a stub the shared kernel may never run: no verdict of it holds
+        raise Incomplete(spec.stub_unread, path=co.NATIVE_YAML,
+                         line=(spec.backend_entries or spec.entries)[0].lineno,
+                         hint=f"run it in a checkout whose {co.NATIVE}/*.cpp defines {spec.cpu_kernel}")
     if into is not None:
         plan = into
     else:

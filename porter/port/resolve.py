@@ -76,6 +76,9 @@ class OpSpec(NamedTuple):
     in_place: InPlace | None = None
     backward: bool = False
     scalars: tuple[ScalarArg, ...] = ()     # schema scalars the kernel receives, in order
+    # why the stub is an assumption, or "": the shared kernel's body (which stub it runs, per
+    # dtype) is in no native .cpp of the checkout, and `<op>_stub` was taken without reading it
+    stub_unread: str = ""
 
     @property
     def family(self) -> str:
@@ -155,6 +158,12 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
     state = _state(fam, registered, graph)
+    # the shared kernel's body is not in the checkout: which stub it runs (sgn_out runs
+    # sign_stub for real inputs, sub_out add_stub) cannot be read; planning a port refuses it
+    unread = "" if shared_stubs or _impl_read(checkout, cpu_kernel) else (
+        f"'{op}': not proven: MPS would join {cpu_kernel}, whose body is in no {co.NATIVE}/*.cpp "
+        f"of this checkout (no TORCH_IMPL_FUNC({cpu_kernel})), so which DispatchStub it runs "
+        f"for each dtype cannot be read; porter does not assume {stub.name}; nothing was written")
     opinfos, refs = for_op(checkout, op)
     lam = scalar_lambda(checkout, stub.name, op)
     promotes = (any(o.flag("promotes_int_to_float") for o in opinfos)
@@ -180,7 +189,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         promotes_int_to_float=promotes and not returns_bool and not backward,
         returns_bool=returns_bool, scalar_lambda=lam, registered_in=registered, mpsgraph=graph,
         arg_names=_arg_names(out_entry) if backward else (), backward=backward, scalars=scalars,
-        notes=notes)
+        notes=notes, stub_unread=unread)
 
 
 def _ignored_bools(checkout, op: str, entry, stub: Stub) -> tuple[str, ...]:
@@ -482,6 +491,16 @@ def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[Scal
     conventions = none_conventions(checkout, stub.name) if any(
         scalar_args.STUB_OPTIONAL_RE.match(scalar_args.parameter_type(p)) for p in params[1:]) else None
     return scalar_args.with_stub_types(scalars, params, conventions)
+
+
+def _impl_read(checkout: co.Checkout, cpu_kernel: str) -> bool:
+    """Whether the checkout's native .cpp files define `cpu_kernel` (TORCH_IMPL_FUNC or a
+    CREATE_*TORCH_IMPL_FUNC line): the stub calls porter reads come from there."""
+    for rel in _likely_first(checkout.glob(co.NATIVE, "*.cpp")):
+        text = checkout.read(rel)
+        if cpu_kernel in text and impl_stubs(text).get(cpu_kernel) is not None:
+            return True
+    return False
 
 
 def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,

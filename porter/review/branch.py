@@ -43,6 +43,10 @@ class Branch:
                 return ref
         return "HEAD"
 
+    def head(self) -> str:
+        return self._git("rev-parse", "--verify", "--quiet", "HEAD^{commit}",
+                         error="the repository has no commit yet").strip()
+
     def files(self) -> list[FileChange]:
         out: list[FileChange] = []
         status = {}

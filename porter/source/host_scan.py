@@ -21,6 +21,9 @@ class Registration(NamedTuple):
     function: str
     line: int
     via_macro: bool     # REGISTER_UNARY_TI_DISPATCH(NAME) or REGISTER_MPS_UNARY_STUB
+    # the preprocessor condition porter cannot decide that holds it (`#ifdef FLAG`), or "":
+    # a build that does not define it registers nothing
+    condition: str = ""
 
 
 class KernelCall(NamedTuple):
@@ -54,12 +57,13 @@ class HostFile(SourceFile):
 
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
-        out = [Registration(m.group(1), m.group(2), line_of(self.text, m.start()), False)
-               for m in REGISTER_DISPATCH_RE.finditer(self.mask)
-               if not self.in_define(m.start())]
-        out += [Registration(f"{name}_stub", f"{name}_kernel_mps", line, True)
-                for name, line in self.ti_dispatches]
-        return out
+        found = [(m.group(1), m.group(2), line_of(self.text, m.start()), False)
+                 for m in REGISTER_DISPATCH_RE.finditer(self.mask)
+                 if not self.in_define(m.start())]
+        found += [(f"{name}_stub", f"{name}_kernel_mps", line, True)
+                  for name, line in self.ti_dispatches]
+        return [Registration(*r, self.condition_at_line(r[2]) if self.undecided else "")
+                for r in found]
 
     @cached_property
     def ti_dispatches(self) -> list[tuple[str, int]]:

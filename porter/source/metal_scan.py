@@ -52,6 +52,9 @@ class Registration(NamedTuple):
     macro: str          # the base macro
     line: int           # line of the top-level invocation in the file
     alpha_type: str = ""    # the scalar argument's type, for ALPHA_MACROS
+    # the preprocessor condition porter cannot decide that holds it (`#ifdef FLAG`; a
+    # `__METAL_VERSION__` condition is every Metal's own), or "": not proven to be compiled
+    condition: str = ""
 
 
 class Define(NamedTuple):
@@ -151,8 +154,19 @@ class MetalFile(SourceFile):
             if close < 0:
                 continue
             args = split_top_level(self.mask[open_at + 1:close])
-            self._expand(name, args, line_of(self.text, m.start()), out, depth=0)
+            found: list[Registration] = []
+            self._expand(name, args, line_of(self.text, m.start()), found, depth=0)
+            condition = self._undecided_at(m.start())
+            out += [r._replace(condition=condition) for r in found] if condition else found
         return out
+
+    @cached_property
+    def _undecided(self) -> list[tuple[int, int, str]]:
+        from porter.source.cpp_scan import undecided_spans
+        return [s for s in undecided_spans(self.mask) if "__METAL_VERSION__" not in s[2]]
+
+    def _undecided_at(self, offset: int) -> str:
+        return next((c for start, end, c in self._undecided if start <= offset < end), "")
 
     def _expand(self, name: str, args: list[str], line: int, out: list, depth: int) -> None:
         if depth > 8:

@@ -25,6 +25,8 @@ from porter.port.resolve import MPSGRAPH, NATIVE, UNPORTED, mpsgraph_rows, resol
 # Besides resolve's three states (which only an op porter can port has), those status
 # reports for any op.
 BROKEN, COMPOSITE, FALLBACK = "inconsistent", "composite", "cpu-fallback"
+# a native port whose every MPS registration sits under a condition porter cannot decide
+NOT_PROVEN = "not proven"
 
 
 @dataclass
@@ -148,10 +150,14 @@ def _kernel(tree: Tree, st: Status, spec) -> None:
             st.functor = {"name": f"{spec.kernel}_functor", "path": rel, "line": metal.functors[spec.kernel]}
         for reg in metal.kernels().get(spec.kernel, []):
             st.registrations.append({"path": rel, "line": reg.line, "in": reg.in_type,
-                                     "out": reg.out_type, "macro": reg.macro})
+                                     "out": reg.out_type, "macro": reg.macro,
+                                     "condition": reg.condition})
+    conditions = {(rel, line): c for rel, line, c in
+                  tree.conditional_registrations.get(spec.stub.name, [])}
     for stub, rel, line, function, _ in tree.registrations:
         if stub == spec.stub.name:
-            st.host.append({"path": rel, "line": line, "function": function})
+            st.host.append({"path": rel, "line": line, "function": function,
+                            "condition": conditions.get((rel, line), "")})
 
 
 def _tests(tree: Tree, st: Status, spec) -> None:
@@ -188,6 +194,13 @@ def _state(tree: Tree, st: Status, spec, family) -> None:
         g = graph[0]
         st.state = MPSGRAPH
         st.detail = f"MPSGraph, {g['shape']} {g['function']} ({g['path']}:{g['line']})"
+    elif spec is not None and spec.state == "native" and st.host and all(h["condition"] for h in st.host):
+        h = st.host[0]
+        st.state = NOT_PROVEN
+        st.detail = (f"Metal kernel '{spec.kernel}' on {spec.stub.name}, registered for MPS only "
+                     f"under `{h['condition']}` ({h['path']}:{h['line']}), a condition porter "
+                     f"cannot decide: a build that does not define it fails with "
+                     f"'{spec.stub.name}: missing kernel for mps'")
     elif spec is not None and spec.state == "native":
         st.state = NATIVE
         st.detail = f"native Metal kernel '{spec.kernel}' on {spec.stub.name}"
@@ -268,6 +281,11 @@ def _next(st: Status, spec, refusal: PorterError | None, checkout=None) -> None:
             st.next, st.why = f"porter test {st.op} --device {dev}", "prove the kernel against the CPU"
     elif st.state == BROKEN:
         st.next, st.why = f"porter new-op {st.op}", "register the missing MPS kernel"
+    elif st.state == NOT_PROVEN:
+        h = st.host[0]
+        st.next = "porter check"
+        st.why = (f"move the REGISTER_DISPATCH at {h['path']}:{h['line']} out of the "
+                  f"`{h['condition']}` block, where every build compiles it")
     elif refusal is not None:
         st.next = "no porter command"
         st.why = refusal.message + (f" ({refusal.hint})" if refusal.hint else "")

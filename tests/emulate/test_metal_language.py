@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from porter.emulate.build import build_source
+from porter.emulate.build import EmulateBuildError, build_source
 from porter.emulate.kernel_check import check_tree
 from porter.emulate.probe import probe_source
 
@@ -142,6 +142,29 @@ def test_the_full_build_reports_a_metal_language_error_and_check_fails_the_kerne
     results, notes = check_tree(fixture_root, [path])
     assert [r.status for r in results] == ["build-error"]
     assert "does not build on a Mac" in notes[-1]
+
+
+@pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR + FILE_LEVEL,
+                         ids=[p[:40] for p, _ in IN_FUNCTOR + FILE_LEVEL])
+def test_the_full_build_names_the_construct_and_metal_rule_whatever_gxx_makes_of_it(
+        planted, message, fixture_root):
+    """What `porter test` and `emulate check` say: a `throw` made g++ fail every instantiation
+    of its functor until the build gave up with "still failing after 6 quarantine rounds"."""
+    in_functor = (planted, message) in IN_FUNCTOR
+    text = FUNCTOR.replace("PLANTED", planted) if in_functor else _at_file_level(planted)
+    # registered for eight dtypes, as a real functor is: g++ fails each instantiation apart
+    text = text.replace("REGISTER_UNARY_OP(planted, float, float);\n", "".join(
+        f"REGISTER_UNARY_OP(planted, {t}, {t});\n"
+        for t in ("float", "half", "int", "long", "short", "char", "uchar", "bool")))
+    line = PLANTED_LINE if in_functor else 4
+    try:
+        lib = build_source(text, "planted.metal", fixture_root, strict=False)
+    except EmulateBuildError as err:
+        said = err.message
+    else:
+        said = lib.build_errors()[0] if lib.build_errors() else "(no build error)"
+    assert said.startswith(f"build error: planted.metal:{line}: "), said
+    assert message in said and "quarantine" not in said, said
 
 
 def test_a_file_level_error_fails_every_kernel_of_the_file_in_check(fixture_root, tmp_path):

@@ -20,15 +20,21 @@ def test_registers_nothing(text):
     assert (host.dispatch_registrations, host.mpsgraph_stubs) == ([], {})
 
 
+# (stub, function, line, via macro, condition porter cannot decide)
 _fixes = (
-    pytest.param("REGISTER_DISPATCH(exp_stub, &exp_kernel_mps);\n", [("exp_stub", "exp_kernel_mps", 1, False)],
+    pytest.param("REGISTER_DISPATCH(exp_stub, &exp_kernel_mps);\n", [("exp_stub", "exp_kernel_mps", 1, False, "")],
                  id="REGISTER_DISPATCH"),
-    pytest.param("\n  REGISTER_DISPATCH( exp_stub , exp_kernel_mps );\n", [("exp_stub", "exp_kernel_mps", 2, False)],
+    pytest.param("\n  REGISTER_DISPATCH( exp_stub , exp_kernel_mps );\n", [("exp_stub", "exp_kernel_mps", 2, False, "")],
                  id="no &, spaces, indented"),
     pytest.param("REGISTER_MPS_DISPATCH(exp_stub, &at::native::mps::exp_kernel);\n",
-                 [("exp_stub", "at::native::mps::exp_kernel", 1, False)], id="MPS spelling, qualified"),
-    pytest.param("REGISTER_UNARY_TI_DISPATCH(sinc);\n", [("sinc_stub", "sinc_kernel_mps", 1, True)],
+                 [("exp_stub", "at::native::mps::exp_kernel", 1, False, "")], id="MPS spelling, qualified"),
+    pytest.param("REGISTER_UNARY_TI_DISPATCH(sinc);\n", [("sinc_stub", "sinc_kernel_mps", 1, True, "")],
                  id="the TI macro names stub and function"),
+    # what the build defines decides it: carried as the condition, never assumed either way
+    pytest.param("#ifdef PORTER_FLAG\nREGISTER_DISPATCH(exp_stub, &exp_kernel_mps);\n#endif\n",
+                 [("exp_stub", "exp_kernel_mps", 2, False, "#ifdef PORTER_FLAG")], id="under a build flag"),
+    pytest.param("#if 1\nREGISTER_DISPATCH(exp_stub, &exp_kernel_mps);\n#endif\n",
+                 [("exp_stub", "exp_kernel_mps", 2, False, "")], id="under #if 1"),
 )
 
 

@@ -64,7 +64,7 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
     by = {(o.name, o.variant_test_name): o for o in op_db}
     sub = by[("sub", "")]
     got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
-    assert len(got) == 2                       # the edges as first, then as second operand
+    assert len(got) == 3      # the edges as first, as second operand, then critical pairs
     assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
     assert got[1].args[0].min() == -2**31
     # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
@@ -98,3 +98,39 @@ def test_an_integer_sign_through_short_fails_the_reference_inputs(real_root):
     assert {d["dtype"]: d["outcome"] for d in extremal["dtypes"]} == \
         {"int16": "pass", "int32": "fail", "int64": "fail"}
     assert res.code == 1
+
+
+def test_a_binary_op_meets_each_critical_pair_once():
+    """heaviside(0, nan) is nan: a kernel that loses the NaN of `b` where `a == 0` passed the
+    edge samples, whose other operand was upstream's random values (never 0 beside a NaN).
+    Each critical value of a meets each of b's, once: a small fixed set (81 float pairs)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    info = next(o for o in op_db if o.name == "heaviside")
+    got = edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32))
+    pairs = [(float(a), float(b)) for a, b in zip(got[-1].input.reshape(-1), got[-1].args[0].reshape(-1))]
+    assert len(pairs) == 81
+    assert any(a == 0 and math.isnan(b) for a, b in pairs)
+    assert any(a == math.inf and b == math.inf for a, b in pairs)
+    assert any(a == math.inf and b == -math.inf for a, b in pairs)
+    # integers: never a 0 or -1 divisor
+    sub = next(o for o in op_db if o.name == "sub" and not o.variant_test_name)
+    ints = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))[-1]
+    assert ints.input.numel() == 15 and not ((ints.args[0] == 0) | (ints.args[0] == -1)).any()
+    assert bool(((ints.input == 2**31 - 1) & (ints.args[0] == 1)).any())      # INT_MAX + 1
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root):
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    text = metal.read_text()
+    right = "return a == 0 ? b : static_cast<T>(a > 0);"
+    assert text.count(right) == 1
+    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    assert code == 0, by_dtype
+    # wrong on purpose: b's NaN lost where a == 0
+    metal.write_text(text.replace(right, "return a == 0 ? (b != b ? T(0) : b) : static_cast<T>(a > 0);"))
+    code, by_dtype, data = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    assert code == 1, by_dtype
+    extremal = next(o for o in data["ops"] if o["reference"])
+    assert [d["outcome"] for d in extremal["dtypes"]] == ["fail"]

@@ -70,6 +70,9 @@ class Source:
     def run(self, sample, dtype):
         return self._device(sample)
 
+    def other_versions(self):
+        return []
+
     def reference(self, sample, device_out):
         return sample
 

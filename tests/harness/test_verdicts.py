@@ -156,6 +156,14 @@ def test_an_op_still_on_mpsgraph_tests_nothing_and_is_not_green(real_root):
     data = porter("test", "mish", "--device", "emulate", "--json", root=real_root)
     assert data.code == 1 and json.loads(data.out)["summary"]["skip"] == 8
     assert "nothing was tested" in data.err
+    # and the document says what the exit status says (it said "ok": true, exit 1)
+    doc = json.loads(data.out)
+    assert doc["ok"] is False
+    assert doc["why"] == ["nothing was tested: every dtype of nn.functional.mish was skipped "
+                          "(reasons above), and a run that tests nothing is not green; port it "
+                          "first: `porter migrate-from-mpsgraph mish` for an op on MPSGraph, else "
+                          "`porter new-op mish` (`porter status mish` says which), or test it on "
+                          "--device mps"]
 
 
 MISH = """struct mish_functor {
