@@ -62,6 +62,19 @@ def default_test_device() -> str:
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
 
 
+def _missing(*modules: str) -> str | None:
+    """The first of `modules` that is not installed, or None."""
+    import importlib.util
+
+    for module in modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):
+            return module
+    return None
+
+
 def require(command: str, *modules: str) -> None:
     """Exit 2 naming the install when a module `command` needs is missing, before any work
     (torch would otherwise warn about a missing numpy and fail later, in its own words)."""
@@ -95,6 +108,14 @@ def run_tests_after(args, root, op: str) -> int:
               f"{op} --device emulate --reference-inputs` gives the verdict", file=sys.stderr)
         return exit_codes.OK
     device = resolve_device(args.device)
+    missing = _missing("numpy", "torch")
+    if missing:
+        # checked before torch is imported: torch without numpy warns in its own words, and the
+        # run would fail later; nothing was tested, which is no red verdict on the port
+        print(f"porter: error: the files were written; {op} was not tested: `porter test` needs the "
+              f"Python module '{missing}', which is not installed (pip install {missing}, then "
+              f"`porter test {op} --device {device} --reference-inputs`)", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     if device == "emulate":
         from porter.emulate.toolchain import compiler
         from porter.errors import PorterError
