@@ -174,3 +174,21 @@ def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, m
     git_init(real_root)
     result = porter("pr", "heaviside", root=real_root)
     assert result.code == 2 and "heaviside: the branch changed nothing of it" in result.err
+
+
+def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
+    # the README's `porter pr heaviside > pr.md` created pr.md before porter ran: the Files
+    # table listed `| pr.md | added | 0 | 0 |`
+    from porter.review.branch import Branch
+
+    kernels = tmp_path / "aten/src/ATen/native/mps/kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "BinaryKernel.metal").write_text("// base\n")
+    git_init(tmp_path)
+    (kernels / "BinaryKernel.metal").write_text("// base\n// port\n")
+    (kernels / "ActivationKernel.h").write_text("#pragma once\n")      # created by the port
+    (tmp_path / "pr.md").write_text("")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert [(f.path, f.status) for f in Branch(tmp_path).files()] == [
+        ("aten/src/ATen/native/mps/kernels/ActivationKernel.h", "added"),
+        ("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", "modified")]
