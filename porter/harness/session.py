@@ -144,7 +144,10 @@ def run(opts: Options) -> int:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
-        header += "".join(f"\nnote: {n}" for n in source_notes)
+        # notes go to stderr, where -q removes them: stdout is the report
+        from porter.commands.terminal import note
+        for n in source_notes:
+            note(n)
         out.write(run_report.render_text(results, root_arg, header))
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "
