@@ -588,3 +588,20 @@ def test_a_deleted_macro_defined_functor_lists_its_op(repo, capsys):
     edit(repo, UNARY_METAL, "DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);\n", "")
     code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
     assert (code, out) == (0, "erfinv\n")
+
+
+def test_a_changed_c10_metal_function_reaches_the_macro_defined_functor_calling_it(real_root, capsys):
+    # DEFINE_UNARY_FLOATING_FUNCTOR(erfinv) expands to a functor calling erfinv(x): a changed
+    # c10::metal::erfinv is erfinv's, not "used by none" of UnaryKernel.metal's functors
+    header = real_root / "c10/metal/special_math.h"
+    _git(real_root, "init", "-q")
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-q", "-m", "base")
+    text = header.read_text()
+    assert "{0.886226899, " in text
+    header.write_text(text.replace("{0.886226899, ", "{0.886226898, "))
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops", "--explain")
+    assert code == 0
+    unary = [line for line in out.splitlines() if "UnaryKernel.metal" in line]
+    assert unary and all("erfinv, used by functor erfinv of UnaryKernel.metal" in line for line in unary)
+    assert "erfinv" in out.split()

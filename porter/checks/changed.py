@@ -336,11 +336,13 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
                     via = next((n for n in used if re.search(rf"\b{re.escape(n)}\b", body)), None)
                     if via is not None:
                         used[name], grew = used[via], True
+        bodies = {functor: metal.text[start:end] for functor, (start, end) in metal.functor_spans.items()}
+        bodies.update(_macro_functors(metal, dict(others)))
         users = 0
         for name, origin in used.items():
             word = re.compile(rf"\b{re.escape(name)}\b")
-            for functor, (start, end) in metal.functor_spans.items():
-                if word.search(metal.text, start, end):
+            for functor, body in bodies.items():
+                if word.search(body):
                     through = "" if name == origin else f" through {name}"
                     add(tree.kernel_ops.get(functor) or tree.to_op(functor) or functor, path, names[origin],
                         f"{origin}, used by functor {functor} of {base}{through}")
@@ -351,6 +353,31 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
             for kernel in metal.kernels():
                 add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, min(names.values()),
                     f"{', '.join(sorted(names))} changed in a header {base} includes, used by none of its functors")
+
+
+def _macro_functors(metal, definitions: dict[str, str]) -> dict[str, str]:
+    """functor -> its text, for the functors a kernel file defines through a header's macro
+    (`DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);`): the invocation and the macro's body with its
+    arguments in, so a changed c10::metal::erfinv (or the macro itself) reaches erfinv's."""
+    lines = metal.text.split("\n")
+    out: dict[str, str] = {}
+    for functor, line in metal.functors.items():
+        if functor in metal.functor_spans or not 0 < line <= len(lines):
+            continue
+        call = re.match(r"\s*(\w+)\s*\(([^)]*)\)", lines[line - 1])
+        body = definitions.get(call.group(1)) if call else None
+        if body is None:
+            out[functor] = lines[line - 1]
+            continue
+        head = re.match(r"\s*#\s*define\s+\w+\(([^)]*)\)", body)
+        if head:
+            params = [p.strip() for p in head.group(1).split(",")]
+            args = [a.strip() for a in call.group(2).split(",")]
+            body = body[head.end():]
+            for param, arg in zip(params, args):
+                body = re.sub(rf"\b{re.escape(param)}\b", arg, body)
+        out[functor] = lines[line - 1] + "\n" + body
+    return out
 
 
 class OldCheckout(co.Checkout):
