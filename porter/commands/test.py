@@ -80,6 +80,7 @@ def run(args) -> int:
                    macos=args.macos, reference_inputs=args.reference_inputs,
                    shapes=args.shapes)
     from porter.commands import terminal
+    options["quiet"] = terminal.quiet()
     if args.format == "text" and terminal.color():
         options["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
     try:
