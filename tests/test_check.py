@@ -605,3 +605,12 @@ def test_a_changed_c10_metal_function_reaches_the_macro_defined_functor_calling_
     unary = [line for line in out.splitlines() if "UnaryKernel.metal" in line]
     assert unary and all("erfinv, used by functor erfinv of UnaryKernel.metal" in line for line in unary)
     assert "erfinv" in out.split()
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "github", "lintrunner"])
+def test_list_changed_ops_refuses_a_format_it_cannot_write(repo, capsys, fmt):
+    # the plain list came out whatever --format said: a CI step parsing annotations read ops
+    capsys.readouterr()
+    code = main(["check", "--root", str(repo), "--changed-since", "HEAD", "--list-changed-ops", "--format", fmt])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and f"not --format {fmt}" in err and err.count("\n") <= 2

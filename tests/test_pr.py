@@ -192,3 +192,13 @@ def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
     assert [(f.path, f.status) for f in Branch(tmp_path).files()] == [
         ("aten/src/ATen/native/mps/kernels/ActivationKernel.h", "added"),
         ("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", "modified")]
+
+
+def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeypatch):
+    # `--device auto` is every command's default; pr answered "unknown device 'auto'"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(mini_root)
+    assert porter("new-op", "heaviside", "--no-test", "--allow-dirty", root=mini_root).code == 0
+    result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", root=mini_root)
+    assert result.code == 0, result.err
+    assert "unknown device" not in result.err and "| `heaviside` | float32 | pass" in result.out
