@@ -47,6 +47,10 @@ def aten_op_name(checkout, name: str) -> str:
     round.decimals_0 -> round (as `porter test` does); a yaml name is itself."""
     from porter.source.opinfo_source import aten_op
 
+    if name.startswith("_refs."):
+        # a python_ref_db OpInfo (_refs.heaviside, _refs.nn.functional.threshold) tests torch's
+        # Python reference of the same op, against the same aten kernel
+        return aten_op_name(checkout, name[len("_refs."):])
     found = aten_op(checkout, name)
     if found:
         return found
