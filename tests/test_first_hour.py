@@ -298,3 +298,21 @@ def test_the_repro_of_a_reference_input_sample_runs_that_sample(mini_root):
     assert result.code == 0, result.err
     assert "sample 4 (float16): input float16" in result.out and "threshold " in result.out
     assert "pass     1 " in result.out
+
+
+def test_what_the_readme_says_of_a_port_without_torch_and_of_checks_summary(mini_root, tmp_path):
+    # the README said "writing a port never imports torch", yet new-op on the miniature needs
+    # the wheel's c10/metal headers; and showed `porter check: clean` as stdout (it is stderr)
+    import subprocess
+    import sys
+
+    readme = (REPO / "README.md").read_text()
+    assert "never imports torch" not in readme and "no c10/metal headers" in readme
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "porter", "new-op", "heaviside", "--root", str(mini_root)],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "no c10/metal headers" in done.stderr
+    clean = porter("check", root=mini_root)
+    assert clean.out == "" and clean.err.startswith("porter check: clean (")
+    assert "$ porter check                   # findings on stdout; this summary line on stderr" in readme
