@@ -707,3 +707,11 @@ def test_a_comment_naming_the_deleted_impl_is_said_not_edited(real_root):
     assert "// Real inputs reuse sign's MPSGraph implementation (sign_out_mps above)." in line
     again = migrate(real_root, "sign")
     assert again.code == 0 and "nothing to do" in again.out and "still mentions" not in again.out
+
+
+def test_no_selector_note_after_a_port_that_found_its_body(mini_root):
+    # threshold's body comes from its CPU kernel: "no functor body from MPSGraph either" read
+    # as a failure of a port that worked
+    result = dry(mini_root, "threshold")
+    assert result.code == 0, result.err
+    assert "+struct threshold_functor" in result.out and "MPSGraph either" not in result.out + result.err
