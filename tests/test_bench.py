@@ -110,6 +110,11 @@ def test_the_script_is_standalone_and_says_where_it_runs(real_root, tmp_path, mo
     result = porter("bench", "heaviside", "-o", str(script), root=real_root)
     assert result.code == 0
     assert "nothing measured here (no MPS device)" in result.err and "--format text" in result.err
+    # --json, as every command takes it (docs/reference.md): here, nothing measured, no rows
+    import json
+    as_json = porter("bench", "heaviside", "-o", str(script), "--json", root=real_root)
+    assert as_json.code == 0 and json.loads(as_json.out) == {
+        "ok": True, "op": "heaviside", "script": str(script), "measured": False, "rows": []}
     text = script.read_text()
     assert not re.search(r"^\s*(import|from) porter", text, re.M)
     assert "// porter-inline-begin c10/metal/indexing.h" in text      # the checkout's headers, inlined
@@ -123,3 +128,11 @@ def test_the_script_is_standalone_and_says_where_it_runs(real_root, tmp_path, mo
 def test_bench_of_an_op_without_a_metal_kernel_is_refused(real_root):
     result = porter("bench", "heaviside", root=real_root)
     assert result.code == 2 and "heaviside: no *Kernel.mm of the checkout dispatches a Metal kernel" in result.err
+
+
+def test_the_scripts_json_rows_are_the_measurements():
+    import json
+    rows = [{"dtype": "float32", "numel": 100, "layout": "contiguous", "before_s": 2e-5, "after_s": 0.0,
+             "before_gbps": 0.06, "after_gbps": float("inf"), "speedup": float("inf")}]
+    data = json.loads(bench_script.render(rows, "json", "t"))
+    assert data["rows"][0]["after_gbps"] is None and data["rows"][0]["before_s"] == 2e-5

@@ -555,3 +555,62 @@ def _mps_rows_named_nowhere(root: Path) -> list[tuple[str, str]]:
                 found.append((entry.group(1), function))
     assert len(found) > 100          # the oracle itself found the rows
     return found
+
+
+def test_a_line_deleted_inside_a_registration_macro_lists_the_ops_of_its_users(repo, capsys):
+    # the deleted line sits in `#define REGISTER_FLOAT_BINARY_OP`: it names NAME, no op, yet
+    # every op registered through the macro lost its half kernel (`porter test copysign
+    # --dtype float16` fails on a Mac); listing nothing skipped every test of the PR
+    edit(repo, BINARY_METAL, "  REGISTER_BINARY_OP(NAME, half, half);   \\\n", "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out) == (0, "atan2\ncopysign\nfmax\nfmin\nhypot\n")
+    code, out = check(repo, capsys, "--changed-since", "HEAD")
+    assert code == 1
+    missing = {line.split("kernel '")[1].split("'")[0] for line in out.splitlines() if "PORTER011" in line}
+    full = {line.split("kernel '")[1].split("'")[0] for line in check(repo, capsys)[1].splitlines()
+            if "PORTER011" in line and "float16" in line}
+    assert full and full <= missing          # what the full run finds for those ops, the PR's run finds
+
+
+def test_a_line_deleted_inside_an_instantiation_macro_lists_only_the_op_it_registered(repo, capsys):
+    # INSTANTIATE_UNARY_KERNELS2 registers nine ops; only exp's registrations changed
+    edit(repo, UNARY_METAL, "  REGISTER_UNARY_OP(exp, DTYPE1, DTYPE0);          \\\n", "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops", "--explain")
+    assert code == 0
+    T.assertExpectedInline(out, """\
+exp
+  aten/src/ATen/native/mps/kernels/UnaryKernel.metal:141: registrations of exp changed through macro INSTANTIATE_UNARY_KERNELS2
+""")
+
+
+def test_a_deleted_macro_defined_functor_lists_its_op(repo, capsys):
+    # without its functor the file no longer builds, and erfinv's tests say so
+    edit(repo, UNARY_METAL, "DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);\n", "")
+    code, out = check(repo, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out) == (0, "erfinv\n")
+
+
+def test_a_changed_c10_metal_function_reaches_the_macro_defined_functor_calling_it(real_root, capsys):
+    # DEFINE_UNARY_FLOATING_FUNCTOR(erfinv) expands to a functor calling erfinv(x): a changed
+    # c10::metal::erfinv is erfinv's, not "used by none" of UnaryKernel.metal's functors
+    header = real_root / "c10/metal/special_math.h"
+    _git(real_root, "init", "-q")
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-q", "-m", "base")
+    text = header.read_text()
+    assert "{0.886226899, " in text
+    header.write_text(text.replace("{0.886226899, ", "{0.886226898, "))
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops", "--explain")
+    assert code == 0
+    unary = [line for line in out.splitlines() if "UnaryKernel.metal" in line]
+    assert unary and all("erfinv, used by functor erfinv of UnaryKernel.metal" in line for line in unary)
+    assert "erfinv" in out.split()
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "github", "lintrunner"])
+def test_list_changed_ops_refuses_a_format_it_cannot_write(repo, capsys, fmt):
+    # the plain list came out whatever --format said: a CI step parsing annotations read ops
+    capsys.readouterr()
+    code = main(["check", "--root", str(repo), "--changed-since", "HEAD", "--list-changed-ops", "--format", fmt])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and f"not --format {fmt}" in err and err.count("\n") <= 2

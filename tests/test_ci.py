@@ -110,7 +110,6 @@ class _Dist:
      '"requested_revision": "main"}}', "porter-mps @ git+https://github.com/me/porter@abc123"),
     ('{"url": "https://example.org/porter_mps-0.1.0.tar.gz", "archive_info": {}}',
      "porter-mps @ https://example.org/porter_mps-0.1.0.tar.gz"),
-    (None, "porter-mps==0.1.0"),          # from an index: what pip installed is published there
 ])
 def test_the_default_spec_is_how_pip_installed_this_porter(record, spec):
     from porter.commands.ci import installed_porter_spec
@@ -256,3 +255,23 @@ def test_no_pipe_ends_in_an_early_exit():
         for step in job["steps"]:
             for line in (step.get("run") or "").splitlines():
                 assert not re.search(r"\|\s*(grep\s+(-\w*q|--quiet)|head\b)", line), (name, line)
+
+
+def test_no_source_record_refuses_rather_than_guess_an_index(mini_root, capsys, monkeypatch):
+    # `pip install --no-index --find-links DIR porter-mps` writes no direct_url.json, as an index
+    # install does: `porter-mps==0.1.0` was written, a name no index a runner reaches may hold
+    monkeypatch.setattr("importlib.metadata.distribution", lambda name: _Dist(None))
+    capsys.readouterr()
+    code = main(["ci", "init", "--root", str(mini_root)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--porter-spec" in err and "porter-mps==0.1.0" in err
+    assert not (mini_root / WORKFLOW).exists()
+
+
+@pytest.mark.parametrize("spec", ["/local/path", "./porter", "~/porter", "porter-mps @ file:///src/porter",
+                                  "porter-mps @ git+file:///src/porter@abc", "porter-mps @ /src/porter"])
+def test_a_local_porter_spec_is_refused(mini_root, capsys, spec):
+    # ci init refuses a local install it detects; the same source, passed by hand, is no better
+    code, _, err = ci(mini_root, capsys, "--porter-spec", spec)
+    assert code == 2 and "cannot install from" in err and err.count("\n") == 1
+    assert not (mini_root / WORKFLOW).exists()

@@ -230,7 +230,7 @@ def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wro
     data = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
                              root=wrong_heaviside).out)
     rows = data["ops"][0]["dtypes"][0]["mismatches"]
-    assert rows and rows[0]["inputs"]["input"] == "0" and rows[0]["actual"] == "0"
+    assert rows and rows[0]["inputs"]["input"] == "0" and rows[0]["device"] == "0"
     uncached = json.loads(porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--json",
                                  "--no-cache", root=wrong_heaviside).out)
     assert uncached["ops"][0]["dtypes"][0]["mismatches"] == rows
@@ -271,3 +271,48 @@ def test_test_colours_its_verdicts_only_when_asked_off_a_terminal(mini_root):
     assert painted.code == 0 and "  float32  \x1b[32mpass\x1b[0m" in painted.out
     plain = porter("test", "neg", "--device", "emulate", "--dtype", "float32", root=mini_root)
     assert "\x1b[" not in plain.out and "  float32  pass" in plain.out
+
+
+def test_mismatch_rows_name_cpu_and_device_and_show_the_samples_scalars():
+    # torch's message calls the device's value "Expected": rows keyed expected/actual said the
+    # opposite of it. A threshold sample's threshold and value decide the row: they are shown
+    import torch
+
+    from porter.harness.mismatches import rows, text
+
+    x = torch.tensor([0.25, 2.0, 0.5], dtype=torch.float16)
+    cpu, device = torch.tensor([-9.0, 2.0, -9.0], dtype=torch.float16), torch.tensor(
+        [-9.0, 2.0, 0.5], dtype=torch.float16)
+    found = rows([("input", x), ("threshold", 0.5), ("value", -9)], cpu, device, 0.0, 0.0)
+    assert found == [{"index": [2], "inputs": {"input": "0.5", "threshold": "0.5", "value": "-9"},
+                      "cpu": "-9.0", "device": "0.5", "cpu_bits": "0xc880", "device_bits": "0x3800"}]
+    assert text(found)[0].split() == ["index", "input", "threshold", "value", "cpu", "device", "cpu",
+                                      "bits", "device", "bits"]
+
+
+def test_the_repro_of_a_reference_input_sample_runs_that_sample(mini_root):
+    # the repro `--reference-inputs --sample 4` was refused: the plain run, which has 4
+    # samples for float16, ran first and counted the index among its own
+    result = porter("test", "nn.functional.threshold", "--device", "cpu", "--dtype", "float16",
+                    "--reference-inputs", "--sample", "4", root=mini_root)
+    assert result.code == 0, result.err
+    assert "sample 4 (float16): input float16" in result.out and "threshold " in result.out
+    assert "pass     1 " in result.out
+
+
+def test_what_the_readme_says_of_a_port_without_torch_and_of_checks_summary(mini_root, tmp_path):
+    # the README said "writing a port never imports torch", yet new-op on the miniature needs
+    # the wheel's c10/metal headers; and showed `porter check: clean` as stdout (it is stderr)
+    import subprocess
+    import sys
+
+    readme = (REPO / "README.md").read_text()
+    assert "never imports torch" not in readme and "no c10/metal headers" in readme
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "porter", "new-op", "heaviside", "--root", str(mini_root)],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "no c10/metal headers" in done.stderr
+    clean = porter("check", root=mini_root)
+    assert clean.out == "" and clean.err.startswith("porter check: clean (")
+    assert "$ porter check                   # findings on stdout; this summary line on stderr" in readme

@@ -722,3 +722,11 @@ def test_a_namespace_the_deletion_empties_goes_one_already_empty_stays():
     assert new == ("namespace at::native {\nnamespace detail {\n} // namespace detail\n\n"
                    "static void kept() {}\n} // namespace at::native\n")
     assert [(r.name, r.what) for r in removed] == [("addcdiv_out_mps", "impl"), ("helper", "static helper")]
+
+
+def test_no_selector_note_after_a_port_that_found_its_body(mini_root):
+    # threshold's body comes from its CPU kernel: "no functor body from MPSGraph either" read
+    # as a failure of a port that worked
+    result = dry(mini_root, "threshold")
+    assert result.code == 0, result.err
+    assert "+struct threshold_functor" in result.out and "MPSGraph either" not in result.out + result.err

@@ -589,3 +589,22 @@ def test_a_rerun_on_an_already_registered_kernel(real_tree_template, op, code, s
     result = porter("new-op", op, "--dry-run", root=real_tree_template)
     assert result.code == code, result.err
     assert says in result.out + result.err
+
+
+def test_a_port_without_numpy_is_written_and_untested_not_red(mini_root, tmp_path):
+    # without numpy, torch warned "Failed to initialize NumPy" and the port was called red
+    # (exit 1, "table above") though nothing ran: it is an environment to fix (exit 2)
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['numpy'] = None\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{repo}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for command in (["new-op", "heaviside"], ["candidates", "--verify"]):
+        done = subprocess.run([sys.executable, "-m", "porter", *command, "--root", str(mini_root)],
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert "Failed to initialize NumPy" not in done.stderr and "red" not in done.stderr
+        assert "pip install numpy" in done.stderr.splitlines()[-1]
+        if command[0] == "new-op":
+            assert "the files were written; heaviside was not tested" in done.stderr
+            assert "heaviside" in (mini_root / BINARY_METAL).read_text()

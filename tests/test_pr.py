@@ -224,3 +224,31 @@ def test_the_shapes_item_says_not_run_when_no_shape_reached_a_kernel():
     item = shapes_item([result([], "pass", 9), result(["transposed"], "pass", 3)])
     assert item == {"item": "shapes and dtypes Metal kernels break on", "status": "ok",
                     "finding": "transposed pass on float32 (emulated; views reach the strided path)"}
+
+
+def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
+    # the README's `porter pr heaviside > pr.md` created pr.md before porter ran: the Files
+    # table listed `| pr.md | added | 0 | 0 |`
+    from porter.review.branch import Branch
+
+    kernels = tmp_path / "aten/src/ATen/native/mps/kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "BinaryKernel.metal").write_text("// base\n")
+    git_init(tmp_path)
+    (kernels / "BinaryKernel.metal").write_text("// base\n// port\n")
+    (kernels / "ActivationKernel.h").write_text("#pragma once\n")      # created by the port
+    (tmp_path / "pr.md").write_text("")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert [(f.path, f.status) for f in Branch(tmp_path).files()] == [
+        ("aten/src/ATen/native/mps/kernels/ActivationKernel.h", "added"),
+        ("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", "modified")]
+
+
+def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeypatch):
+    # `--device auto` is every command's default; pr answered "unknown device 'auto'"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(mini_root)
+    assert porter("new-op", "heaviside", "--no-test", "--allow-dirty", root=mini_root).code == 0
+    result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", root=mini_root)
+    assert result.code == 0, result.err
+    assert "unknown device" not in result.err and "| `heaviside` | float32 | pass" in result.out

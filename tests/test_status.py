@@ -123,6 +123,8 @@ def test_skeleton_functor_points_at_body(mini_root, capsys):
     ("heavyside", "did you mean heaviside?"),
     ("1abc", "'1abc' is not an operator name"),
     ("sign.out", "pass the op name, 'sign'"),        # once reported as a composite op
+    # a dotted name whose head is no op is no overload ("names one overload of 'foo'")
+    ("foo.bar", "'foo.bar' is neither an aten op nor an OpInfo name of the checkout"),
 ])
 def test_a_name_that_is_not_one_op_is_bad_input(mini_root, capsys, name, says):
     assert main(["status", name, "--root", str(mini_root)]) == 2
@@ -150,3 +152,9 @@ def test_next_line_names_the_device_of_this_machine(mini_root, capsys, monkeypat
     monkeypatch.setattr(sys, "platform", platform)
     monkeypatch.setattr(platform_module, "machine", lambda: machine)
     assert status_json(mini_root, capsys, "exp")["next"] == f"porter test exp --device {device}"
+
+
+def test_a_python_ref_opinfo_name_names_its_op(mini_root, capsys):
+    # `_refs.heaviside` (python_ref_db) tests heaviside: it answered "names one overload of '_refs'"
+    code, out = status(mini_root, capsys, "_refs.heaviside")
+    assert code == 0 and out.startswith("heaviside: ")

@@ -4,7 +4,8 @@
 an op the change touches, so a PR is judged on what it did, not on the tree's old debts.
 Ops are found from structure only: the yaml entry, functor, kernel registration, host kernel
 function, stub registration or declaration, expectation entry or OpInfo call a changed line
-falls in. Added and changed lines are read in the working tree; removed lines in the file as
+falls in; a line inside a kernel file's `#define` touches the ops whose registrations (or
+macro-defined functors) its expansion changes. Added and changed lines are read in the working tree; removed lines in the file as
 it was at REF (`OldCheckout`), so deleting a `REGISTER_UNARY_OP(sinc, ...)` line touches sinc
 though nothing named sinc is left. Identifiers in arbitrary code name no op: a deleted
 `std::to_string(x.to<double>())` touches whatever structure held it, never `std` or `to`.
@@ -171,13 +172,75 @@ def explain(tree: Tree, changes: Changes) -> dict[str, list[str]]:
         _structural(tree, path, touch, add_new)
         _header(tree, path, touch, add_new)
     removed = {p: lines for p, lines in changes.removed.items() if lines and reads_ops(p)}
+    old = None
     if removed:
         old = Tree(OldCheckout(tree.checkout.root, changes))
         add_old = pick(old, f" at {changes.ref}")      # lines of the file at the ref
         for path, lines in removed.items():
             _structural(old, path, Touch(lines, set()), add_old)
             _header(old, path, Touch(lines, set()), add_old)
+    for path in sorted(p for p in set(changes.lines) | set(removed) if p.endswith(".metal") and reads_ops(p)):
+        if old is None:
+            old = Tree(OldCheckout(tree.checkout.root, changes))
+        _macros(tree, old, path, changes, add_new)
     return {op: why[op] for op in sorted(why)}
+
+
+def _touched_defines(metal, touch: Touch) -> list:
+    """The file-local `#define`s of a kernel file a changed line falls in."""
+    if metal is None:
+        return []
+    out = []
+    for define in metal.defines.values():
+        first = metal.text.count("\n", 0, define.start) + 1
+        last = metal.text.count("\n", 0, max(define.start, define.end - 1)) + 1
+        if touch.span(first, last):
+            out.append(define)
+    return out
+
+
+def _macros(tree: Tree, old: Tree, path: str, changes: Changes, add) -> None:
+    """A changed line inside a kernel file's `#define`: the registrations it expands to sit on
+    the lines of the macro's users, which no line of the diff names (deleting the half line of
+    REGISTER_FLOAT_BINARY_OP drops copysign's half kernel). The ops whose registrations differ
+    between the ref and now are touched; where the macro registers nothing (it defines
+    functors, say), every op its users name is."""
+    new_metal, old_metal = tree.metals.get(path), old.metals.get(path)
+    touched = {d.name: d for d in _touched_defines(new_metal, Touch(changes.lines.get(path, set()),
+                                                                    changes.deletions.get(path, set())))}
+    for d in _touched_defines(old_metal, Touch(changes.removed.get(path, set()), set())):
+        touched.setdefault(d.name, d)
+    if not touched:
+        return
+    base = posixpath.basename(path)
+
+    def op_of(name: str) -> str | None:
+        return tree.kernel_ops.get(name) or tree.to_op(name) or name
+
+    def expansions(metal) -> dict[str, list]:
+        found: dict[str, list] = {}
+        for reg in (metal.registrations if metal is not None else []):
+            found.setdefault(reg.kernel, []).append(reg[:4] + reg[5:])     # all but the line
+        return {k: sorted(v) for k, v in found.items()}
+
+    before, after = expansions(old_metal), expansions(new_metal)
+    names = ", ".join(sorted(touched))
+    line = min(d.line for d in touched.values())
+    for kernel in sorted(set(before) | set(after)):
+        if before.get(kernel) != after.get(kernel):
+            add(op_of(kernel), path, line, f"registrations of {kernel} changed through macro {names}")
+    # users of a macro that registers nothing: the first argument of each invocation names the
+    # functor or kernel it defines (DEFINE_FOO(erfinv))
+    for metal in (new_metal, old_metal):
+        if metal is None:
+            continue
+        for name in touched:
+            for m in re.finditer(rf"^[ \t]*{re.escape(name)}\(\s*(\w+)", metal.mask, re.M):
+                if any(d.start <= m.start() < d.end for d in metal.defines.values()):
+                    continue
+                at = metal.text.count("\n", 0, m.start()) + 1
+                if not any(r.line == at for r in metal.registrations):
+                    add(op_of(m.group(1)), path, line, f"{m.group(1)} defined through macro {names} of {base}")
 
 
 DEFINITION_RE = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)[^;{]*$|(\w+)\s*\([^;{]*$")
@@ -273,11 +336,13 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
                     via = next((n for n in used if re.search(rf"\b{re.escape(n)}\b", body)), None)
                     if via is not None:
                         used[name], grew = used[via], True
+        bodies = {functor: metal.text[start:end] for functor, (start, end) in metal.functor_spans.items()}
+        bodies.update(_macro_functors(metal, dict(others)))
         users = 0
         for name, origin in used.items():
             word = re.compile(rf"\b{re.escape(name)}\b")
-            for functor, (start, end) in metal.functor_spans.items():
-                if word.search(metal.text, start, end):
+            for functor, body in bodies.items():
+                if word.search(body):
                     through = "" if name == origin else f" through {name}"
                     add(tree.kernel_ops.get(functor) or tree.to_op(functor) or functor, path, names[origin],
                         f"{origin}, used by functor {functor} of {base}{through}")
@@ -288,6 +353,31 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
             for kernel in metal.kernels():
                 add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, min(names.values()),
                     f"{', '.join(sorted(names))} changed in a header {base} includes, used by none of its functors")
+
+
+def _macro_functors(metal, definitions: dict[str, str]) -> dict[str, str]:
+    """functor -> its text, for the functors a kernel file defines through a header's macro
+    (`DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);`): the invocation and the macro's body with its
+    arguments in, so a changed c10::metal::erfinv (or the macro itself) reaches erfinv's."""
+    lines = metal.text.split("\n")
+    out: dict[str, str] = {}
+    for functor, line in metal.functors.items():
+        if functor in metal.functor_spans or not 0 < line <= len(lines):
+            continue
+        call = re.match(r"\s*(\w+)\s*\(([^)]*)\)", lines[line - 1])
+        body = definitions.get(call.group(1)) if call else None
+        if body is None:
+            out[functor] = lines[line - 1]
+            continue
+        head = re.match(r"\s*#\s*define\s+\w+\(([^)]*)\)", body)
+        if head:
+            params = [p.strip() for p in head.group(1).split(",")]
+            args = [a.strip() for a in call.group(2).split(",")]
+            body = body[head.end():]
+            for param, arg in zip(params, args):
+                body = re.sub(rf"\b{re.escape(param)}\b", arg, body)
+        out[functor] = lines[line - 1] + "\n" + body
+    return out
 
 
 class OldCheckout(co.Checkout):
@@ -398,6 +488,10 @@ def _structural(tree: Tree, path: str, lines: Touch, add) -> None:
             first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, end) + 1
             if lines.span(first, last):
                 add(tree.kernel_ops.get(name) or tree.to_op(name) or name, path, first, f"functor {name}")
+        for name, line in metal.functors.items():
+            # a functor a macro defines (DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);): one line
+            if name not in metal.functor_spans and line in lines:
+                add(tree.kernel_ops.get(name) or tree.to_op(name) or name, path, line, f"functor {name} (macro)")
         for reg in metal.registrations:
             if reg.line in lines:
                 add(tree.kernel_ops.get(reg.kernel) or tree.to_op(reg.kernel) or reg.kernel, path, reg.line,

@@ -19,8 +19,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--root", metavar="DIR", help="PyTorch checkout (default: around cwd)")
     parser.add_argument("-o", "--output", metavar="FILE", help="where to write the script (default bench_OP.py)")
     parser.add_argument("--write-only", action="store_true", help="write the script, do not run it")
-    parser.add_argument("--format", choices=("text", "markdown"), default="text",
-                        help="text (default) or markdown: the table for the pull request")
+    from porter.commands.terminal import add_format
+    add_format(parser, ("text", "json", "markdown"), {"markdown": "the table for the pull request"})
     parser.add_argument("--sizes", help="element counts, comma-separated (default 1e2,1e4,1e6,1e8)")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="only this dtype (repeatable; default: every registered one)")
@@ -50,6 +50,10 @@ def run(args) -> int:
         argv += ["--dtype", d]
     found = None if args.write_only else bench_writer.mps_module()
     if found is None:
+        if args.format == "json":       # the result, as every command's --json: here, no rows
+            import json
+            print(json.dumps({"ok": True, "op": cfg["op"], "script": str(path), "measured": False,
+                              "rows": []}, indent=1))
         print(f"porter bench {args.op}: wrote {path}; nothing measured here"
               f"{'' if args.write_only else ' (no MPS device)'}: on a Mac, `python {path} "
               f"{' '.join(argv[:2])}` prints the before/after table", file=sys.stderr)

@@ -26,6 +26,10 @@ def run(args) -> int:
     checkout = Checkout.at(args.root)
     inventory = find(checkout)
     found = inventory.candidates
+    if args.verify:
+        # before torch is imported: without numpy it warns, and every port would measure red
+        from porter.commands.common import require
+        require("candidates --verify", "numpy", "torch")
     verdicts = _verify(checkout, found) if args.verify else {}
     if args.json:
         print(json.dumps({"ok": True, "command": "candidates", "others_on_own_mps_kernels": inventory.others,

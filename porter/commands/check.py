@@ -48,6 +48,11 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     fmt = args.format
+    if args.list_changed_ops and fmt not in ("text", "json"):
+        # a list of ops is no finding: markdown, lintrunner and github have no form for it; a
+        # usage error even for lintrunner, whose config never asks for the list
+        raise PorterError(f"--list-changed-ops prints text or json, not --format {fmt}",
+                          hint="drop --format, or pass --json")
     if fmt == "lintrunner":
         try:
             return _run(args, fmt)
@@ -70,6 +75,7 @@ def _run(args, fmt: str) -> int:
         return exit_codes.OK
     if args.list_changed_ops and not args.changed_since:
         raise PorterError("--list-changed-ops needs --changed-since REF")
+
     if args.explain and not args.changed_since:
         raise PorterError("--explain needs --changed-since REF")
     selected = resolve_ids(args.select, "--select") or set(CHECKS)

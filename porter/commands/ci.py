@@ -36,10 +36,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--python", default="3.11", help="Python version of the jobs (default 3.11)")
     parser.add_argument("--porter-spec", default=None, metavar="REQ",
                         help="pip requirement that installs porter in CI (default: the porter this "
-                             "command runs from, as pip installed it: its git URL and commit, or "
-                             "porter-mps==VERSION from an index; installed from a local directory, "
-                             "porter cannot know one and asks for this, e.g. "
-                             "'porter-mps @ git+https://github.com/OWNER/porter@SHA')")
+                             "command runs from, as pip installed it: its git URL and commit, or its "
+                             "archive URL; installed from an index or a local directory, porter cannot "
+                             "know one and asks for this, e.g. "
+                             "'porter-mps @ git+https://github.com/OWNER/porter@SHA'; never a local path)")
     parser.add_argument("--macos-runner", metavar="LABEL", default=None,
                         help="labels (comma-separated) of a self-hosted Apple-silicon runner: adds the "
                              "Apple-GPU jobs (--device mps-shader, mps, and the audit on the GPU); "
@@ -100,16 +100,19 @@ def update_pins(text: str, pins: dict[str, Pin]) -> tuple[str, list[str], list[s
 
 SPEC_EXAMPLE = "porter-mps @ git+https://github.com/OWNER/porter@COMMIT"
 LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+# a requirement naming this machine's disk, which no CI runner has: /path, ./path, ~/path,
+# C:\path, file: URLs (git+file: too), NAME @ /path
+LOCAL_SPEC_RE = re.compile(r"^\s*(?:[/.~]|[A-Za-z]:[\\/])|\bfile:|@\s*[/.~]", re.I)
 
 
 def installed_porter_spec(metadata=None) -> str:
     """The pip requirement that installs, in CI, the porter this process runs from.
 
     Read from the installed distribution's PEP 610 record (`direct_url.json`): a VCS install
-    gives `porter-mps @ git+URL@COMMIT`, an archive its URL; no record means an index install,
-    `porter-mps==VERSION`. A local directory (`pip install .`, `-e .`), or no installed
-    distribution at all, names nothing a CI runner can fetch: PorterError, exit 2, saying what
-    to pass (with the directory's own remote and commit where it is a git clone)."""
+    gives `porter-mps @ git+URL@COMMIT`, an archive its URL. No record (an index install, or
+    `--no-index --find-links DIR`), a local directory (`pip install .`, `-e .`), or no installed
+    distribution at all, names nothing porter knows a CI runner can fetch: PorterError, exit 2,
+    saying what to pass (with the directory's own remote and commit where it is a git clone)."""
     import json
     from importlib import metadata as importlib_metadata
 
@@ -122,7 +125,14 @@ def installed_porter_spec(metadata=None) -> str:
                           "the workflow what to install", hint=f"pass --porter-spec, e.g. '{SPEC_EXAMPLE}'") from None
     record = dist.read_text("direct_url.json")
     if not record:
-        return f"{DISTRIBUTION}=={dist.version or __version__}"
+        # pip writes no record for an index install, nor for `--no-index --find-links DIR`: a
+        # name==version is installable only where that version is published, which porter
+        # cannot tell from here, and a workflow that cannot install porter fails every job
+        raise PorterError(f"porter {dist.version or __version__} was installed without a source "
+                          "record (from an index or --find-links), so `ci init` cannot tell where a CI "
+                          "runner would install it from",
+                          hint=f"pass --porter-spec: '{DISTRIBUTION}=={dist.version or __version__}' if "
+                               f"your CI's index has that version, else '{SPEC_EXAMPLE}'")
     try:
         direct = json.loads(record)
     except ValueError:
@@ -188,6 +198,10 @@ def render_workflow(*, porter_spec: str, shards: int = 4, cron: str = "17 4 * * 
             raise PorterError(f"{option} {value!r}: quotes, `$`, backslashes and newlines are not allowed")
     if not porter_spec.strip():
         raise PorterError("--porter-spec is empty", hint=f"e.g. --porter-spec '{SPEC_EXAMPLE}'")
+    if LOCAL_SPEC_RE.search(porter_spec):
+        # what `ci init` refuses to take from a local install it refuses when given, too
+        raise PorterError(f"--porter-spec {porter_spec!r}: a local path or file: URL, which a CI runner "
+                          "cannot install from", hint=f"pass a pushed commit, e.g. '{SPEC_EXAMPLE}'")
     if re.match(r"^\s*porter\s*(?:[=<>!~;\[@]|$)", porter_spec, re.I):
         raise PorterError(f"--porter-spec {porter_spec!r}: `porter` on PyPI is an unrelated project",
                           hint=f"use a git URL of porter pinned to a commit: '{SPEC_EXAMPLE}'")

@@ -47,6 +47,10 @@ def aten_op_name(checkout, name: str) -> str:
     round.decimals_0 -> round (as `porter test` does); a yaml name is itself."""
     from porter.source.opinfo_source import aten_op
 
+    if name.startswith("_refs."):
+        # a python_ref_db OpInfo (_refs.heaviside, _refs.nn.functional.threshold) tests torch's
+        # Python reference of the same op, against the same aten kernel
+        return aten_op_name(checkout, name[len("_refs."):])
     found = aten_op(checkout, name)
     if found:
         return found
@@ -60,6 +64,19 @@ def default_test_device() -> str:
     import sys
 
     return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "emulate"
+
+
+def _missing(*modules: str) -> str | None:
+    """The first of `modules` that is not installed, or None."""
+    import importlib.util
+
+    for module in modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):
+            return module
+    return None
 
 
 def require(command: str, *modules: str) -> None:
@@ -99,6 +116,14 @@ def run_tests_after(args, root, op: str) -> tuple[int, dict]:
         print(f"note: {note}", file=sys.stderr)
         return exit_codes.OK, {"tested": False, "ok": None, "why": [note]}
     device = resolve_device(args.device)
+    missing = _missing("numpy", "torch")
+    if missing:
+        # checked before torch is imported: torch without numpy warns in its own words, and the
+        # run would fail later; nothing was tested, which is no red verdict on the port
+        print(f"porter: error: the files were written; {op} was not tested: `porter test` needs the "
+              f"Python module '{missing}', which is not installed (pip install {missing}, then "
+              f"`porter test {op} --device {device} --reference-inputs`)", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     if device == "emulate":
         from porter.emulate.toolchain import compiler
         from porter.errors import PorterError

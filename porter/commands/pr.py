@@ -21,8 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--base", metavar="REF",
                         help="what the branch forks from (default: the merge base with origin/main, "
                              "upstream/main, main or master, whichever exists first)")
-    parser.add_argument("--device", default="emulate",
-                        help="where the verdicts come from (default emulate; mps on a Mac)")
+    parser.add_argument("--device", default="auto",
+                        help="where the verdicts come from (default auto: mps on a Mac, else emulate)")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="markdown (default: the description) or json")
     parser.add_argument("--json", action="store_true", help="same as --format json")
@@ -41,7 +41,8 @@ def run(args) -> int:
     checkout = resolve_checkout(args.root)
     if checkout is None:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
-    data = describe(checkout, args.ops, args.base, args.device, args.dtypes)
+    from porter.commands.common import resolve_device
+    data = describe(checkout, args.ops, args.base, resolve_device(args.device), args.dtypes)
     for warning in data["warnings"]:
         print(f"porter: warning: {warning}", file=sys.stderr)
     text = markdown(data)

@@ -17,7 +17,8 @@ def add_arguments(parser) -> None:
                              "cpu: compare CPU with CPU, for measuring overhead")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="test only this dtype (repeatable), e.g. float16")
-    parser.add_argument("--sample", type=int, metavar="N", help="run only sample input N")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run only sample input N (with --reference-inputs: of the reference inputs)")
     from porter.commands.terminal import add_format
     add_format(parser, ("text", "json", "markdown", "junit", "github"), {
         "markdown": "the table --summary appends", "junit": "JUnit XML",
@@ -79,6 +80,7 @@ def run(args) -> int:
                    macos=args.macos, reference_inputs=args.reference_inputs,
                    shapes=args.shapes)
     from porter.commands import terminal
+    options["quiet"] = terminal.quiet()
     if args.format == "text" and terminal.color():
         options["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
     try:
@@ -133,7 +135,9 @@ def github_annotations(data: dict, device: str) -> list[str]:
             else:
                 sample = d.get("first_failure")
                 repro = f"porter test {op['name']} --device {device} --dtype {d['dtype']}"
-                if sample is not None:
+                if op.get("reference"):
+                    repro += " --reference-inputs"
+                if sample is not None and not op.get("shapes"):
                     repro += f" --sample {sample}"
                 message = f"{d.get('failed_samples', 0)}/{d.get('samples', 0)} samples fail; first: {d.get('message') or ''}; repro: {repro}"
             lines.append(f"::error title={escape_github(title, True)}::{escape_github(message)}")

@@ -179,20 +179,21 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
             if in_pieces:
                 quarantined, dropped = pieces
                 lines = _blanked(text, quarantined, dropped, display_path)
-            for _round in range(MAX_QUARANTINE_ROUNDS):
+            # one compile more than there are rounds: the last says whether the last round's
+            # quarantine was enough, or which error still stands
+            for round_ in range(MAX_QUARANTINE_ROUNDS + 1):
                 if in_pieces:
                     break
                 err = _compile(cxx, flags, dirs, tmpdir, "\n".join(lines), display_path,
                                list(quarantined), so_path)
                 if err is None:
                     break
+                if round_ == MAX_QUARANTINE_ROUNDS:
+                    raise _ran_out(err, display_path)
                 progress = _quarantine(err, lines, display_path, quarantined, dropped, strict)
                 if not progress:
                     raise EmulateBuildError(first_error(err, display_path),
                                             hint="the emulator could not attribute it to one functor")
-            else:
-                raise EmulateBuildError(f"{display_path}: still failing after "
-                                        f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
     except EmulateBuildError:
         # g++ gave up (a `throw` fails each instantiation of its functor, round after round):
         # where Metal's language rules out a construct of the file, that is what a Mac says
@@ -218,6 +219,14 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+def _ran_out(err: str, display_path) -> EmulateBuildError:
+    """The build still fails once every quarantine round is spent: the compiler's first
+    remaining error (file:line), as the docs promise, not only a count of rounds."""
+    return EmulateBuildError(first_error(err, display_path),
+                             hint=f"the emulator set aside the functors of {MAX_QUARANTINE_ROUNDS} errors "
+                                  "and the file still does not build: fix this error first")
 
 
 def _by_functor(errors: list[str], lines: list[str], display_path) -> dict[str, str]:
@@ -310,7 +319,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         piece, here = parts[i], tmpdir / f"piece{i}"
         here.mkdir()
         plines, quarantined, dropped = text.split("\n"), {}, []
-        for _round in range(MAX_QUARANTINE_ROUNDS):
+        for round_ in range(MAX_QUARANTINE_ROUNDS + 1):
             src = here / "kernel.cpp"
             src.write_text(f'#line 1 "{display_path}"\n' + "\n".join(plines))
             (here / "porter_skip.h").write_text(
@@ -324,12 +333,11 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             if proc.returncode == 0:
                 break
             err = proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
+            if round_ == MAX_QUARANTINE_ROUNDS:
+                raise _ran_out(err, display_path)
             if not _quarantine(err, plines, display_path, quarantined, dropped, strict):
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
-        else:
-            raise EmulateBuildError(f"{display_path}: still failing after "
-                                    f"{MAX_QUARANTINE_ROUNDS} quarantine rounds")
         _publish(here / "piece.o", objects[i])
         fd, staged = tempfile.mkstemp(dir=metas[i].parent, suffix=".json.tmp")
         with os.fdopen(fd, "w") as f:

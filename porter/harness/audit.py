@@ -37,6 +37,27 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return k, n
 
 
+def missing_shards(shards: list[tuple[str, str | None]]) -> list[str]:
+    """The K/N shards absent from merged files ((file, its "shard")). A file of an unsharded
+    run covers every key. Files of different N, or one shard twice, are bad input: their sum
+    is no whole run."""
+    if any(shard is None for _, shard in shards):
+        return []
+    seen: dict[tuple[int, int], str] = {}
+    for path, text in shards:
+        shard = parse_shard(text)
+        if shard in seen:
+            raise PorterError(f"shard {text} is merged twice ({seen[shard]} and {path})",
+                              hint="pass each shard's --json file once")
+        seen[shard] = path
+    counts = {n for _, n in seen}
+    if len(counts) > 1:
+        raise PorterError(f"the merged files are shards of different splits ({', '.join(sorted({t for _, t in shards}))})",
+                          hint="merge the shards of one --shard K/N run")
+    n = counts.pop()
+    return [f"{k}/{n}" for k in range(1, n + 1) if (k, n) not in seen]
+
+
 def shard_keys(keys: list[str], shard: tuple[int, int] | None) -> list[str]:
     keys = sorted(keys)
     if shard is None:

@@ -2,7 +2,7 @@
 
 "Mismatched elements: 2 / 5 ... at index (3,)" says that a kernel is wrong, not how: this module
 lists, for the first few elements that are not close, their index, the sample's tensor inputs at
-that index (broadcast to the output's shape), the expected (CPU) and actual (device) values and,
+that index (broadcast to the output's shape) and its scalar arguments, the CPU's and the device's values and,
 for floating and integer dtypes, their bit patterns (a sign bit, a NaN payload, a rounding step
 and an overflow show there, not in the decimals). Rows are plain dicts: the text report, `--json`
 and JUnit carry the same.
@@ -37,8 +37,8 @@ def sample_inputs(sample) -> list[tuple[str, object]]:
 
 def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None, rtol: float | None,
          floors: tuple[float, float] = (0.0, 0.0), limit: int = LIMIT) -> list[dict]:
-    """Up to `limit` rows {index, inputs: {name: value}, expected, actual[, expected_bits,
-    actual_bits]} for the elements of `actual` not close to `expected`; [] where there is no
+    """Up to `limit` rows {index, inputs: {name: value}, cpu, device[, cpu_bits, device_bits]}
+    for the elements of `actual` (the device's) not close to `expected` (the CPU's); [] where there is no
     element-wise story to tell (shapes or dtypes differ, or nothing mismatches)."""
     try:
         expected, actual = _parray(expected), _parray(actual)
@@ -54,8 +54,13 @@ def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None,
     if not len(wrong):
         return []
     shape = actual.shape
-    spread = []
+    spread = []             # (name, dtype, values, raw) of a tensor; (name, None, shown, None) of a scalar
     for name, value in inputs:
+        if isinstance(value, (bool, int, float, complex)):
+            # a scalar argument (threshold's threshold and value): the same in every row, and
+            # as much a part of the story as the tensor's element
+            spread.append((name, None, repr(value), None))
+            continue
         try:
             p = _parray(value)
         except portable.Unsupported:
@@ -70,15 +75,18 @@ def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None,
     out = []
     for flat in wrong:
         flat = int(flat)
+        # keys named by where each value comes from, as the text table's columns: torch's
+        # message calls the device's value "Expected" (assertEqual(cpu_out, mps_out))
         row = {"index": list(_unravel(flat, shape)),
-               "inputs": {name: _show(values[flat], dtype, raw[flat]) for name, dtype, values, raw in spread},
-               "expected": _show(portable.widened(expected).reshape(-1)[flat], expected.dtype,
-                                 expected.data.reshape(-1)[flat]),
-               "actual": _show(portable.widened(actual).reshape(-1)[flat], actual.dtype,
+               "inputs": {name: values if dtype is None else _show(values[flat], dtype, raw[flat])
+                          for name, dtype, values, raw in spread},
+               "cpu": _show(portable.widened(expected).reshape(-1)[flat], expected.dtype,
+                            expected.data.reshape(-1)[flat]),
+               "device": _show(portable.widened(actual).reshape(-1)[flat], actual.dtype,
                                actual.data.reshape(-1)[flat])}
         if actual.dtype in BITS:
-            row["expected_bits"] = _bits(expected.data.reshape(-1)[flat], actual.dtype)
-            row["actual_bits"] = _bits(actual.data.reshape(-1)[flat], actual.dtype)
+            row["cpu_bits"] = _bits(expected.data.reshape(-1)[flat], actual.dtype)
+            row["device_bits"] = _bits(actual.data.reshape(-1)[flat], actual.dtype)
         out.append(row)
     return out
 
@@ -159,12 +167,12 @@ def text(rows_: list[dict], indent: str = "    ") -> list[str]:
     if not rows_:
         return []
     names = list(rows_[0]["inputs"])
-    bits = "expected_bits" in rows_[0]
+    bits = "cpu_bits" in rows_[0]
     # named by where each value comes from: torch's own message above the table calls the
     # device's value "expected" (test_output_match compares assertEqual(cpu_out, mps_out))
     head = ["index", *names, "cpu", "device"] + (["cpu bits", "device bits"] if bits else [])
-    body = [[_index(r["index"]), *(r["inputs"].get(n, "") for n in names), r["expected"], r["actual"]]
-            + ([r["expected_bits"], r["actual_bits"]] if bits else []) for r in rows_]
+    body = [[_index(r["index"]), *(r["inputs"].get(n, "") for n in names), r["cpu"], r["device"]]
+            + ([r["cpu_bits"], r["device_bits"]] if bits else []) for r in rows_]
     widths = [max(len(str(line[i])) for line in [head, *body]) for i in range(len(head))]
     return [indent + "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip()
             for line in [head, *body]]

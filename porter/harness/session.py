@@ -43,6 +43,7 @@ class Options:
     grad: bool = False
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
+    quiet: bool = False                     # -q: no notes on stderr
 
 
 def resolve_checkout(root: str | None) -> Checkout | None:
@@ -150,7 +151,10 @@ def run(opts: Options) -> int:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
             header += f"\n--upstream not run: {upstream_note}"
-        header += "".join(f"\nnote: {n}" for n in source_notes)
+        # notes go to stderr, where -q removes them: stdout is the report
+        for n in source_notes:
+            if not opts.quiet:
+                print(f"note: {n}", file=sys.stderr)
         out.write(run_report.render_text(results, root_arg, header))
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "

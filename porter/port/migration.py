@@ -130,13 +130,18 @@ def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
     port_spec = spec._replace(entries=new_entries,
                               backend_entries=tuple(e for e in new_entries if e.dense_rows()))
     chosen = None
+    selector_notes: list[str] = []
     # a ternary functor comes from the CPU lambda or --body (porter.port.ternary_port): an
     # MPSGraph selector is one operation of its several
     if body is None and spec.kind != TERNARY:
-        body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, migration.notes)
+        body, chosen = _selector_body(checkout, port_spec, hosts, found, cs, selector_notes)
     # the port's results (functor, gaps, registrations, dtypes left out) land in the migration
     plan_port(checkout, port_spec, body, validator=validator, complex_body=complex_body,
               into=migration)
+    if migration.functor is None or migration.functor.origin == SKELETON:
+        # "no body from MPSGraph either" only where no source gave one: after threshold's
+        # body came from its CPU kernel the note read as a failure of a port that worked
+        migration.notes += selector_notes
     for rel in found:       # a re-run after a kill reads the functor body from the old impl
         cs.apply_last(rel)
     if chosen and migration.functor is not None:

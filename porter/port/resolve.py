@@ -97,11 +97,15 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", op or "-"):
         raise NotAnOp(f"'{op}' is not an operator name", hint="e.g. porter new-op heaviside")
     op = op.replace(".", "_", 1) if op.startswith(("special.", "linalg.", "fft.")) else op
+    yaml_text = checkout.read(co.NATIVE_YAML)
     if "." in op:       # an overload: porter edits every overload of the op at once
         base = op.split(".", 1)[0]
+        if not native_yaml.entries_named(yaml_text, {base, base + "_"}):
+            # a dotted name whose head is no op (an OpInfo name porter could not map)
+            raise NotAnOp(f"'{op}' is neither an aten op nor an OpInfo name of the checkout",
+                          hint="pass the op's native_functions.yaml name, e.g. heaviside")
         raise NotAnOp(f"'{op}' names one overload of '{base}': porter ports all overloads "
                       "of an op together", hint=f"pass the op name, '{base}'")
-    yaml_text = checkout.read(co.NATIVE_YAML)
     fam = native_yaml.entries_named(yaml_text, {op, op + "_"})
     if not fam:
         names = sorted(native_yaml.op_names(native_yaml.scan(yaml_text)))

@@ -107,6 +107,12 @@ def run(config: dict, torch, mps, device: str = "mps", sizes=SIZES, dtypes=None,
 
 
 def render(rows: list[dict], fmt: str, title: str) -> str:
+    if fmt == "json":
+        import json
+
+        # an untimeable run's inf is no JSON number: null
+        clean = [{k: None if isinstance(v, float) and math.isinf(v) else v for k, v in r.items()} for r in rows]
+        return json.dumps({"ok": True, "title": title, "measured": True, "rows": clean}, indent=1) + "\n"
     cols = ["dtype", "numel", "layout", "before (us)", "after (us)", "before GB/s", "after GB/s",
             "speed-up"]
     table = [[r["dtype"], f"{r['numel']:.0e}".replace("e+0", "e"), r["layout"],
@@ -133,7 +139,7 @@ def parse_args(argv, config: dict):
     parser.add_argument("--layout", action="append", dest="layouts", choices=LAYOUTS)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--format", choices=("text", "markdown"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     args = parser.parse_args(argv)
     args.sizes = [int(float(s)) for s in args.sizes.split(",") if s]
     return args

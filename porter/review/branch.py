@@ -1,7 +1,8 @@
 """What the branch changed: the base it forked from, the files it touches, their base texts.
 
 `porter pr` describes a port as a reviewer sees it: `git diff BASE` of the working tree (the
-port may still be uncommitted) plus untracked files (a created ActivationKernel.h).
+port may still be uncommitted) plus untracked files where a port writes (a created
+ActivationKernel.h), never an unrelated one (the `pr.md` that `porter pr OP > pr.md` creates).
 """
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ from porter.source import checkout as co
 
 # where a fork's branch usually comes from, in the order tried
 DEFAULT_BASES = ("origin/main", "upstream/main", "main", "origin/master", "master")
+
+
+# where a port writes, and so where an untracked file may be one the port created (a new
+# ActivationKernel.h); any other untracked file (pr.md, notes, a build folder) is not the PR's
+PORT_SOURCES = (f"{co.NATIVE}/", f"{co.C10_METAL}/", f"{co.TESTING}/", "test/")
+
+
+def port_source(path: str) -> bool:
+    return path.startswith(PORT_SOURCES)
 
 
 class FileChange(NamedTuple):
@@ -59,6 +69,8 @@ class Branch:
                                   int(added) if added.isdigit() else 0,
                                   int(removed) if removed.isdigit() else 0))
         for path in self._git("ls-files", "--others", "--exclude-standard").splitlines():
+            if not port_source(path):
+                continue        # `porter pr OP > pr.md` creates pr.md: no file of the port
             text = (self.root / path).read_text(encoding="utf-8", errors="replace")
             out.append(FileChange(path, "added", text.count("\n"), 0))
         return sorted(out)

@@ -179,3 +179,21 @@ def test_a_function_the_checkouts_own_c10_metal_lacks_is_a_build_error(fixture_r
 def _torch_include() -> str:
     from porter.emulate.headers import torch_include_dir
     return str(torch_include_dir())
+
+
+@pytest.mark.parametrize("use_cache", [False, True])     # the whole file; functor pieces
+def test_a_build_that_outlasts_the_quarantine_rounds_names_the_compilers_error(
+        fixture_root, monkeypatch, tmp_path, use_cache):
+    # every round sets failing functors aside; once the rounds are spent the error that still
+    # stands is the one to show (file:line), not "still failing after N rounds". No rounds
+    # at all: the first compile's error is the one left
+    import porter.emulate.build as build
+
+    monkeypatch.setattr(build, "MAX_QUARANTINE_ROUNDS", 0)
+    text = (DATA / "unsupported.metal").read_text() + "\n"
+    with pytest.raises(EmulateBuildError) as info:
+        build_source(text, tmp_path / "rounds.metal", fixture_root, use_cache=use_cache)
+    message = str(info.value)
+    assert "quarantine rounds" not in message
+    assert message.startswith(f"{tmp_path / 'rounds.metal'}:"), message
+    assert "simd_" in message and info.value.hint

@@ -131,3 +131,27 @@ def test_check_markdown_keeps_the_summary_readable():
     text = check_markdown(Report(findings=findings, ran=["PORTER001"], notes=[]))
     assert text.count("| PORTER001 ") == 100 and "… and 30 more: `porter check` lists them all." in text
     assert text.startswith("### porter check: ❌ 130 finding(s)")
+
+
+def test_audit_merge_of_some_shards_is_incomplete_not_clean(mini_root, tmp_path, capsys):
+    # shard 1/2 alone audited half the keys: "no stale entries", exit 0, spoke for all of them
+    import json
+
+    from porter.cli import main
+    one = tmp_path / "a1.json"
+    one.write_text(json.dumps({"ops": [], "keys": 1, "orphans": [], "shard": "1/2"}))
+    capsys.readouterr()
+    code = main(["audit-xfails", "--root", str(mini_root), "--merge", str(one)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no stale entries" not in out
+    assert "shard(s) 2/2 missing" in err
+    assert main(["audit-xfails", "--root", str(mini_root), "--merge", str(one), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["ok"], data["missing_shards"]) == (False, ["2/2"])
+    two = tmp_path / "a2.json"
+    two.write_text(json.dumps({"ops": [], "keys": 1, "orphans": [], "shard": "2/2"}))
+    assert main(["audit-xfails", "--root", str(mini_root), "--merge", str(one), str(two)]) == 0
+    assert "no stale entries" in capsys.readouterr().out
+    code = main(["audit-xfails", "--root", str(mini_root), "--merge", str(one), str(one)])
+    err = capsys.readouterr().err
+    assert code == 2 and "shard 1/2 is merged twice" in err and err.count("\n") <= 2

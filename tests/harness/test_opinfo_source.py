@@ -35,7 +35,7 @@ def edit_cmi(root, old, new):
 @needs_cxx
 def test_the_same_source_says_nothing(real_root):
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
-    assert res.code == 0 and "note: the checkout" not in res.out
+    assert res.code == 0 and "note: the checkout" not in res.out + res.err
 
 
 @needs_cxx
@@ -44,9 +44,9 @@ def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
                                              "floating_types()"))
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
     assert ("note: the checkout's OpInfo for hypot (torch/testing/_internal/"
-            "common_methods_invocations.py:") in res.out
-    assert ("sends float32 on MPS, the installed torch 2.13" in res.out
-            and "sends bfloat16, float16, float32: a port registers the checkout's" in res.out)
+            "common_methods_invocations.py:") in res.err and "note:" not in res.out
+    assert ("sends float32 on MPS, the installed torch 2.13" in res.err
+            and "sends bfloat16, float16, float32: a port registers the checkout's" in res.err)
     data = json.loads(porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--json",
                              root=real_root).out)
     assert len(data["opinfo_source"]) == 1
@@ -56,8 +56,11 @@ def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
 def test_a_checkout_without_the_opinfo_says_so(real_root):
     edit_cmi(real_root, HYPOT, HYPOT.replace("'hypot'", "'hypot_elsewhere'"))
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", root=real_root)
+    # a note, on stderr (stdout is the report), and -q removes it
     assert "note: the checkout has no OpInfo for hypot (torch/testing/_internal): tested with " \
-           "the installed torch 2.13" in res.out
+           "the installed torch 2.13" in res.err and "note:" not in res.out
+    quiet = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "-q", root=real_root)
+    assert quiet.code == 0 and "no OpInfo" not in quiet.out + quiet.err
 
 
 # The run reads the checkout's OpInfo source only where it can differ from the op database's:
