@@ -373,7 +373,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
             own or (("x",) if tensors == UNARY else ("a", "b"))) + ", " + ", ".join(names)
     if len(lam.params) != (1 if tensors == UNARY else 2):
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
-    if lam.alternatives:
+    if lam.alternatives and lam.choice is None:
         return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
     translation = translate_lambda(lam, names, "float", facts.library)
     if translation.statements is None:
