@@ -120,6 +120,40 @@ def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> Sc
     return lam
 
 
+BUILD_OP_RE = re.compile(r"\bbuild_(?:borrowing_)?(?:unary|binary)\w*_op\(\s*[^,()]*(?:\(\))?\s*,([^;]*)\)\s*;")
+
+
+def iterator_inputs(checkout: co.Checkout, op: str) -> tuple[int, ...] | None:
+    """Which of `TORCH_META_FUNC(op)`'s tensor parameters its iterator reads, in the iterator's
+    order (the kernel's operands): threshold_backward(grad, self, ...) adds `self` then `grad`,
+    (1, 0); threshold(self, ...) adds self twice, (0, 0); None when porter cannot read it."""
+    head = re.compile(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)\s*\(")
+    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+        text = checkout.read(rel)
+        if op not in text:
+            continue
+        mask = code_mask(text)
+        m = head.search(mask)
+        if not m:
+            continue
+        close = matching_close(mask, m.end() - 1)
+        open_at = mask.find("{", close)
+        end = matching_close(mask, open_at) if close >= 0 and open_at >= 0 else -1
+        if end < 0:
+            return None
+        tensors = [p.split()[-1].lstrip("&*") for p in split_top_level(mask[m.end():close])
+                   if "Tensor" in p and p.split()]
+        body = mask[open_at:end]
+        names = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", body)
+        if not names:
+            built = BUILD_OP_RE.search(body)
+            names = [a.strip() for a in split_top_level(built.group(1))] if built else []
+        if not names or any(n not in tensors for n in names):
+            return None
+        return tuple(tensors.index(n) for n in names)
+    return None
+
+
 def repeats_its_input(checkout: co.Checkout, op: str) -> bool:
     """Whether `TORCH_META_FUNC(op)` builds its iterator with one tensor as both inputs
     (`.add_const_input(self).add_const_input(self)`)."""
@@ -341,6 +375,22 @@ def _case_of(name: str) -> str:
     if "ALL_TYPES" in name or integral == floating:
         return "all"
     return "integral" if integral else "floating"
+
+
+def stub_parameter_names(checkout: co.Checkout, stub: str) -> list[str]:
+    """A name for each parameter of `stub` after the iterator: as the op the stub is named
+    after passes them (threshold_out: `threshold_stub(device_type(), *this, threshold, value)`),
+    else the CPU kernel function's own (`value_scalar` -> `value`); [] when neither is found."""
+    from porter.source import stub_route
+    namesake = stub.removesuffix("_stub")
+    for route in stub_route.routes(checkout, f"{namesake}_out"):
+        if route.stub == stub and all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in route.arguments):
+            return list(route.arguments)
+    found = _kernel_body(checkout, stub)
+    if found is None:
+        return []
+    return [p.split("=")[0].split()[-1].lstrip("&*").removesuffix("_scalar").removesuffix("_")
+            for p in split_top_level(found[5])[1:] if p.split()]
 
 
 def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:

@@ -359,6 +359,11 @@ def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:
     """The commands' decision for an op with scalar arguments (porter.port.functor.build)."""
     scalars, _ = scalar_args.schema_scalars(native_yaml.arguments(out.schema))
+    if stub.iterator_type:
+        # a stub shared with another op, filled by the op's function (threshold_backward_out)
+        from porter.port.resolve import stub_scalars
+        kernel = next(iter({d.kernel for d in out.dense_rows()}), "")
+        scalars = stub_scalars(facts.checkout, stub, scalars, kernel) or scalars
     problem = scalar_args.stub_mismatch(scalars, stub.params) if stub.iterator_type else \
         "the stub's kernel does not take a TensorIterator first"
     if problem:
