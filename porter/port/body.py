@@ -283,8 +283,9 @@ def translate_lambda(lam, scalar_names: tuple[str, ...], scalar: str, c10_functi
     context = with_context(lam, scalar_names)
     if context.body is None:
         return Translation(None, context.reason)
+    types = tuple(getattr(lam, "param_types", ()) or ("scalar_t",) * len(lam.params))
     context = context._replace(body=own_copies(context.body, tuple(lam.params),
-                                               tuple(t.replace("&", "").strip() for t in lam.param_types)))
+                                               tuple(t.replace("&", "").strip() for t in types)))
     known = set(declared_names(context.body)) | set(lam.params) | set(scalar_names)
     for name in getattr(lam, "locals", ()) or ():
         if name not in known and re.search(rf"(?<![\w.:]){re.escape(name)}\b", context.body):
