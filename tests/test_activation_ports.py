@@ -205,3 +205,50 @@ def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, s
     assert result.code == 2, result.out
     assert says in result.err, result.err
     assert "Traceback" not in result.err and snapshot(real_root) == before
+
+
+def test_a_ternary_refusal_follows_what_the_checkout_has(real_root):
+    # wrong on purpose for the message: were the macro there, "add those first" would send the
+    # contributor to write what exists; the hint names the macro the checkout has instead
+    header = real_root / "c10/metal/indexing.h"
+    header.write_text(header.read_text() + "\n#define REGISTER_OPMATH_TERNARY_ALPHA_OP(NAME, I, A, O)\n")
+    result = porter("migrate-from-mpsgraph", "addcmul", "--dry-run", root=real_root)
+    assert result.code == 2
+    assert ("c10/metal/indexing.h registers ternary kernels with a scalar "
+            "(REGISTER_OPMATH_TERNARY_ALPHA_OP): write `addcmul_functor`") in result.err, result.err
+    assert "add those first" not in result.err
+
+
+@needs_compiler
+def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tmp_path, monkeypatch):
+    # threshold_backward_out runs threshold_stub with (threshold, 0) on an iterator reading self,
+    # then grad: one threshold kernel, its params struct carrying the stub's two scalars, its
+    # operands in the iterator's order, the value the function passes (0) filled by the host
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    result = porter("migrate-from-mpsgraph", "threshold_backward", root=real_root)
+    assert result.code == 0, result.err
+    metal = " ".join((real_root / ACT_METAL).read_text().split())
+    assert "struct threshold_functor" in metal and "threshold_backward_functor" not in metal
+    assert "const T self, const T grad_output, const ThresholdParams<float> params" in metal
+    assert "float(self) <= threshold ? value : float(grad_output)" in metal
+    host = (real_root / ACT_HOST).read_text()
+    assert "threshold_mps_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value)" in host
+    assert "REGISTER_DISPATCH(threshold_stub, &threshold_mps_kernel);" in host
+    assert "    CPU, CUDA, MPS: threshold_backward_out\n" in (real_root / NATIVE_YAML).read_text()
+    outcomes = _outcomes(real_root, "threshold_backward")
+    assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
+    # wrong on purpose: the gradient where the input belongs (the schema's order, not the
+    # iterator's): every dtype fails
+    text = (real_root / ACT_METAL).read_text()
+    assert text.count("float(self) <= threshold") == 1
+    (real_root / ACT_METAL).write_text(text.replace("float(self) <= threshold", "float(grad_output) <= threshold"))
+    assert _all(_outcomes(real_root, "threshold_backward", reference=False), "fail", False)
+    (real_root / ACT_METAL).write_text(text)
+    # wrong on purpose: a checkout whose function passes 1, not 0, is what the host fills and
+    # the emulator runs; the installed CPU passes 0, so every dtype fails
+    cpp = real_root / "aten/src/ATen/native/Activation.cpp"
+    source = cpp.read_text()
+    assert source.count("threshold_stub(device_type(), *this, threshold, 0);") == 1
+    cpp.write_text(source.replace("*this, threshold, 0);", "*this, threshold, 1);"))
+    assert _all(_outcomes(real_root, "threshold_backward", reference=False), "fail", False)

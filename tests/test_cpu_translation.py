@@ -245,3 +245,57 @@ def test_wrong_on_purpose_complex_arithmetic_is_not_taken_for_float2_arithmetic(
     lam = scalar_lambda(checkout, "sigmoid_backward_stub")
     out = body.translate_complex(lam.complex_case, lambda: complex_functions(checkout))
     assert out.statements is None and "more than complex routines of its argument" in out.reason, out
+
+
+def test_lambdas_chosen_by_a_scalar_become_one_body_branching_on_it(real_tree_template):
+    # logit's kernel runs one lambda when eps < 0 (no clamp) and another, clamping to [eps,
+    # 1 - eps], otherwise: one functor body, each lambda's statements under the kernel's own
+    # condition; the lambda writes to its by-value argument, so the functor writes to a copy
+    checkout = co.Checkout.at(real_tree_template)
+    lam = scalar_lambda(checkout, "logit_stub", "logit")
+    assert lam.alternatives == 1 and lam.choice.condition == "eps < scalar_t(0)"
+    out = body.translate_lambda(lam, ("eps",), "float", lambda: available_functions(checkout))
+    assert out.statements.splitlines() == [
+        "float x_ = x;",
+        "if (eps < float(0)) {",
+        "return x_ == float(1) ? INFINITY",
+        "                                : ::precise::log(x_ / (float(1) - x_));",
+        "} else {",
+        "const float hi = float(1) - eps;",
+        "x_ = x_ < eps ? eps : (x_ > hi ? hi : x_);",
+        "        return x_ == float(1) ? INFINITY",
+        "                                : ::precise::log(x_ / (float(1) - x_));",
+        "}"], out
+
+
+@pytest.mark.parametrize("condition", ["iter.is_contiguous()", "at::isReducedFloatingType(iter.dtype())",
+                                       "contiguous"])
+def test_wrong_on_purpose_lambdas_chosen_by_the_tensors_are_not_a_scalar_branch(real_root, condition):
+    # the same two lambdas chosen by the iterator (directly, or through a local read from it)
+    # are not a choice the functor can make from its scalars: still refused
+    cpu = real_root / "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp"
+    text = cpu.read_text()
+    old = "    if (eps < scalar_t(0)) {\n"
+    assert text.count(old) == 1
+    local = "    const bool contiguous = iter.is_contiguous();\n" if condition == "contiguous" else ""
+    cpu.write_text(text.replace(old, f"{local}    if ({condition}) {{\n"))
+    lam = scalar_lambda(co.Checkout.at(real_root), "logit_stub", "logit")
+    assert lam.alternatives == 1 and lam.choice is None
+
+
+@needs_gxx
+def test_wrong_on_purpose_logit_with_its_branch_inverted_fails_the_reference_inputs(real_root):
+    # the port of logit from its two CPU lambdas passes the reference inputs; the same functor
+    # with the scalar's branch inverted (the clamp taken when eps < 0) fails them
+    from porter.harness.measure_port import measure, plan_in_memory, verify
+    checkout = co.Checkout.at(real_root)
+    verdict = verify(checkout, "logit", "mpsgraph", reference_inputs=True, dtypes=["float32"])
+    assert (verdict.status, verdict.detail) == ("verified", "1/1 dtypes"), verdict
+    changes = plan_in_memory(checkout, "logit", "mpsgraph").changes
+    ported = changes.current(UNARY_METAL, checkout.read)
+    branch = "if (float(eps) < float(0)) {"
+    assert ported.count(branch) == 1
+    changes.set(UNARY_METAL, checkout.read(UNARY_METAL),
+                ported.replace(branch, "if (!(float(eps) < float(0))) {"))
+    inverted = measure(checkout, "logit", changes, reference_inputs=True, dtypes=["float32"])
+    assert inverted.status == "fails" and inverted.failed_dtype == "float32", inverted

@@ -234,12 +234,13 @@ def test_candidates_classify_the_scalar_ops(real_root):
            ("softplus", "sub", "threshold", "logit", "nan_to_num", "gelu", "mse_loss", "glu", "pow")}
     assert got == {
         "softplus": ("scalar", "automatic"), "sub": ("alpha", "automatic"),
-        "threshold": ("scalar", "automatic"), "logit": ("scalar", "--body"),
+        "threshold": ("scalar", "automatic"), "logit": ("scalar", "automatic"),
         "nan_to_num": ("scalar", "automatic"), "gelu": ("other", "refused"),
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
     # threshold's lambda reads (x, other), both `self` (its meta function adds self twice)
     assert rows["threshold"]["how"] == "CPU lambda"
-    assert rows["logit"]["how"] == "the CPU kernel chooses between 2 lambdas by its scalars"
+    # logit's two lambdas, chosen by `eps < 0`: one functor branching on eps
+    assert rows["logit"]["how"] == "CPU lambda"
 
 
 @pytest.mark.parametrize("op,names", [

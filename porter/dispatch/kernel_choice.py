@@ -239,12 +239,17 @@ def out_matches(out_type: str, want_out: str | None, kernel: str) -> bool:
             and not want_out.startswith("complex"))
 
 
-def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str) -> Choice:
+def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str,
+           order: tuple[int, ...] | None = None) -> Choice:
     """The registration of `kernel` (its registrations `regs`, of kind `kind`) that runs
     `sample` on `device`. A registration the emulator could not build (`built` false) runs
-    nothing; a static one (mps-shader's: the Metal compiler builds the file whole) can."""
+    nothing; a static one (mps-shader's: the Metal compiler builds the file whole) can.
+    `order`: the sample's tensors the op's iterator reads, in its order, where the meta function
+    says (threshold_backward(grad, self) reads self first: (1, 0)); else the schema's order."""
     arity = ARITY[kind]
     operands = [sample.input, *list(sample.args)[: arity - 1]]
+    if order and len(order) == arity and max(order) < len(operands):
+        operands = [operands[i] for i in order]
     if not types.operands_ok(operands):
         raise RuntimeError(f"{device}: unsupported operands for {op_name}")
     common = types.promoted(operands, arity)

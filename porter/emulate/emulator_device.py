@@ -42,6 +42,7 @@ class EmulateBackend:
         self._routes: dict = {}                             # op name -> (cpu kernel, routes)
         self._version_outputs: list = []                    # the last sample, other versions
         self._other_libs: dict = {}                         # (metal, version) -> Library
+        self._orders: dict = {}                             # op name -> its iterator's tensor order
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -145,6 +146,16 @@ class EmulateBackend:
         self._stub_checked[key] = why
         return why
 
+    def _iterator_order(self, op: OpNames) -> tuple[int, ...] | None:
+        """The order the op's meta function's iterator reads its tensors in (porter.source.
+        cpu_kernel.iterator_inputs): the kernel's operands, whatever the schema's order."""
+        name = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
+        if name not in self._orders:
+            from porter.source import checkout as co
+            from porter.source.cpu_kernel import iterator_inputs
+            self._orders[name] = iterator_inputs(co.Checkout(self.root), name)
+        return self._orders[name]
+
     def _registered(self, host):
         """The built library of `host`'s kernel file and the kernel's registrations; none is the
         GPU's own error, as MPS raises it when the pipeline state is asked for."""
@@ -173,7 +184,7 @@ class EmulateBackend:
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
-                                      op.name)
+                                      op.name, self._iterator_order(op))
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None and not is_floating_or_complex(common) and \
                 host_args.integers_copied(self.root, host.stub + "_stub"):

@@ -147,7 +147,10 @@ def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
     if call is None:       # the stub's parameters are the schema's scalars, as resolve checks
         return [values_by_schema[s] for s in schema_order]
     aligned = len(call.parameters) == len(schema_order)
-    if len(call.arguments) != len(schema_order) and not aligned:
+    numbers = sum(bool(NUMBER_RE.fullmatch(" ".join(a.split()))) for a in call.arguments)
+    if len(call.arguments) - numbers != len(schema_order) and not aligned:
+        # a number the function passes itself fills a parameter the op has not
+        # (threshold_backward_out: `threshold_stub(device_type(), *this, threshold, 0)`)
         raise HostCodeUnknown(f"the shared function passes {len(call.arguments)} scalar(s) to the "
                               f"stub, the op has {len(schema_order)}")
     # the shared function names the schema's arguments its own way (pos_inf for posinf); it may
@@ -206,8 +209,14 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
     return tuple(float(assigned[f]) for f in fields)
 
 
+NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fF]?")
+
+
 def _evaluate(expr: str, env: dict[str, object]):
     expr = " ".join(expr.split())
+    if NUMBER_RE.fullmatch(expr):
+        number = expr.rstrip("fF")
+        return float(number) if any(c in number for c in ".eE") else int(number)
     forms = (
         (r"(\w+)", lambda v, m: v),
         (r"-\s*(\w+)", lambda v, m: -v),        # sub_out hands add_stub -alpha

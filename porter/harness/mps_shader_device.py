@@ -140,6 +140,13 @@ class MpsShaderBackend(EmulateBackend):
                 return f"{self._rel(host.metal)} does not compile: {self._rel(str(err).strip())}"
         return None
 
+    def _iterator_order(self, opinfo):
+        """The op's kernel operands in its meta function's order (porter.source.cpu_kernel)."""
+        from porter.source import checkout as co
+        from porter.source.cpu_kernel import iterator_inputs
+        name = (getattr(opinfo, "aten_name", None) or opinfo.name).removeprefix("nn.functional.")
+        return iterator_inputs(co.Checkout(self.root), name.replace(".", "_", 1))
+
     def run(self, opinfo, sample, dtype):
         import torch
         host = self._select(OpNames.of(opinfo), sample.kwargs)
@@ -150,7 +157,7 @@ class MpsShaderBackend(EmulateBackend):
         kind = KIND_OF_MACRO[regs[0].macro]
         choice = kernel_choice.choose(host.kernel, regs, kind, sample,
                                       kernel_choice.TorchSample(opinfo, sample), "mps-shader",
-                                      opinfo.name)
+                                      opinfo.name, self._iterator_order(opinfo))
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None:
             name = f"{host.kernel}_{common}_{want_out if want_out is not None else common}"

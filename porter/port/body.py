@@ -53,6 +53,9 @@ CONSTANTS = {
     "c10::pi<T>": "M_PI_F",
     "std::numeric_limits<scalar_t>::epsilon()": "FLT_EPSILON",
     "std::numeric_limits<value_t>::infinity()": "INFINITY",
+    # a reduced-float path computing in float (logit's)
+    "std::numeric_limits<float>::infinity()": "INFINITY",
+    "std::numeric_limits<float>::quiet_NaN()": "NAN",
 }
 KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "int", "bool", "T",
             "true", "false", "NAN", "INFINITY", "FLT_EPSILON", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
@@ -189,7 +192,12 @@ def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
     three(3)`) is declared at the top of the body, a conversion of a Scalar parameter
     (`lambd_val = lambd.to<scalar_t>()`, `nan.value_or(0.)`) is the schema scalar itself
     (renamed where the names differ), and a local computed from them (`negcoef = alpha * scale`)
-    is declared from those. The kernel parameters map to `scalar_names` in order."""
+    is declared from those. The kernel parameters map to `scalar_names` in order. A lambda the
+    kernel chooses by its scalars (`lam.choice`: logit's `if (eps < 0)`) becomes one body that
+    branches on the same condition."""
+    choice = getattr(lam, "choice", None)
+    if choice is not None:
+        return _with_choice(lam, choice, scalar_names)
     body = lam.body
     kernel_params = tuple(getattr(lam, "kernel_params", ()) or ())
     to_schema = dict(zip(kernel_params, scalar_names)) if len(kernel_params) == len(scalar_names) \
@@ -222,6 +230,42 @@ def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
     return Context(body)
 
 
+def _with_choice(lam, choice, scalar_names: tuple[str, ...]) -> Context:
+    """`if (COND) { the lambda's body } else { the other lambda's body }`, each with what it reads
+    of its kernel function, COND with the kernel's scalars read as the schema's. Each lambda
+    keeps its own statements, so each keeps its own NaN and infinity behaviour."""
+    other = choice.otherwise
+    if len(other.params) != len(lam.params):
+        return Context(None, f"the CPU lambdas at {lam.path}:{lam.line} and {other.path}:{other.line} "
+                             "take different numbers of arguments")
+    # the other lambda's arguments under this one's names (logit_backward: both `dy, x`)
+    renamed = _rename_words(other.body, dict(zip(other.params, lam.params)))
+    then = with_context(lam._replace(choice=None), scalar_names)
+    otherwise = with_context(other._replace(body=renamed, params=lam.params, choice=None), scalar_names)
+    test = with_context(lam._replace(body=f"return {choice.condition};", context=choice.context,
+                                     choice=None), scalar_names)
+    if None in (then.body, otherwise.body, test.body):
+        return Context(None, then.reason or otherwise.reason or test.reason)
+    prelude, _, condition = test.body.rpartition("\n")
+    condition = condition.strip().removeprefix("return").strip().rstrip(";").strip()
+    body = (f"{prelude}\n" if prelude else "") + (
+        f"if ({condition}) {{\n{then.body}\n}} else {{\n{otherwise.body}\n}}")
+    return Context(body)
+
+
+def own_copies(body: str, params: tuple[str, ...], types: tuple[str, ...]) -> str:
+    """A lambda that assigns to its by-value argument (`x = x < lo ? lo : x;`) writes to its own
+    copy; a functor's arguments are const, so the copy is declared (`scalar_t x_ = x;`) and the
+    body reads and writes it."""
+    for p, typ in zip(params, types):
+        if not re.search(rf"(?<![\w.:]){re.escape(p)}\s*(?:[-+*/%&|^]?=(?!=)|\+\+|--)"
+                         rf"|(?:\+\+|--)\s*{re.escape(p)}\b", body):
+            continue
+        copy = f"{p}_"
+        body = f"{typ} {copy} = {p};\n" + re.sub(rf"(?<![\w.:]){re.escape(p)}\b", copy, body)
+    return body
+
+
 def _schema_reads(text: str, to_schema: dict[str, str]) -> str:
     for pattern in SCALAR_READS:
         text = pattern.sub(lambda m: to_schema.get(m.group(1), m.group(0)), text)
@@ -239,6 +283,9 @@ def translate_lambda(lam, scalar_names: tuple[str, ...], scalar: str, c10_functi
     context = with_context(lam, scalar_names)
     if context.body is None:
         return Translation(None, context.reason)
+    types = tuple(getattr(lam, "param_types", ()) or ("scalar_t",) * len(lam.params))
+    context = context._replace(body=own_copies(context.body, tuple(lam.params),
+                                               tuple(t.replace("&", "").strip() for t in types)))
     known = set(declared_names(context.body)) | set(lam.params) | set(scalar_names)
     for name in getattr(lam, "locals", ()) or ():
         if name not in known and re.search(rf"(?<![\w.:]){re.escape(name)}\b", context.body):

@@ -193,7 +193,7 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
         lam, skeleton = _cpu_lambda(spec, tensors)
         if skeleton:
             return skeleton
-        if lam.alternatives:
+        if lam.alternatives and getattr(lam, "choice", None) is None:
             return _skeleton(spec, tensors, f"the CPU kernel at {lam.path}:{lam.line} chooses between "
                                             f"{lam.alternatives + 1} lambdas by its scalar arguments")
         translated = translate_body.translate_lambda(lam, names, "float", c10_functions)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port.body import bool_valued
-from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, meta_promotes_to_float,
+from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, iterator_inputs, meta_promotes_to_float,
                                      none_conventions, scalar_lambda, shared_function_stubs)
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
@@ -157,7 +157,8 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     _check_route(checkout, op, cpu_kernel, out_entry, hosts, yaml_text)
     notes = _ignored_bools(checkout, op, out_entry, stub)      # first: its refusal is the exact one
     scalars = _check_stub_scalars(checkout, op, out_entry, stub,
-                                  scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0])
+                                  scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0],
+                                  cpu_kernel)
     stub_hosts = _naming(hosts, stub.name.removesuffix("_stub"))
     registered = tuple(sorted(path for path, host in stub_hosts.items()
                               if any(r.stub == stub.name for r in host.dispatch_registrations)))
@@ -192,8 +193,8 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         opinfos=tuple(opinfos), refs=tuple(refs), dtypes=dtypes,
         promotes_int_to_float=promotes and not returns_bool and not backward,
         returns_bool=returns_bool, scalar_lambda=lam, registered_in=registered, mpsgraph=graph,
-        arg_names=_arg_names(out_entry) if backward else (), backward=backward, scalars=scalars,
-        notes=notes, stub_unread=unread)
+        arg_names=_arg_names(out_entry, iterator_inputs(checkout, op)) if backward else (),
+        backward=backward, scalars=scalars, notes=notes, stub_unread=unread)
 
 
 def _ignored_bools(checkout, op: str, entry, stub: Stub) -> tuple[str, ...]:
@@ -244,8 +245,13 @@ def backward_dtypes(checkout: co.Checkout, op: str) -> frozenset[str]:
     return found or BACKWARD_DTYPES
 
 
-def _arg_names(entry: native_yaml.Entry) -> tuple[str, ...]:
-    return tuple(native_yaml.argument_name(a) for a in native_yaml.arguments(entry.schema).tensors)
+def _arg_names(entry: native_yaml.Entry, order: tuple[int, ...] | None = None) -> tuple[str, ...]:
+    """The functor's tensor arguments: the schema's names, in the order the meta function's
+    iterator reads them (threshold_backward's `self` before its `grad_output`)."""
+    names = tuple(native_yaml.argument_name(a) for a in native_yaml.arguments(entry.schema).tensors)
+    if order and sorted(order) == list(range(len(names))):
+        return tuple(names[i] for i in order)
+    return names
 
 
 def _in_place(checkout, op: str, out_entry, hosts, reason: str) -> InPlace | None:
@@ -454,6 +460,11 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
                           f"{own} would leave the others without an MPS kernel", **where, hint=hint)
     route = found[0]
     other_op = route.stub.removesuffix("_stub")
+    if route.stub != own and route.when == stub_route.ALL and scalar_lambda(checkout, route.stub) is not None:
+        # a stub the op shares with another (threshold_backward_out runs threshold_stub with its
+        # own scalars): its CPU kernel's lambda gives the one Metal kernel both ops run, as
+        # shrink_backward_stub's gives the shrink ops' (sub_out's add_stub has none: refused)
+        return
     if route.stub != own and native_yaml.entries_named(yaml_text, {other_op}):
         call = f"{route.stub}({', '.join(('iter',) + route.arguments)})"
         kernel = None
@@ -478,13 +489,18 @@ def _shared_kernel(entry: native_yaml.Entry) -> str:
     return kernels.pop()
 
 
-def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[ScalarArg]) -> tuple[ScalarArg, ...]:
+def _check_stub_scalars(checkout, op: str, entry, stub: Stub, scalars: list[ScalarArg],
+                        cpu_kernel: str = "") -> tuple[ScalarArg, ...]:
     """The stub's declared type decides what the host function receives: it must carry the
     op's scalars one for one (the shared CPU/CUDA function may convert them, as logit's
-    `float? eps` becomes a Scalar)."""
+    `float? eps` becomes a Scalar), or as the op's function passes them to a stub it shares
+    with another op (threshold_backward_out: `threshold_stub(..., threshold, 0)`)."""
     if not scalars:
         return ()           # the plain path checks the stub's type when it writes the host
     params = stub.params
+    passed = stub_scalars(checkout, stub, scalars, cpu_kernel) if stub.iterator_type else None
+    if passed is not None:
+        scalars = passed
     problem = scalar_args.stub_mismatch(scalars, params) if stub.iterator_type else \
         "the stub's kernel does not take a TensorIterator first"
     if problem:
@@ -505,6 +521,20 @@ def _impl_read(checkout: co.Checkout, cpu_kernel: str) -> bool:
         if cpu_kernel in text and impl_stubs(text).get(cpu_kernel) is not None:
             return True
     return False
+
+
+def stub_scalars(checkout, stub: Stub, scalars: list[ScalarArg], cpu_kernel: str) -> list[ScalarArg] | None:
+    """The stub's parameters as `cpu_kernel` fills them when the stub takes more scalars than the
+    op has (porter.port.scalars.through_call), else None."""
+    if len(stub.params) - 1 <= len(scalars) or not cpu_kernel:
+        return None
+    from porter.source import stub_route
+    from porter.source.cpu_kernel import stub_parameter_names
+    calls = [r for r in stub_route.routes(checkout, cpu_kernel) if r.stub == stub.name]
+    if len(calls) != 1 or calls[0].when != stub_route.ALL:
+        return None
+    return scalar_args.through_call(scalars, list(calls[0].arguments),
+                                    stub_parameter_names(checkout, stub.name))
 
 
 def _find_stub(checkout: co.Checkout, op: str, cpu_kernel: str, entry,

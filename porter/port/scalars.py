@@ -37,6 +37,9 @@ class ScalarArg(NamedTuple):
     default: str | None
     stub_type: str = ""    # the stub's parameter type for it ("const c10::Scalar&")
     none_means: str | None = None   # what the CPU kernel uses when it is None: "0.", "max", "lowest"
+    # a stub parameter the op's function fills with a number, not a schema scalar
+    # (threshold_backward_out: `threshold_stub(device_type(), *this, threshold, 0)`): "0"
+    passed: str | None = None
 
     @property
     def optional_in_stub(self) -> bool:
@@ -54,6 +57,31 @@ def schema_scalars(args: native_yaml.Arguments) -> tuple[list[ScalarArg], list[s
         else:
             others.append(arg)
     return scalars, others
+
+
+NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fF]?")
+
+
+def through_call(scalars: list[ScalarArg], arguments: list[str], names: list[str]) -> list[ScalarArg] | None:
+    """The stub's scalar parameters as the op's function fills them, where the stub takes more
+    than the op has: a stub shared with another op (threshold_backward_out runs threshold_stub
+    with `threshold, 0`: [threshold, value passed 0]). `names` names each stub parameter (used for
+    those a number fills). None when an argument is neither a schema scalar nor a number, or a
+    schema scalar is not passed exactly once."""
+    by_name = {a.name: a for a in scalars}
+    found = []
+    for arg, name in zip(arguments, names):
+        arg = " ".join(arg.split())
+        if arg in by_name:
+            found.append(by_name[arg])
+        elif NUMBER_RE.fullmatch(arg) and name and name not in by_name:
+            found.append(ScalarArg(name, None, passed=arg))
+        else:
+            return None
+    used = [a.name for a in found if a.passed is None]
+    if len(arguments) != len(names) or sorted(used) != sorted(by_name):
+        return None
+    return found
 
 
 def stub_mismatch(scalars: list[ScalarArg], stub_params: list[str]) -> str | None:

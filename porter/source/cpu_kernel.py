@@ -50,12 +50,24 @@ class ScalarLambda(NamedTuple):
     kernel_params: tuple[str, ...] = ()   # the kernel function's parameters after the iterator
     complex_case: "ScalarLambda | None" = None   # the complex dtypes' own lambda, when it has one
     dispatch_at: int = -1        # offset of the AT_DISPATCH_* call around it (-1: none)
+    at: int = -1                 # offset of the lambda in its file
+    # logit's `if (eps < 0) { lambda } else { other lambda }`: the condition on the kernel's
+    # scalars under which this lambda runs, and the lambda that runs otherwise
+    choice: "Choice | None" = None
 
     @property
     def expression(self) -> str | None:
         """The returned expression when the body is a single `return EXPR;`."""
         m = re.fullmatch(r"\s*return\s+(.*?);\s*", self.body, re.S)
         return " ".join(m.group(1).split()) if m else None
+
+
+class Choice(NamedTuple):
+    """`if (condition) { this lambda } else { otherwise }` in a kernel function: the condition
+    reads only the kernel's scalars and the locals visible at the `if` (`context`)."""
+    condition: str
+    context: tuple["Local", ...]
+    otherwise: "ScalarLambda"
 
 
 class Local(NamedTuple):
@@ -106,6 +118,40 @@ def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> Sc
         body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
         lam = lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
     return lam
+
+
+BUILD_OP_RE = re.compile(r"\bbuild_(?:borrowing_)?(?:unary|binary)\w*_op\(\s*[^,()]*(?:\(\))?\s*,([^;]*)\)\s*;")
+
+
+def iterator_inputs(checkout: co.Checkout, op: str) -> tuple[int, ...] | None:
+    """Which of `TORCH_META_FUNC(op)`'s tensor parameters its iterator reads, in the iterator's
+    order (the kernel's operands): threshold_backward(grad, self, ...) adds `self` then `grad`,
+    (1, 0); threshold(self, ...) adds self twice, (0, 0); None when porter cannot read it."""
+    head = re.compile(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)\s*\(")
+    for rel in checkout.glob(co.NATIVE, "*.cpp"):
+        text = checkout.read(rel)
+        if op not in text:
+            continue
+        mask = code_mask(text)
+        m = head.search(mask)
+        if not m:
+            continue
+        close = matching_close(mask, m.end() - 1)
+        open_at = mask.find("{", close)
+        end = matching_close(mask, open_at) if close >= 0 and open_at >= 0 else -1
+        if end < 0:
+            return None
+        tensors = [p.split()[-1].lstrip("&*") for p in split_top_level(mask[m.end():close])
+                   if "Tensor" in p and p.split()]
+        body = mask[open_at:end]
+        names = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", body)
+        if not names:
+            built = BUILD_OP_RE.search(body)
+            names = [a.strip() for a in split_top_level(built.group(1))] if built else []
+        if not names or any(n not in tensors for n in names):
+            return None
+        return tuple(tensors.index(n) for n in names)
+    return None
 
 
 def repeats_its_input(checkout: co.Checkout, op: str) -> bool:
@@ -166,7 +212,62 @@ def _scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
                  and c.dispatch_at == chosen.dispatch_at and not _same_formula(c, chosen)]
     if complex_case is chosen:
         complex_case = None
-    return chosen._replace(alternatives=len(same_case), locals=declared, complex_case=complex_case)
+    choice = None
+    if len(same_case) == 1:
+        choice = _scalar_choice(text, mask, body_start, body_end, chosen, same_case[0], set(params))
+    return chosen._replace(alternatives=len(same_case), locals=declared, complex_case=complex_case,
+                           choice=choice)
+
+
+IF_RE = re.compile(r"\bif\s*\(")
+# what a condition on scalars may read besides the kernel's parameters and locals
+CONDITION_WORDS = {"scalar_t", "opmath_t", "float", "double", "static_cast", "true", "false"}
+
+
+def _scalar_choice(text: str, mask: str, body_start: int, body_end: int, chosen: ScalarLambda,
+                   other: ScalarLambda, readable: set[str]) -> Choice | None:
+    """The innermost `if (COND) { ... chosen ... } else { ... other ... }` of the kernel function,
+    where COND reads only its scalar parameters and locals (logit's `eps < 0`); None when the two
+    lambdas are chosen otherwise (by dtype, by an `else if` of a third branch, by the iterator)."""
+    found = None
+    for m in IF_RE.finditer(mask, body_start, body_end):
+        close_paren = matching_close(mask, m.end() - 1)
+        then_open = _next_brace(mask, close_paren + 1)
+        if then_open < 0:
+            continue
+        then_close = matching_close(mask, then_open)
+        if not then_open < chosen.at < then_close:
+            continue
+        rest = re.match(r"\s*else\s*\{", mask[then_close + 1:])
+        if rest is None:
+            continue
+        else_open = then_close + rest.end()
+        if not else_open < other.at < matching_close(mask, else_open):
+            continue
+        found = (m.start(), text[m.end():close_paren])        # later ones are inner ones
+    if found is None:
+        return None
+    at, condition = found
+    condition = " ".join(condition.split())
+    context = visible_locals(text, mask, body_start, at)
+    inits = {local.name: local.init for local in context}
+    # the condition and the locals it reads, down to the kernel's parameters: a local read from
+    # the iterator (`iter.is_contiguous()`) makes it a choice by the tensors, not the scalars
+    frontier, seen = [condition], set()
+    while frontier:
+        words = set(re.findall(r"(?<![\w.:])([A-Za-z_]\w*)", code_mask(frontier.pop())))
+        if words - readable - set(inits) - CONDITION_WORDS:
+            return None
+        for word in words & set(inits) - seen:
+            seen.add(word)
+            frontier.append(inits[word])
+    return Choice(condition, context, other)
+
+
+def _next_brace(mask: str, at: int) -> int:
+    """Offset of the `{` right after `at` (whitespace between), or -1."""
+    m = re.match(r"\s*\{", mask[at:])
+    return at + m.end() - 1 if m else -1
 
 
 def _same_formula(a: ScalarLambda, b: ScalarLambda) -> bool:
@@ -241,7 +342,7 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
         params.append(words[-1])
     case, at = _dispatch_case(mask, start)
     return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
-                        rel, line_of(text, m.start()), case, dispatch_at=at)
+                        rel, line_of(text, m.start()), case, dispatch_at=at, at=m.start())
 
 
 DISPATCH_NAME_RE = re.compile(r"\bAT_DISPATCH_\w+")
@@ -274,6 +375,22 @@ def _case_of(name: str) -> str:
     if "ALL_TYPES" in name or integral == floating:
         return "all"
     return "integral" if integral else "floating"
+
+
+def stub_parameter_names(checkout: co.Checkout, stub: str) -> list[str]:
+    """A name for each parameter of `stub` after the iterator: as the op the stub is named
+    after passes them (threshold_out: `threshold_stub(device_type(), *this, threshold, value)`),
+    else the CPU kernel function's own (`value_scalar` -> `value`); [] when neither is found."""
+    from porter.source import stub_route
+    namesake = stub.removesuffix("_stub")
+    for route in stub_route.routes(checkout, f"{namesake}_out"):
+        if route.stub == stub and all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in route.arguments):
+            return list(route.arguments)
+    found = _kernel_body(checkout, stub)
+    if found is None:
+        return []
+    return [p.split("=")[0].split()[-1].lstrip("&*").removesuffix("_scalar").removesuffix("_")
+            for p in split_top_level(found[5])[1:] if p.split()]
 
 
 def meta_promotes_to_float(checkout: co.Checkout, op: str) -> bool:

@@ -393,6 +393,11 @@ def _automatic_ternary(stub, facts) -> tuple[bool, str]:
 def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, str]:
     """The commands' decision for an op with scalar arguments (porter.port.functor.build)."""
     scalars, _ = scalar_args.schema_scalars(native_yaml.arguments(out.schema))
+    if stub.iterator_type:
+        # a stub shared with another op, filled by the op's function (threshold_backward_out)
+        from porter.port.resolve import stub_scalars
+        kernel = next(iter({d.kernel for d in out.dense_rows()}), "")
+        scalars = stub_scalars(facts.checkout, stub, scalars, kernel) or scalars
     problem = scalar_args.stub_mismatch(scalars, stub.params) if stub.iterator_type else \
         "the stub's kernel does not take a TensorIterator first"
     if problem:
@@ -407,7 +412,7 @@ def _automatic_with_scalars(op, tensors, out, stub, defs, facts) -> tuple[bool, 
             own or (("x",) if tensors == UNARY else ("a", "b"))) + ", " + ", ".join(names)
     if len(lam.params) != (1 if tensors == UNARY else 2):
         return False, f"the CPU lambda takes {len(lam.params)} arguments"
-    if lam.alternatives:
+    if lam.alternatives and lam.choice is None:
         return False, f"the CPU kernel chooses between {lam.alternatives + 1} lambdas by its scalars"
     translation = translate_lambda(lam, names, "float", facts.library)
     if translation.statements is None:

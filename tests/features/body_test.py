@@ -63,6 +63,10 @@ _mappings = (
     pytest.param("c10::pi<T>", "M_PI_F", id="c10::pi<T>"),
     pytest.param("std::numeric_limits<value_t>::infinity()", "INFINITY",
                  id="std::numeric_limits<value_t>::infinity()"),
+    pytest.param("std::numeric_limits<float>::infinity()", "INFINITY",
+                 id="std::numeric_limits<float>::infinity()"),
+    pytest.param("std::numeric_limits<float>::quiet_NaN()", "NAN",
+                 id="std::numeric_limits<float>::quiet_NaN()"),
     pytest.param("std::numeric_limits<scalar_t>::epsilon()", "FLT_EPSILON",
                  id="std::numeric_limits<scalar_t>::epsilon()"),
     pytest.param("std::nextafter(x)", "::metal::nextafter(x)", id="std::nextafter"),
@@ -290,3 +294,23 @@ def test_expression_is_fine(expr, params):
 ))
 def test_drop_float_casts(statements, after):
     assert body.drop_float_casts(statements, frozenset({"beta"})) == after
+
+
+# A lambda writing its by-value argument writes a copy: the functor's arguments are const.
+_copies = (
+    pytest.param("x = x < lo ? lo : x; return x;", ("x",), ("scalar_t",),
+                 "scalar_t x_ = x;\nx_ = x_ < lo ? lo : x_; return x_;", id="assigned: a copy"),
+    pytest.param("x += 1; return x;", ("x",), ("scalar_t",),
+                 "scalar_t x_ = x;\nx_ += 1; return x_;", id="compound assignment"),
+    pytest.param("return a == b ? a : b;", ("a", "b"), ("scalar_t", "scalar_t"),
+                 "return a == b ? a : b;", id="compared, not assigned: untouched"),
+    pytest.param("return a <= b || a >= b || a != b;", ("a", "b"), ("scalar_t", "scalar_t"),
+                 "return a <= b || a >= b || a != b;", id="comparisons are not assignments"),
+    pytest.param("float x = static_cast<float>(a); x = x * 2; return x;", ("a",), ("scalar_t",),
+                 "float x = static_cast<float>(a); x = x * 2; return x;", id="a local assigned: untouched"),
+)
+
+
+@pytest.mark.parametrize(("lam", "params", "types", "out"), _copies)
+def test_own_copies(lam, params, types, out):
+    assert body.own_copies(lam, params, types) == out
