@@ -23,6 +23,7 @@ frac               mpsgraph  impl      unary    yes     native_functions.yaml, U
 logical_and        mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
 logical_or         mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
 logical_xor        mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logit              mpsgraph  function  scalar   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  CPU lambda
 sigmoid_backward   mpsgraph  impl      binary   yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
 sign               mpsgraph  impl      unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
 signbit            mpsgraph  impl      unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
@@ -35,7 +36,6 @@ conj_physical      mpsgraph  function  unary    no      native_functions.yaml, U
 gelu               mpsgraph  impl      other    no      native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
 gelu_backward      mpsgraph  impl      other    no      native_functions.yaml, Activation.mm                                                   takes a str argument (approximate) that picks its kernel: porter passes Scalar and float arguments to a kernel, not strings; its CPU and CUDA kernels differ (gelu_backward_out_cpu, gelu_backward_out_cuda), so there is no shared function for an MPS row to join and it can only be ported in place (its MPS function's body replaced by a Metal call)
 logical_not        mpsgraph  function  unary    no      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
-logit              mpsgraph  function  scalar   --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  the CPU kernel chooses between 2 lambdas by its scalars
 mish_backward      mpsgraph  function  binary   no      native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel
 nan_to_num         mpsgraph  function  scalar   --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda: `_nan_to_num_replace` has no known Metal translation; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 pow                mpsgraph  macro     binary   no      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
@@ -46,7 +46,7 @@ special_log_ndtr   no-mps    -         unary    yes     native_functions.yaml, U
 special_ndtri      no-mps    -         unary    --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 
 25 op(s) on MPSGraph (20 forward, 5 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
-  forward ops (20 on MPSGraph, 3 without MPS): 13 ported automatically, 4 with --body EXPR, 6 refused (3 no DispatchStub, 2 incomplete, 1 str argument).
+  forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 3 with --body EXPR, 6 refused (3 no DispatchStub, 2 incomplete, 1 str argument).
   backward ops (5 on MPSGraph): 2 ported automatically, 3 refused (2 no DispatchStub, 1 str argument).
 Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
 1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
