@@ -152,7 +152,8 @@ def table(rows: list[tuple[str, ...]], wrap: tuple[int, ...] = (), limit: int | 
                 widths[i] = max(12, min(widths[i], share * widths[i] // natural))
     lines = []
     for r in rows:
-        cells = [textwrap.wrap(r[i], widths[i], break_on_hyphens=False, break_long_words=False) or [""]
+        # a word longer than its column (REGISTER_OPMATH_TERNARY_ALPHA_OP) is cut: the table fits
+        cells = [textwrap.wrap(r[i], widths[i], break_on_hyphens=False, break_long_words=True) or [""]
                  if i in wrap and len(r[i]) > widths[i]
                  else [r[i]] for i in range(n)]
         for k in range(max(len(c) for c in cells)):
