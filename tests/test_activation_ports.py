@@ -207,18 +207,6 @@ def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, s
     assert "Traceback" not in result.err and snapshot(real_root) == before
 
 
-def test_a_ternary_refusal_follows_what_the_checkout_has(real_root):
-    # wrong on purpose for the message: were the macro there, "add those first" would send the
-    # contributor to write what exists; the hint names the macro the checkout has instead
-    header = real_root / "c10/metal/indexing.h"
-    header.write_text(header.read_text() + "\n#define REGISTER_OPMATH_TERNARY_ALPHA_OP(NAME, I, A, O)\n")
-    result = porter("migrate-from-mpsgraph", "addcmul", "--dry-run", root=real_root)
-    assert result.code == 2
-    assert ("c10/metal/indexing.h registers ternary kernels with a scalar "
-            "(REGISTER_OPMATH_TERNARY_ALPHA_OP): write `addcmul_functor`") in result.err, result.err
-    assert "add those first" not in result.err
-
-
 @needs_compiler
 def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tmp_path, monkeypatch):
     # threshold_backward_out runs threshold_stub with (threshold, 0) on an iterator reading self,

@@ -518,13 +518,16 @@ def test_real_size_tree_runs_to_completion(real_root, capsys):
     # OpInfos send (add/sub's alpha kernels cover every dtype, as upstream's do).
     assert sorted(re.match(r"kernel '(\w+)'.*OpInfo '([\w.]+)'", m).groups() for m in by_id["PORTER011"]) == [
         ("cos", "cos"), ("exp2", "exp2"), ("rsqrt", "rsqrt"), ("sin", "sin"), ("sinc", "sinc")]
-    # PORTER023: torch 2.13's yaml shares the CPU function of these backward ops with MPS; the
-    # fixture's sources say which stub each runs, and its ActivationKernel.mm registers none of
-    # them (the state tests/test_activation_ports.py ports from): MPS would fail them.
+    # PORTER023: torch 2.13's yaml shares the CPU function of these ops with MPS; the fixture's
+    # sources say which stub each runs, and its host files register none of them (the state
+    # tests/test_activation_ports.py, test_cpu_translation.py and test_new_op.py port from; mul's
+    # kernel file has a complex-only mul_functor): MPS would fail them.
     assert sorted(re.match(r"'([\w.]+)' sends MPS to the shared \w+, which runs (\w+)", m).groups()
                   for m in by_id["PORTER023"]) == [
         ("hardshrink_backward.grad_input", "shrink_backward_stub"),
+        ("hardsigmoid.out", "hardsigmoid_stub"),
         ("leaky_relu_backward.grad_input", "leaky_relu_backward_stub"),
+        ("mul.out", "mul_stub"),
         ("softshrink_backward.grad_input", "shrink_backward_stub")]
     # PORTER030: upstream common_mps.py's own keys that name no OpInfo of torch 2.13.
     assert sorted(re.match(r"'([\w.]+)' in (\w+)", m).groups() for m in by_id["PORTER030"]) == sorted([

@@ -123,7 +123,8 @@ def run_tests_after(args, root, op: str) -> tuple[int, dict]:
         print(f"porter: error: the files were written; {op} was not tested: `porter test` needs the "
               f"Python module '{missing}', which is not installed (pip install {missing}, then "
               f"`porter test {op} --device {device} --reference-inputs`)", file=sys.stderr)
-        return exit_codes.BAD_INPUT
+        return exit_codes.BAD_INPUT, {"tested": False, "ok": None,
+                                      "why": [f"not tested: pip install {missing}"]}
     if device == "emulate":
         from porter.emulate.toolchain import compiler
         from porter.errors import PorterError
