@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
+from porter.source.native_definitions import native_definition
 
 LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
 # Structured kernels and the stubs they call, in native/*.cpp.
@@ -127,31 +128,21 @@ def iterator_inputs(checkout: co.Checkout, op: str) -> tuple[int, ...] | None:
     """Which of `TORCH_META_FUNC(op)`'s tensor parameters its iterator reads, in the iterator's
     order (the kernel's operands): threshold_backward(grad, self, ...) adds `self` then `grad`,
     (1, 0); threshold(self, ...) adds self twice, (0, 0); None when porter cannot read it."""
-    head = re.compile(rf"TORCH_META_FUNC\(\s*{re.escape(op)}\s*\)\s*\(")
-    for rel in checkout.glob(co.NATIVE, "*.cpp"):
-        text = checkout.read(rel)
-        if op not in text:
-            continue
-        mask = code_mask(text)
-        m = head.search(mask)
-        if not m:
-            continue
-        close = matching_close(mask, m.end() - 1)
-        open_at = mask.find("{", close)
-        end = matching_close(mask, open_at) if close >= 0 and open_at >= 0 else -1
-        if end < 0:
-            return None
-        tensors = [p.split()[-1].lstrip("&*") for p in split_top_level(mask[m.end():close])
-                   if "Tensor" in p and p.split()]
-        body = mask[open_at:end]
-        names = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", body)
-        if not names:
-            built = BUILD_OP_RE.search(body)
-            names = [a.strip() for a in split_top_level(built.group(1))] if built else []
-        if not names or any(n not in tensors for n in names):
-            return None
-        return tuple(tensors.index(n) for n in names)
-    return None
+    found = native_definition(checkout, "TORCH_META_FUNC", op)
+    if found is None or found.body_close < 0:
+        return None
+    mask = found.mask
+    tensors = [p.split()[-1].lstrip("&*")
+               for p in split_top_level(mask[found.params_open + 1:found.params_close])
+               if "Tensor" in p and p.split()]
+    body = mask[found.body_open:found.body_close]
+    names = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", body)
+    if not names:
+        built = BUILD_OP_RE.search(body)
+        names = [a.strip() for a in split_top_level(built.group(1))] if built else []
+    if not names or any(n not in tensors for n in names):
+        return None
+    return tuple(tensors.index(n) for n in names)
 
 
 def repeats_its_input(checkout: co.Checkout, op: str) -> bool:

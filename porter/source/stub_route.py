@@ -13,7 +13,8 @@ import re
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
+from porter.source.cpp_scan import line_of, matching_close, split_top_level
+from porter.source.native_definitions import native_definition
 
 ALL, COMPLEX, REAL, UNKNOWN = "all", "complex", "real", "unknown"
 STUB_CALL_RE = re.compile(r"\b(\w+_stub)\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
@@ -32,23 +33,10 @@ def routes(checkout: co.Checkout, cpu_kernel: str) -> list[Route]:
     """The stub calls of TORCH_IMPL_FUNC(`cpu_kernel`) in native/*.cpp, each with the inputs it
     serves; [] when no such body is found (a macro-made or plain function: `<op>_stub` as
     before)."""
-    head = re.compile(rf"\bTORCH_IMPL_FUNC\(\s*{re.escape(cpu_kernel)}\s*\)")
-    for rel in sorted(checkout.glob(co.NATIVE, "*.cpp")):
-        text = checkout.read(rel)
-        if cpu_kernel not in text:
-            continue
-        mask = code_mask(text)
-        m = head.search(mask)
-        if not m:
-            continue
-        paren = mask.find("(", m.end())
-        close = matching_close(mask, paren) if paren >= 0 else -1
-        brace = mask.find("{", close) if close >= 0 else -1
-        end = matching_close(mask, brace) if brace >= 0 else -1
-        if end < 0:
-            return []
-        return _routes_of(text, mask, brace + 1, end, rel)
-    return []
+    found = native_definition(checkout, "TORCH_IMPL_FUNC", cpu_kernel)
+    if found is None or found.body_close < 0:
+        return []
+    return _routes_of(found.text, found.mask, found.body_open + 1, found.body_close, found.path)
 
 
 def _routes_of(text: str, mask: str, start: int, end: int, rel: str) -> list[Route]:
