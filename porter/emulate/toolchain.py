@@ -24,6 +24,9 @@ FLAGS = [
     "-std=c++17", "-fPIC", "-shared", "-g0",
     # Metal literals are float; without this `1.0` makes float/half overloads ambiguous.
     "-fsingle-precision-constant",
+    # PyTorch compiles its kernels in MTLMathModeSafe (no transformation that changes a result):
+    # no fused multiply-add, which g++ would otherwise form wherever the target has FMA (arm64).
+    "-ffp-contract=off",
     # GPU integer arithmetic wraps.
     "-fwrapv",
     "-fsigned-char",

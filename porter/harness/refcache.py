@@ -6,7 +6,8 @@ What a cached verdict depends on, and where each part comes from:
 - samples and CPU references: the torch that `op_db` comes from (version, build, and every
   source file of its `torch/testing` package: OpInfo definitions, sample functions,
   `make_tensor`, seeds) and porter's own code that generated and recorded them. All of it is
-  in `environment()`'s key: change any byte and every entry misses.
+  in `environment()`'s key: change any byte and every entry misses. So is the CPU capability
+  the references were computed with (porter.harness.mac_cpu): x86's FMA build rounds otherwise.
 - the OpInfo's own DecorateInfos (xfail, skip, tolerance overrides on MPS) and the dtypes it
   declares for MPS: recorded with the samples, under the same key.
 - the checkout's `common_mps.py` expectations and `test_mps.py` tolerance lists: never cached;
@@ -32,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from porter.harness import mac_cpu
 from porter.runtime.cache_dir import cache_dir
 
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
 
-FORMAT = "porter-refcache-v1"
+FORMAT = "porter-refcache-v2"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
 _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
@@ -159,7 +161,7 @@ def environment(root: Path | None, device_type: str, sample_mode: str = "") -> s
     if pkg is None:
         return None
     h = hashlib.sha256(FORMAT.encode())
-    for part in [str(pkg), device_type, sample_mode, *_build_identity(pkg),
+    for part in [str(pkg), device_type, sample_mode, mac_cpu.capability(), *_build_identity(pkg),
                  *_content_hashes(_sources(pkg))]:
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:32]
