@@ -156,8 +156,9 @@ def library_gap(checkout) -> completeness.Gap | None:
         f"a scalar overload of exec_ternary_kernel ({LIBRARY_HEADER} declares "
         "exec_ternary_kernel(iter, name) only, and the host function calls it with the op's "
         "Scalar)",
-        "its declaration `void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& "
-        "name, const c10::Scalar& alpha, c10::ScalarType alpha_type)` there and its definition in "
+        f"its declaration in {LIBRARY_HEADER}, `void exec_ternary_kernel(TensorIteratorBase& iter, "
+        "const std::string& name, const c10::Scalar& alpha, c10::ScalarType alpha_type)`, and its "
+        "definition in "
         "MetalShaderLibrary.mm, written by hand: exec_ternary_kernel's, with the scalar converted "
         "to alpha_type and bound at buffer 4 after the three operands, where c10/metal/indexing.h's "
         "ternary_alpha kernels read it (the strided ones take sizes and strides from buffer 5)")
