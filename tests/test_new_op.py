@@ -608,3 +608,19 @@ def test_a_port_without_numpy_is_written_and_untested_not_red(mini_root, tmp_pat
         if command[0] == "new-op":
             assert "the files were written; heaviside was not tested" in done.stderr
             assert "heaviside" in (mini_root / BINARY_METAL).read_text()
+
+
+@pytest.mark.parametrize("op,body,example", [
+    # a scalar op's scalars are functor arguments too: the hint's example is in its own names
+    # (the build check's example table had none for three arguments: an internal error)
+    ("softplus", "y", "e.g. --body 'x > beta ? x : beta'"),
+    # a backward op's example passes the gradient, not the input
+    ("threshold_backward", "x", "e.g. --body 'self > threshold ? grad_output : 0'"),
+])
+def test_a_broken_body_of_a_scalar_op_is_refused_with_an_example_in_its_own_names(
+        real_root, op, body, example):
+    before = snapshot(real_root)
+    result = porter("migrate-from-mpsgraph", op, "--body", body, root=real_root)
+    assert result.code == 2 and result.out == "", result.err
+    assert result.err.count("\n") == 1 and example in result.err, result.err
+    assert snapshot(real_root) == before

@@ -90,9 +90,14 @@ def _probe_functor(expression: str, params: tuple[str, ...], complex_: bool) -> 
 
 
 def _example(params, complex_: bool) -> str:
-    from porter.port.functor import COMPLEX_EXAMPLES, EXAMPLES
-
-    return (COMPLEX_EXAMPLES if complex_ else EXAMPLES)[len(params)]
+    """An expression in the functor's own argument names (any number of them: a scalar op's
+    scalars are arguments too)."""
+    first = params[0]
+    if complex_:
+        return f"float2({first}.x, -{first}.y)"
+    if len(params) == 1:
+        return f"{first} < 0 ? -{first} : {first}"
+    return f"{first} > {params[1]} ? {first} : {params[1]}"
 
 
 def check_kernel_file(path: str, original: str | None, planned: str, root, kernels) -> None:

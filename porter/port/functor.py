@@ -184,7 +184,12 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
     if clash:
         raise PorterError(f"{spec.op}'s scalar argument {sorted(clash)[0]} has a tensor's name in "
                           "porter's functors", hint="port this op by hand")
-    example = {len(tensors + names): f"{tensors[0]} > {names[0]} ? {tensors[0]} : {names[0]}"}
+    grads = [t for t in tensors if t.startswith("grad")]
+    if grads and len(tensors) > 1:     # a backward op: the gradient passes where the input allows
+        other = next(t for t in tensors if t not in grads)
+        example = {len(tensors + names): f"{other} > {names[0]} ? {grads[0]} : 0"}
+    else:
+        example = {len(tensors + names): f"{tensors[0]} > {names[0]} ? {tensors[0]} : {names[0]}"}
     _check_expression("--body", body, spec, tensors + names, example)
     if body is not None:
         statements = f"return {body.strip().rstrip(';')};"
