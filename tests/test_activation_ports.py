@@ -240,3 +240,26 @@ def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tm
     assert source.count("threshold_stub(device_type(), *this, threshold, 0);") == 1
     cpp.write_text(source.replace("*this, threshold, 0);", "*this, threshold, 1);"))
     assert _all(_outcomes(real_root, "threshold_backward", reference=False), "fail", False)
+
+
+@needs_compiler
+def test_a_params_struct_the_family_header_already_declares_is_reused(real_root, tmp_path, monkeypatch):
+    # upstream keeps ActivationKernel.metal's params structs in kernels/Activation.h (ELUParams,
+    # ThresholdParams), which the kernel file includes: a port reuses the struct there, adding
+    # only the float instantiation the registrations name, rather than a second header that
+    # redefines it (which stopped every kernel of the file compiling: exit 1)
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    header = real_root / KERNELS / "Activation.h"
+    header.write_text("#pragma once\n\n// the activation kernels' parameters\ntemplate <typename T>\n"
+                      "struct ThresholdParams {\n  T threshold;\n  T value;\n};\n")
+    metal = real_root / ACT_METAL
+    metal.write_text("#include <ATen/native/mps/kernels/Activation.h>\n" + metal.read_text())
+    git_init(real_root)
+    result = porter("migrate-from-mpsgraph", "threshold_backward", root=real_root)
+    assert result.code == 0, result.err
+    assert not (real_root / ACT_HEADER).exists()
+    assert header.read_text().endswith(
+        "  T value;\n};\nusing ThresholdParams_float = ThresholdParams<float>;\n"), header.read_text()
+    assert "#include <ATen/native/mps/kernels/Activation.h>" in (real_root / ACT_HOST).read_text()
+    outcomes = _outcomes(real_root, "threshold_backward")
+    assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes

@@ -348,9 +348,7 @@ class EmulateBackend:
             values = host_args.sample_values(sample, arity, scalars)
             fields = None
             if host.params_struct:
-                header = host.metal.with_suffix(".h")
-                text = header.read_text(encoding="utf-8") if header.is_file() else ""
-                fields = host_args.struct_fields(text, host.params_struct)
+                fields = self._struct_fields(host)
             try:
                 order = [s.name for s in scalars]
                 call = host_args.stub_call_arguments(self.root, host.stub + "_stub") \
@@ -363,6 +361,20 @@ class EmulateBackend:
         if "alpha" in kwargs and kwargs["alpha"] is not None:
             return kwargs["alpha"]
         return 1
+
+    def _struct_fields(self, host: HostKernel) -> list[str] | None:
+        """The params struct's fields, from the kernels headers the kernel file includes
+        (upstream's ThresholdParams sits in kernels/Activation.h) or the one named after it."""
+        metal = host.metal.read_text(encoding="utf-8") if host.metal.is_file() else ""
+        headers = [self.root / "aten" / "src" / h for h in
+                   re.findall(r"^#include\s*<(ATen/native/mps/kernels/\w+\.h)>", metal, re.M)]
+        for header in [*headers, host.metal.with_suffix(".h")]:
+            if header.is_file():
+                fields = host_args.struct_fields(header.read_text(encoding="utf-8"),
+                                                 host.params_struct)
+                if fields is not None:
+                    return fields
+        return None
 
     def prebuild(self, queries) -> None:
         """Start building the .metal files these ops (as spelled on the command line) dispatch

@@ -352,7 +352,7 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
                                                   integral=long_params and _stays_integral(in_t, out_t)), out_t))
     text = metal_edit.add_alpha_registration(text, spec.kernel, spec.kind, rows)
     if scalar_args.uses_params_struct(spec.scalars):
-        header = spec.metal_path.removesuffix(".metal") + ".h"
+        header = params_header(spec.metal_path, text)
         old = read(header) if checkout.exists(header) or header in plan.changes.changes else None
         struct = scalar_args.struct_name(spec.kernel)
         new = old if old is not None else "#pragma once\n"
@@ -368,6 +368,19 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
         write(header, new)
         text = metal_edit.ensure_include(text, header.split("aten/src/", 1)[-1])
     write(spec.metal_path, text)
+
+
+KERNEL_HEADER_RE = re.compile(r"^#include\s*<(ATen/native/mps/kernels/\w+\.h)>", re.M)
+
+
+def params_header(metal_path: str, metal_text: str) -> str:
+    """Where a params struct goes: the kernels header the kernel file already includes (upstream's
+    ActivationKernel.metal includes kernels/Activation.h, where ThresholdParams lives), else one
+    named after the file (UnaryKernel.metal: UnaryKernel.h)."""
+    own = KERNEL_HEADER_RE.findall(metal_text)
+    if len(own) == 1:
+        return "aten/src/" + own[0]
+    return metal_path.removesuffix(".metal") + ".h"
 
 
 def _stays_integral(in_t: str, out_t: str) -> bool:
@@ -552,8 +565,10 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
                           hint="is the file complete? porter adds the host stub before it") from None
     new = host_edit.ensure_include(new, "ATen/native/" + spec.stub.header.rsplit("/", 1)[-1])
     if struct:
-        new = host_edit.ensure_include(new, spec.metal_path.removesuffix(".metal").split(
-            "aten/src/", 1)[-1] + ".h")
+        metal_text = read(spec.metal_path) if (checkout.exists(spec.metal_path) or
+                                               spec.metal_path in plan.changes.changes) else ""
+        new = host_edit.ensure_include(new, params_header(spec.metal_path, metal_text).split(
+            "aten/src/", 1)[-1])
     if created:
         new = host_edit.uses_includes(new)
     write(spec.host_path, new)
