@@ -12,6 +12,7 @@ import re
 
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
+from porter.source.stub_calls import integers_copied
 from porter.source.dtypes import ALIASES, METAL, MPS_DTYPES
 from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, MetalFile
 from porter.source.cpp_scan import matching_close, split_top_level
@@ -130,7 +131,7 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
             stub = stub_of.get((host_rel, fn))
             # Exact names only: `round_decimals_stub` serves round.decimals, not every round.
             op = stub[:-len("_stub")] if stub and stub.endswith("_stub") else None
-            op = op if op in tree.op_names else None
+            op = op if op in tree.op_names and _mps_may_reach(tree, op, stub) else None
             metal_rel = next((m for m in tree.pairs[host_rel] if kernel in tree.metals[m].kernels()), None)
             if not op or not metal_rel or (metal_rel, kernel) in seen:
                 continue
@@ -141,8 +142,10 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
             conditional = {r.in_type: r for r in regs if r.condition}
             function = host.kernel_functions.get(fn)
             floating_only = bool(function) and "isFloatingType(" in host.text[function.start:function.end]
+            # the shared function copies integers and returns before the stub (nan_to_num_out)
+            copied = integers_copied(tree.checkout.root, stub)
             for sent, head in op_dtypes(tree, op):
-                if floating_only:
+                if floating_only or copied:
                     sent &= FLOATING
                 missing = sorted(d for d in sent if METAL.get(d) not in registered)
                 if not missing:
@@ -160,6 +163,22 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
                     "guard the host kernel, or xfail those dtypes in common_mps.py", op))
                 break
     return found
+
+
+def _mps_may_reach(tree: Tree, op: str, stub: str) -> bool:
+    """Whether the op's MPS dispatch can run `stub`: its MPS row shares a CPU function (which
+    runs the stub), or no row of it names MPS, or a host file calls the stub itself. An op whose
+    every MPS row names an MPS function of its own, where no host calls the stub, is still on
+    MPSGraph (threshold, after threshold_backward was ported onto threshold_stub): its OpInfo's
+    dtypes never reach the stub's Metal kernel."""
+    rows = [(e, row) for e in tree.mps_family(op) for row in e.mps_rows()]
+    if not rows:
+        return True
+    for e, row in rows:
+        if any(d.kernel == row.kernel for d in e.dispatch if "CPU" in d.keys):
+            return True
+    call = re.compile(rf"\b{re.escape(stub)}\s*\(")
+    return any(call.search(host.text) for host in tree.hosts.values())
 
 
 def _list(metal_types: list[str]) -> str:

@@ -24,6 +24,7 @@ from porter.emulate.client import WorkerClient
 from porter.emulate import host_args
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
+from porter.source.stub_calls import integers_copied
 
 
 class EmulateBackend:
@@ -187,7 +188,7 @@ class EmulateBackend:
                                       op.name, self._iterator_order(op))
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None and not is_floating_or_complex(common) and \
-                host_args.integers_copied(self.root, host.stub + "_stub"):
+                integers_copied(self.root, host.stub + "_stub"):
             # the shared CPU/CUDA function copies integer inputs and returns before the stub
             # (nan_to_num_out): on MPS no kernel runs for them either
             return sample.input.clone() if on_torch else sample.input

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.source import cpp_scan, native_yaml
+from porter.source.stub_calls import stub_call
 from porter.source.checkout import NATIVE_YAML
 
 EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)
@@ -100,7 +101,7 @@ def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
     """The scalar arguments the shared CPU/CUDA function passes to `stub` after the iterator
     (`logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0))` ->
     ["Scalar(eps ? eps.value() : -1.0)"]), or None when no call is found."""
-    found = _stub_call(root, stub)
+    found = stub_call(root, stub)
     if found is None:
         return None
     text, m = found
@@ -114,31 +115,6 @@ def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
             if p and "Tensor" not in p and "TensorIterator" not in p:
                 names.append(re.search(r"(\w+)\s*(?:=.*)?$", p).group(1))
     return StubCall(cpp_scan.split_top_level(text[m.end():end])[1:], names)
-
-
-def integers_copied(root: Path, stub: str) -> bool:
-    """Whether the shared CPU/CUDA function copies integer (and bool) inputs to the output and
-    returns before it calls `stub` (nan_to_num_out): for those dtypes no kernel ever runs."""
-    found = _stub_call(root, stub)
-    if found is None:
-        return False
-    text, m = found
-    head = text.rfind("\n}", 0, m.start())      # the end of the function before this one
-    before = text[head + 1 if head >= 0 else 0:m.start()]
-    return bool(re.search(r"isIntegralType\([^;]*includeBool\s*=\s*\*/\s*true\)", before)
-                and "copy_(" in before and "return" in before)
-
-
-def _stub_call(root: Path, stub: str) -> tuple[str, re.Match] | None:
-    """The first native/*.cpp text calling `stub(iter.device_type(), ...)`, with that call's match
-    (up to the comma after the device type)."""
-    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
-    for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        m = call.search(text) if stub in text else None
-        if m:
-            return text, m
-    return None
 
 
 def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
