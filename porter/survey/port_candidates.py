@@ -257,7 +257,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
     if classified.portable and kind in PAIRS and keys & facts.complex_tested \
-            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU):
+            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU, COMPLEX_FROM_LAMBDA):
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -336,6 +336,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
             if lam.complex_case is not None and translate_complex(
                     lam.complex_case, lambda: complex_functions(facts.checkout)).statements is not None:
                 return True, COMPLEX_FROM_CPU
+            if lam.complex_case is None and lam.covers_complex and translate_complex(
+                    lam, lambda: complex_functions(facts.checkout), facts.library).statements is not None:
+                return True, COMPLEX_FROM_LAMBDA
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
@@ -359,6 +362,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 TRUTH_VALUES = "CPU lambda (truth values: one template for every dtype, complex64 included)"
 # a CPU kernel with a complex case of its own that maps onto c10::metal's float2 routines
 COMPLEX_FROM_CPU = "CPU lambda (complex64 from the CPU's complex case)"
+# one lambda for real and complex dtypes whose routines have float2 overloads in c10/metal, or
+# that porter writes there (porter.port.complex_helpers: acosh, asinh, atanh)
+COMPLEX_FROM_LAMBDA = "CPU lambda (complex64 too: float2 routines in c10/metal)"
 
 
 def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
