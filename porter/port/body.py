@@ -309,26 +309,44 @@ def _why_not(c10_functions, name: str) -> str:
 
 
 # CPU spellings of complex operations -> the c10::metal routine with a float2 overload
-COMPLEX_C10 = {"conj_impl": "conj", "std::conj": "conj", "std::log1p": "log1p", "sgn_impl": "sgn"}
+COMPLEX_C10 = {"conj_impl": "conj", "std::conj": "conj", "std::log1p": "log1p", "sgn_impl": "sgn",
+               "std::acosh": "acosh", "std::asinh": "asinh", "std::atanh": "atanh"}
 
 
-def translate_complex(lam, complex_functions) -> Translation:
+def translate_complex(lam, complex_functions, library=None) -> Translation:
     """The complex case's lambda (`conj_impl(a)`) as a complex overload's statements: each call a
-    c10::metal routine with a float2 overload (`complex_functions()`), nothing else, since the
-    arithmetic operators of float2 are elementwise, not complex (`a * b` is not c10::metal::mul)."""
+    c10::metal routine with a float2 overload (`complex_functions()`), or one porter writes into
+    c10/metal (`library`: a porter.port.helpers.Library, whose complex_routine says), nothing else,
+    since the arithmetic operators of float2 are elementwise, not complex (`a * b` is not
+    c10::metal::mul)."""
     expr = getattr(lam, "expression", None)
     if expr is None:
         return Translation(None, "the complex case is not one returned expression")
+    routines = "|".join(re.escape(c) for c in COMPLEX_C10)
+    rest = re.sub(rf"(?<![\w:])(?:{routines})\s*\(|[()\s]", "", expr)
+    if rest not in lam.params:
+        return Translation(None, f"the complex case `{expr}` is more than complex routines of its argument")
     out = expr
     for cpu, name in COMPLEX_C10.items():
-        if re.search(rf"(?<![\w:]){re.escape(cpu)}\s*\(", out):
-            if name not in complex_functions():
-                return Translation(None, f"`{cpu}` needs c10::metal::{name} for complex values, which "
-                                         "this checkout's c10/metal headers do not define")
-            out = re.sub(rf"(?<![\w:]){re.escape(cpu)}\s*\(", f"c10::metal::{name}(", out)
-    rest = re.sub(r"c10::metal::\w+\(|[()\s]", "", out)
-    if set(rest) - set("".join(lam.params)) or rest not in lam.params:
-        return Translation(None, f"the complex case `{expr}` is more than complex routines of its argument")
+        call = re.compile(rf"(?<![\w:]){re.escape(cpu)}\s*\(")
+        if not call.search(out):
+            continue
+        if name in complex_functions():
+            out = call.sub(f"c10::metal::{name}(", out)
+            continue
+        if library is None or not library.complex_routine(name):
+            reason = library.refused.get(name) if library is not None else None
+            return Translation(None, f"`{cpu}` needs c10::metal::{name} for complex values, which "
+                                     "this checkout's c10/metal headers do not define"
+                               + (f" ({reason})" if reason else ""))
+        # porter's routine takes float2 (complex opmath); a half2 argument converts explicitly,
+        # as Metal converts no vector type into another implicitly
+        m = call.search(out)
+        while m:
+            close = _closing(out, m.end() - 1)
+            out = (out[:m.start()] + f"c10::metal::{name}(float2(" + out[m.end():close]
+                   + "))" + out[close + 1:])
+            m = call.search(out)
     return Translation(f"return {out};")
 
 

@@ -54,17 +54,19 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         if float_in_t is not None:
             float_in_t = translate_body.rename(float_in_t, lam.params, params)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
-    if complex_body is None and body is None and getattr(spec.scalar_lambda, "complex_case", None) \
-            and "complex64" in spec.dtypes:
-        # the CPU's own complex case (conj_physical's `conj_impl(a)`), where c10/metal has each
-        # of its routines for float2
+    complex_lambda = complex_source(spec.scalar_lambda)
+    if complex_body is None and body is None and complex_lambda is not None and "complex64" in spec.dtypes:
+        # what the CPU computes for complex values: its own complex case (conj_physical's
+        # `conj_impl(a)`), or the one lambda of a dispatch that takes complex dtypes too
+        # (acosh's `std::acosh(a)`), where each routine it calls has a float2 overload in
+        # c10/metal or porter writes one there (porter.port.complex_helpers)
         from porter.source.c10_metal import complex_functions
         checkout = getattr(c10_functions, "checkout", None)      # a porter.port.helpers.Library
         if checkout is not None:
-            derived = translate_body.translate_complex(spec.scalar_lambda.complex_case,
-                                                       lambda: complex_functions(checkout))
+            derived = translate_body.translate_complex(complex_lambda, lambda: complex_functions(checkout),
+                                                       c10_functions)
             if derived.statements is not None:
-                complex_body = translate_body.rename(derived.statements, spec.scalar_lambda.complex_case.params,
+                complex_body = translate_body.rename(derived.statements, complex_lambda.params,
                                                      params)[len("return "):-1]
     out_bool = spec.returns_bool
     complex_out = "bool" if out_bool else "T"
@@ -123,6 +125,17 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
                   int_body=int_body, float_out=float_out, int_out=int_out,
                   complex_body=complex_statements, complex_out=complex_out, one_body=one_body)
     return Functor(text, origin, detail, complex=complex_statements is not None)
+
+
+def complex_source(lam):
+    """The CPU lambda that computes complex values, if any: the kernel's complex case, else
+    its lambda where the dispatch around it takes complex dtypes."""
+    if lam is None:
+        return None
+    own = getattr(lam, "complex_case", None)
+    if own is not None:
+        return own
+    return lam if getattr(lam, "covers_complex", False) else None
 
 
 def _truth_body(statements: str, params, c10_functions) -> str | None:

@@ -91,6 +91,8 @@ class Library:
         self._c10 = c10_functions
         self.added: dict[str, Translated] = {}
         self.refused: dict[str, str] = {}
+        # float2 routines of <complex> porter writes into c10/metal/utils.h (porter.port.complex_helpers)
+        self.complex_added: list[str] = []
 
     def __call__(self):
         return self._c10()
@@ -111,6 +113,22 @@ class Library:
             self.refused[name] = str(why)
             return None
         return f"c10::metal::{name}"
+
+    def complex_routine(self, name: str) -> bool:
+        """Whether porter writes c10::metal routine `name` for float2 (recorded in
+        `complex_added`), else False with the reason in `refused[name]`."""
+        from porter.port import complex_helpers
+
+        if name in self.complex_added:
+            return True
+        if not complex_helpers.writes(name):
+            self.refused[name] = f"porter has no float2 `{name}` of its own to add to c10/metal"
+            return False
+        if not self.checkout.exists(complex_helpers.UTILS):
+            self.refused[name] = f"the checkout has no {complex_helpers.UTILS} to define it in"
+            return False
+        self.complex_added.append(name)
+        return True
 
     def _translate(self, name: str, stack: tuple[str, ...]) -> None:
         if name in self.added:

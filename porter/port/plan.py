@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import completeness, formatting, helpers, validate
+from porter.port import complex_helpers, completeness, formatting, helpers, validate
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import dispatches_floating_only
 from porter.apply.changes import ChangeSet
@@ -447,11 +447,16 @@ def _alpha_dtypes(checkout, spec: OpSpec, plan: Plan) -> frozenset[str]:
 
 def _plan_helpers(library, functor: Functor, read, write) -> None:
     """The CPU helpers a translated body calls, added to c10/metal/special_math.h
-    (porter.port.helpers)."""
-    if functor.origin == SKELETON or not library.added:
+    (porter.port.helpers), and the float2 routines of <complex> its complex overload calls, to
+    c10/metal/utils.h (porter.port.complex_helpers)."""
+    if functor.origin == SKELETON:
         return
-    write(helpers.SPECIAL_MATH, helpers.add_to_special_math(read(helpers.SPECIAL_MATH),
-                                                            list(library.added.values())))
+    if library.added:
+        write(helpers.SPECIAL_MATH, helpers.add_to_special_math(read(helpers.SPECIAL_MATH),
+                                                                list(library.added.values())))
+    if library.complex_added and functor.complex:
+        write(complex_helpers.UTILS, complex_helpers.add_to_utils(read(complex_helpers.UTILS),
+                                                                  library.complex_added))
 
 
 def _has_castout(checkout) -> bool:

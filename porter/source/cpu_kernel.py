@@ -51,6 +51,9 @@ class ScalarLambda(NamedTuple):
     kernel_params: tuple[str, ...] = ()   # the kernel function's parameters after the iterator
     complex_case: "ScalarLambda | None" = None   # the complex dtypes' own lambda, when it has one
     dispatch_at: int = -1        # offset of the AT_DISPATCH_* call around it (-1: none)
+    # the dispatch around it takes complex dtypes too (AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES):
+    # this one lambda is what the CPU computes for complex values (acosh's `std::acosh(a)`)
+    covers_complex: bool = False
     at: int = -1                 # offset of the lambda in its file
     # logit's `if (eps < 0) { lambda } else { other lambda }`: the condition on the kernel's
     # scalars under which this lambda runs, and the lambda that runs otherwise
@@ -333,7 +336,8 @@ def _lambda_after(text: str, mask: str, start: int, rel: str) -> ScalarLambda | 
         params.append(words[-1])
     case, at = _dispatch_case(mask, start)
     return ScalarLambda(tuple(params), tuple(types), m.group(2), text[m.end():close],
-                        rel, line_of(text, m.start()), case, dispatch_at=at, at=m.start())
+                        rel, line_of(text, m.start()), case, dispatch_at=at, at=m.start(),
+                        covers_complex=_dispatches_complex(mask, at))
 
 
 DISPATCH_NAME_RE = re.compile(r"\bAT_DISPATCH_\w+")
@@ -353,6 +357,19 @@ def _dispatch_case(mask: str, at: int) -> tuple[str, int]:
             continue
         return _case_of(m.group()), m.start()
     return "all", -1
+
+
+def _dispatches_complex(mask: str, at: int) -> bool:
+    """Whether the AT_DISPATCH_* call at `at` takes complex dtypes: by its name, or for
+    AT_DISPATCH_V2 by the type groups it lists after its lambda."""
+    m = DISPATCH_NAME_RE.match(mask, at) if at >= 0 else None
+    if m is None:
+        return False
+    if m.group() != "AT_DISPATCH_V2":
+        return "COMPLEX" in m.group()
+    open_at = mask.find("(", m.end())
+    close = matching_close(mask, open_at) if open_at >= 0 else -1
+    return close > 0 and "COMPLEX" in mask[open_at:close]
 
 
 def _case_of(name: str) -> str:

@@ -20,7 +20,7 @@ from porter.port.body import bool_valued, translate_complex, translate_lambda, t
 from porter.source.c10_metal import available_functions, complex_functions
 from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
 from porter.port import scalars as scalar_args
-from porter.port import ternary_alpha, ternary_port
+from porter.port import complex_helpers, ternary_alpha, ternary_port
 from porter.source import host_library
 from porter.port.edits.dispatch_rows import mps_specific_rows
 from porter.source.mpsgraph_scan import STUB, HostSource
@@ -248,6 +248,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     elif classified.portable:
         family = family or PAIRS[tensors]
         files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
+        if how == COMPLEX_WRITTEN:
+            files.append(complex_helpers.UTILS)
         indexing = facts.indexing() if kind == op_kind.TERNARY else ""
         if indexing and not ternary_alpha.defines_macro(indexing):
             files.append(ternary_port.INDEXING)
@@ -257,7 +259,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
     if classified.portable and kind in PAIRS and keys & facts.complex_tested \
-            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU):
+            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU, COMPLEX_FROM_LAMBDA, COMPLEX_WRITTEN):
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -336,6 +338,11 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
             if lam.complex_case is not None and translate_complex(
                     lam.complex_case, lambda: complex_functions(facts.checkout)).statements is not None:
                 return True, COMPLEX_FROM_CPU
+            if lam.complex_case is None and lam.covers_complex:
+                from porter.port.helpers import Library
+                own = Library(facts.checkout, facts.c10)        # the routines this op's port adds
+                if translate_complex(lam, lambda: complex_functions(facts.checkout), own).statements is not None:
+                    return True, COMPLEX_WRITTEN if own.complex_added else COMPLEX_FROM_LAMBDA
             return True, "CPU lambda"
         why_not = f"CPU lambda: {translation.reason}"
     used: list[str] = []
@@ -359,6 +366,10 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 TRUTH_VALUES = "CPU lambda (truth values: one template for every dtype, complex64 included)"
 # a CPU kernel with a complex case of its own that maps onto c10::metal's float2 routines
 COMPLEX_FROM_CPU = "CPU lambda (complex64 from the CPU's complex case)"
+# one lambda for real and complex dtypes whose routines have float2 overloads in c10/metal, or
+# that porter writes there (porter.port.complex_helpers: acosh, asinh, atanh)
+COMPLEX_FROM_LAMBDA = "CPU lambda (complex64 too: float2 routines of c10/metal)"
+COMPLEX_WRITTEN = "CPU lambda (complex64 too: porter adds float2 routines to c10/metal/utils.h)"
 
 
 def _reads_truth_values(op: str, lam, facts: _Facts) -> bool:
