@@ -1,16 +1,19 @@
-"""What Metal's compiler rejects that g++ accepts: a token pass over the kernel file's own code,
-as the preprocessor leaves it (the compiler's own view of the file: comments gone, macros
-expanded, `#if` branches of the version being built chosen).
+"""What Metal's compiler rejects that g++ accepts: a token pass over the kernel file's own code
+and the checkout's headers it includes (c10/metal/*.h, kernels/*.h), as the preprocessor leaves
+them (the compiler's own view: comments gone, macros expanded, `#if` branches of the version
+being built chosen, `__METAL__` defined, so a header's host-only branch is not looked at).
 
-The shim (porter/emulate/include) is C++ and uses the C++ library; the c10/metal headers are
-shared with host code. Neither is looked at: only tokens whose line markers name the kernel
-file itself, and the headers the kernel file includes directly. A Mac's Metal compiler has no
+The shim (porter/emulate/include) is C++ and uses the C++ library: it stands in for Metal's own
+library and is not looked at. A Mac's Metal compiler has no
 `double`, no `long long`, no C++ standard library (`std::`, `#include <vector>`), no `goto`,
 no dynamic allocation (`new`/`delete`), no exceptions, no `thread_local`, no `virtual`, no
 RTTI, no function pointers and no recursion; each is a build error of the file at its line.
 Recursion and function pointers are found where the tokens show them: a function of the
 file, not a template, calling itself by name with as many arguments as it takes (no other
-overload of that arity in the file), a declarator `(*name)(...)`.
+overload of that arity in the file), a declarator `(*name)(...)` that is not a parameter.
+Templates and parameters are let be because upstream's own headers build with them on a Mac:
+c10/metal/special_math.h's bessel_j1_forward (a template) calls itself, c10/metal/atomic.h takes
+its operation as `T (*op)(T, T)`.
 """
 
 from __future__ import annotations
@@ -59,52 +62,73 @@ _NOT_A_TYPE = frozenset("""return case else do sizeof alignof co_return co_yield
 not delete new""".split())
 
 
-def kernel_tokens(preprocessed: str, display_path: str) -> tuple[list[tuple[int, str, str]],
-                                                                 list[tuple[int, str]]]:
-    """The kernel file's own tokens as (line, kind, text), and the files it includes directly
-    as (line of the #include, resolved path)."""
-    tokens: list[tuple[int, str, str]] = []
-    includes: list[tuple[int, str]] = []
+def file_tokens(preprocessed: str, checked) -> dict[str, tuple[list[tuple[int, str]],
+                                                                list[tuple[int, str]]]]:
+    """Per file that `checked(name)` accepts, in the order the preprocessor enters them: its own
+    code as (line, text) (tokenized by `violations`), and the files it includes directly as
+    (line of the #include, resolved path)."""
+    files: dict[str, tuple[list, list]] = {}
     current, line = None, 0
-    stack: list[str] = []           # files entered, innermost last
+    own = False
     for raw in preprocessed.split("\n"):
         m = _MARKER.match(raw)
         if m:
             number, name, flags = int(m.group(1)), _unescape(m.group(2)), m.group(3).split()
-            if "1" in flags:
-                if current == display_path:
-                    includes.append((line, name))
-                stack.append(name)
-            elif "2" in flags and stack:
-                stack.pop()
+            if "1" in flags and own:
+                files[current][1].append((line, name))
             current, line = name, number
+            own = checked(name)
+            if own:
+                files.setdefault(name, ([], []))
             continue
-        if current == display_path and raw and not raw.startswith("#pragma"):
-            for t in _TOKEN.finditer(raw):
-                tokens.append((line, t.lastgroup, t.group()))
+        if own and raw and not raw.startswith("#pragma"):
+            files[current][0].append((line, raw))
         line += 1
-    return tokens, includes
+    return files
 
 
 def _unescape(name: str) -> str:
     return name.replace('\\"', '"').replace("\\\\", "\\")
 
 
-def violations(preprocessed: str, display_path, allowed: list[Path], *,
-               version: int = 310) -> list[tuple[int, str]]:
-    """(line, message) for each construct of the kernel file a Metal compiler of `version`
-    (__METAL_VERSION__) rejects, in line order. `allowed`: the directories whose headers a
-    kernel file may include."""
-    display = str(display_path)
-    tokens, includes = kernel_tokens(preprocessed, display)
+def violations(files, allowed: list[Path], *,
+               version: int = 310) -> dict[str, list[tuple[int, str]]]:
+    """(line, message) for each construct a Metal compiler of `version` (__METAL_VERSION__)
+    rejects, in line order, per file of `files` (file_tokens: the kernel file, the checkout's
+    headers it includes); only files with findings. `allowed`: the directories whose headers
+    a kernel file may include."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for name, (lines, includes) in files.items():
+        # a header is scanned once per process for the code it has: every kernel file and
+        # version that includes it unchanged gives it the same lines
+        key = (hash(tuple(lines)), tuple(includes), tuple(map(str, allowed)),
+               version >= CXX17_VERSION)
+        errors = _SCANNED.get(key)
+        if errors is None:
+            tokens = [(ln, t.lastgroup, t.group()) for ln, raw in lines
+                      for t in _TOKEN.finditer(raw)]
+            if len(_SCANNED) > 256:     # a long-lived `--watch`: start again (clear() is
+                _SCANNED.clear()        # one step for the version threads beside this one)
+            errors = _SCANNED[key] = _file_violations(tokens, includes, allowed, version)
+        if errors:
+            found[name] = errors
+    return found
+
+
+_SCANNED: dict[tuple, list[tuple[int, str]]] = {}
+
+
+def _file_violations(tokens, includes, allowed: list[Path], version: int) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for line, path in includes:
         if not _allowed_header(Path(path), allowed):
             found.append((line, INCLUDE.format(name=_short(Path(path)))))
     ids = [(ln, kind, text) for ln, kind, text in tokens if kind not in ("str", "chr")]
+    depth = 0       # parentheses open: a declarator inside them is a parameter
     for i, (line, kind, text) in enumerate(ids):
         prev = ids[i - 1][2] if i else ""
         after = ids[i + 1][2] if i + 1 < len(ids) else ""
+        depth += (text == "(") - (text == ")")
         if kind == "id" and text in KEYWORDS:
             found.append((line, KEYWORDS[text]))
         elif text == "long" and after == "long" and prev != "long":
@@ -113,7 +137,9 @@ def violations(preprocessed: str, display_path, allowed: list[Path], *,
             found.append((line, STD))
         elif text == "delete" and prev != "=":
             found.append((line, DELETE))
-        elif text == "(" and after == "*" and _function_pointer(ids, i):
+        elif text == "(" and after == "*" and depth == 1 and _function_pointer(ids, i):
+            # a parameter `T (*op)(T, T)` builds (upstream's c10/metal/atomic.h passes
+            # its operation so): only a variable or a type of pointer to function is refused
             found.append((line, FUNCTION_POINTER))
         elif text == "if" and after == "constexpr" and version < CXX17_VERSION:
             found.append((line, IF_CONSTEXPR))
@@ -220,18 +246,18 @@ def _recursion(ids) -> list[tuple[int, str]]:
 
 def _class_scopes(texts: list[str]) -> list[str]:
     """The innermost struct or class around each token ("" outside every one)."""
-    scopes, stack, pending = [], [], None
+    scopes, stack, pending = [], [], None     # stack: per open brace, the innermost name
     for k, t in enumerate(texts):
         if t in ("struct", "class", "union") and k + 1 < len(texts):
             pending = texts[k + 1]
         elif t == ";":
             pending = None
         if t == "{":
-            stack.append(pending)
+            stack.append(pending or (stack[-1] if stack else ""))
             pending = None
         elif t == "}" and stack:
             stack.pop()
-        scopes.append(next((n for n in reversed(stack) if n), ""))
+        scopes.append(stack[-1] if stack else "")
     return scopes
 
 
