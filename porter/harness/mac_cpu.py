@@ -13,6 +13,9 @@ here and green on a Mac. ATen's DEFAULT build (ATEN_CPU_CAPABILITY=default) runs
 vectorized lambdas compiled for baseline x86-64, without FMA, each operation rounded as on the
 Mac; porter computes an emulated run's CPU references with it.
 
+Not modelled: a sample the CPU runs through its scalar lambda (a strided `--shapes` input), where
+clang on a Mac may fuse a multiply and an add written in one statement.
+
 ATen reads the variable once, at its first CPU kernel, so `pin` runs before any sample is made;
 a capability the user set is kept (and is part of the reference cache's key).
 """
