@@ -76,6 +76,8 @@ class EmulateBackend:
         if missing:
             return missing
         for host in self._candidates(op):
+            if host.fault:
+                return host.fault
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
-from porter.source.host_scan import HostFile
+from porter.source.host_scan import HostFile, KernelCall
 
 # stubs whose op (OpInfo name) is not the stub's name
 STUB_OPS = {"div_true": "div", "div_floor": "div", "div_trunc": "div",
@@ -40,6 +40,13 @@ class HostKernel:
     # name computed as gelu's `approximate == Tanh ? "gelu_tanh" : "gelu"`): which kernel a
     # sample runs is not modelled, so nothing about it is proven; what and where, or ""
     choice: str = ""
+    # the exec_*_kernel call the host function makes (what a Mac looks the kernel up by), and
+    # where the function is: "logit_mps_kernel (operations/UnaryKernel.mm:41)"
+    call: KernelCall | None = None
+    function: str = ""
+    # why every dtype fails or is not proven whatever the kernel does (the function runs no
+    # kernel: its call is commented out, compiled out or after its return), or ""
+    fault: str = ""
 
 
 def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
@@ -92,28 +99,58 @@ def host_kernels(root: Path) -> list[HostKernel]:
                 continue
             stub = reg.stub[:-len("_stub")]
             fn = host.kernel_functions.get(reg.function.split("::")[-1])
-            call = fn.calls[0] if fn and fn.calls else None
+            running = fn.running_calls if fn else ()
+            call = running[0] if running else None
             choice = _kernel_choice(host, mm, fn) if fn else ""
-            if choice and not call:
+            where = f"{fn.name} ({mm.parent.name}/{mm.name}:{fn.line})" if fn else ""
+            fault = _no_kernel_runs(fn, mm, where) if fn and not call and not choice else ""
+            if fault or (choice and not call):
                 found.append(HostKernel(op_name(stub), stub, "", metal, fn.params,
-                                        host.text[fn.start:fn.end], choice=choice,
-                                        condition=_condition(host, mm, reg.line)))
+                                        host.live_text[fn.start:fn.end], choice=choice,
+                                        condition=_condition(host, mm, reg.line), function=where,
+                                        fault=fault))
             if call:
-                body = host.text[fn.start:fn.end]
+                body = host.live_text[fn.start:fn.end]
+                if call.condition:
+                    fault = (f"not proven: the {_spelled(call)} call of {where} is under "
+                             f"`{call.condition}` ({mm.parent.name}/{mm.name}:{call.line}), a "
+                             "condition porter cannot evaluate: a build that does not define it "
+                             "runs no kernel and leaves the output unwritten")
                 struct = ""
                 if call.with_params:
                     m = re.search(r"\bexec_\w+_kernel_with_params\s*\([^;]*\"(\w+)_float\"", body)
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct, condition=_condition(host, mm, reg.line),
-                                        choice=choice))
+                                        choice=choice, call=call, function=where, fault=fault))
                 if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
                     found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
                                             fn.params, body, struct,
-                                            condition=_condition(host, mm, reg.line)))
+                                            condition=_condition(host, mm, reg.line), call=call,
+                                            function=where, fault=fault))
     return found + in_place_kernels(root)
+
+
+def _spelled(call: KernelCall) -> str:
+    return f"exec_{call.kind}_kernel{'_with_params' if call.with_params else ''}"
+
+
+def _no_kernel_runs(fn, mm: Path, where: str) -> str:
+    """Why the registered host function `fn` runs no Metal kernel though its text shows one
+    (a call in a comment, under `#if 0`, after its return), or "" when it never had one."""
+    after = [c for c in fn.calls if c.after_return]
+    if after:
+        why = (f"its {_spelled(after[0])} call ({mm.name}:{after[0].line}) follows the "
+               f"unconditional return on line {after[0].after_return}")
+    elif fn.disabled:
+        why = (f"its exec_*_kernel call ({mm.name}:{fn.disabled[0]}) is in a comment or in code "
+               "the preprocessor drops")
+    else:
+        return ""
+    return (f"{where} runs no Metal kernel: {why}; on a Mac the output is never written "
+            "(restore the call)")
 
 
 # a kernel name that is no string literal: `lib.exec_unary_kernel(iter, name)`
@@ -125,7 +162,7 @@ def _kernel_choice(host: HostFile, mm: Path, fn) -> str:
     """Why the kernel `fn` runs is chosen at run time, or "": several kernel names in its
     body, or one it computes."""
     body = host.mask[fn.start:fn.end]
-    names = list(dict.fromkeys(fn.kernels))
+    names = list(dict.fromkeys(c.kernel for c in fn.running_calls))
     computed = [" ".join(m.group(1).split()) for m in COMPUTED_NAME_RE.finditer(body)]
     if len(names) < 2 and not computed:
         return ""

@@ -167,6 +167,30 @@ def blank_inactive(mask: str) -> str:
     """`mask` with the code the preprocessor never compiles blanked (offsets kept): the body of
     `#if 0` (or false), the `#else`/`#elif` parts after a branch that is always taken (`#if 1`).
     A condition porter cannot decide (`#ifdef X`) leaves every branch as it is."""
+    return blank_spans(mask, inactive_spans(mask))
+
+
+def comments_blanked(text: str) -> str:
+    """`text` with comments replaced by spaces and string literals kept (offsets kept): the code
+    as the compiler reads it, with the names a call passes still legible."""
+    return LEXEMES_RE.sub(lambda m: _spaces(m.group()) if m.group().startswith("/") else m.group(),
+                          text)
+
+
+def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with every (start, end) span blanked, newlines kept."""
+    if not spans:
+        return text
+    out = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if out[i] != "\n":
+                out[i] = " "
+    return "".join(out)
+
+
+def inactive_spans(mask: str) -> list[tuple[int, int]]:
+    """(start, end) of the code the preprocessor never compiles (see `blank_inactive`)."""
     spans, stack = [], []      # stack: [decided (None = unknown), taken, start of dead code]
     for m in PP_LINE_RE.finditer(mask):
         word, rest = m.group(1), " ".join(m.group(2).split())
@@ -192,11 +216,4 @@ def blank_inactive(mask: str) -> str:
                 frame[2] = m.end()
             else:
                 frame[0] = False          # an undecidable #elif: leave the rest alone
-    if not spans:
-        return mask
-    out = list(mask)
-    for start, end in spans:
-        for i in range(start, end):
-            if out[i] != "\n":
-                out[i] = " "
-    return "".join(out)
+    return spans

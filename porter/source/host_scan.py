@@ -6,13 +6,21 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
-from porter.source.cpp_scan import SourceFile, blank_inactive, code_mask, line_of, matching_close
+from porter.source.cpp_scan import (SourceFile, blank_inactive, blank_spans, code_mask,
+                                    comments_blanked, inactive_spans, line_of, matching_close,
+                                    split_top_level)
 
 REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
 TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
 MPS_UNARY_STUB_RE = re.compile(r"^[ \t]*REGISTER_MPS_UNARY_STUB\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
 FUNCTION_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
-EXEC_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(\s*[^,]+,\s*\"(\w+)\"")
+# `exec_<kind>_kernel[_with_params][<T>](`: read in the code mask, so a call in a comment or in
+# code the preprocessor drops is no call
+EXEC_CALL_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(")
+# the same word in the raw text: a call someone disabled, for the message that says so
+EXEC_WORD_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*(?:<[^>]*>)?\s*\(")
+NAME_RE = re.compile(r'"(\w+)"')
+RETURN_RE = re.compile(r"\breturn\b")
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
 
@@ -32,6 +40,12 @@ class KernelCall(NamedTuple):
     kind: str                     # unary | binary | ternary
     kernel: str
     with_params: bool             # a params struct travels with the call
+    arguments: tuple[str, ...] = ()     # what follows the iterator and the name, as written
+    line: int = 0
+    # the line of the function's unconditional `return` before the call (it never runs), or 0
+    after_return: int = 0
+    # the preprocessor condition porter cannot decide that holds the call (`#if FLAG`), or ""
+    condition: str = ""
 
 
 class KernelFunction(NamedTuple):
@@ -41,11 +55,19 @@ class KernelFunction(NamedTuple):
     end: int            # just past the closing brace
     line: int
     calls: tuple[KernelCall, ...]
+    # lines of exec_*_kernel calls in the text that the compiler never sees: in a comment, or
+    # under `#if 0`
+    disabled: tuple[int, ...] = ()
 
     @property
     def kernels(self) -> tuple[str, ...]:
         """Metal kernel names passed to exec_*_kernel."""
         return tuple(c.kernel for c in self.calls)
+
+    @property
+    def running_calls(self) -> tuple[KernelCall, ...]:
+        """The calls a run of the function can reach (none after its unconditional return)."""
+        return tuple(c for c in self.calls if not c.after_return)
 
 
 class HostFile(SourceFile):
@@ -54,6 +76,12 @@ class HostFile(SourceFile):
         # what the preprocessor drops (`#if 0`, the `#else` of `#if 1`) registers nothing: a
         # REGISTER_DISPATCH there leaves the stub without an MPS kernel, as on a Mac
         return blank_inactive(code_mask(self.text))
+
+    @cached_property
+    def live_text(self) -> str:
+        """The text as the compiler reads it: comments and what the preprocessor drops blanked,
+        string literals kept (offsets kept)."""
+        return blank_spans(comments_blanked(self.text), inactive_spans(code_mask(self.text)))
 
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
@@ -78,7 +106,10 @@ class HostFile(SourceFile):
 
     def condition_at_line(self, line: int) -> str:
         """The preprocessor condition porter cannot decide that holds `line` (1-based), or ""."""
-        offset = sum(len(x) + 1 for x in self.text.split("\n")[:line - 1])
+        return self.condition_at_offset(sum(len(x) + 1 for x in self.text.split("\n")[:line - 1]))
+
+    def condition_at_offset(self, offset: int) -> str:
+        """The preprocessor condition porter cannot decide that holds `offset`, or ""."""
         for start, end, condition in self.undecided:
             if start <= offset < end:
                 return condition
@@ -102,12 +133,50 @@ class HostFile(SourceFile):
             close = matching_close(self.mask, open_at)
             if close < 0:
                 continue
-            body = self.text[open_at:close]
-            calls = tuple(KernelCall(kind, kernel, bool(params))
-                          for kind, params, kernel in EXEC_RE.findall(body))
+            returns = self._unconditional_returns(open_at, close)
+            calls, live = [], set()
+            for call in EXEC_CALL_RE.finditer(self.mask, open_at, close):
+                end = matching_close(self.mask, call.end() - 1)
+                if end < 0:
+                    continue
+                live.add(call.start())
+                args = split_top_level(self.live_text[call.end():end])
+                name = NAME_RE.fullmatch(args[1]) if len(args) > 1 else None
+                if not name:
+                    continue        # a name computed at run time (hostmap: not proven)
+                before = [line for at, line in returns if at < call.start()]
+                calls.append(KernelCall(call.group(1), name.group(1), bool(call.group(2)),
+                                        tuple(args[2:]), line_of(self.text, call.start()),
+                                        before[0] if before else 0,
+                                        self.condition_at_offset(call.start())))
+            disabled = tuple(line_of(self.text, w.start())
+                             for w in EXEC_WORD_RE.finditer(self.text, open_at, close)
+                             if w.start() not in live)
             out[m.group(1)] = KernelFunction(m.group(1), " ".join(m.group(2).split()), m.start(),
-                                             close + 1, line_of(self.text, m.start()), calls)
+                                             close + 1, line_of(self.text, m.start()), tuple(calls),
+                                             disabled)
         return out
+
+    def _unconditional_returns(self, open_at: int, close: int) -> list[tuple[int, int]]:
+        """(end of statement, line) of each `return` among the function body's own statements
+        that no `if`/`else`/loop guards: what follows it never runs."""
+        found, depth, statement = [], 0, open_at + 1
+        for m in re.finditer(r"[{}();]|\breturn\b", self.mask[open_at + 1:close]):
+            tok, at = m.group(), open_at + 1 + m.start()
+            if tok in "{(":
+                depth += 1
+            elif tok in "})":
+                depth -= 1
+            elif tok == "return" and depth == 0:
+                head = self.mask[statement:at].strip()
+                # `if (c) return;`, `else return;`: guarded, as is one in a loop's single statement
+                guarded = head.endswith(")") or re.search(r"\b(?:else|do)$", head)
+                end = self.mask.find(";", at, close)
+                if not guarded and end >= 0:
+                    found.append((end, line_of(self.text, at)))
+            if depth == 0 and tok in "{};":
+                statement = at + 1
+        return found
 
     def kernels_of_stub(self, stub: str) -> tuple[str, ...]:
         """Metal kernel names the registered function of `stub` passes to exec_*_kernel."""

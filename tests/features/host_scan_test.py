@@ -78,10 +78,38 @@ def test_kernel_functions_and_their_calls():
     assert list(fns) == ["exp_kernel_mps", "add_kernel_mps", "not_a_kernel"]
     add = fns["add_kernel_mps"]
     assert (add.params, add.line) == ("TensorIteratorBase& iter, const Scalar& alpha", 6)
-    assert [tuple(c) for c in add.calls] == [("binary", "add", False), ("binary", "add_alpha", True)]
-    assert tuple(fns["exp_kernel_mps"].calls[0]) == ("unary", "exp", False)
+    assert [tuple(c[:4]) for c in add.calls] == [("binary", "add", False, ("alpha",)),
+                                                 ("binary", "add_alpha", True, ("params",))]
+    assert tuple(fns["exp_kernel_mps"].calls[0][:4]) == ("unary", "exp", False, ())
     assert HOST[add.start:add.end].endswith('params);\n}')
     assert fns["not_a_kernel"].kernels == ()
+
+
+# what a Mac compiles and runs of a host function's calls: (kernel, line, after the return on
+# line, condition) of each call the compiler sees, and the lines of those it never sees
+_calls = (
+    pytest.param('  lib.exec_unary_kernel(iter, "logit", eps);\n', [("logit", 2, 0, "")], [], id="the call"),
+    pytest.param('  // lib.exec_unary_kernel(iter, "logit", eps);\n', [], [2], id="commented out"),
+    pytest.param('  /* lib.exec_unary_kernel(iter, "logit", eps); */\n', [], [2], id="block comment"),
+    pytest.param('#if 0\n  lib.exec_unary_kernel(iter, "logit", eps);\n#endif\n', [], [3], id="under #if 0"),
+    pytest.param('#if FLAG\n  lib.exec_unary_kernel(iter, "logit", eps);\n#endif\n',
+                 [("logit", 3, 0, "#if FLAG")], [], id="under an undecidable #if"),
+    pytest.param('  return;\n  lib.exec_unary_kernel(iter, "logit", eps);\n', [("logit", 3, 2, "")], [],
+                 id="after an unconditional return"),
+    pytest.param('  if (iter.numel() == 0) return;\n  lib.exec_unary_kernel(iter, "logit", eps);\n',
+                 [("logit", 3, 0, "")], [], id="after a guarded return"),
+    pytest.param('  if (c) {\n    return;\n  }\n  lib.exec_unary_kernel(iter, "logit", eps);\n',
+                 [("logit", 5, 0, "")], [], id="after a return in a block"),
+    pytest.param('  return lib.exec_unary_kernel(iter, "logit", eps);\n', [("logit", 2, 0, "")], [],
+                 id="the return that makes the call"),
+)
+
+
+@pytest.mark.parametrize(("code", "calls", "disabled"), _calls)
+def test_calls_the_compiler_sees(code, calls, disabled):
+    fn = HostFile("static void f(TensorIteratorBase& iter, const Scalar& eps) {\n" + code + "}\n").kernel_functions["f"]
+    assert [(c.kernel, c.line, c.after_return, c.condition) for c in fn.calls] == calls
+    assert list(fn.disabled) == disabled
 
 
 @pytest.mark.parametrize(("stub", "kernels"), (
