@@ -93,3 +93,65 @@ def test_a_call_under_an_undecidable_condition_is_not_proven(ported):
     assert by["float32"]["message"].startswith(
         "not proven: the exec_unary_kernel call of logit_mps_kernel (operations/UnaryKernel.mm:41) is "
         "under `#if PORTER_FLAG` (operations/UnaryKernel.mm:43)"), by["float32"]["message"]
+
+
+def test_a_scalar_type_the_call_names_picks_the_kernel(ported):
+    """`exec_unary_kernel(iter, "logit", eps, ScalarType::Float)` on half looks up
+    `logit_dense_half_half_float` (upstream: the alpha's type is the one named, else the common
+    dtype's); UnaryKernel.metal registers half's kernel with a half alpha: a Mac fails float16.
+    porter ran the registration's own kernel and passed it."""
+    with edited(ported, UNARY, LOGIT_CALL, LOGIT_CALL.replace("eps)", "eps, ScalarType::Float)")):
+        code, by = outcomes(ported, "logit", "float16", "float32")
+    assert code == 1
+    assert by["float32"]["outcome"] == "pass"       # logit_dense_float_float_float is registered
+    assert by["float16"]["outcome"] == "fail"
+    assert ("logit_mps_kernel (operations/UnaryKernel.mm:42) passes ScalarType::Float: a Mac looks up "
+            "logit_dense_half_half_float, which UnaryKernel.metal does not register (registered: "
+            "logit_dense_half_half_half); MPS raises 'Failed to create function state object for: "
+            "logit_dense_half_half_float'") in by["float16"]["message"]
+    # the same spelled as a constant, and a type porter cannot read
+    with edited(ported, UNARY, LOGIT_CALL, LOGIT_CALL.replace("eps)", "eps, at::kHalf)")):
+        code, by = outcomes(ported, "logit", "float16", "float32")
+    assert code == 1 and by["float16"]["outcome"] == "pass" and by["float32"]["outcome"] == "fail"
+    assert "looks up logit_dense_float_float_half, which" in by["float32"]["message"]
+    with edited(ported, UNARY, LOGIT_CALL, LOGIT_CALL.replace("eps)", "eps, alpha_type)")):
+        code, by = outcomes(ported, "logit", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert "not proven: logit_mps_kernel (operations/UnaryKernel.mm:42) passes `alpha_type`" in \
+        by["float32"]["message"]
+
+
+@pytest.mark.parametrize(("rel", "op", "old", "new", "says"), [
+    pytest.param(UNARY, "logit", LOGIT_CALL, LOGIT_CALL.replace("exec_unary", "exec_binary"),
+                 'logit_mps_kernel (operations/UnaryKernel.mm:42) calls exec_binary_kernel for "logit", a '
+                 "binary call, but UnaryKernel.metal registers it with REGISTER_UNARY_ALPHA_OP (1 input)",
+                 id="binary-call-of-a-unary-kernel"),
+    pytest.param(ACTIVATION, "threshold_backward", "exec_binary_kernel_with_params(iter, \"threshold\"",
+                 "exec_unary_kernel_with_params(iter, \"threshold\"",
+                 "calls exec_unary_kernel_with_params for \"threshold\", a unary call, but "
+                 "ActivationKernel.metal registers it with REGISTER_BINARY_ALPHA_OP (2 inputs)",
+                 id="unary-call-of-a-binary-kernel"),
+    pytest.param(UNARY, "logit", LOGIT_CALL, LOGIT_CALL.replace(", eps)", ")"),
+                 'logit_mps_kernel (operations/UnaryKernel.mm:42) passes no scalar to "logit", which '
+                 "UnaryKernel.metal registers with REGISTER_UNARY_ALPHA_OP",
+                 id="no-scalar-for-an-alpha-kernel"),
+])
+def test_a_call_of_another_kind_than_the_kernel_fails(ported, rel, op, old, new, says):
+    with edited(ported, rel, old, new):
+        code, by = outcomes(ported, op, "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert says in by["float32"]["message"], by["float32"]["message"]
+
+
+def test_a_host_function_the_stub_cannot_take_fails(ported):
+    """`porter check` reports PORTER022; a Mac does not compile the REGISTER_DISPATCH."""
+    head = "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& eps) {"
+    with edited(ported, UNARY, head, head.replace("const Scalar& eps", "double eps")):
+        code, by = outcomes(ported, "logit", "float32")
+        check = json.loads(porter("check", "--json", root=ported).out)["findings"]
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert by["float32"]["message"].startswith(
+        "logit_mps_kernel (operations/UnaryKernel.mm:41) takes (TensorIteratorBase&, double), but "
+        "logit_stub passes (TensorIteratorBase&, const Scalar&) (aten/src/ATen/native/UnaryOps.h:"), by
+    assert "its REGISTER_DISPATCH does not compile on a Mac" in by["float32"]["message"]
+    assert [f["id"] for f in check if f["op"] == "logit"] == ["PORTER022"]

@@ -12,8 +12,7 @@ import re
 
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
-
-BUILTIN_WORDS = {"int", "long", "short", "char", "double", "float", "bool", "signed", "unsigned"}
+from porter.source.stubs import param_type, param_types
 
 
 def check(tree: Tree) -> list[Finding]:
@@ -107,23 +106,3 @@ def _macro_params(text: str, function: str) -> str | None:
         if re.fullmatch(pattern, function):
             return " ".join(fn.group(2).replace("\\", " ").split())
     return None
-
-
-def param_types(params: str) -> list[str]:
-    from porter.source.cpp_scan import split_top_level
-
-    params = params.strip()
-    if not params or params == "void":
-        return []
-    return [param_type(p) for p in split_top_level(params)]
-
-
-def param_type(param: str) -> str:
-    """`const Scalar& alpha = 1` -> `const Scalar&`; `at::TensorIteratorBase &iter` -> `TensorIteratorBase&`."""
-    p = param.split("=", 1)[0]
-    p = re.sub(r"\b(?:at|c10)::", "", p)
-    p = " ".join(p.split())
-    m = re.match(r"^(.*?[\w>&*\]])\s*\b([A-Za-z_]\w*)$", p)
-    if m and m.group(2) not in BUILTIN_WORDS and m.group(1).strip() not in ("const", "unsigned", "signed"):
-        p = m.group(1)
-    return re.sub(r"\s*([&*])\s*", r"\1", p).strip()

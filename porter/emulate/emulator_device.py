@@ -21,7 +21,7 @@ from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
-from porter.emulate import host_args
+from porter.emulate import host_args, host_call
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 from porter.source.stub_calls import integers_copied
@@ -98,6 +98,13 @@ class EmulateBackend:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
                 return (f"{self._rel(host.metal)} does not build: "
                         f"{self._rel(errors[0])}{more}")
+            for call in host.calls:
+                # the call's kind and alpha as the host writes them, not the registration's
+                regs = lib.find(call.kernel)
+                wrong = regs and host_call.kind_mismatch(call, host.at_line(call.line), regs,
+                                                          host.metal.name)
+                if wrong:
+                    return wrong
         return None
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
@@ -189,6 +196,8 @@ class EmulateBackend:
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
                                       op.name, self._iterator_order(op))
         reg, common, want_out = choice.reg, choice.common, choice.want_out
+        if reg is not None:
+            reg = self._typed_as_called(host, choice)
         if reg is None and not is_floating_or_complex(common) and \
                 integers_copied(self.root, host.stub + "_stub"):
             # the shared CPU/CUDA function copies integer inputs and returns before the stub
@@ -247,6 +256,34 @@ class EmulateBackend:
         return found
 
     # ------------------------------------------------------------ helpers
+    def _typed_as_called(self, host: HostKernel, choice):
+        """The registration the host's call finds when it names the alpha's type itself
+        (`exec_unary_kernel(iter, "logit", eps, ScalarType::Float)`: `logit_dense_half_half_float`
+        for half), or the RuntimeError a Mac raises for one not registered."""
+        calls = {(c.kernel, c.with_params, c.arguments[1:2]) for c in host.calls}
+        if host.call is None or len(calls) > 1:
+            return choice.reg       # several calls: host_args picks the one a dtype takes
+        has_alpha, wanted = host_call.alpha_type(host.call)
+        if not has_alpha or wanted is None or not choice.reg.kind.endswith("alpha"):
+            return choice.reg
+        fits = [r for r in choice.matching if r.alpha_type == wanted and r.out_type == choice.reg.out_type]
+        if wanted == host_call.UNKNOWN:
+            raise RuntimeError(f"not proven: {host.at_line(host.call.line)} passes "
+                               f"`{host.call.arguments[1]}` as the type of {host.call.kernel}'s "
+                               f"scalar, which porter cannot read: which kernel a Mac looks up is "
+                               f"not known")
+        built = [r for r in fits if getattr(r, "built", True)]
+        if built or fits:
+            return built[0] if built else None     # none built: _missing_named says why
+        out = choice.reg.out_type
+        name = host_call.kernel_name(host.call.kernel, out, choice.reg.in_type, wanted)
+        have = ", ".join(host_call.kernel_name(r.name, r.out_type, r.in_type, r.alpha_type)
+                         for r in choice.matching)
+        raise RuntimeError(f"{host.at_line(host.call.line)} passes {host.call.arguments[1]}: a Mac "
+                           f"looks up {name}, which {host.metal.name} does not register "
+                           f"(registered: {have}); MPS raises 'Failed to create function state "
+                           f"object for: {name}'")
+
     def _missing_named(self, host: HostKernel, lib: Library, matching: list, common: str,
                        want_out: str | None) -> str:
         out = want_out if want_out is not None else common

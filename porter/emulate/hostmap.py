@@ -42,11 +42,19 @@ class HostKernel:
     choice: str = ""
     # the exec_*_kernel call the host function makes (what a Mac looks the kernel up by), and
     # where the function is: "logit_mps_kernel (operations/UnaryKernel.mm:41)"
-    call: KernelCall | None = None
+    calls: tuple[KernelCall, ...] = ()     # those a run can reach, in source order
     function: str = ""
     # why every dtype fails or is not proven whatever the kernel does (the function runs no
     # kernel: its call is commented out, compiled out or after its return), or ""
     fault: str = ""
+
+    @property
+    def call(self) -> KernelCall | None:
+        return self.calls[0] if self.calls else None
+
+    def at_line(self, line: int) -> str:
+        """The host function, with `line` of its file: "fn (operations/X.mm:LINE)"."""
+        return re.sub(r":\d+\)$", f":{line})", self.function)
 
 
 def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[HostKernel]:
@@ -86,6 +94,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
     `PointwiseOps.metal` once addcmul moved to Metal)."""
     root = Path(root)
     found: list[HostKernel] = []
+    stubs = None
     for mm in sorted((root / OPERATIONS).glob("*.mm")):
         metal = root / KERNELS / f"{mm.stem}.metal"
         if not metal.is_file():
@@ -104,6 +113,12 @@ def host_kernels(root: Path) -> list[HostKernel]:
             choice = _kernel_choice(host, mm, fn) if fn else ""
             where = f"{fn.name} ({mm.parent.name}/{mm.name}:{fn.line})" if fn else ""
             fault = _no_kernel_runs(fn, mm, where) if fn and not call and not choice else ""
+            if fn and not fault:
+                if stubs is None:
+                    from porter.source.checkout import Checkout
+                    from porter.source.stubs import declared_stubs
+                    stubs = declared_stubs(Checkout(root))
+                fault = _signature_mismatch(fn, stubs.get(reg.stub), reg.stub, where)
             if fault or (choice and not call):
                 found.append(HostKernel(op_name(stub), stub, "", metal, fn.params,
                                         host.live_text[fn.start:fn.end], choice=choice,
@@ -122,19 +137,34 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct, condition=_condition(host, mm, reg.line),
-                                        choice=choice, call=call, function=where, fault=fault))
+                                        choice=choice, calls=running, function=where, fault=fault))
                 if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
                     found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
                                             fn.params, body, struct,
-                                            condition=_condition(host, mm, reg.line), call=call,
+                                            condition=_condition(host, mm, reg.line), calls=running,
                                             function=where, fault=fault))
     return found + in_place_kernels(root)
 
 
 def _spelled(call: KernelCall) -> str:
     return f"exec_{call.kind}_kernel{'_with_params' if call.with_params else ''}"
+
+
+def _signature_mismatch(fn, stub, stub_name: str, where: str) -> str:
+    """Why REGISTER_DISPATCH(stub, fn) does not compile on a Mac: the function's parameter types
+    are not the stub's (`porter check` reports it too, PORTER022); "" when they are, or when the
+    stub's declaration is not found here."""
+    from porter.source.stubs import param_type, param_types
+    if stub is None or not stub.signature.startswith("void"):
+        return ""
+    got, want = param_types(fn.params), [param_type(p) for p in stub.params]
+    if got == want:
+        return ""
+    return (f"{where} takes ({', '.join(got)}), but {stub_name} passes ({', '.join(want)}) "
+            f"({stub.header}:{stub.line}): its REGISTER_DISPATCH does not compile on a Mac; "
+            f"make it take ({', '.join(want)}) (porter check: PORTER022)")
 
 
 def _no_kernel_runs(fn, mm: Path, where: str) -> str:

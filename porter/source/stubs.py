@@ -8,6 +8,7 @@ from typing import NamedTuple
 from porter.source import checkout as co
 from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
 
+BUILTIN_WORDS = {"int", "long", "short", "char", "double", "float", "bool", "signed", "unsigned"}
 USING_RE = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
 DECLARE_RE = re.compile(r"\bDECLARE_DISPATCH\s*\(")
 
@@ -83,3 +84,21 @@ def declared_stubs(checkout: co.Checkout) -> dict[str, Stub]:
             for name, stub in parse_header(text, rel).items():
                 stubs.setdefault(name, stub)
     return stubs
+
+
+def param_types(params: str) -> list[str]:
+    params = params.strip()
+    if not params or params == "void":
+        return []
+    return [param_type(p) for p in split_top_level(params)]
+
+
+def param_type(param: str) -> str:
+    """`const Scalar& alpha = 1` -> `const Scalar&`; `at::TensorIteratorBase &iter` -> `TensorIteratorBase&`."""
+    p = param.split("=", 1)[0]
+    p = re.sub(r"\b(?:at|c10)::", "", p)
+    p = " ".join(p.split())
+    m = re.match(r"^(.*?[\w>&*\]])\s*\b([A-Za-z_]\w*)$", p)
+    if m and m.group(2) not in BUILTIN_WORDS and m.group(1).strip() not in ("const", "unsigned", "signed"):
+        p = m.group(1)
+    return re.sub(r"\s*([&*])\s*", r"\1", p).strip()
