@@ -155,3 +155,39 @@ def test_a_host_function_the_stub_cannot_take_fails(ported):
         "logit_stub passes (TensorIteratorBase&, const Scalar&) (aten/src/ATen/native/UnaryOps.h:"), by
     assert "its REGISTER_DISPATCH does not compile on a Mac" in by["float32"]["message"]
     assert [f["id"] for f in check if f["op"] == "logit"] == ["PORTER022"]
+
+
+NAN_DISPATCH = "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, iter.common_dtype(),"
+NAN_CALL = '  lib.exec_unary_kernel_with_params(iter, "nan_to_num"'
+
+
+def test_a_dtype_the_host_dispatch_drops_fails(ported):
+    """nan_to_num's host dispatches on the iterator's dtype; without kBFloat16 a Mac raises
+    `"nan_to_num_mps" not implemented for 'BFloat16'`. porter passed bfloat16."""
+    with edited(ported, UNARY, NAN_DISPATCH, "AT_DISPATCH_FLOATING_TYPES_AND(kHalf, iter.common_dtype(),"):
+        code, by = outcomes(ported, "nan_to_num", "bfloat16", "float16", "float32", "int32")
+    assert code == 1
+    assert [by[d]["outcome"] for d in ("float16", "float32", "int32")] == ["pass"] * 3
+    assert by["bfloat16"]["outcome"] == "fail"
+    assert ("nan_to_num_mps_kernel (operations/UnaryKernel.mm:52): AT_DISPATCH_FLOATING_TYPES_AND covers "
+            "float16, float32, float64: a Mac raises \"nan_to_num_mps\" not implemented for 'BFloat16'") \
+        in by["bfloat16"]["message"]
+
+
+@pytest.mark.parametrize(("check", "failing", "says"), [
+    pytest.param('TORCH_CHECK(iter.common_dtype() != kBFloat16, "no bfloat16 here");', {"bfloat16"},
+                 "a Mac fails its check `iter.common_dtype() != kBFloat16` for bfloat16 and raises "
+                 "\"no bfloat16 here\"", id="a-dtype-check-porter-evaluates"),
+    pytest.param('TORCH_CHECK(nan.value_or(0.) < 1e6, "nan too large");', {"bfloat16", "float32"},
+                 "not proven: nan_to_num_mps_kernel (operations/UnaryKernel.mm:60): `TORCH_CHECK(nan.value_or(0.) "
+                 "< 1e6, ...)` is a check porter does not evaluate", id="a-check-porter-cannot-evaluate"),
+])
+def test_a_host_check_refuses_or_is_not_proven(ported, check, failing, says):
+    with edited(ported, UNARY, NAN_CALL, f"  {check}\n{NAN_CALL}"):
+        code, by = outcomes(ported, "nan_to_num", "bfloat16", "float32", "int32")
+    assert code == 1
+    assert {d for d, o in by.items() if o["outcome"] == "fail"} == failing, by
+    for d in failing:
+        assert says in by[d]["message"], by[d]["message"]
+    # integers never reach the stub (nan_to_num_out copies them): no check runs for them
+    assert by["int32"]["outcome"] == "pass"

@@ -17,11 +17,11 @@ import threading
 from pathlib import Path
 
 from porter.dispatch import kernel_choice
-from porter.dispatch.kernel_choice import METAL_TO_NAME, OpNames, is_floating_or_complex
+from porter.dispatch.kernel_choice import METAL_TO_NAME, NAME_TO_METAL, OpNames, is_floating_or_complex
 from porter.emulate.build import EmulateBuildError, Library, build_file
 from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
-from porter.emulate import host_args, host_call
+from porter.emulate import host_args, host_call, host_dtypes
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 from porter.source.stub_calls import integers_copied
@@ -196,13 +196,17 @@ class EmulateBackend:
         choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
                                       op.name, self._iterator_order(op))
         reg, common, want_out = choice.reg, choice.common, choice.want_out
-        if reg is not None:
-            reg = self._typed_as_called(host, choice)
         if reg is None and not is_floating_or_complex(common) and \
                 integers_copied(self.root, host.stub + "_stub"):
             # the shared CPU/CUDA function copies integer inputs and returns before the stub
             # (nan_to_num_out): on MPS no kernel runs for them either
             return sample.input.clone() if on_torch else sample.input
+        # the iterator's common dtype: a float op's output dtype for integer inputs
+        iter_dtype = want_out if want_out and is_floating_or_complex(want_out) and \
+            not is_floating_or_complex(common) else common
+        self._host_lets_through(host, iter_dtype)
+        if reg is not None:
+            reg = self._typed_as_called(host, choice, iter_dtype)
         if reg is None:
             raise RuntimeError(self._missing_named(host, lib, choice.matching, common, want_out))
         if on_torch:
@@ -256,16 +260,30 @@ class EmulateBackend:
         return found
 
     # ------------------------------------------------------------ helpers
-    def _typed_as_called(self, host: HostKernel, choice):
+    def _host_lets_through(self, host: HostKernel, dtype: str) -> None:
+        """Raise what a Mac raises when the host function's dtype dispatch or checks refuse the
+        iterator's dtype."""
+        if not host.body or not host.line:
+            return
+        refused = host_dtypes.refusal(host.body, host.line, dtype)
+        if refused is not None:
+            where = host.at_line(refused.line)
+            if refused.message.startswith("not proven: "):
+                raise RuntimeError(f"not proven: {where}: {refused.message[len('not proven: '):]}")
+            raise RuntimeError(f"{where}: {refused.message}")
+
+    def _typed_as_called(self, host: HostKernel, choice, iter_dtype: str):
         """The registration the host's call finds when it names the alpha's type itself
         (`exec_unary_kernel(iter, "logit", eps, ScalarType::Float)`: `logit_dense_half_half_float`
         for half), or the RuntimeError a Mac raises for one not registered."""
         calls = {(c.kernel, c.with_params, c.arguments[1:2]) for c in host.calls}
         if host.call is None or len(calls) > 1:
             return choice.reg       # several calls: host_args picks the one a dtype takes
-        has_alpha, wanted = host_call.alpha_type(host.call)
+        has_alpha, wanted = host_call.alpha_type(host.call, host_dtypes.dtype_names(host.body))
         if not has_alpha or wanted is None or not choice.reg.kind.endswith("alpha"):
             return choice.reg
+        # a name formatted from the iterator's dtype, or its opmath type
+        wanted = host_call.typed(wanted, NAME_TO_METAL.get(iter_dtype, iter_dtype))
         fits = [r for r in choice.matching if r.alpha_type == wanted and r.out_type == choice.reg.out_type]
         if wanted == host_call.UNKNOWN:
             raise RuntimeError(f"not proven: {host.at_line(host.call.line)} passes "

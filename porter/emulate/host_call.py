@@ -23,26 +23,54 @@ SCALAR_TYPES = {"Float": "float", "Half": "half", "BFloat16": "bfloat", "Long": 
 SCALAR_TYPE_RE = re.compile(r"(?:(?:at|c10)::)?(?:ScalarType::(\w+)|k(\w+))")
 NO_VALUE = {"std::nullopt", "nullopt", "c10::nullopt", "{}", "std::optional<c10::ScalarType>()"}
 UNKNOWN = "?"
+OPMATH = "{opmath}"      # at::toOpMathType of the iterator's dtype
 
 
 def spelled(call: KernelCall) -> str:
     return f"exec_{call.kind}_kernel{'_with_params' if call.with_params else ''}"
 
 
-def alpha_type(call: KernelCall) -> tuple[bool, str | None]:
+# `fmt::format("ELUParams_{}", mps::scalarToMetalTypeString(iter.common_dtype()))`
+FORMAT_RE = re.compile(r'fmt::format\(\s*"(\w*)\{\}(\w*)"\s*,\s*(?:(?:at::native::)?mps::)?'
+                       r'scalarToMetalTypeString\(\s*([\w.]+(?:\(\s*\))?)\s*\)\s*\)')
+
+
+def alpha_type(call: KernelCall, dtype_names: set[str] = frozenset()) -> tuple[bool, str | None]:
     """(whether an alpha travels, the type the call names for it): None when it names none (the
-    common dtype's), UNKNOWN when porter cannot read it (a computed params name)."""
+    common dtype's), UNKNOWN when porter cannot read it. A params name formatted from the
+    iterator's dtype (`dtype_names`: local names holding it) is a template: "ELUParams_{}"."""
     args = call.arguments
     if call.with_params:
-        name = args[1] if len(args) > 1 else ""
+        name = " ".join((args[1] if len(args) > 1 else "").split())
         literal = re.fullmatch(r'"(\w+)"', name)
+        formatted = FORMAT_RE.fullmatch(name)
+        if formatted and _iter_dtype(formatted.group(3), dtype_names):
+            return True, f"{formatted.group(1)}{{}}{formatted.group(2)}"
         return True, literal.group(1) if literal else UNKNOWN
     if not args or args[0] in NO_VALUE:
         return False, None
     if len(args) < 2 or args[1] in NO_VALUE:
         return True, None
+    named = " ".join(args[1].split())
+    opmath = re.fullmatch(r"(?:(?:at|c10)::)?toOpMathType\(\s*([\w.]+(?:\(\s*\))?)\s*\)", named)
+    if opmath and _iter_dtype(opmath.group(1), dtype_names):
+        return True, OPMATH       # float for half and bfloat16 (at::toOpMathType)
+    if _iter_dtype(named, dtype_names):
+        return True, "{}"
     m = SCALAR_TYPE_RE.fullmatch(args[1].strip())
     return True, SCALAR_TYPES.get(m.group(1) or m.group(2), UNKNOWN) if m else UNKNOWN
+
+
+def _iter_dtype(expr: str, dtype_names: set[str]) -> bool:
+    return expr in ("iter.common_dtype()", "iter.dtype()") or expr in dtype_names
+
+
+def typed(wanted: str, metal: str) -> str:
+    """The alpha type `wanted` names (a template or a Metal type) for an iterator of Metal
+    dtype `metal`."""
+    if wanted == OPMATH:
+        return {"half": "float", "bfloat": "float", "half2": "float2"}.get(metal, metal)
+    return wanted.format(metal) if "{}" in wanted else wanted
 
 
 def kind_mismatch(call: KernelCall, where: str, regs: list, metal: str) -> str | None:

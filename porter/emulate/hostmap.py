@@ -44,6 +44,7 @@ class HostKernel:
     # where the function is: "logit_mps_kernel (operations/UnaryKernel.mm:41)"
     calls: tuple[KernelCall, ...] = ()     # those a run can reach, in source order
     function: str = ""
+    line: int = 0             # where the host function (and `body`) starts
     # why every dtype fails or is not proven whatever the kernel does (the function runs no
     # kernel: its call is commented out, compiled out or after its return), or ""
     fault: str = ""
@@ -137,14 +138,15 @@ def host_kernels(root: Path) -> list[HostKernel]:
                     struct = m.group(1) if m else "?"
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct, condition=_condition(host, mm, reg.line),
-                                        choice=choice, calls=running, function=where, fault=fault))
+                                        choice=choice, calls=running, function=where, fault=fault,
+                                        line=fn.line))
                 if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
                     found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line), calls=running,
-                                            function=where, fault=fault))
+                                            function=where, fault=fault, line=fn.line))
     return found + in_place_kernels(root)
 
 

@@ -101,4 +101,7 @@ def param_type(param: str) -> str:
     m = re.match(r"^(.*?[\w>&*\]])\s*\b([A-Za-z_]\w*)$", p)
     if m and m.group(2) not in BUILTIN_WORDS and m.group(1).strip() not in ("const", "unsigned", "signed"):
         p = m.group(1)
-    return re.sub(r"\s*([&*])\s*", r"\1", p).strip()
+    p = re.sub(r"\s*([&*])\s*", r"\1", p).strip()
+    # `const int64_t order` takes what `int64_t order` takes: a by-value parameter's own const is
+    # not part of the function's type (C++ [dcl.fct]), so both match `void(*)(..., int64_t)`
+    return p[len("const "):] if p.startswith("const ") and not p.endswith(("&", "*")) else p
