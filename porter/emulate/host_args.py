@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from porter.dispatch.kernel_choice import dtype_name, is_floating_or_complex
 from porter.source import cpp_scan, native_yaml
 from porter.source.stub_calls import stub_call
 from porter.source.checkout import NATIVE_YAML
@@ -136,6 +137,10 @@ def stub_values(call: StubCall | None, values_by_schema: dict[str, object],
     return [_evaluate(a, env) for a in call.arguments]
 
 
+# std::numeric_limits<scalar_t>::max() of each floating dtype (lowest() is its negative), as the
+# IEEE formats define it: torch.finfo(dtype).max, without importing torch
+FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+             "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 LIMIT_ASSIGN_RE = re.compile(r"\b(\w+)\s*=\s*static_cast<float>\(\s*std::numeric_limits<scalar_t>::(max|lowest)\(\)\s*\)")
 
 
@@ -149,15 +154,14 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
         raise HostCodeUnknown(f"the host function takes {len(host_names)} scalar(s), the stub "
                               f"passes {len(values)}")
     env = dict(zip(host_names, values))
-    import torch
-    if isinstance(dtype, str):      # a cached sample's stand-in names its dtype
-        dtype = getattr(torch, dtype.removeprefix("torch."), None)
-    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+    # a torch dtype (an op_db sample) or its name (a cached sample's): by name, so that the
+    # reference cache's run stays without torch
+    dtype = None if dtype is None else dtype_name(dtype)
+    if dtype in FLOAT_MAX:
         # `dtype_max = static_cast<float>(std::numeric_limits<scalar_t>::max())` under a dispatch
         # on the iterator's dtype: the input dtype's extremes, as float
         for name, limit in LIMIT_ASSIGN_RE.findall(body):
-            info = torch.finfo(dtype)
-            env[name] = float(info.max if limit == "max" else info.min)
+            env[name] = FLOAT_MAX[dtype] if limit == "max" else -FLOAT_MAX[dtype]
     calls, start = [], 0
     for m in EXEC_ARGS_RE.finditer(body):
         calls.append((m, body[start:m.end()]))      # the call and the code that leads to it
@@ -167,7 +171,7 @@ def alpha_value(body: str, params: str, fields: list[str] | None, values: list[o
     m, segment = calls[-1]
     if len(calls) > 1:
         # integers take the struct at long, under `if (c10::isIntegralType(iter.common_dtype(), true))`
-        integral = isinstance(dtype, torch.dtype) and not (dtype.is_floating_point or dtype.is_complex)
+        integral = dtype is not None and not is_floating_or_complex(dtype)
         want = "_long\"" if integral else "_float\""
         m, segment = next((c for c in calls if want in c[0].group(2)), calls[-1])
     with_params, rest = bool(m.group(1)), m.group(2)

@@ -98,14 +98,18 @@ def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_r
     assert outcomes[("frac", "float32")] == "skip" and outcomes[("round", "float32")] == "fail"
 
 
-def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache):
-    _table(real_root, ["hypot"])                                # fills the cache in-process
+@pytest.mark.parametrize("op, passes", [
+    ("hypot", 3),
+    ("add", 10),        # its kernel takes alpha, computed from the host code per sample
+])
+def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache, op, passes):
+    _table(real_root, [op])                                     # fills the cache in-process
     env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache)}
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", "hypot",
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", op,
                            "--device", "emulate", "--root", str(real_root)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "summary: 3 pass, 0 fail" in proc.stdout and "references cached" in proc.stdout
+    assert f"summary: {passes} pass, 0 fail" in proc.stdout and "references cached" in proc.stdout
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
     assert "numpy" in imported                                   # the cached run did run
