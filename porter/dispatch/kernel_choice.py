@@ -239,6 +239,13 @@ def out_matches(out_type: str, want_out: str | None, kernel: str) -> bool:
             and not want_out.startswith("complex"))
 
 
+def operands_can_swap(kind: str) -> bool:
+    """Whether a kernel of `kind` takes more than one tensor operand, so that the order the
+    op's meta function's iterator reads them in (`choose`'s `order`) can matter: a device
+    reads that order from the checkout only then."""
+    return ARITY[kind] > 1
+
+
 def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_name: str,
            order: tuple[int, ...] | None = None) -> Choice:
     """The registration of `kernel` (its registrations `regs`, of kind `kind`) that runs

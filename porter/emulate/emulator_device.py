@@ -44,6 +44,7 @@ class EmulateBackend:
         self._version_outputs: list = []                    # the last sample, other versions
         self._other_libs: dict = {}                         # (metal, version) -> Library
         self._orders: dict = {}                             # op name -> its iterator's tensor order
+        self._scalar_facts: dict = {}                       # host kernel -> (_host_scalars)
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -193,8 +194,10 @@ class EmulateBackend:
         self._version_outputs = []
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         lib, regs = self._registered(host)
-        choice = kernel_choice.choose(host.kernel, regs, regs[0].kind, sample, types, "emulate",
-                                      op.name, self._iterator_order(op))
+        kind = regs[0].kind
+        order = self._iterator_order(op) if kernel_choice.operands_can_swap(kind) else None
+        choice = kernel_choice.choose(host.kernel, regs, kind, sample, types, "emulate",
+                                      op.name, order)
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None and not is_floating_or_complex(common) and \
                 integers_copied(self.root, host.stub + "_stub"):
@@ -399,18 +402,15 @@ class EmulateBackend:
         kwargs = sample.kwargs
         if host.stub == "round_decimals":
             return kwargs.get("decimals", 0)
-        scalars = host_args.schema_scalars(self.root, host.via_op or host.stub)
+        scalars, fields, own_call = self._host_scalars(host)
         if scalars:
             # What the host function gives the kernel: the sample's arguments, through the
             # shared function's stub call and the host code (porter.emulate.host_args)
             values = host_args.sample_values(sample, arity, scalars)
-            fields = None
-            if host.params_struct:
-                fields = self._struct_fields(host)
             try:
                 order = [s.name for s in scalars]
-                call = host_args.stub_call_arguments(self.root, host.stub + "_stub") \
-                    if host.via_arguments is None else host_args.StubCall(list(host.via_arguments), [])
+                call = own_call if host.via_arguments is None \
+                    else host_args.StubCall(list(host.via_arguments), [])
                 passed = host_args.stub_values(call, values, order)
                 return host_args.alpha_value(host.body, host.params, fields, passed,
                                              dtype=getattr(sample.input, "dtype", None))
@@ -419,6 +419,20 @@ class EmulateBackend:
         if "alpha" in kwargs and kwargs["alpha"] is not None:
             return kwargs["alpha"]
         return 1
+
+    def _host_scalars(self, host: HostKernel):
+        """(the op's schema scalars, the params struct's fields, the shared function's stub
+        call) of a host kernel: read from the checkout once per run, not once per sample."""
+        key = (host.via_op or host.stub, host.stub, host.params_struct, host.metal)
+        if key not in self._scalar_facts:
+            scalars = host_args.schema_scalars(self.root, host.via_op or host.stub)
+            fields = call = None
+            if scalars and host.params_struct:
+                fields = self._struct_fields(host)
+            if scalars:
+                call = host_args.stub_call_arguments(self.root, host.stub + "_stub")
+            self._scalar_facts[key] = (scalars, fields, call)
+        return self._scalar_facts[key]
 
     def _struct_fields(self, host: HostKernel) -> list[str] | None:
         """The params struct's fields, from the kernels headers the kernel file includes

@@ -155,9 +155,10 @@ class MpsShaderBackend(EmulateBackend):
         if not regs:
             raise RuntimeError(f"mps-shader: kernel {host.kernel!r} is not registered in {host.metal.name}")
         kind = KIND_OF_MACRO[regs[0].macro]
+        order = self._iterator_order(opinfo) if kernel_choice.operands_can_swap(kind) else None
         choice = kernel_choice.choose(host.kernel, regs, kind, sample,
                                       kernel_choice.TorchSample(opinfo, sample), "mps-shader",
-                                      opinfo.name, self._iterator_order(opinfo))
+                                      opinfo.name, order)
         reg, common, want_out = choice.reg, choice.common, choice.want_out
         if reg is None:
             name = f"{host.kernel}_{common}_{want_out if want_out is not None else common}"

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from porter.dispatch.kernel_choice import OpNames, choose, select_host
+from porter.dispatch.kernel_choice import OpNames, choose, operands_can_swap, select_host
 
 
 def reg(in_type: str, out_type: str, built: bool = True):
@@ -94,3 +94,31 @@ def test_operands_are_promoted_as_tensoriterator_does(operands, arity, promoted)
     from porter.dispatch.kernel_choice import TorchSample
     tensors = [torch.ones(2, dtype=getattr(torch, x)) if isinstance(x, str) else x for x in operands]
     assert TorchSample(None, None).promoted(tensors, arity) == promoted
+
+
+
+A, B, C = "a", "b", "c"
+ORDERED = SimpleNamespace(input=A, args=[B, C], kwargs={})
+
+
+@pytest.mark.parametrize("kind, order, operands", [
+    pytest.param("binary", (1, 0), [B, A], id="threshold_backward(grad, self) reads self first"),
+    pytest.param("binary", (0, 1), [A, B], id="the schema's order"),
+    pytest.param("binary", None, [A, B], id="an order porter cannot read: the schema's"),
+    pytest.param("binary", (0, 0), [A, A], id="threshold reads self twice"),
+    pytest.param("ternary", (2, 0, 1), [C, A, B], id="three operands"),
+    pytest.param("binary", (0, 1, 2), [A, B], id="an order of another arity is not this kernel's"),
+    pytest.param("unary", (0, 0), [A], id="one operand: threshold's (self, self) is one tensor"),
+])
+def test_the_kernel_takes_its_operands_in_the_iterators_order(kind, order, operands):
+    choice = choose("k", [FLOAT_FLOAT], kind, ORDERED, Types("float32", None), "emulate", "k", order)
+    assert choice.operands == operands
+
+
+@pytest.mark.parametrize("kind, swaps", [
+    ("unary", False), ("unary_alpha", False), ("binary", True), ("binary_alpha", True),
+    ("ternary", True), ("ternary_alpha", True),
+])
+def test_the_iterators_order_is_read_only_where_operands_can_swap(kind, swaps):
+    # a one-operand kernel has one order: its device does not read the meta function for it
+    assert operands_can_swap(kind) is swaps
