@@ -31,7 +31,7 @@ def unregistered_mps_stubs(tree: Tree) -> list[Finding]:
     tree builds and every MPS call fails with 'tan_stub: missing kernel for mps'. What a
     half-applied port leaves (the MPSGraph impl deleted, its kernel never registered), and what
     `porter status` calls inconsistent."""
-    from porter.source.cpu_kernel import impl_stubs
+    from porter.source.native_definitions import impl_stubs
 
     shared: dict[str, list[tuple]] = {}     # shared CPU/CUDA/MPS kernel -> (entry, MPS row)
     for entry in tree.mps_entries:

@@ -159,11 +159,11 @@ class EmulateBackend:
 
     def _iterator_order(self, op: OpNames) -> tuple[int, ...] | None:
         """The order the op's meta function's iterator reads its tensors in (porter.source.
-        cpu_kernel.iterator_inputs): the kernel's operands, whatever the schema's order."""
+        native_definitions.iterator_inputs): the kernel's operands, whatever the schema's order."""
         name = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
         if name not in self._orders:
             from porter.source import checkout as co
-            from porter.source.cpu_kernel import iterator_inputs
+            from porter.source.native_definitions import iterator_inputs
             self._orders[name] = iterator_inputs(co.Checkout(self.root), name)
         return self._orders[name]
 

@@ -62,7 +62,7 @@ def shared_stub_kernels(root: Path, op: str, kernels: list[HostKernel]) -> list[
     """The kernels of an op whose structured kernel runs a stub named after another op
     (`hardshrink_backward_out` runs `shrink_backward_stub`, shared with softshrink_backward):
     read from the op's TORCH_IMPL_FUNC in the checkout's native .cpp files."""
-    from porter.source.cpu_kernel import impl_stubs
+    from porter.source.native_definitions import impl_stubs
 
     native = Path(root) / NATIVE
     for cpp in sorted(native.glob("*.cpp")):

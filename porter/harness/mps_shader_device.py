@@ -141,9 +141,9 @@ class MpsShaderBackend(EmulateBackend):
         return None
 
     def _iterator_order(self, opinfo):
-        """The op's kernel operands in its meta function's order (porter.source.cpu_kernel)."""
+        """The op's kernel operands in its meta function's order (porter.source.native_definitions)."""
         from porter.source import checkout as co
-        from porter.source.cpu_kernel import iterator_inputs
+        from porter.source.native_definitions import iterator_inputs
         name = (getattr(opinfo, "aten_name", None) or opinfo.name).removeprefix("nn.functional.")
         return iterator_inputs(co.Checkout(self.root), name.replace(".", "_", 1))
 

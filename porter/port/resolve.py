@@ -14,8 +14,9 @@ from typing import NamedTuple
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
 from porter.port.body import bool_valued
-from porter.source.cpu_kernel import (ScalarLambda, impl_stubs, iterator_inputs, meta_promotes_to_float,
-                                     none_conventions, scalar_lambda, shared_function_stubs)
+from porter.source.cpu_kernel import (ScalarLambda, meta_promotes_to_float, none_conventions,
+                                     scalar_lambda, shared_function_stubs)
+from porter.source.native_definitions import impl_stubs, iterator_inputs
 from porter.errors import NotAnOp, PorterError
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile

@@ -7,26 +7,11 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
-from porter.source.native_definitions import native_definition
 
 LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
-# Structured kernels and the stubs they call, in native/*.cpp.
-IMPL_MACRO_RE = re.compile(r"CREATE_\w*TORCH_IMPL_FUNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
-IMPL_BODY_RE = re.compile(r"TORCH_IMPL_FUNC\(\s*(\w+)\s*\)[^{]*\{(.*?)\n\}", re.S)
-STUB_CALL_RE = re.compile(r"\b(\w+_stub)\s*\(\s*device_type\(\)")
 # Meta functions that build a float op: integer inputs give float outputs.
 FLOAT_META_RE = re.compile(r"CREATE_UNARY_FLOAT_META_FUNC\(\s*(\w+)\s*\)|"
                            r"TORCH_META_FUNC\((\w+)\)[^{]*\{[^}]*build_borrowing_(?:unary|binary)_float_op")
-
-
-def impl_stubs(text: str) -> dict[str, list[str]]:
-    """Structured kernel (`heaviside_out`) -> the stubs its TORCH_IMPL_FUNC calls, in a .cpp."""
-    found: dict[str, list[str]] = {}
-    for m in IMPL_MACRO_RE.finditer(text):
-        found.setdefault(m.group(1), []).append(m.group(2))
-    for m in IMPL_BODY_RE.finditer(text):
-        found.setdefault(m.group(1), []).extend(STUB_CALL_RE.findall(m.group(2)))
-    return found
 
 
 def float_meta_ops(text: str) -> set[str]:
@@ -122,30 +107,6 @@ def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> Sc
         body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
         lam = lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
     return lam
-
-
-BUILD_OP_RE = re.compile(r"\bbuild_(?:borrowing_)?(?:unary|binary)\w*_op\(\s*[^,()]*(?:\(\))?\s*,([^;]*)\)\s*;")
-
-
-def iterator_inputs(checkout: co.Checkout, op: str) -> tuple[int, ...] | None:
-    """Which of `TORCH_META_FUNC(op)`'s tensor parameters its iterator reads, in the iterator's
-    order (the kernel's operands): threshold_backward(grad, self, ...) adds `self` then `grad`,
-    (1, 0); threshold(self, ...) adds self twice, (0, 0); None when porter cannot read it."""
-    found = native_definition(checkout, "TORCH_META_FUNC", op)
-    if found is None or found.body_close < 0:
-        return None
-    mask = found.mask
-    tensors = [p.split()[-1].lstrip("&*")
-               for p in split_top_level(mask[found.params_open + 1:found.params_close])
-               if "Tensor" in p and p.split()]
-    body = mask[found.body_open:found.body_close]
-    names = re.findall(r"\.add_(?:const_|owned_)?input\(\s*(\w+)\s*\)", body)
-    if not names:
-        built = BUILD_OP_RE.search(body)
-        names = [a.strip() for a in split_top_level(built.group(1))] if built else []
-    if not names or any(n not in tensors for n in names):
-        return None
-    return tuple(tensors.index(n) for n in names)
 
 
 def repeats_its_input(checkout: co.Checkout, op: str) -> bool:

@@ -18,7 +18,8 @@ from porter.source import native_yaml, op_kind
 from porter.port import selectors
 from porter.port.body import bool_valued, translate_complex, translate_lambda, truthiness
 from porter.source.c10_metal import available_functions, complex_functions
-from porter.source.cpu_kernel import float_meta_ops, impl_stubs, scalar_lambda, shared_function_stubs
+from porter.source.cpu_kernel import float_meta_ops, scalar_lambda, shared_function_stubs
+from porter.source.native_definitions import impl_stubs
 from porter.port import scalars as scalar_args
 from porter.port import complex_helpers, ternary_alpha, ternary_port
 from porter.source import host_library
