@@ -169,3 +169,14 @@ def test_a_scalar_port_that_needs_a_body_says_so_not_its_skeletons_build_error(r
         assert v.status == verifymod.REFUSED, (op, v)
         assert v.detail.startswith(f"incomplete port: needs --body EXPR (in {params}) for the body of {op}_functor"), v.detail
         assert "build" not in v.detail and "static assert" not in v.detail, v.detail
+
+
+def test_a_measured_port_computes_its_cpu_references_as_a_macs_cpu_does(real_tree_template, monkeypatch):
+    # `candidates --verify` measures in the harness directly, not through `porter test`: it must
+    # pin the Mac-like CPU capability too (porter.harness.mac_cpu), or torch's x86 FMA build
+    # makes exact ports red (tanh_backward float32 on upstream's BinaryOpsKernel.cpp)
+    from porter.harness import mac_cpu
+    monkeypatch.delenv(mac_cpu.ENV, raising=False)
+    verdict = verifymod.verify(Checkout.at(real_tree_template), "frac", "mpsgraph", dtypes=["float32"])
+    assert verdict.status == verifymod.VERIFIED, verdict
+    assert os.environ.get(mac_cpu.ENV) == mac_cpu.MAC_LIKE
