@@ -78,12 +78,19 @@ def test_a_host_function_whose_call_never_runs_fails(ported, new, says):
     text and ran the kernel: every dtype passed."""
     with edited(ported, UNARY, LOGIT_CALL, new):
         code, by = outcomes(ported, "logit", "float16", "float32")
+        check = porter("check", "--json", "--select", "PORTER024", root=ported)
     assert code == 1
     for d in by.values():
         assert d["outcome"] == "fail", d
         assert d["message"].startswith("logit_mps_kernel (operations/UnaryKernel.mm:41) runs no Metal "
                                        "kernel: its exec_"), d["message"]
         assert says in d["message"] and "on a Mac the output is never written" in d["message"]
+    # porter check said clean: the function and its registration still compile
+    findings = json.loads(check.out)["findings"]
+    assert check.code == 1 and [(f["id"], f["op"]) for f in findings] == [("PORTER024", "logit")]
+    assert findings[0]["message"].startswith("logit_mps_kernel, registered on logit_stub, runs no Metal "
+                                             "kernel: its exec_*_kernel call ")
+    assert says in findings[0]["message"]
 
 
 def test_a_call_under_an_undecidable_condition_is_not_proven(ported):

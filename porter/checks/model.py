@@ -36,6 +36,9 @@ CHECKS: dict[str, tuple[str, str, str]] = {
                   "the registered kernel's parameters differ from the stub's function type"),
     "PORTER023": ("unregistered-mps-stub", ERROR,
                   "the yaml sends MPS to a shared kernel whose DispatchStub no MPS host file registers"),
+    "PORTER024": ("host-kernel-runs-nothing", ERROR,
+                  "a registered MPS host function reaches no exec_*_kernel call (commented out, "
+                  "compiled out, after its return)"),
     "PORTER030": ("unknown-expectation-key", ERROR,
                   "a common_mps.py key names no OpInfo (name + variant_test_name)"),
     "PORTER031": ("stale-unimplemented-xfail", WARNING,

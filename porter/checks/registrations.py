@@ -16,7 +16,32 @@ from porter.source.stubs import param_type, param_types
 
 
 def check(tree: Tree) -> list[Finding]:
-    return undeclared_stubs(tree) + double_registrations(tree) + signature_mismatches(tree)
+    return (undeclared_stubs(tree) + double_registrations(tree) + signature_mismatches(tree)
+            + kernels_never_run(tree))
+
+
+def kernels_never_run(tree: Tree) -> list[Finding]:
+    """A registered host function whose exec_*_kernel call the compiler never sees (a comment,
+    `#if 0`) or a run never reaches (after its unconditional return): on a Mac the op's output
+    is never written, though the function and its registration still compile."""
+    found = []
+    for stub, rel, line, function, via_macro in tree.registrations:
+        fn = None if via_macro else tree.hosts[rel].kernel_functions.get(function.split("::")[-1].lstrip("&"))
+        if fn is None or fn.running_calls:
+            continue
+        after = [c for c in fn.calls if c.after_return]
+        if after:
+            where, why = after[0].line, f"follows the unconditional return on line {after[0].after_return}"
+        elif fn.disabled:
+            where, why = fn.disabled[0], "is in a comment or in code the preprocessor drops"
+        else:
+            continue        # no exec_*_kernel at all: host code of its own (frexp's), not read here
+        found.append(Finding(
+            "PORTER024", rel, where,
+            f"{fn.name}, registered on {stub}, runs no Metal kernel: its exec_*_kernel call {why}; "
+            "on a Mac the output is never written",
+            "restore the call", tree.stub_op(stub)))
+    return found
 
 
 def undeclared_stubs(tree: Tree) -> list[Finding]:
