@@ -198,3 +198,17 @@ def test_a_host_check_refuses_or_is_not_proven(ported, check, failing, says):
         assert says in by[d]["message"], by[d]["message"]
     # integers never reach the stub (nan_to_num_out copies them): no check runs for them
     assert by["int32"]["outcome"] == "pass"
+
+
+def test_a_yaml_row_sent_back_to_a_deleted_mps_function_fails(ported):
+    """The migration deleted logit_out_mps (MPSGraph) and routed logit.out to the shared
+    logit_out; a row restored to `MPS: logit_out_mps` does not link on a Mac. porter ran the
+    Metal kernel on the stub and passed."""
+    with edited(ported, "aten/src/ATen/native/native_functions.yaml", "    CPU, CUDA, MPS: logit_out\n",
+                "    CPU, CUDA: logit_out\n    MPS: logit_out_mps\n"):
+        code, by = outcomes(ported, "logit", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail"
+    assert by["float32"]["message"].startswith(
+        "aten/src/ATen/native/native_functions.yaml:"), by["float32"]["message"]
+    assert (" sends MPS to logit_out_mps, which no aten/src/ATen/native/mps/ source defines: a Mac build "
+            "fails to link") in by["float32"]["message"]

@@ -10,14 +10,10 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
+from porter.source.mps_definitions import defined_names
 from porter.checks.model import Finding
 from porter.checks.tree import Tree, op_of_entry
 
-# Column-0 definitions of a function, the way upstream writes them.
-IMPL_FUNC_RE = re.compile(r"^TORCH_IMPL_FUNC\(\s*(\w+)\s*\)", re.M)
-MACRO_DEF_RE = re.compile(r"^[A-Z][A-Z0-9_]*\(\s*(\w+)\s*[,)]", re.M)
-FUNCTION_DEF_RE = re.compile(
-    r"^(?:static\s+|inline\s+|TORCH_API\s+)*(?:const\s+)?[A-Za-z_][\w:<>,&* ]*?[\s&*>](\w+)\s*\(", re.M)
 
 
 def check(tree: Tree) -> list[Finding]:
@@ -187,14 +183,7 @@ def undefined_mps_functions(tree: Tree) -> list[Finding]:
 def defined_functions(tree: Tree) -> set[str]:
     """Names defined at column 0 of the mps/ .mm and .cpp sources (a cheap over-approximation:
     a declaration also counts, so the check only fires where no trace of the name exists)."""
-    names: set[str] = set()
-    for text in tree.mps_source_texts.values():
-        if "_mps" not in text:
-            continue
-        names.update(IMPL_FUNC_RE.findall(text))
-        names.update(MACRO_DEF_RE.findall(text))
-        names.update(FUNCTION_DEF_RE.findall(text))
-    return names
+    return defined_names(tree.mps_source_texts.values())
 
 
 def _row_text(row) -> str:

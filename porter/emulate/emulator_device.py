@@ -76,6 +76,9 @@ class EmulateBackend:
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
+        unlinked = self._mps_row_undefined(op)
+        if unlinked:
+            return unlinked
         for host in self._candidates(op):
             if host.fault:
                 return host.fault
@@ -106,6 +109,37 @@ class EmulateBackend:
                                                           host.metal.name)
                 if wrong:
                     return wrong
+        return None
+
+    def _mps_row_undefined(self, op: OpNames) -> str | None:
+        """An op with a Metal kernel on its stub whose yaml still sends MPS to an `_mps` function
+        no mps/ source defines (the MPSGraph impl deleted, its row restored): a Mac build fails
+        to link, whatever the kernel does. None otherwise."""
+        if not any(h.function for h in self._candidates(op)):
+            return None         # only a port on the stub (REGISTER_DISPATCH) is read here
+        from porter.source import checkout as co
+        from porter.source import native_yaml
+        from porter.source.mps_definitions import defined_names, mps_source_paths
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
+        checkout = co.Checkout(self.root)
+        entries = native_yaml.entries_named(checkout.read(co.NATIVE_YAML), {spelled, spelled + "_"})
+        # torchgen keeps an entry's last MPS row
+        rows = [(e, e.mps_rows()[-1]) for e in entries if e.mps_rows()]
+        own = [r for e, r in rows if r.kernel.split("::")[-1].endswith("_mps")]
+        shared = [r for e, r in rows if any(r.kernel == d.kernel for d in e.dispatch if "CPU" in d.keys)]
+        if not own or not shared:
+            # only a family half routed to the shared kernel is read: where every row names an
+            # `_mps` function, one missing here may be a source this checkout lacks
+            return None
+        defined = defined_names(checkout.read(rel) for rel in mps_source_paths(checkout))
+        for row in own:
+            kernel = row.kernel.split("::")[-1]
+            if kernel not in defined:
+                return (f"{co.NATIVE_YAML}:{row.lineno} sends MPS to {kernel}, which no {co.MPS}/ "
+                        f"source defines: a Mac build fails to link, and MPS never reaches the "
+                        f"Metal kernel of {op.name} (porter check: PORTER002); send MPS to the "
+                        f"shared kernel's row")
         return None
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
