@@ -121,7 +121,8 @@ def test_migrating_sub_is_refused_naming_add_stub_and_its_kernel(real_root):
 
 
 def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
-    add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+    # the tree's UnaryOps.cpp carries sgn_out as upstream writes it (SGN_OUT)
+    assert SGN_OUT in (real_root / NATIVE / "UnaryOps.cpp").read_text()
     before = snapshot(real_root)
     res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
                  "--complex-body", "x", root=real_root)
@@ -143,11 +144,13 @@ def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
     assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
     code, by = outcomes(real_root, "sgn", "--dtype", "float32", "--dtype", "int32")
     assert code == 0, by
-    # and sgn itself is still refused: its complex dtypes would need sgn_stub, porter ports
-    # one stub an op
-    res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
-                 "--complex-body", "x", root=real_root)
-    assert res.code == 2 and "real inputs run sign_stub (registered for MPS at " in res.err
+    # and sgn's own port is sgn_stub's for the complex inputs that reach it: one complex overload
+    # from the CPU's sgn_impl, no real registration (sign's kernel serves those)
+    res = porter("migrate-from-mpsgraph", "sgn", "--dry-run", root=real_root)
+    assert res.code == 0, res.err
+    assert "inline enable_if_t<is_complex_v<T>, T> operator()(const T x)" in res.out
+    assert "REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);" in res.out
+    assert "REGISTER_UNARY_OP(sgn, float, float)" not in res.out
 
 
 def test_branches_porter_cannot_read_are_not_proven(real_root):
