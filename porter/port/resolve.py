@@ -475,7 +475,12 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
     if route.stub != own and route.when == stub_route.ALL and scalar_lambda(checkout, route.stub) is not None:
         # a stub the op shares with another (threshold_backward_out runs threshold_stub with its
         # own scalars): its CPU kernel's lambda gives the one Metal kernel both ops run, as
-        # shrink_backward_stub's gives the shrink ops' (sub_out's add_stub has none: refused)
+        # shrink_backward_stub's gives the shrink ops' (sub_out's add_stub has none)
+        return
+    if route.stub != own and route.when == stub_route.ALL and route.stub in registered:
+        # the other op's stub has its MPS kernel (sub_out runs add_stub with -alpha, and add's
+        # host function is registered): the port is the op's row joining the shared function,
+        # which hands that kernel what it passes (-alpha); the emulator follows the same call
         return
     if route.stub != own and native_yaml.entries_named(yaml_text, {other_op}):
         call = f"{route.stub}({', '.join(('iter',) + route.arguments)})"
@@ -485,8 +490,8 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
             kernel = kernel or next((f"the {k} kernel {rel} registers" for k in
                                      (f"{other_op}_alpha", other_op) if k in names), None)
         raise PorterError(f"'{op}': {cpu_kernel} runs {call}, not {own}: on MPS torch.{op} runs "
-                          f"the kernel of {route.stub} ({mps(route.stub)}); porter does not port "
-                          "an op through another op's stub", **where,
+                          f"the kernel of {route.stub} ({mps(route.stub)}); porter ports an op "
+                          f"through another op's stub once that stub has its MPS kernel", **where,
                           hint=f"register {route.stub} by hand (a host function running "
                                f"{kernel or 'a kernel of ' + other_op} with the scalar it receives), "
                                f"then route {out_entry.full_name}'s MPS row to {cpu_kernel}")

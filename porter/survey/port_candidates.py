@@ -249,7 +249,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if way == "in place":
         # the yaml row stays; the impl's own host file and the kernel file change
         files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[tensors]}.metal"]
-    elif classified.portable:
+    elif classified.portable and not how.startswith(ALREADY_REGISTERED):
         family = family or PAIRS[tensors]
         files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
         if how == COMPLEX_WRITTEN:
@@ -282,6 +282,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
 
 
 IN_PLACE_ONLY = "in place only"
+# the stub the op's shared function runs has its MPS kernel: the port is the op's yaml row
+ALREADY_REGISTERED = "Metal kernel already registered on"
 
 
 def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str, str | None]:
@@ -324,7 +326,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
                            "the impl keeps its row and calls the kernel")
         return False, "no DispatchStub behind its CPU kernel"
     if stub.name in facts.registered:
-        return True, f"Metal kernel already registered on {stub.name}"
+        # another op's stub (sub_out runs add_stub with -alpha): the port is the op's row alone
+        runs = "" if stub.name == f"{op}_stub" else f" ({next(iter(kernels))} runs it)"
+        return True, f"{ALREADY_REGISTERED} {stub.name}{runs}"
     if kind == op_kind.TERNARY:
         return _automatic_ternary(stub, facts)
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
