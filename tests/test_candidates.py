@@ -39,14 +39,14 @@ logical_not        mpsgraph  function  unary    no      native_functions.yaml, U
 mish_backward      mpsgraph  function  binary   no      native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel
 nan_to_num         mpsgraph  function  scalar   --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda: `_nan_to_num_replace` has no known Metal translation; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 pow                mpsgraph  macro     binary   no      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
-sgn                mpsgraph  impl      unary    --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  the MPSGraph implementation sends 5 selectors (square, reductionSum, squareRoot, equal, division), not one Metal function; its complex64 test needs --complex-body EXPR
+sgn                mpsgraph  impl      unary    no      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  sign_stub has no MPS kernel: sign, port it first: sgn_out runs it for real inputs
 softplus_backward  mpsgraph  impl      scalar   no      native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel, and an in-place port passes no scalars to a kernel
 heaviside          no-mps    -         binary   yes     native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
 special_log_ndtr   no-mps    -         unary    yes     native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
 special_ndtri      no-mps    -         unary    --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 
 25 op(s) on MPSGraph (20 forward, 5 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
-  forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 3 with --body EXPR, 6 refused (3 no DispatchStub, 2 incomplete, 1 str argument).
+  forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 2 with --body EXPR, 7 refused (3 no DispatchStub, 2 incomplete, 1 another op's port first, 1 str argument).
   backward ops (5 on MPSGraph): 2 ported automatically, 3 refused (2 no DispatchStub, 1 str argument).
 Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
 1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.

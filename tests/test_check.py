@@ -12,7 +12,7 @@ from pathlib import Path
 import expecttest
 import pytest
 
-from porter.source.checkout import COMMON_MPS, KERNELS, NATIVE_YAML, OPERATIONS
+from porter.source.checkout import COMMON_MPS, KERNELS, NATIVE, NATIVE_YAML, OPERATIONS
 from porter.cli import main
 
 T = expecttest.TestCase()
@@ -138,6 +138,22 @@ def test_skeleton_functor(mini_root, capsys):
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
 aten/src/ATen/native/mps/kernels/BinaryKernel.metal:83: PORTER014 skeleton-functor: heaviside_functor is still porter's skeleton (its static_assert stops the build) (write the Metal body, or rerun `porter new-op heaviside --body EXPR`)
 """)
+
+
+def test_a_kernel_only_complex_inputs_reach_misses_no_real_dtype(mini_root, capsys):
+    """sgn_out runs sign_stub for real inputs and sgn_stub for complex ones: sgn's kernel,
+    registered for float2 and half2 alone, misses nothing (PORTER011 said it lacked every real
+    dtype). A sgn_out sending every dtype to sgn_stub makes them missing again."""
+    from tests.porter_run import porter
+    assert porter("migrate-from-mpsgraph", "sign", "--no-test", root=mini_root).code == 0
+    assert porter("migrate-from-mpsgraph", "sgn", "--no-test", "--complex-body", "x", root=mini_root).code == 0
+    code, out = check(mini_root, capsys, "--select", "PORTER011")
+    assert "kernel 'sgn'" not in out, out
+    edit(mini_root, f"{NATIVE}/UnaryOps.cpp",
+         "  if (self.is_complex()) {\n    sgn_stub(device_type(), *this);\n  } else {\n"
+         "    sign_stub(device_type(), *this);\n  }\n", "  sgn_stub(device_type(), *this);\n")
+    code, out = check(mini_root, capsys, "--select", "PORTER011")
+    assert code == 1 and "kernel 'sgn' is registered for float2, half2 but the MPS test of OpInfo 'sgn'" in out, out
 
 
 def test_unregistered_mps_stub(mini_root, capsys):

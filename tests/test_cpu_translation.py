@@ -5,6 +5,7 @@ carry lambdas in the shapes upstream writes them (fixtures/mini-pytorch, in our 
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -299,3 +300,59 @@ def test_wrong_on_purpose_logit_with_its_branch_inverted_fails_the_reference_inp
                 ported.replace(branch, "if (!(float(eps) < float(0))) {"))
     inverted = measure(checkout, "logit", changes, reference_inputs=True, dtypes=["float32"])
     assert inverted.status == "fails" and inverted.failed_dtype == "float32", inverted
+
+
+def test_a_complex_helper_becomes_an_elementwise_float2_expression(real_tree_template):
+    # sgn_impl (cpu/zmath.h): 0 for 0, else z / zabs(z), whose complex overload is a complex
+    # holding |z|: dividing by it divides each part by the magnitude
+    from porter.port import complex_cpu_helpers
+    checkout = co.Checkout.at(real_tree_template)
+    out = complex_cpu_helpers.expression(checkout, "sgn_impl", available_functions(checkout))
+    assert out == ("::metal::all({0} == T(0, 0)) ? T(0, 0) : "
+                   "{0} / c10::metal::hypot(::metal::abs({0}.x), ::metal::abs({0}.y))")
+
+
+@pytest.mark.parametrize(("old", "new", "says"), [
+    ("return z / zabs(z);", "return z * z;", "returns `z * z`, which is not elementwise on float2"),
+    ("return z / zabs(z);", "return z / (z + c10::complex<T>(1, 0));", "not elementwise on float2"),
+    ("return c10::complex<float>(std::abs(z));", "return c10::complex<float>(std::abs(z), 1);",
+     "`zabs` (aten/src/ATen/native/cpu/zmath.h) is not a complex holding a real magnitude"),
+])
+def test_wrong_on_purpose_complex_arithmetic_in_a_helper_is_refused(real_root, old, new, says):
+    # a complex product, a complex sum, or a divisor with an imaginary part is not what float2's
+    # elementwise operators compute: refused, naming it
+    from porter.port import complex_cpu_helpers
+    zmath = real_root / "aten/src/ATen/native/cpu/zmath.h"
+    text = zmath.read_text()
+    assert text.count(old) == 1
+    zmath.write_text(text.replace(old, new))
+    checkout = co.Checkout.at(real_root)
+    with pytest.raises(complex_cpu_helpers.Refused, match=re.escape(says)):
+        complex_cpu_helpers.expression(checkout, "sgn_impl", available_functions(checkout))
+
+
+@needs_gxx
+@pytest.mark.parametrize(("wrong", "replacement", "why"), [
+    ("::metal::all(x == T(0, 0))\n            ? T(0, 0)\n            : ", "",
+     "the zero check dropped: 0+0i gives 0 / 0, nan, where the CPU gives 0"),
+    ("::metal::abs(x.x), ::metal::abs(x.y)", "x.x, x.y",
+     "the parts' signs kept: c10::metal::hypot(-3, -4) is -5"),
+    (" / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))", "",
+     "the division by the magnitude dropped: z itself, not z / |z|"),
+], ids=["zero-gives-nan", "signed-parts", "no-division"])
+def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root, wrong, replacement, why):
+    # after sign's port, sgn's complex64 kernel from sgn_impl passes the samples and reference
+    # inputs; without its zero test, or with the parts' signs in the magnitude, it fails
+    from porter.harness.measure_port import measure, plan_in_memory
+    from tests.porter_run import git_init, porter
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "sign", "--no-test", root=real_root).code == 0
+    checkout = co.Checkout.at(real_root)
+    changes = plan_in_memory(checkout, "sgn", "mpsgraph").changes
+    ported = changes.current(UNARY_METAL, checkout.read)
+    good = measure(checkout, "sgn", changes, reference_inputs=True, dtypes=["complex64"])
+    assert (good.status, good.detail) == ("verified", "1/1 dtypes"), good
+    assert ported.count(wrong) == 1, why
+    changes.set(UNARY_METAL, checkout.read(UNARY_METAL), ported.replace(wrong, replacement))
+    bad = measure(checkout, "sgn", changes, reference_inputs=True, dtypes=["complex64"])
+    assert bad.status == "fails" and bad.failed_dtype == "complex64", (why, bad)

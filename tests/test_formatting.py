@@ -53,10 +53,11 @@ def test_untouched_badly_formatted_macros_beside_the_edit_stay_byte_identical(re
     (real_root / ".clang-format").write_text(PYTORCH_CPP.strip("{}").replace(", ", "\n") + "\n")
     vec2_bad, k2_bad = _misalign(real_root / UNARY_METAL)
     git_init(real_root)
-    # sgn: a per-dtype block just before INSTANTIATE_UNARY_KERNELS2, and a line inside
-    # INSTANTIATE_UNARY_KERNELS_VEC2
-    result = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
-                    "--complex-body", "x", root=real_root)
+    # sign: a per-dtype block just before INSTANTIATE_UNARY_KERNELS2; then sgn (whose real
+    # inputs sgn_out sends to sign_stub): a line inside INSTANTIATE_UNARY_KERNELS_VEC2
+    result = porter("migrate-from-mpsgraph", "sign", root=real_root)
+    assert result.code == 0, result.err + result.out
+    result = porter("migrate-from-mpsgraph", "sgn", "--complex-body", "x", "--allow-dirty", root=real_root)
     assert result.code == 0, result.err + result.out
     diff = subprocess.run(["git", "diff", "-U0", "--", UNARY_METAL], cwd=real_root,
                           capture_output=True, text=True, check=True).stdout

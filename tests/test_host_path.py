@@ -1,8 +1,9 @@
 """The kernel a dtype runs under the emulator is the one a Mac's host code would look up (issue
 21, item 4): a REGISTER_DISPATCH the preprocessor drops registers nothing; a structured kernel
 that runs another op's stub (`sub_out` -> `add_stub(-alpha)`) or splits dtypes between stubs
-(`sgn_out`: `sign_stub` for real inputs) is followed, and a port through such a kernel is
-refused. The shared functions are written here in our own words, as upstream has them."""
+(`sgn_out`: `sign_stub` for real inputs) is followed, and a port through such a kernel waits
+for that stub's MPS kernel. The fixture carries both shared functions in upstream's shape (our
+own words); the tests here edit them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from porter.source.checkout import NATIVE, NATIVE_YAML, OPERATIONS  # noqa: E402
+from porter.source.checkout import KERNELS, NATIVE, NATIVE_YAML, OPERATIONS  # noqa: E402
 from tests.porter_run import porter, snapshot  # noqa: E402
 
 if shutil.which(os.environ.get("CXX", "g++")) is None:
@@ -24,11 +25,13 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
 SUB_OUT = """TORCH_IMPL_FUNC(sub_out) (
   const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& result
 ) {
-  // a - alpha * b is a + (-alpha) * b: the add kernel serves both
-  add_stub(device_type(), *this, ALPHA);
+  add_stub(device_type(), *this, -alpha);
+  TORCH_INTERNAL_ASSERT(result.scalar_type() == output().dtype());
 }
 
 """
+SUB_CALL = "  add_stub(device_type(), *this, -alpha);\n"
+ADD_REGISTRATION = "REGISTER_DISPATCH(add_stub, &add_mps_kernel)\n"
 SGN_OUT = """TORCH_IMPL_FUNC(sgn_out) (const Tensor& self, const Tensor& result) {
   if (self.is_complex()) {
     sgn_stub(device_type(), *this);
@@ -50,6 +53,14 @@ def add_function(root: Path, cpp: str, before: str, text: str) -> None:
     source = path.read_text()
     assert before in source
     path.write_text(source.replace(before, text + before, 1))
+
+
+def edit_function(root: Path, cpp: str, old: str, new: str) -> None:
+    """Replaces `old`, found once in the fixture's native/`cpp`, by `new`."""
+    path = root / NATIVE / cpp
+    source = path.read_text()
+    assert source.count(old) == 1, old
+    path.write_text(source.replace(old, new))
 
 
 def route_mps_to_shared(root: Path, old: str, new: str) -> None:
@@ -88,7 +99,7 @@ def test_a_registration_the_preprocessor_drops_registers_nothing(real_root, wrap
 
 
 def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
-    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT.replace("ALPHA", "-alpha"))
+    assert SUB_OUT in (real_root / NATIVE / "BinaryOps.cpp").read_text()
     route_mps_to_shared(real_root, "    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
     code, by = outcomes(real_root, "sub", "--dtype", "float32", "--dtype", "int64")
     assert code == 0 and {d["outcome"] for d in by.values()} == {"pass"}
@@ -102,7 +113,7 @@ def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
     mm = real_root / OPERATIONS / "BinaryKernel.mm"
     host = mm.read_text()
     assert "REGISTER_DISPATCH(sub_stub, &sub_mps_kernel)" in host
-    mm.write_text(host.replace("REGISTER_DISPATCH(add_stub, &add_mps_kernel)\n", ""))
+    mm.write_text(host.replace(ADD_REGISTRATION, ""))
     code, by = outcomes(real_root, "sub", "--dtype", "float32")
     assert code == 1
     assert ("sub_out runs add_stub for float32 (aten/src/ATen/native/BinaryOps.cpp:"
@@ -110,18 +121,41 @@ def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
     assert "MPS raises 'add_stub: missing kernel for mps'" in by["float32"]["message"]
 
 
-def test_migrating_sub_is_refused_naming_add_stub_and_its_kernel(real_root):
-    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT.replace("ALPHA", "-alpha"))
+def test_sub_is_ported_as_its_row_joining_sub_out_which_runs_add_with_minus_alpha(real_root):
+    """sub_out runs add_stub with -alpha, and add_stub has its MPS kernel (add_alpha): the port
+    is sub.out's MPS row joining sub_out, nothing in the kernel or host files; the test runs
+    add_alpha with -alpha, as a Mac would. Before: refused ('porter does not port an op through
+    another op's stub')."""
+    kernels = {p: (real_root / p).read_text() for p in (f"{OPERATIONS}/BinaryKernel.mm",
+                                                        f"{KERNELS}/BinaryKernel.metal")}
+    res = porter("migrate-from-mpsgraph", "sub", root=real_root)
+    assert res.code == 0, res.err + res.out
+    assert {p: (real_root / p).read_text() for p in kernels} == kernels
+    rows = (real_root / NATIVE_YAML).read_text()
+    start = rows.index("- func: sub.out(")
+    assert "    CPU, CUDA, MPS: sub_out\n" in rows[start:rows.index("\n- func:", start)]
+    code, by = outcomes(real_root, "sub", "--reference-inputs")
+    assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, by
+    # wrong on purpose: a sub_out passing alpha unnegated (a + alpha * b) is red on every dtype
+    edit_function(real_root, "BinaryOps.cpp", SUB_CALL, SUB_CALL.replace("-alpha", "alpha"))
+    code, by = outcomes(real_root, "sub")
+    assert code == 1 and {d["outcome"] for d in by.values()} == {"fail"}, by
+
+
+def test_migrating_sub_is_refused_while_add_stub_has_no_mps_kernel(real_root):
+    mm = real_root / OPERATIONS / "BinaryKernel.mm"
+    mm.write_text(mm.read_text().replace(ADD_REGISTRATION, ""))
     before = snapshot(real_root)
     res = porter("migrate-from-mpsgraph", "sub", "--body", "a - alpha * b", root=real_root)
     assert res.code == 2 and snapshot(real_root) == before
     assert "'sub': sub_out runs add_stub(iter, -alpha), not sub_stub" in res.err
-    assert "porter does not port an op through another op's stub" in res.err
+    assert "add_stub (registered for MPS by no *Kernel.mm)" in res.err
     assert "the add_alpha kernel aten/src/ATen/native/mps/kernels/BinaryKernel.metal registers" in res.err
 
 
 def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
-    add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+    # the tree's UnaryOps.cpp carries sgn_out as upstream writes it (SGN_OUT)
+    assert SGN_OUT in (real_root / NATIVE / "UnaryOps.cpp").read_text()
     before = snapshot(real_root)
     res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
                  "--complex-body", "x", root=real_root)
@@ -143,18 +177,19 @@ def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
     assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
     code, by = outcomes(real_root, "sgn", "--dtype", "float32", "--dtype", "int32")
     assert code == 0, by
-    # and sgn itself is still refused: its complex dtypes would need sgn_stub, porter ports
-    # one stub an op
-    res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
-                 "--complex-body", "x", root=real_root)
-    assert res.code == 2 and "real inputs run sign_stub (registered for MPS at " in res.err
+    # and sgn's own port is sgn_stub's for the complex inputs that reach it: one complex overload
+    # from the CPU's sgn_impl, no real registration (sign's kernel serves those)
+    res = porter("migrate-from-mpsgraph", "sgn", "--dry-run", root=real_root)
+    assert res.code == 0, res.err
+    assert "inline enable_if_t<is_complex_v<T>, T> operator()(const T x)" in res.out
+    assert "REGISTER_UNARY_OP(sgn, DTYPE##2, DTYPE##2);" in res.out
+    assert "REGISTER_UNARY_OP(sgn, float, float)" not in res.out
 
 
 def test_branches_porter_cannot_read_are_not_proven(real_root):
-    branchy = SUB_OUT.replace("  add_stub(device_type(), *this, ALPHA);\n",
-                              "  if (alpha.isIntegral(false)) {\n    add_stub(device_type(), *this, -alpha);\n"
-                              "  } else {\n    sub_stub(device_type(), *this, alpha);\n  }\n")
-    add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", branchy)
+    edit_function(real_root, "BinaryOps.cpp", SUB_CALL,
+                  "  if (alpha.isIntegral(false)) {\n    add_stub(device_type(), *this, -alpha);\n"
+                  "  } else {\n    sub_stub(device_type(), *this, alpha);\n  }\n")
     before = snapshot(real_root)
     res = porter("migrate-from-mpsgraph", "sub", root=real_root)
     assert res.code == 2 and snapshot(real_root) == before
@@ -237,12 +272,11 @@ def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op
     """The tree has no TORCH_IMPL_FUNC(OP_out): which stub it runs cannot be read (upstream's
     runs `upstream`). porter assumed `OP_stub`, wrote the port and tested it green on a kernel
     a Mac's inputs never reach (sub: 9/9 pass on sub_alpha); now nothing is written, exit 1."""
+    # the fixture's shared function taken out: a tree without it
     if op == "sgn":
-        # the fixture's miniature sgn_out (sgn_stub for every dtype) taken out: a tree without it
-        cpp = real_root / NATIVE / "UnaryOps.cpp"
-        line = "CREATE_UNARY_TORCH_IMPL_FUNC(sgn_out, sgn_stub)\n"
-        assert cpp.read_text().count(line) == 1
-        cpp.write_text(cpp.read_text().replace(line, ""))
+        edit_function(real_root, "UnaryOps.cpp", SGN_OUT, "")
+    else:
+        edit_function(real_root, "BinaryOps.cpp", SUB_OUT, "")
     before = snapshot(real_root)
     for extra in ((), ("--json",)):
         res = porter("migrate-from-mpsgraph", op, "--body", "x", "--complex-body", "x", root=real_root) \
@@ -257,11 +291,12 @@ def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op
     # with the body there, the route is read: both are refused, naming the stub they reach
     if op == "sgn":
         add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
+        res = porter("migrate-from-mpsgraph", op, root=real_root)
+        assert res.code == 2 and "port sign first" in res.err, res.err
     else:
-        add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)",
-                     SUB_OUT.replace("ALPHA", "-alpha"))
-    res = porter("migrate-from-mpsgraph", op, root=real_root)
-    assert res.code == 2 and "not proven" not in res.err, res.err
+        add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT)
+        res = porter("migrate-from-mpsgraph", op, root=real_root)
+        assert res.code == 0 and "not proven" not in res.err, res.err
 
 
 @pytest.mark.parametrize("body", [

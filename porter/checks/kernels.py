@@ -148,6 +148,11 @@ def missing_dtypes(tree: Tree) -> list[Finding]:
                 if floating_only or copied:
                     sent &= FLOATING
                 missing = sorted(d for d in sent if METAL.get(d) not in registered)
+                if missing:
+                    # dtypes the op's shared function sends to another stub never reach this
+                    # kernel (sgn_out: real inputs to sign_stub, complex ones to sgn_stub)
+                    reach = _dtypes_reaching(tree, op, stub)
+                    missing = [d for d in missing if reach is None or d.startswith("complex") == (reach == "complex")]
                 if not missing:
                     continue
                 only = [conditional[METAL[d]] for d in missing if METAL.get(d) in conditional]
@@ -179,6 +184,19 @@ def _mps_may_reach(tree: Tree, op: str, stub: str) -> bool:
             return True
     call = re.compile(rf"\b{re.escape(stub)}\s*\(")
     return any(call.search(host.text) for host in tree.hosts.values())
+
+
+def _dtypes_reaching(tree: Tree, op: str, stub: str) -> str | None:
+    """"complex" or "real" where the shared function MPS joins for `op` runs `stub` for those
+    inputs alone (porter.source.stub_route); None: every dtype, or not read."""
+    from porter.source import stub_route
+    shared = {row.kernel.split("::")[-1] for e in tree.mps_family(op) for row in e.dispatch
+              if "MPS" in row.keys and "CPU" in row.keys}
+    for kernel in sorted(shared):
+        whens = {r.when for r in stub_route.routes(tree.checkout, kernel) if r.stub == stub}
+        if len(whens) == 1 and whens <= {stub_route.COMPLEX, stub_route.REAL}:
+            return whens.pop()
+    return None
 
 
 def _list(metal_types: list[str]) -> str:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from porter import exit_codes
 from porter.emulate import build_check
 from porter.port import completeness
-from porter.port.functor import SKELETON
+from porter.port.functor import SKELETON, complex_only
 from porter.errors import PorterError
 
 
@@ -27,6 +27,11 @@ class WrongRegistration(PorterError):
 
 class IncompleteMigration(PorterError):
     exit_code = exit_codes.FAILED
+
+
+def _skeleton_gap(gap: completeness.Gap) -> bool:
+    """The gap of a functor without a body (porter.port.plan), whichever flag supplies it."""
+    return gap.what.startswith("the body of ")
 
 
 def params_of(spec) -> tuple[str, ...]:
@@ -78,10 +83,11 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
         raise IncompleteMigration(
             f"migrate-from-mpsgraph {spec.op} would replace a working MPSGraph implementation by a "
             f"functor without a body ({functor.detail}); nothing was written",
-            hint=f"pass --body EXPR (in {' and '.join(params_of(spec))}) with the Metal expression")
+            hint=f"pass {'--complex-body' if complex_only(spec) else '--body'} EXPR (in "
+                 f"{' and '.join(params_of(spec))}) with the Metal expression")
     if plan.gaps:
         failing: list[str] = []
-        skeleton = any(g.flag.startswith("--body") for g in plan.gaps)
+        skeleton = any(_skeleton_gap(g) for g in plan.gaps)
         if skeleton:
             failing.append(f"every kernel of {spec.metal_path} (the skeleton's static_assert "
                            "stops the file compiling)")
@@ -89,7 +95,7 @@ def verify(command: str, checkout, plan, *, body: str | None, complex_body: str 
         for gap in plan.gaps:
             if gap.dtypes and not skeleton:
                 failing += completeness.mac_tests(spec, gap.dtypes)
-            elif not gap.dtypes and not gap.flag.startswith("--body"):
+            elif not gap.dtypes and not _skeleton_gap(gap):
                 # what the host code needs and the checkout lacks (a library overload): no
                 # test of the op runs, the build stops first
                 failing.append(f"the MPS build ({gap.what.split(' (', 1)[0]} is missing)")

@@ -50,10 +50,15 @@ def plan_in_memory(checkout: co.Checkout, op: str, state: str):
 
 
 def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = False,
-           dtypes: list[str] | None = None) -> Verdict:
+           dtypes: list[str] | None = None, after: str | None = None) -> Verdict:
     try:
         plan = plan_in_memory(checkout, op, state)
     except PorterError as err:
+        first = getattr(err, "prerequisite", None)
+        if first and after is None:
+            # the command asks for another op's port first (sgn: sign's, whose kernel sgn_out
+            # runs for real inputs): both ports, in that order, each as its command plans it
+            return _after_prerequisite(checkout, op, state, first, err, reference_inputs, dtypes)
         return Verdict(op, REFUSED, err.message)
     # what the editing command refuses before writing (porter.commands.before_writing): registrations
     # a Mac rejects, and an incomplete port (a dtype without a kernel, a functor without a body)
@@ -69,6 +74,30 @@ def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = 
     if verdict.status == FAILS and " does not build: " in verdict.detail:
         # the command builds the planned file before writing, and refuses it
         verdict.status, verdict.detail = REFUSED, verdict.detail.split(": ", 1)[1]
+    return verdict
+
+
+def _after_prerequisite(checkout: co.Checkout, op: str, state: str, first: str, err: PorterError,
+                        reference_inputs: bool, dtypes) -> Verdict:
+    """`op` measured on a scratch copy of the checkout with `first`'s port written into it, as a
+    user runs the two commands; refused with the command's own reason when `first` cannot be
+    ported."""
+    from porter.port.resolve import resolve
+    try:
+        prior = plan_in_memory(checkout, first, resolve(checkout, first).state)
+    except PorterError as why:
+        return Verdict(op, REFUSED, f"{err.message}; and {first} is refused: {why.message}")
+    if getattr(prior, "gaps", None) or getattr(prior, "wrong", None):
+        return Verdict(op, REFUSED, f"{err.message}; and {first}'s port is incomplete")
+    with tempfile.TemporaryDirectory(prefix="porter-verify-after-") as tmp:
+        root = Path(tmp) / "checkout"
+        shutil.copytree(checkout.root, root, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        for change in prior.changes.changes.values():
+            if change.new is not None:
+                (root / change.path).parent.mkdir(parents=True, exist_ok=True)
+                (root / change.path).write_text(change.new, encoding="utf-8")
+        verdict = verify(co.Checkout.at(root), op, state, reference_inputs, dtypes, after=first)
+    verdict.detail += f" (after {first}'s port: `porter status {first}`)"
     return verdict
 
 

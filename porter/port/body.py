@@ -313,15 +313,24 @@ COMPLEX_C10 = {"conj_impl": "conj", "std::conj": "conj", "std::log1p": "log1p", 
                "std::acosh": "acosh", "std::asinh": "asinh", "std::atanh": "atanh"}
 
 
-def translate_complex(lam, complex_functions, library=None) -> Translation:
+def translate_complex(lam, complex_functions, library=None, helper=None) -> Translation:
     """The complex case's lambda (`conj_impl(a)`) as a complex overload's statements: each call a
     c10::metal routine with a float2 overload (`complex_functions()`), or one porter writes into
     c10/metal (`library`: a porter.port.helpers.Library, whose complex_routine says), nothing else,
     since the arithmetic operators of float2 are elementwise, not complex (`a * b` is not
-    c10::metal::mul)."""
+    c10::metal::mul). A CPU helper with no such routine (`sgn_impl(a)`) is `helper(name)`'s
+    expression of its argument (porter.port.complex_cpu_helpers), which raises ValueError naming
+    what it lacks."""
     expr = getattr(lam, "expression", None)
     if expr is None:
         return Translation(None, "the complex case is not one returned expression")
+    call = re.fullmatch(r"(\w+)\(\s*(\w+)\s*\)", expr)
+    if call and call.group(2) in lam.params and helper is not None and \
+            COMPLEX_C10.get(call.group(1)) not in complex_functions():
+        try:
+            return Translation(f"return {helper(call.group(1)).format(call.group(2))};")
+        except ValueError as why:
+            return Translation(None, str(why))
     routines = "|".join(re.escape(c) for c in COMPLEX_C10)
     rest = re.sub(rf"(?<![\w:])(?:{routines})\s*\(|[()\s]", "", expr)
     if rest not in lam.params:

@@ -36,6 +36,8 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
     if body is not None:
         statements_float = statements_int = float_in_t = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
+    elif complex_only(spec):
+        return _complex_only(spec, params, complex_body, c10_functions)
     else:
         lam, skeleton = _cpu_lambda(spec, params)
         if skeleton:
@@ -64,7 +66,7 @@ def build(spec: OpSpec, body: str | None, c10_functions, complex_body: str | Non
         checkout = getattr(c10_functions, "checkout", None)      # a porter.port.helpers.Library
         if checkout is not None:
             derived = translate_body.translate_complex(complex_lambda, lambda: complex_functions(checkout),
-                                                       c10_functions)
+                                                       c10_functions, complex_helper(checkout, c10_functions))
             if derived.statements is not None:
                 complex_body = translate_body.rename(derived.statements, complex_lambda.params,
                                                      params)[len("return "):-1]
@@ -136,6 +138,46 @@ def complex_source(lam):
     if own is not None:
         return own
     return lam if getattr(lam, "covers_complex", False) else None
+
+
+def complex_only(spec: OpSpec) -> bool:
+    """A port whose stub only complex inputs reach (sgn_stub: sgn_out runs sign_stub for the
+    others): its functor is a complex overload alone, whose body is --complex-body's."""
+    return bool(spec.dtypes) and all(d.startswith("complex") for d in spec.dtypes)
+
+
+def _complex_only(spec: OpSpec, params, complex_body: str | None, c10_functions) -> Functor:
+    """The functor of a port whose stub only complex inputs reach (sgn_stub: sgn_out runs
+    sign_stub for the others): its complex overload alone, from --complex-body or the CPU's
+    complex case."""
+    origin, detail = FROM_BODY, (complex_body or "").strip()
+    if complex_body is None:
+        lam = spec.scalar_lambda
+        case = lam and (lam.complex_case or (lam if lam.dispatch == "complex" else None))
+        checkout = getattr(c10_functions, "checkout", None)
+        # a skeleton registered for float2/half2, whose static_assert fails the build on
+        # purpose, as a real-dtype skeleton's registrations do
+        if case is None or checkout is None:
+            return _skeleton(spec, params, f"no complex case in the CPU kernel of {spec.stub.name}")._replace(complex=True)
+        from porter.source.c10_metal import complex_functions
+        derived = translate_body.translate_complex(case, lambda: complex_functions(checkout),
+                                                   c10_functions, complex_helper(checkout, c10_functions))
+        if derived.statements is None:
+            return _skeleton(spec, params, f"{derived.reason} (CPU lambda at {case.path}:{case.line})")._replace(complex=True)
+        complex_body = translate_body.rename(derived.statements, case.params, params)[len("return "):-1]
+        origin, detail = FROM_CPU, f"{case.path}:{case.line}"
+    statements = translate_body.wrap_returns(f"return {complex_body.strip().rstrip(';')};", "T",
+                                             {p: "T" for p in params}).replace("return static_cast<T>(", "return T(")
+    template = "unary_functor.metal.j2" if spec.kind == UNARY else "binary_functor.metal.j2"
+    text = render(template, op=spec.kernel, params=params, float_body=None, int_body=None,
+                  float_out="T", int_out="T", complex_body=statements, complex_out="T", one_body=None)
+    return Functor(text, origin, detail, complex=True)
+
+
+def complex_helper(checkout, c10_functions):
+    """A complex case's CPU helper as a Metal expression (porter.port.complex_cpu_helpers)."""
+    from porter.port import complex_cpu_helpers
+    return lambda name: complex_cpu_helpers.expression(checkout, name, set(c10_functions()))
 
 
 def _truth_body(statements: str, params, c10_functions) -> str | None:

@@ -198,9 +198,10 @@ def _resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         where = ", ".join(k for k in named if k in defined)
         if missing:
             where += ("; " if where else "") + f"its MPS row names {', '.join(missing)}, {UNDEFINED}"
-        raise PorterError(f"cannot migrate '{name}' off MPSGraph ({where}): {err.message}",
-                          path=err.path, line=err.line,
-                          hint=err.hint or HAND_PORT) from None
+        wrapped = PorterError(f"cannot migrate '{name}' off MPSGraph ({where}): {err.message}",
+                              path=err.path, line=err.line, hint=err.hint or HAND_PORT)
+        wrapped.prerequisite = getattr(err, "prerequisite", None)
+        raise wrapped from None
 
 
 def leftovers(checkout: co.Checkout, spec: OpSpec) -> list[tuple[str, Definition]]:

@@ -22,7 +22,7 @@ from porter.port.edits import xfails as xfail_edit
 from porter.source import xfail_lists
 from porter.errors import Incomplete, PorterError
 from porter.source.dtypes import METAL, METAL_FLOATING
-from porter.port.functor import SKELETON, Functor, build, functor_params
+from porter.port.functor import SKELETON, Functor, build, complex_only, functor_params
 from porter.port import scalars as scalar_args
 from porter.source.host_scan import HostFile
 from porter.source.metal_scan import MetalFile
@@ -229,9 +229,10 @@ def _plan_plain_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
     write(spec.metal_path, text)
     plan.new_kernels[spec.metal_path] = spec.kernel
     if plan.functor is not None and plan.functor.origin == SKELETON:
+        flag = "--complex-body" if complex_only(spec) else "--body"
         plan.gaps.append(completeness.Gap(
             f"the body of {spec.kernel}_functor ({plan.functor.detail})",
-            f"--body EXPR (in {' and '.join(functor_params(spec))})"))
+            f"{flag} EXPR (in {' and '.join(functor_params(spec))})"))
     if spec.dtypes:     # without an OpInfo there is nothing to measure the registrations against
         gaps, plan.wrong = completeness.check(spec, text, wanted)
         plan.gaps += gaps

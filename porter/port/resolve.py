@@ -155,7 +155,7 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
                               hint=f"drop --in-place: porter new-op {op} / migrate-from-mpsgraph {op}")
     if place is not None:
         return _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place, graph, hosts)
-    _check_route(checkout, op, cpu_kernel, out_entry, hosts, yaml_text)
+    reaches_own = _check_route(checkout, op, cpu_kernel, out_entry, hosts, yaml_text)
     notes = _ignored_bools(checkout, op, out_entry, stub)      # first: its refusal is the exact one
     scalars = _check_stub_scalars(checkout, op, out_entry, stub,
                                   scalar_args.schema_scalars(native_yaml.arguments(out_entry.schema))[0],
@@ -178,6 +178,9 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     backward = out_entry.is_backward
     if backward:
         dtypes = backward_dtypes(checkout, op)
+    if reaches_own is not None:
+        # the other dtypes run another stub's kernel (sgn_out: sign_stub for real inputs)
+        dtypes = frozenset(d for d in dtypes if d.startswith("complex") == (reaches_own == "complex"))
     # a bool lambda, or an OpInfo that says so (`always_returns_bool`: the meta function builds a
     # bool-output iterator, as logical_and_out's comparison_op does)
     returns_bool = bool(lam and lam.return_type == "bool") or any(
@@ -422,10 +425,12 @@ def _not_portable(op: str, fam, out_entry, hosts, kind: op_kind.OpKind) -> Porte
                        hint=kind.hint)
 
 
-def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text: str) -> None:
+def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text: str) -> str | None:
     """Refuse an op whose shared kernel does not run `<op>_stub` alone, as porter would register
     it: on MPS a dtype runs whatever kernel the stub its TORCH_IMPL_FUNC calls has registered
-    (`sub_out` runs add_stub with -alpha; `sgn_out` runs sign_stub for real inputs)."""
+    (`sub_out` runs add_stub with -alpha; `sgn_out` runs sign_stub for real inputs). Where the
+    other stubs have MPS kernels already, the port is its own stub's for the dtypes that reach
+    it: "complex" or "real" (sgn_out's complex inputs), returned; None: every dtype."""
     from porter.source import stub_route
     found = stub_route.routes(checkout, cpu_kernel)
     own = f"{op}_stub"
@@ -451,20 +456,32 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
     if len(stubs) > 1:
         parts = "; ".join(f"{r.when} inputs run {r.stub} ({mps(r.stub)})" for r in found)
         other = next((r for r in found if r.stub != own and r.stub not in registered), None)
+        mine = [r.when for r in found if r.stub == own]
+        if other is None and len(mine) == 1 and mine[0] in (stub_route.COMPLEX, stub_route.REAL):
+            # sign_stub has its kernel: sgn's port is sgn_stub's, for complex inputs
+            return mine[0]
         if other is not None:
             first = other.stub.removesuffix("_stub")
             hint = (f"port {first} first (`porter status {first}`), then run this again: {own} "
                     "alone does not give the op's other dtypes a kernel")
         else:
             hint = f"register {own} by hand for the dtypes that reach it; porter ports one stub an op"
-        raise PorterError(f"'{op}': {cpu_kernel} does not run {own} alone: {parts}; a port of "
+        err = PorterError(f"'{op}': {cpu_kernel} does not run {own} alone: {parts}; a port of "
                           f"{own} would leave the others without an MPS kernel", **where, hint=hint)
+        # the op porter ports first (`candidates --verify` measures the two ports together)
+        err.prerequisite = other.stub.removesuffix("_stub") if other is not None else None
+        raise err
     route = found[0]
     other_op = route.stub.removesuffix("_stub")
     if route.stub != own and route.when == stub_route.ALL and scalar_lambda(checkout, route.stub) is not None:
         # a stub the op shares with another (threshold_backward_out runs threshold_stub with its
         # own scalars): its CPU kernel's lambda gives the one Metal kernel both ops run, as
-        # shrink_backward_stub's gives the shrink ops' (sub_out's add_stub has none: refused)
+        # shrink_backward_stub's gives the shrink ops' (sub_out's add_stub has none)
+        return
+    if route.stub != own and route.when == stub_route.ALL and route.stub in registered:
+        # the other op's stub has its MPS kernel (sub_out runs add_stub with -alpha, and add's
+        # host function is registered): the port is the op's row joining the shared function,
+        # which hands that kernel what it passes (-alpha); the emulator follows the same call
         return
     if route.stub != own and native_yaml.entries_named(yaml_text, {other_op}):
         call = f"{route.stub}({', '.join(('iter',) + route.arguments)})"
@@ -474,8 +491,8 @@ def _check_route(checkout, op: str, cpu_kernel: str, out_entry, hosts, yaml_text
             kernel = kernel or next((f"the {k} kernel {rel} registers" for k in
                                      (f"{other_op}_alpha", other_op) if k in names), None)
         raise PorterError(f"'{op}': {cpu_kernel} runs {call}, not {own}: on MPS torch.{op} runs "
-                          f"the kernel of {route.stub} ({mps(route.stub)}); porter does not port "
-                          "an op through another op's stub", **where,
+                          f"the kernel of {route.stub} ({mps(route.stub)}); porter ports an op "
+                          f"through another op's stub once that stub has its MPS kernel", **where,
                           hint=f"register {route.stub} by hand (a host function running "
                                f"{kernel or 'a kernel of ' + other_op} with the scalar it receives), "
                                f"then route {out_entry.full_name}'s MPS row to {cpu_kernel}")

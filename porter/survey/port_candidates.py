@@ -60,7 +60,8 @@ def refusal_label(how: str) -> str:
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"),
-              ("incomplete: ", "incomplete"))
+              ("incomplete: ", "incomplete"),
+              (PORT_FIRST, "another op's port first"))
     return next((label for phrase, label in labels if phrase[:40] in how), "other")
 
 
@@ -130,6 +131,9 @@ def find(checkout: co.Checkout) -> Inventory:
     facts = _Facts(checkout)
     for host in hosts.values():
         facts.registered |= set(re.findall(r"\bREGISTER_DISPATCH\(\s*(\w+_stub)\b", host.text))
+        # UnaryKernel.mm's macro form registers `name_stub`
+        facts.registered |= {f"{n}_stub" for n in re.findall(r"^\s*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)",
+                                                            host.text, re.M)}
     found, others = [], 0
     for op, entries in families.items():
         # The commands' classification, with the wider net: ops tagged `pointwise` are listed
@@ -246,7 +250,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if way == "in place":
         # the yaml row stays; the impl's own host file and the kernel file change
         files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[tensors]}.metal"]
-    elif classified.portable:
+    elif classified.portable and not how.startswith(ALREADY_REGISTERED):
         family = family or PAIRS[tensors]
         files += [f"{co.KERNELS}/{family}.metal", f"{co.OPERATIONS}/{family}.mm"]
         if how == COMPLEX_WRITTEN:
@@ -260,7 +264,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if state == MPSGRAPH and re.search(rf'm\.impl\(\s*"(?:aten::)?{re.escape(op)}_?[."]', facts.fallback):
         files.append(co.MPS_FALLBACK)
     if classified.portable and kind in PAIRS and keys & facts.complex_tested \
-            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU, COMPLEX_FROM_LAMBDA, COMPLEX_WRITTEN):
+            and how not in (TRUTH_VALUES, COMPLEX_FROM_CPU, COMPLEX_FROM_LAMBDA, COMPLEX_WRITTEN, COMPLEX_ONLY) \
+            and PORT_FIRST not in how:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
     if automatic and "--complex-body" in how:
@@ -268,7 +273,7 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         automatic = False
     elif automatic:
         verdict = "automatic"
-    elif classified.portable and not how.startswith(NO_BODY_CURES):
+    elif classified.portable and not how.startswith(NO_BODY_CURES) and PORT_FIRST not in how:
         verdict = "--body"
     else:
         verdict = "refused"
@@ -278,6 +283,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
 
 
 IN_PLACE_ONLY = "in place only"
+# the stub the op's shared function runs has its MPS kernel: the port is the op's yaml row
+ALREADY_REGISTERED = "Metal kernel already registered on"
 
 
 def _automatic(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -> tuple[bool, str, str | None]:
@@ -320,7 +327,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
                            "the impl keeps its row and calls the kernel")
         return False, "no DispatchStub behind its CPU kernel"
     if stub.name in facts.registered:
-        return True, f"Metal kernel already registered on {stub.name}"
+        # another op's stub (sub_out runs add_stub with -alpha): the port is the op's row alone
+        runs = "" if stub.name == f"{op}_stub" else f" ({next(iter(kernels))} runs it)"
+        return True, f"{ALREADY_REGISTERED} {stub.name}{runs}"
     if kind == op_kind.TERNARY:
         return _automatic_ternary(stub, facts)
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
@@ -328,6 +337,9 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     if stub.iterator_type is None or len(stub.params) != 1:
         return False, f"{stub.name} takes ({', '.join(stub.params)})"
     lam = scalar_lambda(facts.checkout, stub.name)
+    routed = _routed_by_dtype(next(iter(kernels)), stub, lam, facts)
+    if routed is not None:
+        return routed
     why_not = "no CPU lambda found"
     if lam is not None and len(lam.params) == (1 if kind == UNARY else 2):
         translation = translate_lambda(lam, (), "float", facts.library)
@@ -360,6 +372,35 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
     if not defs:
         return False, why_not
     return False, choice.reason
+
+
+PORT_FIRST = "port it first:"
+COMPLEX_ONLY = "CPU lambda (complex case: its other dtypes run another stub's kernel)"
+
+
+def _routed_by_dtype(kernel: str, stub, lam, facts: _Facts) -> tuple[bool, str] | None:
+    """The commands' decision (porter.port.resolve._check_route) for a shared function that runs
+    another op's stub for some dtypes (sgn_out: sign_stub for real inputs): refused until that
+    stub has its MPS kernel, then its own stub's port for the dtypes that reach it; None for a
+    function that runs its own stub alone."""
+    from porter.source import stub_route
+    routes = stub_route.routes(facts.checkout, kernel)
+    others = [r for r in routes if r.stub != stub.name]
+    if not others or not all(r.when in (stub_route.COMPLEX, stub_route.REAL) for r in routes):
+        return None
+    missing = next((r for r in others if r.stub not in facts.registered), None)
+    if missing is not None:
+        first = missing.stub.removesuffix("_stub")
+        return False, f"{missing.stub} has no MPS kernel: {first}, {PORT_FIRST} {kernel} runs it for {missing.when} inputs"
+    case = lam and (lam.complex_case or (lam if lam.dispatch == "complex" else None))
+    if case is not None:
+        from porter.port.functor import complex_helper
+        derived = translate_complex(case, lambda: complex_functions(facts.checkout), None,
+                                    complex_helper(facts.checkout, facts.c10))
+        if derived.statements is not None:
+            return True, COMPLEX_ONLY
+        return False, f"--complex-body EXPR: {derived.reason}"
+    return None
 
 
 # A bool op whose CPU lambda reads its arguments as truth values only (logical_and's `a && b`):

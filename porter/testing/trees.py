@@ -59,6 +59,8 @@ def real_sources() -> list[tuple[Path, str]]:
     # the host library's declarations: which exec_*_kernel overloads a host function can call
     pairs.append((torch_dir / "include" / "ATen" / "native" / "mps" / "MetalShaderLibrary.h",
                   f"{NATIVE}/mps/MetalShaderLibrary.h"))
+    # the complex helpers the CPU kernels call (sgn_impl, zabs)
+    pairs.append((torch_dir / "include" / "ATen" / "native" / "cpu" / "zmath.h", f"{NATIVE}/cpu/zmath.h"))
     for src in sorted((torch_dir / "include" / "c10" / "metal").glob("*.h")):
         pairs.append((src, f"{C10_METAL}/{src.name}"))
     missing = [str(src) for src, _ in pairs if not src.is_file()]
