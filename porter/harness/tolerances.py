@@ -14,7 +14,8 @@ OpInfo `toleranceOverride` / `precisionOverride` DecorateInfos act as floors on 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from porter.harness import tolerance_rules
 from porter.source.checkout import TEST_MPS, Checkout
@@ -67,9 +68,32 @@ class LowPrecisionLists:
     source: str
     # the checkout's own rules, cut out of its test_output_match (tolerance_rules)
     rules: tolerance_rules.CheckoutRules | None = None
-    # --grad: its test_output_grad_match's rules for the output, then for the gradients
-    grad_rules: tuple[tolerance_rules.CheckoutRules, tolerance_rules.CheckoutRules] | None = None
-    grad_source: str = "porter's built-in gradient table (approximate)"
+    # the test_mps.py text whose test_output_grad_match `grad_rules` are cut out of; None where
+    # its test_output_match's could not be (the built-in gradient table applies)
+    grad_text: str | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _grad(self) -> tuple[tuple | None, str]:
+        """(grad_rules, grad_source): cut out on first use, which only --grad makes (three
+        isolations of test_mps.py per run where one decides every other test's tolerances)."""
+        if self.grad_text is None:
+            return None, "porter's built-in gradient table (approximate)"
+        output, gradients = (tolerance_rules.isolate(self.grad_text, GRAD_TEST, check)
+                             for check in (0, 1))
+        if isinstance(output, tolerance_rules.Isolated) and isinstance(gradients, tolerance_rules.Isolated):
+            return ((tolerance_rules.CheckoutRules(output), tolerance_rules.CheckoutRules(gradients)),
+                    GRAD_TOLERANCES_FROM_TEST)
+        reason = (output if isinstance(output, tolerance_rules.Refused) else gradients).reason
+        return None, f"porter's built-in gradient table (approximate: {reason})"
+
+    @property
+    def grad_rules(self) -> tuple[tolerance_rules.CheckoutRules, tolerance_rules.CheckoutRules] | None:
+        """--grad: its test_output_grad_match's rules for the output, then for the gradients."""
+        return self._grad[0]
+
+    @property
+    def grad_source(self) -> str:
+        return self._grad[1]
 
     @property
     def approximate(self) -> bool:
@@ -87,7 +111,7 @@ class LowPrecisionLists:
         # a backward op or a --grad test takes its forward OpInfo's tolerances
         name = getattr(info, "tolerance_name", info.name)
         variant = getattr(info, "tolerance_variant", info.variant_test_name)
-        if self.grad_rules is not None and getattr(info, "test_name", None) == GRAD_TEST:
+        if getattr(info, "test_name", None) == GRAD_TEST and self.grad_rules is not None:
             return _checkout(self.grad_rules[0], name, variant, _dtype_name(dtype), sample, macos)
         return self.named(name, variant, _dtype_name(dtype), sample, macos)
 
@@ -144,15 +168,8 @@ def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
                                  f"has no {TEST_MPS})")
     isolated = tolerance_rules.isolate(text)
     if isinstance(isolated, tolerance_rules.Isolated):
-        output, gradients = (tolerance_rules.isolate(text, GRAD_TEST, check) for check in (0, 1))
-        if isinstance(output, tolerance_rules.Isolated) and isinstance(gradients, tolerance_rules.Isolated):
-            grad = (tolerance_rules.CheckoutRules(output), tolerance_rules.CheckoutRules(gradients))
-            grad_source = GRAD_TOLERANCES_FROM_TEST
-        else:
-            grad, reason = None, (output if isinstance(output, tolerance_rules.Refused) else gradients).reason
-            grad_source = f"porter's built-in gradient table (approximate: {reason})"
         return LowPrecisionLists(*lists, TOLERANCES_FROM_TEST, tolerance_rules.CheckoutRules(isolated),
-                                 grad, grad_source)
+                                 grad_text=text)
     what = f"{TEST_MPS}'s lists with" if found else ""
     return LowPrecisionLists(*lists, f"{what} porter's built-in rules (approximate: "
                              f"{isolated.reason})".strip())

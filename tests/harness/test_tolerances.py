@@ -511,3 +511,22 @@ def test_without_grad_rules_the_built_in_gradient_table_is_named_approximate():
     assert lists.source == FROM_TEST and lists.grad_rules is None
     assert lists.grad_source == ("porter's built-in gradient table (approximate: test/test_mps.py has "
                                  "no TestConsistency.test_output_grad_match)")
+
+
+def test_the_gradient_rules_are_cut_out_only_when_a_gradient_test_asks(monkeypatch):
+    """A run without --grad never needs test_output_grad_match's rules: isolating them (two
+    more passes over test_mps.py) waits for the first gradient test, and then says the same."""
+    isolated = []
+    real = tolerance_rules.isolate
+
+    def counting(text, test_name=tolerance_rules.TEST_NAME, check=0):
+        isolated.append(test_name)
+        return real(text, test_name, check)
+    monkeypatch.setattr(tolerance_rules, "isolate", counting)
+    lists = tolerances.load_lists(Checkout.at(fixture_root()))
+    info = SimpleNamespace(name="add", variant_test_name="")
+    lists.tolerances(info, torch.float16)
+    lists.for_sample(info, torch.float32, SimpleNamespace(kwargs={}, input=None, args=[]))
+    assert tolerances.GRAD_TEST not in isolated and lists.source == FROM_TEST
+    assert lists.grad_source == tolerances.GRAD_TOLERANCES_FROM_TEST and lists.grad_rules is not None
+    assert isolated.count(tolerances.GRAD_TEST) == 2
