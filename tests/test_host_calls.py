@@ -212,3 +212,15 @@ def test_a_yaml_row_sent_back_to_a_deleted_mps_function_fails(ported):
         "aten/src/ATen/native/native_functions.yaml:"), by["float32"]["message"]
     assert (" sends MPS to logit_out_mps, which no aten/src/ATen/native/mps/ source defines: a Mac build "
             "fails to link") in by["float32"]["message"]
+
+
+def test_other_host_code_for_a_dtype_is_not_proven(ported):
+    """A branch that runs code of its own and returns before the kernel call: for the dtypes
+    taking it, MPS does not run the kernel porter runs. porter passed bfloat16 on the kernel."""
+    branch = ("  if (iter.common_dtype() == kBFloat16) {\n    iter.output(0).copy_(iter.input(0));\n"
+              "    return;\n  }\n")
+    with edited(ported, UNARY, NAN_CALL, branch + NAN_CALL):
+        code, by = outcomes(ported, "nan_to_num", "bfloat16", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "pass" and by["bfloat16"]["outcome"] == "fail"
+    assert ("not proven: nan_to_num_mps_kernel (operations/UnaryKernel.mm:60): for bfloat16 `if "
+            "(iter.common_dtype() == kBFloat16)` leaves before the kernel call") in by["bfloat16"]["message"]

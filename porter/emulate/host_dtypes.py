@@ -67,6 +67,16 @@ def refusal(body: str, first_line: int, dtype: str) -> HostRefusal | None:
         said = f"{macros[0]} covers" if len(macros) == 1 else f"{' and '.join(macros)} cover"
         return HostRefusal(line, f"{said} {', '.join(sorted(covered))}: a Mac raises "
                                  f"{name} not implemented for '{SCALAR_TYPE.get(dtype, dtype)}'")
+    for line, condition in _early_returns(body, mask, first_line):
+        holds = evaluate(condition, dtype, names)
+        if holds is None:
+            return HostRefusal(line, f"not proven: `if ({condition})` leaves before the kernel "
+                                     "call, after code porter does not model, on a condition "
+                                     "porter does not evaluate")
+        if holds:
+            return HostRefusal(line, f"not proven: for {dtype} `if ({condition})` leaves before "
+                                     "the kernel call, after code porter does not model (not "
+                                     "the kernel porter runs)")
     for m in CHECK_RE.finditer(mask):
         args = _arguments(body, mask, m.end() - 1)
         line = first_line + body.count("\n", 0, m.start())
@@ -81,6 +91,43 @@ def refusal(body: str, first_line: int, dtype: str) -> HostRefusal | None:
             return HostRefusal(line, f"a Mac fails its check `{' '.join(args[0].split())}` for "
                                      f"{dtype}" + (f" and raises {said}" if said else ""))
     return None
+
+
+EXEC_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel")
+IF_RE = re.compile(r"\bif\s*\(")
+
+
+def _early_returns(body: str, mask: str, first_line: int) -> list[tuple[int, str]]:
+    """(line, condition) of each `if (condition) { ... return; }` among the function's own
+    statements before its first kernel call whose block runs other code and no kernel (upstream
+    silu's `at::mul_out` for complex inputs): a dtype taking it is not the kernel's to prove.
+    A bare `if (...) return;` (an empty iterator) runs nothing else."""
+    first_call = EXEC_RE.search(mask)
+    end = first_call.start() if first_call else len(mask)
+    open_at = mask.find("{")
+    found, depth, k = [], 0, open_at + 1
+    while 0 <= open_at and k < end:
+        ch = mask[k]
+        if ch in "{(":
+            depth += 1
+        elif ch in "})":
+            depth -= 1
+        elif depth == 0 and IF_RE.match(mask, k) and (k == 0 or not (mask[k - 1].isalnum() or mask[k - 1] == "_")):
+            paren = mask.index("(", k)
+            close = matching_close(mask, paren)
+            brace = close + 1 + (len(mask[close + 1:]) - len(mask[close + 1:].lstrip()))
+            if close < 0 or brace >= len(mask) or mask[brace] != "{":
+                k += 1
+                continue
+            block_end = matching_close(mask, brace)
+            block = mask[brace + 1:block_end]
+            others = re.sub(r"\breturn\b[^;]*;", "", block).strip()
+            if re.search(r"\breturn\b", block) and others and not EXEC_RE.search(block):
+                found.append((first_line + body.count("\n", 0, k), " ".join(body[paren + 1:close].split())))
+            k = block_end + 1
+            continue
+        k += 1
+    return found
 
 
 def _arguments(body: str, mask: str, open_at: int) -> list[str]:

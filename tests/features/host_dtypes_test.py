@@ -51,7 +51,8 @@ _refusals = (
                  "  AT_DISPATCH_ALL_TYPES_AND3(kBool, kBFloat16, kHalf, dtype, \"k\", [&]() {});\n",
                  {"complex64"}, "AT_DISPATCH_ALL_TYPES_AND3 covers", id="dispatch on a local"),
     pytest.param("  if (isComplexType(iter.common_dtype())) {\n"
-                 "    AT_DISPATCH_COMPLEX_TYPES(iter.common_dtype(), \"k\", [&]() {});\n    return;\n  }\n"
+                 "    AT_DISPATCH_COMPLEX_TYPES(iter.common_dtype(), \"k\", [&]() { lib.exec_unary_kernel(iter, \"k\"); });\n"
+                 "    return;\n  }\n"
                  "  AT_DISPATCH_FLOATING_TYPES_AND_HALF(iter.common_dtype(), \"k\", [&]() {});\n",
                  {"bool", "int32", "bfloat16"},
                  "AT_DISPATCH_COMPLEX_TYPES and AT_DISPATCH_FLOATING_TYPES_AND_HALF cover complex128, complex64, "
@@ -64,6 +65,15 @@ _refusals = (
     pytest.param("  TORCH_CHECK(iter.ndim() < 4, \"k\");\n", set(D), "not proven: `TORCH_CHECK(iter.ndim() < 4, ...)`",
                  id="check porter does not evaluate"),
     pytest.param("  // TORCH_CHECK(false, \"k\");\n", set(), "", id="commented out"),
+    pytest.param("  if (isComplexType(iter.common_dtype())) {\n    at::mul_out(out, a, b);\n    return;\n  }\n",
+                 {"complex64"}, "not proven: for complex64 `if (isComplexType(iter.common_dtype()))` leaves "
+                 "before the kernel call", id="other code for a dtype, then return"),
+    pytest.param("  if (iter.numel() > 4) {\n    other(iter);\n    return;\n  }\n", set(D),
+                 "not proven: `if (iter.numel() > 4)` leaves before the kernel call", id="on a condition not read"),
+    pytest.param("  if (iter.numel() == 0) {\n    return;\n  }\n  if (c) return;\n", set(), "",
+                 id="an early return alone runs nothing else"),
+    pytest.param("  if (isComplexType(iter.common_dtype())) {\n    lib.exec_unary_kernel(iter, \"k\");\n"
+                 "    return;\n  }\n", set(), "", id="the branch runs a kernel itself"),
 )
 
 
