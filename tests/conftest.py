@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from porter.harness import mac_cpu
 from porter.testing.trees import build_real_tree, fixture_root
-
-# porter's CLI computes an emulated run's CPU references with the Mac-like capability, pinned
-# before torch's first CPU kernel; in-process runs share this process's torch, whose capability
-# is fixed at its first kernel (whichever test runs one first), so it is pinned here, once
-mac_cpu.pin()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from porter.dispatch.kernel_choice import to_cpu, to_device
-from porter.harness import mac_cpu
 from porter.errors import PorterError
 
 # dtypes an MPS device has (no float64 / complex128); `emulate` stands in for MPS
@@ -122,9 +121,6 @@ def get_backend(name: str, root=None) -> Backend:
     if factory is None:
         raise PorterError(f"unknown device {name!r}",
                           hint=f"choose one of {', '.join(PUBLIC_DEVICES)}")
-    if name == "emulate":
-        # before any sample is made: the CPU side must round as a Mac's CPU does
-        mac_cpu.pin()
     backend = factory(root)
     for attr, default in (("device_type", "mps" if name in ("emulate", "mps-shader") else name),
                           ("mps_expectations", name in ("mps", "emulate", "mps-shader"))):

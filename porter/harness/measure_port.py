@@ -106,13 +106,9 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
     """Build and test `op` with `changes` laid over the checkout, writing nothing there
     (`dtypes`: only those)."""
     from porter.emulate.emulator_device import EmulateBackend
-    from porter.harness import mac_cpu
     from porter.harness import mps_expectations as expmod
     from porter.harness import opinfo_run
 
-    # before any sample is made, as `porter test --device emulate` does: the CPU references
-    # round as a Mac's CPU does (x86's FMA build made exact ports red: tanh_backward float32)
-    mac_cpu.pin()
     with tempfile.TemporaryDirectory(prefix="porter-verify-") as tmp:
         shadow = _shadow(checkout, changes, Path(tmp))
         backend = EmulateBackend(shadow)

@@ -6,8 +6,8 @@ What a cached verdict depends on, and where each part comes from:
 - samples and CPU references: the torch that `op_db` comes from (version, build, and every
   source file of its `torch/testing` package: OpInfo definitions, sample functions,
   `make_tensor`, seeds) and porter's own code that generated and recorded them. All of it is
-  in `environment()`'s key: change any byte and every entry misses. So is the CPU capability
-  the references were computed with (porter.harness.mac_cpu): x86's FMA build rounds otherwise.
+  in `environment()`'s key: change any byte and every entry misses. So is ATEN_CPU_CAPABILITY,
+  which picks the CPU kernels (torch's AVX2/AVX512 builds fuse multiply-adds, DEFAULT does not).
 - the OpInfo's own DecorateInfos (xfail, skip, tolerance overrides on MPS) and the dtypes it
   declares for MPS: recorded with the samples, under the same key.
 - the checkout's `common_mps.py` expectations and `test_mps.py` tolerance lists: never cached;
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from porter.harness import mac_cpu
 from porter.runtime.cache_dir import cache_dir
 
 if TYPE_CHECKING:
@@ -161,7 +160,8 @@ def environment(root: Path | None, device_type: str, sample_mode: str = "") -> s
     if pkg is None:
         return None
     h = hashlib.sha256(FORMAT.encode())
-    for part in [str(pkg), device_type, sample_mode, mac_cpu.capability(), *_build_identity(pkg),
+    for part in [str(pkg), device_type, sample_mode, os.environ.get("ATEN_CPU_CAPABILITY", ""),
+                 *_build_identity(pkg),
                  *_content_hashes(_sources(pkg))]:
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:32]

@@ -338,3 +338,12 @@ def test_every_porter_module_in_the_environment_key_exists():
     package = Path(refcache.__file__).resolve().parent.parent
     missing = [rel for rel in refcache._PORTER_SOURCES if not (package / rel).is_file()]
     assert missing == []
+
+
+def test_the_cache_key_changes_with_the_cpu_capability(monkeypatch):
+    # ATEN_CPU_CAPABILITY picks torch's CPU kernels: the AVX2/AVX512 builds fuse multiply-adds,
+    # DEFAULT does not, so references recorded under one are not those of another
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    unset = refcache.environment(None, "mps")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    assert unset is not None and refcache.environment(None, "mps") != unset
