@@ -304,12 +304,12 @@ def test_wrong_on_purpose_logit_with_its_branch_inverted_fails_the_reference_inp
 
 def test_a_complex_helper_becomes_an_elementwise_float2_expression(real_tree_template):
     # sgn_impl (cpu/zmath.h): 0 for 0, else z / zabs(z), whose complex overload is a complex
-    # holding |z|: dividing by it divides each part by the magnitude
+    # holding |z|: c10::complex divides by it as each part times 1 / |z| (inf at a subnormal |z|)
     from porter.port import complex_cpu_helpers
     checkout = co.Checkout.at(real_tree_template)
     out = complex_cpu_helpers.expression(checkout, "sgn_impl", available_functions(checkout))
     assert out == ("::metal::all({0} == T(0, 0)) ? T(0, 0) : "
-                   "{0} / c10::metal::hypot(::metal::abs({0}.x), ::metal::abs({0}.y))")
+                   "{0} * (1 / c10::metal::hypot(::metal::abs({0}.x), ::metal::abs({0}.y)))")
 
 
 @pytest.mark.parametrize(("old", "new", "says"), [
@@ -337,9 +337,12 @@ def test_wrong_on_purpose_complex_arithmetic_in_a_helper_is_refused(real_root, o
      "the zero check dropped: 0+0i gives 0 / 0, nan, where the CPU gives 0"),
     ("::metal::abs(x.x), ::metal::abs(x.y)", "x.x, x.y",
      "the parts' signs kept: c10::metal::hypot(-3, -4) is -5"),
-    (" / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))", "",
+    (" * (1 / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y)))", "",
      "the division by the magnitude dropped: z itself, not z / |z|"),
-], ids=["zero-gives-nan", "signed-parts", "no-division"])
+    ("x * (1 / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y)))",
+     "x / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))",
+     "each part over |z|: at 1e-45+1e-45i that is 0.707 where the CPU's 1 / |z| overflows to inf"),
+], ids=["zero-gives-nan", "signed-parts", "no-division", "divided-not-scaled"])
 def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root, wrong, replacement, why):
     # after sign's port, sgn's complex64 kernel from sgn_impl passes the samples and reference
     # inputs; without its zero test, or with the parts' signs in the magnitude, it fails
@@ -352,7 +355,10 @@ def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root
     ported = changes.current(UNARY_METAL, checkout.read)
     good = measure(checkout, "sgn", changes, reference_inputs=True, dtypes=["complex64"])
     assert (good.status, good.detail) == ("verified", "1/1 dtypes"), good
-    assert ported.count(wrong) == 1, why
-    changes.set(UNARY_METAL, checkout.read(UNARY_METAL), ported.replace(wrong, replacement))
+    # the formatter may break the expression anywhere between its tokens
+    pattern = r"\s*".join(re.escape(token) for token in re.findall(r"\S", wrong))
+    edited, found = re.subn(pattern, lambda _: replacement, ported)
+    assert found == 1, why
+    changes.set(UNARY_METAL, checkout.read(UNARY_METAL), edited)
     bad = measure(checkout, "sgn", changes, reference_inputs=True, dtypes=["complex64"])
     assert bad.status == "fails" and bad.failed_dtype == "complex64", (why, bad)

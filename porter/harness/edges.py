@@ -38,7 +38,10 @@ def values(dtype):
         return torch.tensor([False, True, True, False], dtype=torch.bool)
     if dtype.is_complex:
         real = torch.finfo(dtype).max
-        pairs = list(_COMPLEX) + [(real / 4, -real / 4)]
+        # the smallest subnormal in both parts, and one beside a zero: 1 / |z| overflows there,
+        # which a formula dividing by |z| and one multiplying by 1 / |z| answer apart
+        tiny = float(torch.finfo(dtype).tiny) * float(torch.finfo(dtype).eps)
+        pairs = list(_COMPLEX) + [(real / 4, -real / 4), (tiny, tiny), (-tiny * 4096, 0.0)]
         return torch.tensor([complex(a, b) for a, b in pairs], dtype=torch.complex128).to(dtype)
     if dtype.is_floating_point:
         own = []

@@ -103,6 +103,10 @@ def _value(text: str, z: str, checkout, c10, rel: str, name: str) -> str:
     if m is None:
         raise Refused(f"`{name}` ({rel}) returns `{text}`, which is not elementwise on float2")
     real = _real_valued(checkout, m.group(2), c10)
+    if m.group(1) == "/":
+        # c10::complex divides by (r, 0) as numpy does: each part times 1 / r, which overflows to
+        # inf at a subnormal r where a part over r would not (sgn of 1e-45+1e-45i is inf+inf*i)
+        return f"{z} * (1 / {real.format(z)})"
     return f"{z} {m.group(1)} {real.format(z)}"
 
 

@@ -1,5 +1,6 @@
-// Inverse hyperbolic cosine of a complex value (x real, y imaginary), as the
-// CPU's std::acosh of a c10::complex computes it (C99 Annex G): real part >= 0,
+// Inverse hyperbolic cosine of a complex value (x real, y imaginary), as C99
+// Annex G and glibc's cacoshf (the CPU's std::acosh on Linux) compute it; a
+// Mac's libc++ overflows beyond |z| ~ 1e19 where this does not: real part >= 0,
 // conjugate-symmetric, so on the branch cut (the real axis below 1) the sign of
 // a zero imaginary part picks the side; NaN and infinities as cacosh gives
 // them. Computed in float.

@@ -1,5 +1,6 @@
-// Inverse hyperbolic sine of a complex value (x real, y imaginary), as the
-// CPU's std::asinh of a c10::complex computes it (C99 Annex G): odd and
+// Inverse hyperbolic sine of a complex value (x real, y imaginary), as C99
+// Annex G and glibc's casinhf (the CPU's std::asinh on Linux) compute it; a
+// Mac's libc++ overflows beyond |z| ~ 1e19 where this does not: odd and
 // conjugate-symmetric, so on the branch cuts (the imaginary axis beyond +-i)
 // the sign of a zero real part picks the side; NaN and infinities as casinh
 // gives them. Computed in float.
