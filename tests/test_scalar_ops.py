@@ -23,7 +23,10 @@ UNARY_HOST = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
 ALL = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
 FLOATS = {"float16", "bfloat16", "float32"}
 
-LOGIT_BODY = "eps < 0 ? log(x / (1 - x)) : log(clamp(x, eps, 1 - eps) / (1 - clamp(x, eps, 1 - eps)))"
+# the clamp written out: Metal's clamp returns eps for a NaN x, where the CPU's logit keeps NaN
+# (the reference inputs put NaN through the eps branch: `clamp(x, eps, 1 - eps)` fails them)
+CLAMPED = "(x < eps ? eps : (x > 1 - eps ? 1 - eps : x))"
+LOGIT_BODY = f"eps < 0 ? log(x / (1 - x)) : log({CLAMPED} / (1 - {CLAMPED}))"
 NAN_TO_NUM_BODY = "isnan(x) ? nan : (isinf(x) ? (x > 0 ? posinf : neginf) : x)"
 
 # op, OpInfo name, extra migrate arguments, dtypes the emulated test must pass

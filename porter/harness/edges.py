@@ -74,6 +74,7 @@ def edge_samples(info, dtype, template_samples) -> list:
     import torch
     if not is_elementwise(info):
         return []
+    template_samples = list(template_samples)       # a generator: read twice below
     fits = [s for s in template_samples if isinstance(s.input, torch.Tensor) and s.input.dtype == dtype]
     # one whose tensors are not all 0-d (a Python-scalar-like other takes another host path)
     template = next((s for s in fits if all(a.dim() > 0 for a in (s.input, *s.args)
@@ -83,7 +84,7 @@ def edge_samples(info, dtype, template_samples) -> list:
     edges = values(dtype)
     n = edges.numel()
 
-    def cycled(t, avoid=()):
+    def cycled(t, avoid=(), n=n):
         flat = t.reshape(-1)
         if flat.numel() == 0:
             return None
@@ -125,7 +126,101 @@ def edge_samples(info, dtype, template_samples) -> list:
             found.append(type(template)(a_crit.repeat_interleave(b_crit.numel()),
                                         args=(b_crit.repeat(a_crit.numel()), *others[1:]),
                                         kwargs=dict(template.kwargs)))
+    # an integer second operand avoids 0 and -1 there too
+    found += scalar_samples(template_samples, dtype, lambda a, size: cycled(
+        a, () if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool
+        else (0, -1), n=size))
     return [s for s in found if _cpu_accepts(info, s)]
+
+
+# at most this many samples of scalars per op and dtype: one per way upstream's samples pass
+# them (logit: without eps, and with it), the sweep's reference runs stay within ~10%
+MAX_SCALAR_SAMPLES = 2
+
+
+def scalar_samples(template_samples, dtype, cycled) -> list:
+    """Samples where the op's Python-number arguments meet NaN and the values at their own
+    boundaries: the input holds `critical` values (NaN, ±inf, ±0, ±1, ...) and, for each
+    scalar s, s itself, its neighbours in `dtype`, -s and 1 - s (logit's eps clamps to
+    [eps, 1 - eps]; threshold's x == threshold picks `value`). A float scalar is first rounded
+    to a floating `dtype`, so that x == s is exact whether a kernel compares in `dtype` or in
+    float. One sample per way upstream's samples pass scalars (positions and keywords), each
+    modelled on the first such sample, its other tensors `cycled(tensor, size)` to the
+    input's size.
+
+    The edge samples above keep one sample's scalars, and it may be the one without any
+    (logit's first sample has no eps): a clamp that loses NaN (Metal's min/max/clamp return the
+    non-NaN operand) or `<` for `<=` at x == threshold passed every dtype's reference run."""
+    import torch
+    found = []
+    signatures = set()
+    for template in template_samples:
+        if not isinstance(template.input, torch.Tensor) or template.input.dtype != dtype:
+            continue
+        where = _scalars(template)
+        signature = tuple(k for k, _ in where)
+        if not where or signature in signatures:
+            continue
+        signatures.add(signature)
+        scalars = {k: _rounded(v, dtype) for k, v in where}
+        values = _boundaries(list(scalars.values()), dtype)
+        args = [scalars.get(i, a) for i, a in enumerate(template.args)]
+        n = values.numel()
+        args = [cycled(a, n) if isinstance(a, torch.Tensor) and a.dim() > 0 else a for a in args]
+        if any(a is None for a in args):
+            continue
+        kwargs = {k: scalars.get(k, v) for k, v in template.kwargs.items()}
+        found.append(type(template)(values, args=tuple(args), kwargs=kwargs))
+        if len(found) == MAX_SCALAR_SAMPLES:
+            break
+    return found
+
+
+def _scalars(sample) -> list:
+    """(position or keyword, value) of the sample's Python numbers (not bools)."""
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return ([(i, a) for i, a in enumerate(sample.args) if number(a)]
+            + [(k, v) for k, v in sorted(sample.kwargs.items()) if number(v)])
+
+
+def _rounded(value, dtype):
+    """A float scalar as a floating `dtype` holds it (what a Mac's kernel compares with); an
+    integer, or any scalar of an integer or bool dtype, as it is."""
+    import torch
+    if not (isinstance(value, float) and dtype.is_floating_point):
+        return value
+    held = float(torch.tensor(value, dtype=torch.float64).to(dtype))
+    return held if math.isfinite(held) or not math.isfinite(value) else value
+
+
+def _boundaries(scalars: list, dtype):
+    """`critical(dtype)` and, per scalar, the values at its boundaries, as a `dtype` tensor
+    (integers out of `dtype`'s range left out: a conversion would wrap them)."""
+    import torch
+    base = critical(dtype)
+    if dtype == torch.bool or dtype.is_complex:
+        return base
+    wanted = []
+    for s in scalars:
+        if not math.isfinite(s):
+            continue
+        if dtype.is_floating_point:
+            here = torch.tensor([s], dtype=dtype)
+            up = torch.nextafter(here, torch.tensor([math.inf], dtype=dtype))
+            down = torch.nextafter(here, torch.tensor([-math.inf], dtype=dtype))
+            one = torch.ones(1, dtype=dtype)
+            wanted += [s, float(up), float(down), -s, float(one - here)]
+        else:
+            t = int(s)
+            wanted += [t, t - 1, t + 1, -t, 1 - t]
+    if dtype.is_floating_point:
+        extra = torch.tensor(wanted, dtype=torch.float64).to(dtype)
+    else:
+        info = torch.iinfo(dtype)
+        extra = torch.tensor([v for v in wanted if info.min <= v <= info.max],
+                             dtype=torch.int64).to(dtype)
+    return torch.cat([base, extra])
 
 
 def critical(dtype):

@@ -64,7 +64,8 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
     by = {(o.name, o.variant_test_name): o for o in op_db}
     sub = by[("sub", "")]
     got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
-    assert len(got) == 3      # the edges as first, as second operand, then critical pairs
+    # the edges as first, as second operand, the critical pairs, then alpha's boundaries
+    assert len(got) == 4
     assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
     assert got[1].args[0].min() == -2**31
     # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
@@ -114,7 +115,7 @@ def test_a_binary_op_meets_each_critical_pair_once():
     assert any(a == math.inf and b == -math.inf for a, b in pairs)
     # integers: never a 0 or -1 divisor
     sub = next(o for o in op_db if o.name == "sub" and not o.variant_test_name)
-    ints = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))[-1]
+    ints = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))[2]
     assert ints.input.numel() == 15 and not ((ints.args[0] == 0) | (ints.args[0] == -1)).any()
     assert bool(((ints.input == 2**31 - 1) & (ints.args[0] == 1)).any())      # INT_MAX + 1
 
@@ -134,3 +135,96 @@ def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root)
     assert code == 1, by_dtype
     extremal = next(o for o in data["ops"] if o["reference"])
     assert [d["outcome"] for d in extremal["dtypes"]] == ["fail"]
+
+
+# --- the op's scalars meet NaN and their own boundaries ---------------------------------------
+
+def _op(name: str, variant: str = ""):
+    from torch.testing._internal.common_methods_invocations import op_db
+    return next(o for o in op_db if o.name == name and o.variant_test_name == variant)
+
+
+def _scalar_samples(info, dtype):
+    """The edge samples that scalar_samples added (the last ones; the CPU accepts these)."""
+    samples = list(info.sample_inputs("cpu", dtype))
+    got = edges.edge_samples(info, dtype, samples)
+    added = edges.scalar_samples(samples, dtype, lambda t, n: t.reshape(-1).repeat(n)[:n])
+    return got[len(got) - len(added):]
+
+
+def _holds(t, v) -> bool:
+    return bool((t.double() == v).any()) if not math.isnan(v) else bool(t.isnan().any())
+
+
+def test_logit_with_eps_meets_nan_eps_and_one_minus_eps():
+    """logit's first sample has no eps: the edge samples never ran the eps branch with NaN, so
+    `clamp(x, eps, 1 - eps)` (NaN in, eps out) passed every dtype."""
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        [sample] = _scalar_samples(_op("logit"), dtype)
+        [eps] = sample.args
+        assert eps > 0 and float(torch.tensor(eps, dtype=dtype)) == eps     # held exactly
+        x = sample.input
+        one_minus = float(torch.ones((), dtype=dtype) - torch.tensor(eps, dtype=dtype))
+        for v in (math.nan, eps, one_minus, 0.0, 1.0):
+            assert _holds(x, v), (dtype, v, x)
+
+
+def test_threshold_meets_an_input_equal_to_it_on_float32_and_integers():
+    """threshold's scalars are random floats: a float32 input never equalled one, so `<` for
+    `<=` passed float32 (half and bfloat16 met it by their coarse rounding)."""
+    info = _op("nn.functional.threshold")
+    for dtype in (torch.float32, torch.int32, torch.uint8):
+        [sample] = _scalar_samples(info, dtype)
+        threshold, value = sample.args
+        assert _holds(sample.input, threshold), (dtype, threshold, sample.input)
+        assert _holds(sample.input, value) or value < 0 and dtype == torch.uint8
+    assert _holds(_scalar_samples(info, torch.float32)[0].input, math.nan)
+
+
+def test_scalar_samples_are_few_and_only_where_there_are_scalars():
+    for name, variant in (("nn.functional.threshold", ""), ("logit", ""), ("sub", ""),
+                          ("nn.functional.softplus", ""), ("round", "decimals_3")):
+        for dtype in (torch.float32, torch.int64):
+            assert len(_scalar_samples(_op(name, variant), dtype)) <= edges.MAX_SCALAR_SAMPLES
+    assert _scalar_samples(_op("sign"), torch.float32) == []
+    assert _scalar_samples(_op("heaviside"), torch.float32) == []
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float32(real_root):
+    """Metal's clamp/min/max return the non-NaN operand: logit(NaN, eps) came out as
+    logit(eps). Only `porter check` (PORTER051) said so; now the reference inputs do."""
+    assert porter("migrate-from-mpsgraph", "logit", root=real_root).code == 0
+    metal = real_root / KERNELS / "UnaryKernel.metal"
+    text = metal.read_text()
+    right = "x_ = x_ < float(eps) ? float(eps) : (x_ > hi ? hi : x_);"
+    assert text.count(right) == 1
+    args = ("logit", "--dtype", "float32", "--reference-inputs")
+    code, by_dtype, _ = verdicts(real_root, *args)
+    assert code == 0, by_dtype
+    for wrong in ("x_ = ::metal::clamp(x_, float(eps), hi);", "x_ = min(max(x_, float(eps)), hi);"):
+        metal.write_text(text.replace(right, wrong))
+        code, _, data = verdicts(real_root, *args)
+        assert code == 1, wrong
+        extremal = next(o for o in data["ops"] if o["reference"])
+        assert [d["outcome"] for d in extremal["dtypes"]] == ["fail"], wrong
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+def test_a_threshold_with_lt_for_le_fails_the_reference_inputs_on_float32_and_int32(real_root):
+    assert porter("migrate-from-mpsgraph", "threshold", root=real_root).code == 0
+    metal = real_root / KERNELS / "ActivationKernel.metal"
+    text = metal.read_text()
+    floats = "float(x) <= threshold ? value : float(x)"
+    ints = "x <= threshold ? value : x"
+    assert text.count(floats) == 1 and text.count(ints) == 1
+    args = ("nn.functional.threshold", "--dtype", "float32", "--dtype", "int32",
+            "--reference-inputs")
+    code, by_dtype, _ = verdicts(real_root, *args)
+    assert code == 0, by_dtype
+    for right, dtype in ((floats, "float32"), (ints, "int32")):
+        metal.write_text(text.replace(right, right.replace("<=", "<")))
+        code, _, data = verdicts(real_root, *args)
+        extremal = next(o for o in data["ops"] if o["reference"])
+        outcomes = {d["dtype"]: d["outcome"] for d in extremal["dtypes"]}
+        assert code == 1 and outcomes[dtype] == "fail", (right, outcomes)
