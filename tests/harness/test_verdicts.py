@@ -31,7 +31,7 @@ LOGICAL_AND_BOOL = """struct logical_and_functor {
 };
 
 """
-HOST_LOGICAL_AND = """static void logical_and_mps_kernel(TensorIteratorBase& iter) {
+HOST_LOGICAL_AND = """static void logical_and_mps_kernel(TensorIterator& iter) {
   lib.exec_binary_kernel(iter, "logical_and");
 }
 
