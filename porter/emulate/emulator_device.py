@@ -464,7 +464,8 @@ class EmulateBackend:
             if scalars and host.params_struct:
                 fields = self._struct_fields(host)
             if scalars:
-                call = host_args.stub_call_arguments(self.root, host.stub + "_stub")
+                call = host_args.stub_call_arguments(self.root, host.stub + "_stub",
+                                                     host.via_op or host.stub)
             self._scalar_facts[key] = (scalars, fields, call)
         return self._scalar_facts[key]
 

@@ -98,11 +98,11 @@ class StubCall(NamedTuple):
     parameters: list[str]     # the calling function's non-tensor parameter names, in order
 
 
-def stub_call_arguments(root: Path, stub: str) -> StubCall | None:
+def stub_call_arguments(root: Path, stub: str, op: str | None = None) -> StubCall | None:
     """The scalar arguments the shared CPU/CUDA function passes to `stub` after the iterator
     (`logit_stub(iter.device_type(), iter, Scalar(eps ? eps.value() : -1.0))` ->
     ["Scalar(eps ? eps.value() : -1.0)"]), or None when no call is found."""
-    found = stub_call(root, stub)
+    found = stub_call(root, stub, op)
     if found is None:
         return None
     text, m = found

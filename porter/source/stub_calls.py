@@ -23,13 +23,28 @@ def integers_copied(root: Path, stub: str) -> bool:
                 and "copy_(" in before and "return" in before)
 
 
-def stub_call(root: Path, stub: str) -> tuple[str, re.Match] | None:
+def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Match] | None:
     """The first native/*.cpp text calling `stub(iter.device_type(), ...)`, with that call's match
-    (up to the comma after the device type)."""
+    (up to the comma after the device type). With `op`, a call inside another op's structured
+    function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's."""
     call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
     for path in sorted((Path(root) / NATIVE_YAML).parent.glob("*.cpp")):
         text = path.read_text(encoding="utf-8", errors="replace")
-        m = call.search(text) if stub in text else None
-        if m:
-            return text, m
+        if stub not in text:
+            continue
+        for m in call.finditer(text):
+            owner = _enclosing_out_function(text, m.start())
+            if op is None or owner is None or owner == op:
+                return text, m
     return None
+
+
+def _enclosing_out_function(text: str, at: int) -> str | None:
+    """The op whose structured `<op>_out` function holds offset `at` (`TORCH_IMPL_FUNC(sub_out)`
+    or `Tensor& sub_out(...)`), or None where the enclosing function is named otherwise."""
+    heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\((\w+)\)|[A-Za-z_][\w:&<> ]*?\b(\w+))\s*\(",
+                             text[:at], re.M))
+    if not heads:
+        return None
+    name = heads[-1].group(1) or heads[-1].group(2)
+    return name[:-len("_out")] if name.endswith("_out") else None
