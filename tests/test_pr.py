@@ -94,8 +94,9 @@ def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
     # the Markdown carries the same table and commands
     text = data["markdown"]
     assert text.startswith("[MPS] Move `heaviside` and `threshold` to Metal\n")
-    # reference inputs: upstream's 41 and porter.harness.edges' one sample of float32's limits
-    assert ("| `nn.functional.threshold` | float32 | pass (4) | pass (42) | pass (6) | "
+    # reference inputs: upstream's 41, porter.harness.edges' one sample of float32's limits and
+    # its one where threshold's scalars meet NaN and their own boundaries
+    assert ("| `nn.functional.threshold` | float32 | pass (4) | pass (43) | pass (6) | "
             "`TestConsistencyMPS.test_output_match_nn_functional_threshold_mps_float32` |") in text
     for command in data["commands"]:
         assert command in text
