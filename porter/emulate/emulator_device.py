@@ -24,6 +24,7 @@ from porter.emulate.client import WorkerClient
 from porter.emulate import host_args, host_call, host_dtypes
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
+from porter.source import metal_scan
 from porter.source.stub_calls import integers_copied
 
 
@@ -473,8 +474,7 @@ class EmulateBackend:
         """The params struct's fields, from the kernels headers the kernel file includes
         (upstream's ThresholdParams sits in kernels/Activation.h) or the one named after it."""
         metal = host.metal.read_text(encoding="utf-8") if host.metal.is_file() else ""
-        headers = [self.root / "aten" / "src" / h for h in
-                   re.findall(r"^#include\s*<(ATen/native/mps/kernels/\w+\.h)>", metal, re.M)]
+        headers = [self.root / "aten" / "src" / h for h in metal_scan.kernel_headers(metal)]
         for header in [*headers, host.metal.with_suffix(".h")]:
             if header.is_file():
                 fields = host_args.struct_fields(header.read_text(encoding="utf-8"),

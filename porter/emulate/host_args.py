@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from porter.dispatch.kernel_choice import dtype_name, is_floating_or_complex
 from porter.source import cpp_scan, native_yaml
-from porter.source.stub_calls import stub_call
+from porter.source.stub_calls import enclosing_function, stub_call
 from porter.source.checkout import NATIVE_YAML
 
 EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)
@@ -108,11 +108,10 @@ def stub_call_arguments(root: Path, stub: str, op: str | None = None) -> StubCal
     text, m = found
     close = cpp_scan.matching_close(cpp_scan.code_mask(text), text.index("(", m.start()))
     end = close if close >= 0 else len(text) - 1    # an unclosed call: what the file has
-    heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\(\w+\)\s*|[A-Za-z_][\w:&<> ]*\b\w+)\s*\(([^{;]*?)\)\s*\{",
-                         text[:m.start()], re.M | re.S))
+    head = enclosing_function(text, m.start())
     names = []
-    if heads:
-        for p in cpp_scan.split_top_level(" ".join(heads[-1].group(1).split())):
+    if head:
+        for p in cpp_scan.split_top_level(" ".join(head.group("params").split())):
             if p and "Tensor" not in p and "TensorIterator" not in p:
                 names.append(re.search(r"(\w+)\s*(?:=.*)?$", p).group(1))
     return StubCall(cpp_scan.split_top_level(text[m.end():end])[1:], names)

@@ -10,6 +10,7 @@ import re
 
 from porter.source import checkout as co
 from porter.port import complex_helpers, completeness, formatting, helpers, validate
+from porter.source import metal_scan
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import dispatches_floating_only
 from porter.apply.changes import ChangeSet
@@ -371,14 +372,11 @@ def _plan_alpha_kernel(checkout, spec: OpSpec, body, complex_body, text: str, me
     write(spec.metal_path, text)
 
 
-KERNEL_HEADER_RE = re.compile(r"^#include\s*<(ATen/native/mps/kernels/\w+\.h)>", re.M)
-
-
 def params_header(metal_path: str, metal_text: str) -> str:
     """Where a params struct goes: the kernels header the kernel file already includes (upstream's
     ActivationKernel.metal includes kernels/Activation.h, where ThresholdParams lives), else one
     named after the file (UnaryKernel.metal: UnaryKernel.h)."""
-    own = KERNEL_HEADER_RE.findall(metal_text)
+    own = metal_scan.kernel_headers(metal_text)
     if len(own) == 1:
         return "aten/src/" + own[0]
     return metal_path.removesuffix(".metal") + ".h"

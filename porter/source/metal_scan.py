@@ -32,6 +32,15 @@ FLOATING_FUNCTOR_RE = re.compile(r"^DEFINE_UNARY_FLOATING_FUNCTOR\((\w+)\)", re.
 INVOCATION_RE = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]+)\(", re.M)
 MACRO_CALL_RE = re.compile(r"\b([A-Z][A-Z0-9_]+)\(")
 TOKEN_PASTE_RE = re.compile(r"\s*##\s*")
+KERNEL_HEADER_RE = re.compile(r"^#include\s*<(ATen/native/mps/kernels/\w+\.h)>", re.M)
+
+
+def kernel_headers(metal_text: str) -> list[str]:
+    """The kernels headers a .metal file includes (`ATen/native/mps/kernels/Activation.h`), in
+    order: where its params structs live."""
+    return KERNEL_HEADER_RE.findall(metal_text)
+
+
 CONDITIONAL_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
 
 

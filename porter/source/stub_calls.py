@@ -39,12 +39,22 @@ def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Mat
     return None
 
 
+FUNCTION_HEAD_RE = re.compile(r"^(?:TORCH_IMPL_FUNC\((?P<impl>\w+)\)\s*|[A-Za-z_][\w:&<> ]*\b(?P<name>\w+))"
+                              r"\s*\((?P<params>[^{;]*?)\)\s*\{", re.M | re.S)
+
+
+def enclosing_function(text: str, at: int) -> re.Match | None:
+    """The head of the function definition that holds offset `at` (a `TORCH_IMPL_FUNC(name)` or
+    a plain definition): its `impl` or `name` group names it, `params` are its parameters."""
+    heads = list(FUNCTION_HEAD_RE.finditer(text[:at]))
+    return heads[-1] if heads else None
+
+
 def _enclosing_out_function(text: str, at: int) -> str | None:
     """The op whose structured `<op>_out` function holds offset `at` (`TORCH_IMPL_FUNC(sub_out)`
     or `Tensor& sub_out(...)`), or None where the enclosing function is named otherwise."""
-    heads = list(re.finditer(r"^(?:TORCH_IMPL_FUNC\((\w+)\)|[A-Za-z_][\w:&<> ]*?\b(\w+))\s*\(",
-                             text[:at], re.M))
-    if not heads:
+    head = enclosing_function(text, at)
+    if head is None:
         return None
-    name = heads[-1].group(1) or heads[-1].group(2)
+    name = head.group("impl") or head.group("name")
     return name[:-len("_out")] if name.endswith("_out") else None
