@@ -119,3 +119,22 @@ def test_without_c10_metal_in_the_checkout_the_complex_body_is_still_asked_for(m
     from tests.porter_run import porter
     result = porter("migrate-from-mpsgraph", "atanh", "--dry-run", root=mini_root)
     assert "c10/metal/utils.h" not in result.out
+
+
+@needs_gxx
+def test_reference_inputs_say_where_a_macs_cpu_reference_is_no_answer(real_root):
+    # a Mac's CPU computes asinh of a complex<float> by libc++'s formula, which cancels for a
+    # negative real part and overflows beyond 1.8e19: porter's reference inputs are held to the
+    # exact value on every platform, and the report says on how many rows a Mac's CPU departs
+    import re
+
+    from tests.porter_run import porter
+    pytest.importorskip("torch")
+    assert porter("migrate-from-mpsgraph", "asinh", "--no-test", root=real_root).code == 0
+    result = porter("test", "asinh", "--device", "emulate", "--reference-inputs",
+                    "--dtype", "complex64", root=real_root)
+    assert result.code == 0, result.out
+    note = re.search(r"note complex64: reference inputs held to the exact value \(complex128, "
+                     r"rounded\): a Mac's CPU reference \(libc\+\+'s std::asinh of a "
+                     r"complex<float>, .*\) departs from it beyond tolerance on (\d+) row", result.out)
+    assert note and int(note.group(1)) > 1000, result.out

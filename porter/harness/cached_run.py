@@ -159,6 +159,10 @@ class CachedSource:
         # not the device's answer: a float32 answer for a half op still fails the exact-dtype check
         return astype(sample.ref, _cast_target(sample, device_out)) if sample.ref_cast else sample.ref
 
+    def mac_reference(self, sample: refcache.Sample, reference):
+        from porter.harness import mac_cpu_reference
+        return mac_cpu_reference.for_arrays(self.rec["name"], sample.input, reference)
+
     def record_errors(self, res, reference, device_out) -> None:
         errors = max_errors(reference, device_out)
         if errors is not None:

@@ -136,6 +136,7 @@ class OpDbSource:
         self.device = self.backend.name
         self.device_type = getattr(self.backend, "device_type", self.backend.name)
         self._dtypes: dict = {}          # name -> torch dtype
+        self._exact_rows = None          # reference inputs held to the exact value: rows a Mac is off
 
     def header(self) -> OpResult:
         info = self.info
@@ -165,6 +166,7 @@ class OpDbSource:
         return self.ctx.lists.tolerances(self.info, self._dtypes[name], self.ctx.macos)
 
     def samples(self, name: str):
+        self._exact_rows = None
         return generate_samples(self.info, self._dtypes[name], self.ctx.samples,
                                 self.reference_inputs, self.shapes)
 
@@ -203,10 +205,24 @@ class OpDbSource:
         return found() if found is not None else []
 
     def reference(self, sample, device_out):
-        return _reference(self.info, sample, device_out)
+        from porter.harness import mac_cpu_reference
+        reference, changed = mac_cpu_reference.exact_reference(
+            self.info.name, sample.input, _reference(self.info, sample, device_out),
+            self.reference_inputs)
+        if changed is not None:
+            self._exact_rows = (self._exact_rows or 0) + changed
+        return reference
+
+    def mac_reference(self, sample, reference):
+        from porter.harness import mac_cpu_reference
+        return mac_cpu_reference.for_torch(self.info.name, sample.input, reference,
+                                           self.reference_inputs)
 
     def record_errors(self, res: DtypeResult, reference, device_out) -> None:
         _update_errors(res, reference, device_out)
+        if self._exact_rows is not None:
+            from porter.harness.mac_cpu_reference import exact_note
+            res.notes = [exact_note(self.info.name, self._exact_rows)]
 
     def compare(self, sample, reference, device_out, tolerances, floors, name: str) -> str | None:
         atol, rtol, gradients = tolerances

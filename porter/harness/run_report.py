@@ -70,6 +70,8 @@ def _details(result: OpResult, root: str | None) -> list[str]:
         elif d.outcome == XPASS:
             lines.append(f"  XPASS {d.dtype}: passes but is expected to fail by "
                          f"{'; '.join(d.expected_by)} (stale entry; --prune-xfails narrows it)")
+        for note in d.notes:
+            lines.append(f"  note {d.dtype}: {note}")
     for (outcome, message), dtypes in grouped.items():
         label = "FAIL" if outcome == FAIL else "skip"
         lines.append(f"  {label} {', '.join(dtypes)}: {message}")

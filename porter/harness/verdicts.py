@@ -69,6 +69,8 @@ class DtypeResult:
     # the first failing sample's first mismatching elements (porter.harness.mismatches)
     mismatches: list[dict] = field(default_factory=list)
     sample: dict | None = None        # --sample N: {index, inputs: mismatches.describe(sample)}
+    # what the run changed about its references, and why (porter.harness.mac_cpu_reference)
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         # a word read back from --json, or a typo, is an Outcome or a ValueError here
@@ -154,6 +156,10 @@ class SampleSource(Protocol):
         differ (an answer, or a string saying why there is none); [] on other devices."""
 
     def reference(self, sample, device_out): ...
+
+    def mac_reference(self, sample, reference):
+        """(the reference a Mac's CPU computes, what it is) where it is not this machine's
+        (porter.harness.mac_cpu_reference), else None."""
 
     def record_errors(self, res: DtypeResult, reference, device_out) -> None: ...
 
@@ -272,6 +278,14 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
             if message is not None:
                 message, device_out = f"{where}: {message}", other
                 break
+    if message is None:
+        # a Mac's test compares with a Mac's CPU: where that reference is not this machine's,
+        # the kernel is held to both (a row they put farther apart than the tolerance is red)
+        mac = source.mac_reference(sample, reference)
+        if mac is not None:
+            message = source.compare(sample, mac[0], device_out, tolerances, floors, name)
+            if message is not None:
+                message, reference = f"against {mac[1]}: {message}", mac[0]
     if message is not None and not res.failed_samples:      # the first failing sample's table
         from porter.harness import mismatches
         res.mismatches = mismatches.rows(mismatches.sample_inputs(sample), reference, device_out,

@@ -1,6 +1,7 @@
 // Inverse hyperbolic cosine of a complex value (x real, y imaginary), as C99
 // Annex G and glibc's cacoshf (the CPU's std::acosh on Linux) compute it; a
-// Mac's libc++ overflows beyond |z| ~ 1e19 where this does not: real part >= 0,
+// Mac's libc++ (a textbook formula in float) cancels for a negative real part
+// and overflows beyond |z| ~ 1.8e19 where this does not: real part >= 0,
 // conjugate-symmetric, so on the branch cut (the real axis below 1) the sign of
 // a zero imaginary part picks the side; NaN and infinities as cacosh gives
 // them. Computed in float.

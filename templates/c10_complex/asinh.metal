@@ -1,6 +1,7 @@
 // Inverse hyperbolic sine of a complex value (x real, y imaginary), as C99
 // Annex G and glibc's casinhf (the CPU's std::asinh on Linux) compute it; a
-// Mac's libc++ overflows beyond |z| ~ 1e19 where this does not: odd and
+// Mac's libc++ (a textbook formula in float) cancels for a negative real part
+// and overflows beyond |z| ~ 1.8e19 where this does not: odd and
 // conjugate-symmetric, so on the branch cuts (the imaginary axis beyond +-i)
 // the sign of a zero real part picks the side; NaN and infinities as casinh
 // gives them. Computed in float.

@@ -1,7 +1,6 @@
 // Inverse hyperbolic tangent of a complex value (x real, y imaginary), as C99
-// Annex G and glibc's catanhf (the CPU's std::atanh on Linux) compute it; a
-// Mac's libc++ overflows beyond |z| ~ 1e19 where this does not: odd and
-// conjugate-symmetric, so on the branch cuts (the real axis beyond +-1) the
+// Annex G and glibc's catanhf (the CPU's std::atanh on Linux) compute it: odd
+// and conjugate-symmetric, so on the branch cuts (the real axis beyond +-1) the
 // sign of a zero imaginary part picks the side; +-1 gives an infinite real
 // part; NaN and infinities as catanh gives them. Computed in float.
 inline float2 atanh(float2 z) {

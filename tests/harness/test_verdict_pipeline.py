@@ -25,8 +25,8 @@ class Source:
 
     def __init__(self, samples=(1, 2, 3), device=lambda x: x, dtypes=("float32", "int64"),
                  no_kernel=(), xfail=(), skip=(), cannot_run=None, build_error=None,
-                 broken_after=None):
-        self._samples, self._device = list(samples), device
+                 broken_after=None, mac=None):
+        self._samples, self._device, self._mac = list(samples), device, mac
         self._dtypes, self._no_kernel = set(dtypes), set(no_kernel)
         self._xfail, self._skip = set(xfail), set(skip)
         self._cannot_run, self._build_error, self._broken_after = cannot_run, build_error, broken_after
@@ -79,6 +79,9 @@ class Source:
     def record_errors(self, res, reference, device_out):
         verdicts.raise_max(res, "max_abs", abs(device_out - reference))
 
+    def mac_reference(self, sample, reference):
+        return None if self._mac is None else (self._mac(sample), "a Mac's CPU reference")
+
     def compare(self, sample, reference, device_out, tolerances, floors, dtype):
         return None if device_out == reference else f"{device_out} != {reference}"
 
@@ -93,6 +96,17 @@ def test_every_sample_runs_and_the_first_failure_is_reported():
     assert (row.dtype, row.outcome, row.samples, row.failed_samples, row.first_failure,
             row.message, row.max_abs) == ("int64", FAIL, 3, 2, 1, "3 != 2", 1)
     assert res.supported == ["int64", "float32"]
+
+
+def test_a_sample_whose_mac_reference_differs_is_held_to_both_and_red_with_which():
+    # a Mac's test compares with a Mac's CPU: the kernel agrees with this machine's reference
+    # on sample 2 but not with the Mac's, so the dtype is red and the message says against what
+    res = verdicts.run_op(Source(mac=lambda x: x + 10 if x == 2 else x))
+    row = res.dtypes[0]
+    assert (row.outcome, row.failed_samples, row.first_failure) == (FAIL, 1, 1)
+    assert row.message == "against a Mac's CPU reference: 2 != 12"
+    # where the Mac's reference is this machine's, nothing changes
+    assert outcomes(verdicts.run_op(Source(mac=lambda x: x))) == {"float32": PASS, "int64": PASS}
 
 
 def test_an_expected_failure_that_passes_is_an_xpass_and_one_that_fails_an_xfail():
