@@ -12,7 +12,7 @@ import re
 
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
-from porter.source.stub_calls import integers_copied
+from porter.source.native_definitions import integers_copied
 from porter.source.dtypes import ALIASES, METAL, MPS_DTYPES
 from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, MetalFile
 from porter.source.cpp_scan import matching_close, split_top_level

@@ -25,7 +25,7 @@ from porter.emulate import host_args, host_call, host_dtypes
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 from porter.source import metal_scan
-from porter.source.stub_calls import integers_copied
+from porter.source.native_definitions import integers_copied
 
 
 class EmulateBackend:

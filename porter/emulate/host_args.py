@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from porter.dispatch.kernel_choice import dtype_name, is_floating_or_complex
 from porter.source import cpp_scan, native_yaml
-from porter.source.stub_calls import enclosing_function, stub_call
+from porter.source.native_definitions import enclosing_function, stub_call
 from porter.source.checkout import NATIVE_YAML
 
 EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)

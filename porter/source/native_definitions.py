@@ -1,12 +1,16 @@
-"""A structured op's functions in aten/src/ATen/native/*.cpp, and what they say: where
-`TORCH_META_FUNC(op)` and `TORCH_IMPL_FUNC(op_out)` are defined (located once for every reader:
-the stub calls in porter.source.stub_route, the iterator below), which tensors the meta
-function's iterator reads in which order (`iterator_inputs`), and which stubs an impl function
-calls (`impl_stubs`). The CPU kernels those stubs run are porter.source.cpu_kernel's."""
+"""The shared CPU/CUDA functions of aten/src/ATen/native/*.cpp, and what they say: where a
+structured op's `TORCH_META_FUNC(op)` and `TORCH_IMPL_FUNC(op_out)` are defined (located once for
+every reader: the stub calls in porter.source.stub_route, the iterator below), which tensors the
+meta function's iterator reads in which order (`iterator_inputs`), which stubs an impl function
+calls (`impl_stubs`), and where a shared function calls a stub and what it does before
+(`stub_call`, `enclosing_function`, `integers_copied`: for the emulator, which arguments the host
+gets, and the checks, which dtypes reach the stub's kernel). The CPU kernels those stubs run are
+porter.source.cpu_kernel's."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple
 
 from porter.source import checkout as co
@@ -82,3 +86,55 @@ def iterator_inputs(checkout: co.Checkout, op: str) -> tuple[int, ...] | None:
     if not names or any(n not in tensors for n in names):
         return None
     return tuple(tensors.index(n) for n in names)
+
+
+# ----------------------------------------------------------------- stub calls
+
+def integers_copied(root: Path, stub: str) -> bool:
+    """Whether the shared CPU/CUDA function copies integer (and bool) inputs to the output and
+    returns before it calls `stub` (nan_to_num_out): for those dtypes no kernel ever runs."""
+    found = stub_call(root, stub)
+    if found is None:
+        return False
+    text, m = found
+    head = text.rfind("\n}", 0, m.start())      # the end of the function before this one
+    before = text[head + 1 if head >= 0 else 0:m.start()]
+    return bool(re.search(r"isIntegralType\([^;]*includeBool\s*=\s*\*/\s*true\)", before)
+                and "copy_(" in before and "return" in before)
+
+
+def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Match] | None:
+    """The first native/*.cpp text calling `stub(iter.device_type(), ...)`, with that call's match
+    (up to the comma after the device type). With `op`, a call inside another op's structured
+    function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's."""
+    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
+    for path in sorted((Path(root) / co.NATIVE).glob("*.cpp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if stub not in text:
+            continue
+        for m in call.finditer(text):
+            owner = _enclosing_out_function(text, m.start())
+            if op is None or owner is None or owner == op:
+                return text, m
+    return None
+
+
+FUNCTION_HEAD_RE = re.compile(r"^(?:TORCH_IMPL_FUNC\((?P<impl>\w+)\)\s*|[A-Za-z_][\w:&<> ]*\b(?P<name>\w+))"
+                              r"\s*\((?P<params>[^{;]*?)\)\s*\{", re.M | re.S)
+
+
+def enclosing_function(text: str, at: int) -> re.Match | None:
+    """The head of the function definition that holds offset `at` (a `TORCH_IMPL_FUNC(name)` or
+    a plain definition): its `impl` or `name` group names it, `params` are its parameters."""
+    heads = list(FUNCTION_HEAD_RE.finditer(text[:at]))
+    return heads[-1] if heads else None
+
+
+def _enclosing_out_function(text: str, at: int) -> str | None:
+    """The op whose structured `<op>_out` function holds offset `at` (`TORCH_IMPL_FUNC(sub_out)`
+    or `Tensor& sub_out(...)`), or None where the enclosing function is named otherwise."""
+    head = enclosing_function(text, at)
+    if head is None:
+        return None
+    name = head.group("impl") or head.group("name")
+    return name[:-len("_out")] if name.endswith("_out") else None

@@ -22,7 +22,7 @@ from expecttest import assert_expected_inline
 torch = pytest.importorskip("torch")
 
 from porter.source.checkout import TEST_MPS, Checkout  # noqa: E402
-from porter.harness import opdb, sample_rules, tolerance_rules, tolerances  # noqa: E402
+from porter.harness import opdb, sample_rules, tolerances  # noqa: E402
 from porter.harness.devices import mps_dtypes  # noqa: E402
 from porter.harness.session import Options, run as run_session  # noqa: E402
 from porter.testing.trees import fixture_root  # noqa: E402
@@ -139,7 +139,7 @@ def test_porters_tolerances_are_the_checkouts_for_every_opinfo_dtype_and_sample(
     assert compared > 3000 and len(loosened) > 60      # the rules were exercised, not vacuous
 
     # per sample: the OpInfos a sample-dependent branch names
-    dependent = tolerance_rules.isolate(text).sample_dependent
+    dependent = tolerances.isolate(text).sample_dependent
     assert dependent == {"nn.functional.interpolate", "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"}
     per_sample = [i for i in db.ops if i.name in dependent]
     assert {i.name for i in per_sample} >= {"nn.functional.interpolate", "_upsample_bilinear2d_aa"}
@@ -517,12 +517,12 @@ def test_the_gradient_rules_are_cut_out_only_when_a_gradient_test_asks(monkeypat
     """A run without --grad never needs test_output_grad_match's rules: isolating them (two
     more passes over test_mps.py) waits for the first gradient test, and then says the same."""
     isolated = []
-    real = tolerance_rules.isolate
+    real = tolerances.isolate
 
-    def counting(text, test_name=tolerance_rules.TEST_NAME, check=0):
+    def counting(text, test_name=tolerances.TEST_NAME, check=0):
         isolated.append(test_name)
         return real(text, test_name, check)
-    monkeypatch.setattr(tolerance_rules, "isolate", counting)
+    monkeypatch.setattr(tolerances, "isolate", counting)
     lists = tolerances.load_lists(Checkout.at(fixture_root()))
     info = SimpleNamespace(name="add", variant_test_name="")
     lists.tolerances(info, torch.float16)
