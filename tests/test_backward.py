@@ -110,11 +110,14 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
                       BODIES["tanh_backward"], "--json", root=real_root)
     assert migrated.code == 0, migrated.err
     assert json.loads(migrated.out)["in_place"]["function"] == "tanh_backward_out_mps"
+    # the kernel goes beside its family (the MPSGraph code was Activation.mm's), as a shared
+    # row's port does: ActivationKernel.metal, whose library the host now loads
     assert changed_files(before, snapshot(real_root)) == [
-        "aten/src/ATen/native/mps/kernels/BinaryKernel.metal", ACTIVATION]
+        "aten/src/ATen/native/mps/kernels/ActivationKernel.metal", ACTIVATION]
     host = (real_root / ACTIVATION).read_text()
     assert IN_PLACE_IMPL in host
     assert "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();" in host
+    assert "#include <ATen/native/mps/ActivationKernel_metallib.h>" in host
     assert "#include <ATen/ops/tanh_backward_native.h>" in host       # the impl still needs it
 
     result = porter("test", "tanh_backward", "--device", "emulate", "--json", root=real_root)
@@ -133,7 +136,7 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     (real_root / ACTIVATION).write_text(host.replace('"tanh_backward"', '"tanh_backward_typo"'))
     broken = porter("test", "tanh_backward", "--device", "emulate", root=real_root)
     assert broken.code == 1
-    assert "no kernel 'tanh_backward_typo' registered in BinaryKernel.metal" in broken.out
+    assert "no kernel 'tanh_backward_typo' registered in ActivationKernel.metal" in broken.out
 
 
 def test_in_place_without_a_body_writes_nothing(real_root):
@@ -290,10 +293,19 @@ def test_in_place_kernel_goes_where_jit_builds_of_the_host_load_it(mini_root):
     from porter.port.resolve import resolve
 
     spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    # no library loaded yet: the family's file (its MPSGraph code is Activation.mm's)
     assert (spec.in_place.function, spec.metal_path.rsplit("/", 1)[-1]) == (
-        "tanh_backward_out_mps", "BinaryKernel.metal")
+        "tanh_backward_out_mps", "ActivationKernel.metal")
     host = mini_root / ACTIVATION
-    host.write_text(host.read_text().replace(
+    original = host.read_text()
+    # a host that already loads another file's library: the kernel goes where JIT builds see it
+    host.write_text(original.replace(
+        "namespace at::native {\n", "namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+        "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
+        "#include <ATen/native/mps/BinaryKernel_metallib.h>\n#endif\n", 1))
+    spec = resolve(Checkout.at(mini_root), "tanh_backward", in_place=True)
+    assert spec.metal_path.rsplit("/", 1)[-1] == "BinaryKernel.metal"
+    host.write_text(original.replace(
         "namespace at::native {\n", "namespace at::native {\n\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
         "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
         "#include <ATen/native/mps/ActivationKernel_metallib.h>\n#endif\n", 1))

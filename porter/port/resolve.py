@@ -297,9 +297,13 @@ def _in_place_spec(checkout, op, kind, fam, backend, out_entry, stub, place: InP
     returns_bool = bool(lam and lam.return_type == "bool") or any(
         o.flag("always_returns_bool") for o in opinfos)
     # JIT-shader builds give the host file only the kernels of the .metal files whose
-    # *_metallib.h it includes: the kernel goes there; else into the kind's own file
+    # *_metallib.h it includes: the kernel goes there; else into its family's file, as for a
+    # shared row (an activation whose MPSGraph code is Activation.mm's: ActivationKernel.metal)
     loaded = [f"{co.KERNELS}/{stem}.metal" for stem in METALLIB_INCLUDE_RE.findall(hosts[place.path].text)]
-    metal_path = next((p for p in loaded if checkout.exists(p)), f"{co.KERNELS}/{PAIRS[kind]}.metal")
+    family = family_of(stub.header if stub.name else "",
+                       place.path == f"{co.OPERATIONS}/{ACTIVATION_MPSGRAPH}", False,
+                       checkout.exists(f"{co.KERNELS}/{ACTIVATION}.metal"), kind)
+    metal_path = next((p for p in loaded if checkout.exists(p)), f"{co.KERNELS}/{family}.metal")
     return OpSpec(
         op=op, kind=kind, state=state, entries=tuple(fam), backend_entries=tuple(backend),
         cpu_kernel="", stub=stub, kernel=op, metal_path=metal_path,
