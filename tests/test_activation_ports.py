@@ -6,6 +6,8 @@ on the forward op's samples and reference inputs; each has a case that is wrong 
 
 from __future__ import annotations
 
+import subprocess
+
 import json
 import re
 import shutil
@@ -243,6 +245,32 @@ def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tm
 
 
 @needs_compiler
+def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_both(
+        real_root, tmp_path, monkeypatch):
+    # threshold_stub serves threshold (every dtype, bool and integers included) and
+    # threshold_backward (floats): the first port writes the one kernel for the dtypes of both,
+    # each integer compared in its own type (the CPU's integer lambda, not its reduced-float
+    # one); the second then only joins the shared function, and both are green
+    from porter.source.native_definitions import ops_calling
+    assert ops_calling(real_root, "threshold_stub") == {"threshold", "threshold_backward"}
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    first = porter("migrate-from-mpsgraph", "threshold_backward", root=real_root)
+    assert first.code == 0, first.err
+    metal = " ".join((real_root / ACT_METAL).read_text().split())
+    assert "REGISTER_BINARY_ALPHA_OP(threshold, long, ThresholdParams_long, long);" in metal
+    assert "return static_cast<T>(self <= threshold ? value : grad_output);" in metal
+    subprocess.run(["git", "commit", "-qam", "threshold_backward"], cwd=real_root, check=True)
+    second = porter("migrate-from-mpsgraph", "threshold", root=real_root)
+    assert second.code == 0, second.err + second.out
+    changed = subprocess.run(["git", "diff", "--name-only"], cwd=real_root, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert ACT_METAL not in changed and ACT_HOST not in changed, changed
+    outcomes = _outcomes(real_root, "threshold")
+    assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
+
+
+@needs_compiler
 def test_a_params_struct_the_family_header_already_declares_is_reused(real_root, tmp_path, monkeypatch):
     # upstream keeps ActivationKernel.metal's params structs in kernels/Activation.h (ELUParams,
     # ThresholdParams), which the kernel file includes: a port reuses the struct there, adding
@@ -259,7 +287,8 @@ def test_a_params_struct_the_family_header_already_declares_is_reused(real_root,
     assert result.code == 0, result.err
     assert not (real_root / ACT_HEADER).exists()
     assert header.read_text().endswith(
-        "  T value;\n};\nusing ThresholdParams_float = ThresholdParams<float>;\n"), header.read_text()
+        "  T value;\n};\nusing ThresholdParams_float = ThresholdParams<float>;\n"
+        "using ThresholdParams_long = ThresholdParams<long>;\n"), header.read_text()
     assert "#include <ATen/native/mps/kernels/Activation.h>" in (real_root / ACT_HOST).read_text()
     outcomes = _outcomes(real_root, "threshold_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes

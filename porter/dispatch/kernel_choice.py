@@ -227,6 +227,9 @@ class Choice(NamedTuple):
     want_out: str | None    # the meta output dtype (None: it could not be told)
     matching: list          # the registrations whose input type is `common`
     reg: object | None      # the one that runs; None: MPS has no kernel for the sample
+    # how many of the sample's leading tensors the operands come from (the scalars follow):
+    # `arity`, but 1 for threshold, whose iterator reads self twice
+    sample_tensors: int = 0
 
 
 def out_matches(out_type: str, want_out: str | None, kernel: str) -> bool:
@@ -255,8 +258,10 @@ def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_na
     says (threshold_backward(grad, self) reads self first: (1, 0)); else the schema's order."""
     arity = ARITY[kind]
     operands = [sample.input, *list(sample.args)[: arity - 1]]
+    sample_tensors = arity
     if order and len(order) == arity and max(order) < len(operands):
         operands = [operands[i] for i in order]
+        sample_tensors = max(order) + 1
     if not types.operands_ok(operands):
         raise RuntimeError(f"{device}: unsupported operands for {op_name}")
     common = types.promoted(operands, arity)
@@ -264,4 +269,4 @@ def choose(kernel: str, regs: list, kind: str, sample, types, device: str, op_na
     matching = [r for r in regs if r.in_type == NAME_TO_METAL.get(common)]
     reg = next((r for r in matching
                 if getattr(r, "built", True) and out_matches(r.out_type, want_out, kernel)), None)
-    return Choice(arity, operands, common, want_out, matching, reg)
+    return Choice(arity, operands, common, want_out, matching, reg, sample_tensors)

@@ -259,7 +259,7 @@ class EmulateBackend:
             tensors = [x if isinstance(x, PArray) else scalar(x, common) for x in choice.operands]
         alpha = None
         if reg.kind.endswith("alpha"):
-            alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.arity))
+            alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.sample_tensors))
         out = self._answer(run, lib, reg, tensors, alpha, want_out)
         # a Mac compiles the file with its own Metal: a version whose tokens differ (an
         # `#if __METAL_VERSION__ >= 400` branch) is another kernel, run on the same sample

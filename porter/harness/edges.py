@@ -171,9 +171,21 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
             continue
         kwargs = {k: scalars.get(k, v) for k, v in template.kwargs.items()}
         found.append(type(template)(values, args=tuple(args), kwargs=kwargs))
-        if len(found) == MAX_SCALAR_SAMPLES:
+        if dtype in (torch.int32, torch.int64):
+            # every scalar at 2^24, where a float stops holding each integer: a kernel that
+            # compares or computes an integer through a float (`float(x) <= threshold`) takes
+            # 2^24 + 1 for 2^24 and answers apart from the CPU's integer lambda
+            wide = {k: FLOAT_EXACT_LIMIT for k in scalars}
+            found.append(type(template)(
+                _boundaries([FLOAT_EXACT_LIMIT], dtype),
+                args=tuple(wide.get(i, a) for i, a in enumerate(args)),
+                kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
+        if len(found) >= MAX_SCALAR_SAMPLES:
             break
     return found
+
+
+FLOAT_EXACT_LIMIT = 2 ** 24
 
 
 def _scalars(sample) -> list:

@@ -247,7 +247,7 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
         example = {len(tensors + names): f"{tensors[0]} > {names[0]} ? {tensors[0]} : {names[0]}"}
     _check_expression("--body", body, spec, tensors + names, example)
     if body is not None:
-        statements = f"return {body.strip().rstrip(';')};"
+        statements = int_statements = f"return {body.strip().rstrip(';')};"
         origin, detail = FROM_BODY, body.strip()
     else:
         lam, skeleton = _cpu_lambda(spec, tensors)
@@ -264,6 +264,14 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
         statements = translate_body.rename(translated.statements, tuple(lam.params), tensors)
         if statements == translated.statements and tuple(lam.params) != tensors:
             tensors = lam.params
+        # the integer case's own lambda, where the CPU has one (threshold's `x <= threshold`,
+        # beside its reduced-float `float(x) <= threshold`)
+        int_statements = statements
+        if lam.integral is not None:
+            as_int = translate_body.translate_lambda(lam.integral, names, "T", c10_functions)
+            if as_int.statements is not None:
+                int_statements = translate_body.rename(as_int.statements, tuple(lam.integral.params),
+                                                       tensors)
         origin, detail = FROM_CPU, f"{lam.path}:{lam.line}"
     from porter.port import scalars as scalar_args
     params_struct = scalar_args.uses_params_struct(spec.scalars)
@@ -297,7 +305,7 @@ def _build_alpha(spec: OpSpec, body: str | None, c10_functions, dtypes: frozense
                               "alpha_type": struct_int if params_struct else "T",
                               "unpack": [f"const T {n} = static_cast<T>(params.{n});" for n in names]
                               if params_struct else [],
-                              "body": translate_body.wrap_returns(statements, out_int)})
+                              "body": translate_body.wrap_returns(int_statements, out_int)})
     text = render("alpha_functor.metal.j2", op=spec.kernel, params=tensors, overloads=overloads,
                   alpha_name="params" if params_struct else names[0])
     return Functor(text, origin, detail)

@@ -186,6 +186,10 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
     returns_bool = bool(lam and lam.return_type == "bool") or any(
         o.flag("always_returns_bool") for o in opinfos) or bool_valued(lam)
     kernel = _existing_kernel(stub_hosts, stub.name) or kernel_name(op, stub.name)
+    if backward and kernel != op:
+        # one kernel for every op on the stub (threshold_backward's is threshold's): written
+        # for the dtypes each of them sends, so porting the others later adds no kernel
+        dtypes = dtypes | _stub_siblings_dtypes(checkout, op, stub.name)
     # a ternary op's kernels live beside the host file named after its stub's header
     # (PointwiseOps.h: PointwiseOps.mm and PointwiseOps.metal, as upstream's addcmul)
     pair = (stub.header.rsplit("/", 1)[-1].removesuffix(".h") if kind == TERNARY
@@ -199,6 +203,16 @@ def resolve(checkout: co.Checkout, op: str, in_place: bool = False) -> OpSpec:
         returns_bool=returns_bool, scalar_lambda=lam, registered_in=registered, mpsgraph=graph,
         arg_names=_arg_names(out_entry, iterator_inputs(checkout, op)) if backward else (),
         backward=backward, scalars=scalars, notes=notes, stub_unread=unread)
+
+
+def _stub_siblings_dtypes(checkout: co.Checkout, op: str, stub: str) -> frozenset[str]:
+    """The MPS test dtypes of the forward ops whose `_out` function calls `stub` too."""
+    from porter.source.native_definitions import ops_calling
+    found: set[str] = set()
+    for other in sorted(ops_calling(checkout.root, stub) - {op}):
+        if not other.endswith("_backward"):
+            found |= mps_dtypes(for_op(checkout, other)[0])
+    return frozenset(found)
 
 
 def _ignored_bools(checkout, op: str, entry, stub: Stub) -> tuple[str, ...]:

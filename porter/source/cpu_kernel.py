@@ -158,6 +158,14 @@ def _scalar_lambda(checkout: co.Checkout, stub: str) -> ScalarLambda | None:
         floating = next((c for c in generic if c.dispatch == "floating"), None)
         if floating is not None:
             chosen = floating._replace(integral=chosen)
+    elif chosen is not None and chosen.dispatch == "floating" and chosen.integral is None:
+        # threshold's reduced-float case (`float(x) <= threshold`) comes first; its integers
+        # run the other branch's lambda (`x <= threshold`, no trip through a float)
+        for_ints = next((c for c in generic if c.dispatch in ("all", "integral")
+                         and c.dispatch_at != chosen.dispatch_at), None)
+        if for_ints is not None:
+            chosen = chosen._replace(integral=for_ints._replace(
+                context=for_ints.context, kernel_params=for_ints.kernel_params))
     if chosen is None:
         return None
     declared = tuple(dict.fromkeys(LOCAL_RE.findall(mask, body_start, body_end)))

@@ -119,6 +119,19 @@ def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Mat
     return None
 
 
+def ops_calling(root: Path, stub: str) -> set[str]:
+    """The ops whose structured `<op>_out` function calls `stub` (threshold_stub: threshold and
+    threshold_backward), in the checkout's native/*.cpp."""
+    call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
+    found: set[str] = set()
+    for path in sorted((Path(root) / co.NATIVE).glob("*.cpp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if stub in text:
+            found |= {owner for m in call.finditer(text)
+                      if (owner := _enclosing_out_function(text, m.start())) is not None}
+    return found
+
+
 FUNCTION_HEAD_RE = re.compile(r"^(?:TORCH_IMPL_FUNC\((?P<impl>\w+)\)\s*|[A-Za-z_][\w:&<> ]*\b(?P<name>\w+))"
                               r"\s*\((?P<params>[^{;]*?)\)\s*\{", re.M | re.S)
 

@@ -64,8 +64,9 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
     by = {(o.name, o.variant_test_name): o for o in op_db}
     sub = by[("sub", "")]
     got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
-    # the edges as first, as second operand, the critical pairs, then alpha's boundaries
-    assert len(got) == 4
+    # the edges as first, as second operand, the critical pairs, then alpha's boundaries, and
+    # (int32, int64) alpha at 2^24, where a float stops holding every integer
+    assert len(got) == 5 and got[4].kwargs["alpha"] == 2**24
     assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
     assert got[1].args[0].min() == -2**31
     # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
@@ -174,11 +175,23 @@ def test_threshold_meets_an_input_equal_to_it_on_float32_and_integers():
     `<=` passed float32 (half and bfloat16 met it by their coarse rounding)."""
     info = _op("nn.functional.threshold")
     for dtype in (torch.float32, torch.int32, torch.uint8):
-        [sample] = _scalar_samples(info, dtype)
+        sample = _scalar_samples(info, dtype)[0]
         threshold, value = sample.args
         assert _holds(sample.input, threshold), (dtype, threshold, sample.input)
         assert _holds(sample.input, value) or value < 0 and dtype == torch.uint8
     assert _holds(_scalar_samples(info, torch.float32)[0].input, math.nan)
+
+
+def test_integer_scalars_also_meet_two_to_the_24():
+    """threshold's integer lambda compares in the integer type: a kernel comparing through a
+    float (`float(x) <= threshold`) reads 2^24 + 1 as 2^24. A second sample puts every scalar at
+    2^24 and the input at its neighbours, for int32 and int64 (narrower types cannot hold it)."""
+    info = _op("nn.functional.threshold")
+    for dtype in (torch.int32, torch.int64):
+        first, wide = _scalar_samples(info, dtype)
+        assert wide.args == (2**24, 2**24)
+        assert _holds(wide.input, 2**24 + 1) and _holds(wide.input, 2**24 - 1), wide.input
+    assert len(_scalar_samples(info, torch.int16)) == 1
 
 
 def test_scalar_samples_are_few_and_only_where_there_are_scalars():
