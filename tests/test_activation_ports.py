@@ -52,7 +52,7 @@ def test_softplus_backward_gets_a_params_struct_kernel_in_the_activation_file(re
     assert "const T grad_output" in metal and "SoftplusBackwardParams<float> params" in metal
     assert "struct SoftplusBackwardParams" in (real_root / ACT_HEADER).read_text()
     host = (real_root / ACT_HOST).read_text()
-    assert "REGISTER_DISPATCH(softplus_backward_stub, &softplus_backward_mps_kernel);" in host
+    assert "REGISTER_DISPATCH(softplus_backward_stub, softplus_backward_kernel);" in host
     assert "softplus_backward_out_mps" not in (real_root / NATIVE_YAML).read_text()
     outcomes = _outcomes(real_root, "softplus_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
@@ -105,7 +105,7 @@ def test_a_bool_the_stub_never_takes_is_left_to_the_meta_function(real_root, tmp
             "leaky_relu_backward_stub's kernel takes no bool") in result.err      # a note
     assert "aten/src/ATen/native/Activation.cpp:" in result.err     # where the meta checks it
     host = (real_root / ACT_HOST).read_text()
-    assert "leaky_relu_backward_mps_kernel(TensorIteratorBase& iter, const Scalar& negative_slope)" in host
+    assert "leaky_relu_backward_kernel(TensorIteratorBase& iter, const Scalar& negative_slope)" in host
     outcomes = _outcomes(real_root, "leaky_relu_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
 
@@ -133,7 +133,7 @@ def test_a_backward_op_without_an_out_overload_joins_its_function(real_root, tmp
     yaml = (real_root / NATIVE_YAML).read_text()
     assert "    CPU, CUDA, MPS: mish_backward\n" in yaml and "mish_backward_mps" not in yaml
     assert "Tensor mish_backward_mps(" not in (real_root / OPERATIONS / "Activation.mm").read_text()
-    assert "REGISTER_DISPATCH(mish_backward_stub, &mish_backward_mps_kernel);" in \
+    assert "REGISTER_DISPATCH(mish_backward_stub, mish_backward_kernel);" in \
         (real_root / ACT_HOST).read_text()
     outcomes = _outcomes(real_root, "mish_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
@@ -223,8 +223,8 @@ def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tm
     assert "const T self, const T grad_output, const ThresholdParams<float> params" in metal
     assert "float(self) <= threshold ? value : float(grad_output)" in metal
     host = (real_root / ACT_HOST).read_text()
-    assert "threshold_mps_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value)" in host
-    assert "REGISTER_DISPATCH(threshold_stub, &threshold_mps_kernel);" in host
+    assert "threshold_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value)" in host
+    assert "REGISTER_DISPATCH(threshold_stub, threshold_kernel);" in host
     assert "    CPU, CUDA, MPS: threshold_backward_out\n" in (real_root / NATIVE_YAML).read_text()
     outcomes = _outcomes(real_root, "threshold_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes

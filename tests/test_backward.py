@@ -64,7 +64,7 @@ def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, 
     assert f"MPS: {op}_out_mps" not in yaml and f"{op}_out_mps" not in (real_root / ACTIVATION).read_text()
     # the activation family's file, where the MPSGraph implementation was (Activation.mm), with
     # the file's own macro style (one REGISTER_BINARY_OP per dtype) and statement ends
-    assert f"REGISTER_DISPATCH({op}_stub, &{op}_mps_kernel);" in \
+    assert f"REGISTER_DISPATCH({op}_stub, {op}_kernel);" in \
         (real_root / OPERATIONS / "ActivationKernel.mm").read_text()
     assert f"REGISTER_BINARY_OP({op}, half, half);" in \
         (real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").read_text()

@@ -28,8 +28,14 @@ def test_threshold_on_mpsgraph_is_not_checked_against_the_kernel_its_backward_ru
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "threshold_backward", root=real_root).code == 0
     assert _porter011(real_root, "threshold") == []
-    # wrong on purpose: threshold's row joining the shared function sends its OpInfo's integer
-    # dtypes to the float-only kernel, as a Mac would: reported
+    # wrong on purpose: the shared kernel (written for threshold's dtypes too) loses its int32
+    # registration, and threshold's row joins the shared function: its OpInfo's int32 reaches
+    # no kernel, as on a Mac: reported
+    metal = real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal"
+    kernels = metal.read_text()
+    line = "REGISTER_BINARY_ALPHA_OP(threshold, int, ThresholdParams_long, int);\n"
+    assert kernels.count(line) == 1
+    metal.write_text(kernels.replace(line, ""))
     yaml = real_root / NATIVE_YAML
     text = yaml.read_text()
     assert text.count("    MPS: threshold_out_mps\n") == 1

@@ -82,13 +82,13 @@ def test_a_host_function_whose_call_never_runs_fails(ported, new, says):
     assert code == 1
     for d in by.values():
         assert d["outcome"] == "fail", d
-        assert d["message"].startswith("logit_mps_kernel (operations/UnaryKernel.mm:41) runs no Metal "
+        assert d["message"].startswith("logit_kernel (operations/UnaryKernel.mm:41) runs no Metal "
                                        "kernel: its exec_"), d["message"]
         assert says in d["message"] and "on a Mac the output is never written" in d["message"]
     # porter check said clean: the function and its registration still compile
     findings = json.loads(check.out)["findings"]
     assert check.code == 1 and [(f["id"], f["op"]) for f in findings] == [("PORTER024", "logit")]
-    assert findings[0]["message"].startswith("logit_mps_kernel, registered on logit_stub, runs no Metal "
+    assert findings[0]["message"].startswith("logit_kernel, registered on logit_stub, runs no Metal "
                                              "kernel: its exec_*_kernel call ")
     assert says in findings[0]["message"]
 
@@ -98,7 +98,7 @@ def test_a_call_under_an_undecidable_condition_is_not_proven(ported):
         code, by = outcomes(ported, "logit", "float32")
     assert code == 1 and by["float32"]["outcome"] == "fail"
     assert by["float32"]["message"].startswith(
-        "not proven: the exec_unary_kernel call of logit_mps_kernel (operations/UnaryKernel.mm:41) is "
+        "not proven: the exec_unary_kernel call of logit_kernel (operations/UnaryKernel.mm:41) is "
         "under `#if PORTER_FLAG` (operations/UnaryKernel.mm:43)"), by["float32"]["message"]
 
 
@@ -112,7 +112,7 @@ def test_a_scalar_type_the_call_names_picks_the_kernel(ported):
     assert code == 1
     assert by["float32"]["outcome"] == "pass"       # logit_dense_float_float_float is registered
     assert by["float16"]["outcome"] == "fail"
-    assert ("logit_mps_kernel (operations/UnaryKernel.mm:42) passes ScalarType::Float: a Mac looks up "
+    assert ("logit_kernel (operations/UnaryKernel.mm:42) passes ScalarType::Float: a Mac looks up "
             "logit_dense_half_half_float, which UnaryKernel.metal does not register (registered: "
             "logit_dense_half_half_half); MPS raises 'Failed to create function state object for: "
             "logit_dense_half_half_float'") in by["float16"]["message"]
@@ -124,22 +124,23 @@ def test_a_scalar_type_the_call_names_picks_the_kernel(ported):
     with edited(ported, UNARY, LOGIT_CALL, LOGIT_CALL.replace("eps)", "eps, alpha_type)")):
         code, by = outcomes(ported, "logit", "float32")
     assert code == 1 and by["float32"]["outcome"] == "fail"
-    assert "not proven: logit_mps_kernel (operations/UnaryKernel.mm:42) passes `alpha_type`" in \
+    assert "not proven: logit_kernel (operations/UnaryKernel.mm:42) passes `alpha_type`" in \
         by["float32"]["message"]
 
 
 @pytest.mark.parametrize(("rel", "op", "old", "new", "says"), [
     pytest.param(UNARY, "logit", LOGIT_CALL, LOGIT_CALL.replace("exec_unary", "exec_binary"),
-                 'logit_mps_kernel (operations/UnaryKernel.mm:42) calls exec_binary_kernel for "logit", a '
+                 'logit_kernel (operations/UnaryKernel.mm:42) calls exec_binary_kernel for "logit", a '
                  "binary call, but UnaryKernel.metal registers it with REGISTER_UNARY_ALPHA_OP (1 input)",
                  id="binary-call-of-a-unary-kernel"),
-    pytest.param(ACTIVATION, "threshold_backward", "exec_binary_kernel_with_params(iter, \"threshold\"",
-                 "exec_unary_kernel_with_params(iter, \"threshold\"",
+    pytest.param(ACTIVATION, "threshold_backward",
+                 "exec_binary_kernel_with_params(iter, \"threshold\", params, \"ThresholdParams_float\"",
+                 "exec_unary_kernel_with_params(iter, \"threshold\", params, \"ThresholdParams_float\"",
                  "calls exec_unary_kernel_with_params for \"threshold\", a unary call, but "
                  "ActivationKernel.metal registers it with REGISTER_BINARY_ALPHA_OP (2 inputs)",
                  id="unary-call-of-a-binary-kernel"),
     pytest.param(UNARY, "logit", LOGIT_CALL, LOGIT_CALL.replace(", eps)", ")"),
-                 'logit_mps_kernel (operations/UnaryKernel.mm:42) passes no scalar to "logit", which '
+                 'logit_kernel (operations/UnaryKernel.mm:42) passes no scalar to "logit", which '
                  "UnaryKernel.metal registers with REGISTER_UNARY_ALPHA_OP",
                  id="no-scalar-for-an-alpha-kernel"),
 ])
@@ -152,13 +153,13 @@ def test_a_call_of_another_kind_than_the_kernel_fails(ported, rel, op, old, new,
 
 def test_a_host_function_the_stub_cannot_take_fails(ported):
     """`porter check` reports PORTER022; a Mac does not compile the REGISTER_DISPATCH."""
-    head = "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& eps) {"
+    head = "static void logit_kernel(TensorIteratorBase& iter, const Scalar& eps) {"
     with edited(ported, UNARY, head, head.replace("const Scalar& eps", "double eps")):
         code, by = outcomes(ported, "logit", "float32")
         check = json.loads(porter("check", "--json", root=ported).out)["findings"]
     assert code == 1 and by["float32"]["outcome"] == "fail"
     assert by["float32"]["message"].startswith(
-        "logit_mps_kernel (operations/UnaryKernel.mm:41) takes (TensorIteratorBase&, double), but "
+        "logit_kernel (operations/UnaryKernel.mm:41) takes (TensorIteratorBase&, double), but "
         "logit_stub passes (TensorIteratorBase&, const Scalar&) (aten/src/ATen/native/UnaryOps.h:"), by
     assert "its REGISTER_DISPATCH does not compile on a Mac" in by["float32"]["message"]
     assert [f["id"] for f in check if f["op"] == "logit"] == ["PORTER022"]
@@ -176,7 +177,7 @@ def test_a_dtype_the_host_dispatch_drops_fails(ported):
     assert code == 1
     assert [by[d]["outcome"] for d in ("float16", "float32", "int32")] == ["pass"] * 3
     assert by["bfloat16"]["outcome"] == "fail"
-    assert ("nan_to_num_mps_kernel (operations/UnaryKernel.mm:52): AT_DISPATCH_FLOATING_TYPES_AND covers "
+    assert ("nan_to_num_kernel (operations/UnaryKernel.mm:52): AT_DISPATCH_FLOATING_TYPES_AND covers "
             "float16, float32, float64: a Mac raises \"nan_to_num_mps\" not implemented for 'BFloat16'") \
         in by["bfloat16"]["message"]
 
@@ -186,7 +187,7 @@ def test_a_dtype_the_host_dispatch_drops_fails(ported):
                  "a Mac fails its check `iter.common_dtype() != kBFloat16` for bfloat16 and raises "
                  "\"no bfloat16 here\"", id="a-dtype-check-porter-evaluates"),
     pytest.param('TORCH_CHECK(nan.value_or(0.) < 1e6, "nan too large");', {"bfloat16", "float32"},
-                 "not proven: nan_to_num_mps_kernel (operations/UnaryKernel.mm:60): `TORCH_CHECK(nan.value_or(0.) "
+                 "not proven: nan_to_num_kernel (operations/UnaryKernel.mm:60): `TORCH_CHECK(nan.value_or(0.) "
                  "< 1e6, ...)` is a check porter does not evaluate", id="a-check-porter-cannot-evaluate"),
 ])
 def test_a_host_check_refuses_or_is_not_proven(ported, check, failing, says):
@@ -222,5 +223,5 @@ def test_other_host_code_for_a_dtype_is_not_proven(ported):
     with edited(ported, UNARY, NAN_CALL, branch + NAN_CALL):
         code, by = outcomes(ported, "nan_to_num", "bfloat16", "float32")
     assert code == 1 and by["float32"]["outcome"] == "pass" and by["bfloat16"]["outcome"] == "fail"
-    assert ("not proven: nan_to_num_mps_kernel (operations/UnaryKernel.mm:60): for bfloat16 `if "
+    assert ("not proven: nan_to_num_kernel (operations/UnaryKernel.mm:60): for bfloat16 `if "
             "(iter.common_dtype() == kBFloat16)` leaves before the kernel call") in by["bfloat16"]["message"]

@@ -674,7 +674,7 @@ def test_a_non_structured_shared_function_that_runs_a_stub_migrates(mini_root):
     yaml = added_lines(file_diff(result.out, "aten/src/ATen/native/native_functions.yaml"))
     assert "+    CPU, CUDA, MPS, MTIA: logit\n" in yaml and "+    CPU, CUDA, MPS: logit_out\n" in yaml
     host = added_lines(file_diff(result.out, "aten/src/ATen/native/mps/operations/UnaryKernel.mm"))
-    assert "+static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& eps) {\n" \
+    assert "+static void logit_kernel(TensorIteratorBase& iter, const Scalar& eps) {\n" \
            "+  lib.exec_unary_kernel(iter, \"logit\", eps);\n" in host
     removed = [line for line in file_diff(result.out, UNARY_OPS).splitlines() if line.startswith("-")]
     assert any("Tensor& logit_out_mps(" in line for line in removed)

@@ -162,13 +162,13 @@ def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_r
     host = _words(added_lines(file_diff(result.out, ACTIVATION_HOST)))
     assert host == _words(
         "#include <ATen/native/mps/kernels/ActivationKernel.h>\n"
-        "static void softplus_mps_kernel(TensorIteratorBase& iter, const Scalar& beta, const Scalar& threshold) {\n"
+        "static void softplus_kernel(TensorIteratorBase& iter, const Scalar& beta, const Scalar& threshold) {\n"
         "  SoftplusParams<float> params;\n"
         "  params.beta = beta.to<float>();\n"
         "  params.threshold = threshold.to<float>();\n"
         "  lib.exec_unary_kernel_with_params(iter, \"softplus\", params, \"SoftplusParams_float\");\n"
         "}\n"
-        "REGISTER_DISPATCH(softplus_stub, &softplus_mps_kernel);\n")
+        "REGISTER_DISPATCH(softplus_stub, softplus_kernel);\n")
     metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
     assert "REGISTER_UNARY_ALPHA_OP(softplus, half, SoftplusParams_float, half);" in metal
     assert "const float beta = params.beta;" in metal
@@ -320,7 +320,7 @@ def test_threshold_port_holds_its_params_at_long_for_integers(real_tree_template
         "+using ThresholdParams_long = ThresholdParams<long>;\n")
     assert_expected_inline(added_lines(file_diff(result.out, ACTIVATION_HOST)), """\
 +#include <ATen/native/mps/kernels/ActivationKernel.h>
-+static void threshold_mps_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value) {
++static void threshold_kernel(TensorIteratorBase& iter, const Scalar& threshold, const Scalar& value) {
 +  if (c10::isIntegralType(iter.common_dtype(), /*includeBool=*/true)) {
 +    // integers take the scalars as the CPU's to<scalar_t>() does: through a float they would be
 +    // rounded first (16777217, or 2.9999999 up to 3)

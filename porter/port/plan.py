@@ -511,7 +511,7 @@ def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
             new = host_edit.add_ti_dispatch(text, spec.kernel)
         else:
             new = host_edit.add_kernel_function(text, stub=spec.stub.name,
-                                                function=f"{spec.kernel}_mps_kernel",
+                                                function=host_edit.kernel_function_name(text, spec.kernel),
                                                 kernel=spec.kernel, iterator=iterator, kind=spec.kind)
     except ValueError as err:
         raise PorterError(str(err), path=spec.host_path,
@@ -546,7 +546,7 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     iterator = spec.stub.iterator_type
     params_struct = scalar_args.uses_params_struct(spec.scalars)
     struct = scalar_args.struct_name(spec.kernel) if params_struct else None
-    function = f"{spec.kernel}_mps_kernel"
+    function = host_edit.kernel_function_name(text, spec.kernel)
     try:
         fields = [(a.name, scalar_args.host_value(a)) for a in spec.scalars] if struct else []
         fields_long = [(a.name, scalar_args.host_value_long(a)) for a in spec.scalars] \

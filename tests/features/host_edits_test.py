@@ -72,3 +72,38 @@ def test_a_new_family_file_keeps_none_of_the_templates_unused_includes():
                    "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n#else\n"
                    "#include <ATen/native/mps/ActivationKernel_metallib.h>\n#endif\n\n"
                    "} // namespace at::native\n")
+
+
+def _registered(lines) -> str:
+    return "namespace at::native {\n" + "".join(lines) + "} // namespace at::native\n"
+
+
+@pytest.mark.parametrize(("lines", "name", "registration"), [
+    pytest.param(("REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n",
+                  "REGISTER_DISPATCH(xlogy_stub, &xlogy_mps_kernel)\n"),
+                 "hypot_mps_kernel", "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel)",
+                 id="BinaryKernel.mm: &, _mps_kernel"),
+    pytest.param(("REGISTER_DISPATCH(hardshrink_stub, hardshrink_kernel);\n",
+                  "REGISTER_DISPATCH(leaky_relu_stub, leaky_relu_kernel);\n"),
+                 "hypot_kernel", "REGISTER_DISPATCH(hypot_stub, hypot_kernel);",
+                 id="ActivationKernel.mm: plain names"),
+    pytest.param(("REGISTER_DISPATCH(frexp_stub, frexp_kernel);\n",
+                  "REGISTER_DISPATCH(polygamma_stub, polygamma_kernel);\n",
+                  "REGISTER_DISPATCH(nan_to_num_stub, nan_to_num_kernel_mps);\n"),
+                 "hypot_kernel", "REGISTER_DISPATCH(hypot_stub, hypot_kernel);",
+                 id="UnaryKernel.mm: most of the file, not its last line"),
+    pytest.param((), "hypot_mps_kernel", "REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel);",
+                 id="no registration yet: porter's own"),
+])
+def test_a_new_host_function_is_named_and_registered_as_the_file_does(lines, name, registration):
+    text = _registered(lines)
+    assert host.kernel_function_name(text, "hypot") == name
+    out = host.add_kernel_function(text, stub="hypot_stub", function=name, kernel="hypot",
+                                   iterator="TensorIteratorBase", kind="binary")
+    assert registration in out
+
+
+def test_a_plain_name_the_file_uses_already_keeps_the_mps_suffix():
+    text = _registered(("REGISTER_DISPATCH(hardshrink_stub, hardshrink_kernel);\n",)).replace(
+        "namespace at::native {\n", "namespace at::native {\nstatic void hypot_kernel() {}\n")
+    assert host.kernel_function_name(text, "hypot") == "hypot_mps_kernel"

@@ -62,7 +62,8 @@ def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, ite
             text = text[:end] + source + "\n" + text[end:]
         host = HostFile(text)
     semicolon = _registration_style(host)
-    line = f"REGISTER_DISPATCH({stub}, &{function}){semicolon}\n"
+    ampersand = "&" if _takes_address(host) else ""
+    line = f"REGISTER_DISPATCH({stub}, {ampersand}{function}){semicolon}\n"
     registrations = list(re.finditer(r"^REGISTER_DISPATCH\((\w+)[^\n]*\n", host.mask, re.M))
     at = _list_place(registrations, stub) if registrations else host.namespace_end
     if at < 0:
@@ -76,6 +77,26 @@ def _after_last_kernel_function(host: HostFile) -> int | None:
         return None
     end = max(f.end for f in functions)
     return host.text.index("\n", end) + 1
+
+
+def kernel_function_name(text: str, kernel: str) -> str:
+    """The host function a port adds, named as most of the file's registered ones: BinaryKernel.mm's
+    `atan2_mps_kernel`, ActivationKernel.mm's and UnaryKernel.mm's `hardshrink_kernel` (a name
+    the file already uses for something else keeps porter's `_mps_kernel`)."""
+    host = HostFile(text)
+    registered = re.findall(r"^REGISTER_DISPATCH\(\w+,\s*&?\s*(\w+)\)", host.mask, re.M)
+    plain = f"{kernel}_kernel"
+    named_plain = sum(1 for f in registered if f.endswith("_kernel") and not f.endswith("_mps_kernel"))
+    if named_plain * 2 > len(registered) and not re.search(rf"\b{re.escape(plain)}\b", host.mask):
+        return plain
+    return f"{kernel}_mps_kernel"
+
+
+def _takes_address(host: HostFile) -> bool:
+    """Upstream writes `REGISTER_DISPATCH(stub, &fn)` in BinaryKernel.mm and `(stub, fn)` in
+    ActivationKernel.mm and UnaryKernel.mm: follow most of the file's (`&` where it has none)."""
+    lines = re.findall(r"^REGISTER_DISPATCH\(\w+,\s*(&?)", host.mask, re.M)
+    return lines.count("&") * 2 >= len(lines) if lines else True
 
 
 def _registration_style(host: HostFile) -> str:
