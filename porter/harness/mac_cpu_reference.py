@@ -26,14 +26,22 @@ from __future__ import annotations
 import numpy as np
 
 _F = np.float32
+DTYPES = ("complex64",)      # those libc++'s complex<float> formulas compute
 
 
 def model(op: str, dtype: str):
     """The Mac's CPU reference of `op` on `dtype` as a function of the input's values (a
     numpy complex64 array to one), or None where this machine's CPU stands in for it."""
-    if dtype != "complex64":
+    if dtype not in DTYPES:
         return None
     return _MODELS.get(op)
+
+
+def departs(op: str) -> list[str]:
+    """The dtypes (as the reference's dtype names) whose samples `for_arrays` holds to a Mac's
+    CPU reference here: recorded with a cached OpInfo, so that a cached run of any other op
+    never asks (this module is in the reference cache's key)."""
+    return [] if _here_is_a_mac() or op not in _MODELS else list(DTYPES)
 
 
 def describe(op: str) -> str:

@@ -572,7 +572,7 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
     tuple output) makes the whole OpInfo uncacheable: recorded as such, so the next run goes
     the op_db way at once."""
     from porter.dispatch.numpy_tensors import Unsupported
-    from porter.harness import refcache
+    from porter.harness import mac_cpu_reference, refcache
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     mps_like = getattr(backend, "mps_expectations", False)
@@ -593,7 +593,9 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
                    "aten_name": getattr(info, "aten_name", None),
                    "variant": info.variant_test_name, "key": opdb.xfail_key(info),
                    "supported": sorted(dtype_name(d) for d in supported),
-                   "decorators": {}, "uncacheable": None}
+                   "decorators": {}, "uncacheable": None,
+                   # which references a Mac's CPU computes otherwise (porter.harness.cached_run)
+                   "mac_cpu": mac_cpu_reference.departs(info.name)}
             try:
                 for dtype in supported:
                     xfail, skip, floors = decorator_expectations(info, dtype, device_type, mps_like)

@@ -44,7 +44,8 @@ DEFAULT_LIMIT_MB = 512
 _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
                    "harness/verdicts.py", "harness/opdb.py", "harness/devices.py",
                    "dispatch/kernel_choice.py", "dispatch/numpy_tensors.py",
-                   "emulate/numpy_run.py", "emulate/emulator_device.py")
+                   "emulate/numpy_run.py", "emulate/emulator_device.py",
+                   "harness/mac_cpu_reference.py")
 
 
 def directory() -> Path:

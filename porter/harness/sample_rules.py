@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 
 from porter.source.checkout import TEST_MPS, Checkout
 
@@ -41,8 +42,11 @@ def load(checkout: Checkout | None) -> SampleRules:
     return parse(checkout.read(TEST_MPS)) or BUILT_IN
 
 
+@lru_cache(maxsize=2)
 def parse(text: str) -> SampleRules | None:
-    """The keywords of the `sample_inputs` call in `test_output_match`, or None."""
+    """The keywords of the `sample_inputs` call in `test_output_match`, or None; once per text:
+    a cached run asks twice (whether the cache applies, then the run's header), and upstream's
+    test_mps.py is ~13k lines, ~0.2 s a parse."""
     try:
         tree = ast.parse(text)
     except SyntaxError:

@@ -33,7 +33,7 @@ import ast
 import builtins
 import sys
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from types import SimpleNamespace
 from typing import Callable
 
@@ -195,9 +195,17 @@ def load_lists(checkout: Checkout | None) -> LowPrecisionLists:
                              f"{isolated.reason})".strip())
 
 
+@lru_cache(maxsize=2)
+def _tree(text: str) -> ast.Module:
+    """test_mps.py's tree, parsed once per text: its lists, its output rules and --grad's two
+    gradient rules all read it (upstream's file is ~13k lines, ~0.2 s a parse). Callers must
+    not change it."""
+    return ast.parse(text)
+
+
 def _parse_lists(text: str) -> dict[str, frozenset[str]]:
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError:
         return {}
     for node in ast.walk(tree):
@@ -284,7 +292,7 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     before its `check`-th comparison of the sample (`self.assertEqual(..., atol=atol, ...)`
     in the loop itself; test_output_grad_match compares the output, then the gradients)."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError as exc:
         return Refused(f"test/test_mps.py does not parse (line {exc.lineno})")
     found = _find_test(tree, test_name)

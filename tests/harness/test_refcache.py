@@ -347,3 +347,28 @@ def test_the_cache_key_changes_with_the_cpu_capability(monkeypatch):
     unset = refcache.environment(None, "mps")
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     assert unset is not None and refcache.environment(None, "mps") != unset
+
+
+def test_a_cached_run_asks_for_a_macs_cpu_reference_only_where_its_record_says(real_root, cache,
+                                                                               monkeypatch):
+    # a Mac's CPU computes asinh of a complex<float> otherwise than this machine's (porter.
+    # harness.mac_cpu_reference): the recording run writes down which reference dtypes, and
+    # a cached run holds exactly those to the Mac's reference, as the op_db run does; add's
+    # never (the module is not asked), asinh's complex64 always
+    from porter.harness import mac_cpu_reference
+    from tests.porter_run import porter
+    assert porter("migrate-from-mpsgraph", "asinh", "--no-test", root=real_root).code == 0
+    cold = _table(real_root, ["add", "asinh"])
+    env = refcache.environment(real_root, "mps")
+    assert [r["mac_cpu"] for r in refcache.load_ops(env, "add")["ops"]] == [[]]
+    assert [r["mac_cpu"] for r in refcache.load_ops(env, "asinh")["ops"]] == [["complex64"]]
+    asked = []
+    real = mac_cpu_reference.for_arrays
+
+    def counting(op, sample_input, reference):
+        asked.append((op, reference.dtype))
+        return real(op, sample_input, reference)
+    monkeypatch.setattr(mac_cpu_reference, "for_arrays", counting)
+    _from_cache_only(monkeypatch)
+    assert _table(real_root, ["add", "asinh"]) == cold
+    assert asked and set(asked) == {("asinh", "complex64")}

@@ -530,3 +530,31 @@ def test_the_gradient_rules_are_cut_out_only_when_a_gradient_test_asks(monkeypat
     assert tolerances.GRAD_TEST not in isolated and lists.source == FROM_TEST
     assert lists.grad_source == tolerances.GRAD_TOLERANCES_FROM_TEST and lists.grad_rules is not None
     assert isolated.count(tolerances.GRAD_TEST) == 2
+
+
+def test_a_run_parses_test_mps_once_per_reader(tmp_path, monkeypatch):
+    """Upstream's test_mps.py is ~13k lines (~0.2 s a parse): a cached run asked for the sample
+    keywords twice (whether the cache applies, then its header) and read the lists and the
+    rules once each, four parses of one text; --grad's gradient rules two more. One tree per
+    reader now, whatever is asked of it; the answers are those of a fresh parse."""
+    shutil.copytree(fixture_root() / "test", tmp_path / "test")
+    path = tmp_path / TEST_MPS
+    path.write_text(path.read_text() + f"\n# {tmp_path.name}: a text no other test parsed\n")
+    text = path.read_text()
+    parses = []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if source == text:
+            parses.append(1)
+        return real(source, *args, **kwargs)
+    monkeypatch.setattr(ast, "parse", counting)
+    checkout = Checkout(tmp_path)
+    rules = [sample_rules.load(checkout), sample_rules.load(checkout)]
+    lists = tolerances.load_lists(checkout)
+    assert lists.grad_rules is not None and len(parses) == 2
+    # the same answers as from trees parsed afresh
+    tolerances._tree.cache_clear()
+    assert rules == [sample_rules.parse.__wrapped__(text)] * 2 != [None, None]
+    assert lists.rules.isolated == tolerances.isolate(text)
+    assert lists.grad_rules[1].isolated == tolerances.isolate(text, tolerances.GRAD_TEST, 1)
