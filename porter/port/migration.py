@@ -20,7 +20,7 @@ import re
 
 from porter.source import checkout as co
 from porter.source import native_yaml
-from porter.port import selectors
+from porter.port import enum_port, selectors
 from porter.port import validate
 from porter.port.body import translate_lambda
 from porter.source.c10_metal import available_functions
@@ -46,6 +46,9 @@ class Migration(Plan):
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
                    validator=None, complex_body: str | None = None,
                    in_place: bool = False) -> Migration:
+    if not in_place and body is None and complex_body is None and enum_port.is_enum_op(checkout, op.strip()):
+        # a str argument that picks the kernel (gelu): one functor per value, chosen in the host
+        return enum_port.plan_enum_port(checkout, op.strip(), validator)
     spec = _resolve(checkout, op, in_place)
     if spec.in_place:
         return _plan_in_place(checkout, spec, body, validator, complex_body)

@@ -287,6 +287,16 @@ def _in_place(checkout, op: str, out_entry, hosts, reason: str) -> InPlace | Non
     return None
 
 
+def own_mps_impl(checkout, op: str, out_entry, reason: str) -> InPlace | None:
+    """The op's own structured MPS impl (`TORCH_IMPL_FUNC(<op>_out_mps)`), or None."""
+    return _in_place(checkout, op, out_entry, _host_files(checkout), reason)
+
+
+def arg_names_of(checkout, op: str, out_entry) -> tuple[str, ...]:
+    """A backward op's functor arguments: its schema's tensors in its iterator's order."""
+    return _arg_names(out_entry, iterator_inputs(checkout, op))
+
+
 def _why_not_in_place(out_entry, hosts) -> str:
     if out_entry.fields.get("structured") != "True":
         return (f"{out_entry.full_name} is not structured, so there is no TORCH_IMPL_FUNC iterator "
