@@ -52,6 +52,9 @@ def string_enum(checkout: co.Checkout, function: str) -> StringEnum | None:
         enum, param = unqualified(m.group(1)), m.group(2)
         branches = re.findall(BRANCH_RE.format(p=re.escape(param)), body)
         values = tuple((literal, unqualified(value)) for literal, value in branches)
+        if len(re.findall(r"\bif\s*\(", mask[m.end():close])) != len(values) or \
+                len(re.findall(r"\breturn\b", mask[m.end():close])) != len(values):
+            return None         # a branch of another shape: its mapping is not read
         if not values or any(not v.startswith(enum.split("::")[-1] + "::") for _, v in values):
             return None
         return StringEnum(function, enum.split("::")[-1], values, rel, line_of(text, m.start()))

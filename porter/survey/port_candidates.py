@@ -59,6 +59,7 @@ def refusal_label(how: str) -> str:
               (op_kind.NOT_ELEMENTWISE, "not elementwise"), (op_kind.UFUNC, "ufunc codegen"),
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
+              ("whose str argument picks its kernel", "str argument"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"),
               ("incomplete: ", "incomplete"),
               (PORT_FIRST, "another op's port first"))
@@ -246,7 +247,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     if classified.portable:
         automatic, how, family = _automatic(op, kind, tensors, out, defs, facts)
     elif picked is not None:
-        automatic, how, files = picked
+        automatic, how, picked_files = picked
+        files = picked_files or files
     else:
         automatic, how = False, classified.reason
     way = "in place" if how.startswith((IN_PLACE_ONLY, STR_PICKS)) else "shared"
@@ -305,12 +307,12 @@ def _picked_by_str(op: str, state: str, classified: op_kind.OpKind, facts: _Fact
     try:
         spec, found = enum_port.resolve_enum(facts.checkout, op)
     except PorterError as err:
-        return False, err.message, [co.NATIVE_YAML]
+        return False, err.message.removesuffix("; nothing was written"), None
     for kernel, lam in found.kernels:
         done = translate_lambda(lam, (), "float", lambda: available_functions(facts.checkout))
         if done.statements is None:
             return False, (f"{kernel}: {done.reason} (its CPU branch at {lam.path}:{lam.line}); "
-                           "port it by hand"), [co.NATIVE_YAML]
+                           "port it by hand"), None
     kernels = " and ".join(k for k, _ in sorted(found.kernels, key=lambda k: k[0] != op))
     how = (f"{STR_PICKS} {found.argument} ({kernels}, from its CPU kernel's branches), picked "
            f"in the host through {found.convert.function}")
