@@ -253,3 +253,14 @@ def test_a_body_does_not_apply_to_two_kernels(real_root):
     assert result.code == 2
     assert "--body does not apply to 'gelu_backward'" in result.err, result.err
     assert snapshot(real_root) == before
+
+
+def test_status_names_the_command_that_ports_it(real_root):
+    result = porter("status", "gelu", root=real_root)
+    assert "next: porter migrate-from-mpsgraph gelu\n" in result.out, result.out
+    # where the conversion function cannot be read, the refusal the command would give
+    gelu_h = real_root / "aten/src/ATen/native/Gelu.h"
+    gelu_h.write_text(gelu_h.read_text().replace('if (approximate == "none")', 'if (approximate.empty())'))
+    result = porter("status", "gelu", root=real_root)
+    assert "next: no porter command" in result.out, result.out
+    assert "get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:" in result.out

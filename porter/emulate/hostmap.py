@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
 from porter.source.host_scan import HostFile, KernelCall
+
+if TYPE_CHECKING:
+    from porter.emulate.kernel_pick import KernelPick
 
 # stubs whose op (OpInfo name) is not the stub's name
 STUB_OPS = {"div_true": "div", "div_floor": "div", "div_trunc": "div",
@@ -50,7 +54,7 @@ class HostKernel:
     fault: str = ""
     # the kernel a sample runs, by its `str` argument, where the op's MPS impl hands a stub an
     # enum and the host function picks by it (gelu: porter.emulate.kernel_pick), else None
-    pick: object = None
+    pick: "KernelPick | None" = None
 
     def for_sample(self, kwargs: dict) -> "HostKernel":
         """This host kernel as a sample with `kwargs` runs it: the picked kernel and its call."""
