@@ -264,3 +264,33 @@ def test_status_names_the_command_that_ports_it(real_root):
     result = porter("status", "gelu", root=real_root)
     assert "next: no porter command" in result.out, result.out
     assert "get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:" in result.out
+
+
+@needs_compiler
+def test_a_tanh_branch_written_from_the_erf_formula_ports_red_on_the_tanh_samples(real_root):
+    # wrong on purpose in the CPU source: its Tanh branch computes the erf formula. porter
+    # translates each branch as written, so the gelu_tanh kernel is erf's, and the verdict
+    # (against the installed torch's CPU) is red on the approximate='tanh' samples only
+    _edit(real_root, f"{CPU_KERNELS}/Activation.cpp", "cpu_kernel(it, scalar_gelu_approximated_with_tanh<scalar_t>);",
+          "cpu_kernel(it, scalar_gelu<scalar_t>);")
+    _ported(real_root, "gelu")
+    metal = (real_root / ACT_METAL).read_text()
+    tanh = re.search(r"struct gelu_tanh_functor \{.*?\n\};\n", metal, re.S).group()
+    assert "c10::metal::erf(" in tanh and "tanh(" not in tanh.replace("gelu_tanh_functor", "")
+    code, by = _outcomes(real_root, "gelu", "--dtype", "float32")
+    assert code == 1 and by[False, "float32"]["failed_samples"] == 4, by
+    assert by[False, "float32"]["first_failure"] == 1
+
+
+@needs_compiler
+def test_a_host_that_picks_by_if_else_is_read_too(real_root):
+    _ported(real_root, "gelu")
+    _edit(real_root, ACT_HOST, GELU_CALL + "  lib.exec_unary_kernel(iter, name);\n",
+          '  if (approximate == GeluType::Tanh) {\n    lib.exec_unary_kernel(iter, "gelu_tanh");\n'
+          '  } else {\n    lib.exec_unary_kernel(iter, "gelu");\n  }\n')
+    code, by = _outcomes(real_root, "gelu", "--dtype", "float32")
+    assert code == 0 and by[False, "float32"]["outcome"] == "pass", by
+    # and with the branches swapped, every sample runs the other formula
+    _edit(real_root, ACT_HOST, "approximate == GeluType::Tanh", "approximate != GeluType::Tanh")
+    code, by = _outcomes(real_root, "gelu", "--dtype", "float32")
+    assert code == 1 and by[False, "float32"]["failed_samples"] == 8, by
