@@ -209,7 +209,6 @@ def plan_enum_port(checkout: co.Checkout, op: str, validator=None):
     def write(path: str, new: str) -> None:
         cs.set(path, checkout.read(path) if checkout.exists(path) else None, new)
 
-    functors = []
     # the default value's kernel (named after the op) first, as upstream's file reads
     for kernel, lam in sorted(facts.kernels, key=lambda k: k[0] != op):
         port_plan.plan_kernel(checkout, spec._replace(kernel=kernel, scalar_lambda=lam), read, write, plan)
@@ -220,7 +219,6 @@ def plan_enum_port(checkout: co.Checkout, op: str, validator=None):
                                  "implementation by a skeleton; nothing was written",
                                  path=lam.path, line=lam.line,
                                  hint=f"port {op} by hand, or make its CPU branch a lambda porter reads")
-            functors.append(plan.functor)
     _plan_host(checkout, spec, facts, read, write, plan)
     _plan_impl(spec, facts, read, write, plan)
     port_plan.plan_expectations(checkout, spec, read, write, plan)
@@ -233,10 +231,6 @@ def plan_enum_port(checkout: co.Checkout, op: str, validator=None):
                          f"{facts.param} is {facts.compared}, else {otherwise}, as the CPU kernel "
                          "branches")
     return plan
-
-
-def _header(facts: EnumFacts) -> str:
-    return facts.convert.path
 
 
 def _plan_host(checkout, spec, facts: EnumFacts, read, write, plan) -> None:
@@ -258,7 +252,7 @@ def _plan_host(checkout, spec, facts: EnumFacts, read, write, plan) -> None:
                                          iterator=spec.stub.iterator_type or "TensorIteratorBase",
                                          kind=kind, source=source)
     text = host_edit.include_stub_header(text, spec.stub.header)
-    text = host_edit.include_stub_header(text, _header(facts))
+    text = host_edit.include_stub_header(text, facts.convert.path)
     write(spec.host_path, text)
 
 
@@ -269,7 +263,7 @@ def _plan_impl(spec, facts: EnumFacts, read, write, plan) -> None:
     body = render("stub_impl_body.mm.j2", stub=facts.stub.name,
                   arguments=f"{facts.convert.function}({facts.argument})").lstrip("\n")
     new, removed = in_place_edit.replace_body_text(text, impl, body)
-    new = host_edit.include_stub_header(new, _header(facts))
+    new = host_edit.include_stub_header(new, facts.convert.path)
     write(place.path, new)
     plan.removed += [{"path": place.path, "line": place.line, "what": "MPSGraph body",
                       "name": place.function}]
