@@ -189,11 +189,7 @@ def test_a_new_activation_host_file_includes_only_what_it_uses(real_root):
 
 
 @pytest.mark.parametrize("op, says", [
-    # a str picking the kernel: one functor per value, chosen in the op's own MPS body
-    ("gelu", "(one functor per value, `gelu` and `gelu_tanh`, and `lib.exec_unary_kernel(*this, "
-             "approximate == \"tanh\" ? \"gelu_tanh\" : \"gelu\")`"),
-    ("gelu_backward", "`lib.exec_binary_kernel(*this, approximate == \"tanh\" ? "
-                      "\"gelu_tanh_backward\" : \"gelu_backward\")`"),
+    # (a str picking the kernel, gelu's, is ported: tests/test_str_ports.py)
     # a reduction: the elementwise part and the host's reduction, written by hand
     ("mse_loss", "this op is an elementwise part (a binary functor of the inputs, one element at a "
                  "time) followed by a reduction on the host for reduction=Mean/Sum"),

@@ -149,14 +149,14 @@ def test_in_place_without_a_body_writes_nothing(real_root):
     assert snapshot(real_root) == before
 
 
-def test_backward_ops_with_a_str_argument_are_refused_naming_it(real_root):
-    # backward ops with Scalar and float arguments are ported (tests/test_activation_ports.py)
+def test_backward_ops_with_a_str_argument_take_no_body(real_root):
+    # backward ops with Scalar and float arguments are ported (tests/test_activation_ports.py);
+    # gelu_backward's str picks one of two kernels, each from its CPU branch (tests/test_str_ports.py)
     before = snapshot(real_root)
     result = porter("migrate-from-mpsgraph", "gelu_backward", "--body", "grad_output", root=real_root)
     assert result.code == 2
-    assert "gelu_backward_out_cpu, gelu_backward_out_cuda" in result.err
-    assert ("(what is missing: a host that passes str approximate='none' by picking one Metal kernel "
-            "per value of the string; here that host is gelu_backward_out_mps's own body") in result.err
+    assert ("--body does not apply to 'gelu_backward': its kernels are one per value of its str "
+            "argument") in result.err, result.err
     assert snapshot(real_root) == before
 
 

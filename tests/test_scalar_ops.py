@@ -206,11 +206,6 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
 
 
 @pytest.mark.parametrize("op,says", [
-    ("gelu", "its CPU and CUDA kernels differ (gelu_out_cpu, gelu_out_cuda), so there is no shared "
-             "function for an MPS row to join and it can only be ported in place (its MPS function's "
-             "body replaced by a Metal call) (what is missing: a host that passes str "
-             "approximate='none' by picking one Metal kernel per value of the string; here that host "
-             "is gelu_out_mps's own body: replace its MPSGraph code by the Metal calls by hand"),
     ("add", "'add' has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with no "
             "DispatchStub for MPS to join (what is missing: an in-place port that passes Scalar "
             "alpha=1 to the kernel (porter's in-place ports pass no scalars); "
@@ -224,7 +219,7 @@ def test_ops_that_are_not_one_functor_are_refused_with_what_is_missing(real_root
     for command in ("migrate-from-mpsgraph", "new-op"):
         result = porter(command, op, "--dry-run", root=real_root)
         assert result.code == 2 and says in result.err, result.err
-    # gelu's only way is in place, and forcing it does not get around the str
+    # forcing an in-place port does not get around what refuses them
     assert says in porter("migrate-from-mpsgraph", op, "--in-place", "--dry-run", root=real_root).err
     # a reduction's hint does not pretend that passing its argument would do
     assert "reduction=Mean to" not in result.err
@@ -238,7 +233,7 @@ def test_candidates_classify_the_scalar_ops(real_root):
     assert got == {
         "softplus": ("scalar", "automatic"), "sub": ("alpha", "automatic"),
         "threshold": ("scalar", "automatic"), "logit": ("scalar", "automatic"),
-        "nan_to_num": ("scalar", "automatic"), "gelu": ("other", "refused"),
+        "nan_to_num": ("scalar", "automatic"), "gelu": ("other", "automatic"),
         "mse_loss": ("other", "refused"), "glu": ("other", "refused"), "pow": ("binary", "refused")}
     # threshold's lambda reads (x, other), both `self` (its meta function adds self twice)
     assert rows["threshold"]["how"] == "CPU lambda"
@@ -252,16 +247,13 @@ def test_candidates_classify_the_scalar_ops(real_root):
             "can read defines"),
     ("glu", "its MPS row names glu_out_mps, which no aten/src/ATen/native/mps/operations/*.mm porter "
             "can read defines"),
-    # gelu_out_mps is there, in Activation.mm: named as the MPSGraph code it is
-    ("gelu", "(gelu_out_mps)"),
 ])
 def test_a_refusal_names_only_the_mps_functions_the_tree_defines(real_tree_template, op, names):
     result = porter("migrate-from-mpsgraph", op, "--dry-run", root=real_tree_template)
     assert result.code == 2 and f"cannot migrate '{op}' off MPSGraph " in result.err, result.err
     assert names in result.err, result.err
-    if op != "gelu":
-        assert f"off MPSGraph ({op}_out_mps)" not in result.err
-        assert f"from {op}_out_mps (its MPS row)" not in result.err
+    assert f"off MPSGraph ({op}_out_mps)" not in result.err
+    assert f"from {op}_out_mps (its MPS row)" not in result.err
 
 
 def test_softplus_functor_names_its_argument_x_and_casts_only_where_the_type_changes(real_tree_template):

@@ -228,6 +228,7 @@ class EmulateBackend:
         on_torch = isinstance(types, kernel_choice.TorchSample)
         self._version_outputs = []
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
+        host = host.for_sample(sample.kwargs)
         lib, regs = self._registered(host)
         kind = regs[0].kind
         order = self._iterator_order(op) if kernel_choice.operands_can_swap(kind) else None

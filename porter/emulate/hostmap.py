@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
 from porter.source.host_scan import HostFile, KernelCall
+
+if TYPE_CHECKING:
+    from porter.emulate.kernel_pick import KernelPick
 
 # stubs whose op (OpInfo name) is not the stub's name
 STUB_OPS = {"div_true": "div", "div_floor": "div", "div_trunc": "div",
@@ -48,6 +52,17 @@ class HostKernel:
     # why every dtype fails or is not proven whatever the kernel does (the function runs no
     # kernel: its call is commented out, compiled out or after its return), or ""
     fault: str = ""
+    # the kernel a sample runs, by its `str` argument, where the op's MPS impl hands a stub an
+    # enum and the host function picks by it (gelu: porter.emulate.kernel_pick), else None
+    pick: "KernelPick | None" = None
+
+    def for_sample(self, kwargs: dict) -> "HostKernel":
+        """This host kernel as a sample with `kwargs` runs it: the picked kernel and its call."""
+        if self.pick is None:
+            return self
+        kernel = self.pick.kernel_for(kwargs)
+        calls = tuple(c for c in self.pick.calls if c.kernel == kernel) or self.calls
+        return replace(self, kernel=kernel, calls=calls)
 
     @property
     def call(self) -> KernelCall | None:
@@ -147,7 +162,8 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line), calls=running,
                                             function=where, fault=fault, line=fn.line))
-    return found + in_place_kernels(root)
+    from porter.emulate.kernel_pick import stub_impl_kernels
+    return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
 
 
 def _spelled(call: KernelCall) -> str:

@@ -169,6 +169,8 @@ def _shadow(checkout: co.Checkout, changes, tmp: Path) -> Path:
     yaml.parent.mkdir(parents=True, exist_ok=True)
     if checkout.exists(co.NATIVE_YAML):
         yaml.write_text(changes.current(co.NATIVE_YAML, checkout.read), encoding="utf-8")
-    for source in (root / co.NATIVE).glob("*.cpp"):
+    # and the native headers: the string-to-enum functions a host's kernel choice goes through
+    # (gelu's get_gelutype_enum, porter.emulate.kernel_pick) and the stubs' declarations
+    for source in [*(root / co.NATIVE).glob("*.cpp"), *(root / co.NATIVE).glob("*.h")]:
         (tmp / co.NATIVE / source.name).symlink_to(source)
     return tmp

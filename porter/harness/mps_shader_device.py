@@ -149,7 +149,7 @@ class MpsShaderBackend(EmulateBackend):
 
     def run(self, opinfo, sample, dtype):
         import torch
-        host = self._select(OpNames.of(opinfo), sample.kwargs)
+        host = self._select(OpNames.of(opinfo), sample.kwargs).for_sample(sample.kwargs)
         regs = [r for r in self._static_registrations(host.metal)
                 if r.kernel == host.kernel and r.macro in KIND_OF_MACRO]
         if not regs:

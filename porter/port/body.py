@@ -7,8 +7,12 @@ porter says it could not translate, and the caller falls back to a failing skele
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from typing import NamedTuple
+
+from porter.source.cpp_scan import comments_blanked
 
 TOKEN_RE = re.compile(
     r"(?P<name>(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)"
@@ -61,6 +65,48 @@ KEYWORDS = {"static_cast", "return", "if", "else", "const", "auto", "float", "in
             "true", "false", "NAN", "INFINITY", "FLT_EPSILON", "M_SQRT1_2_F", "M_PI_F", "M_LN2_F", "sizeof"}
 
 
+# <cmath>'s double constants (M_SQRT2 ...): Metal has only their float `_F` spellings
+MATH_CONSTANTS = {"M_E": math.e, "M_LOG2E": math.log2(math.e), "M_LOG10E": math.log10(math.e),
+                  "M_LN2": math.log(2), "M_LN10": math.log(10), "M_PI": math.pi,
+                  "M_PI_2": math.pi / 2, "M_PI_4": math.pi / 4, "M_1_PI": 1 / math.pi,
+                  "M_2_PI": 2 / math.pi, "M_2_SQRTPI": 2 / math.sqrt(math.pi),
+                  "M_SQRT2": math.sqrt(2), "M_SQRT1_2": math.sqrt(0.5)}
+KEYWORDS |= {f"{name}_F" for name in MATH_CONSTANTS}
+CAST_OPEN_RE = re.compile(r"\b(?:float|scalar_t|opmath_t|T)\s*\(")
+CONSTANT_EXPR_RE = re.compile(r"(?:[\d.eE]+[fF]?|M_\w+|[-+*/()\s])+")
+CONSTANT_NAME_RE = re.compile(r"\bM_[A-Z0-9_]+\b(?!_F)")
+
+
+def fold_math_constants(body: str) -> str:
+    """`float(M_SQRT2 * M_2_SQRTPI * 0.5)` -> `0.797884583f`: a cast of an expression of <cmath>
+    constants and numbers is computed as the CPU computes it (in double, rounded once to float);
+    a constant outside such a cast becomes Metal's float spelling (`M_SQRT2` -> `M_SQRT2_F`)."""
+    def fold(expr: str) -> str | None:
+        names = CONSTANT_NAME_RE.findall(expr)
+        if not names or any(n not in MATH_CONSTANTS for n in names) or not CONSTANT_EXPR_RE.fullmatch(expr):
+            return None
+        python = CONSTANT_NAME_RE.sub(lambda n: repr(MATH_CONSTANTS[n.group()]), expr)
+        python = re.sub(r"(\d)[fF]\b", r"\1", python)
+        try:
+            value = eval(python, {"__builtins__": {}}, {})     # digits and + - * / ( ) only
+        except (SyntaxError, ZeroDivisionError, TypeError):
+            return None
+        digits = f"{struct.unpack('f', struct.pack('f', float(value)))[0]:.9g}"    # round-trips a float
+        return digits + ("" if re.search(r"[.eEn]", digits) else ".0") + "f"
+    out, at = [], 0
+    for m in CAST_OPEN_RE.finditer(body):
+        if m.start() < at:
+            continue
+        close = _closing(body, m.end() - 1)
+        folded = fold(body[m.end():close]) if close > 0 else None
+        if folded is not None:
+            out.append(body[at:m.start()] + folded)
+            at = close + 1
+    body = "".join(out) + body[at:]
+    return CONSTANT_NAME_RE.sub(lambda n: n.group() + "_F" if n.group() in MATH_CONSTANTS else n.group(),
+                                body)
+
+
 class Translation(NamedTuple):
     statements: str | None   # Metal statements (with `return`), None when not translatable
     reason: str = ""
@@ -71,10 +117,14 @@ def translate(body: str, params: tuple[str, ...], scalar: str, c10_functions) ->
 
     `c10_functions()` returns the c10::metal routine names available (called only if needed).
     """
+    # a comment's words are no calls (gelu_backward's `// erfc(-z) instead of 1 + erf(z)`)
+    body = re.sub(r"\n[ \t]*//[^\n]*", "", body)       # a line of comment goes with its line
+    body = re.sub(r"[ \t]+\n", "\n", comments_blanked(body))
     if "return" not in body:
         body = f"return {body.strip().rstrip(';')};"
     for cpu, metal in CONSTANTS.items():
         body = body.replace(cpu, metal)
+    body = fold_math_constants(body)
     body = _clamp_as_min_max(body)
     # variables the body declares itself (`opmath_t product = ...`) read as its parameters do
     params = tuple(params) + tuple(n for n in declared_names(body) if n not in params)

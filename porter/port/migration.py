@@ -20,7 +20,7 @@ import re
 
 from porter.source import checkout as co
 from porter.source import native_yaml
-from porter.port import selectors
+from porter.port import enum_port, selectors
 from porter.port import validate
 from porter.port.body import translate_lambda
 from porter.source.c10_metal import available_functions
@@ -46,6 +46,16 @@ class Migration(Plan):
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
                    validator=None, complex_body: str | None = None,
                    in_place: bool = False) -> Migration:
+    if enum_port.is_enum_op(checkout, op.strip()):
+        # a str argument that picks the kernel (gelu): one functor per value, chosen in the host;
+        # the port keeps the op's own MPS impl, so --in-place is what it does anyway
+        given = [f for f, v in (("--body", body), ("--complex-body", complex_body)) if v is not None]
+        if given:
+            raise PorterError(f"{' and '.join(given)} does not apply to '{op.strip()}': its kernels are "
+                              "one per value of its str argument, each translated from its CPU "
+                              "kernel's branch for that value; nothing was written",
+                              hint=f"rerun without {given[0]}: porter migrate-from-mpsgraph {op.strip()}")
+        return enum_port.plan_enum_port(checkout, op.strip(), validator)
     spec = _resolve(checkout, op, in_place)
     if spec.in_place:
         return _plan_in_place(checkout, spec, body, validator, complex_body)

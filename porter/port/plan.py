@@ -110,6 +110,17 @@ def plan_port(checkout: co.Checkout, spec: OpSpec, body: str | None = None,
     return plan
 
 
+def plan_kernel(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    """The functor of `spec.kernel` from its CPU lambda, and its registrations (a port of
+    several kernels, porter.port.enum_port, plans each)."""
+    _plan_kernel(checkout, spec, None, None, read, write, plan)
+
+
+def plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
+    """The op's "not implemented on MPS" expectations, removed."""
+    _plan_expectations(checkout, spec, read, write, plan)
+
+
 def _plan_yaml(spec: OpSpec, read, write) -> bool:
     old = read(co.NATIVE_YAML)
     new = yaml_edit.add_mps(old, spec.backend_entries)

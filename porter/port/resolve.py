@@ -287,6 +287,16 @@ def _in_place(checkout, op: str, out_entry, hosts, reason: str) -> InPlace | Non
     return None
 
 
+def own_mps_impl(checkout, op: str, out_entry, reason: str) -> InPlace | None:
+    """The op's own structured MPS impl (`TORCH_IMPL_FUNC(<op>_out_mps)`), or None."""
+    return _in_place(checkout, op, out_entry, _host_files(checkout), reason)
+
+
+def arg_names_of(checkout, op: str, out_entry) -> tuple[str, ...]:
+    """A backward op's functor arguments: its schema's tensors in its iterator's order."""
+    return _arg_names(out_entry, iterator_inputs(checkout, op))
+
+
 def _why_not_in_place(out_entry, hosts) -> str:
     if out_entry.fields.get("structured") != "True":
         return (f"{out_entry.full_name} is not structured, so there is no TORCH_IMPL_FUNC iterator "
@@ -373,21 +383,16 @@ def _what_is_missing(checkout, fam, out_entry, kind: op_kind.OpKind) -> str:
     if out_entry is None:
         return ""
     if kind.strings and kind.reason.startswith("takes a str argument"):
-        hint = (f"what is missing: a host that passes {', '.join(kind.strings)} by picking one "
-                "Metal kernel per value of the string")
         kernels = sorted({d.kernel for d in out_entry.dense_rows()})
         mps = next((r.kernel for r in out_entry.mps_rows()), "")
-        if len(kernels) > 1 and mps:
-            hint += (f"; here that host is {mps}'s own body: replace its MPSGraph code by the Metal "
-                     "calls by hand")
-            if "approximate" in " ".join(kind.strings):
-                op = out_entry.name.split(".")[0]
-                tanh = op.removesuffix("_backward") + "_tanh" + ("_backward" if op.endswith("_backward") else "")
-                call = "exec_binary_kernel" if len(kind.tensors) == 2 else "exec_unary_kernel"
-                hint += (f" (one functor per value, `{op}` and `{tanh}`, and `lib.{call}(*this, "
-                         f"approximate == \"tanh\" ? \"{tanh}\" : \"{op}\")`: porter writes one functor "
-                         "per port and an in-place body that calls one kernel by name)")
-        return hint
+        op = out_entry.name.split(".")[0]
+        if len(kernels) > 1 and mps and out_entry.fields.get("structured") == "True":
+            # porter.port.enum_port: one functor per branch of the CPU kernel, picked in the host
+            return (f"porter migrate-from-mpsgraph {op} ports it as upstream's gelu: one functor per "
+                    f"value of {', '.join(native_yaml.argument_name(s) for s in kind.strings)}, "
+                    f"picked by a host function on its stub, which {mps} runs with kMPS")
+        return (f"what is missing: a host that passes {', '.join(kind.strings)} by picking one "
+                "Metal kernel per value of the string")
     return _not_one_functor_hint(checkout, out_entry, kind)
 
 

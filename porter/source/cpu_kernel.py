@@ -482,3 +482,112 @@ def _runs_parameter(mask: str, helper: str) -> bool:
         if "TensorIterator" in body and names & set(ITER_STUB_CALL_RE.findall(body)):
             return True
     return False
+
+
+class EnumBranch(NamedTuple):
+    """One side of `if (approximate == GeluType::Tanh) {...} else {...}` in a CPU kernel: the
+    enumerator it runs for (None: the `else`, every other value) and its scalar function."""
+    enumerator: str | None
+    lam: ScalarLambda
+
+
+ENUM_IF_RE = re.compile(r"\bif\s*\(\s*(\w+)\s*(==|!=)\s*([\w:]+)\s*\)\s*\{")
+
+
+def enum_branches(checkout: co.Checkout, stub: str) -> tuple[str, tuple[EnumBranch, ...]] | str:
+    """(the enum parameter, its two branches) of the CPU kernel of `stub` when its body is
+    `if (P == Enum::X) { ...cpu_kernel... } else { ...cpu_kernel... }` on a parameter P (gelu's
+    GeluKernelImpl): each branch's scalar function is its lambda, or the function template it
+    names (`scalar_gelu<scalar_t>`, from the checkout's cpu/*.h), the reduced-float case first
+    (it computes at float, as a Metal functor does for half and bfloat). Else why not, a string."""
+    body = _kernel_body(checkout, stub)
+    if body is None:
+        return f"no CPU kernel registered for {stub} in {co.CPU_KERNELS}/*.cpp"
+    rel, text, mask, start, end, params = body
+    names = [p.split("=")[0].split()[-1].lstrip("&*") for p in split_top_level(params)[1:] if p.split()]
+    where = f"{rel}:{line_of(text, start)}"
+    m = next((m for m in ENUM_IF_RE.finditer(mask, start, end) if m.group(1) in names), None)
+    if m is None:
+        return (f"its CPU kernel ({where}) does not branch on its parameter "
+                f"({', '.join(names) or 'none'}) as `if (P == Enum::X) {{...}} else {{...}}`")
+    then_close = matching_close(mask, m.end() - 1)
+    rest = re.match(r"\s*else\s*\{", mask[then_close + 1:])
+    if rest is None:
+        return f"the `if` of its CPU kernel ({rel}:{line_of(text, m.start())}) has no `else`"
+    else_open = then_close + rest.end()
+    else_close = matching_close(mask, else_open)
+    sides = []
+    for lo, hi in ((m.end(), then_close), (else_open + 1, else_close)):
+        lam = _branch_function(checkout, rel, text, mask, lo, hi)
+        if isinstance(lam, str):
+            return lam
+        sides.append(lam)
+    enumerator = m.group(3)
+    first, second = (sides if m.group(2) == "==" else sides[::-1])
+    return m.group(1), (EnumBranch(enumerator, first), EnumBranch(None, second))
+
+
+def _branch_function(checkout, rel, text, mask, lo: int, hi: int) -> ScalarLambda | str:
+    found = []
+    for call in LAMBDA_CALL_RE.finditer(mask, lo, hi):
+        close = matching_close(mask, call.end() - 1)
+        args = split_top_level(mask[call.end():close])
+        if len(args) < 2:
+            continue
+        at = call.end() + len(args[0]) + 1
+        at += len(args[1]) - len(args[1].lstrip())
+        if args[1].lstrip().startswith("["):
+            lam = _lambda_after(text, mask, at, rel)
+        else:
+            lam = _named_scalar_function(checkout, args[1].strip(), rel, text, mask, at)
+        if isinstance(lam, str):
+            return lam
+        if lam is not None:
+            found.append(lam)
+    if not found:
+        return f"no scalar function in a cpu_kernel call of {rel}:{line_of(text, lo)}"
+    # the reduced-float case (its lambda computes at float) first
+    reduced = [lam for lam in found if lam.dispatch_at >= 0
+               and mask.startswith("AT_DISPATCH_REDUCED", lam.dispatch_at)]
+    return (reduced or found)[0]
+
+
+TEMPLATE_FN_RE = r"template\s*<\s*typename\s+(\w+)\s*>\s*(?:inline\s+)?(\w+)\s+{name}\s*\(\s*(?:const\s+)?(\w+)\s+(\w+)\s*\)\s*\{{"
+CONSTEXPR_RE = re.compile(r"\bconstexpr\s+(?:double|float)\s+(\w+)\s*=\s*([^;]+);")
+OPMATH_ALIAS_RE = re.compile(r"\busing\s+opmath_t\s*=[^;]*;")
+
+
+def _named_scalar_function(checkout, arg: str, rel, text, mask, at: int) -> ScalarLambda | str | None:
+    """`scalar_gelu<scalar_t>`: the function template's body, read from the checkout's
+    cpu/*.h, as a lambda of `scalar_t` (its `reduced_fp_to_float(x)` the float it is, its
+    header's constexpr constants written out)."""
+    m = re.fullmatch(r"(\w+)\s*<\s*scalar_t\s*>", arg)
+    if m is None:
+        return None
+    name = m.group(1)
+    head = re.compile(TEMPLATE_FN_RE.format(name=re.escape(name)))
+    for header in checkout.glob(co.CPU_KERNELS, "*.h"):
+        source = checkout.read(header)
+        if name not in source:
+            continue
+        hmask = code_mask(source)
+        h = head.search(hmask)
+        if h is None:
+            continue
+        tparam, param = h.group(1), h.group(4)
+        if h.group(2) != tparam or h.group(3) != tparam:
+            return f"{name} ({header}:{line_of(source, h.start())}) is not a function of one {tparam}"
+        close = matching_close(hmask, h.end() - 1)
+        fn_body = OPMATH_ALIAS_RE.sub("", source[h.end():close])
+        fn_body = re.sub(r"\breduced_fp_to_float\s*\(", "opmath_t(", fn_body)
+        fn_body = re.sub(rf"\b{tparam}\b", "scalar_t", fn_body)
+        for const, value in CONSTEXPR_RE.findall(hmask[:h.start()]):
+            init = source[hmask.index(value, hmask.index(const)):][:len(value)]
+            init = " ".join(init.split())
+            spelled = init if re.fullmatch(r"[\w.]+", init) else f"({init})"
+            fn_body = re.sub(rf"\b{re.escape(const)}\b", spelled, fn_body)
+        case, dispatch_at = _dispatch_case(mask, at)
+        return ScalarLambda((param,), ("scalar_t",), "scalar_t", fn_body, header,
+                            line_of(source, h.start()), case, dispatch_at=dispatch_at, at=at)
+    return (f"{name}, which {rel}:{line_of(text, at)} passes to cpu_kernel, is defined in no "
+            f"{co.CPU_KERNELS}/*.h of this checkout")

@@ -29,6 +29,8 @@ STUB_RE = re.compile(r"^REGISTER_MPS_UNARY_STUB\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.
 STATIC_RE = re.compile(r"^[ \t]*static\s+(?:inline\s+)?[\w:<>,\*&\s]*?\b(\w+)\s*\(", re.M)
 GRAPH_CALL_RE = re.compile(r"\[\s*[\w\->().]+\s+(\w+?)With(Tensor|PrimaryTensor)\s*:")
 METAL_CALL_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*[<(]")
+# an impl that runs a DispatchStub's MPS kernel (upstream's gelu: `GeluKernel(kMPS, *this, ...)`)
+STUB_CALL_RE = re.compile(r"\b\w+\s*\(\s*(?:at::|c10::)?(?:DeviceType::)?kMPS\s*,\s*\*this\b")
 GRAPH_HINT_RE = re.compile(r"\bMPSGraph\w*\b|\bmpsGraph\b|\bLookUpOrCreateCachedGraph\b")
 
 
@@ -125,7 +127,7 @@ class HostSource(SourceFile):
     def is_metal(self, d: Definition) -> bool:
         """A definition that already runs a Metal kernel and builds no graph (an MPS impl behind its own yaml row)."""
         body = self.mask[d.start:d.end]
-        return bool(METAL_CALL_RE.search(body)) and not GRAPH_HINT_RE.search(body)
+        return bool(METAL_CALL_RE.search(body) or STUB_CALL_RE.search(body)) and not GRAPH_HINT_RE.search(body)
 
     def selectors(self, d: Definition) -> list[str]:
         """MPSGraph selectors the definition uses, in order, without duplicates.

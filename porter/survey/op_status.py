@@ -229,6 +229,19 @@ def _state(tree: Tree, st: Status, spec, family) -> None:
         st.detail = "no MPS dispatch row"
 
 
+def _enum_port(checkout, op: str) -> bool | str:
+    """True where migrate-from-mpsgraph ports the op's str choice (porter.port.enum_port), its
+    refusal where it would refuse, False for any other op."""
+    from porter.port import enum_port
+    if not enum_port.is_enum_op(checkout, op):
+        return False
+    try:
+        enum_port.resolve_enum(checkout, op)
+    except PorterError as err:
+        return err.message.removesuffix("; nothing was written")
+    return True
+
+
 def _fallback_line(tree: Tree, op: str) -> int | None:
     rel = co.MPS_FALLBACK
     if not tree.checkout.exists(rel):
@@ -286,6 +299,15 @@ def _next(st: Status, spec, refusal: PorterError | None, checkout=None) -> None:
         st.next = "porter check"
         st.why = (f"move the REGISTER_DISPATCH at {h['path']}:{h['line']} out of the "
                   f"`{h['condition']}` block, where every build compiles it")
+    elif refusal is not None and st.state == MPSGRAPH and checkout is not None \
+            and (why := _enum_port(checkout, st.op)):
+        # a str that picks the kernel (gelu): migrate-from-mpsgraph ports it (porter.port.enum_port)
+        if why is True:
+            st.next = f"porter migrate-from-mpsgraph {st.op}"
+            st.why = ("replace the MPSGraph path with one Metal kernel per value of its str "
+                      "argument, picked in the host as the CPU kernel branches")
+        else:
+            st.next, st.why = "no porter command", why
     elif refusal is not None:
         st.next = "no porter command"
         st.why = refusal.message + (f" ({refusal.hint})" if refusal.hint else "")

@@ -59,6 +59,7 @@ def refusal_label(how: str) -> str:
               (op_kind.NOT_ELEMENTWISE, "not elementwise"), (op_kind.UFUNC, "ufunc codegen"),
               ("reduces its result", "reduction"), ("works along a dimension", "works along a dim"),
               ("out= overloads with their own", "several kernels"), ("takes a str argument", "str argument"),
+              ("whose str argument picks its kernel", "str argument"),
               ("no DispatchStub", "no DispatchStub"), ("takes (", "other arguments"),
               ("incomplete: ", "incomplete"),
               (PORT_FIRST, "another op's port first"))
@@ -242,12 +243,18 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     kind = classified.shape
     tensors = UNARY if len(classified.tensors) == 1 else BINARY
     family = None
+    picked = _picked_by_str(op, state, classified, facts) if not classified.portable else None
     if classified.portable:
         automatic, how, family = _automatic(op, kind, tensors, out, defs, facts)
+    elif picked is not None:
+        automatic, how, picked_files = picked
+        files = picked_files or files
     else:
         automatic, how = False, classified.reason
-    way = "in place" if how.startswith(IN_PLACE_ONLY) else "shared"
-    if way == "in place":
+    way = "in place" if how.startswith((IN_PLACE_ONLY, STR_PICKS)) else "shared"
+    if picked is not None:
+        pass        # the files of upstream's gelu shape (porter.port.enum_port)
+    elif way == "in place":
         # the yaml row stays; the impl's own host file and the kernel file change
         files = [f for f in files if f != co.NATIVE_YAML] + [f"{co.KERNELS}/{PAIRS[tensors]}.metal"]
     elif classified.portable and not how.startswith(ALREADY_REGISTERED):
@@ -273,7 +280,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
         automatic = False
     elif automatic:
         verdict = "automatic"
-    elif classified.portable and not how.startswith(NO_BODY_CURES) and PORT_FIRST not in how:
+    elif classified.portable and not how.startswith(NO_BODY_CURES) and PORT_FIRST not in how \
+            and picked is None:
         verdict = "--body"
     else:
         verdict = "refused"
@@ -283,6 +291,32 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
 
 
 IN_PLACE_ONLY = "in place only"
+STR_PICKS = "one kernel per value of"
+
+
+def _picked_by_str(op: str, state: str, classified: op_kind.OpKind, facts: _Facts):
+    """(automatic, how, files) of an op whose str argument picks its kernel, as
+    migrate-from-mpsgraph ports it (porter.port.enum_port: each CPU branch's scalar function
+    translated), or None for any other refused op."""
+    if state != MPSGRAPH or not classified.strings or not classified.reason.startswith("takes a str"):
+        return None
+    from porter.errors import PorterError
+    from porter.port import enum_port
+    if not enum_port.is_enum_op(facts.checkout, op):
+        return None
+    try:
+        spec, found = enum_port.resolve_enum(facts.checkout, op)
+    except PorterError as err:
+        return False, err.message.removesuffix("; nothing was written"), None
+    for kernel, lam in found.kernels:
+        done = translate_lambda(lam, (), "float", lambda: available_functions(facts.checkout))
+        if done.statements is None:
+            return False, (f"{kernel}: {done.reason} (its CPU branch at {lam.path}:{lam.line}); "
+                           "port it by hand"), None
+    kernels = " and ".join(k for k, _ in sorted(found.kernels, key=lambda k: k[0] != op))
+    how = (f"{STR_PICKS} {found.argument} ({kernels}, from its CPU kernel's branches), picked "
+           f"in the host through {found.convert.function}")
+    return True, how, [spec.in_place.path, spec.metal_path, spec.host_path]
 # the stub the op's shared function runs has its MPS kernel: the port is the op's yaml row
 ALREADY_REGISTERED = "Metal kernel already registered on"
 

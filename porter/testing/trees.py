@@ -61,6 +61,9 @@ def real_sources() -> list[tuple[Path, str]]:
                   f"{NATIVE}/mps/MetalShaderLibrary.h"))
     # the complex helpers the CPU kernels call (sgn_impl, zabs)
     pairs.append((torch_dir / "include" / "ATen" / "native" / "cpu" / "zmath.h", f"{NATIVE}/cpu/zmath.h"))
+    # gelu's scalar formulas (scalar_gelu, scalar_gelu_approximated_with_tanh), which its CPU
+    # kernel names instead of writing a lambda
+    pairs.append((torch_dir / "include" / "ATen" / "native" / "cpu" / "Gelu.h", f"{NATIVE}/cpu/Gelu.h"))
     for src in sorted((torch_dir / "include" / "c10" / "metal").glob("*.h")):
         pairs.append((src, f"{C10_METAL}/{src.name}"))
     missing = [str(src) for src, _ in pairs if not src.is_file()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from porter.source.host_scan import HostFile
+from porter.source.host_scan import EXEC_CALL_RE, HostFile
 from porter.port.templates import render
 
 NO_NAMESPACE_END = "no `} // namespace at::native` line to insert before"
@@ -72,7 +72,9 @@ def add_kernel_function(text: str, *, stub: str, function: str, kernel: str, ite
 
 
 def _after_last_kernel_function(host: HostFile) -> int | None:
-    functions = [f for f in host.kernel_functions.values() if f.kernels]
+    # a function whose kernel name is computed (gelu_kernel's ternary) is a kernel function too
+    functions = [f for f in host.kernel_functions.values()
+                 if f.kernels or EXEC_CALL_RE.search(host.mask, f.start, f.end)]
     if not functions:
         return None
     end = max(f.end for f in functions)

@@ -42,6 +42,17 @@ def replace_body(text: str, d: Definition, kernel: str, kind: str) -> tuple[str,
     return new, [Removed(s.name, "static helper", s.line) for _, s in helpers]
 
 
+def replace_body_text(text: str, d: Definition, body: str) -> tuple[str, list[Removed]]:
+    """`text` with `d`'s body replaced by the statements `body` (indented, without braces),
+    without the static helpers only the old body used (gelu's `normcdf` once both gelu impls
+    call their stub)."""
+    start, end = body_span(text, d)
+    source = source_of(text)
+    helpers = orphaned_statics(text, source, [(start, end)])
+    new = cut(text, [(start, end)] + [span for span, _ in helpers], {start: "\n" + body})
+    return new, [Removed(s.name, "static helper", s.line) for _, s in helpers]
+
+
 def has_library(text: str) -> bool:
     return bool(LIB_RE.search(source_of(text).mask))
 
