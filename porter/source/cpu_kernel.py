@@ -103,10 +103,19 @@ def scalar_lambda(checkout: co.Checkout, stub: str, op: str | None = None) -> Sc
     twice (threshold's iterator reads `self` as both of its lambda's arguments)."""
     lam = _scalar_lambda(checkout, stub)
     if lam is not None and op is not None and len(lam.params) == 2 and repeats_its_input(checkout, op):
-        first, second = lam.params
-        body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
-        lam = lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
+        lam = _folded(lam)
+        if lam.integral is not None and len(lam.integral.params) == 2:
+            # the integer case's own lambda reads the same tensor twice too (threshold's
+            # `x <= threshold ? value : other`)
+            lam = lam._replace(integral=_folded(lam.integral))
     return lam
+
+
+def _folded(lam: ScalarLambda) -> ScalarLambda:
+    """`lam` with its second tensor argument read as its first."""
+    first, second = lam.params
+    body = re.sub(rf"(?<![\w.:]){re.escape(second)}\b", first, lam.body)
+    return lam._replace(params=(first,), param_types=lam.param_types[:1], body=body)
 
 
 def repeats_its_input(checkout: co.Checkout, op: str) -> bool:
