@@ -337,3 +337,55 @@ def test_a_params_struct_the_family_header_already_declares_is_reused(real_root,
     assert "#include <ATen/native/mps/kernels/Activation.h>" in (real_root / ACT_HOST).read_text()
     outcomes = _outcomes(real_root, "threshold_backward")
     assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
+
+
+_TWO_BRANCH_THRESHOLD = """void threshold_kernel(TensorIteratorBase& iter, const Scalar& threshold_scalar, const Scalar& value_scalar) {
+  if (at::isReducedFloatingType(iter.dtype())) {
+    AT_DISPATCH_REDUCED_FLOATING_TYPES(iter.dtype(), "threshold_cpu", [&]() {
+      float threshold = threshold_scalar.to<float>();
+      scalar_t value = value_scalar.to<scalar_t>();
+      cpu_kernel(iter, [&](scalar_t a, scalar_t passthrough) -> scalar_t {
+        return float(a) <= threshold ? value : passthrough;
+      });
+    });
+  } else {
+    AT_DISPATCH_ALL_TYPES(iter.dtype(), "threshold_cpu", [&] {
+      scalar_t threshold = threshold_scalar.to<scalar_t>();
+      scalar_t value = value_scalar.to<scalar_t>();
+      cpu_kernel(iter, [&](scalar_t a, scalar_t passthrough) -> scalar_t {
+        return a <= threshold ? value : passthrough;
+      });
+    });
+  }
+}
+"""
+
+
+@needs_compiler
+def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_root, tmp_path, monkeypatch):
+    # threshold's iterator reads self twice: its CPU lambdas `(x, other)` become one-tensor
+    # functors, the integer case's (`x <= threshold ? value : other`) as well as the
+    # reduced-float one's. Before: the integer overload kept `other`, the planned file did not
+    # build, and porting threshold first was refused (exit 2)
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    # upstream's shape of the kernel: half/bfloat16 compare through a float, the other dtypes in
+    # their own type, each branch with its own two-argument lambda
+    cpu = real_root / "aten/src/ATen/native/cpu/Activation.cpp"
+    text = cpu.read_text()
+    start = text.index("void threshold_kernel(")
+    end = text.index("\n}\n", start) + 3
+    cpu.write_text(text[:start] + _TWO_BRANCH_THRESHOLD + text[end:])
+    git_init(real_root)
+    first = porter("migrate-from-mpsgraph", "threshold", root=real_root)
+    assert first.code == 0, first.err
+    metal = " ".join((real_root / ACT_METAL).read_text().split())
+    assert "return static_cast<T>(x <= threshold ? value : x);" in metal
+    assert "passthrough" not in metal
+    outcomes = _outcomes(real_root, "threshold")
+    assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
+    # wrong on purpose: an integer threshold written `<` for `<=` fails the integer dtypes only
+    text = (real_root / ACT_METAL).read_text()
+    (real_root / ACT_METAL).write_text(text.replace("x <= threshold ? value : x", "x < threshold ? value : x"))
+    wrong = _outcomes(real_root, "threshold")
+    assert {d for (ref, d), c in wrong.items() if c["outcome"] == "fail"} >= {"int32", "int64", "uint8"}
+    assert all(c["outcome"] == "pass" for (_, d), c in wrong.items() if d in FLOATS)
