@@ -62,21 +62,8 @@ def values(dtype):
 
 def is_elementwise(info) -> bool:
     """An OpInfo whose samples may take any shape of values: the ufunc classes upstream uses
-    for elementwise ops, and an OpInfo of another class whose aten op is tagged `pointwise` in
-    native_functions.yaml (nn.functional.gelu, mish, softplus: activations upstream tests
-    with a plain OpInfo, whose Metal kernels are elementwise all the same)."""
-    info = getattr(info, "info", info)
-    if any(c.__name__ in ELEMENTWISE for c in type(info).__mro__):
-        return True
-    return _pointwise(info)
-
-
-def _pointwise(info) -> bool:
-    import torch
-    name = (getattr(info, "aten_name", None) or info.name).removeprefix("nn.functional.")
-    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
-    default = getattr(packet, "default", None) if packet is not None else None
-    return default is not None and torch.Tag.pointwise in default.tags
+    for elementwise ops."""
+    return any(c.__name__ in ELEMENTWISE for c in type(getattr(info, "info", info)).__mro__)
 
 
 def edge_samples(info, dtype, template_samples) -> list:
@@ -107,12 +94,6 @@ def edge_samples(info, dtype, template_samples) -> list:
         return keep.repeat(n // keep.numel() + 1)[:n].clone()
 
     found = []
-    # one more input-edge sample per other value of a string keyword (gelu's approximate
-    # 'tanh' runs another kernel than 'none'), its other arguments the template's
-    for kwargs in _other_keyword_choices(fits, template):
-        args = [cycled(a) if isinstance(a, torch.Tensor) else a for a in template.args]
-        if all(a is not None for a in args):
-            found.append(type(template)(edges.clone(), args=tuple(args), kwargs=kwargs))
     others = [a for a in template.args]
     # never an integer 0 or -1 in a second operand: INT_MIN / -1 traps on the host CPU
     base_args = [cycled(a, () if a.dtype.is_floating_point or a.dtype.is_complex
@@ -150,18 +131,6 @@ def edge_samples(info, dtype, template_samples) -> list:
         a, () if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool
         else (0, -1), n=size))
     return [s for s in found if _cpu_accepts(info, s)]
-
-
-def _other_keyword_choices(samples, template) -> list[dict]:
-    """The template's keywords with each other string value upstream's samples give a string
-    keyword (at most 3 more)."""
-    seen, found = set(), []
-    for s in samples:
-        for k, v in s.kwargs.items():
-            if isinstance(v, str) and template.kwargs.get(k) != v and (k, v) not in seen:
-                seen.add((k, v))
-                found.append({**template.kwargs, k: v})
-    return found[:3]
 
 
 # at most this many samples of scalars per op and dtype: one per way upstream's samples pass

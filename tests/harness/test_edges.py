@@ -241,15 +241,3 @@ def test_a_threshold_with_lt_for_le_fails_the_reference_inputs_on_float32_and_in
         extremal = next(o for o in data["ops"] if o["reference"])
         outcomes = {d["dtype"]: d["outcome"] for d in extremal["dtypes"]}
         assert code == 1 and outcomes[dtype] == "fail", (right, outcomes)
-
-
-def test_pointwise_ops_of_plain_opinfos_get_edges_for_each_string_choice():
-    """nn.functional.gelu is a plain OpInfo, not a ufunc one: its aten op is tagged pointwise,
-    so the edges reach it, once per value of its `approximate` (two Metal kernels). glu works
-    along a dimension: no edges."""
-    gelu = _op("nn.functional.gelu")
-    assert edges.is_elementwise(gelu) and not edges.is_elementwise(_op("nn.functional.glu"))
-    got = edges.edge_samples(gelu, torch.float32, gelu.sample_inputs("cpu", torch.float32))
-    assert sorted(s.kwargs["approximate"] for s in got) == ["none", "tanh"]
-    for s in got:
-        assert _holds(s.input, math.inf) and _holds(s.input, math.nan), s.input
