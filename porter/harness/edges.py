@@ -205,12 +205,15 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
         if dtype in (torch.int32, torch.int64):
             # every scalar at 2^24, where a float stops holding each integer: a kernel that
             # compares or computes an integer through a float (`float(x) <= threshold`) takes
-            # 2^24 + 1 for 2^24 and answers apart from the CPU's integer lambda
-            wide = {k: FLOAT_EXACT_LIMIT for k in scalars}
-            found.append(type(template)(
-                _boundaries([FLOAT_EXACT_LIMIT], dtype),
-                args=tuple(wide.get(i, a) for i, a in enumerate(args)),
-                kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
+            # 2^24 + 1 for 2^24 and answers apart from the CPU's integer lambda; then every
+            # scalar at 2^24 + 1, which no float holds: a host that passes a scalar through a
+            # float (`value.to<float>()` into an integer params field) sends 2^24 for it
+            for limit in (FLOAT_EXACT_LIMIT, FLOAT_EXACT_LIMIT + 1):
+                wide = {k: limit for k in scalars}
+                found.append(type(template)(
+                    _boundaries([limit], dtype),
+                    args=tuple(wide.get(i, a) for i, a in enumerate(args)),
+                    kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
         if len(found) >= MAX_SCALAR_SAMPLES:
             break
     return found
