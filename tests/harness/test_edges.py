@@ -259,3 +259,21 @@ def test_pointwise_ops_of_plain_opinfos_get_edges_for_each_string_choice():
     assert sorted(s.kwargs["approximate"] for s in got) == ["none", "tanh"]
     for s in got:
         assert _holds(s.input, math.inf) and _holds(s.input, math.nan), s.input
+
+
+def test_optional_number_keywords_upstream_never_passes_are_passed():
+    """upstream's nan_to_num samples pass none of nan, posinf, neginf (schema defaults None): a
+    kernel that ignores posinf passed every sample. One more sample passes each, with values apart
+    from one another and from the dtype's extremes, over an input holding NaN and both infinities."""
+    info = _op("nan_to_num")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        got = edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype))
+        passed = [s for s in got if set(s.kwargs) == {"nan", "posinf", "neginf"}]
+        assert len(passed) == 1, [s.kwargs for s in got]
+        kwargs, x = passed[0].kwargs, passed[0].input
+        assert len(set(kwargs.values())) == 3
+        assert _holds(x, math.nan) and _holds(x, math.inf) and _holds(x, -math.inf)
+    # an op whose samples pass their numbers already gets no such sample (threshold's own are)
+    info = _op("nn.functional.threshold")
+    assert not any(set(s.kwargs) >= {"threshold"} for s in
+                   edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32)))
