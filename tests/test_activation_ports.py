@@ -389,3 +389,22 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
     wrong = _outcomes(real_root, "threshold")
     assert {d for (ref, d), c in wrong.items() if c["outcome"] == "fail"} >= {"int32", "int64", "uint8"}
     assert all(c["outcome"] == "pass" for (_, d), c in wrong.items() if d in FLOATS)
+
+
+@needs_compiler
+def test_an_integer_scalar_taken_through_a_float_by_the_host_fails_the_reference_inputs(
+        real_root, tmp_path, monkeypatch):
+    # the host fills threshold's integer params with the scalars' to<int64_t>(); one that takes
+    # `value` through a float answers 2^24 for 16777217 on a Mac. Scalars at 2^24 alone never
+    # showed it (2^24 is a float); at 2^24 + 1 the int32/int64 reference rows are red
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "threshold", "--no-test", root=real_root).code == 0
+    assert _all(_outcomes(real_root, "threshold"), "pass", True)
+    host = real_root / ACT_HOST
+    text = host.read_text()
+    assert text.count("params.value = value.to<int64_t>();") == 1
+    host.write_text(text.replace("params.value = value.to<int64_t>();", "params.value = value.to<float>();"))
+    wrong = _outcomes(real_root, "threshold")
+    assert {d for (ref, d), c in wrong.items() if ref and c["outcome"] == "fail"} == {"int32", "int64"}, wrong
+    assert _all(wrong, "pass", False)          # upstream's samples never meet such a scalar

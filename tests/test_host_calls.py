@@ -225,3 +225,26 @@ def test_other_host_code_for_a_dtype_is_not_proven(ported):
     assert code == 1 and by["float32"]["outcome"] == "pass" and by["bfloat16"]["outcome"] == "fail"
     assert ("not proven: nan_to_num_kernel (operations/UnaryKernel.mm:60): for bfloat16 `if "
             "(iter.common_dtype() == kBFloat16)` leaves before the kernel call") in by["bfloat16"]["message"]
+
+
+def test_a_host_that_ignores_posinf_fails_the_reference_inputs(ported):
+    """upstream's nan_to_num samples pass none of nan, posinf, neginf: a host that always sends
+    the dtype's max for +inf passed every row, as it passes a Mac's test, yet answers 65504 where
+    torch.nan_to_num(x, posinf=2.5) gives 2.5. The reference inputs now pass each of them."""
+    old = "params.posinf = posinf.has_value() ? static_cast<float>(posinf.value()) : dtype_max;"
+    with edited(ported, UNARY, old, "params.posinf = dtype_max;"):
+        res = porter("test", "nan_to_num", "--device", "emulate", "--json", "--reference-inputs",
+                     "--dtype", "float32", "--dtype", "float16", root=ported)
+        data = json.loads(res.out)
+        by = {(o["reference"], d["dtype"]): d["outcome"] for o in data["ops"] for d in o["dtypes"]}
+        assert res.code == 1 and by == {(False, "float32"): "pass", (False, "float16"): "pass",
+                                        (True, "float32"): "fail", (True, "float16"): "fail"}, by
+
+
+def test_a_bare_return_for_one_dtype_fails_it(ported):
+    """`if (dtype == kHalf) return;` before the kernel call leaves a half output unwritten."""
+    old = "  NanToNumParams<float> params;\n"
+    with edited(ported, UNARY, old, "  if (iter.common_dtype() == kHalf) return;\n" + old):
+        code, by = outcomes(ported, "nan_to_num", "float16", "float32")
+        assert code == 1 and by["float16"]["outcome"] == "fail" and by["float32"]["outcome"] == "pass", by
+        assert "returns before the kernel call: the output is never written" in by["float16"]["message"]

@@ -13,7 +13,9 @@ says it cannot model the host code rather than guess.
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from pathlib import Path
 from typing import NamedTuple
 
@@ -200,27 +202,40 @@ def _evaluate(expr: str, env: dict[str, object]):
         (r"(\w+)", lambda v, m: v),
         (r"-\s*(\w+)", lambda v, m: -v),        # sub_out hands add_stub -alpha
         (r"Scalar\((\w+)\)", lambda v, m: v),
-        (r"(\w+)\.to<(?:float|double)>\(\)", lambda v, m: float(v)),
-        (r"static_cast<float>\((\w+)\)", lambda v, m: float(v)),
+        (r"(\w+)\.to<double>\(\)", lambda v, m: float(v)),
+        # a float holds 24 bits: to<float>() of 16777217 is 16777216 on a Mac, whichever field
+        # (a long one included) it is stored in
+        (r"(\w+)\.to<float>\(\)", lambda v, m: _float32(v)),
+        (r"static_cast<float>\((\w+)\)", lambda v, m: _float32(v)),
         # integers: Scalar::to<int64_t>() and static_cast truncate toward zero, as int() does
         (r"(\w+)\.to<int64_t>\(\)", lambda v, m: int(v)),
         (r"static_cast<int64_t>\((\w+)\)", lambda v, m: int(v)),
         (r"static_cast<int64_t>\((\w+)\.value_or\(([-+0-9.eE]+)\)\)",
          lambda v, m: int(float(m.group(2))) if v is None else int(v)),
         (r"static_cast<float>\((\w+)\.value_or\(([-+0-9.eE]+)\)\)",
-         lambda v, m: float(m.group(2)) if v is None else float(v)),
+         lambda v, m: _float32(m.group(2)) if v is None else _float32(v)),
         # the optional-None conventions of shared functions (logit: eps < 0 means none)
         (r"Scalar\((\w+) \? \1\.value\(\) : ([-+0-9.eE]+)\)",
          lambda v, m: float(m.group(2)) if v is None else v),
         (r"(\w+)\.value_or\(([-+0-9.eE]+)\)", lambda v, m: float(m.group(2)) if v is None else v),
         (r"(\w+)\.has_value\(\) \? static_cast<float>\(\1\.value\(\)\) : (\w+)",
-         lambda v, m: float(v) if v is not None else _known(env, m.group(2))),
+         lambda v, m: _float32(v) if v is not None else _known(env, m.group(2))),
     )
     for pattern, convert in forms:
         m = re.fullmatch(pattern, expr)
         if m and m.group(1) in env:
             return convert(env[m.group(1)], m)
     raise HostCodeUnknown(f"`{expr}` is not a form porter models")
+
+
+def _float32(value) -> float:
+    """The float32 nearest `value`, as a C++ conversion to float rounds it (beyond float's
+    range: an infinity)."""
+    value = float(value)
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _known(env: dict, name: str):

@@ -67,8 +67,16 @@ def refusal(body: str, first_line: int, dtype: str) -> HostRefusal | None:
         said = f"{macros[0]} covers" if len(macros) == 1 else f"{' and '.join(macros)} cover"
         return HostRefusal(line, f"{said} {', '.join(sorted(covered))}: a Mac raises "
                                  f"{name} not implemented for '{SCALAR_TYPE.get(dtype, dtype)}'")
-    for line, condition in _early_returns(body, mask, first_line):
+    for line, condition, bare in _early_returns(body, mask, first_line):
         holds = evaluate(condition, dtype, names)
+        if bare:
+            # `if (iter.numel() == 0) return;` is not a dtype condition porter reads; one that
+            # is and holds leaves the output unwritten for this dtype
+            if holds:
+                return HostRefusal(line, f"for {dtype} `if ({condition})` returns before the kernel "
+                                         "call: the output is never written, and a Mac's test "
+                                         "compares what the empty tensor held")
+            continue
         if holds is None:
             return HostRefusal(line, f"not proven: `if ({condition})` leaves before the kernel "
                                      "call, after code porter does not model, on a condition "
@@ -97,11 +105,12 @@ EXEC_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel")
 IF_RE = re.compile(r"\bif\s*\(")
 
 
-def _early_returns(body: str, mask: str, first_line: int) -> list[tuple[int, str]]:
-    """(line, condition) of each `if (condition) { ... return; }` among the function's own
-    statements before its first kernel call whose block runs other code and no kernel (upstream
-    silu's `at::mul_out` for complex inputs): a dtype taking it is not the kernel's to prove.
-    A bare `if (...) return;` (an empty iterator) runs nothing else."""
+def _early_returns(body: str, mask: str, first_line: int) -> list[tuple[int, str, bool]]:
+    """(line, condition, bare) of each `if (condition) { ... return; }` among the function's own
+    statements before its first kernel call whose block runs no kernel: one that runs other code
+    (upstream silu's `at::mul_out` for complex inputs) leaves a dtype taking it not the kernel's
+    to prove; a bare `if (...) return;` (`{ return; }`) runs nothing at all: an empty iterator's,
+    or, on a dtype condition, an output left unwritten."""
     first_call = EXEC_RE.search(mask)
     end = first_call.start() if first_call else len(mask)
     open_at = mask.find("{")
@@ -116,14 +125,21 @@ def _early_returns(body: str, mask: str, first_line: int) -> list[tuple[int, str
             paren = mask.index("(", k)
             close = matching_close(mask, paren)
             brace = close + 1 + (len(mask[close + 1:]) - len(mask[close + 1:].lstrip()))
+            where = first_line + body.count("\n", 0, k)
+            condition = " ".join(body[paren + 1:close].split())
+            unbraced = re.match(r"return\s*;", mask[brace:]) if close >= 0 else None
+            if unbraced:                      # `if (...) return;`
+                found.append((where, condition, True))
+                k = brace + unbraced.end()
+                continue
             if close < 0 or brace >= len(mask) or mask[brace] != "{":
                 k += 1
                 continue
             block_end = matching_close(mask, brace)
             block = mask[brace + 1:block_end]
             others = re.sub(r"\breturn\b[^;]*;", "", block).strip()
-            if re.search(r"\breturn\b", block) and others and not EXEC_RE.search(block):
-                found.append((first_line + body.count("\n", 0, k), " ".join(body[paren + 1:close].split())))
+            if re.search(r"\breturn\b", block) and not EXEC_RE.search(block):
+                found.append((where, condition, not others))
             k = block_end + 1
             continue
         k += 1

@@ -127,7 +127,7 @@ def edge_samples(info, dtype, template_samples) -> list:
                                         args=(b_crit.repeat(a_crit.numel()), *others[1:]),
                                         kwargs=dict(template.kwargs)))
     # an integer second operand avoids 0 and -1 there too
-    found += scalar_samples(template_samples, dtype, lambda a, size: cycled(
+    found += scalar_samples(template_samples + keyword_templates(info, fits), dtype, lambda a, size: cycled(
         a, () if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool
         else (0, -1), n=size))
     return [s for s in found if _cpu_accepts(info, s)]
@@ -174,18 +174,52 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
         if dtype in (torch.int32, torch.int64):
             # every scalar at 2^24, where a float stops holding each integer: a kernel that
             # compares or computes an integer through a float (`float(x) <= threshold`) takes
-            # 2^24 + 1 for 2^24 and answers apart from the CPU's integer lambda
-            wide = {k: FLOAT_EXACT_LIMIT for k in scalars}
-            found.append(type(template)(
-                _boundaries([FLOAT_EXACT_LIMIT], dtype),
-                args=tuple(wide.get(i, a) for i, a in enumerate(args)),
-                kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
+            # 2^24 + 1 for 2^24 and answers apart from the CPU's integer lambda; then every
+            # scalar at 2^24 + 1, which no float holds: a host that passes a scalar through a
+            # float (`value.to<float>()` into an integer params field) sends 2^24 for it
+            for limit in (FLOAT_EXACT_LIMIT, FLOAT_EXACT_LIMIT + 1):
+                wide = {k: limit for k in scalars}
+                found.append(type(template)(
+                    _boundaries([limit], dtype),
+                    args=tuple(wide.get(i, a) for i, a in enumerate(args)),
+                    kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
         if len(found) >= MAX_SCALAR_SAMPLES:
             break
     return found
 
 
 FLOAT_EXACT_LIMIT = 2 ** 24
+# what keyword_templates passes: apart from one another, from 0, ±1 and every dtype's extremes,
+# and held exactly by half and bfloat16
+KEYWORD_VALUES = (1.5, -2.5, 3.5, -4.5)
+
+
+def keyword_templates(info, fits) -> list:
+    """One template passing each optional number keyword of the op's schema (`float? posinf=None`)
+    where upstream's samples pass the input alone: nan_to_num's samples pass none of nan,
+    posinf and neginf, so a kernel or host ignoring posinf passed them all (and a Mac's test).
+    Values from KEYWORD_VALUES, in schema order; none where the schema is not found, or where
+    the samples pass other arguments (clamp's tensor min and max: its Scalar overload is
+    another kernel than the one upstream tests)."""
+    import torch
+    if not fits or any(s.args or s.kwargs for s in fits):
+        return []
+    name = getattr(info, "aten_name", None) or info.name
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    except RuntimeError:
+        return []
+    schema = next((s for s in schemas if s.overload_name == ""), None)
+    if schema is None:
+        return []
+    keywords = [a.name for a in schema.arguments[1:]
+                if a.has_default_value() and a.default_value is None
+                and str(a.type) in ("Optional[float]", "Optional[number]")]     # float?, Scalar?
+    if not keywords or len(keywords) > len(KEYWORD_VALUES):
+        return []
+    template = fits[0]
+    return [type(template)(template.input, args=tuple(template.args),
+                           kwargs={**template.kwargs, **dict(zip(keywords, KEYWORD_VALUES))})]
 
 
 def _scalars(sample) -> list:

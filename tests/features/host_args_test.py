@@ -95,3 +95,23 @@ def test_computing_an_alpha_imports_no_torch():
             "'TensorIteratorBase& iter, const Scalar& alpha', None, [3], dtype='int32'); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+# the struct at long, filled through a float: the host rounds 2^24 + 1 to float first
+THROUGH_FLOAT_BODY = TWO_STRUCTS_BODY.replace("params.beta = beta.to<int64_t>();",
+                                              "params.beta = beta.to<float>();")
+
+
+@pytest.mark.parametrize("body, beta, expected", [
+    pytest.param(TWO_STRUCTS_BODY, 2**24 + 1, (2**24 + 1,), id="to<int64_t>() keeps 2^24 + 1"),
+    pytest.param(THROUGH_FLOAT_BODY, 2**24 + 1, (2**24,),
+                 id="to<float>() into a long field: 2^24, as on a Mac (was 2^24 + 1)"),
+    pytest.param(THROUGH_FLOAT_BODY, 2**24, (2**24,), id="2^24 itself is a float"),
+    pytest.param(THROUGH_FLOAT_BODY.replace("beta.to<float>()", "static_cast<float>(beta)"), 2**24 + 3,
+                 (2**24 + 4,), id="static_cast<float> rounds to nearest even too"),
+    pytest.param(THROUGH_FLOAT_BODY.replace("beta.to<float>()", "beta.to<double>()"), 2**24 + 1,
+                 (2**24 + 1,), id="to<double>() holds it"),
+])
+def test_a_scalar_through_a_float_is_rounded_to_float32(body, beta, expected):
+    assert alpha_value(body, "TensorIteratorBase& iter, const Scalar& beta", ["beta"], [beta],
+                       dtype="int64") == expected

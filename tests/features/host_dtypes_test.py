@@ -74,6 +74,14 @@ _refusals = (
                  id="an early return alone runs nothing else"),
     pytest.param("  if (isComplexType(iter.common_dtype())) {\n    lib.exec_unary_kernel(iter, \"k\");\n"
                  "    return;\n  }\n", set(), "", id="the branch runs a kernel itself"),
+    # a bare return on a dtype condition leaves the output unwritten for that dtype: a Mac's test
+    # compares whatever the empty tensor held (was: read as an empty iterator's return, green)
+    pytest.param("  if (iter.common_dtype() == kHalf) return;\n", {"float16"},
+                 "for float16 `if (iter.common_dtype() == kHalf)` returns before the kernel call",
+                 id="a bare return on a dtype condition"),
+    pytest.param("  if (isIntegralType(iter.common_dtype(), /*includeBool=*/true)) {\n    return;\n  }\n",
+                 {"bool", "int32"}, "for bool `if (isIntegralType(iter.common_dtype(), true))` returns",
+                 id="a braced bare return on a dtype condition"),
 )
 
 

@@ -66,7 +66,7 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
     got = edges.edge_samples(sub, torch.int32, sub.sample_inputs("cpu", torch.int32))
     # the edges as first, as second operand, the critical pairs, then alpha's boundaries, and
     # (int32, int64) alpha at 2^24, where a float stops holding every integer
-    assert len(got) == 5 and got[4].kwargs["alpha"] == 2**24
+    assert len(got) == 6 and got[4].kwargs["alpha"] == 2**24 and got[5].kwargs["alpha"] == 2**24 + 1
     assert got[0].input.min() == -2**31 and got[0].input.max() == 2**31 - 1
     assert got[1].args[0].min() == -2**31
     # an integer divisor is never 0 or -1 (INT_MIN / -1 traps on the host's CPU)
@@ -185,12 +185,16 @@ def test_threshold_meets_an_input_equal_to_it_on_float32_and_integers():
 def test_integer_scalars_also_meet_two_to_the_24():
     """threshold's integer lambda compares in the integer type: a kernel comparing through a
     float (`float(x) <= threshold`) reads 2^24 + 1 as 2^24. A second sample puts every scalar at
-    2^24 and the input at its neighbours, for int32 and int64 (narrower types cannot hold it)."""
+    2^24 and the input at its neighbours, a third at 2^24 + 1 (a host converting a scalar through
+    a float), for int32 and int64 (narrower types cannot hold it)."""
     info = _op("nn.functional.threshold")
     for dtype in (torch.int32, torch.int64):
-        first, wide = _scalar_samples(info, dtype)
+        first, wide, odd = _scalar_samples(info, dtype)
         assert wide.args == (2**24, 2**24)
         assert _holds(wide.input, 2**24 + 1) and _holds(wide.input, 2**24 - 1), wide.input
+        # and at 2^24 + 1, which a float cannot hold (a host's `to<float>()` makes it 2^24)
+        assert odd.args == (2**24 + 1, 2**24 + 1)
+        assert _holds(odd.input, 2**24 + 2) and _holds(odd.input, 2**24), odd.input
     assert len(_scalar_samples(info, torch.int16)) == 1
 
 
@@ -198,7 +202,9 @@ def test_scalar_samples_are_few_and_only_where_there_are_scalars():
     for name, variant in (("nn.functional.threshold", ""), ("logit", ""), ("sub", ""),
                           ("nn.functional.softplus", ""), ("round", "decimals_3")):
         for dtype in (torch.float32, torch.int64):
-            assert len(_scalar_samples(_op(name, variant), dtype)) <= edges.MAX_SCALAR_SAMPLES
+            # int32/int64: a sample's scalars at 2^24 and at 2^24 + 1 follow it, the last one too
+            extra = 1 if dtype == torch.int64 else 0
+            assert len(_scalar_samples(_op(name, variant), dtype)) <= edges.MAX_SCALAR_SAMPLES + extra
     assert _scalar_samples(_op("sign"), torch.float32) == []
     assert _scalar_samples(_op("heaviside"), torch.float32) == []
 
@@ -241,3 +247,21 @@ def test_a_threshold_with_lt_for_le_fails_the_reference_inputs_on_float32_and_in
         extremal = next(o for o in data["ops"] if o["reference"])
         outcomes = {d["dtype"]: d["outcome"] for d in extremal["dtypes"]}
         assert code == 1 and outcomes[dtype] == "fail", (right, outcomes)
+
+
+def test_optional_number_keywords_upstream_never_passes_are_passed():
+    """upstream's nan_to_num samples pass none of nan, posinf, neginf (schema defaults None): a
+    kernel that ignores posinf passed every sample. One more sample passes each, with values apart
+    from one another and from the dtype's extremes, over an input holding NaN and both infinities."""
+    info = _op("nan_to_num")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        got = edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype))
+        passed = [s for s in got if set(s.kwargs) == {"nan", "posinf", "neginf"}]
+        assert len(passed) == 1, [s.kwargs for s in got]
+        kwargs, x = passed[0].kwargs, passed[0].input
+        assert len(set(kwargs.values())) == 3
+        assert _holds(x, math.nan) and _holds(x, math.inf) and _holds(x, -math.inf)
+    # an op whose samples pass their numbers already gets no such sample (threshold's own are)
+    info = _op("nn.functional.threshold")
+    assert not any(set(s.kwargs) >= {"threshold"} for s in
+                   edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32)))
