@@ -76,7 +76,7 @@ def test_gelu_is_ported_as_upstream_wrote_it(real_root):
 +
  REGISTER_DISPATCH(hardshrink_stub, hardshrink_kernel);
  REGISTER_DISPATCH(leaky_relu_stub, leaky_relu_kernel);
-+REGISTER_DISPATCH(GeluKernel, &gelu_kernel);
++REGISTER_DISPATCH(GeluKernel, gelu_kernel);
  
  } // namespace at::native
 """)
@@ -149,8 +149,8 @@ def test_gelu_backward_is_ported_after_gelu_and_the_shared_helper_goes(real_root
 +
  REGISTER_DISPATCH(hardshrink_stub, hardshrink_kernel);
  REGISTER_DISPATCH(leaky_relu_stub, leaky_relu_kernel);
- REGISTER_DISPATCH(GeluKernel, &gelu_kernel);
-+REGISTER_DISPATCH(GeluBackwardKernel, &gelu_backward_kernel);
+ REGISTER_DISPATCH(GeluKernel, gelu_kernel);
++REGISTER_DISPATCH(GeluBackwardKernel, gelu_backward_kernel);
  
  } // namespace at::native
 """)
@@ -228,7 +228,7 @@ def test_a_choice_porter_cannot_read_is_not_proven(real_root):
 @needs_compiler
 def test_an_impl_whose_stub_has_no_mps_kernel_fails(real_root):
     _ported(real_root, "gelu")
-    _edit(real_root, ACT_HOST, "REGISTER_DISPATCH(GeluKernel, &gelu_kernel);\n", "")
+    _edit(real_root, ACT_HOST, "REGISTER_DISPATCH(GeluKernel, gelu_kernel);\n", "")
     code, by = _outcomes(real_root, "gelu", "--dtype", "float32")
     assert code == 1 and by[False, "float32"]["outcome"] == "fail", by
     assert "MPS raises 'GeluKernel: missing kernel for mps'" in by[False, "float32"]["message"]
