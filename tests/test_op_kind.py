@@ -51,9 +51,16 @@ def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_
             for text in said:
                 assert not any(p in text for p in KIND_PHRASES), (op, text)
             continue
-        refused += 1
         sentence = kind.refusal(op)
         assert new_op == sentence, op
+        if op in listed and listed[op].automatic:
+            # a str that picks the kernel (gelu): new-op refuses it and so does the shared-row
+            # resolution; migrate-from-mpsgraph ports it in place of its MPS impl
+            # (porter.port.enum_port), and candidates says how
+            assert "picked in the host" in listed[op].how, (op, listed[op].how)
+            assert migrate.endswith(sentence), (op, migrate)
+            continue
+        refused += 1
         assert migrate.endswith(sentence), (op, migrate)
         if op in listed:
             assert listed[op].how == kind.reason and not listed[op].automatic, op

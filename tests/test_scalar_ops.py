@@ -328,7 +328,7 @@ def test_threshold_port_holds_its_params_at_long_for_integers(real_tree_template
 +  lib.exec_unary_kernel_with_params(iter, "threshold", params, "ThresholdParams_float");
 +}
 +
-+REGISTER_DISPATCH(threshold_stub, &threshold_mps_kernel);
++REGISTER_DISPATCH(threshold_stub, threshold_kernel);
 """)
     metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
     assert_expected_inline(metal.split("\n+\n", 1)[1], """\
