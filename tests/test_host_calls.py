@@ -248,3 +248,16 @@ def test_a_bare_return_for_one_dtype_fails_it(ported):
         code, by = outcomes(ported, "nan_to_num", "float16", "float32")
         assert code == 1 and by["float16"]["outcome"] == "fail" and by["float32"]["outcome"] == "pass", by
         assert "returns before the kernel call: the output is never written" in by["float16"]["message"]
+
+
+def test_a_host_whose_jit_library_lacks_its_kernel_fails(ported):
+    """JIT-shader builds (PYTORCH_JIT_COMPILE_SHADERS, a Mac without the Metal toolchain) give a
+    host file only the kernels of the .metal files whose *_metallib.h it includes: UnaryKernel.mm
+    loading BinaryKernel's finds no logit kernel there, and every dtype fails on such a Mac.
+    Before: green (the emulator looked in the paired file, as a bundled build does); only
+    `porter check` (PORTER010) said so."""
+    with edited(ported, UNARY, "#include <ATen/native/mps/UnaryKernel_metallib.h>",
+                "#include <ATen/native/mps/BinaryKernel_metallib.h>"):
+        code, by = outcomes(ported, "logit", "float32")
+        assert code == 1 and by["float32"]["outcome"] == "fail", by
+        assert "JIT-shader builds" in by["float32"]["message"], by["float32"]["message"]

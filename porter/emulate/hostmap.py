@@ -142,6 +142,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                         fault=fault))
             if call:
                 body = host.live_text[fn.start:fn.end]
+                fault = fault or _jit_library_lacks(host.live_text, mm, metal, call.kernel, where)
                 if call.condition:
                     fault = (f"not proven: the {_spelled(call)} call of {where} is under "
                              f"`{call.condition}` ({mm.parent.name}/{mm.name}:{call.line}), a "
@@ -219,6 +220,22 @@ def _kernel_choice(host: HostFile, mm: Path, fn) -> str:
             f"time ({picks}), by a condition porter does not model")
 
 
+def _jit_library_lacks(text: str, mm: Path, metal: Path, kernel: str, where: str) -> str:
+    """Why JIT-shader builds (PYTORCH_JIT_COMPILE_SHADERS: a Mac without the Metal toolchain)
+    of the host file `mm` find no `kernel`: they compile only the .metal files whose
+    *_metallib.h the host includes, and `metal` (where the kernel is) is not one; "" when it
+    is, or when the host includes none. Bundled builds hold every file's kernels."""
+    loaded = METALLIB_RE.findall(text)
+    if not loaded or metal.stem in loaded:
+        return ""
+    files = ", ".join(f"{stem}.metal" for stem in loaded)
+    return (f"{where} runs '{kernel}', registered in {metal.name}, but JIT-shader builds "
+            f"(PYTORCH_JIT_COMPILE_SHADERS) of {mm.name} load only {files} (its *_metallib.h "
+            f"includes): every call fails there ('Failed to create function state object for: "
+            f"{kernel}_...'); include <ATen/native/mps/{metal.stem}_metallib.h> or move the "
+            "kernel (porter check: PORTER010)")
+
+
 METALLIB_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<ATen/native/mps/(\w+)_metallib\.h>", re.M)
 IMPL_CALL_RE = re.compile(r'^TORCH_IMPL_FUNC\((?P<op>\w+?)_out_mps\)')
 THIS_CALL_RE = re.compile(r'exec_(?P<kind>unary|binary|ternary)_kernel\(\s*\*this\s*,\s*"(?P<kernel>\w+)"'
@@ -257,5 +274,7 @@ def in_place_kernels(root: Path) -> list[HostKernel]:
             # a kernel no .metal registers is still the op's MPS path: its test fails, as on a Mac
             metal = metal or (paired[0] if paired else None)
             if metal is not None:
-                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal))
+                where = f"{m['op']}_out_mps ({mm.parent.name}/{mm.name})"
+                found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal,
+                                        fault=_jit_library_lacks(text, mm, metal, kernel, where)))
     return found
