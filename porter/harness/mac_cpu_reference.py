@@ -186,12 +186,12 @@ def for_torch(op: str, sample_input, reference, reference_inputs: bool):
 
 def exact_reference(op: str, sample_input, reference, reference_inputs: bool):
     """(the reference, how many rows a Mac's CPU is off on, or None where the reference stays
-    this machine's CPU's). porter's reference inputs (not
-    upstream's samples: a Mac's test sends those and compares with its CPU) reach values where
-    libc++'s float formula is no answer (asinh(-501-501i) cancels to 5% off; beyond |z| ~
-    1.8e19 it is inf). They are held to the exact value (the op in complex128, rounded) on
-    every platform, a Mac included, so a Mac and this machine judge them alike; the count of
-    rows where a Mac's CPU departs from it beyond tolerance goes into the report."""
+    this machine's CPU's). porter's reference inputs (not upstream's samples: a Mac's test
+    sends those and compares with its CPU) reach values where libc++'s float formula is no
+    answer (asinh(-501-501i) cancels to 5% off; beyond |z| ~ 1.8e19 it is inf). They are held
+    to the exact value (the op in complex128, rounded) on every platform, a Mac included, so a
+    Mac and this machine judge them alike; the count of rows where a Mac's CPU departs from it
+    beyond tolerance goes into the report."""
     import torch
     if not reference_inputs or not _modelled(op, sample_input, reference):
         return reference, None
