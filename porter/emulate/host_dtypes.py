@@ -76,6 +76,13 @@ def refusal(body: str, first_line: int, dtype: str) -> HostRefusal | None:
                 return HostRefusal(line, f"for {dtype} `if ({condition})` returns before the kernel "
                                          "call: the output is never written, and a Mac's test "
                                          "compares what the empty tensor held")
+            if holds is None and DTYPE_WORD_RE.search(condition):
+                # `iter.numel() == 0 || iter.common_dtype() == kHalf`: read as an empty
+                # iterator's, it would hide the dtype the return leaves unwritten
+                return HostRefusal(line, f"not proven: `if ({condition})` returns before the "
+                                         "kernel call on a condition naming the dtype that porter "
+                                         "does not evaluate: for some dtypes the output may never "
+                                         "be written")
             continue
         if holds is None:
             return HostRefusal(line, f"not proven: `if ({condition})` leaves before the kernel "
@@ -102,6 +109,9 @@ def refusal(body: str, first_line: int, dtype: str) -> HostRefusal | None:
 
 
 EXEC_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel")
+# words of a condition on the iterator's dtype (a ScalarType, or what gives one)
+DTYPE_WORD_RE = re.compile(r"\b(?:common_dtype|dtype|scalar_type|ScalarType|k(?:Half|BFloat16|Float|"
+                           r"Double|Bool|Byte|Char|Short|Int|Long|ComplexFloat|ComplexDouble)|is\w*Type)\b")
 IF_RE = re.compile(r"\bif\s*\(")
 
 

@@ -82,6 +82,11 @@ _refusals = (
     pytest.param("  if (isIntegralType(iter.common_dtype(), /*includeBool=*/true)) {\n    return;\n  }\n",
                  {"bool", "int32"}, "for bool `if (isIntegralType(iter.common_dtype(), true))` returns",
                  id="a braced bare return on a dtype condition"),
+    # a bare return whose condition names the dtype but is not read as a whole: not proven (was:
+    # read as an empty iterator's return, green while a Mac leaves float16 unwritten)
+    pytest.param("  if (iter.numel() == 0 || iter.common_dtype() == kHalf) return;\n", set(D),
+                 "not proven: `if (iter.numel() == 0 || iter.common_dtype() == kHalf)` returns before "
+                 "the kernel call on a condition naming the dtype", id="a bare return on a partly read dtype condition"),
 )
 
 
