@@ -35,11 +35,12 @@ from porter.port.functor import SKELETON
 from porter.port.templates import render
 from porter.source import checkout as co
 from porter.source import native_yaml, op_kind
-from porter.source.cpp_scan import code_mask, line_of, matching_close
+from porter.source.cpp_scan import line_of
 from porter.source.cpu_kernel import ScalarLambda, enum_branches
 from porter.source.enum_strings import StringEnum, string_enum, unqualified
 from porter.source.host_scan import HostFile
 from porter.source.mpsgraph_scan import source_of
+from porter.source.native_definitions import native_definition
 from porter.source.opinfo_source import for_op, mps_dtypes
 from porter.source.stubs import Stub, parse_header
 
@@ -159,27 +160,20 @@ def _cpu_stub_call(checkout: co.Checkout, cpu_kernel: str) -> tuple[str, str, st
     """(stub, the enum argument as an expression of the impl's parameters, where) of
     `TORCH_IMPL_FUNC(cpu_kernel)`'s stub call; a local it passes (`approximate_type`) is read
     through its initializer."""
-    head = re.compile(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(cpu_kernel)}\s*\)[^{{]*\{{", re.M)
-    for rel in checkout.glob(co.NATIVE, "*.cpp"):
-        text = checkout.read(rel)
-        if cpu_kernel not in text:
-            continue
-        mask = code_mask(text)
-        m = head.search(mask)
-        if m is None:
-            continue
-        close = matching_close(mask, m.end() - 1)
-        calls = [c for c in CPU_STUB_CALL_RE.finditer(mask, m.end(), close)]
-        if not calls or len({(c.group(1), " ".join(c.group(2).split())) for c in calls}) != 1:
-            return None
-        call = calls[0]
-        expression = " ".join(text[call.start(2):call.end(2)].split())
-        local = re.search(rf"\b(?:const\s+)?(?:auto|\w+)\s+{re.escape(expression)}\s*=\s*([^;]+);",
-                          mask[m.end():call.start()])
-        if local:
-            expression = " ".join(text[m.end() + local.start(1):m.end() + local.end(1)].split())
-        return call.group(1), expression, f"{rel}:{line_of(text, call.start())}"
-    return None
+    found = native_definition(checkout, "TORCH_IMPL_FUNC", cpu_kernel)
+    if found is None or found.body_close < 0:
+        return None
+    text, mask, start = found.text, found.mask, found.body_open + 1
+    calls = list(CPU_STUB_CALL_RE.finditer(mask, start, found.body_close))
+    if not calls or len({(c.group(1), " ".join(c.group(2).split())) for c in calls}) != 1:
+        return None
+    call = calls[0]
+    expression = " ".join(text[call.start(2):call.end(2)].split())
+    local = re.search(rf"\b(?:const\s+)?(?:auto|\w+)\s+{re.escape(expression)}\s*=\s*([^;]+);",
+                      mask[start:call.start()])
+    if local:
+        expression = " ".join(text[start + local.start(1):start + local.end(1)].split())
+    return call.group(1), expression, f"{found.path}:{line_of(text, call.start())}"
 
 
 def _stub(checkout: co.Checkout, name: str) -> Stub | None:
