@@ -266,55 +266,6 @@ def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_
     assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
 
 
-TWO_BRANCH_THRESHOLD = """void threshold_kernel(TensorIteratorBase& iter, const Scalar& threshold_scalar, const Scalar& value_scalar) {
-  if (at::isReducedFloatingType(iter.dtype())) {
-    AT_DISPATCH_REDUCED_FLOATING_TYPES(iter.dtype(), "threshold_cpu", [&]() {
-      float threshold = threshold_scalar.to<float>();
-      scalar_t value = value_scalar.to<scalar_t>();
-      cpu_kernel(iter, [&](scalar_t x, scalar_t other) -> scalar_t {
-        return float(x) <= threshold ? value : other;
-      });
-    });
-  } else {
-    AT_DISPATCH_ALL_TYPES(iter.dtype(), "threshold_cpu", [&] {
-      scalar_t threshold = threshold_scalar.to<scalar_t>();
-      scalar_t value = value_scalar.to<scalar_t>();
-      cpu_kernel(iter, [&](scalar_t x, scalar_t other) -> scalar_t {
-        return x <= threshold ? value : other;
-      });
-    });
-  }
-}
-"""
-
-
-@needs_compiler
-def test_threshold_integers_run_the_cpu_integer_branch_not_the_reduced_float_one(
-        real_root, tmp_path, monkeypatch):
-    # upstream's threshold kernel has a reduced-float branch (`float(x) <= threshold`) before
-    # the one every other dtype runs (`x <= threshold`): the integer overload is the second's,
-    # for threshold (its iterator reads self twice: one argument) as for threshold_backward
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
-    cpu = real_root / "aten/src/ATen/native/cpu/Activation.cpp"
-    text = cpu.read_text()
-    start = text.index("void threshold_kernel(")
-    end = text.index("\n}\n", start) + 3
-    cpu.write_text(text[:start] + TWO_BRANCH_THRESHOLD + text[end:])
-    git_init(real_root)
-    result = porter("migrate-from-mpsgraph", "threshold", root=real_root)
-    assert result.code == 0, result.err + result.out
-    metal = (real_root / ACT_METAL).read_text()
-    assert "return static_cast<T>(x <= threshold ? value : x);" in metal
-    assert "return static_cast<T>(float(x) <= threshold ? value : float(x));" in metal
-    # wrong on purpose: the integers compared through a float, as the reduced-float branch
-    # does: 2^24 + 1 reads as 2^24 (the reference inputs' 2^24 scalars), int32 and int64 fail
-    (real_root / ACT_METAL).write_text(metal.replace("return static_cast<T>(x <= threshold ? value : x);",
-                                                     "return static_cast<T>(float(x) <= threshold ? value : x);"))
-    outcomes = _outcomes(real_root, "threshold")
-    failed = {dtype for (ref, dtype), c in outcomes.items() if c["outcome"] == "fail"}
-    assert failed == {"int32", "int64"}, outcomes
-
-
 @needs_compiler
 def test_a_params_struct_the_family_header_already_declares_is_reused(real_root, tmp_path, monkeypatch):
     # upstream keeps ActivationKernel.metal's params structs in kernels/Activation.h (ELUParams,
@@ -381,6 +332,9 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
     metal = " ".join((real_root / ACT_METAL).read_text().split())
     assert "return static_cast<T>(x <= threshold ? value : x);" in metal
     assert "passthrough" not in metal
+    # the integer overload is the CPU's integer branch's (`x <= threshold`), the floating one the
+    # reduced-float branch's (`float(x) <= threshold`)
+    assert "return static_cast<T>(float(x) <= threshold ? value : float(x));" in metal
     outcomes = _outcomes(real_root, "threshold")
     assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
     # wrong on purpose: an integer threshold written `<` for `<=` fails the integer dtypes only
@@ -389,6 +343,13 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
     wrong = _outcomes(real_root, "threshold")
     assert {d for (ref, d), c in wrong.items() if c["outcome"] == "fail"} >= {"int32", "int64", "uint8"}
     assert all(c["outcome"] == "pass" for (_, d), c in wrong.items() if d in FLOATS)
+    # wrong on purpose: the integers compared through a float, as the reduced-float branch
+    # does: 2^24 + 1 reads as 2^24 (the reference inputs' 2^24 scalars), int32 and int64 fail
+    (real_root / ACT_METAL).write_text(text.replace("return static_cast<T>(x <= threshold ? value : x);",
+                                                    "return static_cast<T>(float(x) <= threshold ? value : x);"))
+    outcomes = _outcomes(real_root, "threshold")
+    failed = {dtype for (ref, dtype), c in outcomes.items() if c["outcome"] == "fail"}
+    assert failed == {"int32", "int64"}, outcomes
 
 
 @needs_compiler
