@@ -215,6 +215,23 @@ def test_a_wrong_tanh_functor_is_red_on_the_tanh_samples_only(real_root):
 
 
 @needs_compiler
+@pytest.mark.parametrize("functor", ["gelu_functor", "gelu_tanh_functor"])
+def test_a_gelu_that_loses_nan_is_red_on_the_reference_inputs(real_root, functor):
+    """upstream's gelu samples hold no NaN: only porter's edge values (gelu is a plain OpInfo,
+    its aten op tagged pointwise) tell a kernel that answers 0 for NaN, in either branch."""
+    _ported(real_root, "gelu")
+    metal = (real_root / ACT_METAL).read_text()
+    body = re.search(r"struct %s \{.*?operator\(\)\(const T x\) \{\n" % functor, metal, re.S).group()
+    # wrong on purpose: NaN in, 0 out
+    (real_root / ACT_METAL).write_text(metal.replace(
+        body, body + "    if (::metal::isnan(float(x))) return T(0);\n"))
+    code, by = _outcomes(real_root, "gelu", "--dtype", "float32", "--reference-inputs")
+    assert code == 1 and by[False, "float32"]["outcome"] == "pass", by    # upstream's samples
+    assert by[True, "float32"]["outcome"] == "fail", by
+    assert by[True, "float32"]["mismatches"][0]["inputs"] == {"input": "nan"}, by[True, "float32"]
+
+
+@needs_compiler
 def test_a_choice_porter_cannot_read_is_not_proven(real_root):
     _ported(real_root, "gelu")
     _edit(real_root, ACT_HOST, "(approximate == GeluType::Tanh)", "(iter.numel() > 3)")

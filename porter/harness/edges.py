@@ -62,11 +62,24 @@ def values(dtype):
 
 def is_elementwise(info) -> bool:
     """An OpInfo whose samples may take any shape of values: the ufunc classes upstream uses
-    for elementwise ops."""
-    return any(c.__name__ in ELEMENTWISE for c in type(getattr(info, "info", info)).__mro__)
+    for elementwise ops, and an OpInfo of another class whose aten op is tagged `pointwise` in
+    native_functions.yaml (nn.functional.gelu, mish, softplus: activations upstream tests
+    with a plain OpInfo, whose Metal kernels are elementwise all the same)."""
+    info = getattr(info, "info", info)
+    if any(c.__name__ in ELEMENTWISE for c in type(info).__mro__):
+        return True
+    return _pointwise(info)
 
 
-def edge_samples(info, dtype, template_samples) -> list:
+def _pointwise(info) -> bool:
+    import torch
+    name = (getattr(info, "aten_name", None) or info.name).removeprefix("nn.functional.")
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    default = getattr(packet, "default", None) if packet is not None else None
+    return default is not None and torch.Tag.pointwise in default.tags
+
+
+def edge_samples(info, dtype, template_samples, unsettled: list | None = None) -> list:
     """Samples of `info` whose tensors hold `dtype`'s edge values, modelled on the first
     upstream sample with a tensor input (its scalars and kwargs kept). The input gets every
     edge value; for a binary op, another sample puts them in the second operand too. A
@@ -94,6 +107,12 @@ def edge_samples(info, dtype, template_samples) -> list:
         return keep.repeat(n // keep.numel() + 1)[:n].clone()
 
     found = []
+    # one more input-edge sample per other value of a string keyword (gelu's approximate
+    # 'tanh' runs another kernel than 'none'), its other arguments the template's
+    for kwargs in _other_keyword_choices(fits, template):
+        args = [cycled(a) if isinstance(a, torch.Tensor) else a for a in template.args]
+        if all(a is not None for a in args):
+            found.append(type(template)(edges.clone(), args=tuple(args), kwargs=kwargs))
     others = [a for a in template.args]
     # never an integer 0 or -1 in a second operand: INT_MIN / -1 traps on the host CPU
     base_args = [cycled(a, () if a.dtype.is_floating_point or a.dtype.is_complex
@@ -130,7 +149,91 @@ def edge_samples(info, dtype, template_samples) -> list:
     found += scalar_samples(template_samples + keyword_templates(info, fits), dtype, lambda a, size: cycled(
         a, () if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool
         else (0, -1), n=size))
-    return [s for s in found if _cpu_accepts(info, s)]
+    found = [s for s in found if _cpu_accepts(info, s)]
+    if not _ufunc(info):
+        found = [s for s in (_settled(info, s, unsettled) for s in found) if s is not None]
+    return found
+
+
+def _ufunc(info) -> bool:
+    return any(c.__name__ in ELEMENTWISE for c in type(getattr(info, "info", info)).__mro__)
+
+
+def _settled(info, sample, unsettled: list | None):
+    """`sample` without the elements this machine's CPU answers two ways: its vectorized loop
+    (a whole tensor) and its scalar loop (one element at a time) apart by more than torch's
+    default tolerance for the dtype. x86's vectorized erf gives gelu NaN at inf and inf at
+    3.4e38, where the scalar loop and a Mac's NEON erf give 1 and 3.4e38: which loop a Mac's
+    reference runs for an element depends on where it sits, so porter cannot say what a Mac
+    computes there and compares neither. Each element left out goes into `unsettled` as
+    (input value, vectorized, scalar); the run's note says so. Upstream's samples and the
+    ufunc OpInfos' edges (measured against a Mac's paths over many reviews) are not filtered."""
+    import warnings
+
+    import torch
+    n = sample.input.numel()
+    if sample.input.dim() != 1 or n < 2:
+        return sample
+    sliced = [isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() == n for a in sample.args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            whole = info(sample.input.clone(), *sample.args, **sample.kwargs)
+            one = [info(sample.input[i:i + 1].clone(),
+                        *[a[i:i + 1] if s else a for a, s in zip(sample.args, sliced)],
+                        **sample.kwargs) for i in range(n)]
+        except Exception:
+            return sample
+    if not isinstance(whole, torch.Tensor) or whole.shape != (n,) or \
+            not whole.dtype.is_floating_point:
+        return sample
+    scalar = torch.cat(one)
+    rtol, atol = _default_tolerance(whole.dtype)
+    agree = torch.isclose(whole, scalar, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(agree.all()):
+        return sample
+    if unsettled is not None:
+        for i in (~agree).nonzero().flatten().tolist():
+            unsettled.append((float(sample.input[i]), float(whole[i]), float(scalar[i])))
+    keep = agree.nonzero().flatten()
+    if keep.numel() == 0:
+        return None
+    return type(sample)(sample.input[keep].clone(),
+                        args=tuple(a[keep].clone() if s else a for a, s in zip(sample.args, sliced)),
+                        kwargs=dict(sample.kwargs))
+
+
+def _default_tolerance(dtype) -> tuple[float, float]:
+    """(rtol, atol): torch.testing.assert_close's defaults for a floating dtype."""
+    import torch
+    return {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5),
+            torch.float32: (1.3e-6, 1e-5)}.get(dtype, (1e-7, 1e-7))
+
+
+UNSETTLED = "edge value(s) not compared"
+# a reference run of an OpInfo porter adds no edge values to: its rows are the OpInfo's own
+NO_EDGES = ("no edge values (NaN, ±inf, the dtype's limits) added: the OpInfo is neither a ufunc "
+            "one nor of an aten op tagged pointwise; these are its own reference inputs")
+
+
+def unsettled_note(unsettled: list) -> str:
+    """The run's note for the elements `_settled` left out."""
+    shown = ", ".join(f"x={x:g} ({a:g} vectorized, {b:g} one at a time)" for x, a, b in unsettled[:3])
+    more = f" and {len(unsettled) - 3} more" if len(unsettled) > 3 else ""
+    return (f"{len(unsettled)} {UNSETTLED}: this machine's CPU answers them two "
+            f"ways, and which a Mac's reference gives is not known: {shown}{more}")
+
+
+def _other_keyword_choices(samples, template) -> list[dict]:
+    """The template's keywords with each other string value upstream's samples give a string
+    keyword (at most 3 more)."""
+    seen, found = set(), []
+    for s in samples:
+        for k, v in s.kwargs.items():
+            if isinstance(v, str) and template.kwargs.get(k) != v and (k, v) not in seen:
+                seen.add((k, v))
+                found.append({**template.kwargs, k: v})
+    return found[:3]
 
 
 # at most this many samples of scalars per op and dtype: one per way upstream's samples pass

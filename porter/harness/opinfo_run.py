@@ -137,6 +137,7 @@ class OpDbSource:
         self.device_type = getattr(self.backend, "device_type", self.backend.name)
         self._dtypes: dict = {}          # name -> torch dtype
         self._exact_rows = None          # reference inputs held to the exact value: rows a Mac is off
+        self._unsettled: list = []       # edge values this CPU answers two ways (edges._settled)
 
     def header(self) -> OpResult:
         info = self.info
@@ -167,8 +168,9 @@ class OpDbSource:
 
     def samples(self, name: str):
         self._exact_rows = None
+        self._unsettled = []
         return generate_samples(self.info, self._dtypes[name], self.ctx.samples,
-                                self.reference_inputs, self.shapes)
+                                self.reference_inputs, self.shapes, self._unsettled)
 
     def sample_error(self, exc: BaseException) -> str:
         return f"sample inputs failed: {verdicts.one_line(exc)}"
@@ -223,6 +225,13 @@ class OpDbSource:
         if self._exact_rows is not None:
             from porter.harness.mac_cpu_reference import exact_note
             res.notes = [exact_note(self.info.name, self._exact_rows)]
+        if self.reference_inputs and not res.notes:
+            from porter.harness import edges
+            if not edges.is_elementwise(self.info):
+                res.notes = [edges.NO_EDGES]
+        if self._unsettled:     # one note, however many samples record
+            from porter.harness.edges import UNSETTLED, unsettled_note
+            res.notes = [n for n in res.notes if UNSETTLED not in n] + [unsettled_note(self._unsettled)]
 
     def compare(self, sample, reference, device_out, tolerances, floors, name: str) -> str | None:
         atol, rtol, gradients = tolerances
@@ -258,10 +267,11 @@ def _tested_dtypes(info, backend, device_type: str) -> tuple[set, set]:
 
 
 def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules.BUILT_IN,
-                     reference: bool = False, shapes: bool = False):
+                     reference: bool = False, shapes: bool = False, unsettled: list | None = None):
     """The sample inputs upstream's test sends for `dtype`, asked with `rules`' keywords (the
     reference cache records these); `reference`: the OpInfo's reference_inputs instead;
-    `shapes`: porter.harness.shapes' layouts, built on the first upstream sample.
+    `shapes`: porter.harness.shapes' layouts, built on the first upstream sample;
+    `unsettled` collects the edge values a reference run leaves out (edges._settled).
 
     A plain function, never a generator: each branch returns its iterable (a `yield` here
     would turn the shapes branch's `return shape_samples(...)` into an empty iteration)."""
@@ -271,11 +281,11 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
         first = next(iter(info.sample_inputs("cpu", dtype, **kwargs)), None)
         return shape_samples(first, dtype)
     if reference:
-        return _reference_and_edge_samples(info, dtype, kwargs)
+        return _reference_and_edge_samples(info, dtype, kwargs, unsettled)
     return info.sample_inputs("cpu", dtype, **kwargs)
 
 
-def _reference_and_edge_samples(info, dtype, kwargs):
+def _reference_and_edge_samples(info, dtype, kwargs, unsettled=None):
     """The OpInfo's reference_inputs, then the dtype's limits, which they do not reach.
 
     Asked for on "cpu", an OpInfo's reference_inputs may pair the tested dtype with float64 or
@@ -293,7 +303,7 @@ def _reference_and_edge_samples(info, dtype, kwargs):
         # compares does not depend on it
         samples = list(info.reference_inputs("cpu", dtype, **{**kwargs, "requires_grad": False}))
     yield from (s for s in samples if not _holds_double(s))
-    yield from edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype, **kwargs))
+    yield from edges.edge_samples(info, dtype, info.sample_inputs("cpu", dtype, **kwargs), unsettled)
 
 
 def _holds_double(sample) -> bool:

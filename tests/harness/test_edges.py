@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from porter.harness import edges  # noqa: E402
+from torch.testing._internal.opinfo.core import SampleInput  # noqa: E402
 from porter.source.checkout import KERNELS  # noqa: E402
 from tests.harness.test_verdicts import verdicts  # noqa: E402
 from tests.porter_run import porter  # noqa: E402
@@ -265,3 +266,84 @@ def test_optional_number_keywords_upstream_never_passes_are_passed():
     info = _op("nn.functional.threshold")
     assert not any(set(s.kwargs) >= {"threshold"} for s in
                    edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32)))
+
+
+def test_pointwise_ops_of_plain_opinfos_get_edges_for_each_string_choice():
+    """nn.functional.gelu is a plain OpInfo, not a ufunc one: its aten op is tagged pointwise,
+    so the edges reach it, once per value of its `approximate` (two Metal kernels). glu works
+    along a dimension: no edges. An edge value is either sent or left out as one this CPU
+    answers two ways, never dropped silently."""
+    gelu = _op("nn.functional.gelu")
+    assert edges.is_elementwise(gelu) and not edges.is_elementwise(_op("nn.functional.glu"))
+    assert edges.is_elementwise(_op("nn.functional.leaky_relu"))
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        unsettled = []
+        got = edges.edge_samples(gelu, dtype, gelu.sample_inputs("cpu", dtype), unsettled)
+        assert sorted(s.kwargs["approximate"] for s in got) == ["none", "tanh"]
+        every = edges.values(dtype).tolist()
+        for s in got:
+            assert _holds(s.input, math.nan), s.input
+            sent = s.input.tolist()
+            left = [x for x in every if not any(x == y or (x != x and y != y) for y in sent)]
+            assert all(any(x == u[0] for u in unsettled) for x in left), (dtype, left, unsettled)
+
+
+class _TwoLoops:
+    """An op whose whole-tensor loop answers `vectorized` at `at` and its one-element loop the
+    input itself: what x86's vectorized erf does to gelu at inf."""
+
+    def __init__(self, at: float, vectorized: float):
+        self.at, self.vectorized = at, vectorized
+
+    def __call__(self, x, *args, **kwargs):
+        out = x.clone()
+        if x.numel() > 1:
+            out[x == self.at] = self.vectorized
+        return out
+
+
+@pytest.mark.parametrize("at, vectorized, left_out", [
+    (math.inf, math.nan, [(math.inf, math.nan, math.inf)]),      # gelu on x86: left out
+    (3.0, 3.0000002, []),                                        # within float32's tolerance
+    (2.0, 2.5, [(2.0, 2.5, 2.0)]),                               # beyond it: left out
+], ids=["nan-vs-inf", "within-tolerance", "beyond-tolerance"])
+def test_an_element_the_cpu_answers_two_ways_is_left_out_and_said(at, vectorized, left_out):
+    x = torch.tensor([1.0, at, math.nan, -2.0], dtype=torch.float32)
+    other = torch.tensor([5.0, 6.0, 7.0, 8.0])
+    sample = SampleInput(x, args=(other, 0.5), kwargs={"k": "v"})
+    unsettled = []
+    got = edges._settled(_TwoLoops(at, vectorized), sample, unsettled)
+    assert [(a, b if b == b else "nan", c) for a, b, c in unsettled] == \
+        [(a, b if b == b else "nan", c) for a, b, c in left_out]
+    expected = [1.0, math.nan, -2.0] if left_out else [1.0, at, math.nan, -2.0]
+    assert torch.allclose(got.input, torch.tensor(expected), rtol=0, atol=0, equal_nan=True), got.input
+    # the other operand loses the same positions; scalars and keywords stay
+    assert got.args[0].tolist() == ([5.0, 7.0, 8.0] if left_out else [5.0, 6.0, 7.0, 8.0])
+    assert got.args[1] == 0.5 and got.kwargs == {"k": "v"}
+    if left_out:
+        note = edges.unsettled_note(unsettled)
+        assert note.startswith("1 edge value(s) not compared") and f"x={at:g}" in note
+    else:
+        assert got is sample
+
+
+def test_the_ufunc_opinfos_edges_are_not_filtered():
+    """sigmoid's edges are what they were: the filter is for the plain OpInfos' (gelu's)."""
+    info = _op("sigmoid")
+    unsettled = []
+    got = edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32), unsettled)
+    assert unsettled == [] and _holds(got[0].input, math.inf)
+    assert got[0].input.numel() == edges.values(torch.float32).numel()
+
+
+def test_a_reference_run_that_adds_no_edge_values_says_so(real_root):
+    """hardswish is a plain OpInfo whose aten op is not tagged pointwise: its reference inputs
+    are its own samples, and the row says so rather than passing for extremal values."""
+    result = porter("test", "nn.functional.hardswish", "--device", "cpu", "--dtype", "float32",
+                    "--reference-inputs", root=real_root)
+    assert result.code == 0, result.err
+    assert f"note float32: {edges.NO_EDGES}" in result.out
+    # an op that gets edge values has no such note
+    result = porter("test", "nn.functional.leaky_relu", "--device", "cpu", "--dtype", "float32",
+                    "--reference-inputs", root=real_root)
+    assert result.code == 0 and edges.NO_EDGES not in result.out, result.out
