@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 from porter.errors import PorterError
+from porter.source.cpp_scan import code_mask
 
 NATIVE = "aten/src/ATen/native"
 NATIVE_YAML = f"{NATIVE}/native_functions.yaml"
@@ -22,6 +25,15 @@ OPINFO_DEFINITIONS = f"{TESTING}/opinfo/definitions"
 C10_METAL = "c10/metal"
 MPS_FALLBACK = "aten/src/ATen/mps/MPSFallback.mm"     # ops sent to the CPU on MPS
 TEST_MPS = "test/test_mps.py"
+
+
+class Definition(NamedTuple):
+    """Where `Checkout.first_definition` found a head: the file, its text, the text with
+    comments and strings blanked (same offsets), and the head's match in that mask."""
+    rel: str
+    text: str
+    mask: str
+    match: re.Match
 
 
 def torch_is_importable(root: Path | None) -> bool:
@@ -88,6 +100,22 @@ class Checkout:
                 raise PorterError(f"{rel}: not UTF-8 text ({err.reason})") from None
             self._texts[rel] = text
         return text
+
+    def first_definition(self, rel_dir: str, pattern: str, name: str,
+                         head: re.Pattern) -> Definition | None:
+        """The first file of `rel_dir` matching `pattern` (sorted) whose code, comments and
+        strings blanked, `head` matches: how a reader finds a function, macro or template the
+        checkout defines once (a file that never spells `name` is not masked). None where no
+        file does."""
+        for rel in self.glob(rel_dir, pattern):
+            text = self.read(rel)
+            if name not in text:
+                continue
+            mask = code_mask(text)
+            m = head.search(mask)
+            if m is not None:
+                return Definition(rel, text, mask, m)
+        return None
 
     def glob(self, rel_dir: str, pattern: str) -> list[str]:
         """Files under `rel_dir` matching `pattern` (pathlib's syntax: `**/` recurses), sorted."""

@@ -566,28 +566,23 @@ def _named_scalar_function(checkout, arg: str, rel, text, mask, at: int) -> Scal
         return None
     name = m.group(1)
     head = re.compile(TEMPLATE_FN_RE.format(name=re.escape(name)))
-    for header in checkout.glob(co.CPU_KERNELS, "*.h"):
-        source = checkout.read(header)
-        if name not in source:
-            continue
-        hmask = code_mask(source)
-        h = head.search(hmask)
-        if h is None:
-            continue
-        tparam, param = h.group(1), h.group(4)
-        if h.group(2) != tparam or h.group(3) != tparam:
-            return f"{name} ({header}:{line_of(source, h.start())}) is not a function of one {tparam}"
-        close = matching_close(hmask, h.end() - 1)
-        fn_body = OPMATH_ALIAS_RE.sub("", source[h.end():close])
-        fn_body = re.sub(r"\breduced_fp_to_float\s*\(", "opmath_t(", fn_body)
-        fn_body = re.sub(rf"\b{tparam}\b", "scalar_t", fn_body)
-        for const, value in CONSTEXPR_RE.findall(hmask[:h.start()]):
-            init = source[hmask.index(value, hmask.index(const)):][:len(value)]
-            init = " ".join(init.split())
-            spelled = init if re.fullmatch(r"[\w.]+", init) else f"({init})"
-            fn_body = re.sub(rf"\b{re.escape(const)}\b", spelled, fn_body)
-        case, dispatch_at = _dispatch_case(mask, at)
-        return ScalarLambda((param,), ("scalar_t",), "scalar_t", fn_body, header,
-                            line_of(source, h.start()), case, dispatch_at=dispatch_at, at=at)
-    return (f"{name}, which {rel}:{line_of(text, at)} passes to cpu_kernel, is defined in no "
-            f"{co.CPU_KERNELS}/*.h of this checkout")
+    found = checkout.first_definition(co.CPU_KERNELS, "*.h", name, head)
+    if found is None:
+        return (f"{name}, which {rel}:{line_of(text, at)} passes to cpu_kernel, is defined in no "
+                f"{co.CPU_KERNELS}/*.h of this checkout")
+    header, source, hmask, h = found
+    tparam, param = h.group(1), h.group(4)
+    if h.group(2) != tparam or h.group(3) != tparam:
+        return f"{name} ({header}:{line_of(source, h.start())}) is not a function of one {tparam}"
+    close = matching_close(hmask, h.end() - 1)
+    fn_body = OPMATH_ALIAS_RE.sub("", source[h.end():close])
+    fn_body = re.sub(r"\breduced_fp_to_float\s*\(", "opmath_t(", fn_body)
+    fn_body = re.sub(rf"\b{tparam}\b", "scalar_t", fn_body)
+    for const, value in CONSTEXPR_RE.findall(hmask[:h.start()]):
+        init = source[hmask.index(value, hmask.index(const)):][:len(value)]
+        init = " ".join(init.split())
+        spelled = init if re.fullmatch(r"[\w.]+", init) else f"({init})"
+        fn_body = re.sub(rf"\b{re.escape(const)}\b", spelled, fn_body)
+    case, dispatch_at = _dispatch_case(mask, at)
+    return ScalarLambda((param,), ("scalar_t",), "scalar_t", fn_body, header,
+                        line_of(source, h.start()), case, dispatch_at=dispatch_at, at=at)

@@ -9,7 +9,7 @@ import re
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source.cpp_scan import code_mask, line_of, matching_close
+from porter.source.cpp_scan import line_of, matching_close
 
 STRING_PARAM = r"(?:const\s+)?(?:std::|c10::)?(?:string_view|string)\s*&?\s*(\w+)"
 BRANCH_RE = r'\bif\s*\(\s*{p}\s*==\s*"(\w*)"\s*\)\s*\{{?\s*return\s+([\w:]+)\s*;'
@@ -39,23 +39,18 @@ def string_enum(checkout: co.Checkout, function: str) -> StringEnum | None:
     """The string-to-enum function `function` as a native/*.h of the checkout defines it, or None
     where none does or its body is not a chain of `if (s == "literal") return Enum::X;`."""
     head = re.compile(rf"\b([\w:]+)\s+{re.escape(function)}\s*\(\s*{STRING_PARAM}\s*\)\s*\{{")
-    for rel in checkout.glob(co.NATIVE, "*.h"):
-        text = checkout.read(rel)
-        if function not in text:
-            continue
-        mask = code_mask(text)
-        m = head.search(mask)
-        if not m:
-            continue
-        close = matching_close(mask, m.end() - 1)
-        body = text[m.end():close] if close > 0 else ""
-        enum, param = unqualified(m.group(1)), m.group(2)
-        branches = re.findall(BRANCH_RE.format(p=re.escape(param)), body)
-        values = tuple((literal, unqualified(value)) for literal, value in branches)
-        if len(re.findall(r"\bif\s*\(", mask[m.end():close])) != len(values) or \
-                len(re.findall(r"\breturn\b", mask[m.end():close])) != len(values):
-            return None         # a branch of another shape: its mapping is not read
-        if not values or any(not v.startswith(enum.split("::")[-1] + "::") for _, v in values):
-            return None
-        return StringEnum(function, enum.split("::")[-1], values, rel, line_of(text, m.start()))
-    return None
+    found = checkout.first_definition(co.NATIVE, "*.h", function, head)
+    if found is None:
+        return None
+    rel, text, mask, m = found
+    close = matching_close(mask, m.end() - 1)
+    body = text[m.end():close] if close > 0 else ""
+    enum, param = unqualified(m.group(1)), m.group(2)
+    branches = re.findall(BRANCH_RE.format(p=re.escape(param)), body)
+    values = tuple((literal, unqualified(value)) for literal, value in branches)
+    if len(re.findall(r"\bif\s*\(", mask[m.end():close])) != len(values) or \
+            len(re.findall(r"\breturn\b", mask[m.end():close])) != len(values):
+        return None         # a branch of another shape: its mapping is not read
+    if not values or any(not v.startswith(enum.split("::")[-1] + "::") for _, v in values):
+        return None
+    return StringEnum(function, enum.split("::")[-1], values, rel, line_of(text, m.start()))

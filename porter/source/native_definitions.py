@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source.cpp_scan import code_mask, matching_close, split_top_level
+from porter.source.cpp_scan import matching_close, split_top_level
 
 
 # Structured kernels and the stubs they call, in native/*.cpp.
@@ -38,20 +38,15 @@ def native_definition(checkout: co.Checkout, macro: str, name: str) -> NativeDef
     """The first `TORCH_META_FUNC(name)` / `TORCH_IMPL_FUNC(name)` (as `macro` says) defined in
     aten/src/ATen/native/*.cpp, files in sorted order; None where no file defines it."""
     head = re.compile(rf"\b{macro}\(\s*{re.escape(name)}\s*\)")
-    for rel in sorted(checkout.glob(co.NATIVE, "*.cpp")):
-        text = checkout.read(rel)
-        if name not in text:
-            continue
-        mask = code_mask(text)
-        m = head.search(mask)
-        if not m:
-            continue
-        paren = mask.find("(", m.end())
-        close = matching_close(mask, paren) if paren >= 0 else -1
-        brace = mask.find("{", close) if close >= 0 else -1
-        end = matching_close(mask, brace) if brace >= 0 else -1
-        return NativeDefinition(rel, text, mask, paren, close, brace, end)
-    return None
+    found = checkout.first_definition(co.NATIVE, "*.cpp", name, head)
+    if found is None:
+        return None
+    rel, text, mask, m = found
+    paren = mask.find("(", m.end())
+    close = matching_close(mask, paren) if paren >= 0 else -1
+    brace = mask.find("{", close) if close >= 0 else -1
+    end = matching_close(mask, brace) if brace >= 0 else -1
+    return NativeDefinition(rel, text, mask, paren, close, brace, end)
 
 
 def impl_stubs(text: str) -> dict[str, list[str]]:

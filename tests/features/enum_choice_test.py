@@ -9,6 +9,7 @@ import pytest
 
 from porter.emulate import kernel_pick
 from porter.port.body import fold_math_constants
+from porter.source.checkout import Checkout
 from porter.source.enum_strings import string_enum, unqualified
 from porter.source.host_scan import KernelCall
 
@@ -58,6 +59,8 @@ class _Checkout:
 
     def read(self, rel):
         return self.text
+
+    first_definition = Checkout.first_definition     # the real reader, over this one file
 
 
 @pytest.mark.parametrize("text,values", [
