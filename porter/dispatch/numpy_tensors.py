@@ -272,8 +272,8 @@ def _tensor_message(actual: PArray, expected: PArray, matches: np.ndarray, rtol,
             rel_diff = abs_diff.astype(np.float32) / np.abs(e.astype(np.int64)).astype(np.float32)
         rel_diff = np.where(flat_matches, rel_diff.dtype.type(0), rel_diff)
     abs_idx, rel_idx = _argmax(abs_diff), _argmax(rel_diff)
-    return _message("Tensor-likes", extra, abs_diff[abs_idx].item(), _unravel(abs_idx, matches.shape),
-                    atol, rel_diff[rel_idx].item(), _unravel(rel_idx, matches.shape), rtol)
+    return _message("Tensor-likes", extra, abs_diff[abs_idx].item(), unravel(abs_idx, matches.shape),
+                    atol, rel_diff[rel_idx].item(), unravel(rel_idx, matches.shape), rtol)
 
 
 def _argmax(values: np.ndarray) -> int:
@@ -282,7 +282,8 @@ def _argmax(values: np.ndarray) -> int:
     return int(nan[0]) if len(nan) else int(np.argmax(values))
 
 
-def _unravel(flat: int, shape) -> tuple[int, ...]:
+def unravel(flat: int, shape) -> tuple[int, ...]:
+    """A flat index's coordinates in `shape` (row-major), as torch's messages give them."""
     out = []
     for size in reversed(shape):
         flat, mod = divmod(flat, size)

@@ -77,7 +77,7 @@ def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None,
         flat = int(flat)
         # keys named by where each value comes from, as the text table's columns: torch's
         # message calls the device's value "Expected" (assertEqual(cpu_out, mps_out))
-        row = {"index": list(_unravel(flat, shape)),
+        row = {"index": list(portable.unravel(flat, shape)),
                "inputs": {name: values if dtype is None else _show(values[flat], dtype, raw[flat])
                           for name, dtype, values, raw in spread},
                "cpu": _show(portable.widened(expected).reshape(-1)[flat], expected.dtype,
@@ -127,12 +127,6 @@ def _parray(value):
     return None
 
 
-def _unravel(flat: int, shape) -> tuple[int, ...]:
-    out = []
-    for size in reversed(shape):
-        flat, mod = divmod(flat, size)
-        out.append(mod)
-    return tuple(reversed(out))
 
 
 def _show(value, dtype: str, raw=None) -> str:
