@@ -369,3 +369,37 @@ def test_an_integer_scalar_taken_through_a_float_by_the_host_fails_the_reference
     wrong = _outcomes(real_root, "threshold")
     assert {d for (ref, d), c in wrong.items() if ref and c["outcome"] == "fail"} == {"int32", "int64"}, wrong
     assert _all(wrong, "pass", False)          # upstream's samples never meet such a scalar
+
+
+@needs_compiler
+def test_emulate_check_holds_the_ported_backward_kernels_to_their_ops(real_root, tmp_path, monkeypatch):
+    """`porter emulate check` compares every registered kernel with torch on CPU: the backward
+    kernels porter writes (params structs, operands in their iterator's order) included. Before:
+    a params struct it had no values for (SoftplusBackwardParams) ended it in an internal error,
+    and gelu's and the backward kernels were "no-reference"."""
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    git_init(real_root)
+    ported = ("gelu", "gelu_backward", "softplus_backward", "leaky_relu_backward",
+              "threshold_backward", "sigmoid_backward", "mish")
+    for op in ported:
+        first = porter("migrate-from-mpsgraph", op, root=real_root)
+        result = first if first.code == 0 else porter("new-op", op, "--no-test", root=real_root)
+        assert result.code == 0, (op, first.err, result.err)
+        subprocess.run(["git", "add", "-A"], cwd=real_root, check=True)
+        subprocess.run(["git", "commit", "-qm", op], cwd=real_root, check=True)
+    checked = porter("emulate", "check", "--json", root=real_root)
+    report = json.loads(checked.out)
+    status = {(r["kernel"], r["in_type"]): r["status"] for r in report["results"]}
+    for kernel in ("gelu", "gelu_tanh", "gelu_backward", "gelu_tanh_backward", "softplus_backward",
+                   "leaky_relu_backward", "threshold", "sigmoid_backward", "mish"):
+        assert status[kernel, "float"] == "matched", (kernel, status.get((kernel, "float")))
+    assert checked.code == 0 and report["ok"], checked.out[:2000]
+    # wrong on purpose: leaky_relu_backward reading its operands the other way round
+    metal = real_root / ACT_METAL
+    text = metal.read_text()
+    right = "const T self, const T grad_output, const T negative_slope"
+    assert text.count(right) == 1
+    metal.write_text(text.replace(right, "const T grad_output, const T self, const T negative_slope"))
+    checked = porter("emulate", "check", "--json", root=real_root)
+    status = {(r["kernel"], r["in_type"]): r["status"] for r in json.loads(checked.out)["results"]}
+    assert checked.code == 1 and status["leaky_relu_backward", "float"] == "mismatched", status

@@ -235,6 +235,11 @@ def check_registration(client: WorkerClient, lib: Library, reg: Registration) ->
         return res
     inputs = sample_inputs(reg)
     alpha_value = alpha_for(reg.name, reg.alpha_type) if reg.kind.endswith("alpha") else None
+    if "Params_" in (reg.alpha_type or "") and not isinstance(alpha_value, tuple):
+        # a params struct porter has no field values for: nothing to run it with
+        res.status, res.reason = "no-reference", (f"no values for the fields of {reg.alpha_type} "
+                                                  f"(kernel {reg.name!r})")
+        return res
     try:
         alpha = pack_alpha(reg.alpha_type, alpha_value) if alpha_value is not None else None
         got = run_registration(client, lib, reg, inputs, alpha)

@@ -41,8 +41,20 @@ def _map() -> dict[str, Callable]:
         "softshrink": lambda x, a: F.softshrink(x, a),
         "leaky_relu": lambda x, a: F.leaky_relu(x, a),
         "softplus": lambda x, p: F.softplus(x, *p),
-        "threshold": lambda x, p: F.threshold(x, *p),
+        "threshold": _threshold,
         "logit": lambda x, a: torch.logit(x, None if a < 0 else a),
+        "gelu": lambda x: F.gelu(x),
+        "mish": lambda x: F.mish(x),
+        "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+        # backward kernels: their operands in the order the op's iterator reads them
+        "gelu_backward": lambda g, x: _aten("gelu_backward")(g, x),
+        "gelu_tanh_backward": lambda g, x: _aten("gelu_backward")(g, x, approximate="tanh"),
+        "tanh_backward": lambda g, y: _aten("tanh_backward")(g, y),
+        "sigmoid_backward": lambda g, y: _aten("sigmoid_backward")(g, y),
+        "mish_backward": lambda g, x: _aten("mish_backward")(g, x),
+        "logit_backward": lambda g, x, a: _aten("logit_backward")(g, x, None if a < 0 else a),
+        "softplus_backward": lambda g, x, p: _aten("softplus_backward")(g, x, *p),
+        "leaky_relu_backward": lambda x, g, a: _aten("leaky_relu_backward")(g, x, a, False),
         # binary
         "zeta": _special("zeta"),
         "xlog1py": _special("xlog1py"),
@@ -85,6 +97,20 @@ def _map() -> dict[str, Callable]:
     }
 
 
+def _threshold(x, *rest):
+    """threshold's kernel: unary (x, (threshold, value)), or the binary one threshold and
+    threshold_backward share (x, other, (threshold, value)): cpu/Activation.cpp's lambda
+    `x <= threshold ? value : other`, whose forward passes x as other and whose backward passes
+    the gradient with value 0, the two ops torch has."""
+    torch = _torch()
+    if len(rest) == 1:
+        return torch.nn.functional.threshold(x, *rest[0])
+    other, (threshold, value) = rest
+    if value == 0:
+        return _aten("threshold_backward")(other, x, threshold)
+    return torch.where(x <= threshold, _aten("threshold")(x, threshold, value), other)
+
+
 _CACHE: dict[str, Callable] | None = None
 
 
@@ -110,6 +136,7 @@ ALPHAS = {
     "polygamma": 1, "nan_to_num": (0.0, 100.0, -100.0),
     "hardshrink": 0.5, "softshrink": 0.5, "leaky_relu": 0.125, "softplus": (2.0, 3.0),
     "threshold": (0.5, -1.0), "logit": 0.125,
+    "logit_backward": 0.125, "softplus_backward": (2.0, 3.0), "leaky_relu_backward": 0.125,
 }
 
 
