@@ -370,8 +370,15 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     _publish(tmp_so, so_path)
     quarantined: dict[str, str] = {}
     dropped: list[str] = []
-    for r in results:
+    structs = set(groups.functor_spans(text))
+    for piece, r in zip(parts, results):
         for k, v in r["quarantined"].items():
+            name = k.partition("|")[0]
+            # a piece's key leaves out the functor structs it does not use, so what its cached
+            # result says of one of them may be of an older text (an error since fixed): that
+            # functor's own piece, keyed by its text and compiling the whole file, says it
+            if name in structs and name not in piece.covers:
+                continue
             quarantined.setdefault(k, v)
         dropped += [d for d in r["dropped"] if d not in dropped]
     return quarantined, dropped

@@ -32,6 +32,9 @@ MAX_PIECES = 8
 class Piece(NamedTuple):     # a NamedTuple: editing commands avoid dataclasses' import
     names: tuple[str, ...]  # the registered names of its functors; (REST,) for the rest
     key_text: str           # what its object depends on, besides the headers and flags
+    # the functor structs key_text keeps (the others are blanked): what the piece's cached
+    # result may say of a functor stands only for these
+    covers: frozenset = frozenset()
 
     @property
     def name(self) -> str:
@@ -73,12 +76,12 @@ def pieces(text: str) -> list[Piece]:
     for k in range(0, len(names), size):
         chunk = tuple(names[k:k + size])
         keep = set().union(*(_closure(n, bodies) for n in chunk))
-        out.append(Piece(chunk, _masked(lines, spans, keep)))
+        out.append(Piece(chunk, _masked(lines, spans, keep), frozenset(keep)))
     # the rest's functors come from macros outside every struct; the structs they name count
     outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
     named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
     keep = set().union(*(_closure(n, bodies) for n in named)) if named else set()
-    out.append(Piece((REST,), _masked(lines, spans, keep)))
+    out.append(Piece((REST,), _masked(lines, spans, keep), frozenset(keep)))
     return out
 
 

@@ -101,6 +101,23 @@ def test_the_build_of_one_piece_still_catches_an_error_in_another_functor(
     assert all(r.built for r in lib.registrations if r.name == "hypot")
 
 
+def test_a_fixed_functor_is_not_held_red_by_another_pieces_cached_error(fixture_root, own_cache):
+    """Wrong on purpose, then fixed: copysign's body calls an undeclared function. Every piece
+    compiles the whole file, so hypot's piece set copysign aside too and cached that with its
+    object, under a key that leaves copysign's text out. Once the author fixed copysign (a
+    body unlike the original), hypot's cached piece still named copysign's old error: the
+    fixed file stayed red on every run, with an error its text no longer has."""
+    text = _binary(fixture_root)
+    broken = _edit_body(text, "copysign", "    return",
+                        "    (void)porter_not_declared(1);\n    return")
+    lib = build_source(broken, "BinaryKernel.metal", fixture_root, strict=False)
+    assert any("porter_not_declared" in e for e in lib.build_errors())
+    fixed = _edit_body(text, "copysign", "    return", "    // fixed another way\n    return")
+    lib = build_source(fixed, "BinaryKernel.metal", fixture_root, strict=False)
+    assert lib.build_errors() == []
+    assert all(r.built for r in lib.registrations if r.name == "copysign")
+
+
 def test_a_file_without_functor_structs_is_built_whole(fixture_root, own_cache):
     text = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
