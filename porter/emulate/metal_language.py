@@ -7,7 +7,8 @@ The shim (porter/emulate/include) is C++ and uses the C++ library: it stands in 
 library and is not looked at. A Mac's Metal compiler has no
 `double`, no `long long`, no C++ standard library (`std::`, `#include <vector>`), no `goto`,
 no dynamic allocation (`new`/`delete`), no exceptions, no `thread_local`, no `virtual`, no
-RTTI, no function pointers and no recursion; each is a build error of the file at its line.
+RTTI, no function pointers, no recursion, and no `static` local or namespace-scope variable
+outside the `constant` address space; each is a build error of the file at its line.
 Recursion and function pointers are found where the tokens show them: a function of the
 file, not a template, calling itself by name with as many arguments as it takes (no other
 overload of that arity in the file), a declarator `(*name)(...)` that is not a parameter.
@@ -48,6 +49,10 @@ LONG_LONG = "Metal has no `long long` (Metal's `long` is 64 bits)"
 STD = "Metal has no C++ standard library (`std::`; Metal's is `metal::`, <metal_stdlib>)"
 DELETE = "Metal has no dynamic allocation (`delete`)"
 FUNCTION_POINTER = "Metal has no function pointers"
+STATIC_LOCAL = ("Metal has no static local variable outside the `constant` address space "
+                "(`constant T name = ...;`, or a plain local)")
+PROGRAM_SCOPE = ("Metal has no program-scope variable outside the `constant` address space "
+                 "(`constant T name = ...;`)")
 RECURSION = "Metal has no recursion ({name} calls itself)"
 # Metal 4.0 is C++17; Metal 3.x is C++14, without `if constexpr` (c10/metal/common.h's
 # IF_CONSTEXPR is `constexpr` from 4.0 on, nothing before)
@@ -144,6 +149,7 @@ def _file_violations(tokens, includes, allowed: list[Path], version: int) -> lis
         elif text == "if" and after == "constexpr" and version < CXX17_VERSION:
             found.append((line, IF_CONSTEXPR))
     found += _recursion(ids)
+    found += _storage(ids)
     return sorted(dict.fromkeys(found), key=lambda f: f[0])   # in line order, then column
 
 
@@ -242,6 +248,75 @@ def _recursion(ids) -> list[tuple[int, str]]:
                 found.append((ids[k][0], RECURSION.format(name=name.split("::")[-1])))
                 break
     return found
+
+
+# what may stand between a function's `)` and its body
+_AFTER_PARAMS = frozenset("""const noexcept override final mutable volatile thread device
+constant threadgroup""".split())
+# The shim defines `constant` as `const`, and these rules read the preprocessed text: a `const`
+# variable may have been written `constant` and is let be (a Mac also refuses a plain `const`
+# one; that stays unseen here)
+_CONST = frozenset(("const", "constant"))
+# statements at namespace scope that declare no variable
+_NOT_A_VARIABLE = frozenset("""template using typedef struct class union enum namespace
+static_assert extern __attribute__ friend""".split())
+
+
+def _storage(ids) -> list[tuple[int, str]]:
+    """Variables Metal refuses: a `static` variable of a function and a variable at namespace
+    scope, each unless declared in the `constant` address space (upstream writes `constexpr
+    constant bool is_complex_v`; a function's lookup table is a plain local, not static).
+    Braces are told apart by what opens them: a namespace, a function body (after its `)`), a
+    class body, an initializer; class members (`static constexpr int arity`) are let be."""
+    found: list[tuple[int, str]] = []
+    frames: list[list] = [["ns", []]]       # per open brace: its kind, its statement so far
+    for k, (line, kind, text) in enumerate(ids):
+        here, stmt = frames[-1]
+        if text == "{":
+            frames.append([_brace_kind(here, stmt), []])
+        elif text == "}":
+            if len(frames) > 1:
+                closed = frames.pop()[0]
+                if closed in ("func", "ns") or frames[-1][0] == "func":
+                    frames[-1][1] = []      # a definition or a block ends its statement
+        elif text == ";":
+            if here == "ns" and _program_scope_variable(stmt):
+                found.append((stmt[0][0], PROGRAM_SCOPE))
+            elif here == "func" and stmt and any(t == "static" for _, _, t in stmt) and not any(
+                    t in _CONST for _, _, t in stmt):
+                found.append((next(ln for ln, _, t in stmt if t == "static"), STATIC_LOCAL))
+            frames[-1][1] = []
+        else:
+            stmt.append((line, kind, text))
+    return found
+
+
+def _brace_kind(enclosing: str, stmt: list) -> str:
+    texts = [t for _, _, t in stmt]
+    if any(t in ("struct", "class", "union", "enum") for t in texts):
+        return "class"
+    if enclosing == "func":
+        return "func"                   # a block, a loop's body, a local initializer
+    if "namespace" in texts or texts[:1] == ["extern"]:
+        return "ns"
+    k = len(texts) - 1
+    while k >= 0 and texts[k] in _AFTER_PARAMS:
+        k -= 1
+    if k >= 0 and texts[k] == ")":
+        return "func"
+    if "->" in texts and "(" in texts:
+        return "func"                   # a trailing return type
+    return "init"
+
+
+def _program_scope_variable(stmt: list) -> bool:
+    texts = [t for _, _, t in stmt]
+    if not texts or texts[0] in _NOT_A_VARIABLE or _CONST & set(texts) or "operator" in texts:
+        return False
+    paren = texts.index("(") if "(" in texts else len(texts)
+    equals = texts.index("=") if "=" in texts else len(texts)
+    # a function's declaration has its parameters before any `=` (a default argument)
+    return paren == len(texts) or equals < paren
 
 
 def _class_scopes(texts: list[str]) -> list[str]:

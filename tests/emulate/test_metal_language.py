@@ -56,6 +56,12 @@ IN_FUNCTOR = [
     ("float (*fp)(float) = nullptr; (void)fp;", "Metal has no function pointers"),
     ("T (*pick)(T, T) = nullptr; (void)pick;", "Metal has no function pointers"),
     ("if constexpr (sizeof(T) == 4) { (void)x; }", "`if constexpr` is C++17"),
+    # a counter or a cached constant kept across calls: g++ keeps one per process, Metal has
+    # no static local outside `constant` memory
+    ("static float calls = 0; calls += 1;", "Metal has no static local variable"),
+    ("static constexpr float zero = 0.0f; (void)zero;", "Metal has no static local variable"),
+    ("for (int i = 0; i < 2; ++i) { static int seen = i; (void)seen; }",
+     "Metal has no static local variable"),
 ]
 
 FILE_LEVEL = [
@@ -77,6 +83,12 @@ FILE_LEVEL = [
     ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
      "(*this)(x / 2) : x; } };", "Metal has no recursion (operator() calls itself)"),
     ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
+    # a file-level variable: a Mac says "program scope variable must reside in constant
+    # address space"
+    ("float planted_scale = 2.0f;", "Metal has no program-scope variable"),
+    ("static float planted_calls;", "Metal has no program-scope variable"),
+    ("constexpr float planted_table[2] = {1.0f, 2.0f};", "Metal has no program-scope variable"),
+    ("namespace planted { float scale = 2.0f; }", "Metal has no program-scope variable"),
 ]
 
 
@@ -213,6 +225,13 @@ VALID = HEAD + """#include <c10/metal/utils.h>
 using namespace c10::metal;
 
 constexpr constant float half_pi = 1.5707963267948966;
+constant float quarter_table[2] = {0.25f, 0.5f};
+static inline float thrice(float x) { return 3 * x; }    // a static function, not a variable
+struct counted { static constexpr int arity = 1; static float one() { return 1; } };
+namespace helpers {
+constant constexpr float third = 1.0f / 3;
+inline float third_of(float x, float scale = 1.0f) { return x * third * scale; }
+} // namespace helpers
 inline float twice(float x) { return 2 * x; }
 inline half twice(half x) { return x + x; }
 inline float twice_via(float x) { return twice(half(x)); }   // another overload: no recursion
@@ -230,6 +249,10 @@ struct idioms_functor {
     }
     const auto inf = ::metal::numeric_limits<float>::infinity();
     const long big = 1;            // Metal's long is 64 bits
+    constexpr float coeffs[2] = {1.0f, 0.0f};    // a local table, not static
+    float scratch[2 * counted::arity] = {coeffs[0] * helpers::third_of(thrice(0.0f)), 0.0f};
+    (void)scratch;
+    (void)quarter_table[0];
     return T(isinf(float(x)) ? inf : float(x) + float(big - 1) + clamp_unit(0.0f));
   }
   template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
