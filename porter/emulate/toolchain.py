@@ -81,9 +81,29 @@ def compiler_id(cxx: str) -> str:
     return f"{real}:{st.st_size}:{int(st.st_mtime)}"
 
 
+# The modules whose code decides what a build and its checks make of a text: the kernel cache's
+# entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
+# that checks more never reads a verdict an older one cached
+_BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
+                  "metal_builtins.py", "metal_language.py", "probe.py", "toolchain.py")
+_code_digest: str | None = None
+
+
+def _porter_code() -> str:
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        for name in _BUILD_MODULES:
+            h.update(name.encode() + b"\0" + (here / name).read_bytes())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
 def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
     h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
+    h.update(_porter_code().encode())
     h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):
