@@ -30,6 +30,10 @@ FLAGS = [
     # GPU integer arithmetic wraps.
     "-fwrapv",
     "-fsigned-char",
+    # A local read before it is written is undefined on a Mac (LLVM may fold it to any value);
+    # here it would read whatever the stack held, often a 0 that passes: a pattern (a float of
+    # -1.7e38, an int of -16843010) makes such a read fail every time instead.
+    "-ftrivial-auto-var-init=pattern",
     # Metal attributes ([[buffer(0)]], [[host_name(..)]]) and `#pragma unroll` are unknown to g++.
     "-w",
     "-fno-diagnostics-show-caret",

@@ -66,3 +66,34 @@ def test_integer_division_by_zero_crashes_the_worker_not_porter(fixture_root, cl
     out = run_registration(client, lib, reg, [torch.tensor([7], dtype=torch.int32),
                                               torch.tensor([2], dtype=torch.int32)])
     assert out.tolist() == [3]
+
+
+def test_a_local_read_before_it_is_written_never_reads_as_a_lucky_zero(fixture_root, client):
+    """Wrong on purpose: `result` is written only for x > 0 (a relu missing its else). On a Mac
+    the read is undefined; here it read what the stack held, often the 0 a relu wants (or the
+    previous element's value), so a port could pass by luck. It now reads a fixed pattern."""
+    from porter.emulate.build import build_source
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct lucky_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    T result;
+    if (x > T(0)) result = x;
+    return result;
+  }
+};
+
+REGISTER_UNARY_OP(lucky, float, float);
+REGISTER_UNARY_OP(lucky, int, int);
+"""
+    lib = build_source(text, "lucky.metal", fixture_root)
+    out = run_registration(client, lib, lib.find("lucky", "float")[0],
+                           [torch.tensor([-1.0, 2.0, 0.0])])
+    assert out[1].item() == 2.0
+    assert out[0].item() < -1e38 and out[2].item() < -1e38, out
+    ints = run_registration(client, lib, lib.find("lucky", "int")[0],
+                            [torch.tensor([0, 5, -3], dtype=torch.int32)])
+    assert ints.tolist() == [-16843010, 5, -16843010]
