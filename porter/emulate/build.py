@@ -444,7 +444,10 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
 def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[str, str],
                 dropped: list[str], strict: bool) -> bool:
     progress = False
-    cut: list[tuple[int, int]] = []     # functors blanked this round: their later errors are theirs
+    # functors and constructs blanked this round: their later errors are theirs (a second
+    # look at a blanked line would find its construct starting at the code above the blank
+    # and cut that too: a broken helper took the functor after it and a registration with it)
+    cut: list[tuple[int, int]] = []
     for block in diagnostic_blocks(stderr):
         text = "\n".join(block)
         site = site_line(block, display_path)
@@ -492,6 +495,7 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
             span = _enclosing_construct(lines, err_line)
             if span:
                 start, end = span
+                cut.append((start, end))
                 dropped.append(f"{display_path}:{start}-{end}: {m.group('msg')}")
                 for i in range(start - 1, end):
                     lines[i] = ""

@@ -197,3 +197,48 @@ def test_a_build_that_outlasts_the_quarantine_rounds_names_the_compilers_error(
     assert "quarantine rounds" not in message
     assert message.startswith(f"{tmp_path / 'rounds.metal'}:"), message
     assert "simd_" in message and info.value.hint
+
+
+@pytest.mark.parametrize("use_cache", [True, False], ids=["in pieces", "whole file"])
+def test_a_broken_helper_is_the_error_named_and_the_functor_after_it_is_not_cut(
+        fixture_root, emulate_cache, use_cache):
+    """Wrong on purpose, after upstream's gelu_dispatch_tanh: a helper written `if
+    IF_CONSTEXPR (...)` against a c10/metal without that macro. g++ gives two errors in it; the
+    second, on a line the first had blanked, cut from the registration above it to the end of
+    the functor below it, and the build stopped on "'neg_functor' was not declared" that it
+    could not attribute: the error named was not the file's, and every kernel of it was lost."""
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct neg_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(-x);
+  }
+};
+
+REGISTER_UNARY_OP(neg, float, float);
+
+template <typename T>
+inline float pick(float x) {
+  if NOT_A_MACRO (is_same_v<T, float>) {
+    return x;
+  } else {
+    return -x;
+  }
+}
+
+struct twice_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(x + x);
+  }
+};
+
+REGISTER_UNARY_OP(twice, float, float);
+"""
+    lib = build_source(text, "helper.metal", fixture_root, strict=False, use_cache=use_cache)
+    errors = lib.build_errors()
+    assert errors == ["build error: helper.metal:14-21: expected '(' before 'NOT_A_MACRO'"], errors
+    assert {r.name: r.built for r in lib.registrations} == {"neg": True, "twice": True}
