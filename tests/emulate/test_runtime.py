@@ -97,3 +97,27 @@ REGISTER_UNARY_OP(lucky, int, int);
     ints = run_registration(client, lib, lib.find("lucky", "int")[0],
                             [torch.tensor([0, 5, -3], dtype=torch.int32)])
     assert ints.tolist() == [-16843010, 5, -16843010]
+
+
+def test_metals_half_literals_build_and_are_rounded_to_half_once(fixture_root, client):
+    """`0.1h` is Metal's half literal (the `h`/`H` suffix). g++ has no such suffix: the file
+    was a build error, "does not build on a Mac", for a file a Mac builds."""
+    from porter.emulate.build import build_source
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct tenth_functor {
+  inline half operator()(const half x) {
+    return x * 0.1h + 1.0H;
+  }
+};
+
+REGISTER_UNARY_OP(tenth, half, half);
+"""
+    lib = build_source(text, "tenth.metal", fixture_root)
+    assert lib.build_errors() == []
+    x = torch.tensor([1.0, 3.0], dtype=torch.float16)
+    out = run_registration(client, lib, lib.find("tenth", "half")[0], [x])
+    tenth = torch.tensor(0.1, dtype=torch.float16)
+    assert out.tolist() == ((x * tenth) + 1).tolist()
