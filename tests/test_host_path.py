@@ -321,3 +321,33 @@ def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, 
         "not proven: heaviside_mps_kernel (operations/BinaryKernel.mm:"), by
     assert "picks its Metal kernel at run time (" in by["float32"]["message"]
     assert "by a condition porter does not model" in by["float32"]["message"]
+
+
+@pytest.mark.parametrize("second", ["same-file", "other-file"])
+def test_a_stub_registered_twice_is_not_green(real_root, second):
+    """Wrong on purpose: a second REGISTER_DISPATCH of heaviside_stub, on another function
+    that runs the wrong kernel. porter ran the first registration and said pass, exit 0. In
+    one .mm the macro defines `static RegisterMPSDispatch<...> heaviside_stub__register` twice
+    (a Mac does not compile it); across two .mm files static-init order picks one."""
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    extra = ("static void heaviside_wrong_kernel(TensorIteratorBase& iter) {\n"
+             '  lib.exec_binary_kernel(iter, "hypot");\n}\n'
+             "REGISTER_DISPATCH(heaviside_stub, &heaviside_wrong_kernel)\n")
+    if second == "same-file":
+        mm = real_root / OPERATIONS / "BinaryKernel.mm"
+        text = mm.read_text()
+        end = text.rindex("} // namespace at::native")
+        mm.write_text(text[:end] + extra + text[end:])
+    else:
+        mm = real_root / OPERATIONS / "ActivationKernel.mm"
+        text = mm.read_text()
+        end = text.rindex("} // namespace at::native")
+        mm.write_text(text[:end] + extra + text[end:])
+    code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    assert code == 1 and by["float32"]["outcome"] == "fail", by
+    message = by["float32"]["message"]
+    assert "heaviside_stub is registered" in message and "PORTER021" in message, message
+    if second == "same-file":
+        assert "does not compile on a Mac" in message, message
+    else:
+        assert message.startswith("not proven: ") and "ActivationKernel.mm:" in message, message

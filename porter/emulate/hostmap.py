@@ -111,18 +111,21 @@ def host_kernels(root: Path) -> list[HostKernel]:
     root = Path(root)
     found: list[HostKernel] = []
     stubs = None
+    registered: dict[str, list[tuple[Path, int]]] = {}     # stub -> where each registers it
     for mm in sorted((root / OPERATIONS).glob("*.mm")):
         metal = root / KERNELS / f"{mm.stem}.metal"
         if not metal.is_file():
             continue
         host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
         for name, line in host.ti_dispatches:
+            registered.setdefault(name, []).append((mm, line))
             found.append(HostKernel(op_name(name), name, name, metal,
                                     condition=_condition(host, mm, line)))
         for reg in host.dispatch_registrations:
             if reg.via_macro or not reg.stub.endswith("_stub"):
                 continue
             stub = reg.stub[:-len("_stub")]
+            registered.setdefault(stub, []).append((mm, reg.line))
             fn = host.kernel_functions.get(reg.function.split("::")[-1])
             running = fn.running_calls if fn else ()
             call = running[0] if running else None
@@ -163,8 +166,25 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line), calls=running,
                                             function=where, fault=fault, line=fn.line))
+    found = [replace(h, fault=_registered_twice(h.stub, registered[h.stub]))
+             if not h.fault and len(registered.get(h.stub, ())) > 1 else h for h in found]
     from porter.emulate.kernel_pick import stub_impl_kernels
     return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
+
+
+def _registered_twice(stub: str, where: list[tuple[Path, int]]) -> str:
+    """A stub the .mm files register more than once. REGISTER_DISPATCH defines a static
+    registrar named after the stub (`static RegisterMPSDispatch<...> hardshrink_stub__register`):
+    twice in one file is a redefinition, which does not compile; in two files, static
+    initialization order picks one, which is not known here (porter check: PORTER021)."""
+    at = ", ".join(f"{mm.parent.name}/{mm.name}:{line}" for mm, line in where)
+    if len({mm for mm, _ in where}) < len(where):
+        return (f"{stub}_stub is registered more than once in one file ({at}): REGISTER_DISPATCH "
+                f"defines {stub}_stub__register each time, a redefinition that does not compile "
+                "on a Mac; keep one registration (porter check: PORTER021)")
+    return (f"not proven: {stub}_stub is registered in more than one file ({at}): on a Mac "
+            "static initialization order picks one, which is not known here; keep one "
+            "registration (porter check: PORTER021)")
 
 
 def _spelled(call: KernelCall) -> str:
