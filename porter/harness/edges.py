@@ -236,8 +236,9 @@ def _other_keyword_choices(samples, template) -> list[dict]:
     return found[:3]
 
 
-# at most this many samples of scalars per op and dtype: one per way upstream's samples pass
-# them (logit: without eps, and with it), the sweep's reference runs stay within ~10%
+# at most this many ways of passing scalars per op and dtype, a sample each (int32 and int64 add
+# two at 2^24 and 2^24 + 1): one per way upstream's samples pass them (a scalar by position, by
+# keyword), the sweep's reference runs stay within ~10%
 MAX_SCALAR_SAMPLES = 2
 
 
@@ -286,8 +287,8 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
                     _boundaries([limit], dtype),
                     args=tuple(wide.get(i, a) for i, a in enumerate(args)),
                     kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
-        if len(found) >= MAX_SCALAR_SAMPLES:
-            break
+        if len(signatures) >= MAX_SCALAR_SAMPLES:
+            break       # ways, not samples: an int32 way's 2^24 samples leave room for the next
     return found
 
 

@@ -347,3 +347,16 @@ def test_a_reference_run_that_adds_no_edge_values_says_so(real_root):
     result = porter("test", "nn.functional.leaky_relu", "--device", "cpu", "--dtype", "float32",
                     "--reference-inputs", root=real_root)
     assert result.code == 0 and edges.NO_EDGES not in result.out, result.out
+
+
+def test_an_int_way_of_passing_scalars_leaves_room_for_the_next():
+    """Two ways upstream's samples pass a scalar (by position, by keyword): each gets its
+    sample on int32 as on float32, the int's 2^24 samples coming on top (before: they filled
+    MAX_SCALAR_SAMPLES and the keyword way was never tried on int32 and int64)."""
+    for dtype in (torch.float32, torch.int32):
+        x = torch.tensor([1, 2, 3], dtype=dtype)
+        templates = [SampleInput(x, args=(2,)), SampleInput(x, kwargs={"alpha": 3})]
+        got = edges.scalar_samples(templates, dtype, lambda a, n: a.reshape(-1).repeat(n)[:n])
+        ways = [tuple(k for k, _ in edges._scalars(s)) for s in got]
+        assert set(ways) == {(0,), ("alpha",)}, (dtype, ways)
+        assert len(got) == (2 if dtype == torch.float32 else 6), (dtype, ways)
