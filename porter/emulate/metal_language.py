@@ -8,7 +8,8 @@ library and is not looked at. A Mac's Metal compiler has no
 `double`, no `long long`, no C++ standard library (`std::`, `#include <vector>`), no `goto`,
 no dynamic allocation (`new`/`delete`), no exceptions, no `thread_local`, no `virtual`, no
 RTTI, no function pointers, no recursion, and no `static` local or namespace-scope variable
-outside the `constant` address space; each is a build error of the file at its line.
+outside the `constant` address space, and no variable-length array; each is a build error
+of the file at its line.
 Recursion and function pointers are found where the tokens show them: a function of the
 file, not a template, calling itself by name with as many arguments as it takes (no other
 overload of that arity in the file), a declarator `(*name)(...)` that is not a parameter.
@@ -51,6 +52,8 @@ DELETE = "Metal has no dynamic allocation (`delete`)"
 FUNCTION_POINTER = "Metal has no function pointers"
 STATIC_LOCAL = ("Metal has no static local variable outside the `constant` address space "
                 "(`constant T name = ...;`, or a plain local)")
+VLA = ("Metal has no variable-length array (an array's size must be a constant expression: a "
+       "parameter or a non-const local is not one)")
 PROGRAM_SCOPE = ("Metal has no program-scope variable outside the `constant` address space "
                  "(`constant T name = ...;`)")
 RECURSION = "Metal has no recursion ({name} calls itself)"
@@ -265,15 +268,20 @@ static_assert extern __attribute__ friend""".split())
 def _storage(ids) -> list[tuple[int, str]]:
     """Variables Metal refuses: a `static` variable of a function and a variable at namespace
     scope, each unless declared in the `constant` address space (upstream writes `constexpr
-    constant bool is_complex_v`; a function's lookup table is a plain local, not static).
-    Braces are told apart by what opens them: a namespace, a function body (after its `)`), a
-    class body, an initializer; class members (`static constexpr int arity`) are let be."""
+    constant bool is_complex_v`; a function's lookup table is a plain local, not static), and
+    a local array sized by a run-time value (a parameter, or a local declared neither `const`
+    nor `constexpr`: g++ takes it as an extension). Braces are told apart by what opens them: a
+    namespace, a function body (after its `)`), a class body, an initializer; class members
+    (`static constexpr int arity`) are let be."""
     found: list[tuple[int, str]] = []
-    frames: list[list] = [["ns", []]]       # per open brace: its kind, its statement so far
-    for k, (line, kind, text) in enumerate(ids):
-        here, stmt = frames[-1]
+    # per open brace: its kind, its statement so far, the run-time names it declares
+    frames: list[list] = [["ns", [], set()]]
+    for line, kind, text in ids:
+        here, stmt, _ = frames[-1]
         if text == "{":
-            frames.append([_brace_kind(here, stmt), []])
+            opened = _brace_kind(here, stmt)
+            names = _parameters(stmt) if opened == "func" and here != "func" else set()
+            frames.append([opened, [], names])
         elif text == "}":
             if len(frames) > 1:
                 closed = frames.pop()[0]
@@ -282,13 +290,82 @@ def _storage(ids) -> list[tuple[int, str]]:
         elif text == ";":
             if here == "ns" and _program_scope_variable(stmt):
                 found.append((stmt[0][0], PROGRAM_SCOPE))
-            elif here == "func" and stmt and any(t == "static" for _, _, t in stmt) and not any(
-                    t in _CONST for _, _, t in stmt):
-                found.append((next(ln for ln, _, t in stmt if t == "static"), STATIC_LOCAL))
+            elif here == "func" and stmt:
+                if any(t == "static" for _, _, t in stmt) and not any(
+                        t in _CONST for _, _, t in stmt):
+                    found.append((next(ln for ln, _, t in stmt if t == "static"), STATIC_LOCAL))
+                runtime = set().union(*(f[2] for f in frames if f[0] == "func"))
+                name, size, constant = _local_declaration(stmt)
+                if size is not None and runtime & _plain_names(size):
+                    found.append((stmt[0][0], VLA))
+                if name and not constant:
+                    frames[-1][2].add(name)
             frames[-1][1] = []
         else:
             stmt.append((line, kind, text))
     return found
+
+
+_QUALIFIERS = frozenset("const constexpr constant thread volatile static unsigned signed".split())
+
+
+def _local_declaration(stmt: list):
+    """(name, the tokens between its first `[` and `]` or None, declared const) of a statement
+    `[qualifiers] TYPE NAME ...`, or (None, None, False) for any other statement."""
+    texts = [t for _, _, t in stmt]
+    k = 0
+    while k < len(texts) and texts[k] in _QUALIFIERS:
+        k += 1
+    constant = any(t in ("const", "constexpr", "constant") for t in texts[:k])
+    if not (k + 1 < len(texts) and stmt[k][1] == "id" and stmt[k + 1][1] == "id"
+            and texts[k] not in _NOT_A_TYPE and texts[k] not in ("return", "using", "typedef")):
+        return None, None, False
+    name = texts[k + 1]
+    if k + 2 < len(texts) and texts[k + 2] == "[":
+        end = _matching(texts, k + 2, "[", "]")
+        return name, stmt[k + 3:end] if end is not None else None, constant
+    return name, None, constant
+
+
+def _plain_names(tokens: list) -> set[str]:
+    """The identifiers of an expression not reached through a scope or an object (`Foo::n`,
+    `p.n`): those a local or a parameter of the same name would be."""
+    return {t for k, (_, kind, t) in enumerate(tokens)
+            if kind == "id" and (k == 0 or tokens[k - 1][2] not in ("::", ".", "->"))}
+
+
+def _parameters(stmt: list) -> set[str]:
+    """The names a function's parameter list declares (the last `(...)` before its body):
+    run-time values, whatever their qualifiers."""
+    texts = [t for _, _, t in stmt]
+    if ")" not in texts:
+        return set()
+    close = len(texts) - 1 - texts[::-1].index(")")
+    depth, open_at = 0, None
+    for k in range(close, -1, -1):
+        depth += (texts[k] == ")") - (texts[k] == "(")
+        if depth == 0:
+            open_at = k
+            break
+    names, last, depth, in_default = set(), None, 0, False
+    for k in range(open_at + 1, close):
+        t = texts[k]
+        if t in ("(", "[", "<"):
+            depth += 1
+        elif t in (")", "]", ">"):
+            depth -= 1
+        elif depth:
+            continue
+        elif t == ",":
+            names.add(last) if last else None
+            last, in_default = None, False
+        elif t == "=":
+            in_default = True           # a default argument: the name came before it
+        elif not in_default and stmt[k][1] == "id":
+            last = t
+    if last:
+        names.add(last)
+    return names
 
 
 def _brace_kind(enclosing: str, stmt: list) -> str:

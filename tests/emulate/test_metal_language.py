@@ -62,6 +62,10 @@ IN_FUNCTOR = [
     ("static constexpr float zero = 0.0f; (void)zero;", "Metal has no static local variable"),
     ("for (int i = 0; i < 2; ++i) { static int seen = i; (void)seen; }",
      "Metal has no static local variable"),
+    # a scratch array sized by a run-time value: g++ takes it as an extension
+    ("int n = int(x) + 2; float buf[n]; buf[0] = 0; (void)buf;",
+     "Metal has no variable-length array"),
+    ("thread float buf[sizeof(T) > 2 ? int(x) : 2]; (void)buf;", "Metal has no variable-length array"),
 ]
 
 FILE_LEVEL = [
@@ -250,6 +254,10 @@ struct idioms_functor {
     const auto inf = ::metal::numeric_limits<float>::infinity();
     const long big = 1;            // Metal's long is 64 bits
     constexpr float coeffs[2] = {1.0f, 0.0f};    // a local table, not static
+    const int two = 2;
+    int arity = counted::arity;                  // a run-time local of a member's name
+    float sized[two * counted::arity] = {0.0f, float(arity)};
+    (void)sized;
     float scratch[2 * counted::arity] = {coeffs[0] * helpers::third_of(thrice(0.0f)), 0.0f};
     (void)scratch;
     (void)quarter_table[0];
