@@ -323,7 +323,7 @@ def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, 
     assert "by a condition porter does not model" in by["float32"]["message"]
 
 
-@pytest.mark.parametrize("second", ["same-file", "other-file"])
+@pytest.mark.parametrize("second", ["same-file", "other-file", "mpsgraph-file"])
 def test_a_stub_registered_twice_is_not_green(real_root, second):
     """Wrong on purpose: a second REGISTER_DISPATCH of heaviside_stub, on another function
     that runs the wrong kernel. porter ran the first registration and said pass, exit 0. In
@@ -338,11 +338,18 @@ def test_a_stub_registered_twice_is_not_green(real_root, second):
         text = mm.read_text()
         end = text.rindex("} // namespace at::native")
         mm.write_text(text[:end] + extra + text[end:])
-    else:
+    elif second == "other-file":
         mm = real_root / OPERATIONS / "ActivationKernel.mm"
         text = mm.read_text()
         end = text.rindex("} // namespace at::native")
         mm.write_text(text[:end] + extra + text[end:])
+    else:
+        # an MPSGraph registration left behind in a .mm of no Metal kernels (one a unary op's
+        # port leaves in UnaryOps.mm): it was not read, and the run said pass
+        mm = real_root / OPERATIONS / "UnaryOps.mm"
+        text = mm.read_text()
+        end = text.rindex("} // namespace at::native")
+        mm.write_text(text[:end] + "REGISTER_MPS_UNARY_STUB(heaviside, heaviside);\n" + text[end:])
     code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
     assert code == 1 and by["float32"]["outcome"] == "fail", by
     message = by["float32"]["message"]
@@ -350,4 +357,5 @@ def test_a_stub_registered_twice_is_not_green(real_root, second):
     if second == "same-file":
         assert "does not compile on a Mac" in message, message
     else:
-        assert message.startswith("not proven: ") and "ActivationKernel.mm:" in message, message
+        where = "ActivationKernel.mm:" if second == "other-file" else "UnaryOps.mm:"
+        assert message.startswith("not proven: ") and where in message, message

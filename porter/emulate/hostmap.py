@@ -166,10 +166,32 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line), calls=running,
                                             function=where, fault=fault, line=fn.line))
+    _also_registered_elsewhere(root, registered)
     found = [replace(h, fault=_registered_twice(h.stub, registered[h.stub]))
              if not h.fault and len(registered.get(h.stub, ())) > 1 else h for h in found]
     from porter.emulate.kernel_pick import stub_impl_kernels
     return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
+
+
+def _also_registered_elsewhere(root: Path, registered: dict[str, list[tuple[Path, int]]]) -> None:
+    """Adds to `registered` what the .mm files without a .metal register of the same stubs: an
+    MPSGraph registration left behind (`REGISTER_MPS_UNARY_STUB(op, selector)` or a
+    `REGISTER_DISPATCH` in Activation.mm) registers the stub a second time."""
+    for mm in sorted((root / OPERATIONS).glob("*.mm")):
+        if (root / KERNELS / f"{mm.stem}.metal").is_file():
+            continue
+        text = mm.read_text(encoding="utf-8", errors="replace")
+        if not any(f"{stub}_stub" in text or f"REGISTER_MPS_UNARY_STUB({stub}" in text
+                   for stub in registered):
+            continue        # the cheap test first: most .mm files register none of these
+        host = HostFile(text, str(mm))
+        for reg in host.dispatch_registrations:
+            stub = reg.stub.removesuffix("_stub")
+            if stub in registered and not reg.condition:
+                registered[stub].append((mm, reg.line))
+        for stub, (_, line) in host.mpsgraph_stubs.items():
+            if stub in registered:
+                registered[stub].append((mm, line))
 
 
 def _registered_twice(stub: str, where: list[tuple[Path, int]]) -> str:
