@@ -60,4 +60,16 @@ def shim_gap(message: str) -> str | None:
     name = m.group(1) or m.group(3) or m.group(4)
     if m.group(2):
         name = f"{m.group(2)}::{name}"
-    return name if is_metal_name(name) else None
+    if not is_metal_name(name):
+        return None
+    plain = name.split("::")[-1]
+    if "did you mean '" in message and not _listed(plain):
+        # any member of metal:: counts as Metal's, but a name of no Metal list for which g++
+        # suggests one it has (`precise::tanhh`, "did you mean 'tanh'?") is a misspelling,
+        # which a Mac's compiler rejects too
+        return None
+    return name
+
+
+def _listed(plain: str) -> bool:
+    return plain in FUNCTIONS or plain in TYPES or plain.startswith(PREFIXES)

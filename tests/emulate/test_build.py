@@ -106,6 +106,14 @@ def test_an_undeclared_name_metal_lacks_too_is_a_build_error(fixture_root):
     ("f.metal:3: there are no arguments to 'my_helper' that depend on a template parameter, so "
      "a declaration of 'my_helper' must be available", "build error"),
     ("f.metal:3: 'vector' in namespace 'std' does not name a template type", "build error"),
+    # a misspelt Metal function: g++ names the one meant, and a Mac rejects the file as well
+    ("f.metal:3: 'tanhh' is not a member of 'metal::precise'; did you mean 'tanh'?",
+     "build error"),
+    ("f.metal:3: 'exp_10' is not a member of 'metal'; did you mean 'exp10'?", "build error"),
+    # a name Metal lists that the shim lacks stays the emulator's gap, suggestion or not
+    ("f.metal:3: 'fmedian3' is not a member of 'metal'; did you mean 'fmin3'?",
+     "unsupported construct"),
+    ("f.metal:3: 'simd_prefix_exclusive_sum' is not a member of 'metal'", "unsupported construct"),
     ("f.metal:3: request for member 'x' in 'a', which is of non-class type 'const float'",
      "build error"),
 ])
