@@ -99,7 +99,8 @@ def _porter_code() -> str:
         h = hashlib.sha256()
         here = Path(__file__).parent
         for name in _BUILD_MODULES:
-            h.update(name.encode() + b"\0" + (here / name).read_bytes())
+            path = here / name      # a module renamed or merged away is simply not hashed
+            h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
         _code_digest = h.hexdigest()
     return _code_digest
 

@@ -123,3 +123,12 @@ def test_a_porter_that_checks_more_does_not_read_an_older_porters_cached_verdict
     lib = build_source(text, "BinaryKernel.metal", fixture_root, strict=False)
     assert any("Metal has no static local variable" in e for e in lib.build_errors()), \
         lib.build_errors()
+
+
+def test_every_module_the_code_digest_names_exists():
+    """A module renamed away would leave its successor's code out of the kernel cache's key."""
+    from pathlib import Path
+
+    from porter.emulate import toolchain
+    here = Path(toolchain.__file__).parent
+    assert [m for m in toolchain._BUILD_MODULES if not (here / m).is_file()] == []
