@@ -202,6 +202,7 @@ def _recursion(ids) -> list[tuple[int, str]]:
     scopes = _class_scopes(texts)
     defs: list[tuple[str, int, int, int]] = []      # name, arity, body start, body end
     arities: dict[tuple[str, int], int] = {}
+    signatures: dict[tuple[str, int], set] = {}
     i = 0
     while i < len(texts):
         t = texts[i]
@@ -222,7 +223,11 @@ def _recursion(ids) -> list[tuple[int, str]]:
                     j += 1
                 if j < len(texts) and texts[j] in ("{", ";", "->"):
                     arity = _arity(texts, open_at, close)
-                    arities[(name, arity)] = arities.get((name, arity), 0) + 1
+                    # a prototype and its definition are one function: overloads are counted
+                    # by their parameters' types (the text without each parameter's name)
+                    signatures.setdefault((name, arity), set()).add(
+                        _param_types(texts, open_at, close))
+                    arities[(name, arity)] = len(signatures[(name, arity)])
                     if texts[j] == "->":     # trailing return type: the body follows it
                         while j < len(texts) and texts[j] not in ("{", ";"):
                             j += 1
@@ -250,6 +255,7 @@ def _recursion(ids) -> list[tuple[int, str]]:
             if close is not None and _arity(texts, call_open, close) == arity:
                 found.append((ids[k][0], RECURSION.format(name=name.split("::")[-1])))
                 break
+    found += _call_cycles(ids, texts, [d for d in defs if arities.get(d[:2], 0) == 1])
     return found
 
 
@@ -394,6 +400,71 @@ def _program_scope_variable(stmt: list) -> bool:
     equals = texts.index("=") if "=" in texts else len(texts)
     # a function's declaration has its parameters before any `=` (a default argument)
     return paren == len(texts) or equals < paren
+
+
+def _call_cycles(ids, texts: list[str], defs) -> list[tuple[int, str]]:
+    """Functions of the file (not templates, one overload of their name and arity) that call
+    each other round a cycle (`even` calls `odd`, `odd` calls `even`): recursion as well, which
+    Metal refuses; named at the first call of the cycle's first function."""
+    by_key = {(name, arity): (start, end) for name, arity, start, end in defs
+              if "::" not in name}
+    calls: dict[tuple[str, int], list[tuple[tuple[str, int], int]]] = {}
+    for (name, arity), (start, end) in by_key.items():
+        for k in range(start + 1, end):
+            if texts[k + 1] != "(" or texts[k - 1] in (".", "->", "::") or texts[k] == name:
+                continue
+            close = _matching(texts, k + 1)
+            callee = (texts[k], _arity(texts, k + 1, close) if close is not None else -1)
+            if callee in by_key:
+                calls.setdefault((name, arity), []).append((callee, ids[k][0]))
+    found, reported = [], set()
+    for first in by_key:
+        path, seen = _cycle_from(first, calls)
+        if path and frozenset(path) not in reported:
+            reported.add(frozenset(path))
+            names = " and ".join(dict.fromkeys(n for n, _ in path))
+            line = next(ln for callee, ln in calls[first] if callee == path[1 % len(path)])
+            found.append((line, f"Metal has no recursion ({names} call each other)"))
+    return found
+
+
+def _cycle_from(first, calls):
+    """A path of calls from `first` back to it (its functions, `first` first), or None."""
+    stack, seen = [(first, [first])], {first}
+    while stack:
+        node, path = stack.pop()
+        for callee, _ in calls.get(node, ()):
+            if callee == first and len(path) > 1:
+                return path, seen
+            if callee not in seen:
+                seen.add(callee)
+                stack.append((callee, path + [callee]))
+    return None, seen
+
+
+def _param_types(texts: list[str], open_at: int, close: int) -> tuple[str, ...]:
+    """Each parameter's text without its name (`const float x` -> `const float`)."""
+    params, current, depth = [], [], 0
+    for t in texts[open_at + 1:close]:
+        if t in ("(", "[", "<", "{"):
+            depth += 1
+        elif t in (")", "]", ">", "}"):
+            depth -= 1
+        if t == "," and depth == 0:
+            params.append(current)
+            current = []
+        else:
+            current.append(t)
+    if current:
+        params.append(current)
+    out = []
+    for p in params:
+        if "=" in p:
+            p = p[:p.index("=")]
+        if len(p) > 1 and p[-1][:1].isalpha() or (len(p) > 1 and p[-1][:1] == "_"):
+            p = p[:-1]
+        out.append(" ".join(p))
+    return tuple(out)
 
 
 def _class_scopes(texts: list[str]) -> list[str]:

@@ -87,6 +87,12 @@ FILE_LEVEL = [
     ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
      "(*this)(x / 2) : x; } };", "Metal has no recursion (operator() calls itself)"),
     ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
+    # recursion through another function, or through a prototype g++ took for an overload
+    ("inline float odd(float n); inline float even(float n) { return n <= 0 ? 1 : odd(n - 1); } "
+     "inline float odd(float n) { return n <= 0 ? 0 : even(n - 1); }",
+     "Metal has no recursion (even and odd call each other)"),
+    ("inline float fact(float n); inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }",
+     "Metal has no recursion (fact calls itself)"),
     # a file-level variable: a Mac says "program scope variable must reside in constant
     # address space"
     ("float planted_scale = 2.0f;", "Metal has no program-scope variable"),
