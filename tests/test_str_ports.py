@@ -232,6 +232,25 @@ def test_a_gelu_that_loses_nan_is_red_on_the_reference_inputs(real_root, functor
 
 
 @needs_compiler
+@pytest.mark.parametrize("wrong, value", [
+    ("if (::metal::isinf(float(x)) && float(x) > 0) return T(NAN);", "inf"),
+    ("if (float(x) > 1e38f) return T(INFINITY);", "e+38"),
+], ids=["nan-at-inf", "overflow-near-max"])
+def test_a_gelu_wrong_where_onednn_answers_apart_is_red_on_the_reference_inputs(real_root, wrong, value):
+    """x86's oneDNN gelu (torch's CPU path for a whole float32 tensor here) answers NaN at inf
+    and inf near FLT_MAX; a Mac's torch has no oneDNN and answers inf and x, as torch's own
+    loop does. Those edge values were left out as 'answered two ways', so a kernel wrong exactly
+    there was green on every float32 row while a Mac's reference (inf, 3.4e38) says red."""
+    _ported(real_root, "gelu")
+    metal = (real_root / ACT_METAL).read_text()
+    body = re.search(r"struct gelu_functor \{.*?operator\(\)\(const T x\) \{\n", metal, re.S).group()
+    (real_root / ACT_METAL).write_text(metal.replace(body, body + "    " + wrong + "\n"))
+    code, by = _outcomes(real_root, "gelu", "--dtype", "float32", "--reference-inputs")
+    assert code == 1 and by[True, "float32"]["outcome"] == "fail", by
+    assert value in by[True, "float32"]["mismatches"][0]["inputs"]["input"], by[True, "float32"]
+
+
+@needs_compiler
 def test_a_choice_porter_cannot_read_is_not_proven(real_root):
     _ported(real_root, "gelu")
     _edit(real_root, ACT_HOST, "(approximate == GeluType::Tanh)", "(iter.numel() > 3)")

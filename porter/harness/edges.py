@@ -9,6 +9,7 @@ floating types. `porter test --reference-inputs` runs them after the OpInfo's ow
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 # integer candidates; each dtype keeps those in its range (plus its own min/max and neighbours)
@@ -152,7 +153,43 @@ def edge_samples(info, dtype, template_samples, unsettled: list | None = None) -
     found = [s for s in found if _cpu_accepts(info, s)]
     if not _ufunc(info):
         found = [s for s in (_settled(info, s, unsettled) for s in found) if s is not None]
+        # their reference is computed as a Mac's torch computes it
+        found = [_without_onednn_sample(s) for s in found]
     return found
+
+
+# a sample whose CPU reference runs without oneDNN (without_onednn)
+MAC_LOOPS = "porter_without_onednn"
+_MAC_LOOPS_CLASS: list = []
+
+
+def _without_onednn_sample(sample):
+    """`sample` as one whose reference runs without oneDNN (SampleInput takes no new
+    attribute: a subclass carries the mark, as shapes' LayoutSample does)."""
+    if not _MAC_LOOPS_CLASS:
+        from torch.testing._internal.opinfo.core import SampleInput
+        _MAC_LOOPS_CLASS.append(type("WithoutOneDNNSample", (SampleInput,), {MAC_LOOPS: True}))
+    return _MAC_LOOPS_CLASS[0](sample.input, args=sample.args, kwargs=sample.kwargs,
+                               output_process_fn_grad=sample.output_process_fn_grad,
+                               broadcasts_input=sample.broadcasts_input, name=sample.name)
+
+
+@contextlib.contextmanager
+def without_onednn():
+    """torch's CPU without oneDNN, as a Mac's torch is built (USE_MKLDNN is off on arm64
+    macOS). Here oneDNN computes float32 and bfloat16 gelu over a tensor of more than one
+    element, and its erf answers NaN at inf and inf near FLT_MAX, where torch's own loops (a
+    Mac's, and this machine's one-element call) answer inf and x."""
+    import torch
+    # torch's own switch, not torch.backends.mkldnn: upstream's test module locks that one
+    # (disable_global_flags), and its flags() also resets oneDNN's other settings
+    get, put = torch._C._get_mkldnn_enabled, torch._C._set_mkldnn_enabled
+    was = get()
+    put(False)
+    try:
+        yield
+    finally:
+        put(was)
 
 
 def _ufunc(info) -> bool:
@@ -162,11 +199,12 @@ def _ufunc(info) -> bool:
 def _settled(info, sample, unsettled: list | None):
     """`sample` without the elements this machine's CPU answers two ways: its vectorized loop
     (a whole tensor) and its scalar loop (one element at a time) apart by more than torch's
-    default tolerance for the dtype. x86's vectorized erf gives gelu NaN at inf and inf at
-    3.4e38, where the scalar loop and a Mac's NEON erf give 1 and 3.4e38: which loop a Mac's
-    reference runs for an element depends on where it sits, so porter cannot say what a Mac
-    computes there and compares neither. Each element left out goes into `unsettled` as
-    (input value, vectorized, scalar); the run's note says so. Upstream's samples and the
+    default tolerance for the dtype. Both run without oneDNN (without_onednn), as on a Mac:
+    oneDNN's gelu (NaN at inf, inf at 3.4e38) is not a Mac's answer, and torch's own loops
+    agree there, so those values are compared, not left out. Which loop a Mac's reference
+    runs for an element depends on where it sits, so where the loops disagree porter cannot
+    say what a Mac computes and compares neither. Each element left out goes into `unsettled`
+    as (input value, vectorized, scalar); the run's note says so. Upstream's samples and the
     ufunc OpInfos' edges (measured against a Mac's paths over many reviews) are not filtered."""
     import warnings
 
@@ -175,7 +213,7 @@ def _settled(info, sample, unsettled: list | None):
     if sample.input.dim() != 1 or n < 2:
         return sample
     sliced = [isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() == n for a in sample.args]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), without_onednn():
         warnings.simplefilter("ignore")
         try:
             whole = info(sample.input.clone(), *sample.args, **sample.kwargs)

@@ -207,10 +207,13 @@ class OpDbSource:
         return found() if found is not None else []
 
     def reference(self, sample, device_out):
-        from porter.harness import mac_cpu_reference
+        from porter.harness import edges, mac_cpu_reference
+        # porter's edge values of a plain OpInfo: torch's loops, as on a Mac (no oneDNN)
+        with edges.without_onednn() if getattr(sample, edges.MAC_LOOPS, False) \
+                else contextlib.nullcontext():
+            local = _reference(self.info, sample, device_out)
         reference, changed = mac_cpu_reference.exact_reference(
-            self.info.name, sample.input, _reference(self.info, sample, device_out),
-            self.reference_inputs)
+            self.info.name, sample.input, local, self.reference_inputs)
         if changed is not None:
             self._exact_rows = (self._exact_rows or 0) + changed
         return reference

@@ -290,7 +290,7 @@ def test_pointwise_ops_of_plain_opinfos_get_edges_for_each_string_choice():
 
 class _TwoLoops:
     """An op whose whole-tensor loop answers `vectorized` at `at` and its one-element loop the
-    input itself: what x86's vectorized erf does to gelu at inf."""
+    input itself (torch's own loops never do for gelu; x86's oneDNN did, and is not asked)."""
 
     def __init__(self, at: float, vectorized: float):
         self.at, self.vectorized = at, vectorized
@@ -303,7 +303,7 @@ class _TwoLoops:
 
 
 @pytest.mark.parametrize("at, vectorized, left_out", [
-    (math.inf, math.nan, [(math.inf, math.nan, math.inf)]),      # gelu on x86: left out
+    (math.inf, math.nan, [(math.inf, math.nan, math.inf)]),      # NaN against inf: left out
     (3.0, 3.0000002, []),                                        # within float32's tolerance
     (2.0, 2.5, [(2.0, 2.5, 2.0)]),                               # beyond it: left out
 ], ids=["nan-vs-inf", "within-tolerance", "beyond-tolerance"])
@@ -360,3 +360,23 @@ def test_an_int_way_of_passing_scalars_leaves_room_for_the_next():
         ways = [tuple(k for k, _ in edges._scalars(s)) for s in got]
         assert set(ways) == {(0,), ("alpha",)}, (dtype, ways)
         assert len(got) == (2 if dtype == torch.float32 else 6), (dtype, ways)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gelus_infinity_and_max_are_sent_with_a_reference_without_onednn(dtype):
+    """x86's oneDNN computes a whole float32/bfloat16 gelu and answers NaN at inf and inf at
+    FLT_MAX; a Mac's torch has no oneDNN and answers inf and FLT_MAX. Those values are sent
+    (nothing left out) and their samples carry the mark that computes their reference
+    without oneDNN, which answers what a Mac does."""
+    from porter.harness import opinfo_run
+    gelu = _op("nn.functional.gelu")
+    unsettled = []
+    got = edges.edge_samples(gelu, dtype, gelu.sample_inputs("cpu", dtype), unsettled)
+    assert unsettled == [] and all(getattr(s, edges.MAC_LOOPS, False) for s in got)
+    top = float(torch.finfo(dtype).max)
+    none = next(s for s in got if s.kwargs["approximate"] == "none")
+    assert _holds(none.input, math.inf) and _holds(none.input, top)
+    with edges.without_onednn():
+        ref = opinfo_run._reference(gelu, none, None)
+    at = (none.input == math.inf) | (none.input == top)
+    assert torch.equal(ref[at], none.input[at]), ref[at]
