@@ -258,5 +258,15 @@ def reading(rows_: list[dict]) -> list[str]:
             for (sides, special), where in groups.items()]
 
 
+def in_one_line(row: dict) -> str:
+    """A row with its float64 value as a clause for a one-line verdict (`candidates --verify`):
+    "at (1,): cpu 2944.0, device 2940.0, float64 2940.976724 (both are within ...)"; "" for a
+    row without one."""
+    if "within" not in row:
+        return ""
+    return (f"at {_index(row['index'])}: cpu {row['cpu']}, device {row['device']}, float64 "
+            f"{row['float64']} ({_SIDES[tuple(row['within'])]})")
+
+
 def _index(index: list[int]) -> str:
     return "(" + ", ".join(map(str, index)) + ("," if len(index) == 1 else "") + ")"

@@ -109,3 +109,29 @@ def test_a_special_value_is_not_called_a_rounding(cpu, device, wide, says):
                  PArray("float32", np.array([device], dtype=F32)), 1e-5, 1.3e-6, wide=np.array([wide]))
     lines = reading(found)
     assert len(lines) == 1 and says in lines[0] and "rounds otherwise" not in lines[0]
+
+
+def test_a_one_line_verdict_carries_the_first_rows_float64_value():
+    # `porter candidates --verify` says one line per op: the float16 logit_backward red read
+    # "1 element in 943,593 off" and nothing of which side was off
+    from porter.harness.measure_port import FAILS, _verdict
+    from porter.harness.mismatches import in_one_line
+    from porter.harness.verdicts import FAIL, DtypeResult, OpResult
+
+    x = PArray("float16", np.array([0.00024462], dtype=F16))
+    row = rows([("args[0]", x)], PArray("float16", np.array([2944.0], dtype=F16)),
+               PArray("float16", np.array([2940.0], dtype=F16)), 0.5, 1e-3,
+               wide=np.array([2940.9767242040616]))[0]
+    said = ("at (0,): cpu 2944.0, device 2940.0, float64 2940.976724 (both are within "
+            "tolerance of it, not of each other)")
+    assert in_one_line(row) == said
+    failed = DtypeResult("float16", FAIL, message="Tensor-likes are not close!", mismatches=[row])
+    result = OpResult("logit_backward", "logit_backward", "", "logit_backward", "emulate",
+                      reference=True, dtypes=[failed])
+    upstream = OpResult("logit_backward", "logit_backward", "", "logit_backward", "emulate",
+                        dtypes=[DtypeResult("float16", "pass")])
+    verdict = _verdict("logit_backward", [upstream, result])
+    assert verdict.status == FAILS
+    assert verdict.detail == f"float16 (reference inputs): Tensor-likes are not close!; {said}"
+    # upstream's samples carry no float64 value: the line is torch's message alone
+    assert in_one_line({k: v for k, v in row.items() if k not in ("float64", "within")}) == ""
