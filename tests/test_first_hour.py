@@ -316,3 +316,21 @@ def test_what_the_readme_says_of_a_port_without_torch_and_of_checks_summary(mini
     clean = porter("check", root=mini_root)
     assert clean.out == "" and clean.err.startswith("porter check: clean (")
     assert "$ porter check                   # findings on stdout; this summary line on stderr" in readme
+
+
+def test_a_reference_input_failure_shows_the_float64_value_and_stays_red(wrong_heaviside):
+    # porter's own reference inputs: the table adds the op's float64 value and which side is
+    # within tolerance of it; the planted functor (heaviside(0, b) answers 0) is the side off
+    result = porter("test", "heaviside", "--device", "emulate", "--dtype", "float32",
+                    "--reference-inputs", root=wrong_heaviside)
+    assert result.code == 1
+    lines = result.out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:6] == [
+        "index", "input", "args[0]", "cpu", "device", "float64"])
+    first = lines[head + 1].split()
+    # heaviside(0, b) is b: the CPU's b is the float64 value's (ten digits), the device's 0 not
+    assert first[1] in ("0.0", "-0.0") and first[4] == first[1] != first[3]
+    assert float(first[5]) == pytest.approx(float(first[3]), rel=1e-7)
+    reading = next(line for line in lines[head:] if line.strip().startswith("float64 ("))
+    assert "the CPU reference is within tolerance of it, the device is not: the kernel's" in reading
+    assert "FAIL float32" in result.out

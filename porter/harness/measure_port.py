@@ -141,6 +141,11 @@ def _verdict(op: str, results) -> Verdict:
     r, d = bad[0]
     where = f"{d.dtype} (reference inputs)" if r.reference else d.dtype
     why = d.message if d.outcome == FAIL else "passes, but an expectation says it fails"
+    if d.outcome == FAIL and d.mismatches:
+        # a reference input's first row beside its float64 value: which side is off it
+        from porter.harness.mismatches import in_one_line
+        clause = in_one_line(d.mismatches[0])
+        why += f"; {clause}" if clause else ""
     return Verdict(op, FAILS, f"{where}: {why}", passed, len(upstream), d.dtype)
 
 

@@ -161,6 +161,10 @@ class SampleSource(Protocol):
         """(the reference a Mac's CPU computes, what it is) where it is not this machine's
         (porter.harness.mac_cpu_reference), else None."""
 
+    def wide_reference(self, sample):
+        """The op's value of the sample's inputs in float64 for the mismatch table (porter's
+        reference inputs), or None."""
+
     def record_errors(self, res: DtypeResult, reference, device_out) -> None: ...
 
     def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
@@ -288,8 +292,10 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
                 message, reference = f"against {mac[1]}: {message}", mac[0]
     if message is not None and not res.failed_samples:      # the first failing sample's table
         from porter.harness import mismatches
+        wide = getattr(source, "wide_reference", None)
         res.mismatches = mismatches.rows(mismatches.sample_inputs(sample), reference, device_out,
-                                         tolerances[0], tolerances[1], floors)
+                                         tolerances[0], tolerances[1], floors,
+                                         wide=wide(sample) if wide is not None else None)
     return message
 
 
