@@ -30,3 +30,17 @@ def test_an_error_naming_a_path_shows_its_bidi_and_zero_width_characters_escaped
     assert result.code == 2
     assert result.err == f"porter: error: --root {tmp_path}/no\\u202eroot\\u200b: no such directory\n"
     assert str(PorterError("x", path=missing)) == f"{tmp_path}/no\\u202eroot\\u200b: x"
+
+
+def test_a_dtype_that_names_no_torch_dtype_is_bad_input(mini_root):
+    """--dtype float33 ran, matched no dtype and ended "nothing was tested ... port it first"
+    (exit 1, as if the op were unported); a misspelt or aliased name is bad input with the
+    name torch's tables use."""
+    for command in (("test", "add", "--device", "emulate"), ("pr", "add")):
+        for given, suggested in (("float33", "float32"), ("half", "float16"), ("long", "int64")):
+            result = porter(*command, "--dtype", given, root=mini_root)
+            assert result.code == 2, (command, given, result.err)
+            assert result.err.strip() == (f"porter: error: --dtype {given}: not a torch dtype name "
+                                          f"(did you mean {suggested}?)"), result.err
+    result = porter("test", "add", "--device", "emulate", "--dtype", "xyz", root=mini_root)
+    assert result.code == 2 and "one of bool, uint8," in result.err

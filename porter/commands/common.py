@@ -97,6 +97,29 @@ def require(command: str, *modules: str) -> None:
                               hint=f"pip install {packages.get(module, module)}")
 
 
+# torch's dtype names, as a run's tables print them (str(dtype) without "torch.")
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+               "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128")
+# torch's other spellings (torch.half is torch.float16): suggested, the table's name asked for
+ALIASES = {"half": "float16", "float": "float32", "double": "float64", "short": "int16",
+           "int": "int32", "long": "int64", "chalf": "complex32", "cfloat": "complex64",
+           "cdouble": "complex128"}
+
+
+def check_dtype_names(names) -> None:
+    """A --dtype that names no torch dtype is bad input (exit 2), not a run that tests nothing."""
+    import difflib
+
+    from porter.errors import PorterError
+    for name in names or ():
+        if name not in DTYPE_NAMES:
+            near = [ALIASES[name]] if name in ALIASES else \
+                difflib.get_close_matches(name, DTYPE_NAMES, n=1)
+            raise PorterError(f"--dtype {name}: not a torch dtype name",
+                              hint=f"did you mean {near[0]}?" if near else
+                              "one of " + ", ".join(DTYPE_NAMES))
+
+
 def resolve_device(device: str | None) -> str:
     """`--device auto` (every command's default): mps on a Mac, else emulate."""
     return default_test_device() if device in (None, "auto") else device

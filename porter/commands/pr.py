@@ -41,7 +41,8 @@ def run(args) -> int:
     checkout = resolve_checkout(args.root)
     if checkout is None:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
-    from porter.commands.common import resolve_device
+    from porter.commands.common import check_dtype_names, resolve_device
+    check_dtype_names(args.dtypes)
     data = describe(checkout, args.ops, args.base, resolve_device(args.device), args.dtypes)
     for warning in data["warnings"]:
         print(f"porter: warning: {warning}", file=sys.stderr)

@@ -59,7 +59,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from porter.commands.common import require, resolve_device
+    from porter.commands.common import check_dtype_names, require, resolve_device
+    check_dtype_names(args.dtypes)
     args.device = resolve_device(args.device)
     require("test", "numpy")       # expecttest has a stand-in (harness.opdb)
     from porter.harness.session import Options, run as run_session
