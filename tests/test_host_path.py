@@ -356,6 +356,11 @@ def test_a_stub_registered_twice_is_not_green(real_root, second):
     assert "heaviside_stub is registered" in message and "PORTER021" in message, message
     if second == "same-file":
         assert "does not compile on a Mac" in message, message
+        # nor does any other op of that .mm run on a Mac: hypot's kernel is fine, its host is not
+        code, by = outcomes(real_root, "hypot", "--dtype", "float32")
+        assert code == 1 and by["float32"]["outcome"] == "fail", by
+        assert "BinaryKernel.mm does not compile on a Mac: it registers heaviside_stub twice" in \
+            by["float32"]["message"], by
     else:
         where = "ActivationKernel.mm:" if second == "other-file" else "UnaryOps.mm:"
         assert message.startswith("not proven: ") and where in message, message

@@ -169,6 +169,12 @@ def host_kernels(root: Path) -> list[HostKernel]:
     _also_registered_elsewhere(root, registered)
     found = [replace(h, fault=_registered_twice(h.stub, registered[h.stub]))
              if not h.fault and len(registered.get(h.stub, ())) > 1 else h for h in found]
+    # a .mm that registers one stub twice does not compile: on a Mac no op of it runs
+    broken = {mm.stem: stub for stub, where in registered.items()
+              for mm in {m for m, _ in where} if sum(m == mm for m, _ in where) > 1}
+    found = [replace(h, fault=(f"{h.metal.stem}.mm does not compile on a Mac: it registers "
+                               f"{broken[h.metal.stem]}_stub twice (porter check: PORTER021)"))
+             if not h.fault and h.metal.stem in broken else h for h in found]
     from porter.emulate.kernel_pick import stub_impl_kernels
     return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
 
