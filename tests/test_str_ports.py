@@ -251,6 +251,24 @@ def test_a_gelu_wrong_where_onednn_answers_apart_is_red_on_the_reference_inputs(
 
 
 @needs_compiler
+def test_a_gelu_tanh_backward_that_loses_nan_in_self_is_red_on_the_reference_inputs(real_root):
+    """gelu_backward's edge values for approximate='tanh' were in grad_output only (the first
+    operand): `self`, the operand whose NaN and inf the tanh formula reads, held upstream's
+    values, so a tanh backward answering 0 for a NaN self was green on every row."""
+    _ported(real_root, "gelu")
+    subprocess_commit(real_root)
+    assert porter("migrate-from-mpsgraph", "gelu_backward", root=real_root).code == 0
+    metal = (real_root / ACT_METAL).read_text()
+    body = re.search(r"struct gelu_tanh_backward_functor \{.*?operator\(\)\([^)]*\) \{\n", metal, re.S).group()
+    # wrong on purpose: a NaN self gives 0
+    (real_root / ACT_METAL).write_text(metal.replace(
+        body, body + "    if (::metal::isnan(float(self))) return T(0);\n"))
+    code, by = _outcomes(real_root, "gelu_backward", "--dtype", "float32", "--reference-inputs")
+    assert code == 1 and by[False, "float32"]["outcome"] == "pass", by    # upstream's samples
+    assert by[True, "float32"]["outcome"] == "fail", by
+
+
+@needs_compiler
 def test_a_choice_porter_cannot_read_is_not_proven(real_root):
     _ported(real_root, "gelu")
     _edit(real_root, ACT_HOST, "(approximate == GeluType::Tanh)", "(iter.numel() > 3)")

@@ -130,8 +130,11 @@ def edge_samples(info, dtype, template_samples, unsettled: list | None = None) -
         if lhs is not None and second.numel():
             m = second.numel()
             lhs = lhs.repeat(m // n + 1)[:m]
-            found.append(type(template)(lhs, args=(second, *base_args[1:]),
-                                        kwargs=dict(template.kwargs)))
+            # for each value of a string keyword too: gelu_backward's tanh kernel reads NaN
+            # and inf from `self`, its second operand
+            for kwargs in [dict(template.kwargs)] + _other_keyword_choices(fits, template):
+                found.append(type(template)(lhs.clone(), args=(second.clone(), *base_args[1:]),
+                                            kwargs=kwargs))
         # each critical value of a beside each of b's, once (heaviside(0, nan), inf - inf,
         # INT_MIN * -1 happen in no sample above: the other operand there is upstream's
         # values); a small fixed set, not every pair of edges (which ran test_verify's
