@@ -49,6 +49,8 @@ def render(results: list[OpResult], root: str | None = None) -> str:
                               message="expected failure: " + "; ".join(d.expected_by))
             elif d.outcome == SKIP:
                 ET.SubElement(case, "skipped", message=d.message or "skipped")
+            if d.notes:     # what qualifies the row (edge values not compared, none added)
+                ET.SubElement(case, "system-out").text = "".join(f"note: {n}\n" for n in d.notes)
     for key, value in total.items():
         suites.set(key, str(value))
     ET.indent(suites)

@@ -36,3 +36,18 @@ def test_xpass_and_fail_are_failures_xfail_and_skip_are_skipped():
                         "bool": [("skipped", None)]}
     xpass = cases["int32"].find("failure")
     assert xpass.get("message") == "unexpected success: expected to fail by UNIMPLEMENTED_XFAILLIST"
+
+
+def test_a_rows_notes_reach_its_testcase():
+    """A reference run's note (edge values not compared, or none added at all) qualifies a
+    green row; CI reads only the XML, where a pass without it passes for what it is not."""
+    note = "no edge values (NaN, ±inf, the dtype's limits) added: these are its own reference inputs"
+    rows = [DtypeResult("float32", "pass", samples=3, notes=[note]), DtypeResult("float16", "pass", samples=3)]
+    result = OpResult("nn.functional.hardswish", "nn.functional.hardswish", "", "nn.functional.hardswish",
+                      "emulate", rows, reference=True)
+    suite = ET.fromstring(junit.render([result]).split("\n", 1)[1]).find("testsuite")
+    cases = {c.get("name").rsplit("_", 1)[1]: c for c in suite.iter("testcase")}
+    assert cases["float32"].find("system-out").text == f"note: {note}\n"
+    assert cases["float16"].find("system-out") is None
+    # a note never turns a row red or skipped
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "0")
