@@ -121,12 +121,17 @@ def _run_converted(args, options: dict, run_session, Options) -> int:
 
 
 def github_annotations(data: dict, device: str) -> list[str]:
-    """GitHub workflow commands: an error per failing or xpassing dtype, with the repro."""
+    """GitHub workflow commands: an error per failing or xpassing dtype, with the repro; a
+    notice per note of a dtype's row."""
     from porter.commands.terminal import escape_github
 
     lines = []
     for op in data.get("ops", []):
         for d in op.get("dtypes", []):
+            # what qualifies the row (a reference run's edge values not compared, none added)
+            where = f"porter test {op['op']} {d['dtype']}"
+            for note in d.get("notes") or []:
+                lines.append(f"::notice title={escape_github(where, True)}::{escape_github(note)}")
             if d["outcome"] not in ("fail", "xpass"):
                 continue
             title = f"porter test {op['op']} {d['dtype']}: {d['outcome']}"

@@ -76,6 +76,10 @@ def test_section(results: list[OpResult], device: str, root: str | None = None,
         lines += ["", "<details><summary>skipped dtypes and why</summary>", ""]
         lines += [f"- {code(r.op)} {d.dtype}: {cell(d.message, 300)}" for r, d in skipped]
         lines += ["", "</details>"]
+    # what qualifies a row (a reference run's edge values not compared, or none added)
+    noted = [(r, d, n) for r in results for d in r.dtypes for n in d.notes]
+    if noted:
+        lines += ["", "Notes:", ""] + [f"- {code(r.op)} {d.dtype}: {cell(n, 300)}" for r, d, n in noted]
     for note in notes or []:
         lines += ["", f"> {cell(note, 300)}"]
     return "\n".join(lines) + "\n"

@@ -47,6 +47,29 @@ class TestMarkdown(expecttest.TestCase):
 </details>
 """)
 
+    def test_a_rows_notes_are_listed(self):
+        """A reference run's note qualifies a green row (values not compared, none added): the
+        job summary, where reviewers look, says it as the text report does."""
+        results = [OpResult("nn.functional.gelu", "nn.functional.gelu", "", "nn.functional.gelu",
+                            "emulate", reference=True, dtypes=[
+                                DtypeResult("float32", "pass", samples=10,
+                                            notes=["2 edge value(s) not compared: x=inf"]),
+                                DtypeResult("float16", "pass", samples=10)])]
+        self.assertExpectedInline(section_of(results, "emulate").split("\n\n", 3)[3], """\
+Notes:
+
+- `nn.functional.gelu` float32: 2 edge value(s) not compared: x=inf
+""")
+
+    def test_a_rows_notes_are_github_notices(self):
+        from porter.commands.test import github_annotations
+        data = {"ops": [{"op": "nn.functional.hardswish", "name": "nn.functional.hardswish",
+                         "reference": True, "dtypes": [
+                             {"dtype": "float32", "outcome": "pass", "notes": ["no edge values added"]},
+                             {"dtype": "float16", "outcome": "pass", "notes": []}]}]}
+        assert github_annotations(data, "emulate") == [
+            "::notice title=porter test nn.functional.hardswish float32::no edge values added"]
+
     def test_nothing_tested_is_not_green(self):
         empty = [OpResult("heaviside", "heaviside", "", "heaviside", "emulate")]
         text = section_of(empty, "emulate")
