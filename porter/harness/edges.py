@@ -299,6 +299,7 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
     import torch
     found = []
     signatures = set()
+    sent = 0            # ways that gave a sample: one that cannot (an empty tensor) takes no place
     for template in template_samples:
         if not isinstance(template.input, torch.Tensor) or template.input.dtype != dtype:
             continue
@@ -316,6 +317,7 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
             continue
         kwargs = {k: scalars.get(k, v) for k, v in template.kwargs.items()}
         found.append(type(template)(values, args=tuple(args), kwargs=kwargs))
+        sent += 1
         if dtype in (torch.int32, torch.int64):
             # every scalar at 2^24, where a float stops holding each integer: a kernel that
             # compares or computes an integer through a float (`float(x) <= threshold`) takes
@@ -328,7 +330,7 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
                     _boundaries([limit], dtype),
                     args=tuple(wide.get(i, a) for i, a in enumerate(args)),
                     kwargs={k: wide.get(k, v) for k, v in kwargs.items()}))
-        if len(signatures) >= MAX_SCALAR_SAMPLES:
+        if sent >= MAX_SCALAR_SAMPLES:
             break       # ways, not samples: an int32 way's 2^24 samples leave room for the next
     return found
 

@@ -380,3 +380,17 @@ def test_gelus_infinity_and_max_are_sent_with_a_reference_without_onednn(dtype):
         ref = opinfo_run._reference(gelu, none, None)
     at = (none.input == math.inf) | (none.input == top)
     assert torch.equal(ref[at], none.input[at]), ref[at]
+
+
+def test_a_way_that_gives_no_sample_leaves_room_for_the_next():
+    """A way whose other tensor cannot be cycled (empty: upstream's samples hold some) gives no
+    sample; it must not take a place under MAX_SCALAR_SAMPLES from the ways after it (before:
+    the cap counted ways seen, so the keyword way of a third template was never tried)."""
+    x = torch.tensor([1.0, 2.0, 3.0])
+    empty = torch.tensor([])
+    templates = [SampleInput(x, args=(empty, 2)), SampleInput(x, args=(x, 2, 4)),
+                 SampleInput(x, args=(x,), kwargs={"alpha": 3})]
+    got = edges.scalar_samples(templates, torch.float32,
+                               lambda a, n: a.reshape(-1).repeat(n)[:n] if a.numel() else None)
+    ways = [tuple(k for k, _ in edges._scalars(s)) for s in got]
+    assert ways == [(1, 2), ("alpha",)], ways
