@@ -64,12 +64,10 @@ def values(dtype):
 def is_elementwise(info) -> bool:
     """An OpInfo whose samples may take any shape of values: the ufunc classes upstream uses
     for elementwise ops, and an OpInfo of another class whose aten op is tagged `pointwise` in
-    native_functions.yaml (nn.functional.gelu, mish, softplus: activations upstream tests
-    with a plain OpInfo, whose Metal kernels are elementwise all the same)."""
-    info = getattr(info, "info", info)
-    if any(c.__name__ in ELEMENTWISE for c in type(info).__mro__):
-        return True
-    return _pointwise(info)
+    native_functions.yaml (nn.functional.gelu and leaky_relu, and through them their backward
+    ops: activations upstream tests with a plain OpInfo, whose Metal kernels are elementwise
+    all the same)."""
+    return _ufunc(info) or _pointwise(getattr(info, "info", info))
 
 
 def _pointwise(info) -> bool:
