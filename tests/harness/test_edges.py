@@ -394,3 +394,20 @@ def test_a_way_that_gives_no_sample_leaves_room_for_the_next():
                                lambda a, n: a.reshape(-1).repeat(n)[:n] if a.numel() else None)
     ways = [tuple(k for k, _ in edges._scalars(s)) for s in got]
     assert ways == [(1, 2), ("alpha",)], ways
+
+
+def test_the_values_left_out_are_known_before_the_first_sample_runs(monkeypatch):
+    """The run's note is attached as samples are recorded: were every edge sample left out,
+    a note filled only after the OpInfo's own samples had run would reach no row."""
+    from porter.harness import opinfo_run
+    left_out = (math.inf, math.nan, math.inf)
+
+    def all_left_out(info, dtype, templates, unsettled=None):
+        unsettled.append(left_out)
+        return []
+    monkeypatch.setattr(edges, "edge_samples", all_left_out)
+    unsettled = []
+    samples = opinfo_run.generate_samples(_op("nn.functional.gelu"), torch.float32,
+                                          reference=True, unsettled=unsettled)
+    next(iter(samples))
+    assert unsettled == [left_out]
