@@ -89,7 +89,7 @@ def compiler_id(cxx: str) -> str:
 # entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
-                  "metal_builtins.py", "metal_language.py", "probe.py", "toolchain.py")
+                  "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py")
 _code_digest: str | None = None
 
 
