@@ -632,6 +632,8 @@ def metallib_files(root: Path | None, display_path) -> list[Path]:
     kernels = Path(root) / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
     here = Path(display_path)
     here = here if here.is_absolute() else Path(root) / here
+    if not _under(here, kernels):       # a file outside the checkout's kernels is no part of it
+        return []
     try:
         files = sorted(kernels.glob("*.metal"))
     except OSError:

@@ -150,7 +150,7 @@ VERSIONED = [
      "Metal has no `double`", "__METAL_VERSION__ 400"),
     # the other way round: what only 3.1 compiles
     ("#if __METAL_VERSION__ < 320\ninline float helper(float x) { return undefined_name(x); }\n"
-     "#endif", "'undefined_name' was not declared", None),
+     "#endif", "'undefined_name'", None),
 ]
 
 
@@ -214,7 +214,7 @@ def test_a_file_level_error_fails_every_kernel_of_the_file_in_check(fixture_root
 def test_a_branch_of_another_version_fails_the_full_build(fixture_root):
     planted, _, _ = VERSIONED[0]
     lib = build_source(_at_file_level(planted), "planted.metal", fixture_root, strict=False)
-    [error] = lib.build_errors()
+    error = lib.build_errors()[0]      # the front end's, then the emulator's own build of 3.2
     assert error.startswith("build error: planted.metal:5: expected ';'"), error
     assert error.endswith("(with __METAL_VERSION__ 320)")
     assert lib.other_versions == [320]
@@ -381,7 +381,7 @@ def test_a_float_shift_in_a_ported_functor_is_a_build_error_not_nothing_to_do(re
     before = snapshot(real_root)
     rerun = porter("new-op", "heaviside", root=real_root)
     assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
-    assert "does not build" in rerun.err and "operator>>" in rerun.err, rerun.err
+    assert "does not build" in rerun.err and "invalid operands to binary expression" in rerun.err, rerun.err
     assert snapshot(real_root) == before
 
 
