@@ -109,6 +109,14 @@ class View(NamedTuple):
     kernels: tuple[tuple[str, str], ...]  # (host name, `file:line`)
 
 
+def enabled() -> bool:
+    """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
+    token pass. Off by default until Metal's library declarations (stdlib's header) replace the
+    placeholder of frontend_include and a registration's instantiation is checked piece by
+    piece: docs/testing.md says what each gives."""
+    return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
+
+
 class NoFrontEnd(PorterError):
     """Without libclang nothing says what a Mac's compiler accepts: not proven, never green."""
     exit_code = exit_codes.FAILED

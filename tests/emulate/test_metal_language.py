@@ -46,13 +46,16 @@ IN_FUNCTOR = [
     ("using std::max;", "Metal has no C++ standard library"),
     ("bool b = std::is_same_v<T, float>; (void)b;", "Metal has no C++ standard library"),
     ("goto done; done:", "Metal has no `goto`"),
-    ("float* p = new float(x); (void)p;", "Metal has no dynamic allocation (`new`"),
-    ("float* p = nullptr; delete p;", "Metal has no dynamic allocation (`delete`"),
-    ("float* p = nullptr; delete[] p;", "Metal has no dynamic allocation (`delete`"),
-    ("try { (void)x; } catch (...) {}", "Metal has no exceptions (`try`"),
-    ("if (x != x) throw 1;", "Metal has no exceptions (`throw`"),
+    ("float* p = new float(x); (void)p;", "Metal has no dynamic allocation (`new`)"),
+    ("float* p = nullptr; delete p;", "Metal has no dynamic allocation (`delete`)"),
+    ("float* p = nullptr; delete[] p;", "Metal has no dynamic allocation (`delete`)"),
+    ("try { (void)x; } catch (...) {}", "Metal has no exceptions (`try`)"),
+    ("if (x != x) throw 1;", "Metal has no exceptions (`throw`)"),
     ("static thread_local int n = 0; (void)n;", "Metal has no `thread_local`"),
-    ("auto& t = typeid(x); (void)t;", "Metal has no run-time type information (`typeid`"),
+    ("auto& t = typeid(x); (void)t;", "Metal has no run-time type information (`typeid`)"),
+    ("float (*fp)(float) = nullptr; (void)fp;", "Metal has no function pointers"),
+    ("T (*pick)(T, T) = nullptr; (void)pick;", "Metal has no function pointers"),
+    ("if constexpr (sizeof(T) == 4) { (void)x; }", "`if constexpr` is C++17"),
     # a counter or a cached constant kept across calls: g++ keeps one per process, Metal has
     # no static local outside `constant` memory
     ("static float calls = 0; calls += 1;", "Metal has no static local variable"),
@@ -61,8 +64,8 @@ IN_FUNCTOR = [
      "Metal has no static local variable"),
     # a scratch array sized by a run-time value: g++ takes it as an extension
     ("int n = int(x) + 2; float buf[n]; buf[0] = 0; (void)buf;",
-     "variable-length array"),
-    ("thread float buf[sizeof(T) > 2 ? int(x) : 2]; (void)buf;", "variable-length array"),
+     "Metal has no variable-length array"),
+    ("thread float buf[sizeof(T) > 2 ? int(x) : 2]; (void)buf;", "Metal has no variable-length array"),
 ]
 
 FILE_LEVEL = [
@@ -76,9 +79,20 @@ FILE_LEVEL = [
     ("namespace std { struct mine {}; }", "Metal has no C++ standard library"),
     ("thread_local float scratch = 0;", "Metal has no `thread_local`"),
     ("struct base { virtual float f(float x) { return x; } };", "Metal has no virtual functions"),
-    ("struct base {}; struct derived : base {}; inline base* up(derived* d) "
-     "{ return dynamic_cast<base*>(d); }", "(`dynamic_cast`"),
+    ("struct base {}; struct derived : base {}; inline derived* down(base* b) "
+     "{ return dynamic_cast<derived*>(b); }", "(`dynamic_cast`)"),
+    ("using unary_fn = float (*)(float);", "Metal has no function pointers"),
+    ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }",
+     "Metal has no recursion (fact calls itself)"),
+    ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
+     "(*this)(x / 2) : x; } };", "Metal has no recursion (operator() calls itself)"),
     ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
+    # recursion through another function, or through a prototype g++ took for an overload
+    ("inline float odd(float n); inline float even(float n) { return n <= 0 ? 1 : odd(n - 1); } "
+     "inline float odd(float n) { return n <= 0 ? 0 : even(n - 1); }",
+     "Metal has no recursion (even and odd call each other)"),
+    ("inline float fact(float n); inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }",
+     "Metal has no recursion (fact calls itself)"),
     # a file-level variable: a Mac says "program scope variable must reside in constant
     # address space"
     ("float planted_scale = 2.0f;", "Metal has no program-scope variable"),
@@ -91,33 +105,6 @@ FILE_LEVEL = [
 def _at_file_level(planted: str) -> str:
     # planted on line 4, after HEAD's 3 lines
     return HEAD + planted + "\n" + FUNCTOR[len(HEAD):].replace("PLANTED", "")
-
-
-# What Metal 3.1 and later accept although older Metal did not (the front end's clean twins of
-# rules that are not rules): function pointers and recursion are no longer in the "Metal and
-# C++14" list of the specification (§1.5.4; upstream's c10/metal/atomic.h takes its operation
-# as a function pointer and special_math.h's bessel_j1_forward template calls itself, and both
-# build on a Mac), plain recursion and template recursion alike; `if constexpr` on Metal 3.x is
-# only a warning on a Mac (C++17 as an extension).
-ACCEPTED = [
-    ("float (*fp)(float) = nullptr; (void)fp;", True),
-    ("T (*pick)(T, T) = nullptr; (void)pick;", True),
-    ("if constexpr (sizeof(T) == 4) { (void)x; }", True),
-    ("using unary_fn = float (*)(float);", False),
-    ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }", False),
-    ("template <typename T> inline T tfact(T n) { return n <= 1 ? T(1) : n * tfact(n - 1); }\n"
-     "inline float use_tfact(float n) { return tfact(n); }", False),
-    ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
-     "(*this)(x / 2) : x; } };", False),
-    ("inline float odd(float n); inline float even(float n) { return n <= 0 ? 1 : odd(n - 1); } "
-     "inline float odd(float n) { return n <= 0 ? 0 : even(n - 1); }", False),
-]
-
-
-@pytest.mark.parametrize(("planted", "in_functor"), ACCEPTED, ids=[p[:40] for p, _ in ACCEPTED])
-def test_what_metal_3_accepts_builds(planted, in_functor, fixture_root):
-    text = FUNCTOR.replace("PLANTED", planted) if in_functor else _at_file_level(planted)
-    assert probe_source(text, "planted.metal", fixture_root, ["planted"]) is None
 
 
 def test_the_corpus_has_thirty_planted_constructs():
@@ -150,7 +137,7 @@ VERSIONED = [
      "Metal has no `double`", "__METAL_VERSION__ 400"),
     # the other way round: what only 3.1 compiles
     ("#if __METAL_VERSION__ < 320\ninline float helper(float x) { return undefined_name(x); }\n"
-     "#endif", "'undefined_name'", None),
+     "#endif", "'undefined_name' was not declared", None),
 ]
 
 
@@ -170,8 +157,7 @@ def test_the_full_build_reports_a_metal_language_error_and_check_fails_the_kerne
     text = FUNCTOR.replace("PLANTED", "double d = double(x); (void)d;")
     lib = build_source(text, "planted.metal", fixture_root, strict=False)
     assert lib.build_errors() == [
-        "build error: planted.metal:8: Metal has no `double` (use float; Metal Shading Language "
-        "Specification §2.1)"]
+        "build error: planted.metal:8: Metal has no `double` (use float)"]
     assert lib.functor_error(lib.registrations[0]).startswith("build error: planted.metal:8: ")
     path = tmp_path / "planted.metal"
     path.write_text(text)
@@ -214,7 +200,7 @@ def test_a_file_level_error_fails_every_kernel_of_the_file_in_check(fixture_root
 def test_a_branch_of_another_version_fails_the_full_build(fixture_root):
     planted, _, _ = VERSIONED[0]
     lib = build_source(_at_file_level(planted), "planted.metal", fixture_root, strict=False)
-    error = lib.build_errors()[0]      # the front end's, then the emulator's own build of 3.2
+    [error] = lib.build_errors()
     assert error.startswith("build error: planted.metal:5: expected ';'"), error
     assert error.endswith("(with __METAL_VERSION__ 320)")
     assert lib.other_versions == [320]
@@ -381,7 +367,7 @@ def test_a_float_shift_in_a_ported_functor_is_a_build_error_not_nothing_to_do(re
     before = snapshot(real_root)
     rerun = porter("new-op", "heaviside", root=real_root)
     assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
-    assert "does not build" in rerun.err and "invalid operands to binary expression" in rerun.err, rerun.err
+    assert "does not build" in rerun.err and "operator>>" in rerun.err, rerun.err
     assert snapshot(real_root) == before
 
 
