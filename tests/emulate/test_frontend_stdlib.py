@@ -357,16 +357,17 @@ def result_types(world: str, args: list[str], shapes) -> dict[int, str]:
     head = f"{world}\ntemplate <typename T> T& porter_lvalue();\n"
     base = head.count("\n") + 1
     body = "\n".join(
-        f"auto porter_r{i} = {name}({', '.join(_argument(name, k, t) for k, t in enumerate(ps))});"
+        f"typedef decltype({name}({', '.join(_argument(name, k, t) for k, t in enumerate(ps))})) "
+        f"porter_r{i};"
         for i, (name, ps) in enumerate(shapes))
     tu = ci.Index.create().parse("shapes.metal", args=args,
                                  unsaved_files=[("shapes.metal", head + body + "\n")])
     failed = {d.location.line - base for d in tu.diagnostics
               if d.severity >= ci.Diagnostic.Error and d.location.file is not None and
               d.location.file.name == "shapes.metal"}
-    return {int(c.spelling[8:]): _norm(c.type.get_canonical().spelling)
+    return {int(c.spelling[8:]): _norm(c.underlying_typedef_type.get_canonical().spelling)
             for c in tu.cursor.get_children()
-            if c.kind == K.VAR_DECL and c.spelling.startswith("porter_r") and
+            if c.kind == K.TYPEDEF_DECL and c.spelling.startswith("porter_r") and
             int(c.spelling[8:]) not in failed}
 
 
