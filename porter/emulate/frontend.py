@@ -264,6 +264,7 @@ _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
 # a call of a name (a template type parameter's is a vector constructor or a conversion)
 _CALL = re.compile(r"(?<![\w.$>])([A-Za-z_]\w*)[ \t]*\((?![*&])")
 _VECTOR_NAMES = frozenset(f"{t}{n}" for t in _SCALARS.split("|") for n in (2, 3, 4))
+_ALIAS_TEMPLATE = re.compile(r"template\s*<[^<>]*>\s*using\s+(\w+)\s*=")
 _TEMPLATE_PARAM = re.compile(r"(?:typename|class)\s+(\w+)\s*(?=[,>=])")
 _CAST = re.compile(r"\bstatic_cast\s*<")
 
@@ -304,6 +305,27 @@ def rewrite(pre: str) -> Rewritten:
     files as they are), the kernel names it declares, and each line's file and line."""
     params = set(_TEMPLATE_PARAM.findall(pre)) - {"typename", "class"}
     vectors = _VECTOR_NAMES
+    # alias templates (`using ret_type = vec2type_t<U>`): `ret_type<T>(a, b)` may build a vector
+    aliases = set(_ALIAS_TEMPLATE.findall(pre))
+    alias_call = re.compile(
+        rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
+        if aliases else None
+
+    def alias_calls(text: str) -> str:
+        out, at = [], 0
+        for m in alias_call.finditer(text):
+            if m.start() < at:
+                continue
+            depth, k = 1, m.end()
+            while k < len(text) and depth and text[k] not in ";{}":
+                depth += {"<": 1, ">": -1}.get(text[k], 0)
+                k += 1
+            rest = re.match(r"[ \t]*\((?![*&])", text[k:]) if not depth else None
+            if rest is None:
+                continue
+            out.append(f"{text[at:m.start()]}__metal_vec_ctor<{text[m.start():k]}>(")
+            at = k + rest.end()
+        return "".join(out) + text[at:]
 
     def call(m):
         name = m.group(1)
@@ -343,6 +365,8 @@ def rewrite(pre: str) -> Rewritten:
         if "static_cast" in text:
             text = _casts(text)
         text = _CALL.sub(call, text)
+        if alias_call is not None:
+            text = alias_calls(text)
         text = _HALF_LITERAL.sub(r"\1f16", text)
         # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
         # them so only where clang parses them, not where a template's instantiation rebuilds

@@ -24,7 +24,14 @@ _cases = (
     pytest.param("template <typename T> void g(T (*op)(T, T));",
                  "template <typename T> void g(T (*op)(T, T));",
                  id="a function-pointer declarator is no call"),
+    pytest.param("template <typename U> using ret = vec2type_t<U>;\n"
+                 "template <typename T> ret<T> f(T a) { return ret<T>(a, a); }",
+                 "template <typename U> using ret = vec2type_t<U>;\n"
+                 "template <typename T> ret<T> f(T a) { return __metal_vec_ctor<ret<T>>(a, a); }",
+                 id="an alias template's functional cast"),
     pytest.param("half h = 1.5h + 2h;", "half h = 1.5f16 + 2f16;", id="half literals"),
+    pytest.param("float y = 2.0 * x + 1e-3;", "float y = 2.0f * x + 1e-3f;",
+                 id="unsuffixed floating literals are float"),
     pytest.param("float g = x.h;", "float g = x.h;", id="a member named h is no literal"),
     pytest.param("{ __attribute__((address_space(3))) float sh[4]; }",
                  "{ static __attribute__((address_space(3))) float sh[4]; }",
@@ -43,7 +50,7 @@ _cases = (
 def test_rewrite(before, after):
     out = rewrite(MARK + before)
     assert out.source == MARK + after
-    assert len(out.lines) == 2 and out.lines[1] == ("k.metal", 1)
+    assert len(out.lines) == 1 + after.count("\n") + 1 and out.lines[1] == ("k.metal", 1)
 
 
 def test_host_names_and_types_are_recorded_with_their_line():
