@@ -201,10 +201,11 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
         show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run,
                   applied=None, as_json=args.json, extra=extra, refused=incomplete)
         return exit_codes.FAILED
-    written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     # a rerun over files the command already wrote has nothing to write, and its verdict is
-    # the port's now: tested as after a write, so that red stays red (exit 1), never "nothing to do"
+    # the port's now: tested as after a write, so that red stays red (exit 1), never "nothing
+    # to do" (asked before writing: a written ChangeSet has nothing pending either)
     rerun = not plan.changes and not args.dry_run and not incomplete
+    written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
     test = (written or rerun) and not incomplete
     verdict = None
     code = exit_codes.FAILED if incomplete else exit_codes.OK
