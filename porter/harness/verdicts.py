@@ -320,6 +320,11 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
         from porter.harness import lost_precision
         found = lost_precision.check(reference, device_out)
         if found is not None:
+            # judged again beside the float64 value: the CPU must be the side that keeps it
+            wide = getattr(source, "wide_reference", None)
+            found = lost_precision.check(reference, device_out,
+                                         wide(sample) if wide is not None else None)
+        if found is not None:
             message, lost = found
     if message is not None and not res.failed_samples:      # the first failing sample's table
         from porter.harness import mismatches

@@ -28,6 +28,22 @@ _CASES = (
 )
 
 
+# (cpu, device, float64 value, lost?): the float64 value decides whether the CPU is trusted
+_BESIDE_FLOAT64 = (
+    pytest.param(1.5417257e-08, 0.0, 1.541725790028002e-08, True, id="erfc(4): float64 agrees with the CPU"),
+    # sinc(3) in float32: sin of a rounded 3*pi; the true value is 0 and float64's is 3.9e-17
+    pytest.param(2.7827534e-08, 0.0, 3.898171832519376e-17, False, id="sinc(3): the CPU is the one off"),
+    pytest.param(2.7827534e-08, -1e-09, 3.898171832519376e-17, False, id="sinc(3) flipped: not judged"),
+)
+
+
+@pytest.mark.parametrize("cpu, device, wide, lost", _BESIDE_FLOAT64)
+def test_lost_precision_beside_float64(cpu, device, wide, lost):
+    expected = PArray("float32", np.array([cpu], dtype=F32))
+    actual = PArray("float32", np.array([device], dtype=F32))
+    assert (lost_precision.check(expected, actual, np.array([wide])) is not None) == lost
+
+
 @pytest.mark.parametrize("dtype, cpu, device, lost", _CASES)
 def test_lost_precision(dtype, cpu, device, lost):
     name = {F16: "float16", F32: "float32"}[dtype]
