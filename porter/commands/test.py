@@ -60,6 +60,8 @@ def run(args) -> int:
     import sys
 
     from porter.commands.common import check_dtype_names, require, resolve_device
+    from porter.commands.terminal import only_with
+    only_with(args, "--prune-xfails", "--dry-run", "--allow-dirty")
     check_dtype_names(args.dtypes)
     args.device = resolve_device(args.device)
     require("test", "numpy")       # expecttest has a stand-in (harness.opdb)
