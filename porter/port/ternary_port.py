@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from porter.port import completeness, ternary_alpha
+from porter.port import completeness, family_host, ternary_alpha
 from porter.port.edits import host as host_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.source import checkout as co
@@ -251,12 +251,7 @@ def plan_host(checkout, spec, read, write, plan) -> None:
     """The host function on the stub, in the file that held the MPSGraph code (or a new one)."""
     if spec.registered_in:
         return
-    if checkout.exists(spec.host_path) or spec.host_path in plan.changes.changes:
-        text = read(spec.host_path)
-    else:
-        text = ("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/native/mps/OperationUtils.h>\n\n"
-                "namespace at::native {\n} // namespace at::native\n")
-        plan.notes.append(f"created {spec.host_path}")
+    text = family_host.host_text(checkout, spec.host_path, stem(spec), spec.stub.header, plan)
     scalar = spec.scalars[0].name
     function = f"{spec.kernel}_mps_kernel"
     source = (f"static void {function}({spec.stub.iterator_type or 'TensorIteratorBase'}& iter, "
