@@ -444,13 +444,15 @@ def shared_function_stubs(checkout: co.Checkout, entry) -> list[str]:
             if found:
                 return found
             for helper, stub in HELPER_CALL_RE.findall(body):
-                if _runs_parameter(mask, helper):
+                if runs_parameter(mask, helper):
                     return [stub]
     return []
 
 
-# `helper(..., name_stub)`: a stub handed to a helper as its last argument
-HELPER_CALL_RE = re.compile(r"\b(\w+)\s*\([^;{}]*?\b(\w+_stub)\s*\)")
+# `helper(..., name_stub)`, `helper(result, self, logit_stub, Scalar(...))`: a stub handed to a
+# helper, last or followed by what the helper passes on to it (upstream's
+# `unary_op_impl_float_out(result, self, stub, args...)`)
+HELPER_CALL_RE = re.compile(r"\b(\w+)\s*\([^;{}]*?\b(\w+_stub)\s*[,)]")
 ITER_STUB_CALL_RE = re.compile(r"\b(\w+)\s*\(\s*\w+\.device_type\(\)")
 
 
@@ -474,7 +476,7 @@ def _stubs_run_on_iterator(body: str) -> list[str]:
     return list(dict.fromkeys(found)) if found and "TensorIterator" in body else []
 
 
-def _runs_parameter(mask: str, helper: str) -> bool:
+def runs_parameter(mask: str, helper: str) -> bool:
     """Whether some definition of `helper` runs one of its parameters as a stub on a
     TensorIterator it builds (`Stub& stub` ... `stub(iter.device_type(), iter)`)."""
     for params, body in _definitions(mask, helper):

@@ -103,13 +103,33 @@ def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Mat
     (up to the comma after the device type). With `op`, a call inside another op's structured
     function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's."""
     call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
-    for path in sorted((Path(root) / co.NATIVE).glob("*.cpp")):
-        text = path.read_text(encoding="utf-8", errors="replace")
+    texts = [path.read_text(encoding="utf-8", errors="replace")
+             for path in sorted((Path(root) / co.NATIVE).glob("*.cpp"))]
+    for text in texts:
         if stub not in text:
             continue
         for m in call.finditer(text):
             owner = _enclosing_out_function(text, m.start())
             if op is None or owner is None or owner == op:
+                return text, m
+    return _helper_call(texts, stub, op)
+
+
+def _helper_call(texts: list[str], stub: str, op: str | None) -> tuple[str, re.Match] | None:
+    """`unary_op_impl_float_out(result, self, logit_stub, Scalar(...))`: the stub handed to a
+    helper of its file that builds the iterator and runs its stub parameter on it, passing on
+    what follows (`stub(iter.device_type(), iter, args...)`). The match runs from the helper's
+    name to the stub argument, so that, as for a direct call, the call's arguments after its
+    first are what the stub receives after the iterator."""
+    from porter.source.cpu_kernel import code_mask, runs_parameter
+    handed = re.compile(rf"\b(\w+)\s*\([^;{{}}]*?(?=\b{re.escape(stub)}\s*[,)])")
+    for text in texts:
+        if stub not in text:
+            continue
+        mask = code_mask(text)
+        for m in handed.finditer(mask):
+            owner = _enclosing_out_function(text, m.start())
+            if (op is None or owner is None or owner == op) and runs_parameter(mask, m.group(1)):
                 return text, m
     return None
 
