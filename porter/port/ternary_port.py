@@ -17,7 +17,7 @@ t2`), as upstream wrote it when it moved them off MPSGraph (pytorch#189625):
 
 The host library's scalar overload of `exec_ternary_kernel`, where the checkout's lacks it (torch
 2.13): declared in `MetalShaderLibrary.h` and defined beside the scalar-free definition
-(`OperationUtils.mm` there), both written from the checkout's own (porter.port.edits.host_library);
+(`OperationUtils.mm` there), both written from the checkout's own (porter.port.edits.library_overload);
 where porter cannot (no such definition, a shape it does not know), the port is incomplete and
 says what to write by hand.
 """
@@ -28,7 +28,7 @@ import re
 
 from porter.port import completeness, family_host, ternary_alpha
 from porter.port.edits import host as host_edit
-from porter.port.edits import host_library as library_edit
+from porter.port.edits import library_overload as library_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.source import checkout as co
 from porter.source import host_library
@@ -277,7 +277,7 @@ def plan_host(checkout, spec, read, write, plan) -> None:
 def plan_library(checkout, read, write, plan) -> None:
     """The host library's scalar overload of exec_ternary_kernel, where the checkout's lacks it:
     declared in MetalShaderLibrary.h and defined beside the scalar-free definition, both written
-    from the checkout's own (porter.port.edits.host_library); a gap where porter cannot."""
+    from the checkout's own (porter.port.edits.library_overload); a gap where porter cannot."""
     edits, problem = library_edits(checkout, read)
     if problem is not None:
         gap = library_gap(checkout)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source.cpp_scan import matching_close, split_top_level
+from porter.source.cpp_scan import code_mask, matching_close, split_top_level
 
 
 # Structured kernels and the stubs they call, in native/*.cpp.
@@ -121,7 +121,6 @@ def _helper_call(texts: list[str], stub: str, op: str | None) -> tuple[str, re.M
     what follows (`stub(iter.device_type(), iter, args...)`). The match runs from the helper's
     name to the stub argument, so that, as for a direct call, the call's arguments after its
     first are what the stub receives after the iterator."""
-    from porter.source.cpu_kernel import code_mask, runs_parameter
     handed = re.compile(rf"\b(\w+)\s*\([^;{{}}]*?(?=\b{re.escape(stub)}\s*[,)])")
     for text in texts:
         if stub not in text:
@@ -166,3 +165,33 @@ def _enclosing_out_function(text: str, at: int) -> str | None:
         return None
     name = head.group("impl") or head.group("name")
     return name[:-len("_out")] if name.endswith("_out") else None
+
+
+# ----------------------------------------------------------------- helpers that run a stub
+
+ITER_STUB_CALL_RE = re.compile(r"\b(\w+)\s*\(\s*\w+\.device_type\(\)")
+
+
+def definitions(mask: str, function: str):
+    """(parameter list, body) of each definition of `function` in a code mask."""
+    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
+    for m in head.finditer(mask):
+        close_paren = matching_close(mask, m.end() - 1)
+        if close_paren < 0:
+            continue
+        after = mask[close_paren + 1:close_paren + 200].lstrip()
+        if not after.startswith("{"):
+            continue        # a declaration or a call, not the definition
+        open_brace = mask.index("{", close_paren)
+        end = matching_close(mask, open_brace)
+        yield mask[m.end():close_paren], mask[open_brace:end if end > 0 else len(mask)]
+
+
+def runs_parameter(mask: str, helper: str) -> bool:
+    """Whether some definition of `helper` runs one of its parameters as a stub on a
+    TensorIterator it builds (`Stub& stub` ... `stub(iter.device_type(), iter)`)."""
+    for params, body in definitions(mask, helper):
+        names = {p.split()[-1].lstrip("&*") for p in split_top_level(params) if p.split()}
+        if "TensorIterator" in body and names & set(ITER_STUB_CALL_RE.findall(body)):
+            return True
+    return False
