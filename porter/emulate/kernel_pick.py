@@ -68,6 +68,13 @@ class StubImpl:
     arguments: tuple[str, ...]           # after `*this`, as written
     impl_params: tuple[str, ...]         # the impl's parameter names
     where: str                           # "gelu_out_mps (operations/Activation.mm:118)"
+    # its first statement outside the shapes porter models (porter.emulate.host_model), or ""
+    unmodelled: str = ""
+
+
+def _impl_unmodelled(text: str, start: int, end: int, mm: Path, root: Path, op: str) -> str:
+    from porter.emulate.hostmap import impl_unmodelled
+    return impl_unmodelled(text, start, end, mm, Path(root), f"{op}_out_mps")
 
 
 def stub_impls(root: Path) -> list[StubImpl]:
@@ -92,7 +99,8 @@ def stub_impls(root: Path) -> list[StubImpl]:
             params = tuple(_name(p) for p in split_top_level(head["params"]) if p.strip())
             where = (f"{head['op']}_out_mps ({mm.parent.name}/{mm.name}:"
                      f"{line_of(text, head.start())})")
-            found.append(StubImpl(head["op"], call["stub"], arguments, params, where))
+            found.append(StubImpl(head["op"], call["stub"], arguments, params, where,
+                                  _impl_unmodelled(text, head.start(), close + 1, mm, root, head["op"])))
     return found
 
 
@@ -259,7 +267,9 @@ def stub_impl_kernels(root: Path, make) -> list:
                               body=body, choice=pick.removeprefix("not proven: "),
                               function=where, line=fn.line))
             continue
+        from porter.emulate.hostmap import _unmodelled
+        unmodelled = impl.unmodelled or _unmodelled(host, mm, root, fn, where, "")
         found.append(make(op=impl.op, stub=impl.op, kernel=pick.only or pick.kernels[0][1], metal=metal,
                           params=fn.params, body=body, calls=pick.calls, function=where,
-                          line=fn.line, pick=pick))
+                          line=fn.line, pick=pick, unmodelled=unmodelled, impl=f"{impl.op}_out_mps"))
     return found
