@@ -391,3 +391,27 @@ def branch_refusal(body: str, first_line: int, dtype: str) -> "host_dtypes.HostR
                                              "the branch without the kernel call, which runs other "
                                              "code than the kernel porter runs")
     return None
+
+
+def relative(path, root) -> str:
+    """`path` relative to the checkout `root`, as messages name files."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return path.name
+
+
+def function_unmodelled(host, fn, where: str, rel: str, several_kernels: bool) -> str:
+    """Why the host function `fn` of the HostFile `host` is not proven: its first statement
+    outside HOST_SHAPES, or ""."""
+    outside = check_host_function(host.live_text, fn.start, fn.end, fn.params, several_kernels)
+    return "" if outside is None else not_proven(outside, host.text, where, rel)
+
+
+def impl_unmodelled(text: str, start: int, end: int, where: str, rel: str) -> str:
+    """Why the MPS impl text[start:end] (TORCH_IMPL_FUNC(<op>_out_mps), running the kernel on
+    `*this` or a stub) is not proven: its first statement outside IMPL_SHAPES, or ""."""
+    from porter.source.cpp_scan import blank_spans, comments_blanked, inactive_spans
+    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text)))
+    outside = check_impl(live, start, end)
+    return "" if outside is None else not_proven(outside, text, where, rel)

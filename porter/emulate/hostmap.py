@@ -191,21 +191,13 @@ def host_kernels(root: Path) -> list[HostKernel]:
 
 
 def _unmodelled(host: HostFile, mm: Path, root: Path, fn, where: str, choice: str) -> str:
-    """Why the host function `fn` is not proven: its first statement outside the host shapes
-    porter models (porter.emulate.host_model), or ""."""
     from porter.emulate import host_model
-    outside = host_model.check_host_function(host.live_text, fn.start, fn.end, fn.params,
-                                             several_kernels=bool(choice))
-    if outside is None:
-        return ""
-    return host_model.not_proven(outside, host.text, where, _rel(mm, root))
+    return host_model.function_unmodelled(host, fn, where, host_model.relative(mm, root), bool(choice))
 
 
 def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return path.name
+    from porter.emulate import host_model
+    return host_model.relative(path, root)
 
 
 TI_MACRO_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)"
@@ -236,16 +228,9 @@ def _ti_macro_unmodelled(host: HostFile, mm: Path, root: Path) -> str:
 
 
 def impl_unmodelled(text: str, start: int, end: int, mm: Path, root: Path, name: str) -> str:
-    """Why the MPS impl text[start:end] (TORCH_IMPL_FUNC(<op>_out_mps), which runs the kernel on
-    `*this` or a stub) is not proven: its first statement outside the shapes porter models."""
     from porter.emulate import host_model
-    from porter.source.cpp_scan import blank_spans, code_mask, comments_blanked, inactive_spans
-    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text)))
-    outside = host_model.check_impl(live, start, end)
-    if outside is None:
-        return ""
-    where = f"{name} ({mm.parent.name}/{mm.name}:{line_of(text, start)})"
-    return host_model.not_proven(outside, text, where, _rel(mm, root))
+    return host_model.impl_unmodelled(text, start, end, f"{name} ({mm.parent.name}/{mm.name}:"
+                                      f"{line_of(text, start)})", host_model.relative(mm, root))
 
 
 def _also_registered_elsewhere(root: Path, registered: dict[str, list[tuple[Path, int]]]) -> None:

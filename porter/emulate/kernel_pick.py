@@ -73,8 +73,9 @@ class StubImpl:
 
 
 def _impl_unmodelled(text: str, start: int, end: int, mm: Path, root: Path, op: str) -> str:
-    from porter.emulate.hostmap import impl_unmodelled
-    return impl_unmodelled(text, start, end, mm, Path(root), f"{op}_out_mps")
+    from porter.emulate import host_model
+    return host_model.impl_unmodelled(text, start, end, f"{op}_out_mps ({mm.parent.name}/{mm.name}:"
+                                      f"{line_of(text, start)})", host_model.relative(mm, Path(root)))
 
 
 def stub_impls(root: Path) -> list[StubImpl]:
@@ -267,8 +268,9 @@ def stub_impl_kernels(root: Path, make) -> list:
                               body=body, choice=pick.removeprefix("not proven: "),
                               function=where, line=fn.line))
             continue
-        from porter.emulate.hostmap import _unmodelled
-        unmodelled = impl.unmodelled or _unmodelled(host, mm, root, fn, where, "")
+        from porter.emulate import host_model
+        unmodelled = impl.unmodelled or host_model.function_unmodelled(
+            host, fn, where, host_model.relative(mm, root), False)
         found.append(make(op=impl.op, stub=impl.op, kernel=pick.only or pick.kernels[0][1], metal=metal,
                           params=fn.params, body=body, calls=pick.calls, function=where,
                           line=fn.line, pick=pick, unmodelled=unmodelled, impl=f"{impl.op}_out_mps"))
