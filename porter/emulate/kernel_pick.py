@@ -248,7 +248,7 @@ def stub_impl_kernels(root: Path, make) -> list:
     for impl in impls:
         if impl.stub not in registered:
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=root / KERNELS,
-                              function=impl.where,
+                              function=impl.where, impl=f"{impl.op}_out_mps",
                               fault=(f"{impl.where} runs {impl.stub}, which no *Kernel.mm registers "
                                      f"for MPS: MPS raises '{impl.stub}: missing kernel for mps' "
                                      f"(REGISTER_DISPATCH({impl.stub}, ...) in the .mm of its kernels)")))
@@ -257,6 +257,7 @@ def stub_impl_kernels(root: Path, make) -> list:
         fn = host.kernel_functions.get(reg.function.split("::")[-1])
         if fn is None:
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=metal, function=impl.where,
+                              impl=f"{impl.op}_out_mps",
                               choice=f"not proven: {reg.function}, which {mm.name} registers on "
                                      f"{impl.stub}, is no host function porter can read"))
             continue
@@ -266,7 +267,7 @@ def stub_impl_kernels(root: Path, make) -> list:
         if isinstance(pick, str):
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=metal, params=fn.params,
                               body=body, choice=pick.removeprefix("not proven: "),
-                              function=where, line=fn.line))
+                              function=where, line=fn.line, impl=f"{impl.op}_out_mps"))
             continue
         from porter.emulate import host_model
         unmodelled = impl.unmodelled or host_model.function_unmodelled(
