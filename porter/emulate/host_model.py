@@ -50,6 +50,7 @@ NAME_LOCAL_RE = re.compile(r'(?:const\s+)?(?:char\s*\*|auto|std::string_view|std
 EMPTY_RE = re.compile(r"(?P<it>this\s*->|\w+\s*\.)\s*numel\(\s*\)\s*==\s*0|!\s*(?P<it2>this\s*->|\w+\s*\.)\s*numel\(\s*\)")
 STUB_CALL_RE = re.compile(r"\w+\s*\(\s*(?:at::|c10::)?(?:DeviceType::)?kMPS\s*,\s*\*this\s*(?:,.*)?\)", re.S)
 RETURN_RE = re.compile(r"return")
+ENUM_PICK_RE = re.compile(r"(?P<lhs>[\w:]+)\s*(?:==|!=)\s*(?P<rhs>[\w:]+)")
 
 
 class Shape(NamedTuple):
@@ -96,6 +97,9 @@ HOST_SHAPES = {
     "dtype kernel branch": Shape("if (<dtype condition>) { kernel call } else { other code }",
                                  "host_dtypes runs the kernel for the dtypes taking the kernel's "
                                  "branch and says 'not proven' for the others (upstream's fmax)"),
+    "kernel pick branch": Shape("if (p == Enum::X) { lib.exec_*_kernel(iter, \"a\"); } else { "
+                                "lib.exec_*_kernel(iter, \"b\"); }", "kernel_pick reads this if/else "
+                                "on the enum parameter the stub passes, as the ternary form"),
     "kernel choice branch": Shape("if (<condition>) { return lib.exec_*_kernel(iter, \"a\"); }",
                                   "only where the function names several kernels, which hostmap "
                                   "already makes 'not proven' (upstream's pow_tensor_scalar)"),
@@ -327,6 +331,12 @@ def _check_if(s: Statement, context: Context, top: bool, calls_before: int) -> O
             s.otherwise is not None:
         # the kernel for the dtypes of one branch; the other's are not proven (host_dtypes)
         return _check_block(then if _has_call(then) else otherwise, context, top=False)
+    pick = ENUM_PICK_RE.fullmatch(condition)
+    if pick and (pick["lhs"] in context.parameters or pick["rhs"] in context.parameters) \
+            and len(then) == 1 and len(otherwise) == 1 \
+            and all(KERNEL_CALL_RE.fullmatch(x.text) for x in then + otherwise):
+        # the kernel pick by an enum parameter, as an if/else: kernel_pick reads it
+        return _check_block(then, context, top=False) or _check_block(otherwise, context, top=False)
     if context.several_kernels and s.otherwise is None and _has_call(then):
         return _check_block(then, context, top=False)
     return Outside(s.start, f"if ({condition})", "is a branch porter does not model: on the "

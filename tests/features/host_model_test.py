@@ -70,6 +70,13 @@ CASES = [
                  id="planted: the call on another iterator"),
     pytest.param(function(GELU_NAME + GELU_CALL, params=", GeluType approximate"), None, "",
                  id="clean: gelu's enum pick"),
+    pytest.param(function('  if (approximate == GeluType::Tanh) {\n    lib.exec_unary_kernel(iter, "gelu_tanh");\n'
+                          '  } else {\n    lib.exec_unary_kernel(iter, "gelu");\n  }\n', params=", GeluType approximate"),
+                 None, "", id="clean: gelu's pick as if/else"),
+    pytest.param(function('  if (approximate == GeluType::Tanh) {\n    lib.exec_unary_kernel(iter, "gelu_tanh");\n'
+                          '    iter.output().neg_();\n  } else {\n    lib.exec_unary_kernel(iter, "gelu");\n  }\n',
+                          params=", GeluType approximate"), 2, "is a branch porter does not model",
+                 id="planted: work in a branch of the pick"),
     pytest.param(function("  approximate = GeluType::None;\n" + GELU_NAME + GELU_CALL,
                           params=", GeluType approximate"), 2,
                  "reassigns `approximate`, a parameter the stub passes", id="planted: enum reassigned"),
