@@ -73,10 +73,6 @@ REFERENCE_TESTED_ELSEWHERE = {"softplus": "tests/test_scalar_ops.py",
                               "gelu_backward": "tests/test_str_ports.py"}
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "verify-cache"))
-
 
 def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree_template):
     checkout = Checkout.at(real_tree_template)
