@@ -1,7 +1,7 @@
 """Shared pytest fixtures: porter's cache for the session, the miniature checkout and the
 real-size tree, each as a fresh copy.
 
-Under pytest-xdist (`-n 2`, as .ci/run runs the suite) each worker is a session of its own:
+Under pytest-xdist (`-n auto`, as .ci/run runs the suite) each worker is a session of its own:
 the cache and the real-size tree's template live in the directory all workers share
 (`getbasetemp().parent`), built by the first worker that needs them under a file lock, so
 kernels compiled by one worker are reused by the others (the cache is safe for concurrent
