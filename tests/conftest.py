@@ -14,6 +14,7 @@ import fcntl
 import importlib.util
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,48 @@ def _locked(path: Path):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _children() -> list[int]:
+    """This process's child processes (Linux /proc; none elsewhere)."""
+    found = []
+    for task in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(pid) for pid in task.read_text().split()]
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _reap(kill: bool) -> None:
+    """Reap the children that have exited (zombies); with `kill`, stop the rest first."""
+    for pid in _children():
+        if kill and _state(pid) != "Z":
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if kill or _state(pid) == "Z":
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_zombies():
+    """Each test file's exited children reaped when it ends (a forked helper or a worker whose
+    owner never waited), and every child left at the end of the run stopped: the suite
+    leaves no process behind."""
+    yield
+    _reap(kill=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_children_left():
+    yield
+    _reap(kill=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -43,7 +43,6 @@ SGN_OUT = """TORCH_IMPL_FUNC(sgn_out) (const Tensor& self, const Tensor& result)
 """
 
 
-
 def add_function(root: Path, cpp: str, before: str, text: str) -> None:
     path = root / NATIVE / cpp
     source = path.read_text()

@@ -20,7 +20,6 @@ HYPOT = "    BinaryUfuncInfo('hypot',\n                    dtypes=floating_types
 needs_cxx = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
 
 
-
 def edit_cmi(root, old, new):
     path = root / CMI
     text = path.read_text()

@@ -38,7 +38,6 @@ HOST_LOGICAL_AND = """static void logical_and_mps_kernel(TensorIterator& iter) {
 """
 
 
-
 def port_logical_and(root: Path, functor: str, registrations: str) -> None:
     """Leave logical_and as a port to BinaryKernel.metal would: functor, registrations,
     host function and REGISTER_DISPATCH."""
