@@ -166,6 +166,10 @@ def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_r
         "REGISTER_DISPATCH(softplus_stub, softplus_kernel);\n")
     metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
     assert "REGISTER_UNARY_ALPHA_OP(softplus, half, SoftplusParams_float, half);" in metal
+    # every floating dtype the CPU kernel dispatches, bfloat16 too (issue 36: bfloat16 dropped
+    # from plan.FLOATING_DEFAULT survived the suite)
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, bfloat, SoftplusParams_float, bfloat);" in metal
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, float, SoftplusParams_float, float);" in metal
     assert "const float beta = params.beta;" in metal
     # integers: the CPU kernel dispatches floating types only, so their xfails stay
     common_mps = file_diff(result.out, "torch/testing/_internal/common_mps.py")
