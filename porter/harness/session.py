@@ -16,7 +16,7 @@ from porter.apply.write import apply_unless_dry
 from porter.source.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
-from porter.harness import refcache, run_report
+from porter.harness import refcache, run_report, verdict_scope
 from porter.harness.devices import get_backend
 from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult, dtype_order
 
@@ -37,6 +37,8 @@ class Options:
     allow_dirty: bool = False
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
+    # which rows make the verdict: the commands pass porter.harness.verdict_scope.FULL's (a
+    # record's defaults are upstream's samples alone, for the harness's own tests)
     reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
     shapes: bool = False                    # also run porter.harness.shapes' layouts, as own rows
     no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
@@ -104,6 +106,7 @@ def run(opts: Options) -> int:
 
     meta = {
         "device": backend.name,
+        "rows": verdict_scope.words(opts.reference_inputs, opts.shapes),
         "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
@@ -146,7 +149,8 @@ def run(opts: Options) -> int:
                   f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
                   f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
                   f"; tolerances from {ctx.lists.source}"
-                  + (f"; gradient tolerances from {ctx.lists.grad_source}" if opts.grad else ""))
+                  + (f"; gradient tolerances from {ctx.lists.grad_source}" if opts.grad else "")
+                  + f"; rows: {verdict_scope.words(opts.reference_inputs, opts.shapes)}")
         if cached:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
