@@ -445,7 +445,6 @@ def test_a_build_file_that_lists_the_hosts_by_name_gets_the_new_one_beside_them(
 
 @needs_compiler
 def test_a_created_activation_host_file_builds_and_runs_its_kernel(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     (real_root / ACT_HOST).unlink()
     git_init(real_root)
     result = porter("new-op", "hardsigmoid", root=real_root)

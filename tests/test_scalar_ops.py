@@ -418,7 +418,6 @@ def _logit_through_the_helper(root) -> None:
 
 
 def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     _logit_through_the_helper(real_root)
     git_init(real_root)
     rows = {r["op"]: r for r in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}
