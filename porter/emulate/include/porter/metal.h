@@ -269,8 +269,8 @@ struct vec<T, 3> {
   constexpr vec(A a, B b, C c) : x(T(a)), y(T(b)), z(T(c)) {}
   // float3(v.xy, z), float3(x, v.yz): a vector argument gives its components in order
   template <typename A, typename B,
-            std::enable_if_t<is_vec<decltype(as_vector(std::declval<A>()))>::value !=
-                             is_vec<decltype(as_vector(std::declval<B>()))>::value, bool> = true>
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value !=
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
   constexpr vec(const A& a, const B& b) : vec() { fill(as_vector(a), as_vector(b)); }
   PORTER_VEC_COMMON(3)
  private:
@@ -301,13 +301,13 @@ struct vec<T, 4> {
   constexpr vec(A a, B b, C c, D d) : x(T(a)), y(T(b)), z(T(c)), w(T(d)) {}
   // float4(v.xy, u.zw), float4(v.xyz, w), float4(x, y, v.zw): vector arguments in order
   template <typename A, typename B,
-            std::enable_if_t<is_vec<decltype(as_vector(std::declval<A>()))>::value ||
-                             is_vec<decltype(as_vector(std::declval<B>()))>::value, bool> = true>
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
   constexpr vec(const A& a, const B& b) : vec() { put(0, as_vector(a), as_vector(b)); }
   template <typename A, typename B, typename C,
-            std::enable_if_t<is_vec<decltype(as_vector(std::declval<A>()))>::value ||
-                             is_vec<decltype(as_vector(std::declval<B>()))>::value ||
-                             is_vec<decltype(as_vector(std::declval<C>()))>::value, bool> = true>
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<C>()))>>::value, bool> = true>
   constexpr vec(const A& a, const B& b, const C& c) : vec() {
     put(0, as_vector(a), as_vector(b), as_vector(c));
   }
