@@ -55,9 +55,24 @@ def _insert(path: Path, anchor: str, text: str, before: bool = False) -> None:
 def lay_nextafter(root: Path, functor: str) -> None:
     """nextafter as upstream has it (structured, nextafter_stub, a CPU kernel, a Metal kernel
     registered for float, half and bfloat), with `functor` as its Metal functor."""
+    lay_nextafter_cpu(root)
+    metal = root / KERNELS / "BinaryKernel.metal"
+    body = metal.read_text()
+    metal.write_text(body.rstrip("\n") + "\n\n" + functor + "\nREGISTER_FLOAT_BINARY_OP(nextafter);\n")
+    _insert(root / OPERATIONS / "BinaryKernel.mm", "static void atan2_mps_kernel(TensorIteratorBase& iter) {",
+            "static void nextafter_mps_kernel(TensorIteratorBase& iter) {\n"
+            "  lib.exec_binary_kernel(iter, \"nextafter\");\n}\n\n", before=True)
+    _insert(root / OPERATIONS / "BinaryKernel.mm", "REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)",
+            "\nREGISTER_DISPATCH(nextafter_stub, &nextafter_mps_kernel)")
+
+
+def lay_nextafter_cpu(root: Path) -> None:
+    """nextafter's structured function, its stub and its CPU kernel (the fixture's native
+    sources have none; a real-size tree's BinaryOps.h may declare the stub already)."""
     native = root / NATIVE
-    _insert(native / "BinaryOps.h", "DECLARE_DISPATCH(structured_binary_fn, copysign_stub)",
-            "\nDECLARE_DISPATCH(structured_binary_fn, nextafter_stub)")
+    if "nextafter_stub" not in (native / "BinaryOps.h").read_text():
+        _insert(native / "BinaryOps.h", "DECLARE_DISPATCH(structured_binary_fn, copysign_stub)",
+                "\nDECLARE_DISPATCH(structured_binary_fn, nextafter_stub)")
     _insert(native / "BinaryOps.cpp", "} // namespace at::meta",
             "TORCH_META_FUNC(nextafter) (const Tensor& self, const Tensor& other) {\n"
             "  build_borrowing_binary_op(maybe_get_output(), self, other);\n}\n\n", before=True)
@@ -74,14 +89,6 @@ def lay_nextafter(root: Path, functor: str) -> None:
             "      return std::nextafter(a, b);\n    });\n  });\n}\n\n", before=True)
     _insert(native / "cpu" / "BinaryOpsKernel.cpp", "REGISTER_DISPATCH(copysign_stub, &copysign_kernel)",
             "\nREGISTER_DISPATCH(nextafter_stub, &nextafter_kernel)")
-    metal = root / KERNELS / "BinaryKernel.metal"
-    body = metal.read_text()
-    metal.write_text(body.rstrip("\n") + "\n\n" + functor + "\nREGISTER_FLOAT_BINARY_OP(nextafter);\n")
-    _insert(root / OPERATIONS / "BinaryKernel.mm", "static void atan2_mps_kernel(TensorIteratorBase& iter) {",
-            "static void nextafter_mps_kernel(TensorIteratorBase& iter) {\n"
-            "  lib.exec_binary_kernel(iter, \"nextafter\");\n}\n\n", before=True)
-    _insert(root / OPERATIONS / "BinaryKernel.mm", "REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)",
-            "\nREGISTER_DISPATCH(nextafter_stub, &nextafter_mps_kernel)")
 
 
 # upstream #186278: gelu's tanh approximation through fast::tanh for half and bfloat, whose
