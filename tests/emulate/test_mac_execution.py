@@ -79,6 +79,8 @@ def test_swizzles_splats_and_vector_builds_run_as_metal(lib, client):
     out = run_registration(client, lib, lib.find("swizzle", "float2")[0], [z])
     # v = (2, 1, 1, 2) -> zw doubled: (2, 1, 2, 4); c = (2, 1, 2); h = (2, 2)
     assert out.tolist() == [complex(4 + 2 + 0.5, 2 + 0.5)]
+    out = run_registration(client, lib, lib.find("swizzle_library", "float2")[0], [z])
+    assert out.tolist() == [complex(2 * 1 + 1 * 2, 2)]      # dot((2, 1), (1, 2)), max(2, 1)
 
 
 SWIZZLE_WRITES = """\

@@ -129,11 +129,13 @@ def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root)
     text = metal.read_text()
     right = "return a == 0 ? b : static_cast<T>(a > 0);"
     assert text.count(right) == 1
-    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    # float16: a Mac flushes float32 subnormals, so there heaviside(1e-45, b) is b, not 1, and
+    # even this functor is red on float32's edge values (docs/testing.md, "What execution models")
+    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float16", "--reference-inputs")
     assert code == 0, by_dtype
     # wrong on purpose: b's NaN lost where a == 0
     metal.write_text(text.replace(right, "return a == 0 ? (b != b ? T(0) : b) : static_cast<T>(a > 0);"))
-    code, by_dtype, data = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    code, by_dtype, data = verdicts(real_root, "heaviside", "--dtype", "float16", "--reference-inputs")
     assert code == 1, by_dtype
     extremal = next(o for o in data["ops"] if o["reference"])
     assert [d["outcome"] for d in extremal["dtypes"]] == ["fail"]

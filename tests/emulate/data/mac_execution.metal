@@ -75,6 +75,13 @@ struct swizzle_functor {
   }
 };
 REGISTER_UNARY_OP(swizzle, float2, float2);
+// the library takes a swizzle as the vector it reads
+struct swizzle_library_functor {
+  inline float2 operator()(const float2 z) {
+    return float2(dot(z.yx, z.xy), max(z.yx, z).x);
+  }
+};
+REGISTER_UNARY_OP(swizzle_library, float2, float2);
 
 // Apple's compiler defines these for every version porter builds (macOS, bfloat from 3.1).
 struct predefined_functor {

@@ -783,6 +783,46 @@ inline T distance(const vec<T, N>& a, const vec<T, N>& b) { return length(a - b)
 template <typename T, int N>
 inline vec<T, N> normalize(const vec<T, N>& a) { return a / length(a); }
 
+// A swizzle passed to the library is the vector it reads (Metal's swizzle is a vector rvalue):
+// these forward it, and exist only where an argument is one, so no other call sees them.
+#define PORTER_SWIZZLE_ARGS1(NAME)                                              \
+  template <typename A, std::enable_if_t<is_swizzle<A>::value, bool> = true>    \
+  inline auto NAME(const A& a) { return NAME(as_vector(a)); }
+#define PORTER_SWIZZLE_ARGS2(NAME)                                              \
+  template <typename A, typename B,                                             \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value, bool> = true> \
+  inline auto NAME(const A& a, const B& b) { return NAME(as_vector(a), as_vector(b)); }
+#define PORTER_SWIZZLE_ARGS3(NAME)                                              \
+  template <typename A, typename B, typename C,                                 \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value ||   \
+                             is_swizzle<C>::value, bool> = true>                \
+  inline auto NAME(const A& a, const B& b, const C& c) {                        \
+    return NAME(as_vector(a), as_vector(b), as_vector(c));                      \
+  }
+#define PORTER_SWIZZLE_M1(NAME, EXPR) PORTER_SWIZZLE_ARGS1(NAME)
+#define PORTER_SWIZZLE_M2(NAME, EXPR) PORTER_SWIZZLE_ARGS2(NAME)
+PORTER_MATH_TABLE(PORTER_SWIZZLE_M1, PORTER_SWIZZLE_M2)
+PORTER_SWIZZLE_ARGS2(max)
+PORTER_SWIZZLE_ARGS2(min)
+PORTER_SWIZZLE_ARGS2(dot)
+PORTER_SWIZZLE_ARGS2(distance)
+PORTER_SWIZZLE_ARGS1(length)
+PORTER_SWIZZLE_ARGS1(length_squared)
+PORTER_SWIZZLE_ARGS1(normalize)
+PORTER_SWIZZLE_ARGS1(all)
+PORTER_SWIZZLE_ARGS1(any)
+PORTER_SWIZZLE_ARGS1(isnan)
+PORTER_SWIZZLE_ARGS1(isinf)
+PORTER_SWIZZLE_ARGS1(isfinite)
+PORTER_SWIZZLE_ARGS1(signbit)
+PORTER_SWIZZLE_ARGS3(fma)
+PORTER_SWIZZLE_ARGS3(select)
+#undef PORTER_SWIZZLE_M1
+#undef PORTER_SWIZZLE_M2
+#undef PORTER_SWIZZLE_ARGS1
+#undef PORTER_SWIZZLE_ARGS2
+#undef PORTER_SWIZZLE_ARGS3
+
 // precise:: and fast:: only have float candidates.
 namespace precise {
 PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
