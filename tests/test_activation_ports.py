@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from porter.source.checkout import NATIVE_YAML, OPERATIONS
-from tests.porter_run import added_lines, file_diff, git_init, porter, snapshot
+from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
 
 needs_compiler = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
@@ -403,3 +403,67 @@ def test_emulate_check_holds_the_ported_backward_kernels_to_their_ops(real_root,
     checked = porter("emulate", "check", "--json", root=real_root)
     status = {(r["kernel"], r["in_type"]): r["status"] for r in json.loads(checked.out)["results"]}
     assert checked.code == 1 and status["leaky_relu_backward", "float"] == "mismatched", status
+
+
+def _listed(dry_run_out: str) -> set[str]:
+    """The files a dry run says it would create or update."""
+    return {m[1] for m in re.finditer(r"^ +(?:create|update|delete) +(\S+)$", dry_run_out, re.M)}
+
+
+@pytest.mark.parametrize("command, op, extra", [
+    ("new-op", "hardsigmoid", ()),                          # one tensor, no scalar
+    ("migrate-from-mpsgraph", "mish_backward", ()),         # two tensors, no scalar
+    ("migrate-from-mpsgraph", "gelu", ()),                  # a str picking one of two kernels
+    ("migrate-from-mpsgraph", "threshold", ("--body", "x <= threshold ? value : x")),  # scalars
+])
+def test_every_port_into_the_activation_family_creates_its_missing_host_file(real_root, command, op, extra):
+    (real_root / ACT_HOST).unlink()
+    dry = porter(command, op, *extra, "--dry-run", root=real_root)
+    assert dry.code == 0, dry.err
+    assert f"   create  {ACT_HOST}" in dry.out, dry.out
+    created = added_lines(file_diff(dry.out, ACT_HOST))
+    # upstream's shape: the head, the library handle, the registration, the namespace closed
+    for line in ("+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS", "+#include <ATen/native/Activation.h>",
+                 "+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();",
+                 "+#include <ATen/native/mps/ActivationKernel_metallib.h>", "+REGISTER_DISPATCH(",
+                 "+} // namespace at::native"):
+        assert line in created, created
+    # a port edits exactly the files its dry run lists
+    before = snapshot(real_root)
+    applied = porter(command, op, *extra, root=real_root)
+    assert applied.code == 0, applied.err
+    assert set(changed_files(before, snapshot(real_root))) == _listed(dry.out)
+
+
+def test_a_build_file_that_lists_the_hosts_by_name_gets_the_new_one_beside_them(real_root):
+    (real_root / ACT_HOST).unlink()
+    listing = real_root / "build_variables.bzl"
+    listing.write_text('mps_sources = [\n    "aten/src/ATen/native/mps/operations/BinaryKernel.mm",\n'
+                       '    "aten/src/ATen/native/mps/operations/UnaryKernel.mm",\n'
+                       '    "aten/src/ATen/native/mps/kernels/UnaryKernel.metal",\n]\n')
+    dry = porter("new-op", "hardsigmoid", "--dry-run", root=real_root)
+    assert dry.code == 0, dry.err
+    assert "   update  build_variables.bzl" in dry.out, dry.out
+    assert added_lines(file_diff(dry.out, "build_variables.bzl")) == \
+        '+    "aten/src/ATen/native/mps/operations/ActivationKernel.mm",\n'
+    assert "listed in build_variables.bzl beside its siblings" in dry.err
+    # a build that globs the folder is left as it is
+    listing.write_text('mps_sources = glob(["aten/src/ATen/native/mps/operations/*.mm"])\n')
+    dry = porter("new-op", "hardsigmoid", "--dry-run", root=real_root)
+    assert dry.code == 0 and "build_variables.bzl" not in dry.out, dry.out
+
+
+@needs_compiler
+def test_a_created_activation_host_file_builds_and_runs_its_kernel(real_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    (real_root / ACT_HOST).unlink()
+    git_init(real_root)
+    result = porter("new-op", "hardsigmoid", root=real_root)
+    assert result.code == 0, result.err
+    outcomes = _outcomes(real_root, "hardsigmoid")
+    assert _all(outcomes, "pass", False) and _all(outcomes, "pass", True), outcomes
+    # wrong on purpose: the created file registers no kernel for the stub: red
+    host = (real_root / ACT_HOST).read_text()
+    (real_root / ACT_HOST).write_text(re.sub(r"REGISTER_DISPATCH\(hardsigmoid_stub[^\n]*\n", "", host))
+    wrong = _outcomes(real_root, "hardsigmoid", reference=False)
+    assert wrong and not {c["outcome"] for c in wrong.values()} & {"pass"}, wrong

@@ -29,10 +29,11 @@ def test_a_green_port_ends_with_its_passing_table(real_root):
     res = porter("new-op", "heaviside", "--test", root=real_root)
     assert res.code == 0, res.out + res.err
     assert "porter new-op heaviside: 5 file(s) written" in res.out
-    # upstream's samples, then the reference inputs (with each dtype's edges)
+    # the full verdict: upstream's samples, the reference inputs (with each dtype's edges), the shapes
     assert "heaviside  (xfail key 'heaviside', device emulate)" in res.out
     assert "heaviside  (reference inputs: extremal values" in res.out
-    assert "summary: 18 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
+    assert "heaviside  (shapes: transposed" in res.out
+    assert "summary: 27 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
     assert "red" not in res.err
 
 
@@ -82,7 +83,7 @@ def test_json_of_a_green_port_is_ok_with_its_verdict(real_root):
     data = json.loads(res.out)
     assert res.code == 0 and data["ok"] is True, res.err
     assert data["verdict"]["ok"] is True and data["verdict"]["why"] == []
-    assert data["verdict"]["report"]["summary"]["pass"] == 18
+    assert data["verdict"]["report"]["summary"]["pass"] == 27       # 3 rows x 9 dtypes
 
 
 def test_json_of_an_untested_port_says_it_was_not_tested(real_root):

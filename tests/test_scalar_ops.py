@@ -195,8 +195,8 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
     result = porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",
                     "--dry-run", root=real_root)
     assert result.code == 0, result.err
-    assert f"created {ACTIVATION_HOST} with aten/src/ATen/native/mps/operations/UnaryKernel.mm's " \
-           "preamble" in result.err
+    assert f"created {ACTIVATION_HOST} in the shape of upstream's family host files" in result.err
+    assert f"   create  {ACTIVATION_HOST}" in result.out
     created = added_lines(file_diff(result.out, ACTIVATION_HOST))
     for line in ("+#include <ATen/native/Activation.h>", "getBundledLibrary()",
                  "+#include <ATen/native/mps/ActivationKernel_metallib.h>",
@@ -389,3 +389,49 @@ def test_a_migration_keeps_every_result_of_its_port(real_tree_template):
     assert not softplus.long_params
     threshold = plan_migration(tree, "threshold", body="x <= threshold ? value : x")
     assert threshold.long_params and not threshold.unregistered
+
+
+# upstream's logit_out hands its stub to a helper of UnaryOps.cpp that builds the float iterator
+# and runs the stub with what follows it (the fixture's logit_out builds the iterator itself)
+UPSTREAM_HELPER = """template <typename Stub, typename... Args>
+static inline Tensor& unary_op_impl_float_out(Tensor& result, const Tensor& self, Stub& stub, Args... args) {
+  auto iter = TensorIterator::unary_float_op(result, self);
+  stub(iter.device_type(), iter, args...);
+  iter.cast_outputs();
+  return result;
+}
+
+Tensor& logit_out(const Tensor& self,
+    std::optional<double> eps,
+    Tensor& result) {
+  return unary_op_impl_float_out(
+      result, self, logit_stub, Scalar(eps ? eps.value() : -1.0));
+}
+"""
+
+
+def _logit_through_the_helper(root) -> None:
+    path = root / "aten/src/ATen/native/UnaryOps.cpp"
+    text = path.read_text()
+    start = text.index("Tensor& logit_out(")
+    end = text.index("\n}\n", start) + 3
+    path.write_text(text[:start] + UPSTREAM_HELPER + text[end:])
+
+
+def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    _logit_through_the_helper(real_root)
+    git_init(real_root)
+    rows = {r["op"]: r for r in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}
+    assert rows["logit"]["verdict"] == "automatic", rows["logit"]
+    migrated = porter("migrate-from-mpsgraph", "logit", root=real_root)
+    assert migrated.code == 0, migrated.err
+    # eps reaches the kernel through the helper's `args...`: the samples with eps=0.2 and the
+    # reference inputs' None (-1: no clamp) pass on every dtype the MPS test sends
+    code, outcomes = _emulated(real_root, "logit", reference=True)
+    assert code == 0 and set(outcomes.values()) == {"pass"} and len(outcomes) == 2 * len(ALL), outcomes
+    # wrong on purpose: the helper passes a fixed eps instead of the caller's: red
+    path = real_root / "aten/src/ATen/native/UnaryOps.cpp"
+    path.write_text(path.read_text().replace("Scalar(eps ? eps.value() : -1.0)", "Scalar(0.25)"))
+    code, outcomes = _emulated(real_root, "logit", reference=True, dtypes=["float32"])
+    assert code == 1 and "fail" in outcomes.values(), outcomes

@@ -28,9 +28,9 @@ REFUSED_AS_INCOMPLETE = {
     "addcmul": "a scalar overload of exec_ternary_kernel",
     "addcdiv": "a scalar overload of exec_ternary_kernel",
 }
-# measured after another op's port, which the command asks for first (sgn_out runs sign_stub
-# for real inputs)
-AFTER = {"sgn": "sign"}
+# measured after another op's port, which the command asks for first: none since sgn's command
+# ports sign with it (sgn_out runs sign_stub for real inputs; porter.port.joint)
+AFTER: dict[str, str] = {}
 
 
 # The sweep's verified ports and how each is written for the reference-inputs run below

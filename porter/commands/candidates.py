@@ -106,7 +106,7 @@ def _verify(checkout, found) -> dict:
     with Progress(len(found), "porter candidates --verify: planning, building and testing") as progress:
         for c in found:
             progress.step(c.op)
-            verdicts[c.op] = verify(checkout, c.op, c.state, reference_inputs=True)
+            verdicts[c.op] = verify(checkout, c.op, c.state)     # the full verdict (verdict_scope.FULL)
     return verdicts
 
 

@@ -32,8 +32,9 @@ def add_edit_options(parser) -> None:
     parser.add_argument("--no-build", action="store_true",
                         help="do not build the planned .metal files before writing (no C++ compiler)")
     parser.add_argument("--test", action="store_true",
-                        help="(the default) test the op right after writing it: upstream's samples "
-                             "and the reference inputs, exit 1 when a dtype fails")
+                        help="(the default) test the op right after writing it, as `porter test` does: "
+                             "upstream's samples, the reference inputs and the shapes; exit 1 "
+                             "when a dtype fails")
     parser.add_argument("--no-test", action="store_true",
                         help="write the port without testing it (porter says so)")
     parser.add_argument("--device", default="auto",
@@ -125,17 +126,18 @@ def resolve_device(device: str | None) -> str:
     return default_test_device() if device in (None, "auto") else device
 
 
-def run_tests_after(args, root, op: str) -> tuple[int, dict]:
-    """The verdict that ends a port which wrote files: the op's test (upstream's samples and
-    the reference inputs) on the device, its table, and exit 1 when a dtype fails.
+def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict]:
+    """The verdict that ends a port which wrote files, or a rerun over them: the op's test
+    (porter.harness.verdict_scope.FULL, what `porter test` runs) on the device, its table, and exit 1 when a dtype fails.
 
     Returns (exit code, the verdict for --json: "tested", "ok", "why" and the test's own
     report), so that the port's one JSON document says what its exit status says."""
     import sys
 
     if args.no_test:
-        note = (f"--no-test: the files were written and {op} was not tested; `porter test "
-                f"{op} --device emulate --reference-inputs` gives the verdict")
+        done = "were written already" if rerun else "were written"
+        note = (f"--no-test: the files {done} and {op} was not tested; `porter test "
+                f"{op} --device emulate` gives the verdict")
         print(f"note: {note}", file=sys.stderr)
         return exit_codes.OK, {"tested": False, "ok": None, "why": [note]}
     device = resolve_device(args.device)
@@ -145,7 +147,7 @@ def run_tests_after(args, root, op: str) -> tuple[int, dict]:
         # run would fail later; nothing was tested, which is no red verdict on the port
         print(f"porter: error: the files were written; {op} was not tested: `porter test` needs the "
               f"Python module '{missing}', which is not installed (pip install {missing}, then "
-              f"`porter test {op} --device {device} --reference-inputs`)", file=sys.stderr)
+              f"`porter test {op} --device {device}`)", file=sys.stderr)
         return exit_codes.BAD_INPUT, {"tested": False, "ok": None,
                                       "why": [f"not tested: pip install {missing}"]}
     if device == "emulate":
@@ -163,19 +165,20 @@ def run_tests_after(args, root, op: str) -> tuple[int, dict]:
 
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
-    code = run_after_edit(op, root, device, out=out, reference_inputs=True, json=args.json)
+    code = run_after_edit(op, root, device, out=out, json=args.json)
     verdict: dict = {"tested": True, "device": device, "ok": code == exit_codes.OK}
     if out is not None and out.getvalue().strip():
         report = json.loads(out.getvalue())
         verdict["why"] = report.pop("why", [])
         verdict["report"] = report
     if code != exit_codes.OK:
-        rerun = (f"`porter test {op} --device {device} --reference-inputs` reruns it, "
+        again = (f"`porter test {op} --device {device}` reruns it, "
                  "`--no-test` skips it")
-        red = f"the files were written and are red: {op} fails its test on {device}"
-        verdict.setdefault("why", []).insert(0, f"{red} ({rerun})")
+        red = (f"the port was written before and is red: {op} fails its test on {device}" if rerun
+               else f"the files were written and are red: {op} fails its test on {device}")
+        verdict.setdefault("why", []).insert(0, f"{red} ({again})")
         where = "" if args.json else "table above; "
-        print(f"porter: error: {red} ({where}{rerun})", file=sys.stderr)
+        print(f"porter: error: {red} ({where}{again})", file=sys.stderr)
         return exit_codes.FAILED, verdict
     return exit_codes.OK, verdict
 
@@ -183,7 +186,8 @@ def run_tests_after(args, root, op: str) -> tuple[int, dict]:
 def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
     """Check the planned port (porter.commands.before_writing), write it unless it is refused, report it.
 
-    Exit status: 0 for a complete port (or nothing to do), 1 for an incomplete one, written
+    Exit status: 0 for a complete port that is green (or nothing to write and the port written
+    before green), 1 for a red one or an incomplete one, written
     only with --allow-incomplete; a port that does not build is refused (exit 1) before this."""
     from porter.apply.report import show_plan
     from porter.apply.write import apply_unless_dry
@@ -197,15 +201,26 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
         show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run,
                   applied=None, as_json=args.json, extra=extra, refused=incomplete)
         return exit_codes.FAILED
+    # a rerun over files the command already wrote has nothing to write, and its verdict is
+    # the port's now: tested as after a write, so that red stays red (exit 1), never "nothing
+    # to do" (asked before writing: a written ChangeSet has nothing pending either)
+    rerun = not plan.changes and not args.dry_run and not incomplete
     written = apply_unless_dry(plan.changes, args.dry_run, args.allow_dirty)
+    test = (written or rerun) and not incomplete
     verdict = None
     code = exit_codes.FAILED if incomplete else exit_codes.OK
-    if written and not incomplete and args.json:
+    if test and args.json:
         # --json: one document, printed after the verdict, whose "ok" is the exit status's
-        code, verdict = run_tests_after(args, checkout.root, plan.spec.op)
+        code, verdict = run_tests_after(args, checkout.root, plan.spec.op, rerun)
     show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
               as_json=args.json, extra=extra, incomplete=incomplete, verdict=verdict,
-              quiet=getattr(args, "quiet", False))
-    if written and not incomplete and not args.json:
-        code, _ = run_tests_after(args, checkout.root, plan.spec.op)
+              quiet=getattr(args, "quiet", False),
+              # --no-test: the user declined the verdict; "nothing to do" (with the note
+              # that says it was not tested) is about writing only
+              retest="every file is already as planned; testing the port"
+              if rerun and not args.no_test else None)
+    if test and not args.json:
+        code, _ = run_tests_after(args, checkout.root, plan.spec.op, rerun)
+        if rerun and code == exit_codes.OK and not args.no_test:
+            print(f"porter {command} {plan.spec.op}: nothing to do (the port is written, and green)")
     return code

@@ -33,12 +33,18 @@ def add_arguments(parser) -> None:
                         help="with --prune-xfails: show status and diff, write nothing")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --prune-xfails: edit files even if they have uncommitted changes")
+    parser.add_argument("--samples-only", action="store_true",
+                        help="run upstream's OpInfo samples alone, as test_output_match sends them "
+                             "(to compare with it); not porter's verdict, which by default adds the "
+                             "reference inputs and the shapes")
     parser.add_argument("--reference-inputs", action="store_true",
-                        help="also run the OpInfo's reference_inputs (±0.0, ±inf, nan, subnormals, "
-                             "large values), reported as their own rows")
+                        help="the reference_inputs rows (±0.0, ±inf, nan, subnormals, the dtype's "
+                             "limits) are part of every run; with --sample N: run the reference "
+                             "inputs' sample N alone")
     parser.add_argument("--shapes", action="store_true",
-                        help="also run the op on transposed, sliced-with-step, broadcast, 0-dim, empty "
-                             "and large inputs (views kept: the strided entry point), as their own rows")
+                        help="the shapes rows (transposed, sliced-with-step, broadcast, 0-dim, empty, "
+                             "large; views kept) are part of every run; with --sample N: run the "
+                             "shapes' sample N alone")
     parser.add_argument("--macos", metavar="VERSION",
                         help="the macOS whose gated expectation lists apply (e.g. 14.4; default: "
                              "this Mac's with --device mps, else the newest)")
@@ -56,42 +62,80 @@ def add_arguments(parser) -> None:
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
 
 
+# options the --watch loop cannot honour: each round would edit the files it watches, or run
+# a Mac's test_mps.py, which the emulator's loop does not
+_NOT_WATCHED = {"prune_xfails": "--prune-xfails", "upstream": "--upstream"}
+
+
+def options(args) -> dict:
+    """The session's options for these arguments: the one set a run with or without --watch
+    uses (porter.harness.verdict_scope decides which rows make the verdict)."""
+    from porter.errors import PorterError
+    from porter.harness import verdict_scope
+
+    if args.samples_only and (args.reference_inputs or args.shapes):
+        flag = "--reference-inputs" if args.reference_inputs else "--shapes"
+        raise PorterError(f"--samples-only runs upstream's samples alone; {flag} asks for other rows",
+                          hint="drop one of them")
+    if args.sample is not None and args.reference_inputs and args.shapes:
+        raise PorterError("--sample N counts the samples of one kind of row: pass --reference-inputs "
+                          "or --shapes, not both")
+    if args.sample is not None:
+        # the repro of one failing sample: N counts the rows of its kind, and only they run
+        reference_inputs, shapes = args.reference_inputs, args.shapes
+    else:
+        scope = verdict_scope.of(args.samples_only)
+        reference_inputs, shapes = scope.reference_inputs, scope.shapes
+    return dict(ops=args.ops, root=args.root, device=args.device,
+                dtypes=args.dtypes, sample=args.sample, json=args.json,
+                junit=args.junit, summary=args.summary,
+                markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
+                dry_run=args.dry_run, allow_dirty=args.allow_dirty,
+                upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
+                macos=args.macos, reference_inputs=reference_inputs, shapes=shapes)
+
+
 def run(args) -> int:
     import sys
 
     from porter.commands.common import check_dtype_names, require, resolve_device
+    from porter.commands.terminal import only_with
+    from porter.errors import PorterError
+    only_with(args, "--prune-xfails", "--dry-run", "--allow-dirty")
     check_dtype_names(args.dtypes)
     args.device = resolve_device(args.device)
     require("test", "numpy")       # expecttest has a stand-in (harness.opdb)
     from porter.harness.session import Options, run as run_session
+    options_ = options(args)
     if args.watch:
+        # every round is the run without --watch: an option it cannot honour is an error
         if args.format not in ("text", "json"):
-            from porter.errors import PorterError
-            raise PorterError(f"--watch prints text or json, not --format {args.format}")
+            raise PorterError(f"--watch prints text or json, not --format {args.format}",
+                              hint="--junit FILE and --summary FILE are written every round")
+        for key, flag in _NOT_WATCHED.items():
+            if options_[key]:
+                raise PorterError(f"--watch cannot honour {flag}: "
+                                  + ("it edits the expectation lists the loop watches"
+                                     if key == "prune_xfails" else
+                                     "it runs the checkout's test_mps.py on a Mac, not the emulator's loop"),
+                                  hint=f"run `porter test` without --watch for {flag}")
         from porter.harness import watch
-        return watch.run(Options(ops=args.ops, root=args.root, device=args.device,
-                                 dtypes=args.dtypes, sample=args.sample, json=args.json,
-                                 grad=args.grad, no_cache=args.no_cache))
-    options = dict(ops=args.ops, root=args.root, device=args.device,
-                   dtypes=args.dtypes, sample=args.sample, json=args.json,
-                   junit=args.junit, summary=args.summary,
-                   markdown=args.format == "markdown", prune_xfails=args.prune_xfails,
-                   dry_run=args.dry_run, allow_dirty=args.allow_dirty,
-                   upstream=args.upstream, grad=args.grad, no_cache=args.no_cache,
-                   macos=args.macos, reference_inputs=args.reference_inputs,
-                   shapes=args.shapes)
+        return watch.run(Options(**options_))
     from porter.commands import terminal
-    options["quiet"] = terminal.quiet()
-    if args.format == "text" and terminal.color():
-        options["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
+    options_["quiet"] = terminal.quiet()
     try:
         with terminal.Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
+            if args.format == "text" and terminal.color():
+                # made inside: it writes through the stdout that clears the elapsed-time line
+                # before the report's first line (made outside, it held the bare stdout and the
+                # header was printed after the spinner's uncleared text)
+                options_["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
             if args.format in ("junit", "github"):
-                return _run_converted(args, options, run_session, Options)
-            return run_session(Options(**options))
+                return _run_converted(args, options_, run_session, Options)
+            return run_session(Options(**options_))
     finally:
-        if "out" in options:
-            options["out"].flush()
+        if "out" in options_:
+            options_["out"].flush()
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:

@@ -24,18 +24,19 @@ def run_op_tests(op, root=None, backend="cpu", dtypes=None, sample=None):
     return _run(op, root, backend, dtypes=dtypes, sample=sample)
 
 
-def run_after_edit(op: str, root, device: str = "emulate", out=None,
-                   reference_inputs: bool = False, json: bool = False) -> int:
-    """The test that ends `porter new-op` / `migrate-from-mpsgraph`: test `op` right after the
-    edit was applied; prints the report and returns the exit code (0 pass, 1 fail, xpass or
-    nothing tested, 2 device unavailable)."""
+def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool = False) -> int:
+    """The test that ends `porter new-op` / `migrate-from-mpsgraph` (and a rerun of either):
+    test `op` right after the edit was applied, with the full verdict
+    (porter.harness.verdict_scope.FULL, what `porter test` runs); prints the report and returns
+    the exit code (0 pass, 1 fail, xpass or nothing tested, 2 device unavailable)."""
     from porter.errors import PorterError
     from porter.harness.session import Options, run
+    from porter.harness.verdict_scope import FULL
     import sys
     try:
         return run(Options(ops=[op], root=str(root) if root is not None else None,
-                           device=device, out=out, reference_inputs=reference_inputs,
-                           json=json))
+                           device=device, out=out, reference_inputs=FULL.reference_inputs,
+                           shapes=FULL.shapes, json=json))
     except PorterError as err:
         print(f"porter: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -6,7 +6,8 @@ over a scratch copy of the checkout's `aten/src/ATen/native/mps/` (the headers a
 by the emulator and run through the emulated output-match test, with the planned expectations.
 A verdict is then one of:
 
-  verified  every dtype the MPS test sends passes (or fails as an expectation says it will)
+  verified  every dtype the MPS test sends passes (or fails as an expectation says it will), on
+            the full verdict (porter.harness.verdict_scope.FULL: what the command's own test runs)
   fails     the first failing dtype and why (a build error, a missing kernel, a wrong value)
   refused   porter would not write the port, and why (the planning's own error)
   not-run   the emulator cannot run it (no *Kernel.mm dispatches it once planned)
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from porter.errors import PorterError
+from porter.harness.verdict_scope import FULL
 from porter.source import checkout as co
 
 VERIFIED, FAILS, REFUSED, NOT_RUN = "verified", "fails", "refused", "not-run"
@@ -49,7 +51,7 @@ def plan_in_memory(checkout: co.Checkout, op: str, state: str):
     return plan_port(checkout, resolve(checkout, op))
 
 
-def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = False,
+def verify(checkout: co.Checkout, op: str, state: str, reference_inputs: bool = FULL.reference_inputs,
            dtypes: list[str] | None = None, after: str | None = None) -> Verdict:
     try:
         plan = plan_in_memory(checkout, op, state)
@@ -101,8 +103,8 @@ def _after_prerequisite(checkout: co.Checkout, op: str, state: str, first: str, 
     return verdict
 
 
-def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = False,
-            dtypes: list[str] | None = None) -> Verdict:
+def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = FULL.reference_inputs,
+            dtypes: list[str] | None = None, shapes: bool = FULL.shapes) -> Verdict:
     """Build and test `op` with `changes` laid over the checkout, writing nothing there
     (`dtypes`: only those)."""
     from porter.emulate.emulator_device import EmulateBackend
@@ -120,7 +122,8 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
                 ctx.expectations = expmod.parse(planned, co.COMMON_MPS) or expmod.Expectations(None)
             try:
                 results = opinfo_run.run_op_tests(op, checkout.root, backend, ctx=ctx, dtypes=dtypes,
-                                              reference_inputs=reference_inputs)
+                                                  reference_inputs=reference_inputs,
+                                                  shapes=shapes)
             except PorterError as err:
                 return Verdict(op, NOT_RUN, err.message)
         finally:
@@ -131,7 +134,7 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = Fa
 def _verdict(op: str, results) -> Verdict:
     from porter.harness.verdicts import FAIL, SKIP, XPASS
     rows = [(r, d) for r in results for d in r.dtypes]
-    upstream = [d for r, d in rows if not r.reference]
+    upstream = [d for r, d in rows if not r.reference and not r.shapes]
     if upstream and all(d.outcome == SKIP for d in upstream):
         return Verdict(op, NOT_RUN, upstream[0].message or "skipped", tested=len(upstream))
     bad = [(r, d) for r, d in rows if d.outcome in (FAIL, XPASS)]
@@ -139,7 +142,8 @@ def _verdict(op: str, results) -> Verdict:
     if not bad:
         return Verdict(op, VERIFIED, f"{passed}/{len(upstream)} dtypes", passed, len(upstream))
     r, d = bad[0]
-    where = f"{d.dtype} (reference inputs)" if r.reference else d.dtype
+    where = f"{d.dtype} (reference inputs)" if r.reference else \
+        f"{d.dtype} (shapes)" if r.shapes else d.dtype
     why = d.message if d.outcome == FAIL else "passes, but an expectation says it fails"
     if d.outcome == FAIL and d.mismatches:
         # a reference input's first row beside its float64 value: which side is off it

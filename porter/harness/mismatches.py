@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from porter.dispatch import numpy_tensors as portable
+from porter.harness import lost_precision
 
 LIMIT = 4            # rows per failing dtype: enough to see a pattern, few enough to read
 BITS = {"float16": (np.uint16, 4), "bfloat16": (np.uint16, 4), "float32": (np.uint32, 8),
@@ -43,13 +44,16 @@ def sample_inputs(sample) -> list[tuple[str, object]]:
 
 
 def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None, rtol: float | None,
-         floors: tuple[float, float] = (0.0, 0.0), limit: int = LIMIT, wide=None) -> list[dict]:
+         floors: tuple[float, float] = (0.0, 0.0), limit: int = LIMIT, wide=None,
+         lost=None) -> list[dict]:
     """Up to `limit` rows {index, inputs: {name: value}, cpu, device[, cpu_bits, device_bits]
     [, float64, within]} for the elements of `actual` (the device's) not close to `expected`
     (the CPU's); [] where there is no element-wise story to tell (shapes or dtypes differ, or
     nothing mismatches). `wide`: the op's float64 value of the same inputs (a tensor or
     array of the output's shape), shown as `float64` with `within`, the sides ("cpu",
-    "device") within the tolerance of it."""
+    "device") within the tolerance of it. `lost`: the flat mask of the elements that lost
+    their precision (porter.harness.lost_precision), listed instead of the elements not close;
+    their `within` names the sides that keep the float64 value (nonzero, of its sign)."""
     try:
         expected, actual = _parray(expected), _parray(actual)
     except portable.Unsupported:
@@ -59,8 +63,11 @@ def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None,
     if rtol is None or atol is None:
         rtol, atol = portable.DEFAULT_TOLERANCES.get(actual.dtype, (0.0, 0.0))
     rtol, atol = max(rtol, floors[1]), max(atol, floors[0])      # as the comparison's floors
-    close = portable.isclose(actual, expected, rtol, atol).reshape(-1)
-    wrong = np.flatnonzero(~close)[:limit]
+    if lost is not None:
+        wrong = np.flatnonzero(lost)[:limit]
+    else:
+        close = portable.isclose(actual, expected, rtol, atol).reshape(-1)
+        wrong = np.flatnonzero(~close)[:limit]
     if not len(wrong):
         return []
     shape = actual.shape
@@ -101,8 +108,10 @@ def rows(inputs: list[tuple[str, object]], expected, actual, atol: float | None,
         if wide is not None:
             exact = float(wide[flat])
             row["float64"] = _float(exact, "float64", WIDE_DIGITS)
+            kept = (lambda v: lost_precision.side_kept(v, exact, actual.dtype)) if lost is not None \
+                else (lambda v: _within(v, exact, atol, rtol))
             row["within"] = [side for side, p in (("cpu", expected), ("device", actual))
-                             if _within(float(portable.widened(p).reshape(-1)[flat]), exact, atol, rtol)]
+                             if kept(float(portable.widened(p).reshape(-1)[flat]))]
         out.append(row)
     return out
 

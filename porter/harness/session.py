@@ -16,9 +16,9 @@ from porter.apply.write import apply_unless_dry
 from porter.source.checkout import Checkout, find_root
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
-from porter.harness import refcache, run_report
+from porter.harness import refcache, run_report, verdict_scope
 from porter.harness.devices import get_backend
-from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult
+from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult, dtype_order
 
 
 @dataclass
@@ -37,6 +37,8 @@ class Options:
     allow_dirty: bool = False
     upstream: bool = False
     macos: str | None = None                # --macos VERSION: the macOS whose gated lists apply
+    # which rows make the verdict: the commands pass porter.harness.verdict_scope.FULL's (a
+    # record's defaults are upstream's samples alone, for the harness's own tests)
     reference_inputs: bool = False          # also run the OpInfos' reference_inputs, as own rows
     shapes: bool = False                    # also run porter.harness.shapes' layouts, as own rows
     no_cache: bool = False                  # skip the reference cache (porter.harness.refcache)
@@ -104,6 +106,7 @@ def run(opts: Options) -> int:
 
     meta = {
         "device": backend.name,
+        "rows": verdict_scope.words(opts.reference_inputs, opts.shapes),
         "opdb": {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path},
         "expectations": ctx.expectations.path,
         "tolerance_lists": ctx.lists.source,
@@ -146,7 +149,8 @@ def run(opts: Options) -> int:
                   f"as on macOS {'.'.join(map(str, ctx.macos))}; samples as "
                   f"{'test/test_mps.py asks' if ctx.samples.source != 'built-in' else 'upstream asks (built-in)'}"
                   f"; tolerances from {ctx.lists.source}"
-                  + (f"; gradient tolerances from {ctx.lists.grad_source}" if opts.grad else ""))
+                  + (f"; gradient tolerances from {ctx.lists.grad_source}" if opts.grad else "")
+                  + f"; rows: {verdict_scope.words(opts.reference_inputs, opts.shapes)}")
         if cached:
             header += "; samples and references cached (--no-cache recomputes)"
         if upstream_note:
@@ -220,6 +224,13 @@ def nothing_tested(results) -> str | None:
     names = list(dict.fromkeys(r.name for r in results))
     op = names[0].removeprefix("nn.functional.") if len(names) == 1 else "OP"
     what = ", ".join(names) or "the op"
+    asked = [d.dtype for r in results for d in r.dtypes]
+    sent = sorted({s for r in results for s in (r.supported or ())}, key=dtype_order)
+    if asked and sent and not set(asked) & set(sent):
+        # --dtype named only dtypes the MPS test does not send: porting is not what is missing
+        return (f"porter: error: nothing was tested: the MPS test of {what} sends none of "
+                f"{', '.join(dict.fromkeys(asked))}; pass --dtype with one it sends "
+                f"({', '.join(sent)}), or none for all of them")
     return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
             f"above), and a run that tests nothing is not green; port it first: `porter "
             f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "

@@ -5,7 +5,7 @@ What a reviewer of an MPS port asks for, each measured here rather than asserted
 emulated verdicts per dtype (upstream's samples, the reference inputs, the --shapes layouts),
 the expectations removed and kept, the exact commands that run the op's upstream tests on a
 Mac, and the review checklist (pytorch#187827) with each item's finding. The verdicts come from
-the same harness as `porter test --device emulate --reference-inputs --shapes`.
+the same harness and rows as `porter test --device emulate` (porter.harness.verdict_scope.FULL).
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
 def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None):
     from porter.harness import opinfo_run as runner
     from porter.harness.devices import get_backend
+    from porter.harness.verdict_scope import FULL
     backend = get_backend(device, checkout.root)
     reason = backend.unavailable_reason()
     if reason:
@@ -87,13 +88,14 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
     try:
         for op in ops:
             results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
-                                           reference_inputs=True, shapes=True)
+                                           reference_inputs=FULL.reference_inputs,
+                                           shapes=FULL.shapes)
     finally:
         close = getattr(backend, "close", None)
         if close:
             close()
     only = "".join(f" --dtype {d}" for d in dtypes or [])
-    header = (f"porter test {' '.join(ops)} --device {device} --reference-inputs --shapes{only} "
+    header = (f"porter test {' '.join(ops)} --device {device}{only} "
               f"(op_db: torch {ctx.db.torch_version}; tolerances from {ctx.lists.source})")
     return results, header
 
