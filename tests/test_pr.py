@@ -92,8 +92,9 @@ def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
         "ActivationKernel.h", "ActivationKernel.metal", "BinaryKernel.metal", "Activation.mm",
         "ActivationKernel.mm", "BinaryKernel.mm", "native_functions.yaml",
         "common_methods_invocations.py", "common_mps.py"}
+    assert data["not_proven"] == []
     assert [(i["item"], i["status"]) for i in data["checklist"]] == [
-        ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
+        ("the CPU reference is this checkout's CPU kernel", "ok"), ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
         ("no bespoke helper where c10/metal has one", "ok"),
         ("bfloat registrations inside the file's version guard", "n/a"), ("NaN propagation", "ok"),
         # the shapes passed through porter's kernel loop, not the checkout's strided kernels
@@ -322,6 +323,19 @@ def test_pr_tests_the_commit_not_the_working_tree(real_root, tmp_path, monkeypat
     result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
     assert result.code == 0, result.out
     assert json.loads(result.out)["warnings"] == []
+    # the branch also edits heaviside's CPU kernel: porter's reference (the installed torch's
+    # CPU) is not the PR's, so the PR is not proven, never green
+    cpu = real_root / "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"
+    cpu.write_text(cpu.read_text().replace("static_cast<scalar_t>(a > 0);", "static_cast<scalar_t>(a > 0) + 1;", 1))
+    _git(real_root, "commit", "-qam", "heaviside's CPU kernel changed")
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.out
+    data = json.loads(result.out)
+    [gap] = data["not_proven"]
+    assert gap.startswith("heaviside: the CPU reference is not this checkout's: the change since "
+                          "main edits heaviside's CPU kernel (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:")
+    item = data["checklist"][0]
+    assert item["status"] == "not run" and item["finding"] == f"not proven: {gap}"
 
 
 def test_pr_of_an_uncommitted_port_says_to_commit_it(real_root, tmp_path, monkeypatch):

@@ -61,6 +61,7 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
                         f"sends it: {', '.join(uncommitted[:5])}{' ...' if len(uncommitted) > 5 else ''}"
                         "; commit them to describe them")
     changed_kernels = {c.path for c in files if c.path.endswith(".metal")}
+    reference_gaps = _reference_gaps(checkout, branch, ops)
     device_name = testnames.consistency_device(checkout)
     data = {
         "ops": ops,
@@ -80,7 +81,9 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
         "commands": _commands(results, device_name),
         "checklist": _checklist(facts, results, report.findings, changed_kernels, device,
                                 _guarded(tree, facts)),
+        "not_proven": [f"{op}: {why}" for op, why in reference_gaps.items()],
     }
+    data["checklist"].insert(0, _reference_item(ops, reference_gaps, branch.base_ref))
     # red where a Mac's run would be: a failure or an unexpected success (an xfail that stays,
     # softplus's integers, is what the port leaves expected)
     data["ok"] = (not any(v[k] in RED for v in data["verdicts"] for k in KINDS)
@@ -156,6 +159,25 @@ def _moved(f: OpFacts) -> dict:
             "yaml": [y._asdict() for y in f.yaml],
             "mpsgraph_removed": [r._asdict() for r in f.mpsgraph_removed],
             "kernels": [k._asdict() for k in f.kernels], "host": f.host}
+
+
+def _reference_gaps(checkout: co.Checkout, branch: Branch, ops: list[str]) -> dict[str, str]:
+    """op -> why its CPU reference is not this checkout's (porter.checks.cpu_reference): the
+    branch edits its CPU kernel since the base, or CPU code porter cannot tie to one op."""
+    from porter.checks import changed, cpu_reference
+    changes = changed.since(checkout.root, branch.base)
+    changes.ref = branch.base_ref
+    return cpu_reference.not_this_checkouts(checkout, changes, ops, branch.base_checkout().read)
+
+
+def _reference_item(ops: list[str], gaps: dict[str, str], base: str) -> dict:
+    item = "the CPU reference is this checkout's CPU kernel"
+    if gaps:
+        return {"item": item, "status": NOT_RUN,
+                "finding": "not proven: " + "; ".join(f"{op}: {why}" for op, why in gaps.items())}
+    return {"item": item, "status": "ok",
+            "finding": f"the branch changes no CPU code since {base}, so the reference (the "
+                       "installed torch's CPU) is the base's kernel, as far as the wheel is the base"}
 
 
 def _guarded(tree, facts: list[OpFacts]) -> dict[str, bool]:
