@@ -381,3 +381,18 @@ def test_the_bfloat_item_is_ticked_only_for_a_file_with_a_guard():
     item = bfloat({"aten/src/ATen/native/mps/kernels/UnaryKernel.metal": True})
     assert item == {"item": "bfloat registrations inside the file's version guard", "status": "ok",
                     "finding": "PORTER053 clean (UnaryKernel.metal: inside its __METAL_VERSION__ guard)"}
+
+
+def test_nan_propagation_is_unticked_when_no_floating_dtype_ran():
+    """It said "[x] NaN propagation: ... pass on no floating dtype" with nothing measured."""
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import _checklist
+
+    r = OpResult(op="heaviside", name="heaviside", variant="", key="heaviside", device="emulate",
+                 reference=True)
+    r.dtypes.append(DtypeResult("int64", "pass", samples=9))
+    item = next(i for i in _checklist([], [r], [], set()) if i["item"] == "NaN propagation")
+    assert item["status"] == "todo" and "not measured" in item["finding"]
+    r.dtypes.append(DtypeResult("float32", "pass", samples=9))
+    item = next(i for i in _checklist([], [r], [], set()) if i["item"] == "NaN propagation")
+    assert item["status"] == "ok" and item["finding"].endswith("pass on float32")
