@@ -174,6 +174,7 @@ def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
     start = text.index("struct threshold_functor")
     at = text.index("return", start)
     metal.write_text(text[:at] + "(void)metal::fast::exp(0.0f);\n    " + text[at:])
+    _git(real_root, "commit", "-qam", "threshold with fast::exp")     # what the PR sends
     result = porter("pr", "threshold", "--format", "json", "--dtype", "float32", root=real_root)
     data = json.loads(result.out)
     assert result.code == 1
