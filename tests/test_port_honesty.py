@@ -136,11 +136,16 @@ def test_nothing_to_do_is_not_said_of_a_port_whose_kernel_file_no_longer_builds(
         f"porter: error: the port of sign exists but its kernel file {UNARY_METAL} does not build: "
         f"{UNARY_METAL}:{line}: expected ';' before '}}' token;"), result.err
     assert "--no-build" in result.err and "nothing to do" not in result.out
-    unbuilt = porter(command, "sign", "--no-build", root=real_root)
-    assert (unbuilt.code, unbuilt.out) == (0, f"porter {command} sign: nothing to do\n")
+    # --no-build skips the build; a rerun also re-tests the port written before (--no-test: not)
+    unbuilt = porter(command, "sign", "--no-build", "--no-test", root=real_root)
+    assert (unbuilt.code, unbuilt.out) == \
+        (0, f"porter {command} sign: every file is already as planned; testing the port\n")
+    assert "--no-test: the files were written already and sign was not tested" in unbuilt.err
     path.write_text(good)
     again = porter(command, "sign", root=real_root)
-    assert (again.code, again.out, again.err) == (0, f"porter {command} sign: nothing to do\n", "")
+    assert again.code == 0, again.err
+    assert again.out.startswith(f"porter {command} sign: every file is already as planned; testing the port\n")
+    assert again.out.endswith(f"porter {command} sign: nothing to do (the port is written, and green)\n")
 
 
 def test_nothing_to_do_is_not_said_of_a_port_registered_with_a_wrong_output_type(real_root):

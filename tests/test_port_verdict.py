@@ -29,10 +29,11 @@ def test_a_green_port_ends_with_its_passing_table(real_root):
     res = porter("new-op", "heaviside", "--test", root=real_root)
     assert res.code == 0, res.out + res.err
     assert "porter new-op heaviside: 5 file(s) written" in res.out
-    # upstream's samples, then the reference inputs (with each dtype's edges)
+    # the full verdict: upstream's samples, the reference inputs (with each dtype's edges), the shapes
     assert "heaviside  (xfail key 'heaviside', device emulate)" in res.out
     assert "heaviside  (reference inputs: extremal values" in res.out
-    assert "summary: 18 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
+    assert "heaviside  (shapes: transposed" in res.out
+    assert "summary: 27 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
     assert "red" not in res.err
 
 

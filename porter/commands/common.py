@@ -172,13 +172,13 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
         verdict["why"] = report.pop("why", [])
         verdict["report"] = report
     if code != exit_codes.OK:
-        rerun = (f"`porter test {op} --device {device}` reruns it, "
+        again = (f"`porter test {op} --device {device}` reruns it, "
                  "`--no-test` skips it")
         red = (f"the port was written before and is red: {op} fails its test on {device}" if rerun
                else f"the files were written and are red: {op} fails its test on {device}")
-        verdict.setdefault("why", []).insert(0, f"{red} ({rerun})")
+        verdict.setdefault("why", []).insert(0, f"{red} ({again})")
         where = "" if args.json else "table above; "
-        print(f"porter: error: {red} ({where}{rerun})", file=sys.stderr)
+        print(f"porter: error: {red} ({where}{again})", file=sys.stderr)
         return exit_codes.FAILED, verdict
     return exit_codes.OK, verdict
 

@@ -158,13 +158,16 @@ def edge_samples(info, dtype, template_samples, unsettled: list | None = None) -
     if mac_loops:
         # their reference is computed as a Mac's torch computes it
         found = [_without_onednn_sample(s) for s in found]
-    return found
+    # porter's own: a CPU error on one drops it with a note (verdicts), never fails the kernel
+    return [_marked(s, **{EDGE: True}) for s in found]
 
 
 # a sample whose CPU reference runs without oneDNN (without_onednn)
 MAC_LOOPS = "porter_without_onednn"
 # a sample's other CPU answer (its scalar loop's) where the vectorized loop answers apart
 TWO_WAYS = "porter_two_ways"
+# a sample porter made (not upstream's)
+EDGE = "porter_edge"
 _MARKED_CLASS: list = []
 
 
@@ -177,7 +180,7 @@ def _marked(sample, **marks):
     out = _MARKED_CLASS[0](sample.input, args=sample.args, kwargs=sample.kwargs,
                            output_process_fn_grad=sample.output_process_fn_grad,
                            broadcasts_input=sample.broadcasts_input, name=sample.name)
-    for key in (MAC_LOOPS, TWO_WAYS):
+    for key in (MAC_LOOPS, TWO_WAYS, EDGE):
         if key in getattr(sample, "__dict__", {}):
             setattr(out, key, getattr(sample, key))
     for key, value in marks.items():

@@ -5,7 +5,7 @@ What a reviewer of an MPS port asks for, each measured here rather than asserted
 emulated verdicts per dtype (upstream's samples, the reference inputs, the --shapes layouts),
 the expectations removed and kept, the exact commands that run the op's upstream tests on a
 Mac, and the review checklist (pytorch#187827) with each item's finding. The verdicts come from
-the same harness as `porter test --device emulate --reference-inputs --shapes`.
+the same harness and rows as `porter test --device emulate` (porter.harness.verdict_scope.FULL).
 """
 
 from __future__ import annotations

@@ -302,33 +302,77 @@ class _TwoLoops:
         return out
 
 
-@pytest.mark.parametrize("at, vectorized, left_out", [
-    (math.inf, math.nan, [(math.inf, math.nan, math.inf)]),      # NaN against inf: left out
+@pytest.mark.parametrize("at, vectorized, two_ways", [
+    (math.inf, math.nan, [(math.inf, math.nan, math.inf)]),      # NaN against inf: two ways
     (3.0, 3.0000002, []),                                        # within float32's tolerance
-    (2.0, 2.5, [(2.0, 2.5, 2.0)]),                               # beyond it: left out
+    (2.0, 2.5, [(2.0, 2.5, 2.0)]),                               # beyond it: two ways
 ], ids=["nan-vs-inf", "within-tolerance", "beyond-tolerance"])
-def test_an_element_the_cpu_answers_two_ways_is_left_out_and_said(at, vectorized, left_out):
+def test_an_element_the_cpu_answers_two_ways_passes_either_way_and_is_said(at, vectorized, two_ways):
+    """Before: such an element was left out of the sample (never compared). Now the sample
+    keeps every element and carries the scalar loop's answer; `either` holds the device to
+    the vectorized answer, or the scalar one where it matches that, and to nothing else."""
     x = torch.tensor([1.0, at, math.nan, -2.0], dtype=torch.float32)
     other = torch.tensor([5.0, 6.0, 7.0, 8.0])
     sample = SampleInput(x, args=(other, 0.5), kwargs={"k": "v"})
     unsettled = []
-    got = edges._settled(_TwoLoops(at, vectorized), sample, unsettled)
-    assert [(a, b if b == b else "nan", c) for a, b, c in unsettled] == \
-        [(a, b if b == b else "nan", c) for a, b, c in left_out]
-    expected = [1.0, math.nan, -2.0] if left_out else [1.0, at, math.nan, -2.0]
-    assert torch.allclose(got.input, torch.tensor(expected), rtol=0, atol=0, equal_nan=True), got.input
-    # the other operand loses the same positions; scalars and keywords stay
-    assert got.args[0].tolist() == ([5.0, 7.0, 8.0] if left_out else [5.0, 6.0, 7.0, 8.0])
-    assert got.args[1] == 0.5 and got.kwargs == {"k": "v"}
-    if left_out:
-        note = edges.unsettled_note(unsettled)
-        assert note.startswith("1 edge value(s) not compared") and f"x={at:g}" in note
-    else:
+    op = _TwoLoops(at, vectorized)
+    got = edges._two_ways(op, sample, unsettled)
+    assert [((a[0] if isinstance(a, tuple) else a), b if b == b else "nan", c) for a, b, c in unsettled] == \
+        [(a, b if b == b else "nan", c) for a, b, c in two_ways]
+    # nothing is left out: the same elements, operands, scalars and keywords
+    assert torch.allclose(got.input, x, rtol=0, atol=0, equal_nan=True), got.input
+    assert got.args[0].tolist() == [5.0, 6.0, 7.0, 8.0] and got.args[1] == 0.5 and got.kwargs == {"k": "v"}
+    if not two_ways:
         assert got is sample
+        return
+    note = edges.unsettled_note(unsettled)
+    assert note.startswith(f"1 {edges.UNSETTLED}") and "either" in note and f"{at:g}" in note
+    whole = op(x.clone())
+    scalar = x.clone()                  # the one-element loop answers the input itself
+    for device, passes in ((whole, True), (scalar, True), (torch.full_like(x, 9.0), False)):
+        held = edges.either(got, whole, device, None, None)
+        assert bool(torch.allclose(held, device, equal_nan=True)) == passes, (device, held)
+    # a wrong value at the two-way element fails against both answers
+    wrong = scalar.clone()
+    wrong[1] = 1234.0
+    assert not torch.allclose(edges.either(got, whole, wrong, None, None), wrong, equal_nan=True)
+
+
+def test_a_large_tensors_two_way_values_pass_either_way_per_element():
+    """hardshrink_backward's CPU answers 0 at a NaN `self` in its vectorized loop (a large
+    tensor) and `grad` in its scalar one: a kernel translated from the scalar lambda matches
+    the second; either_per_element accepts it element by element and names the values, and
+    still refuses a value matching neither."""
+    grad = torch.linspace(0.1, 0.9, 4096)
+    self_ = torch.linspace(-2.0, 2.0, 4096)
+    self_[::7] = math.nan
+    vectorized = torch.ops.aten.hardshrink_backward(grad, self_, 0.5)
+    scalar_loop = torch.cat([torch.ops.aten.hardshrink_backward(grad[i:i + 1], self_[i:i + 1], 0.5)
+                             for i in range(4096)])
+    differ = ~torch.isclose(vectorized, scalar_loop, equal_nan=True)
+    if not bool(differ.any()):
+        pytest.skip("this CPU's loops agree on hardshrink_backward at NaN")
+
+    class Backward:                      # the op as an OpInfo calls it
+        name = "hardshrink_backward"
+        info = _op("nn.functional.hardshrink")
+
+        def __call__(self, g, s, lambd):
+            return torch.ops.aten.hardshrink_backward(g, s, lambd)
+    sample = SampleInput(grad, args=(self_, 0.5))
+    unsettled = []
+    held = edges.either_per_element(Backward(), sample, vectorized, scalar_loop, None, None, unsettled)
+    assert torch.allclose(held, scalar_loop, equal_nan=True)
+    assert len(unsettled) == int(differ.sum()) and all(math.isnan(u[0][1]) for u in unsettled)
+    wrong = scalar_loop.clone()
+    wrong[differ] = 7.0
+    unsettled = []
+    held = edges.either_per_element(Backward(), sample, vectorized, wrong, None, None, unsettled)
+    assert unsettled == [] and not torch.allclose(held, wrong, equal_nan=True)
 
 
 def test_the_ufunc_opinfos_edges_are_not_filtered():
-    """sigmoid's edges are what they were: the filter is for the plain OpInfos' (gelu's)."""
+    """sigmoid's edges are every edge value: nothing is left out, and its loops agree."""
     info = _op("sigmoid")
     unsettled = []
     got = edges.edge_samples(info, torch.float32, info.sample_inputs("cpu", torch.float32), unsettled)

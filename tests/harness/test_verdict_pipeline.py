@@ -179,3 +179,34 @@ def test_both_sources_feed_the_one_pipeline_and_know_nothing_of_each_other():
         assert "porter.harness.verdicts" in g[source]
         assert not (sources - {source}) & g[source], source
     assert not sources & g["porter.harness.verdicts"]
+
+
+class RefusingCpu(Source):
+    """The CPU reference raises for sample 2 (remainder of bools: "not implemented for 'Bool'")."""
+
+    def __init__(self, reference_inputs: bool, **kw):
+        super().__init__(**kw)
+        self.reference_inputs = reference_inputs
+
+    def reference(self, sample, device_out):
+        if sample == 2:
+            raise NotImplementedError("\"remainder_cpu\" not implemented for 'Bool'")
+        return sample
+
+
+def test_a_reference_input_the_cpu_refuses_is_left_out_with_a_note_not_failed():
+    """On porter's reference-input rows (upstream's test sends none of them) a sample whose CPU
+    reference raises has nothing to hold the kernel to: left out, said in the row's note. On
+    upstream's samples it stays a failure, as upstream's test errors there too."""
+    ours = verdicts.run_op(RefusingCpu(True, dtypes=("bool",)))
+    row = ours.dtypes[0]
+    assert (row.outcome, row.samples, row.failed_samples) == (PASS, 2, 0)
+    assert row.notes == ["1 sample(s) of porter's reference inputs left out: the CPU reference "
+                         "refuses them (sample 1: NotImplementedError: \"remainder_cpu\" not "
+                         "implemented for 'Bool')"]
+    # a wrong kernel on the other samples is still red
+    wrong = verdicts.run_op(RefusingCpu(True, dtypes=("bool",), device=lambda x: x + 1))
+    assert wrong.dtypes[0].outcome == FAIL and wrong.dtypes[0].failed_samples == 2
+    upstream = verdicts.run_op(RefusingCpu(False, dtypes=("bool",)))
+    assert upstream.dtypes[0].outcome == FAIL
+    assert upstream.dtypes[0].message.startswith("CPU reference error: NotImplementedError")

@@ -84,7 +84,8 @@ def test_case2_registrations_the_file_rejects_fail_every_dtype(real_root):
                               "wrong output type: ")
     assert "logical_and registered with output type float for input float, but " \
            "logical_and_functor returns bool" in message
-    human = porter("test", "logical_and", "--device", "emulate", root=real_root)
+    # upstream's samples alone: the one table this checks line by line
+    human = porter("test", "logical_and", "--device", "emulate", "--samples-only", root=real_root)
     assert human.code == 1
     assert "summary: 0 pass, 10 fail, 0 xfail, 0 xpass; 0 skip" in human.out
     # one cause, one line

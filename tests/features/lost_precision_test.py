@@ -1,0 +1,68 @@
+"""porter.harness.lost_precision: on the reference-input rows, a normal CPU value the device
+flushes to zero or gives the other sign fails, though upstream's atol passes it. erfc's Metal
+kernel before pytorch#187806's fix returned 0 above x ~ 3.9 (the CPU: erfc(4) = 1.54e-8 in
+float32), within atol 1e-5 of the CPU's value: red here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from porter.dispatch.numpy_tensors import PArray
+from porter.harness import lost_precision
+from porter.harness.mismatches import rows
+
+F16, F32 = np.float16, np.float32
+
+# (dtype, cpu, device, lost?)
+_CASES = (
+    pytest.param(F32, 1.5417257e-08, 0.0, True, id="erfc(4) flushed to zero (187806)"),
+    pytest.param(F32, 1.5229979e-12, 0.0, True, id="erfc(5) flushed to zero"),
+    pytest.param(F32, 1.5417257e-08, -1.5e-08, True, id="sign flipped"),
+    pytest.param(F32, 1.5417257e-08, 1.54e-08, False, id="kept, a little off"),
+    pytest.param(F32, 1e-40, 0.0, False, id="a subnormal reference: not normal, upstream's rule"),
+    pytest.param(F32, 0.0, -0.0, False, id="zero against minus zero"),
+    pytest.param(F32, np.nan, np.nan, False, id="NaN both"),
+    pytest.param(F16, 6.2e-05, 0.0, True, id="float16 normal flushed"),
+    pytest.param(F16, 5.9e-08, 0.0, False, id="float16 subnormal flushed: not judged"),
+)
+
+
+# (cpu, device, float64 value, lost?): the float64 value decides whether the CPU is trusted
+_BESIDE_FLOAT64 = (
+    pytest.param(1.5417257e-08, 0.0, 1.541725790028002e-08, True, id="erfc(4): float64 agrees with the CPU"),
+    # sinc(3) in float32: sin of a rounded 3*pi; the true value is 0 and float64's is 3.9e-17
+    pytest.param(2.7827534e-08, 0.0, 3.898171832519376e-17, False, id="sinc(3): the CPU is the one off"),
+    pytest.param(2.7827534e-08, -1e-09, 3.898171832519376e-17, False, id="sinc(3) flipped: not judged"),
+)
+
+
+@pytest.mark.parametrize("cpu, device, wide, lost", _BESIDE_FLOAT64)
+def test_lost_precision_beside_float64(cpu, device, wide, lost):
+    expected = PArray("float32", np.array([cpu], dtype=F32))
+    actual = PArray("float32", np.array([device], dtype=F32))
+    assert (lost_precision.check(expected, actual, np.array([wide])) is not None) == lost
+
+
+@pytest.mark.parametrize("dtype, cpu, device, lost", _CASES)
+def test_lost_precision(dtype, cpu, device, lost):
+    name = {F16: "float16", F32: "float32"}[dtype]
+    expected = PArray(name, np.array([1.0, cpu], dtype=dtype))
+    actual = PArray(name, np.array([1.0, device], dtype=dtype))
+    found = lost_precision.check(expected, actual)
+    assert (found is not None) == lost, found
+    if lost:
+        message, mask = found
+        assert message.startswith("lost precision: 1 element(s)") and "flat index 1" in message
+        # the mismatch table lists the lost element, the float64 column naming the side kept
+        table = rows([("input", PArray("float32", np.array([0.0, 4.0], dtype=F32)))], expected,
+                     actual, 1e-5, 1.3e-6, wide=np.array([1.0, float(cpu)]), lost=mask)
+        assert [r["index"] for r in table] == [[1]] and table[0]["within"] == ["cpu"]
+
+
+def test_upstream_tolerance_alone_passes_erfc_flushed():
+    """What upstream's comparison says of the same row: close (why this check exists)."""
+    from porter.dispatch.numpy_tensors import compare
+    expected = PArray("float32", np.array([1.5417257e-08], dtype=F32))
+    actual = PArray("float32", np.array([0.0], dtype=F32))
+    assert compare(expected, actual, 1e-5, 1.3e-6, (0.0, 0.0)) is None
