@@ -345,7 +345,7 @@ def test_pr_of_an_uncommitted_port_says_to_commit_it(real_root, tmp_path, monkey
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     result = porter("pr", "heaviside", "--dtype", "float32", root=real_root)
     assert result.code == 2 and result.out == ""
-    assert "heaviside: the branch changed nothing of it since HEAD and HEAD registers no Metal" in result.err
+    assert "heaviside: the branch changed nothing of it since master and HEAD registers no Metal" in result.err
     assert "commit the port first: porter pr describes the commit HEAD" in result.err
 
 
