@@ -10,9 +10,11 @@ keeps each equal to its command's `HELP`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
+import re
 import sys
 
 from porter import exit_codes
@@ -45,7 +47,41 @@ COMMANDS = {
            "test commands, checklist"),
     "bench": ("bench", "write (and on a Mac, run) the before/after benchmark of a port: MPSGraph "
               "path vs the Metal functor"),
+    "completion": ("completion", "print a shell completion script (bash, zsh or fish) generated "
+                   "from porter's own parser"),
 }
+
+# What `porter CMD --help` ends with, as `gh` prints its examples: (what it does, command line).
+EXAMPLES = {
+    "new-op": [("port an op with no MPS kernel yet, then test it", "porter new-op heaviside"),
+               ("show the diff only", "porter new-op heaviside --dry-run")],
+    "migrate-from-mpsgraph": [("move an op off MPSGraph", "porter migrate-from-mpsgraph hardsigmoid"),
+                              ("show the diff only", "porter migrate-from-mpsgraph sign --dry-run")],
+    "candidates": [("what is left to port", "porter candidates"),
+                   ("port each in memory and test it", "porter candidates --verify")],
+    "test": [("every dtype the MPS test sends, on this Linux machine", "porter test heaviside --device emulate"),
+             ("one dtype, re-run on every save", "porter test heaviside --dtype float16 --watch")],
+    "audit-xfails": [("list stale expectation entries", "porter audit-xfails"),
+                     ("remove them, showing the diff first", "porter audit-xfails --prune-xfails --dry-run")],
+    "emulate": [("build and compare every kernel file", "porter emulate check")],
+    "check": [("every static check over the tree", "porter check"),
+              ("only what the branch touched", "porter check --changed-since origin/main")],
+    "status": [("where one op stands", "porter status heaviside")],
+    "ci": [("write the fork's workflow", "porter ci init"),
+           ("show it first", "porter ci init --dry-run")],
+    "cache": [("what porter has cached", "porter cache info"), ("empty it", "porter cache clear")],
+    "pr": [("the pull-request description of the branch's ports", "porter pr heaviside -o pr.md")],
+    "bench": [("write the before/after benchmark script", "porter bench heaviside --write-only")],
+    "completion": [("bash, for this shell", 'eval "$(porter completion bash)"'),
+                   ("zsh, installed", "porter completion zsh > ~/.zfunc/_porter")],
+}
+
+# Options every command takes, also before the command (`porter -q test OP`, `porter --root
+# DIR status OP`), as git and cargo take theirs: they are moved behind the command, whose
+# parser reads them. --root is taken by the commands that read a checkout; another command
+# refuses it as it refuses any option it lacks.
+GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
+GLOBAL_VALUED = ("--color", "--root")
 
 # Commands whose warm child (porter.runtime.warm) is forked before their modules are imported:
 # command -> modules whose `warm_services()` it runs, in the order the command needs them
@@ -75,11 +111,31 @@ def _terminal():
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line, as every other porter error (exit 2)."""
+    """Usage errors in one line, as every other porter error (exit 2). No abbreviations:
+    `--dtyp` is not `--dtype` (an abbreviation that works today breaks when a second option
+    of that prefix is added); a misspelt option gets a suggestion instead."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        self.exit(exit_codes.BAD_INPUT,
-                  one_line(f"porter: error: {message} (see `{self.prog} --help`)") + "\n")
+        hint = f"see `{self.prog} --help`"
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        if unknown and unknown.group(1).startswith("--"):
+            near = difflib.get_close_matches(unknown.group(1).split("=", 1)[0],
+                                             [o for o in self._option_string_actions
+                                              if o.startswith("--")], n=1)
+            if near:
+                hint = f"did you mean {near[0]}? {hint}"
+        self.exit(exit_codes.BAD_INPUT, one_line(f"porter: error: {message} ({hint})") + "\n")
+
+
+def _examples(name: str) -> str | None:
+    rows = EXAMPLES.get(name)
+    if not rows:
+        return None
+    return "examples:\n" + "\n".join(f"  # {what}\n  $ {line}" for what, line in rows)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -89,23 +145,69 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
     )
     from porter import __version__
-    parser.add_argument("--version", action="version", version=f"porter {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"porter {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     if only is None:        # `porter --help`, no command or a misspelt one: the summaries only
         for name, (_, summary) in COMMANDS.items():
             sub.add_parser(name, help=summary, description=summary)
         return parser
     module = _load(only)
-    p = sub.add_parser(only, help=module.HELP, description=module.HELP)
+    p = sub.add_parser(only, help=module.HELP, description=module.HELP, epilog=_examples(only),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     module.add_arguments(p)
     terminal.add_common(p)
-    p.set_defaults(_module=module, _parser=p)
+    # `porter completion` reads every command's parser through these, not by importing cli
+    p.set_defaults(_module=module, _parser=p, _build_parser=build_parser, _commands=tuple(COMMANDS))
     return parser
+
+
+def _command_first(argv: list[str]) -> list[str]:
+    """`porter [GLOBAL OPTIONS] COMMAND ...` as the command's parser reads it: the global
+    options moved behind the command. `porter help [COMMAND]` is `porter [COMMAND] --help`.
+    Any other option before the command is an error naming where it goes."""
+    moved, i = [], 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-h", "--help",
+                                                                        "-V", "--version"):
+        name = argv[i].split("=", 1)[0]
+        if name in GLOBAL_FLAGS or re.fullmatch(r"-v+", name):
+            moved.append(argv[i])
+            i += 1
+        elif name in GLOBAL_VALUED and ("=" in argv[i] or i + 1 < len(argv)):
+            step = 1 if "=" in argv[i] else 2
+            moved += argv[i:i + step]
+            i += step
+        else:
+            later = next((a for a in argv[i + 1:] if a in COMMANDS), None)
+            raise PorterError(f"{name} is an option of a command, not of porter itself",
+                              hint=f"write it after the command: porter {later or 'COMMAND'} "
+                                   f"... {name}")
+    rest = argv[i:]
+    if rest and rest[0] == "help":
+        if len(rest) == 1:
+            return ["--help"]
+        return [rest[1], "--help"]
+    if not moved or not rest:
+        return argv if not moved else rest + moved
+    return [rest[0], *moved, *rest[1:]]
+
+
+def _unknown_command(name: str) -> PorterError:
+    near = difflib.get_close_matches(name, list(COMMANDS), n=1)
+    return PorterError(f"unknown command {name!r}",
+                       hint=(f"did you mean `porter {near[0]}`? " if near else "")
+                            + "see `porter --help`")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    first = argv[0] if argv else None
+    try:
+        argv = _command_first(argv)
+        first = argv[0] if argv else None
+        if first is not None and not first.startswith("-") and first not in COMMANDS:
+            raise _unknown_command(first)
+    except PorterError as err:
+        print(f"porter: error: {err}", file=sys.stderr)
+        return err.exit_code
     if first not in WARM_SERVICES:      # nothing heavy to import alongside: no child to fork
         return _parse_and_run(argv, first)
     from porter.runtime import warm

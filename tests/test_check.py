@@ -245,7 +245,7 @@ def test_stale_unimplemented_xfail(mini_root, capsys):
     assert code == 1
     T.assertExpectedInline(out, """\
 aten/src/ATen/native/native_functions.yaml:478: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
-torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --device mps --prune-xfails`, or drop the entry)
+torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --prune-xfails`, or drop the entry)
 """)
 
 

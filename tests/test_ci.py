@@ -33,7 +33,10 @@ def test_workflow_jobs():
     triggers = data[True]                  # PyYAML reads the bare key `on` as a boolean
     assert set(triggers) == {"pull_request", "schedule", "workflow_dispatch"}
     assert jobs["check"]["runs-on"] == "ubuntu-latest"
-    assert 'porter check --changed-since "origin/$BASE_REF" --summary "$GITHUB_STEP_SUMMARY"' \
+    assert ('porter check --changed-since "origin/$BASE_REF" "${baseline[@]}" --summary '
+            '"$GITHUB_STEP_SUMMARY"') in _steps(jobs["check"])
+    # a fork's recorded findings hold it to new ones only
+    assert "if [ -f .porter-baseline.json ]; then baseline=(--baseline .porter-baseline.json); fi" \
         in _steps(jobs["check"])
     assert "--list-changed-ops" in _steps(jobs["check"])
     assert jobs["check"]["steps"][0]["with"]["fetch-depth"] == 0

@@ -48,7 +48,7 @@ def test_a_command_after_an_option_or_a_misspelt_one_still_parses(capsys):
     capsys.readouterr()
     assert cli.main(["statsu", "heaviside"]) == exit_codes.BAD_INPUT
     err = capsys.readouterr().err
-    assert "invalid choice: 'statsu'" in err and err.count("\n") == 1
+    assert "unknown command 'statsu' (did you mean `porter status`?" in err and err.count("\n") == 1
     assert cli.main([]) == exit_codes.BAD_INPUT
     assert "status" in capsys.readouterr().out
 

@@ -136,13 +136,14 @@ def test_nothing_to_do_is_not_said_of_a_port_whose_kernel_file_no_longer_builds(
         f"porter: error: the port of sign exists but its kernel file {UNARY_METAL} does not build: "
         f"{UNARY_METAL}:{line}: expected ';' before '}}' token;"), result.err
     assert "--no-build" in result.err and "nothing to do" not in result.out
-    # --no-build skips the build; a rerun also re-tests the port written before (--no-test: not)
+    # --no-build skips the build; a rerun re-tests the port written before unless --no-test,
+    # which says so on stderr
     unbuilt = porter(command, "sign", "--no-build", "--no-test", root=real_root)
     assert (unbuilt.code, unbuilt.out) == \
-        (0, f"porter {command} sign: every file is already as planned; testing the port\n")
+        (0, f"porter {command} sign: nothing to do\n")
     assert "--no-test: the files were written already and sign was not tested" in unbuilt.err
     path.write_text(good)
-    again = porter(command, "sign", root=real_root)
+    again = porter(command, "sign", "--test", root=real_root)
     assert again.code == 0, again.err
     assert again.out.startswith(f"porter {command} sign: every file is already as planned; testing the port\n")
     assert again.out.endswith(f"porter {command} sign: nothing to do (the port is written, and green)\n")

@@ -12,15 +12,15 @@ from porter.errors import one_line
 def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dry_run: bool,
               applied: list[str] | None, as_json: bool, extra: dict | None = None,
               refused: list[str] | None = None, incomplete: list[str] | None = None,
-              quiet: bool = False, verdict: dict | None = None, retest: bool = False) -> None:
+              quiet: bool = False, verdict: dict | None = None, retest: str | None = None) -> None:
     """`refused`: the gaps of an incomplete port not written; `incomplete`: those of one written
     anyway (--allow-incomplete). Either makes the run a failure ("ok": false), as does a
     `verdict` (the test that ended the port, --json only) whose "ok" is false.
 
     The result (status lines, diff) goes to stdout; notes go to stderr (`quiet`: not at all),
     and a refused plan has none: they would be about edits that were not made. `retest`: nothing
-    to write, and the port already written is tested next (a rerun): "nothing to do" is said
-    after its verdict, and only when it is green."""
+    to write on a rerun, what is said instead of "nothing to do" (the port already written is
+    tested next, or was not tested: "nothing to do" is said only after a green verdict)."""
     nothing = not changes
     gaps = refused or incomplete or []
     if as_json:
@@ -41,7 +41,7 @@ def show_plan(command: str, op: str, changes: ChangeSet, notes: list[str], *, dr
                                   f"{'; '.join(refused)} (--allow-incomplete writes it anyway)") + "\n")
         return
     if nothing and retest:
-        out.write(f"porter {command} {op}: every file is already as planned; testing the port\n")
+        out.write(f"porter {command} {op}: {retest}\n")
     elif nothing:
         out.write(f"porter {command} {op}: nothing to do\n")
     else:

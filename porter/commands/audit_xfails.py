@@ -16,10 +16,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shard", metavar="K/N", help="run only the K-th of N slices of the op list")
     parser.add_argument("--merge", nargs="+", metavar="FILE",
                         help="merge the --json results of shards instead of running")
-    parser.add_argument("--prune", action="store_true", help="narrow or remove stale entries")
+    # --prune-xfails, as `porter test` names it; --prune is its older spelling
+    parser.add_argument("--prune-xfails", "--prune", dest="prune", action="store_true",
+                        help="narrow or remove stale entries")
     parser.add_argument("--allow-dirty", action="store_true",
-                        help="with --prune: edit common_mps.py even if it has uncommitted changes")
-    parser.add_argument("--dry-run", action="store_true", help="with --prune: show the diff only")
+                        help="with --prune-xfails: edit common_mps.py even if it has uncommitted changes")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --prune-xfails: show the diff only")
     parser.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     from porter.commands.terminal import add_format
     add_format(parser, ("text", "json", "markdown"), {"json": "mergeable with --merge",
@@ -40,6 +43,8 @@ def run(args) -> int:
     from porter.harness.verdicts import FAIL, OpResult
 
     from porter.commands.common import resolve_device
+    from porter.commands.terminal import only_with
+    only_with(args, "--prune-xfails", "--dry-run", "--allow-dirty", dest="prune")
     args.device = resolve_device(args.device)
     checkout = Checkout.at(args.root)
     exp = expectations.load(checkout)

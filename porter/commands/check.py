@@ -44,6 +44,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--skip", action="append", metavar="IDS",
                         help="skip these checks (ids or names, comma-separated; repeatable)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="report only findings not recorded in FILE (written by "
+                             "--write-baseline; conventionally .porter-baseline.json at the root)")
+    parser.add_argument("--write-baseline", metavar="FILE",
+                        help="record the findings of this run in FILE and exit 0: later runs with "
+                             "--baseline FILE report only new ones")
 
 
 def run(args) -> int:
@@ -78,6 +84,9 @@ def _run(args, fmt: str) -> int:
 
     if args.explain and not args.changed_since:
         raise PorterError("--explain needs --changed-since REF")
+    if args.baseline and args.write_baseline:
+        raise PorterError("--baseline and --write-baseline: pass one",
+                          hint="--write-baseline records every finding of the run")
     selected = resolve_ids(args.select, "--select") or set(CHECKS)
     selected -= resolve_ids(args.skip, "--skip")
     checkout = Checkout.at(args.root)
@@ -130,6 +139,24 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
     paths = _paths(args.paths, checkout.root)
     if paths is not None:
         report.findings = [f for f in report.findings if f.path in paths]
+    from porter.checks import baseline, noqa
+    report.findings, hidden, noqa_notes = noqa.suppressed(report.findings, checkout.root)
+    report.notes += noqa_notes
+    if hidden:
+        report.notes.append(f"{len(hidden)} finding(s) suppressed by `porter: noqa` comments")
+    if args.write_baseline:
+        count = baseline.write(args.write_baseline, report.findings)
+        print(f"porter check: recorded {count} finding(s) in {args.write_baseline}; "
+              f"`porter check --baseline {args.write_baseline}` reports only new ones",
+              file=sys.stderr)
+        return exit_codes.OK
+    if args.baseline:
+        report.findings, held, gone = baseline.new_findings(report.findings,
+                                                            baseline.load(args.baseline))
+        report.notes.append(f"{held} finding(s) recorded in {args.baseline} not shown")
+        if gone:
+            report.notes.append(f"{gone} entr{'y' if gone == 1 else 'ies'} of {args.baseline} "
+                                "no longer found (fixed): re-record with --write-baseline")
     if args.summary:
         from porter.apply.summary import append
         append(args.summary, output.markdown(report, args.changed_since))

@@ -100,6 +100,8 @@ def update_pins(text: str, pins: dict[str, Pin]) -> tuple[str, list[str], list[s
 
 SPEC_EXAMPLE = "porter-mps @ git+https://github.com/OWNER/porter@COMMIT"
 LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+# the placeholders of SPEC_EXAMPLE and --porter-spec's help, in a spec copied unchanged
+PLACEHOLDER_RE = re.compile(r"\bOWNER\b|@(?:COMMIT|SHA)\b")
 # a requirement naming this machine's disk, which no CI runner has: /path, ./path, ~/path,
 # C:\path, file: URLs (git+file: too), NAME @ /path
 LOCAL_SPEC_RE = re.compile(r"^\s*(?:[/.~]|[A-Za-z]:[\\/])|\bfile:|@\s*[/.~]", re.I)
@@ -202,6 +204,10 @@ def render_workflow(*, porter_spec: str, shards: int = 4, cron: str = "17 4 * * 
         # what `ci init` refuses to take from a local install it refuses when given, too
         raise PorterError(f"--porter-spec {porter_spec!r}: a local path or file: URL, which a CI runner "
                           "cannot install from", hint=f"pass a pushed commit, e.g. '{SPEC_EXAMPLE}'")
+    if PLACEHOLDER_RE.search(porter_spec):
+        # the README's and --help's own example, copied as it is: no runner can fetch it
+        raise PorterError(f"--porter-spec {porter_spec!r}: OWNER, COMMIT and SHA are placeholders",
+                          hint="put your fork's owner and a pushed commit in their place")
     if re.match(r"^\s*porter\s*(?:[=<>!~;\[@]|$)", porter_spec, re.I):
         raise PorterError(f"--porter-spec {porter_spec!r}: `porter` on PyPI is an unrelated project",
                           hint=f"use a git URL of porter pinned to a commit: '{SPEC_EXAMPLE}'")

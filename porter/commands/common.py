@@ -214,7 +214,11 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
         code, verdict = run_tests_after(args, checkout.root, plan.spec.op, rerun)
     show_plan(command, plan.spec.op, plan.changes, notes, dry_run=args.dry_run, applied=written,
               as_json=args.json, extra=extra, incomplete=incomplete, verdict=verdict,
-              quiet=getattr(args, "quiet", False), retest=rerun and not args.no_test)
+              quiet=getattr(args, "quiet", False),
+              # --no-test: the user declined the verdict; "nothing to do" (with the note
+              # that says it was not tested) is about writing only
+              retest="every file is already as planned; testing the port"
+              if rerun and not args.no_test else None)
     if test and not args.json:
         code, _ = run_tests_after(args, checkout.root, plan.spec.op, rerun)
         if rerun and code == exit_codes.OK and not args.no_test:

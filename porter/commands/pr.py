@@ -28,8 +28,9 @@ def add_arguments(parser) -> None:
                              "upstream/main, main or master, whichever exists first)")
     parser.add_argument("--device", default="auto",
                         help="where the verdicts come from (default auto: mps on a Mac, else emulate)")
-    parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="markdown (default: the description) or json")
+    # text is every command's default format's name: here it is the description, in Markdown
+    parser.add_argument("--format", choices=("text", *FORMATS), default=None,
+                        help="markdown or text (the description; the default) or json")
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
                         help="verdicts for this dtype only (repeatable; default every dtype the MPS test sends)")
@@ -42,6 +43,8 @@ def run(args) -> int:
     from porter.review.description import describe, markdown
 
     fmt = args.format or ("json" if args.json else "markdown")
+    if fmt == "text":
+        fmt = "markdown"
     args.json = fmt == "json"
     checkout = resolve_checkout(args.root)
     if checkout is None:

@@ -43,6 +43,17 @@ def add_common(parser) -> None:
                        help="colour: auto (on a terminal, unless NO_COLOR is set), always or never")
 
 
+def only_with(args, base: str, *options: str, dest: str | None = None) -> None:
+    """Options that do something only beside `base` (`--dry-run` of `--prune-xfails`): given
+    without it they would be ignored in silence, so they are bad input (exit 2) instead."""
+    if getattr(args, dest or base.lstrip("-").replace("-", "_")):
+        return
+    given = [o for o in options if getattr(args, o.lstrip("-").replace("-", "_"))]
+    if given:
+        raise PorterError(f"{given[0]} does nothing without {base}",
+                          hint=f"add {base}, or drop {given[0]}")
+
+
 def configure(args) -> None:
     """Settle the format and the terminal options of a parsed command line (exit 2 on a conflict)."""
     if getattr(args, "quiet", False) and getattr(args, "verbose", 0):

@@ -103,7 +103,9 @@ def run(args) -> int:
     import sys
 
     from porter.commands.common import check_dtype_names, require, resolve_device
+    from porter.commands.terminal import only_with
     from porter.errors import PorterError
+    only_with(args, "--prune-xfails", "--dry-run", "--allow-dirty")
     check_dtype_names(args.dtypes)
     args.device = resolve_device(args.device)
     require("test", "numpy")       # expecttest has a stand-in (harness.opdb)
@@ -130,10 +132,13 @@ def run(args) -> int:
         options_["reference_gaps"] = reference_gaps(args.root, args.changed_since, args.ops)
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
-    if args.format == "text" and terminal.color():
-        options_["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
     try:
         with terminal.Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
+            if args.format == "text" and terminal.color():
+                # made inside: it writes through the stdout that clears the elapsed-time line
+                # before the report's first line (made outside, it held the bare stdout and the
+                # header was printed after the spinner's uncleared text)
+                options_["out"] = terminal.Painted(sys.stdout, terminal.paint_test_line)
             if args.format in ("junit", "github"):
                 return _run_converted(args, options_, run_session, Options)
             return run_session(Options(**options_))

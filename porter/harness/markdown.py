@@ -93,7 +93,7 @@ def audit_section(results: list[OpResult], stale: list[str], orphans: list[str],
              "", f"{keys} expectation key(s), {len(results)} OpInfo(s); {totals(results)}.", ""]
     if stale:
         lines += ["Stale entries (each passes but is expected to fail; "
-                  "`porter audit-xfails --prune` narrows or removes them):", ""]
+                  "`porter audit-xfails --prune-xfails` narrows or removes them):", ""]
         lines += [f"- {cell(s, 300)}" for s in stale]
         lines.append("")
     if orphans:

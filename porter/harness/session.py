@@ -18,7 +18,7 @@ from porter.errors import PorterError
 from porter.harness import prune as prunemod
 from porter.harness import refcache, run_report, verdict_scope
 from porter.harness.devices import get_backend
-from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult
+from porter.harness.verdicts import FAIL, SKIP, XPASS, OpResult, dtype_order
 
 
 @dataclass
@@ -230,6 +230,13 @@ def nothing_tested(results) -> str | None:
     names = list(dict.fromkeys(r.name for r in results))
     op = names[0].removeprefix("nn.functional.") if len(names) == 1 else "OP"
     what = ", ".join(names) or "the op"
+    asked = [d.dtype for r in results for d in r.dtypes]
+    sent = sorted({s for r in results for s in (r.supported or ())}, key=dtype_order)
+    if asked and sent and not set(asked) & set(sent):
+        # --dtype named only dtypes the MPS test does not send: porting is not what is missing
+        return (f"porter: error: nothing was tested: the MPS test of {what} sends none of "
+                f"{', '.join(dict.fromkeys(asked))}; pass --dtype with one it sends "
+                f"({', '.join(sent)}), or none for all of them")
     return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
             f"above), and a run that tests nothing is not green; port it first: `porter "
             f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "

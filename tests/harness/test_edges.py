@@ -94,7 +94,10 @@ def test_an_integer_sign_through_short_fails_the_reference_inputs(real_root):
     res = porter("test", "sign", "--device", "emulate", "--dtype", "int32", "--dtype", "int64",
                  "--dtype", "int16", "--reference-inputs", "--json", root=real_root)
     import json
-    upstream, extremal = json.loads(res.out)["ops"]
+    upstream, extremal, shapes = json.loads(res.out)["ops"]      # the full verdict's three rows
+    assert (extremal["reference"], shapes["shapes"] != []) == (True, True)
+    # the layouts' values (within ±9) fit a short as well
+    assert {d["outcome"] for d in shapes["dtypes"]} == {"pass"}
     # upstream's own reference inputs stop at ±10701: only the edges catch it
     assert {d["dtype"]: d["outcome"] for d in upstream["dtypes"]} == \
         {"int16": "pass", "int32": "pass", "int64": "pass"}

@@ -84,7 +84,7 @@ Notes:
 
 2 expectation key(s), 2 OpInfo(s); 1 pass, 0 fail, 0 xfail, 1 xpass, 1 skip.
 
-Stale entries (each passes but is expected to fail; `porter audit-xfails --prune` narrows or removes them):
+Stale entries (each passes but is expected to fail; `porter audit-xfails --prune-xfails` narrows or removes them):
 
 - sign float16: ON_MPS_XFAILLIST
 
