@@ -344,6 +344,67 @@ def either_per_element(info, sample, reference, device_out, atol, rtol, unsettle
     return merged
 
 
+# devices whose GPU reads float32 and bfloat16 subnormals as zero (Apple's, as porter's emulator
+# models it: docs/testing.md "Subnormals"); CUDA keeps them
+FLUSHING_DEVICES = ("emulate", "mps", "mps-shader")
+FLUSHED = "subnormal input(s) an Apple GPU reads as zero"
+
+
+def _flushed(t):
+    """`t` as an Apple GPU reads it: float32/bfloat16 subnormals as a zero of their sign."""
+    import torch
+    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16):
+        return t
+    tiny = torch.finfo(t.dtype).tiny
+    return torch.where((t != 0) & (t.abs() < tiny), torch.copysign(torch.zeros_like(t), t), t)
+
+
+def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: list | None):
+    """`reference` with the CPU's answer on the inputs as an Apple GPU reads them (subnormals
+    flushed to zero) wherever the device matches that one and not the unflushed answer. The
+    kernel cannot see a subnormal input there: no functor can be right on it, and one that is
+    right on the zero it reads is. Each element taken goes into `flushed`."""
+    import warnings
+
+    import torch
+    if not is_elementwise(info) or not all(isinstance(t, torch.Tensor) for t in (reference, device_out)) \
+            or reference.shape != device_out.shape or reference.dtype != device_out.dtype \
+            or not reference.dtype.is_floating_point or reference.numel() == 0:
+        return reference
+    inputs = [sample.input, *sample.args]
+    if not any(isinstance(t, torch.Tensor) and not torch.equal(_flushed(t), t) for t in inputs):
+        return reference
+    if atol is None or rtol is None:
+        rtol, atol = _default_tolerance(reference.dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            other = info(_flushed(sample.input), *[_flushed(a) for a in sample.args],
+                         **sample.kwargs)
+        except Exception:
+            return reference
+    if not isinstance(other, torch.Tensor) or other.shape != reference.shape:
+        return reference
+    other = other.to(reference.dtype)
+    device = device_out.detach().cpu()
+    take = (~torch.isclose(device, reference, rtol=rtol, atol=atol, equal_nan=True)) \
+        & torch.isclose(device, other, rtol=rtol, atol=atol, equal_nan=True)
+    if not bool(take.any()):
+        return reference
+    if flushed is not None:
+        flushed.extend((float(reference[at]), float(other[at]))
+                       for at in map(tuple, take.nonzero().tolist()))
+    return torch.where(take, other, reference)
+
+
+def flushed_note(flushed: list) -> str:
+    shown = ", ".join(f"{a:g} (CPU) / {b:g} (on the zero the GPU reads)" for a, b in flushed[:3])
+    more = f" and {len(flushed) - 3} more" if len(flushed) > 3 else ""
+    return (f"{len(flushed)} element(s) of {FLUSHED} (float32/bfloat16 subnormals; "
+            f"docs/testing.md \"Subnormals\"): the kernel passes with the CPU's answer on "
+            f"either input: {shown}{more}")
+
+
 UNSETTLED = "value(s) torch's CPU answers two ways"
 # a reference run of an OpInfo porter adds no edge values to: its rows are the OpInfo's own
 NO_EDGES = ("no edge values (NaN, ±inf, the dtype's limits) added: the OpInfo is neither a ufunc "

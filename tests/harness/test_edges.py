@@ -505,3 +505,47 @@ def test_a_degree_outside_the_bound_in_a_shared_operand_drops_the_sample():
     assert edges._degree_bounded(SampleInput(x, args=(float("nan"),)), (1,)) is None
     same = SampleInput(x, args=(4,))
     assert edges._degree_bounded(same, (1,)) is same
+
+
+def test_an_input_an_apple_gpu_reads_as_zero_passes_with_the_answer_on_that_zero(monkeypatch):
+    """heaviside(x, v) at a float32 subnormal x: the CPU answers 1 (x > 0); an Apple GPU reads x
+    as +0 and a right functor answers v there. Either passes on a flushing device, each element
+    noted; a wrong answer (neither 1 nor v) is kept red, and a normal input is never flushed."""
+    import torch
+
+    from porter.harness import edges
+
+    class Info:
+        name = "heaviside"
+
+        def __call__(self, x, v):
+            return torch.heaviside(x, v)
+
+    class Sample:
+        def __init__(self, x, v):
+            self.input, self.args, self.kwargs = x, (v,), {}
+
+    info = Info()
+    real = edges.is_elementwise
+    monkeypatch.setattr(edges, "is_elementwise", lambda i: True if i is info else real(i))
+    tiny = torch.finfo(torch.float32).tiny
+    x = torch.tensor([tiny / 4, -tiny / 4, 2.0, tiny / 4], dtype=torch.float32)
+    v = torch.tensor([0.5, 0.25, 0.5, 0.75], dtype=torch.float32)
+    sample = Sample(x, v)
+    cpu = torch.heaviside(x, v)                         # 1, 0, 1, 1
+    mac = torch.tensor([0.5, 0.25, 1.0, 0.75])          # what a right functor gives on the zeros
+    noted: list = []
+    merged = edges.either_flushed(info, sample, cpu, mac, 1e-5, 1.3e-6, noted)
+    assert torch.equal(merged, mac) and len(noted) == 3
+    assert noted[0] == (1.0, 0.5) and noted[1] == (0.0, 0.25)
+    wrong = torch.tensor([0.9, 0.25, 1.0, 0.75])        # neither 1 nor v at the first element
+    noted = []
+    kept = edges.either_flushed(info, sample, cpu, wrong, 1e-5, 1.3e-6, noted)
+    assert kept[0] == 1.0 and len(noted) == 2
+    # no subnormal input: nothing to take, whatever the device says
+    normal = Sample(torch.tensor([2.0, -3.0]), torch.tensor([0.5, 0.5]))
+    noted = []
+    assert torch.equal(edges.either_flushed(info, normal, torch.tensor([1.0, 0.0]),
+                                            torch.tensor([0.5, 0.5]), 1e-5, 1.3e-6, noted),
+                       torch.tensor([1.0, 0.0])) and not noted
+    assert "subnormal input(s) an Apple GPU reads as zero" in edges.flushed_note([(1.0, 0.5)])
