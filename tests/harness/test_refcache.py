@@ -374,3 +374,55 @@ def test_a_cached_run_asks_for_a_macs_cpu_reference_only_where_its_record_says(r
     _from_cache_only(monkeypatch)
     assert _table(real_root, ["add", "asinh"]) == cold
     assert asked and set(asked) == {("asinh", "complex64")}
+
+
+def _warm_subprocess(root: Path, cache: Path, op: str) -> tuple[int, dict, set[str]]:
+    """`porter test OP --device emulate --json` (the full verdict) in a fresh interpreter:
+    (exit code, its table as _table gives it, the modules it imported)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_REFCACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", op,
+                           "--device", "emulate", "--json", "--root", str(root)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    data = json.loads(proc.stdout)
+    assert data.pop("reference_cache", None), proc.stderr[-2000:]      # it did come from the cache
+    for o in data["ops"]:
+        for d in o["dtypes"]:
+            d.pop("seconds")
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    return proc.returncode, data, imported
+
+
+@pytest.mark.parametrize("wrong", [False, True], ids=["as-shipped", "planted-wrong-functor"])
+def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root, cache, wrong):
+    """The full verdict (upstream's samples, porter's reference inputs with their edge values,
+    the layouts) from the cache after an edit: the same table, notes and mismatch rows as the
+    op_db run, with neither torch nor the op database imported."""
+    if wrong:
+        metal = real_root / BINARY
+        metal.write_text(metal.read_text().replace(HYPOT_BODY, HYPOT_WRONG))
+    cold_code, cold = _table(real_root, ["hypot"], reference_inputs=True, shapes=True)
+    rows = {(o["reference"], bool(o["shapes"])): {d["outcome"] for d in o["dtypes"]}
+            for o in cold["ops"]}
+    assert set(rows) == {(False, False), (True, False), (False, True)}      # all three rows ran
+    if wrong:
+        assert cold_code == 1 and all("fail" in outcomes for outcomes in rows.values())
+        shapes_row = next(o for o in cold["ops"] if o["shapes"])
+        assert any(d["message"] and d["message"].startswith(("transposed", "sliced", "broadcast",
+                                                              "0-dim", "large"))
+                   for d in shapes_row["dtypes"])
+        assert any(d["mismatches"] for o in cold["ops"] if o["reference"] for d in o["dtypes"])
+    else:
+        assert rows[(False, True)] == {"pass"}
+    warm_code, warm, imported = _warm_subprocess(real_root, cache, "hypot")
+    assert (warm_code, warm) == (cold_code, cold)
+    assert "numpy" in imported
+    assert "torch.testing._internal.common_methods_invocations" not in imported
+    assert not {m for m in imported if m == "torch" or m.startswith("torch.")}
+
+
+def test_porters_own_rows_are_in_the_cache_key():
+    # the edge values, the layouts and the two-way rule decide what the cache holds for the
+    # full verdict: an edit to any of them must miss
+    assert {"harness/edges.py", "harness/shapes.py", "harness/two_ways.py",
+            "harness/sample_rules.py"} <= set(refcache._PORTER_SOURCES)
