@@ -393,15 +393,16 @@ def _warm_subprocess(root: Path, cache: Path, op: str) -> tuple[int, dict, set[s
     return proc.returncode, data, imported
 
 
-@pytest.mark.parametrize("wrong", [False, True], ids=["as-shipped", "planted-wrong-functor"])
-def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root, cache, wrong):
+@pytest.mark.parametrize("op, wrong", [("atan2", False), ("hypot", True)],
+                         ids=["passing", "planted-wrong-functor"])
+def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root, cache, op, wrong):
     """The full verdict (upstream's samples, porter's reference inputs with their edge values,
     the layouts) from the cache after an edit: the same table, notes and mismatch rows as the
     op_db run, with neither torch nor the op database imported."""
     if wrong:
         metal = real_root / BINARY
         metal.write_text(metal.read_text().replace(HYPOT_BODY, HYPOT_WRONG))
-    cold_code, cold = _table(real_root, ["hypot"], reference_inputs=True, shapes=True)
+    cold_code, cold = _table(real_root, [op], reference_inputs=True, shapes=True)
     rows = {(o["reference"], bool(o["shapes"])): {d["outcome"] for d in o["dtypes"]}
             for o in cold["ops"]}
     assert set(rows) == {(False, False), (True, False), (False, True)}      # all three rows ran
@@ -413,8 +414,8 @@ def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root,
                    for d in shapes_row["dtypes"])
         assert any(d["mismatches"] for o in cold["ops"] if o["reference"] for d in o["dtypes"])
     else:
-        assert rows[(False, True)] == {"pass"}
-    warm_code, warm, imported = _warm_subprocess(real_root, cache, "hypot")
+        assert cold_code == 0 and all(outcomes == {"pass"} for outcomes in rows.values())
+    warm_code, warm, imported = _warm_subprocess(real_root, cache, op)
     assert (warm_code, warm) == (cold_code, cold)
     assert "numpy" in imported
     assert "torch.testing._internal.common_methods_invocations" not in imported
