@@ -24,8 +24,9 @@ FLAGS = [
     "-std=c++17", "-fPIC", "-shared", "-g0",
     # Metal literals are float; without this `1.0` makes float/half overloads ambiguous.
     "-fsingle-precision-constant",
-    # PyTorch compiles its kernels in MTLMathModeSafe (no transformation that changes a result):
-    # no fused multiply-add, which g++ would otherwise form wherever the target has FMA (arm64).
+    # a*b+c rounded twice: whether Apple's compiler contracts it in PyTorch's kernels
+    # (MTLMathModeSafe) is not known, so a failing sample runs again on a contracted build
+    # (contract_flags) and is red only if it fails both ways (porter.harness.verdicts).
     "-ffp-contract=off",
     # GPU integer arithmetic wraps.
     "-fwrapv",
@@ -49,6 +50,31 @@ FLAGS = [
 # (porter.emulate.versions).
 METAL_VERSIONS = (310, 320, 400)
 PRIMARY_VERSION = METAL_VERSIONS[0]
+
+
+def contract_flags() -> list[str] | None:
+    """The flags of a build that contracts `a * b + c` into one fused multiply-add wherever it can,
+    or None where this CPU cannot run such a build.
+
+    Whether Apple's compiler contracts in PyTorch's kernels (MTLMathModeSafe) is not documented
+    where porter can read it, and an fma rounds once where a*b+c rounds twice: `porter test` runs
+    a failing sample again on this build, and calls it red only if it fails both ways
+    (porter.harness.verdicts). g++ forms fmas in its widening-multiply pass, which runs from -O1
+    with -fexpensive-optimizations; the later -ffp-contract wins over FLAGS' `off`."""
+    import platform
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast"]
+    if machine in ("x86_64", "amd64"):
+        try:
+            cpu = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        flags = next((line for line in cpu.splitlines() if line.startswith("flags")), "")
+        if " fma" not in flags:
+            return None
+        return ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast", "-mfma"]
+    return None
 
 
 def version_flags(flags: list[str], version: int = PRIMARY_VERSION) -> list[str]:
@@ -89,7 +115,7 @@ def compiler_id(cxx: str) -> str:
 # entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
-                  "metal_builtins.py", "metal_language.py", "probe.py", "toolchain.py")
+                  "metal_builtins.py", "metal_language.py", "frontend.py", "probe.py", "toolchain.py")
 _code_digest: str | None = None
 
 
@@ -105,10 +131,32 @@ def _porter_code() -> str:
     return _code_digest
 
 
+_frontend_digest: str | None = None
+
+
+def _frontend_files() -> str:
+    """A hash of the front end's Metal mode and library headers (frontend.py is one of
+    _BUILD_MODULES)."""
+    global _frontend_digest
+    if _frontend_digest is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        for d in ("frontend_mode", "frontend_include"):
+            for p in sorted((here / d).rglob("*")):
+                if p.is_file():
+                    h.update(p.name.encode() + b"\0" + p.read_bytes())
+        _frontend_digest = h.hexdigest()
+    return _frontend_digest
+
+
 def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
     h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
     h.update(_porter_code().encode())
+    # which language check the verdicts come from (porter.emulate.frontend.enabled) and, for the
+    # front end, its Metal mode and library files
+    if os.environ.get("PORTER_METAL_FRONTEND", "") == "clang":
+        h.update(b"frontend\0" + _frontend_files().encode())
     h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):

@@ -186,6 +186,10 @@ class CachedSource:
         found = getattr(self.backend, "other_version_outputs", None)
         return found() if found is not None else []
 
+    def contracted(self):
+        found = getattr(self.backend, "contracted_outputs", None)
+        return found() if found is not None else None
+
     def reference(self, sample: refcache.Sample, device_out):
         refused = (sample.extra or {}).get("refused")
         if refused is not None:      # porter's sample the CPU refuses: verdicts leaves it out

@@ -42,7 +42,7 @@ class Candidate:
     automatic: bool            # the command ports it with no flag (verdict "automatic")
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
-    command: str = ""
+    command: str | None = None  # the command that ports it; None for a refused op (none does)
     backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
     way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
     verdict: str = ""          # automatic | --complex-body | --body (a body is all it lacks) | refused
@@ -286,8 +286,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     else:
         verdict = "refused"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command, backward=out.is_backward, way=way,
-                     verdict=verdict)
+                     tuple(dict.fromkeys(files)), None if verdict == "refused" else command,
+                     backward=out.is_backward, way=way, verdict=verdict)
 
 
 IN_PLACE_ONLY = "in place only"
@@ -464,9 +464,10 @@ def _automatic_ternary(stub, facts) -> tuple[bool, str]:
     if not facts.indexing():
         return False, (f"incomplete: the checkout has no {ternary_port.INDEXING} to define "
                        f"{ternary_alpha.MACRO} in")
-    if host_library.ternary_takes_scalar(checkout.read, checkout.exists) is False:
+    _, problem = ternary_port.library_edits(checkout)
+    if problem is not None:
         return False, (f"incomplete: {host_library.LIBRARY_HEADER} declares exec_ternary_kernel(iter, "
-                       "name) only; its scalar overload is written by hand (the command says how)")
+                       f"name) only, and porter cannot write its scalar overload: {problem}")
     lam = scalar_lambda(checkout, stub.name)
     if lam is None or len(lam.params) != 3:
         return False, "no CPU lambda of three operands found: --body EXPR in a, b, c and the scalar"
