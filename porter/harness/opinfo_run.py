@@ -229,7 +229,7 @@ class OpDbSource:
 
     def wide_reference(self, sample):
         # porter's reference inputs only: upstream's test never sends them (no Mac has judged
-        # them) and they never run from the reference cache, which holds no float64 values
+        # them); the reference cache records these values (_reference_extras)
         if not self.reference_inputs or self.shapes:
             return None
         with self.quiet():

@@ -105,8 +105,7 @@ def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_r
 def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache, op, passes):
     _table(real_root, [op])                                     # fills the cache in-process
     env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache)}
-    # the cache holds upstream's samples: --samples-only (the full verdict's reference inputs
-    # and shapes are computed with torch on every run, see docs/testing.md)
+    # --samples-only: upstream's samples alone (the full verdict: the test below)
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", op,
                            "--device", "emulate", "--samples-only", "--root", str(real_root)],
                           capture_output=True, text=True, env=env, timeout=120)
