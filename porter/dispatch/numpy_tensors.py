@@ -49,6 +49,10 @@ class Unsupported(Exception):
 class PArray:
     dtype: str          # torch dtype name: "float32", "bfloat16", ...
     data: np.ndarray    # C-contiguous values; bfloat16 as uint16 bits
+    # a strided view's layout (porter.harness.shapes' samples): (its storage from the first
+    # element on, 1-D, in `dtype`'s numpy type; its strides in elements). `data` holds its values
+    # all the same; the emulator sends the storage and strides, as it sends a torch view's
+    layout: tuple | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -71,6 +75,41 @@ def f32_to_bf16(values: np.ndarray) -> np.ndarray:
     bits = values.view(np.uint32)
     rounded = ((bits + (((bits >> 16) & 1) + np.uint32(0x7FFF))) >> 16).astype(np.uint16)
     return np.where(np.isnan(values), np.uint16(0x7FC0), rounded).astype(np.uint16)
+
+
+def strided(dtype: str, storage: np.ndarray, shape, strides) -> PArray:
+    """The view `as_strided(shape, strides)` of `storage` (from its first element on)."""
+    storage = np.ascontiguousarray(storage)
+    item = storage.dtype.itemsize
+    view = np.lib.stride_tricks.as_strided(storage, tuple(shape), tuple(s * item for s in strides),
+                                           writeable=False) if storage.size else \
+        np.empty(tuple(shape), dtype=storage.dtype)
+    return PArray(dtype, np.ascontiguousarray(view), (storage, tuple(int(s) for s in strides)))
+
+
+def torch_contiguous(shape, strides) -> bool:
+    """Tensor.is_contiguous(): row-major strides, size-1 dims ignored (no elements: always)."""
+    if any(n == 0 for n in shape):
+        return True
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 1:
+            continue
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def non_overlapping_and_dense(shape, strides) -> bool:
+    """Whether the elements fill their span once each (Tensor.to keeps such a view's strides)."""
+    dims = sorted((s, n) for n, s in zip(shape, strides) if n != 1)
+    expected = 1
+    for s, n in dims:
+        if s != expected:
+            return False
+        expected *= n
+    return True
 
 
 def widened(a: PArray) -> np.ndarray:

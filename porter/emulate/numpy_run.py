@@ -12,7 +12,8 @@ import struct
 
 import numpy as np
 
-from porter.dispatch.numpy_tensors import PArray, Unsupported, astype, f32_to_bf16
+from porter.dispatch.numpy_tensors import (PArray, Unsupported, astype, f32_to_bf16,
+                                           non_overlapping_and_dense, strided, torch_contiguous)
 from porter.dispatch.numpy_tensors import real_part  # noqa: F401  (the emulator device reads it here)
 from porter.dispatch.kernel_choice import METAL_TO_NAME
 from porter.emulate.build import Library, Registration
@@ -44,29 +45,65 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
         raise ValueError(f"{reg.name}: no torch dtype for Metal types {reg.in_type}/{reg.out_type}")
     if "complex32" in (in_name, out_name):
         raise Unsupported("complex32 kernel")
-    arrays = [astype(t, in_name).data for t in inputs]
+    inputs = [_converted(t, in_name) for t in inputs]
+    arrays = [t.data for t in inputs]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     out_np = np.dtype(np.uint16 if out_name == "bfloat16" else
                       np.bool_ if out_name == "bool" else out_name)
     numel = int(np.prod(shape, dtype=np.int64))
     if numel == 0:
         return PArray(out_name, np.empty(shape, dtype=out_np))
-    dense = all(a.flags.c_contiguous and a.shape == shape for a in arrays)
+    dense = all(_contiguous(t) and t.shape == shape for t in inputs)
     request = {"lib": str(lib.path), "index": reg.index, "out_nbytes": numel * out_np.itemsize,
                "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
-    request["inputs"] = [np.asarray(a, order="C").tobytes() for a in arrays]
+    request["inputs"] = [_storage_bytes(t) for t in inputs]
     if not dense:
         sizes = list(reversed(shape)) or [1]
         out_strides = [s for s in np.empty(shape, dtype=out_np).strides]
         strides = [list(reversed(out_strides)) or [0]]
-        for a in arrays:
-            view = np.broadcast_to(np.asarray(a, order="C"), shape)
+        for t in inputs:
+            # as torch's expand: broadcast dims get stride 0, a view keeps its own strides;
             # size-1 dims keep a contiguous tensor's stride in torch; numpy agrees for
             # C-contiguous arrays, and such a dim is only ever indexed at 0
+            view = np.broadcast_to(_view(t), shape)
             strides.append(list(reversed(view.strides)) or [0])
         request.update(sizes=sizes, strides=strides)
     raw = client.call(request)
     return PArray(out_name, np.frombuffer(bytearray(raw), dtype=out_np).reshape(shape).copy())
+
+
+def _converted(t: PArray, name: str) -> PArray:
+    """`Tensor.to(name)` as torch_run calls it: the same dtype keeps the view; another keeps
+    the strides of a non-overlapping dense view (a transposed one), else makes it contiguous."""
+    if t.dtype == name:
+        return t
+    out = astype(t, name)
+    if t.layout is not None:
+        storage, strides = t.layout
+        if non_overlapping_and_dense(t.shape, strides):
+            span = astype(PArray(t.dtype, storage[:t.data.size]), name).data
+            return strided(name, span, t.shape, strides)
+    return out
+
+
+def _contiguous(t: PArray) -> bool:
+    return t.layout is None or torch_contiguous(t.shape, t.layout[1])
+
+
+def _view(t: PArray) -> np.ndarray:
+    if t.layout is None:
+        return np.asarray(t.data, order="C")
+    storage, strides = t.layout
+    item = storage.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(storage, t.shape, tuple(s * item for s in strides),
+                                           writeable=False)
+
+
+def _storage_bytes(t: PArray) -> bytes:
+    """torch_run._tensor_bytes: a view's storage from its first element on."""
+    if t.layout is None:
+        return np.asarray(t.data, order="C").tobytes()
+    return np.ascontiguousarray(t.layout[0]).tobytes()
 
 
 def dtype_name_of(out: PArray) -> str:

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 from porter.dispatch.numpy_tensors import Unsupported, astype, compare, max_errors
 from porter.harness import mps_expectations as expmod
-from porter.harness import refcache, sample_rules, tolerances, verdicts
+from porter.harness import refcache, sample_rules, tolerances, two_ways, verdicts
 from porter.harness.verdicts import OpResult, RecordedFailure, raise_max
 
 
@@ -58,9 +58,19 @@ def _run(opts, checkout, backend, env: str, entries: list[dict]) -> CachedRun:
     exp = expmod.load(checkout) if checkout is not None else expmod.Expectations(None)
     lists = tolerances.load_lists(checkout)
     results = []
+    reference, shapes = getattr(opts, "reference_inputs", False), getattr(opts, "shapes", False)
     for data in entries:
         for rec in data["ops"]:
-            results.append(_run_record(rec, env, backend, exp, lists, opts.dtypes, opts.sample))
+            # opinfo_run.run_op_tests' rows, in its order
+            ref_row = reference and rec.get("has_reference", False)
+            if not (ref_row and opts.sample is not None):
+                results.append(_run_record(rec, env, backend, exp, lists, opts.dtypes, opts.sample))
+            if ref_row:
+                results.append(_run_record(rec, env, backend, exp, lists, opts.dtypes, opts.sample,
+                                           "reference"))
+            if shapes and rec.get("has_shapes", False):
+                results.append(_run_record(rec, env, backend, exp, lists, opts.dtypes, opts.sample,
+                                           "shapes"))
     meta = entries[0]["meta"] if entries else {}
     db = SimpleNamespace(source=meta.get("source", "?"), torch_version=meta.get("torch", "?"),
                          torch_path=meta.get("path", "?"))
@@ -68,8 +78,9 @@ def _run(opts, checkout, backend, env: str, entries: list[dict]) -> CachedRun:
     return CachedRun(results, exp, lists, db, samples=sample_rules.load(checkout))
 
 
-def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only) -> OpResult:
-    return verdicts.run_op(CachedSource(rec, env, backend, exp, lists), dtypes, only)
+def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only,
+                rows: str = "samples") -> OpResult:
+    return verdicts.run_op(CachedSource(rec, env, backend, exp, lists, rows), dtypes, only)
 
 
 class CachedSource:
@@ -80,15 +91,27 @@ class CachedSource:
     abandon = (Miss, Unsupported)
     sample_errors = (RecordedFailure,)
 
-    def __init__(self, rec: dict, env: str, backend, exp: expmod.Expectations, lists):
+    def __init__(self, rec: dict, env: str, backend, exp: expmod.Expectations, lists,
+                 rows: str = "samples"):
         from porter.dispatch.kernel_choice import OpNames
         self.rec, self.env, self.backend, self.exp, self.lists = rec, env, backend, exp, lists
+        self.rows = rows
+        # porter.harness.verdicts.reference_row reads these, as on opinfo_run.OpDbSource
+        self.reference_inputs, self.shapes = rows == "reference", rows == "shapes"
         self.device = backend.name
         self.op = OpNames(rec["name"], rec.get("aten_name"), rec["variant"])
+        self._exact_rows = None
+        self._unsettled: list = []
+        self._row = None
 
     def header(self) -> OpResult:
         rec = self.rec
-        return OpResult(rec["full_name"], rec["name"], rec["variant"], rec["key"], self.device)
+        result = OpResult(rec["full_name"], rec["name"], rec["variant"], rec["key"], self.device,
+                          reference=self.reference_inputs)
+        if self.shapes:
+            from porter.harness.shapes import SHAPES
+            result.shapes = list(SHAPES)
+        return result
 
     def dtypes(self) -> tuple[set[str], set[str]]:
         return set(self.rec["supported"]), set()
@@ -117,10 +140,14 @@ class CachedSource:
         return self.lists.named(self.rec["name"], self.rec["variant"], dtype)
 
     def samples(self, dtype: str):
-        loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype)
+        loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype, self.rows)
         if loaded is None:
-            raise Miss(f"{self.rec['full_name']} {dtype}")
+            raise Miss(f"{self.rec['full_name']} {dtype} {self.rows}")
         meta, arrays = loaded
+        self._exact_rows = None
+        # the values this CPU answers two ways, found generating the edge samples
+        self._unsettled = [(tuple(x) if isinstance(x, list) else x, a, b)
+                           for x, a, b in meta.get("unsettled", [])]
         return self._replay(meta, arrays)
 
     @staticmethod
@@ -146,7 +173,14 @@ class CachedSource:
         return contextlib.nullcontext()
 
     def run(self, sample: refcache.Sample, dtype: str):
-        return self.backend.run_portable(self.op, sample)
+        if not self.shapes:
+            return self.backend.run_portable(self.op, sample)
+        try:                      # OpDbSource.run on a layout sample
+            return self.backend.run_portable(self.op, sample)
+        except self.abandon:
+            raise
+        except Exception as exc:
+            raise RuntimeError(f"{sample.name}: {verdicts.one_line(exc)}") from None
 
     def other_versions(self) -> list:
         found = getattr(self.backend, "other_version_outputs", None)
@@ -157,13 +191,24 @@ class CachedSource:
         return found() if found is not None else None
 
     def reference(self, sample: refcache.Sample, device_out):
+        refused = (sample.extra or {}).get("refused")
+        if refused is not None:      # porter's sample the CPU refuses: verdicts leaves it out
+            raise _Refused(refused)
         if sample.ref_error:
             raise RecordedFailure(sample.ref_error)
+        if self.reference_inputs:
+            # recorded as the op_db run holds the device to it: cast, and to the exact value
+            changed = sample.extra.get("exact_rows")
+            if changed is not None:
+                self._exact_rows = (self._exact_rows or 0) + changed
+            return sample.ref
         # the wider reference goes back to the op's own output dtype (the meta function's),
         # not the device's answer: a float32 answer for a half op still fails the exact-dtype check
         return astype(sample.ref, _cast_target(sample, device_out)) if sample.ref_cast else sample.ref
 
     def mac_reference(self, sample: refcache.Sample, reference):
+        if self.reference_inputs:        # held to the exact value instead (mac_cpu_reference)
+            return None
         # the recording run wrote down the reference dtypes a Mac's CPU computes otherwise
         # (mac_cpu_reference.departs, under the cache's key): for every other one, this
         # machine's reference is the Mac's and there is nothing to ask
@@ -174,20 +219,59 @@ class CachedSource:
         return mac_cpu_reference.for_arrays(self.rec["name"], sample.input, reference)
 
     def wide_reference(self, sample: refcache.Sample):
-        return None          # the cache holds no float64 values (nor porter's reference inputs)
+        # porter's reference inputs: the float64 value the op_db run computed, recorded
+        if not self.reference_inputs:
+            return None
+        return sample.extra.get("wide")
 
     def record_errors(self, res, reference, device_out) -> None:
         errors = max_errors(reference, device_out)
         if errors is not None:
             raise_max(res, "max_abs", errors[0])
             raise_max(res, "max_rel", errors[1])
+        if not self.reference_inputs:
+            return
+        # OpDbSource.record_errors' notes, from what the recording run found
+        from porter.harness import edges
+        if self._exact_rows is not None:
+            from porter.harness.mac_cpu_reference import exact_note
+            res.notes = [exact_note(self.rec["name"], self._exact_rows)]
+        if not res.notes and not self.rec.get("elementwise", True):
+            res.notes = [edges.NO_EDGES]
+        self._row = res
+        self._note_two_ways()
+
+    def _note_two_ways(self) -> None:
+        if self._unsettled and self._row is not None:
+            from porter.harness.edges import UNSETTLED, unsettled_note
+            self._row.notes = [n for n in self._row.notes if UNSETTLED not in n] + \
+                [unsettled_note(self._unsettled)]
 
     def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
         if self.rec["name"] == "kthvalue":
             raise Unsupported("kthvalue's index check")
         atol, rtol = tolerances
+        if not self.shapes:
+            # an edge value torch's CPU answers two ways: either answer passes (edges.either)
+            reference = two_ways.either(sample, reference, device_out, atol, rtol)
         message = compare(reference, device_out, atol, rtol, floors)
-        return None if message is None else verdicts.one_line(AssertionError(message))
+        if message is not None and self.reference_inputs:
+            # edges.either_per_element on the scalar loop's answers the recording run computed
+            before = len(self._unsettled)
+            reference = two_ways.either_per_element(self.rec.get("elementwise", True), sample,
+                                                    reference, device_out, atol, rtol, self._unsettled)
+            if len(self._unsettled) != before:
+                self._note_two_ways()
+                message = compare(reference, device_out, atol, rtol, floors)
+        if message is None:
+            return None
+        where = f"{sample.name}: " if self.shapes else ""
+        return where + verdicts.one_line(AssertionError(message))
+
+
+class _Refused(AssertionError):
+    """A recorded CPU refusal, in verdicts.one_line's words already (which shows an
+    AssertionError's text as it is)."""
 
 
 def _cast_target(sample: refcache.Sample, dev_out) -> str:

@@ -231,7 +231,7 @@ class OpDbSource:
 
     def wide_reference(self, sample):
         # porter's reference inputs only: upstream's test never sends them (no Mac has judged
-        # them) and they never run from the reference cache, which holds no float64 values
+        # them); the reference cache records these values (_reference_extras)
         if not self.reference_inputs or self.shapes:
             return None
         with self.quiet():
@@ -636,7 +636,137 @@ def _record_dtype(env: str, info, dtype) -> None:
     refcache.save_refs(env, info.full_name, dtype_name(dtype), enc.arrays, meta)
 
 
-def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
+# the scalar loop's answers are recorded for every element of a reference-input sample of at
+# most this many elements (edges.either_per_element asks for the mismatching ones); a larger
+# sample that needs them sends the run the op_db way
+SCALAR_RECORD_LIMIT = 4096
+
+
+def _record_rows(env: str, info, dtype, ctx: RunContext, rows: str) -> None:
+    """Porter's rows of one OpInfo and dtype, `rows` "reference" or "shapes" (raises
+    Unsupported): each sample as OpDbSource makes it and its reference as OpDbSource computes
+    it (edge values without oneDNN, held to the exact value, cast to the op's dtype), and what
+    the pipeline asks torch for beside the reference: the float64 value (lost precision, the
+    mismatch table), the scalar loop's other answer (edges.either, either_per_element), the rows
+    a Mac's CPU is off on (the exact-value note), the two-way values found generating them."""
+    import torch
+
+    from porter.dispatch import kernel_choice
+    from porter.dispatch.numpy_tensors import Unsupported
+    from porter.harness import edges, refcache
+    reference, shapes = rows == "reference", rows == "shapes"
+    src = OpDbSource(info, ctx, reference, shapes)
+    enc = refcache.Encoder()
+    unsettled: list = []
+    samples, error = [], None
+    probe = torch.empty(0)
+    try:
+        with src.quiet():
+            for i, sample in enumerate(generate_samples(info, dtype, sample_rules.BUILT_IN,
+                                                        reference, shapes, unsettled)):
+                keep = bool(getattr(sample, "keeps_layout", False))
+                # as OpDbSource.run sends it: a layout sample as it is, another through
+                # to_device's copy (a transposed view stays one, a sliced one is made contiguous)
+                sent = sample if keep else to_device(sample, "cpu")
+                item = {"input": enc.value(sent.input, f"s{i}_input", True),
+                        "args": [enc.value(a, f"s{i}_arg{j}", True) for j, a in enumerate(sent.args)],
+                        "kwargs": {k: enc.value(v, f"s{i}_kw_{k}") for k, v in sample.kwargs.items()},
+                        "promoted": kernel_choice.promotions(sample),
+                        "out_dtype": kernel_choice.TorchSample(info, sample).out_dtype(),
+                        "ref": None, "ref_cast": False, "ref_error": None,
+                        "name": sample.name if keep else "",
+                        "porter_edge": bool(getattr(sample, edges.EDGE, False)), "extra": {}}
+                src._exact_rows = None
+                try:
+                    ref = src.reference(sample, probe)
+                except Exception as exc:
+                    if reference:        # the pipeline leaves such a sample out, saying why
+                        item["extra"]["refused"] = verdicts.one_line(exc)
+                    else:
+                        item["ref_error"] = f"CPU reference error: {verdicts.one_line(exc)}"
+                    samples.append(item)
+                    continue
+                if not isinstance(ref, torch.Tensor):
+                    raise Unsupported("a reference that is not one tensor")
+                item["ref"] = enc.value(ref.contiguous(), f"s{i}_ref")
+                if reference:
+                    item["extra"].update(_reference_extras(info, sample, ref, src, enc, i))
+                samples.append(item)
+    except Unsupported:
+        raise
+    except Exception as exc:          # the op_db run reports it the same way
+        error = f"sample inputs failed: {verdicts.one_line(exc)}"
+    meta = {"op": info.full_name, "dtype": dtype_name(dtype), "samples": samples,
+            "error": error, "unsettled": unsettled, "rows": rows}
+    refcache.save_refs(env, info.full_name, dtype_name(dtype), enc.arrays, meta, rows)
+
+
+def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict:
+    """What a reference-input row asks torch for beside its reference, recorded."""
+    import warnings
+
+    import torch
+
+    from porter.harness import edges
+    out: dict = {"exact_rows": src._exact_rows}
+    wide = src.wide_reference(sample)
+    out["wide"] = enc.value(wide.contiguous(), f"s{i}_wide") if wide is not None else None
+    other = getattr(sample, edges.TWO_WAYS, None)
+    out["other"] = enc.value(other.to(ref.dtype).contiguous(), f"s{i}_other") \
+        if isinstance(other, torch.Tensor) and other.shape == ref.shape else None
+    # edges.either_per_element's answer one element at a time, for every element
+    out["scalar"] = None
+    if not edges.is_elementwise(info) or not ref.dtype.is_floating_point or ref.numel() == 0:
+        return out
+    positions = [k for k, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    try:
+        operands = torch.broadcast_tensors(sample.input, *[sample.args[k] for k in positions])
+    except RuntimeError:
+        out["scalar"] = "no broadcast"
+        return out
+    if operands[0].shape != ref.shape:
+        out["scalar"] = "no broadcast"
+        return out
+    if ref.numel() > SCALAR_RECORD_LIMIT:
+        out["scalar"] = "too large"
+        return out
+    values = torch.zeros(ref.shape, dtype=ref.dtype)
+    ok = torch.zeros(ref.shape, dtype=torch.bool)
+    shown = torch.zeros((len(operands),) + tuple(ref.shape), dtype=torch.float64)
+    mac_loops = getattr(sample, edges.MAC_LOOPS, False)
+    with warnings.catch_warnings(), (edges.without_onednn() if mac_loops else contextlib.nullcontext()):
+        warnings.simplefilter("ignore")
+        for at in (tuple(ix) for ix in torch.ones(ref.shape).nonzero().tolist()) if ref.dim() else [()]:
+            one = [t[at].reshape(1).clone() for t in operands]
+            args = list(sample.args)
+            for k, t in zip(positions, one[1:]):
+                args[k] = t
+            try:
+                scalar = info(one[0], *args, **sample.kwargs)
+            except Exception:
+                continue
+            if not isinstance(scalar, torch.Tensor) or scalar.numel() != 1:
+                continue
+            values[at] = scalar.reshape(()).to(ref.dtype)
+            ok[at] = True
+            try:
+                for k, t in enumerate(one):
+                    shown[(k,) + at] = float(t.reshape(()))
+            except Exception as exc:
+                raise _unsupported(f"an operand of a reference input as a float: {exc}") from None
+    out["scalar"] = enc.value(values, f"s{i}_scalar")
+    out["scalar_ok"] = enc.value(ok, f"s{i}_scalar_ok")
+    out["operands"] = enc.value(shown, f"s{i}_operands")
+    return out
+
+
+def _unsupported(why: str):
+    from porter.dispatch.numpy_tensors import Unsupported
+    return Unsupported(why)
+
+
+def record_for_cache(ctx: RunContext, queries: list[str], env: str,
+                     rows: tuple[str, ...] = ("samples",)) -> None:
     """Fill the reference cache after an op_db run, which has torch and the op database loaded
     already: every OpInfo `queries` name that the cache lacks. Never fails the run.
 
@@ -645,19 +775,24 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
     runs: the sample inputs (`generate_samples`, the very call the run makes), the CPU
     reference (`reference_uncast`), the OpInfo's own DecorateInfo expectations and tolerance
     floors per dtype, and, per sample, the dtype torch promotes 1, 2 or 3 operands to and the
-    meta output dtype (porter.dispatch.kernel_choice, which needs torch). A sample porter
+    meta output dtype (porter.dispatch.kernel_choice, which needs torch). `rows` beyond
+    "samples": porter's reference inputs and layouts too (`_record_rows`). A sample porter
     cannot represent without torch (a non-contiguous or exotic tensor, a tensor in kwargs, a
-    tuple output) makes the whole OpInfo uncacheable: recorded as such, so the next run goes
-    the op_db way at once."""
+    tuple output) makes the OpInfo's rows of its kind uncacheable: recorded as such, so the
+    next run goes the op_db way at once."""
     from porter.dispatch.numpy_tensors import Unsupported
-    from porter.harness import mac_cpu_reference, refcache
+    from porter.harness import edges, mac_cpu_reference, refcache
     backend = ctx.backend
     device_type = getattr(backend, "device_type", backend.name)
     mps_like = getattr(backend, "mps_expectations", False)
     db_meta = {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path}
     for query in queries:
-        if refcache.load_ops(env, query) is not None:
+        known = refcache.load_ops(env, query)
+        if known is not None and all(r.get("uncacheable") or all(
+                r.get("rows", {}).get(kind) for kind in rows if kind != "samples")
+                for r in known["ops"]):
             continue
+        before = {r["full_name"]: r for r in known["ops"]} if known is not None else {}
         try:
             infos = opdb.find(ctx.db, query)
         except Exception:
@@ -673,7 +808,13 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
                    "supported": sorted(dtype_name(d) for d in supported),
                    "decorators": {}, "uncacheable": None,
                    # which references a Mac's CPU computes otherwise (porter.harness.cached_run)
-                   "mac_cpu": mac_cpu_reference.departs(info.name)}
+                   "mac_cpu": mac_cpu_reference.departs(info.name),
+                   # run_op_tests' rows of this OpInfo: a reference row where it has reference
+                   # inputs, a shapes row where it is no backward op's stand-in
+                   "has_reference": hasattr(info, "reference_inputs"),
+                   "elementwise": edges.is_elementwise(info),
+                   "has_shapes": not getattr(info, "via", None) and getattr(info, "compare", None) is None,
+                   "rows": dict(before.get(info.full_name, {}).get("rows", {}))}
             try:
                 for dtype in supported:
                     xfail, skip, floors = decorator_expectations(info, dtype, device_type, mps_like)
@@ -682,6 +823,17 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str) -> None:
                         _record_dtype(env, info, dtype)
             except Unsupported as why:
                 rec["uncacheable"] = str(why)
+            for kind in rows:
+                wanted = kind == "shapes" and rec["has_shapes"] or kind == "reference" and rec["has_reference"]
+                if not wanted or rec["uncacheable"] or rec["rows"].get(kind):
+                    continue
+                try:
+                    for dtype in supported:
+                        if not refcache.ref_path(env, info.full_name, dtype_name(dtype), kind).is_file():
+                            _record_rows(env, info, dtype, ctx, kind)
+                    rec["rows"][kind] = "recorded"
+                except Unsupported as why:
+                    rec["rows"][kind] = f"uncacheable: {why}"
             records.append(rec)
         refcache.save_ops(env, query, records, db_meta)
     refcache.evict()

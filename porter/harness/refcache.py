@@ -38,14 +38,20 @@ from porter.runtime.cache_dir import cache_dir
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
 
-FORMAT = "porter-refcache-v2"
+FORMAT = "porter-refcache-v3"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
 _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
                    "harness/verdicts.py", "harness/opdb.py", "harness/devices.py",
                    "dispatch/kernel_choice.py", "dispatch/numpy_tensors.py",
                    "emulate/numpy_run.py", "emulate/emulator_device.py",
-                   "harness/mac_cpu_reference.py")
+                   "harness/mac_cpu_reference.py",
+                   # porter's own rows: the edge values, the layouts, the float64 values
+                   "harness/edges.py", "harness/shapes.py", "harness/sample_rules.py",
+                   "harness/two_ways.py", "harness/lost_precision.py", "harness/mismatches.py")
+# the rows of a verdict the cache holds, each apart: upstream's samples, porter's reference
+# inputs (porter.harness.verdict_scope), porter's layouts
+ROWS = ("samples", "reference", "shapes")
 
 
 def directory() -> Path:
@@ -68,9 +74,14 @@ def wanted(opts, backend) -> bool:
     return (getattr(backend, "name", "") == "emulate" and hasattr(backend, "run_portable")
             and not getattr(opts, "no_cache", False) and not opts.upstream
             and not getattr(opts, "grad", False)     # backward ops: built from the checkout
-            # the cache holds upstream's samples on the newest macOS's lists
-            and not getattr(opts, "reference_inputs", False) and not getattr(opts, "macos", None)
-            and not getattr(opts, "shapes", False))
+            # the cache holds the samples on the newest macOS's lists
+            and not getattr(opts, "macos", None))
+
+
+def rows_of(opts) -> tuple[str, ...]:
+    """The kinds of rows a run asks for (ROWS)."""
+    return ("samples",) + (("reference",) if getattr(opts, "reference_inputs", False) else ()) \
+        + (("shapes",) if getattr(opts, "shapes", False) else ())
 
 
 def samples_recordable(checkout) -> bool:
@@ -83,13 +94,17 @@ def samples_recordable(checkout) -> bool:
     return (rules.requires_grad, rules.conjugated) == (built_in.requires_grad, built_in.conjugated)
 
 
-def recorded_ops(env: str, queries: list[str]) -> list[dict] | None:
+def recorded_ops(env: str, queries: list[str], rows=("samples",)) -> list[dict] | None:
     """The recorded OpInfos of every name on the command line, or None when one is not
-    recorded, or recorded as uncacheable: the run then goes the op_db way (and records)."""
+    recorded, or its rows of a kind the run asks for are recorded as uncacheable: the run
+    then goes the op_db way (and records)."""
     entries = []
     for query in queries:
         data = load_ops(env, query)
         if data is None or any(r.get("uncacheable") for r in data["ops"]):
+            return None
+        if any(r.get("rows", {}).get(kind) != "recorded" for r in data["ops"] for kind in rows
+               if r.get({"reference": "has_reference", "shapes": "has_shapes"}.get(kind, ""))):
             return None
         entries.append(data)
     return entries
@@ -184,6 +199,12 @@ class Sample:
     ref: "PArray | None"
     ref_cast: bool
     ref_error: str | None
+    # porter's rows (porter.harness.cached_run): the sample's name (a layout's), whether it is
+    # one of porter's edge values, and what the op_db run computed with torch beside the
+    # reference (the float64 value, the scalar loop's answers, the exact-value rows)
+    name: str = ""
+    porter_edge: bool = False
+    extra: dict | None = None
 
 
 class Encoder:
@@ -192,9 +213,20 @@ class Encoder:
     def __init__(self):
         self.arrays: dict = {}
 
-    def value(self, x, name: str):
+    def value(self, x, name: str, keep_layout: bool = False):
         import torch
         from porter.dispatch.numpy_tensors import Unsupported, from_torch
+        if isinstance(x, torch.Tensor) and keep_layout and not x.is_contiguous() \
+                and not (x.is_conj() or x.is_neg()) and all(s >= 0 for s in x.stride()):
+            # a layout sample: its storage from the first element on and its strides, which
+            # the emulator sends as they are (porter.emulate.numpy_run)
+            storage = x.new_empty(0).set_(x.untyped_storage(), x.storage_offset(),
+                                          ((x.untyped_storage().nbytes() // x.element_size())
+                                           - x.storage_offset(),), (1,))
+            arr = from_torch(storage)
+            self.arrays[name] = arr.data
+            return {"t": "strided", "k": name, "dtype": arr.dtype, "shape": list(x.shape),
+                    "strides": list(x.stride())}
         if isinstance(x, torch.Tensor):
             if not x.is_contiguous() or x.is_conj() or x.is_neg():
                 raise Unsupported("a non-contiguous or lazily conjugated tensor")
@@ -217,6 +249,9 @@ def _decode(value: dict, arrays: dict):
     kind = value["t"]
     if kind == "array":
         return PArray(value["dtype"], arrays[value["k"]])
+    if kind == "strided":
+        from porter.dispatch.numpy_tensors import strided
+        return strided(value["dtype"], arrays[value["k"]], value["shape"], value["strides"])
     if kind == "complex":
         return complex(*value["v"])
     if kind == "tuple":
@@ -230,7 +265,9 @@ def decode_sample(raw: dict, arrays: dict) -> Sample:
     return Sample(_decode(raw["input"], arrays), [_decode(a, arrays) for a in raw["args"]],
                   {k: _decode(v, arrays) for k, v in raw["kwargs"].items()}, raw["promoted"],
                   raw["out_dtype"], _decode(raw["ref"], arrays) if raw["ref"] else None, raw["ref_cast"],
-                  raw["ref_error"])
+                  raw["ref_error"], raw.get("name", ""), raw.get("porter_edge", False),
+                  {k: (_decode(v, arrays) if isinstance(v, dict) and "t" in v else v)
+                   for k, v in raw["extra"].items()} if raw.get("extra") else None)
 
 
 # ----------------------------------------------------------------- entries
@@ -269,23 +306,24 @@ def load_ops(env: str, query: str) -> dict | None:
     return data
 
 
-def ref_path(env: str, full_name: str, dtype: str) -> Path:
-    return directory() / (_name("ref", env, full_name, dtype) + ".npz")
+def ref_path(env: str, full_name: str, dtype: str, rows: str = "samples") -> Path:
+    return directory() / (_name("ref", env, full_name, dtype, rows) + ".npz")
 
 
-def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict) -> None:
+def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict,
+              rows: str = "samples") -> None:
     import io
 
     import numpy as np
     buf = io.BytesIO()
     np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
-    _write_atomic(ref_path(env, full_name, dtype), buf.getvalue())
+    _write_atomic(ref_path(env, full_name, dtype, rows), buf.getvalue())
 
 
-def load_refs(env: str, full_name: str, dtype: str) -> tuple[dict, dict] | None:
-    """(meta, arrays) of one OpInfo and dtype, or None."""
+def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, dict] | None:
+    """(meta, arrays) of one OpInfo, dtype and kind of rows, or None."""
     import numpy as np
-    path = ref_path(env, full_name, dtype)
+    path = ref_path(env, full_name, dtype, rows)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}

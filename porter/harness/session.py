@@ -198,7 +198,7 @@ def _run_ops(opts: Options, checkout, root, backend):
         backend.prebuild(opts.ops)
     if refcache.wanted(opts, backend) and refcache.samples_recordable(checkout):
         env = refcache.environment(root, getattr(backend, "device_type", backend.name))
-        recorded = refcache.recorded_ops(env, opts.ops) if env else None
+        recorded = refcache.recorded_ops(env, opts.ops, refcache.rows_of(opts)) if env else None
         if recorded is not None:
             from porter.harness import cached_run
             cached = cached_run.try_run(opts, checkout, backend, env, recorded)
@@ -216,7 +216,7 @@ def _run_ops(opts: Options, checkout, root, backend):
                                            shapes=opts.shapes)
     if env:
         try:
-            opinfo_run.record_for_cache(ctx, opts.ops, env)
+            opinfo_run.record_for_cache(ctx, opts.ops, env, refcache.rows_of(opts))
         except OSError as err:           # a read-only or full cache directory costs speed only
             print(f"porter: note: reference cache not written: {err}", file=sys.stderr)
     return ctx, results

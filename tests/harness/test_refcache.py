@@ -105,8 +105,7 @@ def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_r
 def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache, op, passes):
     _table(real_root, [op])                                     # fills the cache in-process
     env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_CACHE_DIR": str(cache)}
-    # the cache holds upstream's samples: --samples-only (the full verdict's reference inputs
-    # and shapes are computed with torch on every run, see docs/testing.md)
+    # --samples-only: upstream's samples alone (the full verdict: the test below)
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", op,
                            "--device", "emulate", "--samples-only", "--root", str(real_root)],
                           capture_output=True, text=True, env=env, timeout=120)
@@ -374,3 +373,56 @@ def test_a_cached_run_asks_for_a_macs_cpu_reference_only_where_its_record_says(r
     _from_cache_only(monkeypatch)
     assert _table(real_root, ["add", "asinh"]) == cold
     assert asked and set(asked) == {("asinh", "complex64")}
+
+
+def _warm_subprocess(root: Path, cache: Path, op: str) -> tuple[int, dict, set[str]]:
+    """`porter test OP --device emulate --json` (the full verdict) in a fresh interpreter:
+    (exit code, its table as _table gives it, the modules it imported)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PORTER_REFCACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "porter", "test", op,
+                           "--device", "emulate", "--json", "--root", str(root)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    data = json.loads(proc.stdout)
+    assert data.pop("reference_cache", None), proc.stderr[-2000:]      # it did come from the cache
+    for o in data["ops"]:
+        for d in o["dtypes"]:
+            d.pop("seconds")
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    return proc.returncode, data, imported
+
+
+@pytest.mark.parametrize("op, wrong", [("atan2", False), ("hypot", True)],
+                         ids=["passing", "planted-wrong-functor"])
+def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root, cache, op, wrong):
+    """The full verdict (upstream's samples, porter's reference inputs with their edge values,
+    the layouts) from the cache after an edit: the same table, notes and mismatch rows as the
+    op_db run, with neither torch nor the op database imported."""
+    if wrong:
+        metal = real_root / BINARY
+        metal.write_text(metal.read_text().replace(HYPOT_BODY, HYPOT_WRONG))
+    cold_code, cold = _table(real_root, [op], reference_inputs=True, shapes=True)
+    rows = {(o["reference"], bool(o["shapes"])): {d["outcome"] for d in o["dtypes"]}
+            for o in cold["ops"]}
+    assert set(rows) == {(False, False), (True, False), (False, True)}      # all three rows ran
+    if wrong:
+        assert cold_code == 1 and all("fail" in outcomes for outcomes in rows.values())
+        shapes_row = next(o for o in cold["ops"] if o["shapes"])
+        assert any(d["message"] and d["message"].startswith(("transposed", "sliced", "broadcast",
+                                                              "0-dim", "large"))
+                   for d in shapes_row["dtypes"])
+        assert any(d["mismatches"] for o in cold["ops"] if o["reference"] for d in o["dtypes"])
+    else:
+        assert cold_code == 0 and all(outcomes == {"pass"} for outcomes in rows.values())
+    warm_code, warm, imported = _warm_subprocess(real_root, cache, op)
+    assert (warm_code, warm) == (cold_code, cold)
+    assert "numpy" in imported
+    assert "torch.testing._internal.common_methods_invocations" not in imported
+    assert not {m for m in imported if m == "torch" or m.startswith("torch.")}
+
+
+def test_porters_own_rows_are_in_the_cache_key():
+    # the edge values, the layouts and the two-way rule decide what the cache holds for the
+    # full verdict: an edit to any of them must miss
+    assert {"harness/edges.py", "harness/shapes.py", "harness/two_ways.py",
+            "harness/sample_rules.py"} <= set(refcache._PORTER_SOURCES)
