@@ -157,3 +157,28 @@ def test_porter030_reads_keys_as_upstreams_modifier_does(real_root):
     assert flagged and flagged <= listed
     assert not flagged & keys                       # each flagged key is dead upstream too
     assert {k for k in listed if k not in keys} <= flagged   # and every dead key is flagged
+
+
+def test_a_narrowed_run_never_calls_recorded_findings_fixed(recorded):
+    base = str(recorded / ".porter-baseline.json")
+    subprocess.run(["git", "init", "-q"], cwd=recorded, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=recorded, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"],
+                   cwd=recorded, check=True)
+    for narrowed in (["--changed-since", "HEAD"], [COMMON_MPS], ["--select", "PORTER030"]):
+        code, out, err = _check(recorded, "--baseline", base, *narrowed)
+        assert (code, out) == (0, ""), (narrowed, err)
+        assert "no longer found" not in err, narrowed
+
+
+@pytest.mark.parametrize("narrowed", [["--changed-since", "HEAD"], [COMMON_MPS],
+                                      ["--select", "PORTER030"], ["--skip", "PORTER002"]])
+def test_a_baseline_is_recorded_from_the_whole_tree_only(real_root, narrowed):
+    code, out, err = _check(real_root, "--write-baseline", str(real_root / "b.json"), *narrowed)
+    assert code == 2 and not out and "records the whole tree's findings" in err
+    assert not (real_root / "b.json").exists()
+
+
+def test_an_unwritable_baseline_is_bad_input(real_root):
+    code, out, err = _check(real_root, "--write-baseline", "/nonexistent/dir/b.json")
+    assert code == 2 and err.startswith("porter: error: /nonexistent/dir/b.json: cannot write")

@@ -31,7 +31,11 @@ def write(path: str | Path, findings: list[Finding]) -> int:
     rows = sorted(fingerprint(f) for f in findings)
     data = {"porter_baseline": FORMAT,
             "findings": [dict(zip(("id", "path", "op", "message"), row)) for row in rows]}
-    Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    try:
+        Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    except OSError as err:
+        raise PorterError(f"cannot write the baseline: {err.strerror}", path=path,
+                          hint="name a file in a directory that exists") from None
     return len(rows)
 
 

@@ -87,6 +87,12 @@ def _run(args, fmt: str) -> int:
     if args.baseline and args.write_baseline:
         raise PorterError("--baseline and --write-baseline: pass one",
                           hint="--write-baseline records every finding of the run")
+    narrowed = [o for o, v in (("--changed-since", args.changed_since), ("PATH", args.paths),
+                               ("--select", args.select), ("--skip", args.skip)) if v]
+    if args.write_baseline and narrowed:
+        # a baseline is the whole tree's: one recorded from part of it makes the rest new
+        raise PorterError(f"--write-baseline records the whole tree's findings, not those {narrowed[0]} "
+                          "leaves", hint=f"drop {narrowed[0]}")
     selected = resolve_ids(args.select, "--select") or set(CHECKS)
     selected -= resolve_ids(args.skip, "--skip")
     checkout = Checkout.at(args.root)
@@ -154,7 +160,9 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
         report.findings, held, gone = baseline.new_findings(report.findings,
                                                             baseline.load(args.baseline))
         report.notes.append(f"{held} finding(s) recorded in {args.baseline} not shown")
-        if gone:
+        # an entry outside what this run looked at (--changed-since, PATH, --select) is not
+        # fixed, only not looked for: only a whole-tree run can say one is gone
+        if gone and not (args.changed_since or args.paths or args.select or args.skip):
             report.notes.append(f"{gone} entr{'y' if gone == 1 else 'ies'} of {args.baseline} "
                                 "no longer found (fixed): re-record with --write-baseline")
     if args.summary:

@@ -102,6 +102,7 @@ class CachedSource:
         self.op = OpNames(rec["name"], rec.get("aten_name"), rec["variant"])
         self._exact_rows = None
         self._unsettled: list = []
+        self._flushed: list = []
         self._row = None
 
     def header(self) -> OpResult:
@@ -148,6 +149,7 @@ class CachedSource:
         # the values this CPU answers two ways, found generating the edge samples
         self._unsettled = [(tuple(x) if isinstance(x, list) else x, a, b)
                            for x, a, b in meta.get("unsettled", [])]
+        self._flushed = []
         return self._replay(meta, arrays)
 
     @staticmethod
@@ -246,6 +248,10 @@ class CachedSource:
             from porter.harness.edges import UNSETTLED, unsettled_note
             self._row.notes = [n for n in self._row.notes if UNSETTLED not in n] + \
                 [unsettled_note(self._unsettled)]
+        if self._flushed and self._row is not None:
+            from porter.harness.edges import FLUSHED, flushed_note
+            self._row.notes = [n for n in self._row.notes if FLUSHED not in n] + \
+                [flushed_note(self._flushed)]
 
     def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
         if self.rec["name"] == "kthvalue":
@@ -257,10 +263,13 @@ class CachedSource:
         message = compare(reference, device_out, atol, rtol, floors)
         if message is not None and self.reference_inputs:
             # edges.either_per_element on the scalar loop's answers the recording run computed
-            before = len(self._unsettled)
+            before = len(self._unsettled), len(self._flushed)
             reference = two_ways.either_per_element(self.rec.get("elementwise", True), sample,
                                                     reference, device_out, atol, rtol, self._unsettled)
-            if len(self._unsettled) != before:
+            # edges.either_flushed on the answer the recording run computed on the flushed inputs
+            reference = two_ways.either_flushed(sample, reference, device_out, atol, rtol,
+                                                self._flushed)
+            if (len(self._unsettled), len(self._flushed)) != before:
                 self._note_two_ways()
                 message = compare(reference, device_out, atol, rtol, floors)
         if message is None:

@@ -359,6 +359,27 @@ def _flushed(t):
     return torch.where((t != 0) & (t.abs() < tiny), torch.copysign(torch.zeros_like(t), t), t)
 
 
+def flushed_reference(info, sample, reference):
+    """The CPU's answer on the sample's inputs as an Apple GPU reads them, or None where no input
+    has a float32/bfloat16 subnormal (or the op does not answer in `reference`'s shape)."""
+    import warnings
+
+    import torch
+    inputs = [sample.input, *sample.args]
+    if not any(isinstance(t, torch.Tensor) and not torch.equal(_flushed(t), t) for t in inputs):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            other = info(_flushed(sample.input), *[_flushed(a) for a in sample.args],
+                         **sample.kwargs)
+        except Exception:
+            return None
+    if not isinstance(other, torch.Tensor) or other.shape != reference.shape:
+        return None
+    return other.to(reference.dtype)
+
+
 def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: list | None):
     """`reference` with the CPU's answer on the inputs as an Apple GPU reads them (subnormals
     flushed to zero) wherever the device matches that one and not the unflushed answer. The
@@ -371,21 +392,12 @@ def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: lis
             or reference.shape != device_out.shape or reference.dtype != device_out.dtype \
             or not reference.dtype.is_floating_point or reference.numel() == 0:
         return reference
-    inputs = [sample.input, *sample.args]
-    if not any(isinstance(t, torch.Tensor) and not torch.equal(_flushed(t), t) for t in inputs):
+    other = flushed_reference(info, sample, reference)
+    if other is None:
         return reference
+    reference, other = reference.detach(), other.detach()
     if atol is None or rtol is None:
         rtol, atol = _default_tolerance(reference.dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            other = info(_flushed(sample.input), *[_flushed(a) for a in sample.args],
-                         **sample.kwargs)
-        except Exception:
-            return reference
-    if not isinstance(other, torch.Tensor) or other.shape != reference.shape:
-        return reference
-    other = other.to(reference.dtype)
     device = device_out.detach().cpu()
     take = (~torch.isclose(device, reference, rtol=rtol, atol=atol, equal_nan=True)) \
         & torch.isclose(device, other, rtol=rtol, atol=atol, equal_nan=True)

@@ -38,7 +38,7 @@ from porter.runtime.cache_dir import cache_dir
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
 
-FORMAT = "porter-refcache-v3"
+FORMAT = "porter-refcache-v4"
 DEFAULT_LIMIT_MB = 512
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
 _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
