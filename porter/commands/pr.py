@@ -6,6 +6,7 @@ is still printed: it says what fails); 2 bad input (not a git checkout, an op no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -46,7 +47,13 @@ def run(args) -> int:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
     from porter.commands.common import check_dtype_names, resolve_device
     check_dtype_names(args.dtypes)
-    data = describe(checkout, args.ops, args.base, resolve_device(args.device), args.dtypes)
+    from porter.commands import terminal
+    device = resolve_device(args.device)
+    # 15-70 s of reading, testing and checking: each step and each dtype's row on a terminal
+    with terminal.Elapsed(f"porter pr {' '.join(args.ops)}") as elapsed:
+        rows = contextlib.nullcontext() if args.json else terminal.live_rows(elapsed)
+        with rows:
+            data = describe(checkout, args.ops, args.base, device, args.dtypes, step=elapsed.step)
     for warning in data["warnings"]:
         print(f"porter: warning: {warning}", file=sys.stderr)
     text = markdown(data)

@@ -25,8 +25,13 @@ KINDS = ("samples", "reference", "shapes")
 
 
 def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
-             device: str = "emulate", dtypes: list[str] | None = None) -> dict:
+             device: str = "emulate", dtypes: list[str] | None = None, step=None) -> dict:
+    """The description's facts. `step(what)` is told each step as it starts (the command
+    shows it on a terminal: the verdicts take seconds to a minute)."""
     from porter import checks
+
+    step = step or (lambda what: None)
+    step(f"porter pr: reading the branch's changes to {', '.join(ops)}")
     from porter.checks.tree import Tree
 
     branch = Branch(checkout.root, base)
@@ -38,7 +43,8 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
                               "the checkout registers no Metal kernel for it",
                               hint=f"port it first (porter status {f.op}), or pass --base REF")
-    results, header = _verdicts(checkout, ops, device, dtypes)
+    results, header = _verdicts(checkout, ops, device, dtypes, step)
+    step("porter pr: running the review checks")
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
     warnings = []
@@ -74,7 +80,8 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
     return data
 
 
-def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None):
+def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None,
+              step=lambda what: None):
     from porter.harness import opinfo_run as runner
     from porter.harness.devices import get_backend
     from porter.harness.verdict_scope import FULL
@@ -83,10 +90,12 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
     if reason:
         from porter.errors import PorterError
         raise PorterError(reason)
+    step("porter pr: loading the op database")
     ctx = runner.make_context(checkout.root, backend, checkout)
     results = []
     try:
         for op in ops:
+            step(f"porter pr: testing {op} on {device}")
             results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
                                            reference_inputs=FULL.reference_inputs,
                                            shapes=FULL.shapes)
