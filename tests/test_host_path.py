@@ -43,11 +43,6 @@ SGN_OUT = """TORCH_IMPL_FUNC(sgn_out) (const Tensor& self, const Tensor& result)
 """
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "host-path-cache"))
-
-
 def add_function(root: Path, cpp: str, before: str, text: str) -> None:
     path = root / NATIVE / cpp
     source = path.read_text()
@@ -153,16 +148,32 @@ def test_migrating_sub_is_refused_while_add_stub_has_no_mps_kernel(real_root):
     assert "the add_alpha kernel aten/src/ATen/native/mps/kernels/BinaryKernel.metal registers" in res.err
 
 
-def test_sgn_is_refused_until_sign_is_native_and_follows_sign_stub(real_root):
+def test_sgn_is_ported_with_sign_while_sign_has_no_kernel_and_follows_sign_stub(real_root):
     # the tree's UnaryOps.cpp carries sgn_out as upstream writes it (SGN_OUT)
     assert SGN_OUT in (real_root / NATIVE / "UnaryOps.cpp").read_text()
     before = snapshot(real_root)
-    res = porter("migrate-from-mpsgraph", "sgn", "--body", "(x > 0) - (x < 0)",
-                 "--complex-body", "x", root=real_root)
+    # sign_stub, which sgn_out runs for real inputs, has no MPS kernel: one command ports both,
+    # sign first, and its dry run lists the files of both ports
+    res = porter("migrate-from-mpsgraph", "sgn", "--dry-run", root=real_root)
+    assert res.code == 0 and snapshot(real_root) == before, res.err
+    assert "note: ported sign too, first: sgn's shared function runs sign's kernel" in res.err
+    assert "+REGISTER_UNARY_TI_DISPATCH(sign);" in res.out and "+REGISTER_UNARY_TI_DISPATCH(sgn);" in res.out, res.out
+    assert "-TORCH_IMPL_FUNC(sign_out_mps)" in res.out, res.out
+    # a sign porter cannot port completely (a CPU body it cannot translate) keeps sgn refused,
+    # naming both
+    kernels = real_root / NATIVE / "cpu/UnaryOpsKernel.cpp"
+    kernels.write_text(kernels.read_text().replace(
+        "return static_cast<scalar_t>((0 < a) - c10::is_negative(a));",
+        "return static_cast<scalar_t>(frobnicate(a));"))
+    before = snapshot(real_root)
+    res = porter("migrate-from-mpsgraph", "sgn", root=real_root)
     assert res.code == 2 and snapshot(real_root) == before
-    assert "sgn_out does not run sgn_stub alone: complex inputs run sgn_stub" in res.err
     assert "real inputs run sign_stub (registered for MPS by no *Kernel.mm)" in res.err
-    assert "port sign first" in res.err
+    assert "porter would port sign with it, but sign's port is incomplete (the body of sign_functor" \
+        in res.err, res.err
+    kernels.write_text(kernels.read_text().replace(
+        "return static_cast<scalar_t>(frobnicate(a));",
+        "return static_cast<scalar_t>((0 < a) - c10::is_negative(a));"))
     # MPS sent to sgn_out by hand: real dtypes reach sign_stub, which has no kernel yet
     yaml = (real_root / NATIVE_YAML).read_text()
     start = yaml.index("- func: sgn.out(")
@@ -292,7 +303,7 @@ def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op
     if op == "sgn":
         add_function(real_root, "UnaryOps.cpp", "TORCH_IMPL_FUNC(signbit_out)", SGN_OUT)
         res = porter("migrate-from-mpsgraph", op, root=real_root)
-        assert res.code == 2 and "port sign first" in res.err, res.err
+        assert res.code == 0 and "ported sign too, first" in res.err, res.err
     else:
         add_function(real_root, "BinaryOps.cpp", "TORCH_IMPL_FUNC(atan2_out)", SUB_OUT)
         res = porter("migrate-from-mpsgraph", op, root=real_root)

@@ -26,7 +26,6 @@ def _git(root, *args):
 
 def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY):
     """heaviside committed on a branch, threshold left uncommitted: both are the branch's."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(root)
     _git(root, "branch", "-M", "main")
     _git(root, "checkout", "-q", "-b", "mps-ports")
@@ -181,7 +180,6 @@ def test_pr_after_committing_on_main_warns_that_its_base_is_head(real_root, tmp_
     """The port committed on main itself: main's merge base with HEAD is HEAD, so the
     description listed no file and no moved code, silently. It says so, and how to pass the
     base (the commit before the port)."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     _git(real_root, "branch", "-M", "main")
     assert porter("new-op", "heaviside", root=real_root).code == 0
@@ -247,7 +245,6 @@ def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
 
 def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeypatch):
     # `--device auto` is every command's default; pr answered "unknown device 'auto'"
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(mini_root)
     assert porter("new-op", "heaviside", "--no-test", "--allow-dirty", root=mini_root).code == 0
     result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", root=mini_root)

@@ -63,7 +63,6 @@ def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[i
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
 def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, monkeypatch,
                                                           op, name, extra, dtypes):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, *extra, root=real_root)
     assert migrated.code == 0, migrated.err + migrated.out
@@ -80,7 +79,6 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
 def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
     # softplus without its beta: the samples' beta reaches the kernel through the params struct,
     # so the wrong body is caught (what porter prints if the port were wrong)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "softplus", "--body", "x > threshold ? x : log1p(exp(x))",
                   root=real_root).code == 0
@@ -90,7 +88,6 @@ def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_pat
 
 def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     # the samples with eps (0.2) clamp their inputs; a body that ignores eps fails them
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     wrong = "log(x / (1 - x))"
     assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
@@ -100,7 +97,6 @@ def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
 
 def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # the standard samples hold no inf, so they pass the swap; the reference inputs' ±inf do not
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     swapped = NAN_TO_NUM_BODY.replace("posinf : neginf", "neginf : posinf")
     assert swapped != NAN_TO_NUM_BODY
@@ -141,7 +137,6 @@ def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_ro
     # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
     # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
     # large integers, where the CPU gives nan and the clamped kernel ±inf
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     lo, hi = "max(eps, 0.0f)", "1 - max(eps, 0.0f)"
     wrong = f"log(clamp(x, {lo}, {hi}) / (1 - clamp(x, {lo}, {hi})))"
@@ -171,6 +166,10 @@ def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_r
         "REGISTER_DISPATCH(softplus_stub, softplus_kernel);\n")
     metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
     assert "REGISTER_UNARY_ALPHA_OP(softplus, half, SoftplusParams_float, half);" in metal
+    # every floating dtype the CPU kernel dispatches, bfloat16 too (issue 36: bfloat16 dropped
+    # from plan.FLOATING_DEFAULT survived the suite)
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, bfloat, SoftplusParams_float, bfloat);" in metal
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, float, SoftplusParams_float, float);" in metal
     assert "const float beta = params.beta;" in metal
     # integers: the CPU kernel dispatches floating types only, so their xfails stay
     common_mps = file_diff(result.out, "torch/testing/_internal/common_mps.py")
@@ -195,8 +194,8 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
     result = porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x",
                     "--dry-run", root=real_root)
     assert result.code == 0, result.err
-    assert f"created {ACTIVATION_HOST} with aten/src/ATen/native/mps/operations/UnaryKernel.mm's " \
-           "preamble" in result.err
+    assert f"created {ACTIVATION_HOST} in the shape of upstream's family host files" in result.err
+    assert f"   create  {ACTIVATION_HOST}" in result.out
     created = added_lines(file_diff(result.out, ACTIVATION_HOST))
     for line in ("+#include <ATen/native/Activation.h>", "getBundledLibrary()",
                  "+#include <ATen/native/mps/ActivationKernel_metallib.h>",
@@ -389,3 +388,48 @@ def test_a_migration_keeps_every_result_of_its_port(real_tree_template):
     assert not softplus.long_params
     threshold = plan_migration(tree, "threshold", body="x <= threshold ? value : x")
     assert threshold.long_params and not threshold.unregistered
+
+
+# upstream's logit_out hands its stub to a helper of UnaryOps.cpp that builds the float iterator
+# and runs the stub with what follows it (the fixture's logit_out builds the iterator itself)
+UPSTREAM_HELPER = """template <typename Stub, typename... Args>
+static inline Tensor& unary_op_impl_float_out(Tensor& result, const Tensor& self, Stub& stub, Args... args) {
+  auto iter = TensorIterator::unary_float_op(result, self);
+  stub(iter.device_type(), iter, args...);
+  iter.cast_outputs();
+  return result;
+}
+
+Tensor& logit_out(const Tensor& self,
+    std::optional<double> eps,
+    Tensor& result) {
+  return unary_op_impl_float_out(
+      result, self, logit_stub, Scalar(eps ? eps.value() : -1.0));
+}
+"""
+
+
+def _logit_through_the_helper(root) -> None:
+    path = root / "aten/src/ATen/native/UnaryOps.cpp"
+    text = path.read_text()
+    start = text.index("Tensor& logit_out(")
+    end = text.index("\n}\n", start) + 3
+    path.write_text(text[:start] + UPSTREAM_HELPER + text[end:])
+
+
+def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_root, tmp_path, monkeypatch):
+    _logit_through_the_helper(real_root)
+    git_init(real_root)
+    rows = {r["op"]: r for r in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}
+    assert rows["logit"]["verdict"] == "automatic", rows["logit"]
+    migrated = porter("migrate-from-mpsgraph", "logit", root=real_root)
+    assert migrated.code == 0, migrated.err
+    # eps reaches the kernel through the helper's `args...`: the samples with eps=0.2 and the
+    # reference inputs' None (-1: no clamp) pass on every dtype the MPS test sends
+    code, outcomes = _emulated(real_root, "logit", reference=True)
+    assert code == 0 and set(outcomes.values()) == {"pass"} and len(outcomes) == 2 * len(ALL), outcomes
+    # wrong on purpose: the helper passes a fixed eps instead of the caller's: red
+    path = real_root / "aten/src/ATen/native/UnaryOps.cpp"
+    path.write_text(path.read_text().replace("Scalar(eps ? eps.value() : -1.0)", "Scalar(0.25)"))
+    code, outcomes = _emulated(real_root, "logit", reference=True, dtypes=["float32"])
+    assert code == 1 and "fail" in outcomes.values(), outcomes

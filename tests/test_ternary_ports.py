@@ -2,8 +2,9 @@
 off MPSGraph as upstream did (pytorch#189625), the port measured by the emulated output-match
 test with reference inputs, and what makes it red.
 
-torch 2.13's host library declares `exec_ternary_kernel(iter, name)` only: there, the port is
-incomplete (exit 1, naming the overload to write by hand). A checkout that has the overload
+torch 2.13's host library declares `exec_ternary_kernel(iter, name)` only: porter writes the scalar
+overload from the checkout's scalar-free definition (OperationUtils.mm); a tree without that
+definition (the wheel's) leaves the port incomplete (exit 1, naming the overload to write by hand). A checkout that has the overload
 (upstream's, after that PR) is modelled by declaring it in the tree's MetalShaderLibrary.h."""
 
 from __future__ import annotations
@@ -183,6 +184,129 @@ def test_torch_2_13_host_library_makes_the_port_incomplete(real_root):
                                  "missing a scalar overload of exec_ternary_kernel (" + LIBRARY)
     assert "void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& name, " \
            "const c10::Scalar& alpha, c10::ScalarType alpha_type)" in result.err
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=real_root, capture_output=True,
+                          text=True).stdout == ""
+
+
+# The library's scalar-free definition in torch 2.13's shape (OperationUtils.mm), in our words:
+# the 32-bit split, the two kernel names (cast and not), the tensors bound, then from buffer 4
+# the cast sizes and types, or the strided shape and strides.
+OPERATION_UTILS = "aten/src/ATen/native/mps/OperationUtils.mm"
+SCALAR_FREE_DEFINITION = """namespace at::native::mps {
+
+void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter, const std::string& name) {
+  if (iter.numel() == 0) {
+    return;
+  }
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub_iter : iter.with_32bit_indexing()) {
+      exec_binary_kernel(sub_iter, name);
+    }
+    return;
+  }
+  Tensor input = iter.input(0), other1 = iter.input(1), other2 = iter.input(2), out = iter.output();
+  const auto cast_needed = input.scalar_type() != other1.scalar_type() || input.scalar_type() != other2.scalar_type();
+  const auto suffix = iter.is_contiguous() ? "dense" : "strided";
+  const auto kernel_name = cast_needed
+      ? fmt::format("{}_{}_cast_{}", name, suffix, scalarToMetalTypeString(out))
+      : fmt::format("{}_{}_{}_{}", name, suffix, scalarToMetalTypeString(out), scalarToMetalTypeString(input));
+  dispatch_sync_with_rethrow(getCurrentMPSStream()->queue(), ^() {
+    @autoreleasepool {
+      auto computeEncoder = getCurrentMPSStream()->commandEncoder();
+      auto pso = getPipelineStateForFunc(kernel_name);
+      [computeEncoder setComputePipelineState:pso];
+      bind_iter_tensors(computeEncoder, iter);
+      if (iter.is_contiguous()) {
+        if (cast_needed) {
+          mtl_setArgs<4>(computeEncoder, sizes, types);
+        }
+      } else {
+        mtl_setArgs<4>(computeEncoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.ndim(), types);
+      }
+      mtl_dispatch1DJob(computeEncoder, pso, iter.numel());
+    }
+  });
+}
+
+} // namespace at::native::mps
+"""
+
+
+def test_porter_writes_the_missing_library_overload_from_the_checkouts_own(real_root, tmp_path, monkeypatch):
+    (real_root / OPERATION_UTILS).write_text(SCALAR_FREE_DEFINITION)
+    git_init(real_root)
+    dry = porter("migrate-from-mpsgraph", "addcmul", "--dry-run", root=real_root)
+    assert dry.code == 0, dry.err
+    assert f"   update  {LIBRARY}" in dry.out and f"   update  {OPERATION_UTILS}" in dry.out, dry.out
+    result = porter("migrate-from-mpsgraph", "addcmul", root=real_root)
+    assert result.code == 0, result.err
+    header = (real_root / LIBRARY).read_text()
+    assert re.search(r"void exec_ternary_kernel\(\s*TensorIteratorBase& iter,\s*const std::string& name,"
+                     r"\s*const c10::Scalar& alpha,\s*c10::ScalarType alpha_type\);", header), header
+    added = (real_root / OPERATION_UTILS).read_text()[len(SCALAR_FREE_DEFINITION) - 34:]
+    assert_expected_inline(added, """\
+}
+
+void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter,
+                                             const std::string& name,
+                                             const c10::Scalar& alpha,
+                                             c10::ScalarType alpha_type) {
+  if (iter.numel() == 0) {
+    return;
+  }
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub_iter : iter.with_32bit_indexing()) {
+      exec_ternary_kernel(sub_iter, name, alpha, alpha_type);
+    }
+    return;
+  }
+  Tensor input = iter.input(0), other1 = iter.input(1), other2 = iter.input(2), out = iter.output();
+  const auto cast_needed = input.scalar_type() != other1.scalar_type() || input.scalar_type() != other2.scalar_type();
+  const auto suffix = iter.is_contiguous() ? "dense" : "strided";
+  const auto kernel_name = cast_needed
+      ? fmt::format("{}_{}_cast_{}_{}", name, suffix, scalarToMetalTypeString(out), scalarToMetalTypeString(alpha_type))
+      : fmt::format("{}_{}_{}_{}_{}",
+                    name,
+                    suffix,
+                    scalarToMetalTypeString(out),
+                    scalarToMetalTypeString(input),
+                    scalarToMetalTypeString(alpha_type));
+  dispatch_sync_with_rethrow(getCurrentMPSStream()->queue(), ^() {
+    @autoreleasepool {
+      auto computeEncoder = getCurrentMPSStream()->commandEncoder();
+      auto pso = getPipelineStateForFunc(kernel_name);
+      [computeEncoder setComputePipelineState:pso];
+      bind_iter_tensors(computeEncoder, iter);
+      // the scalar, at the type the host names, after the output and the three operands
+      mtl_setArgs<4>(computeEncoder, getMPSScalar(alpha, alpha_type));
+      if (iter.is_contiguous()) {
+        if (cast_needed) {
+          mtl_setArgs<5>(computeEncoder, sizes, types);
+        }
+      } else {
+        mtl_setArgs<5>(
+            computeEncoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.ndim(), types);
+      }
+      mtl_dispatch1DJob(computeEncoder, pso, iter.numel());
+    }
+  });
+}
+
+} // namespace at::native::mps
+""")
+    code, rows = _outcomes(real_root, "addcmul", "float32", "int32")
+    assert (code, rows) == (0, _all_pass({"float32", "int32"}))
+
+
+def test_a_library_definition_porter_cannot_read_keeps_the_port_incomplete(real_root):
+    # the scalar-free function binds its sizes by hand: porter does not guess where the scalar goes
+    (real_root / OPERATION_UTILS).write_text(SCALAR_FREE_DEFINITION.replace(
+        "mtl_setArgs<4>(computeEncoder, sizes, types);", "[computeEncoder setBytes:&sizes length:12 atIndex:4];"))
+    git_init(real_root)
+    result = porter("migrate-from-mpsgraph", "addcmul", root=real_root)
+    assert result.code == 1
+    assert "porter cannot write it: exec_ternary_kernel(iter, name) binds arguments after its tensors " \
+           "other than from buffer 4 (mtl_setArgs<4>)" in result.err, result.err
     assert subprocess.run(["git", "status", "--porcelain"], cwd=real_root, capture_output=True,
                           text=True).stdout == ""
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from porter.apply.changes import ChangeSet
 from porter.errors import Incomplete, PorterError
-from porter.port import formatting
+from porter.port import family_host, formatting
 from porter.port import plan as port_plan
 from porter.port import resolve as port_resolve
 from porter.port.edits import host as host_edit
@@ -228,11 +228,7 @@ def plan_enum_port(checkout: co.Checkout, op: str, validator=None):
 
 
 def _plan_host(checkout, spec, facts: EnumFacts, read, write, plan) -> None:
-    if not checkout.exists(spec.host_path) and spec.host_path not in plan.changes.changes:
-        raise PorterError(f"{spec.host_path} is missing: porter registers {facts.stub.name}'s MPS "
-                          "kernel in the host file of the family's kernels", path=spec.host_path,
-                          hint=f"create {spec.host_path} (its bundled library and namespace), then rerun")
-    text = read(spec.host_path)
+    text = family_host.host_text(checkout, spec.host_path, spec.family, spec.stub.header, plan)
     (then, _), (otherwise, _) = facts.kernels
     function = f"{spec.op}_kernel"
     kind = "unary" if spec.kind == port_resolve.UNARY else "binary"

@@ -20,7 +20,7 @@ import re
 
 from porter.source import checkout as co
 from porter.source import native_yaml
-from porter.port import enum_port, selectors
+from porter.port import enum_port, joint, selectors
 from porter.port import validate
 from porter.port.body import translate_lambda
 from porter.source.c10_metal import available_functions
@@ -32,7 +32,7 @@ from porter.source.dtypes import has_integer
 from porter.errors import Incomplete, PorterError
 from porter.source.metal_scan import MetalFile
 from porter.source.mpsgraph_scan import STUB, Definition, HostSource, source_of
-from porter.port.resolve import NATIVE, TERNARY, UNDEFINED, OpSpec, defined_mps_functions, resolve
+from porter.port.resolve import MPSGRAPH, NATIVE, TERNARY, UNDEFINED, OpSpec, defined_mps_functions, resolve
 from porter.port.functor import SKELETON, functor_params
 from porter.port.plan import Plan, plan_port
 
@@ -46,6 +46,33 @@ class Migration(Plan):
 def plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
                    validator=None, complex_body: str | None = None,
                    in_place: bool = False) -> Migration:
+    """The edits that move `op` off MPSGraph; with them, where its shared function runs another
+    op's stub that has no MPS kernel (sgn_out: sign_stub for real inputs), that op's port first
+    (porter.port.joint), in the same ChangeSet."""
+    try:
+        return _plan_migration(checkout, op, body, validator, complex_body, in_place)
+    except PorterError as err:
+        first = getattr(err, "prerequisite", None)
+        if not first or isinstance(checkout, joint.Overlay):
+            raise
+        refusal = err
+
+    def plan_first(base):
+        spec = resolve(base, first)
+        if spec.state == NATIVE:
+            raise PorterError(f"{first} is native already, yet its stub has no MPS kernel")
+        # as its own command would: off MPSGraph, or new-op where it has no MPS code
+        return _plan_migration(base, first, None, validator) if spec.state == MPSGRAPH \
+            else plan_port(base, spec, validator=validator)
+
+    return joint.with_prerequisite(checkout, op.strip(), first, refusal, plan_first,
+                                   lambda overlay: _plan_migration(overlay, op, body, validator,
+                                                                   complex_body, in_place))
+
+
+def _plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
+                    validator=None, complex_body: str | None = None,
+                    in_place: bool = False) -> Migration:
     if enum_port.is_enum_op(checkout, op.strip()):
         # a str argument that picks the kernel (gelu): one functor per value, chosen in the host;
         # the port keeps the op's own MPS impl, so --in-place is what it does anyway

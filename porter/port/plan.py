@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from porter.source import checkout as co
-from porter.port import complex_helpers, completeness, formatting, helpers, validate
+from porter.port import complex_helpers, completeness, family_host, formatting, helpers, validate
 from porter.source import metal_scan
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import dispatches_floating_only
@@ -507,9 +507,8 @@ def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     if spec.scalars:        # creates the family's host file when it has none
         _plan_alpha_host(checkout, spec, read, write, plan)
         return
-    if not checkout.exists(spec.host_path):
-        raise PorterError(f"{spec.host_path} is missing: porter registers {spec.kind} stubs there")
-    text = read(spec.host_path)
+    created = not checkout.exists(spec.host_path)
+    text = family_host.host_text(checkout, spec.host_path, spec.family, spec.stub.header, plan)
     host = HostFile(text, spec.host_path)
     iterator = spec.stub.iterator_type
     if iterator is None or len(spec.stub.params) != 1:
@@ -529,8 +528,10 @@ def _plan_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
                           hint="is the file complete? porter adds the host stub before it") from None
     if new != text:
         new = host_edit.include_stub_header(new, spec.stub.header)
+    if created:
+        new = host_edit.uses_includes(new)
     write(spec.host_path, new)
-    hosts = {rel: read(rel) for rel in checkout.glob(co.OPERATIONS, "*.mm")}
+    hosts = {rel: read(rel) for rel in {*checkout.glob(co.OPERATIONS, "*.mm"), spec.host_path}}
     validate.stub_registered_once(hosts, spec.stub.name)
     validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
 
@@ -539,21 +540,7 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     """The host kernel function of an op with scalars: the stub's parameters, named as the
     schema names them, turned into the kernel's alpha or params struct."""
     created = not checkout.exists(spec.host_path)
-    if not created:
-        text = read(spec.host_path)
-    else:
-        model = f"{co.OPERATIONS}/{UNARY_FAMILY}.mm"
-        if not checkout.exists(model):
-            raise PorterError(f"{spec.host_path} is missing and so is {model}, whose preamble "
-                              "porter would copy", hint="create the host file by hand")
-        try:
-            text = host_edit.new_family_file(read(model), UNARY_FAMILY, spec.family,
-                                             spec.stub.header.rsplit("/", 1)[-1])
-        except ValueError as err:
-            raise PorterError(str(err), path=model) from None
-        plan.notes.append(f"created {spec.host_path} with {model}'s preamble (includes, the bundled "
-                          "library, the namespace): add it to the build's list of MPS sources if "
-                          "your checkout lists them by hand")
+    text = family_host.host_text(checkout, spec.host_path, spec.family, spec.stub.header, plan)
     iterator = spec.stub.iterator_type
     params_struct = scalar_args.uses_params_struct(spec.scalars)
     struct = scalar_args.struct_name(spec.kernel) if params_struct else None
@@ -592,7 +579,6 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
     validate.kernel_registered(read(spec.metal_path), spec.metal_path, spec.kernel)
 
 
-UNARY_FAMILY = "UnaryKernel"
 
 
 def _plan_in_place_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:

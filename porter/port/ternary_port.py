@@ -15,17 +15,20 @@ t2`), as upstream wrote it when it moved them off MPSGraph (pytorch#189625):
 - the ternary alpha macro added to `c10/metal/indexing.h` when the checkout's lacks it
   (porter.port.ternary_alpha).
 
-The host library's scalar overload of `exec_ternary_kernel` (MetalShaderLibrary.h/.mm) is ObjC++
-porter neither writes nor builds: where the checkout's header lacks it, the port is incomplete
-and says what to write by hand.
+The host library's scalar overload of `exec_ternary_kernel`, where the checkout's lacks it (torch
+2.13): declared in `MetalShaderLibrary.h` and defined beside the scalar-free definition
+(`OperationUtils.mm` there), both written from the checkout's own (porter.port.edits.library_overload);
+where porter cannot (no such definition, a shape it does not know), the port is incomplete and
+says what to write by hand.
 """
 
 from __future__ import annotations
 
 import re
 
-from porter.port import completeness, ternary_alpha
+from porter.port import completeness, family_host, ternary_alpha
 from porter.port.edits import host as host_edit
+from porter.port.edits import library_overload as library_edit
 from porter.port.edits import in_place as in_place_edit
 from porter.source import checkout as co
 from porter.source import host_library
@@ -251,12 +254,7 @@ def plan_host(checkout, spec, read, write, plan) -> None:
     """The host function on the stub, in the file that held the MPSGraph code (or a new one)."""
     if spec.registered_in:
         return
-    if checkout.exists(spec.host_path) or spec.host_path in plan.changes.changes:
-        text = read(spec.host_path)
-    else:
-        text = ("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/native/mps/OperationUtils.h>\n\n"
-                "namespace at::native {\n} // namespace at::native\n")
-        plan.notes.append(f"created {spec.host_path}")
+    text = family_host.host_text(checkout, spec.host_path, stem(spec), spec.stub.header, plan)
     scalar = spec.scalars[0].name
     function = f"{spec.kernel}_mps_kernel"
     source = (f"static void {function}({spec.stub.iterator_type or 'TensorIteratorBase'}& iter, "
@@ -273,6 +271,40 @@ def plan_host(checkout, spec, read, write, plan) -> None:
                    "ATen/native/TensorIterator.h"):
         text = host_edit.ensure_include(text, header)
     write(spec.host_path, text)
-    gap = library_gap(checkout)
-    if gap is not None:
-        plan.gaps.append(gap)
+    plan_library(checkout, read, write, plan)
+
+
+def plan_library(checkout, read, write, plan) -> None:
+    """The host library's scalar overload of exec_ternary_kernel, where the checkout's lacks it:
+    declared in MetalShaderLibrary.h and defined beside the scalar-free definition, both written
+    from the checkout's own (porter.port.edits.library_overload); a gap where porter cannot."""
+    edits, problem = library_edits(checkout, read)
+    if problem is not None:
+        gap = library_gap(checkout)
+        plan.gaps.append(completeness.Gap(f"{gap.what}; porter cannot write it: {problem}", gap.flag))
+        return
+    for rel, new in edits.items():
+        write(rel, new)
+    if edits:
+        plan.notes.append(f"{', '.join(edits)}: added exec_ternary_kernel's scalar overload (the "
+                          "scalar bound at buffer 4, the kernel names ending in its type), written "
+                          "from the checkout's scalar-free one")
+
+
+def library_edits(checkout, read=None) -> tuple[dict[str, str], str | None]:
+    """({file: new text}, None): the overload's declaration and definition, none where the library
+    has it; ({}, why) where porter cannot write it."""
+    read = read or checkout.read
+    if host_library.ternary_takes_scalar(checkout.read, checkout.exists) is not False:
+        return {}, None
+    source = host_library.ternary_definition_file(checkout.read, checkout.glob)
+    if source is None:
+        return {}, (f"no .mm of {co.NATIVE}/mps defines MetalShaderLibrary::exec_ternary_kernel(iter, "
+                    "name), beside which porter writes the overload")
+    try:
+        return {LIBRARY_HEADER: library_edit.add_declaration(read(LIBRARY_HEADER)),
+                source: library_edit.add_definition(read(source))}, None
+    except ValueError as err:
+        return {}, str(err)
+
+

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from porter.source import checkout as co
 from porter.source.cpp_scan import code_mask, line_of, matching_close, split_top_level
+from porter.source.native_definitions import ITER_STUB_CALL_RE, definitions as _definitions, runs_parameter
 
 LAMBDA_CALL_RE = re.compile(r"\bcpu_kernel(?:_vec)?\s*\(")
 # Meta functions that build a float op: integer inputs give float outputs.
@@ -444,44 +445,20 @@ def shared_function_stubs(checkout: co.Checkout, entry) -> list[str]:
             if found:
                 return found
             for helper, stub in HELPER_CALL_RE.findall(body):
-                if _runs_parameter(mask, helper):
+                if runs_parameter(mask, helper):
                     return [stub]
     return []
 
 
-# `helper(..., name_stub)`: a stub handed to a helper as its last argument
-HELPER_CALL_RE = re.compile(r"\b(\w+)\s*\([^;{}]*?\b(\w+_stub)\s*\)")
-ITER_STUB_CALL_RE = re.compile(r"\b(\w+)\s*\(\s*\w+\.device_type\(\)")
-
-
-def _definitions(mask: str, function: str):
-    """(parameter list, body) of each definition of `function` in a code mask."""
-    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
-    for m in head.finditer(mask):
-        close_paren = matching_close(mask, m.end() - 1)
-        if close_paren < 0:
-            continue
-        after = mask[close_paren + 1:close_paren + 200].lstrip()
-        if not after.startswith("{"):
-            continue        # a declaration or a call, not the definition
-        open_brace = mask.index("{", close_paren)
-        end = matching_close(mask, open_brace)
-        yield mask[m.end():close_paren], mask[open_brace:end if end > 0 else len(mask)]
+# `helper(..., name_stub)`, `helper(result, self, logit_stub, Scalar(...))`: a stub handed to a
+# helper, last or followed by what the helper passes on to it (upstream's
+# `unary_op_impl_float_out(result, self, stub, args...)`)
+HELPER_CALL_RE = re.compile(r"\b(\w+)\s*\([^;{}]*?\b(\w+_stub)\s*[,)]")
 
 
 def _stubs_run_on_iterator(body: str) -> list[str]:
     found = [name for name in ITER_STUB_CALL_RE.findall(body) if name.endswith("_stub")]
     return list(dict.fromkeys(found)) if found and "TensorIterator" in body else []
-
-
-def _runs_parameter(mask: str, helper: str) -> bool:
-    """Whether some definition of `helper` runs one of its parameters as a stub on a
-    TensorIterator it builds (`Stub& stub` ... `stub(iter.device_type(), iter)`)."""
-    for params, body in _definitions(mask, helper):
-        names = {p.split()[-1].lstrip("&*") for p in split_top_level(params) if p.split()}
-        if "TensorIterator" in body and names & set(ITER_STUB_CALL_RE.findall(body)):
-            return True
-    return False
 
 
 class EnumBranch(NamedTuple):

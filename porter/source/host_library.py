@@ -21,3 +21,16 @@ def ternary_takes_scalar(read, exists) -> bool | None:
     if not decls:
         return None
     return any("Scalar" in d for d in decls)
+
+
+LIBRARY_DEFINITION_RE = re.compile(r"^void\s+MetalShaderLibrary::exec_ternary_kernel\s*\(", re.M)
+
+
+def ternary_definition_file(read, glob) -> str | None:
+    """The .mm of `mps/` that defines MetalShaderLibrary::exec_ternary_kernel (OperationUtils.mm
+    in torch 2.13), where a scalar overload would be defined beside it; None where none does
+    (`glob`: the checkout's, folder and pattern)."""
+    for rel in sorted(glob(f"{co.NATIVE}/mps", "*.mm")):
+        if LIBRARY_DEFINITION_RE.search(read(rel)):
+            return rel
+    return None

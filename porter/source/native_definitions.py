@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.source import checkout as co
-from porter.source.cpp_scan import matching_close, split_top_level
+from porter.source.cpp_scan import code_mask, matching_close, split_top_level
 
 
 # Structured kernels and the stubs they call, in native/*.cpp.
@@ -103,13 +103,32 @@ def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Mat
     (up to the comma after the device type). With `op`, a call inside another op's structured
     function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's."""
     call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
-    for path in sorted((Path(root) / co.NATIVE).glob("*.cpp")):
-        text = path.read_text(encoding="utf-8", errors="replace")
+    texts = [path.read_text(encoding="utf-8", errors="replace")
+             for path in sorted((Path(root) / co.NATIVE).glob("*.cpp"))]
+    for text in texts:
         if stub not in text:
             continue
         for m in call.finditer(text):
             owner = _enclosing_out_function(text, m.start())
             if op is None or owner is None or owner == op:
+                return text, m
+    return _helper_call(texts, stub, op)
+
+
+def _helper_call(texts: list[str], stub: str, op: str | None) -> tuple[str, re.Match] | None:
+    """`unary_op_impl_float_out(result, self, logit_stub, Scalar(...))`: the stub handed to a
+    helper of its file that builds the iterator and runs its stub parameter on it, passing on
+    what follows (`stub(iter.device_type(), iter, args...)`). The match runs from the helper's
+    name to the stub argument, so that, as for a direct call, the call's arguments after its
+    first are what the stub receives after the iterator."""
+    handed = re.compile(rf"\b(\w+)\s*\([^;{{}}]*?(?=\b{re.escape(stub)}\s*[,)])")
+    for text in texts:
+        if stub not in text:
+            continue
+        mask = code_mask(text)
+        for m in handed.finditer(mask):
+            owner = _enclosing_out_function(text, m.start())
+            if (op is None or owner is None or owner == op) and runs_parameter(mask, m.group(1)):
                 return text, m
     return None
 
@@ -146,3 +165,33 @@ def _enclosing_out_function(text: str, at: int) -> str | None:
         return None
     name = head.group("impl") or head.group("name")
     return name[:-len("_out")] if name.endswith("_out") else None
+
+
+# ----------------------------------------------------------------- helpers that run a stub
+
+ITER_STUB_CALL_RE = re.compile(r"\b(\w+)\s*\(\s*\w+\.device_type\(\)")
+
+
+def definitions(mask: str, function: str):
+    """(parameter list, body) of each definition of `function` in a code mask."""
+    head = re.compile(rf"^[\w:&<> ]*\b{re.escape(function)}\s*\(", re.M)
+    for m in head.finditer(mask):
+        close_paren = matching_close(mask, m.end() - 1)
+        if close_paren < 0:
+            continue
+        after = mask[close_paren + 1:close_paren + 200].lstrip()
+        if not after.startswith("{"):
+            continue        # a declaration or a call, not the definition
+        open_brace = mask.index("{", close_paren)
+        end = matching_close(mask, open_brace)
+        yield mask[m.end():close_paren], mask[open_brace:end if end > 0 else len(mask)]
+
+
+def runs_parameter(mask: str, helper: str) -> bool:
+    """Whether some definition of `helper` runs one of its parameters as a stub on a
+    TensorIterator it builds (`Stub& stub` ... `stub(iter.device_type(), iter)`)."""
+    for params, body in definitions(mask, helper):
+        names = {p.split()[-1].lstrip("&*") for p in split_top_level(params) if p.split()}
+        if "TensorIterator" in body and names & set(ITER_STUB_CALL_RE.findall(body)):
+            return True
+    return False

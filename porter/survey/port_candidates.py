@@ -464,9 +464,10 @@ def _automatic_ternary(stub, facts) -> tuple[bool, str]:
     if not facts.indexing():
         return False, (f"incomplete: the checkout has no {ternary_port.INDEXING} to define "
                        f"{ternary_alpha.MACRO} in")
-    if host_library.ternary_takes_scalar(checkout.read, checkout.exists) is False:
+    _, problem = ternary_port.library_edits(checkout)
+    if problem is not None:
         return False, (f"incomplete: {host_library.LIBRARY_HEADER} declares exec_ternary_kernel(iter, "
-                       "name) only; its scalar overload is written by hand (the command says how)")
+                       f"name) only, and porter cannot write its scalar overload: {problem}")
     lam = scalar_lambda(checkout, stub.name)
     if lam is None or len(lam.params) != 3:
         return False, "no CPU lambda of three operands found: --body EXPR in a, b, c and the scalar"

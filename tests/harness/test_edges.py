@@ -458,3 +458,46 @@ def test_the_values_left_out_are_known_before_the_first_sample_runs(monkeypatch)
                                           reference=True, unsettled=unsettled)
     next(iter(samples))
     assert unsettled == [left_out]
+
+
+def _op(name):
+    from torch.testing._internal.common_methods_invocations import op_db
+    return next(o for o in op_db if o.name == name)
+
+
+@pytest.mark.parametrize("name", ["special.legendre_polynomial_p", "special.laguerre_polynomial_l",
+                                  "special.hermite_polynomial_h", "special.chebyshev_polynomial_t"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32])
+def test_a_polynomials_degree_stays_within_max_degree(name, dtype):
+    """INT_MAX as a degree loops 2^31 times per element on the CPU and in the emulator (issue
+    36: 220 s of test_verify); edge values still reach x, and the degree keeps its small,
+    negative and 2^15-2^16 edges."""
+    info = _op(name)
+    assert edges.degree_positions(info) == (1,)
+    samples = edges.edge_samples(info, dtype, list(info.reference_inputs("cpu", dtype)))
+    assert samples
+    degrees = torch.cat([torch.as_tensor(s.args[0]).reshape(-1).to(torch.float64)
+                         for s in samples])
+    xs = torch.cat([s.input.reshape(-1).to(torch.float64) for s in samples])
+    assert bool(torch.isfinite(degrees).all()) and float(degrees.abs().max()) <= edges.MAX_DEGREE
+    kept = {-2.0, 2.0} if dtype.is_floating_point else {-2.0, 2.0**15, 2.0**16}
+    assert kept <= set(degrees.tolist())
+    assert float(xs[torch.isfinite(xs)].abs().max()) > edges.MAX_DEGREE   # x meets its limits
+
+
+def test_an_op_without_a_degree_keeps_its_large_second_operand():
+    info = _op("add")
+    assert edges.degree_positions(info) == ()
+    samples = edges.edge_samples(info, torch.int32, list(info.reference_inputs("cpu", torch.int32)))
+    assert any(int(a.max()) == 2**31 - 1 for s in samples for a in s.args
+               if isinstance(a, torch.Tensor))
+
+
+def test_a_degree_outside_the_bound_in_a_shared_operand_drops_the_sample():
+    x = torch.tensor([0.5, 2.0])
+    bounded = edges._degree_bounded(SampleInput(x, args=(torch.tensor([3, 2**31 - 1]),)), (1,))
+    assert bounded.input.tolist() == [0.5] and bounded.args[0].tolist() == [3]
+    assert edges._degree_bounded(SampleInput(x, args=(torch.tensor(2**20),)), (1,)) is None
+    assert edges._degree_bounded(SampleInput(x, args=(float("nan"),)), (1,)) is None
+    same = SampleInput(x, args=(4,))
+    assert edges._degree_bounded(same, (1,)) is same
