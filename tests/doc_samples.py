@@ -14,7 +14,8 @@ COLUMNS=100 with stdout and stderr in one stream, unbuffered, as a 100-column te
 colour shows them.
 
 What honestly varies is normalised on both sides before they are compared: the seconds column
-of a `porter test` table, `N.NN s` timings, and the copy's path (written /tmp/mini, as the
+of a `porter test` table, `N.NN s` timings, the header's note that the references came from
+the cache, and the copy's path (written /tmp/mini, as the
 README's walk has it). `EXPECTTEST_ACCEPT=1` rewrites every block from the real output.
 """
 
@@ -61,8 +62,10 @@ def samples(page: Path) -> list[Sample]:
         assert lines[i + 1].startswith("```") and lines[i + 2].startswith("$ porter "), \
             f"{page.name}:{i + 1}: a sample marker is followed by a ``` block whose first line is `$ porter ...`"
         end = next(j for j in range(i + 3, len(lines)) if lines[j].startswith("```"))
+        # as shown, less a trailing `# comment`; run() splits it as a shell would
         command = lines[i + 2][2:]
-        command = " ".join(shlex.split(command, comments=True))
+        if "#" in command:
+            command = re.sub(r"\s+#[^'\"]*$", "", command)
         found.append(Sample(page, i + 3, command, m.group("keep"), lines[i + 3:end], end))
     return found
 
@@ -78,15 +81,17 @@ def tree(dest: Path) -> Path:
 
 
 def run(sample: Sample, root: Path, env: dict) -> list[str]:
-    argv = shlex.split(sample.command)
+    argv = shlex.split(sample.command, comments=True)
     assert argv[0] == "porter", sample.command
     proc = subprocess.run([sys.executable, "-m", "porter", *argv[1:]], cwd=root, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     return proc.stdout.replace(str(root), SHOWN_ROOT).rstrip("\n").split("\n")
 
 
-def environment(cache: Path) -> dict:
-    env = {**os.environ, "COLUMNS": "100", "PYTHONUNBUFFERED": "1", "PORTER_CACHE_DIR": str(cache),
+def environment() -> dict:
+    """The test's environment (its session cache included: whether a run found its references
+    cached shows only in a header note, which normal() removes)."""
+    env = {**os.environ, "COLUMNS": "100", "PYTHONUNBUFFERED": "1",
            "GIT_AUTHOR_NAME": "doc", "GIT_AUTHOR_EMAIL": "doc@example.com",
            "GIT_COMMITTER_NAME": "doc", "GIT_COMMITTER_EMAIL": "doc@example.com"}
     env.pop("NO_COLOR", None)
@@ -126,7 +131,11 @@ def _seconds_column(line: str) -> str:
 
 def normal(lines: list[str]) -> list[str]:
     """What honestly varies, made one: a table's seconds column, `N.N s` timings."""
-    return [re.sub(r"\b\d+(?:\.\d+)? s\b", "N s", _seconds_column(line)) for line in lines]
+    return [re.sub(r"\b\d+(?:\.\d+)? s\b", "N s", _seconds_column(line)).replace(_CACHED, "")
+            for line in lines]
+
+
+_CACHED = "; samples and references cached (--no-cache recomputes)"
 
 
 def rewrite(page: Path, fixes: list[tuple[Sample, list[str]]]) -> None:

@@ -20,11 +20,12 @@ def test_the_pages_with_samples_include_the_walk_and_the_red_page():
     assert {"README.md", "red.md"} <= names, names
 
 
+@pytest.mark.sweep          # minutes: every documented command, ports and full verdicts included
 @pytest.mark.parametrize("page", CHECKED, ids=lambda p: p.name)
 def test_the_samples_are_real_output(page, tmp_path):
     pytest.importorskip("torch")
     root = doc_samples.tree(tmp_path / "mini")
-    env = doc_samples.environment(tmp_path / "cache")
+    env = doc_samples.environment()
     diffs, fixes, compared = [], [], 0
     for sample in doc_samples.samples(page):
         output = doc_samples.run(sample, root, env)
@@ -48,10 +49,12 @@ def test_the_samples_are_real_output(page, tmp_path):
 def test_a_sample_keeps_its_lines_and_marks_each_gap(tmp_path):
     page = tmp_path / "page.md"
     page.write_text('intro\n<!-- sample keep="^a|^c" -->\n```\n$ porter x --y  # why\nold\n```\n'
-                    "<!-- sample-run: porter hidden -->\nend\n", encoding="utf-8")
+                    "<!-- sample-run: porter hidden -->\n<!-- sample -->\n```\n"
+                    "$ porter new-op h --body 'a > 0 ? 1 : a'\n```\nend\n", encoding="utf-8")
     found = doc_samples.samples(page)
     assert [(s.command, s.hidden, s.body) for s in found] == [
-        ("porter x --y", False, ["old"]), ("porter hidden", True, [])]
+        ("porter x --y", False, ["old"]), ("porter hidden", True, []),
+        ("porter new-op h --body 'a > 0 ? 1 : a'", False, [])]
     assert doc_samples.shown(found[0], ["a1", "b", "b", "c", "d"]) == ["a1", "...", "c", "..."]
     doc_samples.rewrite(page, [(found[0], ["a1", "...", "c"])])
     assert page.read_text(encoding="utf-8").split("\n")[3:8] == ["$ porter x --y  # why", "a1",
@@ -64,3 +67,5 @@ def test_only_what_varies_is_normalised():
     # a value column is never touched: a changed max_abs shows in the diff
     assert doc_samples.normal([row.replace("0.06", "0.07")]) != doc_samples.normal([row])
     assert doc_samples.normal(["built in 12.5 s"]) == ["built in N s"]
+    assert doc_samples.normal(["porter test: device emulate; samples and references cached "
+                               "(--no-cache recomputes)"]) == ["porter test: device emulate"]

@@ -53,8 +53,7 @@ runpy.run_module('porter', run_name='__main__')
 
 
 def _env(tmp_path, **extra):
-    env = {**os.environ, "PORTER_CACHE_DIR": str(tmp_path / "cache"), "TERM": "xterm",
-           "COLUMNS": "200", "GATE": str(tmp_path / "gate"), **extra}
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "200", "GATE": str(tmp_path / "gate"), **extra}
     env.pop("NO_COLOR", None)
     return env
 
