@@ -32,7 +32,7 @@ from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
     diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude, site_line,
-    version_flags)
+    version_flags, contract_flags)
 from porter.errors import PorterError
 
 MAX_QUARANTINE_ROUNDS = 6
@@ -116,19 +116,19 @@ class Library:
 
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
                strict: bool = True, use_cache: bool = True,
-               version: int = PRIMARY_VERSION) -> Library:
+               version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PorterError(f"{path}: cannot read ({err.strerror})") from None
     return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache,
-                        version=version)
+                        version=version, contract=contract)
 
 
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
-                 version: int = PRIMARY_VERSION) -> Library:
+                 version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
     """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
     `version` (__METAL_VERSION__). The primary version's build also checks the file under
     every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,
@@ -138,7 +138,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
-    flags = version_flags(FLAGS + [opt], version)
+    # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
+    flags = version_flags(FLAGS + [opt] + ((contract_flags() or []) if contract else []), version)
     key = cache_key(text, dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"

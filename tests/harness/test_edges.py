@@ -132,11 +132,13 @@ def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root)
     text = metal.read_text()
     right = "return a == 0 ? b : static_cast<T>(a > 0);"
     assert text.count(right) == 1
-    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    # float16: a Mac flushes float32 subnormals, so there heaviside(1e-45, b) is b, not 1, and
+    # even this functor is red on float32's edge values (docs/testing.md, "What execution models")
+    code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float16", "--reference-inputs")
     assert code == 0, by_dtype
     # wrong on purpose: b's NaN lost where a == 0
     metal.write_text(text.replace(right, "return a == 0 ? (b != b ? T(0) : b) : static_cast<T>(a > 0);"))
-    code, by_dtype, data = verdicts(real_root, "heaviside", "--dtype", "float32", "--reference-inputs")
+    code, by_dtype, data = verdicts(real_root, "heaviside", "--dtype", "float16", "--reference-inputs")
     assert code == 1, by_dtype
     extremal = next(o for o in data["ops"] if o["reference"])
     assert [d["outcome"] for d in extremal["dtypes"]] == ["fail"]
@@ -214,7 +216,7 @@ def test_scalar_samples_are_few_and_only_where_there_are_scalars():
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
-def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float32(real_root):
+def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float16(real_root):
     """Metal's clamp/min/max return the non-NaN operand: logit(NaN, eps) came out as
     logit(eps). Only `porter check` (PORTER051) said so; now the reference inputs do."""
     assert porter("migrate-from-mpsgraph", "logit", root=real_root).code == 0
@@ -222,7 +224,9 @@ def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float32(real
     text = metal.read_text()
     right = "x_ = x_ < float(eps) ? float(eps) : (x_ > hi ? hi : x_);"
     assert text.count(right) == 1
-    args = ("logit", "--dtype", "float32", "--reference-inputs")
+    # float16: a Mac flushes float32 subnormals (an operand that is one reads as zero), so even
+    # this functor is red on float32's subnormal edge values (docs/testing.md, "What execution models")
+    args = ("logit", "--dtype", "float16", "--reference-inputs")
     code, by_dtype, _ = verdicts(real_root, *args)
     assert code == 0, by_dtype
     for wrong in ("x_ = ::metal::clamp(x_, float(eps), hi);", "x_ = min(max(x_, float(eps)), hi);"):
