@@ -160,12 +160,18 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
                     f"or run `porter test {op}` on a Mac)")
             print(f"note: {note}", file=sys.stderr)
             return exit_codes.OK, {"tested": False, "ok": None, "why": [note]}
+    import contextlib
     import io
     import json
 
+    from porter.commands import terminal
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
-    code = run_after_edit(op, root, device, out=out, json=args.json)
+    # the test takes seconds to minutes: a timer and each dtype's row on a terminal's stderr
+    with terminal.Elapsed(f"testing {op} on {device}") as elapsed:
+        rows = contextlib.nullcontext() if args.json else terminal.live_rows(elapsed)
+        with rows:
+            code = run_after_edit(op, root, device, out=out, json=args.json)
     verdict: dict = {"tested": True, "device": device, "ok": code == exit_codes.OK}
     if out is not None and out.getvalue().strip():
         report = json.loads(out.getvalue())

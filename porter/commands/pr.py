@@ -11,6 +11,7 @@ HEAD).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -51,15 +52,20 @@ def run(args) -> int:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
     from porter.commands.common import check_dtype_names, resolve_device
     check_dtype_names(args.dtypes)
+    from porter.commands import terminal
     from porter.review import tip
     from porter.review.branch import Branch, port_source
     from porter.source.checkout import Checkout
     Branch(checkout.root, args.base)        # not a repository, an unknown --base: said before any checkout
     left_out = tip.uncommitted(checkout.root, port_source)
-    # the PR sends the commits: test HEAD in a worktree of its own, never the working tree
-    with tip.checked_out(checkout.root) as tip_root:
-        data = describe(Checkout(tip_root), args.ops, args.base, resolve_device(args.device),
-                        args.dtypes, uncommitted=left_out)
+    # the PR sends the commits: test HEAD in a worktree of its own, never the working tree;
+    # 15-70 s of reading, testing and checking: each step and each dtype's row on a terminal
+    with tip.checked_out(checkout.root) as tip_root, \
+            terminal.Elapsed(f"porter pr {' '.join(args.ops)}") as elapsed:
+        rows = contextlib.nullcontext() if args.json else terminal.live_rows(elapsed)
+        with rows:
+            data = describe(Checkout(tip_root), args.ops, args.base, resolve_device(args.device),
+                            args.dtypes, uncommitted=left_out, step=elapsed.step)
     for warning in data["warnings"]:
         print(f"porter: warning: {warning}", file=sys.stderr)
     text = markdown(data)

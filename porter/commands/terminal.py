@@ -237,17 +237,29 @@ def escape_github(text: str, property_value: bool = False) -> str:
 
 
 class Elapsed:
-    """`what (12 s)` on a terminal's stderr while a step with no natural count runs (torch's
-    op database import, a first build): nothing for the first `after` seconds; the line is
-    cleared at the end or at the first output on stdout, whichever comes first; off a terminal
-    only with -v (one line at the start); never with -q."""
+    """`what (12 s)` on a terminal's stderr while a long step runs (torch's op database import,
+    a first build, a port's test): nothing for the first `after` seconds; the line is cleared
+    at the end or at the first output on stdout, whichever comes first; off a terminal only
+    with -v (one line per step); never with -q.
+
+    `step(what)` names the next step (`porter pr`: the branch, each op's verdicts, the checks).
+    `row(text)` prints a line that stays, above the timer: `porter test`'s rows as each dtype
+    is decided (`live_rows`). When stdout is the same terminal, the rows are wiped before the
+    report's first line, which prints the whole table again with its details; they stay when
+    anything else was written to stderr in between (wiping would take the wrong lines)."""
 
     def __init__(self, what: str, after: float = 2.0):
+        import threading
+
         self.what, self.after = what, after
         stream = sys.stderr
         self.tty = bool(getattr(stream, "isatty", None) and stream.isatty())
         self.on = not quiet() and (self.tty or verbose())
         self._stop = None
+        self._lock = threading.RLock()
+        self._shown = False           # the timer's line is on screen
+        self._rows = 0                # lines row() wrote, to wipe
+        self._foreign = False         # someone else wrote a line to stderr meanwhile
 
     def __enter__(self):
         import threading
@@ -255,40 +267,111 @@ class Elapsed:
 
         if not self.on:
             return self
+        self._err = sys.stderr
         if not self.tty:
-            sys.stderr.write(f"{self.what} ...\n")
+            self._err.write(f"{self.what} ...\n")
             return self
         self._stop = threading.Event()
-        start = time.monotonic()
+        self._start = start = time.monotonic()
 
         def tick():
-            shown = False
             while not self._stop.wait(0.5):
                 seconds = time.monotonic() - start
                 if seconds >= self.after:
-                    sys.stderr.write(f"\r\x1b[K{self.what} ({seconds:.0f} s)")
-                    sys.stderr.flush()
-                    shown = True
-            if shown:
-                sys.stderr.write("\r\x1b[K")
-                sys.stderr.flush()
+                    with self._lock:
+                        self._err.write(f"\r\x1b[K{self.what} ({seconds:.0f} s)")
+                        self._err.flush()
+                        self._shown = True
+            self._clear_timer()
 
         self._thread = threading.Thread(target=tick, daemon=True)
         self._thread.start()
         self._stdout = sys.stdout
         sys.stdout = _StopOnWrite(self._stdout, self._finish)
+        sys.stderr = _AboveTimer(self._err, self)
         return self
+
+    def _clear_timer(self) -> None:
+        with self._lock:
+            if self._shown:
+                self._err.write("\r\x1b[K")
+                self._err.flush()
+                self._shown = False
+
+    def step(self, what: str) -> None:
+        """The next step's name (the timer keeps counting the whole command's seconds)."""
+        if not self.on or what == self.what:
+            return
+        self.what = what
+        if not self.tty:
+            self._err.write(f"{what} ...\n")
+
+    def row(self, text: str) -> None:
+        """A line that stays (cut to the terminal's width: one line each, so it can be wiped)."""
+        if not self.on:
+            return
+        with self._lock:
+            if not self.tty:
+                self._err.write(text + "\n")
+                return
+            if self._stop is None or self._stop.is_set():
+                return                      # the report has started: it has the rows
+            cols = shutil.get_terminal_size().columns
+            self._err.write("\r\x1b[K" + text[:max(cols - 1, 1)] + "\n")
+            self._err.flush()
+            self._rows += 1
+            self._shown = False
+
+    def _wipe_rows(self) -> None:
+        with self._lock:
+            if not self._rows or self._foreign or not _same_terminal():
+                return
+            if self._rows >= shutil.get_terminal_size().lines:
+                return                      # scrolled off the top: cannot be reached
+            self._err.write(f"\x1b[{self._rows}F\x1b[J")
+            self._err.flush()
+            self._rows = 0
 
     def _finish(self) -> None:
         if self._stop is not None and not self._stop.is_set():
             self._stop.set()
             self._thread.join()
+            self._wipe_rows()
 
     def __exit__(self, *exc):
         self._finish()
         if self._stop is not None:
             sys.stdout = self._stdout
+            sys.stderr = self._err
         return False
+
+
+def _same_terminal() -> bool:
+    """stdout and stderr are one terminal (the rows on stderr sit just above stdout's report)."""
+    try:
+        return (sys.__stdout__.isatty() and sys.__stderr__.isatty()
+                and os.ttyname(sys.__stdout__.fileno()) == os.ttyname(sys.__stderr__.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+class _AboveTimer:
+    """stderr while the timer runs: a note clears the timer's line first (it would be written
+    after its text), and marks the rows above as no longer the last lines."""
+
+    def __init__(self, stream, elapsed: Elapsed):
+        self._stream, self._elapsed = stream, elapsed
+
+    def write(self, text):
+        with self._elapsed._lock:
+            if text:
+                self._elapsed._clear_timer()
+            if "\n" in text:
+                self._elapsed._foreign = True
+            return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 class _StopOnWrite:
@@ -303,6 +386,37 @@ class _StopOnWrite:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+class live_rows:
+    """While it is open, each dtype's verdict is a row on `elapsed` the moment it is decided
+    (porter.harness.verdicts.listeners): `  hypot  float32  pass  12 samples  0.41 s`, its
+    outcome coloured as the table's (never with NO_COLOR). Off unless `elapsed` is on: nothing
+    when piped without -v, with -q, or when the command writes JSON (it does not open one)."""
+
+    def __init__(self, elapsed: Elapsed):
+        self.elapsed = elapsed
+
+    def _row(self, result, d) -> None:
+        kind = " (reference inputs)" if result.reference else " (shapes)" if result.shapes else ""
+        samples = f"{d.samples} samples" if d.samples else ""
+        outcome = paint(d.outcome.value.ljust(5), OUTCOME_STYLE.get(d.outcome.value), sys.stderr)
+        self.elapsed.row(f"  {result.op}{kind}  {d.dtype.ljust(10)}  {outcome}  {samples}"
+                         f"{'  ' if samples else ''}{d.seconds:.2f} s".rstrip())
+
+    def __enter__(self):
+        from porter.harness import verdicts
+
+        if self.elapsed.on:
+            verdicts.listeners.append(self._row)
+        return self
+
+    def __exit__(self, *exc):
+        from porter.harness import verdicts
+
+        if self._row in verdicts.listeners:
+            verdicts.listeners.remove(self._row)
+        return False
 
 
 class Progress:

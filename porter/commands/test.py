@@ -133,7 +133,8 @@ def run(args) -> int:
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
     try:
-        with terminal.Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}"):
+        with terminal.Elapsed(f"porter test {' '.join(args.ops)}: running on {args.device}") as elapsed, \
+                _rows_if(args.format == "text", elapsed):
             if args.format == "text" and terminal.color():
                 # made inside: it writes through the stdout that clears the elapsed-time line
                 # before the report's first line (made outside, it held the bare stdout and the
@@ -145,6 +146,15 @@ def run(args) -> int:
     finally:
         if "out" in options_:
             options_["out"].flush()
+
+
+def _rows_if(wanted: bool, elapsed):
+    """Each dtype's row as it is decided, for the text report only: a machine format (json,
+    junit, github, markdown) gets nothing extra on stderr."""
+    import contextlib
+
+    from porter.commands import terminal
+    return terminal.live_rows(elapsed) if wanted else contextlib.nullcontext()
 
 
 def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:

@@ -175,6 +175,18 @@ class SampleSource(Protocol):
         """The one-line failure, or None when the device's answer matches."""
 
 
+# Called as `listener(result, dtype_result)` the moment each dtype's verdict is decided, in
+# run order: `porter test` on a terminal prints the row then (porter.commands.terminal.Live)
+# rather than the whole table at the end. Nothing here writes: a listener only observes.
+listeners: list = []
+
+
+def _decided(result: OpResult, d: DtypeResult) -> DtypeResult:
+    for listener in list(listeners):
+        listener(result, d)
+    return d
+
+
 def run_op(source: SampleSource, dtypes=None, only: int | None = None) -> OpResult:
     """One OpInfo's result: every dtype it declares for the device (`dtypes`: only those;
     `only`: only that sample index)."""
@@ -195,12 +207,12 @@ def run_op(source: SampleSource, dtypes=None, only: int | None = None) -> OpResu
             continue
         if cannot_run or build_error or name in no_kernel:
             xfail_by, skip_by, _ = source.expectations(name)
-            result.dtypes.append(not_run_verdict(
+            result.dtypes.append(_decided(result, not_run_verdict(
                 name, xfail_by, skip_by, cannot_run,
                 build_error or f"no Metal kernel registered for {name}: the MPS test sends it, "
-                               "and MPS raises for it"))
+                               "and MPS raises for it")))
         else:
-            result.dtypes.append(_run_dtype(source, result.op, name, only))
+            result.dtypes.append(_decided(result, _run_dtype(source, result.op, name, only)))
     result.dtypes.sort(key=lambda d: dtype_order(d.dtype))
     return result
 

@@ -27,10 +27,15 @@ KINDS = ("samples", "reference", "shapes")
 
 def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
              device: str = "emulate", dtypes: list[str] | None = None,
-             uncommitted: list[str] = ()) -> dict:
+             uncommitted: list[str] = (), step=None) -> dict:
     """The description of `checkout` (for `porter pr`, a worktree of HEAD: porter.review.tip);
-    `uncommitted`: the user's changes beyond it, which the description warns it leaves out."""
+    `uncommitted`: the user's changes beyond it, which the description warns it leaves out.
+    `step(what)` is told each step as it starts (the command shows it on a terminal: the
+    verdicts take seconds to a minute)."""
     from porter import checks
+
+    step = step or (lambda what: None)
+    step(f"porter pr: reading the branch's changes to {', '.join(ops)}")
     from porter.checks.tree import Tree
 
     branch = Branch(checkout.root, base)
@@ -45,7 +50,8 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
                 f"port it first (porter status {f.op}), or pass --base REF"
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
                               "HEAD registers no Metal kernel for it", hint=hint)
-    results, header = _verdicts(checkout, ops, device, dtypes)
+    results, header = _verdicts(checkout, ops, device, dtypes, step)
+    step("porter pr: running the review checks")
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
     warnings = []
@@ -91,7 +97,8 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
     return data
 
 
-def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None):
+def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[str] | None = None,
+              step=lambda what: None):
     from porter.harness import opinfo_run as runner
     from porter.harness.devices import get_backend
     from porter.harness.verdict_scope import FULL
@@ -100,10 +107,12 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
     if reason:
         from porter.errors import PorterError
         raise PorterError(reason)
+    step("porter pr: loading the op database")
     ctx = runner.make_context(checkout.root, backend, checkout)
     results = []
     try:
         for op in ops:
+            step(f"porter pr: testing {op} on {device}")
             results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
                                            reference_inputs=FULL.reference_inputs,
                                            shapes=FULL.shapes)
