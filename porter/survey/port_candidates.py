@@ -275,6 +275,10 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
             and PORT_FIRST not in how:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
+    if classified.portable and PORT_FIRST in how:
+        # the command ports the other op with it (porter.port.joint): its own plan answers
+        automatic, how, planned = _planned_with_prerequisite(op, state, how, facts)
+        files = planned or files
     if automatic and "--complex-body" in how:
         verdict = "--complex-body"      # the command refuses it without one: not automatic
         automatic = False
@@ -409,6 +413,40 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 
 
 PORT_FIRST = "port it first:"
+# an op ported together with the op whose stub its shared function runs (sgn with sign)
+WITH_PRIOR = "port first, in one command:"
+
+
+def _planned_with_prerequisite(op: str, state: str, how: str, facts: _Facts):
+    """(automatic, how, files) of an op whose shared function runs another op's stub that has no
+    MPS kernel (sgn_out: sign_stub for real inputs), from the plan its command makes:
+    migrate-from-mpsgraph plans that op's port first and this one's after it, in one ChangeSet
+    (porter.port.joint); new-op refuses it. Answering from the plan itself keeps the list and
+    the command one decision; the plan reads this op's OpInfo, so it runs for such ops alone."""
+    from porter.errors import PorterError
+    from porter.port.migration import plan_migration
+    from porter.port.plan import plan_port
+    from porter.port.resolve import resolve
+
+    try:
+        plan = plan_migration(facts.checkout, op) if state == MPSGRAPH \
+            else plan_port(facts.checkout, resolve(facts.checkout, op))
+    except PorterError as err:
+        return False, f"{how}; {err.message.removesuffix('; nothing was written')}", None
+    head, why = how.split(PORT_FIRST, 1)
+    first = head.rsplit(": ", 1)[-1].rstrip(", ")
+    together = f"{first}'s {WITH_PRIOR}{why}"
+    files = list(plan.changes.changes)
+    flags = {g.flag.split()[0] for g in plan.gaps}
+    if plan.wrong or not flags <= {"--body", "--complex-body"}:
+        missing = [g.what for g in plan.gaps] + [w.message for w in plan.wrong]
+        return False, f"incomplete: {'; '.join(missing)} ({together})", None
+    if plan.gaps:
+        # what the command asks for (its own gaps: a prerequisite with gaps raised above);
+        # the verdict reads the flag (--complex-body alone: "--complex-body", else "--body")
+        needs = "; ".join(f"needs {g.flag} for {g.what}" for g in plan.gaps)
+        return flags == {"--complex-body"}, f"{needs}; {together}", files
+    return True, f"{COMPLEX_ONLY}; {together}", files
 COMPLEX_ONLY = "CPU lambda (complex case: its other dtypes run another stub's kernel)"
 
 
