@@ -1,16 +1,19 @@
-"""A kernel file as each Metal version compiles it: the language check (porter.emulate.
-metal_language) of the preprocessed file and the checkout headers it includes under every
-`__METAL_VERSION__` PyTorch builds with, and which versions the file (with the headers it
-includes) tells apart. A header's error is named at the header's own line
-(`c10/metal/special_math.h:3092: Metal has no `double``): a Mac compiling the kernel file
-compiles the header too.
+"""A kernel file as each Metal version compiles it: porter's Metal front end (porter.emulate.
+frontend: libclang in a Metal mode, with the checkout's c10/metal headers and registrations)
+under every `__METAL_VERSION__` PyTorch builds with, and which versions the file (with the
+headers it includes) tells apart for the emulator's g++ builds. A header's error is named at
+the header's own line (`c10/metal/special_math.h:3092: Metal has no `double``): a Mac
+compiling the kernel file compiles the header too. A kernel name that another file of the
+same metallib (or another registration of this file) defines is the primary version's error.
 
 Two versions are told apart when the preprocessed kernel file differs between them (its own
 `#if __METAL_VERSION__` branches, or a header it includes) or when the precompiled prelude
 does (c10/metal/common.h's `#if __METAL_VERSION__ >= 400`). A version not told apart from
 the primary one compiles the very same tokens: nothing more to build for it.
 
-One `-E` per version (~0.03 s of CPU each), cached by content hash.
+One `-E` per version (~0.03 s of CPU each) and the front end's parses, cached by content hash.
+Until the front end is switched on (PORTER_METAL_FRONTEND=clang; frontend.enabled), the language
+check is the token pass of porter.emulate.metal_language.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from porter.emulate import headers, kernel_cache, metal_language
+from porter.emulate import frontend, headers, kernel_cache, metal_language
 from porter.emulate.toolchain import (
     FLAGS, METAL_VERSIONS, PRIMARY_VERSION, cache_dir, cache_key, compiler, preprocess,
     version_flags)
@@ -46,14 +49,67 @@ def views(text: str, display_path, root: Path | None, *, use_cache: bool = True)
     """One view per Metal version PyTorch builds with, the primary version first."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # three short preprocessor runs side by side: their wall time is one's
+    if not frontend.enabled():
+        with ThreadPoolExecutor(max_workers=len(METAL_VERSIONS)) as pool:
+            return list(pool.map(lambda v: _token_view(text, display_path, root, v,
+                                                       use_cache=use_cache), METAL_VERSIONS))
+
+    checked = frontend.views(text, display_path, root, use_cache=use_cache)
+    duplicates = tuple(frontend.duplicate_names(checked, display_path, root))
+    # the short preprocessor runs of the fingerprints side by side: their wall time is one's
     with ThreadPoolExecutor(max_workers=len(METAL_VERSIONS)) as pool:
-        return list(pool.map(lambda v: view(text, display_path, root, v, use_cache=use_cache),
-                             METAL_VERSIONS))
+        prints = list(pool.map(lambda v: _fingerprint(text, display_path, root, v,
+                                                      use_cache=use_cache), METAL_VERSIONS))
+    return [VersionView(c.version, c.errors + (duplicates if i == 0 else ()), f)
+            for i, (c, f) in enumerate(zip(checked, prints))]
 
 
 def view(text: str, display_path, root: Path | None, version: int, *,
          use_cache: bool = True) -> VersionView:
+    if not frontend.enabled():
+        return _token_view(text, display_path, root, version, use_cache=use_cache)
+    checked = frontend.view(text, display_path, root, version, use_cache=use_cache)
+    return VersionView(version, checked.errors,
+                       _fingerprint(text, display_path, root, version, use_cache=use_cache))
+
+
+def _fingerprint(text: str, display_path, root: Path | None, version: int, *,
+                 use_cache: bool = True) -> str:
+    """What this version compiles of the file under the emulator's shim: equal fingerprints,
+    the same tokens (one g++ build serves both)."""
+    root = Path(root) if root is not None else None
+    dirs = headers.include_dirs(root)
+    cxx = compiler()
+    flags = version_flags(FLAGS + ["-O0"], version)
+    key = cache_key(f"dialect3\0{display_path}\0{text}", dirs, flags, cxx)
+    cached = cache_dir() / f"dialect-{key}.json"
+    if use_cache and cached.is_file():
+        kernel_cache.touch(cached)
+        return json.loads(cached.read_text())["fingerprint"]
+    with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
+        src = Path(tmp) / "kernel.cpp"
+        src.write_text(f'#line 1 "{display_path}"\n{text}')
+        (Path(tmp) / "porter_skip.h").write_text(_NO_SKIP)
+        pre, error = preprocess(cxx, flags, dirs, Path(tmp), src, ("porter_skip.h",))
+        if pre is not None:     # the scratch directory's name is no part of the file
+            pre = pre.replace(tmp, "")
+    if pre is None:
+        fingerprint = "unpreprocessed:" + hashlib.sha256(error.encode()).hexdigest()
+    else:
+        fingerprint = hashlib.sha256((_prelude_fingerprint(cxx, flags, dirs) + "\0" +
+                                      _PCH_PRAGMA.sub("", pre)).encode()).hexdigest()[:24]
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"fingerprint": fingerprint}, f)
+    os.replace(staged, cached)
+    return fingerprint
+
+
+def _token_view(text: str, display_path, root: Path | None, version: int, *,
+                use_cache: bool = True) -> VersionView:
+    """The token pass (porter.emulate.metal_language): the language check while the front end is
+    not switched on (frontend.enabled)."""
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()

@@ -77,7 +77,7 @@ class EmulateBackend:
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
-        unlinked = self._mps_row_undefined(op)
+        unlinked = self._mps_row_undefined(op) or self._mps_row_elsewhere(op)
         if unlinked:
             return unlinked
         for host in self._candidates(op):
@@ -86,6 +86,8 @@ class EmulateBackend:
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")
+            if host.unmodelled:
+                return host.unmodelled
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -141,6 +143,43 @@ class EmulateBackend:
                         f"source defines: a Mac build fails to link, and MPS never reaches the "
                         f"Metal kernel of {op.name} (porter check: PORTER002); send MPS to the "
                         f"shared kernel's row")
+        return None
+
+    def _mps_row_elsewhere(self, op: OpNames) -> str | None:
+        """Not proven when the yaml does not send MPS to the path the ported kernel is on: the
+        op's rows have no MPS at all (a Mac never runs the kernel), or an MPS row names another
+        function than the shared CPU/CUDA kernel that runs the stub (or than the op's own
+        `_out_mps` impl that runs the kernel): a Mac runs that function, not porter's kernel.
+        None otherwise, and for an op whose rows porter does not find."""
+        hosts = [h for h in self._candidates(op) if not h.fault]
+        if not hosts or self._routed(op)[1]:
+            return None         # a routed op's row is the shared kernel's by construction
+        from porter.source import checkout as co
+        from porter.source import native_yaml
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
+        entries = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
+                                            {spelled, spelled + "_"})
+        dispatched = [e for e in entries if e.dense_rows()]
+        rows = [(e, e.mps_rows()[-1]) for e in entries if e.mps_rows()]
+        if dispatched and not rows:
+            return (f"not proven: no row of {spelled}'s entries in {co.NATIVE_YAML} names MPS "
+                    f"({co.NATIVE_YAML}:{dispatched[0].lineno}): a Mac does not run {op.name}'s "
+                    f"Metal kernel at all; add MPS to the row that runs it "
+                    f"(`{', '.join(dispatched[0].dense_rows()[0].keys)}, MPS: "
+                    f"{dispatched[0].dense_rows()[0].kernel}`)")
+        impls = {h.impl for h in hosts if h.impl}
+        for entry, row in rows:
+            kernel = row.kernel.split("::")[-1]
+            shared = any(d.kernel == row.kernel for d in entry.dispatch if "CPU" in d.keys)
+            if kernel in impls or (shared and any(not h.impl for h in hosts)):
+                continue
+            cpu = next((d.kernel for d in entry.dispatch if "CPU" in d.keys), "")
+            path = ", ".join(sorted(impls)) if impls and not any(not h.impl for h in hosts) \
+                else (f"{cpu}, " if cpu else "") + "the shared CPU/CUDA function whose stub runs it"
+            return (f"not proven: {co.NATIVE_YAML}:{row.lineno} sends MPS to {row.kernel}, not to "
+                    f"{path}: a Mac runs {row.kernel} for {entry.full_name}, not the Metal kernel "
+                    "porter runs")
         return None
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
@@ -229,6 +268,8 @@ class EmulateBackend:
         self._version_outputs = []
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         host = host.for_sample(sample.kwargs)
+        if host.unmodelled:         # reached through a route build_error does not see (sub_out)
+            raise RuntimeError(host.unmodelled)
         lib, regs = self._registered(host)
         kind = regs[0].kind
         order = self._iterator_order(op) if kernel_choice.operands_can_swap(kind) else None
@@ -304,7 +345,9 @@ class EmulateBackend:
         iterator's dtype."""
         if not host.body or not host.line:
             return
-        refused = host_dtypes.refusal(host.body, host.line, dtype)
+        from porter.emulate import host_model
+        refused = host_model.branch_refusal(host.body, host.line, dtype) or \
+            host_dtypes.refusal(host.body, host.line, dtype)
         if refused is not None:
             where = host.at_line(refused.line)
             if refused.message.startswith("not proven: "):

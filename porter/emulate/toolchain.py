@@ -89,7 +89,7 @@ def compiler_id(cxx: str) -> str:
 # entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
-                  "metal_builtins.py", "metal_language.py", "probe.py", "toolchain.py")
+                  "metal_builtins.py", "metal_language.py", "frontend.py", "probe.py", "toolchain.py")
 _code_digest: str | None = None
 
 
@@ -105,10 +105,32 @@ def _porter_code() -> str:
     return _code_digest
 
 
+_frontend_digest: str | None = None
+
+
+def _frontend_files() -> str:
+    """A hash of the front end's Metal mode and library headers (frontend.py is one of
+    _BUILD_MODULES)."""
+    global _frontend_digest
+    if _frontend_digest is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        for d in ("frontend_mode", "frontend_include"):
+            for p in sorted((here / d).rglob("*")):
+                if p.is_file():
+                    h.update(p.name.encode() + b"\0" + p.read_bytes())
+        _frontend_digest = h.hexdigest()
+    return _frontend_digest
+
+
 def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) -> str:
     h = hashlib.sha256()
     h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
     h.update(_porter_code().encode())
+    # which language check the verdicts come from (porter.emulate.frontend.enabled) and, for the
+    # front end, its Metal mode and library files
+    if os.environ.get("PORTER_METAL_FRONTEND", "") == "clang":
+        h.update(b"frontend\0" + _frontend_files().encode())
     h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):

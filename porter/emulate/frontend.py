@@ -1,0 +1,714 @@
+"""porter's Metal front end: a kernel file checked the way a Mac's metallib build compiles it,
+by a real C++ front end (libclang, the PyPI `libclang` wheel) in a Metal mode porter defines.
+
+The mode (porter/emulate/frontend_mode/metal_mode.h) gives clang Metal's language: `half` and
+`bfloat`, vectors as clang's extended vectors (Metal's swizzles), the address spaces as real
+qualifiers (`device`, `constant`, `threadgroup`; `thread` is the default one), `kernel`. Metal's
+library is a declarations header (porter/emulate/frontend_include/metal_stdlib). The kernel
+file is compiled with the checkout's own c10/metal headers and their `REGISTER_*` macros, so
+every registration's kernel template is instantiated, as the metallib build does, under
+`__METAL_VERSION__` = each of toolchain.METAL_VERSIONS, with `__METAL_MACOS__` and
+`__HAVE_BFLOAT__` defined as Apple's compiler defines them for macOS and Metal 3.1 and later.
+
+The preprocessor is g++'s (`-E`, line markers kept, no shim); a few of Metal's spellings that
+C++ has no syntax for are rewritten on the preprocessed text, line for line (so every message
+keeps its file and line): a vector constructor `float4(a.xy, 0, 1)` and `static_cast<float2>`
+of a vector become calls of the mode's `__metal_vec_ctor` (which checks the element count),
+a `1.0h` literal is `1.0f16`, `[[host_name("x")]]` (recorded: kernel names are checked
+unique across the files of one metallib) and `[[kernel]]` become clang attributes, and a
+`threadgroup` or `constant` object declared in a function body is given static storage (clang
+allows no automatic variable in another address space; Metal places such variables itself).
+
+Then clang's errors, and what Metal's specification forbids, checked on the AST (RULES: each
+names its section of the Metal Shading Language Specification). Whatever clang rejects is a
+build error of the file at its line, with clang's message.
+
+Results are cached by a hash of the file, the headers, the mode and the version; the versions
+parse in threads (libclang's calls release the GIL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+from porter import exit_codes
+from porter.emulate import headers, kernel_cache
+from porter.errors import PorterError
+from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler
+
+MODE_HEADER = Path(__file__).parent / "frontend_mode" / "metal_mode.h"
+LIBRARY_DIR = Path(__file__).parent / "frontend_include"
+# Metal 4.0 is C++17; before it, C++14 (MSL specification §1.5.4 / §2.1 "Metal and C++")
+CXX17_VERSION = 400
+SPEC = "Metal Shading Language Specification"
+
+# What the specification forbids that a C++ front end accepts, each with its section. The
+# section numbers are those of the MSL 3.x specification's "Metal and C++14" list (§1.5.4:
+# "Metal does not support lambda expressions (before 4.0), dynamic_cast, type identification,
+# new and delete, noexcept, goto, register, thread_local, virtual functions, exception
+# handling"), §2.1 (scalar types: no double, no long long), §4.2 (program-scope variables are
+# in `constant`), §5.1 (kernel pointer arguments carry an address space).
+RULES = {
+    "lambda": "lambda expressions are not supported before Metal 4.0 ({spec} §1.5.4; "
+              "PyTorch builds its kernels for Metal 3.1)",
+    "exception": "Metal has no exceptions (`{what}`; {spec} §1.5.4)",
+    "goto": "Metal has no `goto` ({spec} §1.5.4)",
+    "register": "Metal has no `register` storage class ({spec} §1.5.4)",
+    "noexcept": "Metal has no `noexcept` ({spec} §1.5.4)",
+    "virtual": "Metal has no virtual functions ({spec} §1.5.4)",
+    "rtti": "Metal has no run-time type information (`{what}`; {spec} §1.5.4)",
+    "new": "Metal has no dynamic allocation (`{what}`; {spec} §1.5.4)",
+    "thread_local": "Metal has no `thread_local` ({spec} §1.5.4)",
+    "double": "Metal has no `double` (use float; {spec} §2.1)",
+    "long long": "Metal has no `long long` (Metal's `long` is 64 bits; {spec} §2.1)",
+    "static": "Metal has no static local variable outside the `constant` address space "
+              "(`constant T name = ...;`, or a plain local; {spec} §4.2)",
+    "program scope": "Metal has no program-scope variable outside the `constant` address space "
+                     "(`constant T name = ...;`; {spec} §4.2)",
+    "kernel pointer": "a kernel's pointer or reference argument `{what}` needs an address space "
+                      "(device, constant or threadgroup; {spec} §5.1)",
+    "std": "Metal has no C++ standard library (`std::`; Metal's is `metal::`, <metal_stdlib>; "
+           "{spec} §1.5.4)",
+    "include": "Metal has no C++ standard library or system headers (#include <{what}>; a kernel "
+               "file includes <metal_*> and the checkout's own headers; {spec} §1.5.4)",
+    "vla": "Metal has no variable-length array (an array's size must be a constant expression; "
+           "C++14 has none, {spec} §1.5.4)",
+    "duplicate name": "kernel name \"{what}\" is also defined at {other}: the files of one "
+                      "metallib are linked together and a kernel name must be unique ({spec} "
+                      "§5.1.1, host_name)",
+}
+# Not rules, and why (docs/testing.md says so too): recursion and function pointers. The
+# C++14 list of §1.5.4 no longer names them (function pointers and recursive calls came with
+# Metal 2.3/2.4): upstream's c10/metal/special_math.h has a template that calls itself
+# (bessel_j1_forward) and c10/metal/atomic.h takes its operation as a function pointer, and
+# both build on a Mac. Plain and template recursion are accepted alike.
+
+_CLANG_ARGS = ["-x", "c++", "-nostdinc", "-nostdinc++", "-fsyntax-only",
+               # Metal's floating literals are float (a `1.0` is no double)
+               "-cl-single-precision-constant",
+               # C++14 has no VLA: clang takes one as an extension, Metal refuses it
+               "-Werror=vla-extension", "-Werror=vla",
+               # unknown attributes ([[buffer(0)]], [[thread_position_in_grid]]) are Metal's
+               "-Wno-unknown-attributes", "-Wno-ignored-attributes",
+               # `register` is the AST rule's (one message under every version)
+               "-Wno-register", "-Wno-deprecated-register",
+               "-ferror-limit=50"]
+
+
+class View(NamedTuple):
+    version: int
+    errors: tuple[str, ...]              # `file:line: message`
+    kernels: tuple[tuple[str, str], ...]  # (host name, `file:line`)
+
+
+def enabled() -> bool:
+    """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
+    token pass. Off by default until a registration's instantiation is checked piece by piece
+    (upstream's BinaryKernel.metal, 4110 kernels in one parse, costs minutes of CPU on an edit):
+    docs/testing.md says what each gives."""
+    return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
+
+
+class NoFrontEnd(PorterError):
+    """Without libclang nothing says what a Mac's compiler accepts: not proven, never green."""
+    exit_code = exit_codes.FAILED
+
+
+def _clang():
+    try:
+        import clang.cindex as ci
+    except ImportError:
+        raise NoFrontEnd("not proven: porter's Metal front end needs libclang, which is not "
+                         "installed, so nothing says whether a Mac compiles the kernel file",
+                         hint="pip install libclang") from None
+    return ci
+
+
+def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View]:
+    """One view per Metal version PyTorch builds with, in toolchain.METAL_VERSIONS' order.
+    Versions whose preprocessed text (and C++ standard) are the same are parsed once: the
+    same tokens under the same language give the same verdict."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = Path(root) if root is not None else None
+    keys = {v: _key(text, display_path, root, v) for v in METAL_VERSIONS}
+    found = {v: _cached(keys[v], v) if use_cache else None for v in METAL_VERSIONS}
+    missing = [v for v in METAL_VERSIONS if found[v] is None]
+    if missing:
+        with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+            pre = dict(zip(missing, pool.map(
+                lambda v: _preprocess(text, str(display_path), root, v), missing)))
+            groups: dict[tuple, list[int]] = {}
+            for v in missing:
+                groups.setdefault((pre[v], std(v)), []).append(v)
+            results = list(pool.map(
+                lambda vs: _check(text, str(display_path), root, vs[0], pre[vs[0]]),
+                groups.values()))
+        for vs, result in zip(groups.values(), results):
+            for v in vs:
+                found[v] = result._replace(version=v)
+                _store(keys[v], found[v])
+    return [found[v] for v in METAL_VERSIONS]
+
+
+def _cached(key: str, version: int) -> View | None:
+    cached = cache_dir() / f"frontend-{key}.json"
+    if not cached.is_file():
+        return None
+    kernel_cache.touch(cached)
+    data = json.loads(cached.read_text())
+    return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])))
+
+
+def _store(key: str, result: View) -> None:
+    cached = cache_dir() / f"frontend-{key}.json"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"errors": list(result.errors), "kernels": list(result.kernels)}, f)
+    os.replace(staged, cached)
+
+
+_MODE_DIGEST: list[str] = []
+
+
+def _mode_digest() -> str:
+    if _MODE_DIGEST:
+        return _MODE_DIGEST[0]
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(MODE_HEADER.read_bytes())
+    for p in sorted(LIBRARY_DIR.rglob("*")):
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    _MODE_DIGEST.append(h.hexdigest())
+    return _MODE_DIGEST[0]
+
+
+def _dirs(root: Path | None) -> list[Path]:
+    return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
+
+
+def _key(text: str, display_path, root: Path | None, version: int) -> str:
+    h = hashlib.sha256(f"frontend1\0{display_path}\0{root}\0{version}\0".encode())
+    h.update(_mode_digest().encode())
+    h.update(text.encode())
+    for f in headers.header_files(_dirs(root)):
+        h.update(str(f).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def view(text: str, display_path, root, version: int, *, use_cache: bool = True) -> View:
+    root = Path(root) if root is not None else None
+    key = _key(text, display_path, root, version)
+    if use_cache:
+        cached = _cached(key, version)
+        if cached is not None:
+            return cached
+    result = _check(text, str(display_path), root, version,
+                    _preprocess(text, str(display_path), root, version))
+    _store(key, result)
+    return result
+
+
+def defines(version: int) -> list[str]:
+    """What Apple's compiler predefines for a macOS build of this Metal version."""
+    out = [f"-D__METAL_VERSION__={version}", "-D__METAL__", "-D__METAL_MACOS__"]
+    if version >= 310:      # bfloat is Metal 3.1's (MSL §2.1); every version PyTorch builds
+        out.append("-D__HAVE_BFLOAT__")
+    return out
+
+
+def std(version: int) -> str:
+    return "-std=c++17" if version >= CXX17_VERSION else "-std=c++14"
+
+
+def _preprocess(text: str, display_path: str, root: Path | None,
+                version: int) -> tuple[str | None, str | None]:
+    dirs = _dirs(root)
+    with tempfile.TemporaryDirectory(prefix="porter-frontend-") as tmp:
+        src = Path(tmp) / "kernel.metal"
+        src.write_text(f'#line 1 "{display_path}"\n{text}')
+        cmd = [compiler(), "-E", "-x", "c++", std(version), "-undef", "-nostdinc", "-nostdinc++",
+               *defines(version), "-include", str(MODE_HEADER), f"-I{LIBRARY_DIR}",
+               *(f"-I{d}" for d in dirs), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        return None, proc.stderr.replace(tmp, "")
+    # the scratch directory's name is no part of the file (versions with the same text are
+    # parsed once)
+    return proc.stdout.replace(tmp, ""), None
+
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
+_SCALARS = "bool|char|uchar|short|ushort|int|uint|long|ulong|half|bfloat|float"
+_FLOAT_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
+_HALF_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[hH]\b")
+_HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)\s*\]\]')
+_KERNEL_ATTR = re.compile(r"\[\[\s*kernel\s*\]\]")
+_AS = r"__attribute__\(\(address_space\([23]\)\)\)"
+# a `threadgroup`/`constant` object (not a pointer or reference to one) opening a statement
+_AS_OBJECT = re.compile(rf"(^|[;{{}}])([ \t]*)((?:(?:constexpr|const)\s+)*{_AS}(?:\s+(?:constexpr|const))*\s+[^;*&()]*?[\[=;])", re.M)
+_NO_SUCH_TYPE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\b(double|long\s+long|std(?=\s*::)|(?<=namespace)\s+std\b)')
+_STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+# a call of a name (a template type parameter's is a vector constructor or a conversion)
+_CALL = re.compile(r"(?<![\w.$>])([A-Za-z_]\w*)[ \t]*\((?![*&])")
+_VECTOR_NAMES = frozenset(f"{t}{n}" for t in _SCALARS.split("|") for n in (2, 3, 4))
+_ALIAS_TEMPLATE = re.compile(r"template\s*<[^<>]*>\s*using\s+(\w+)\s*=")
+_TEMPLATE_PARAM = re.compile(r"(?:typename|class)\s+(\w+)\s*(?=[,>=])")
+_CAST = re.compile(r"\bstatic_cast\s*<")
+
+
+def _casts(raw: str) -> str:
+    """`static_cast<X>(` to a value type X becomes `__metal_convert<X>(` (one to a pointer or
+    reference is C++'s own and stays)."""
+    out, at = [], 0
+    for m in _CAST.finditer(raw):
+        depth, k = 1, m.end()
+        while k < len(raw) and depth:
+            depth += {"<": 1, ">": -1}.get(raw[k], 0)
+            k += 1
+        target = raw[m.end():k - 1].rstrip()
+        if depth or not target or target[-1] in "*&":
+            continue
+        out.append(raw[at:m.start()] + "__metal_convert<")
+        at = m.end()
+    return "".join(out) + raw[at:]
+
+
+class Rewritten(NamedTuple):
+    source: str                                # clang's text (line markers kept)
+    names: list[tuple[str, str, int]]          # kernel names: (name, file, line)
+    lines: list[tuple[str, int]]               # per line of source: (file, line)
+    types: list[tuple[str, int, str]]          # `double`, `long long` spelled: (file, line, rule)
+
+
+_PORTERS = (str(MODE_HEADER.parent), str(LIBRARY_DIR))
+
+
+def _porters(file: str) -> bool:
+    return file.startswith(_PORTERS)
+
+
+def rewrite(pre: str) -> Rewritten:
+    """The preprocessed text in clang's terms, line for line (porter's own mode and library
+    files as they are), the kernel names it declares, and each line's file and line."""
+    params = set(_TEMPLATE_PARAM.findall(pre)) - {"typename", "class"}
+    vectors = _VECTOR_NAMES
+    # alias templates (`using ret_type = vec2type_t<U>`): `ret_type<T>(a, b)` may build a vector
+    aliases = set(_ALIAS_TEMPLATE.findall(pre))
+    alias_call = re.compile(
+        rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
+        if aliases else None
+
+    def alias_calls(text: str) -> str:
+        out, at = [], 0
+        for m in alias_call.finditer(text):
+            if m.start() < at:
+                continue
+            depth, k = 1, m.end()
+            while k < len(text) and depth and text[k] not in ";{}":
+                depth += {"<": 1, ">": -1}.get(text[k], 0)
+                k += 1
+            rest = re.match(r"[ \t]*\((?![*&])", text[k:]) if not depth else None
+            if rest is None:
+                continue
+            out.append(f"{text[at:m.start()]}__metal_vec_ctor<{text[m.start():k]}>(")
+            at = k + rest.end()
+        return "".join(out) + text[at:]
+
+    def call(m):
+        name = m.group(1)
+        if name in params or name in vectors:
+            return f"__metal_vec_ctor<{name}>("
+        return m.group(0)
+
+    out, names, lines, types = [], [], [], []
+    file, line = "", 0
+    segment: list[str] = []
+
+    def flush():
+        if not segment:
+            return
+        text = "\n".join(segment)
+        segment.clear()
+        if _porters(file):
+            out.append(text)
+            return
+        first = line - text.count("\n") - 1
+        # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
+        # template argument): §2.1's scalar types are the language's whole set
+        if "double" in text or "long" in text or "std" in text:
+            for m in _NO_SUCH_TYPE.finditer(text):
+                if m.group(1):
+                    types.append((file, first + text.count("\n", 0, m.start()),
+                                  "double" if "double" in m.group(1) else
+                                  "long long" if "long" in m.group(1) else "std"))
+        if "host_name" in text:
+            def host(match):
+                at = first + text.count("\n", 0, match.start())
+                names.append(("".join(_STRING_PART.findall(match.group(1))), file, at))
+                return ""
+            text = _HOST_NAME.sub(host, text)
+        if "[[" in text:
+            text = _KERNEL_ATTR.sub('__attribute__((annotate("metal_kernel")))', text)
+        if "static_cast" in text:
+            text = _casts(text)
+        text = _CALL.sub(call, text)
+        if alias_call is not None:
+            text = alias_calls(text)
+        text = _HALF_LITERAL.sub(r"\1f16", text)
+        # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
+        # them so only where clang parses them, not where a template's instantiation rebuilds
+        # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates)
+        text = _FLOAT_LITERAL.sub(r"\1f", text)
+        if "address_space" in text:
+            text = _AS_OBJECT.sub(r"\1\2static \3", text)
+        out.append(text)
+
+    for raw in pre.split("\n"):
+        m = _MARKER.match(raw) if raw.startswith("# ") else None
+        if m:
+            flush()
+            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            # clang takes no line 0 (g++ marks its built-ins so)
+            out.append(raw if line else "# 1" + raw[3:])
+            lines.append((file, line))
+            continue
+        lines.append((file, line))
+        line += 1
+        segment.append(raw)
+    flush()
+    return Rewritten("\n".join(out), names, lines, types)
+
+
+_INDEX_LOCAL = threading.local()
+
+
+def _index():
+    ci = _clang()
+    if not hasattr(_INDEX_LOCAL, "index"):
+        _INDEX_LOCAL.index = ci.Index.create()
+    return _INDEX_LOCAL.index
+
+
+def _check(text: str, display_path: str, root: Path | None, version: int,
+           preprocessed: tuple[str | None, str | None]) -> View:
+    pre, error = preprocessed
+    if pre is None:
+        first = next((ln for ln in error.splitlines() if ": error: " in ln or "fatal error" in ln),
+                     error.strip().splitlines()[0] if error.strip() else "the preprocessor failed")
+        return View(version, (_gxx_error(first, display_path, root),), ())
+    rewritten = rewrite(pre)
+    source, names = rewritten.source, rewritten.names
+    ci = _clang()
+
+    unit = "porter-frontend.ii"
+    tu = _index().parse(unit, args=[*_CLANG_ARGS, std(version)],
+                        unsaved_files=[(unit, source)],
+                        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES * 0)
+    namer = _Namer(display_path, root, rewritten.lines)
+    # what the spelling alone rules out first: clang's own error on such a line (`std` is no
+    # namespace here) then follows with its words
+    errors: list[str] = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
+                         for f, ln, rule in dict.fromkeys(rewritten.types) if namer.checked(f)]
+    for d in tu.diagnostics:
+        if d.severity < ci.Diagnostic.Error or _a_copy_out_of_an_address_space(d):
+            continue
+        errors.append(namer.diagnostic(d))
+    errors += _ast_rules(tu, namer, version)
+    kernels = tuple((name, f"{namer.name(f)}:{ln}") for name, f, ln in names
+                    if namer.checked(f))
+    return View(version, tuple(dict.fromkeys(errors)), kernels)
+
+
+def _a_copy_out_of_an_address_space(d) -> bool:
+    """A struct copied out of `constant` or `device` memory by its implicit copy constructor
+    (`f(input[i], alpha)` with `constant Params& alpha`): a load, which Metal does for any
+    address space (MSL §4); clang's implicit constructors take a reference to the generic
+    address space only. A user-declared constructor is the user's to qualify."""
+    if not d.spelling.startswith("no matching constructor for initialization of"):
+        return False
+    return any("implicit copy constructor) not viable: cannot bind reference in address space"
+               in n.spelling for n in d.children)
+
+
+def _gxx_error(line: str, display_path: str, root: Path | None) -> str:
+    m = re.match(r"^(.+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$", line)
+    if not m:
+        return f"{display_path}:1: {line}"
+    message = m.group(3)
+    missing = re.match(r"(\S+): No such file or directory", message)
+    if missing and "/" not in missing.group(1) and not missing.group(1).startswith("metal_"):
+        message = RULES["include"].format(spec=SPEC, what=missing.group(1))
+    return f"{_Namer(display_path, root).name(m.group(1))}:{m.group(2)}: {message}"
+
+
+def _worded(message: str) -> str:
+    """clang's message, led by the rule of Metal's it meets where one is known."""
+    if re.search(r"\bstd\b", message):
+        return f"{RULES['std'].format(spec=SPEC)}: {message}"
+    if "typeid" in message:
+        return f"{RULES['rtti'].format(spec=SPEC, what='typeid')}: {message}"
+    if "variable length array" in message:
+        return f"{RULES['vla'].format(spec=SPEC)}: {message}"
+    return message
+
+
+class _Namer:
+    """File names as messages give them: the kernel file by its display path, the checkout's
+    headers relative to the checkout; porter's own mode and library files are not the user's
+    and are never named where a user file can be."""
+
+    def __init__(self, display_path: str, root: Path | None, lines=()):
+        self.display, self.root, self.lines = display_path, root, lines
+        self.allowed = [root] if root is not None else []
+        self.allowed.append(headers.c10_metal_parent(root) / "c10" / "metal")
+        self._memo: dict[str, bool] = {}
+
+    def checked(self, name: str) -> bool:
+        if name not in self._memo:
+            p = Path(name)
+            self._memo[name] = name == self.display or (
+                p.is_absolute() and not _under(p, MODE_HEADER.parent)
+                and not _under(p, LIBRARY_DIR) and any(_under(p, d) for d in self.allowed))
+        return self._memo[name]
+
+    def name(self, name: str) -> str:
+        if name != self.display and self.root is not None:
+            try:
+                return str(Path(name).resolve().relative_to(self.root.resolve()))
+            except ValueError:
+                pass
+        return name
+
+    def where(self, location) -> tuple[str | None, int]:
+        """(file, line) of a location in clang's text, as the line markers say."""
+        if location.file is None or not 0 < location.line <= len(self.lines):
+            return None, 0
+        return self.lines[location.line - 1]
+
+    def diagnostic(self, d) -> str:
+        """`file:line: message` at the first place in the user's files the error leads to (an
+        error inside the library header is named where the user's call is)."""
+        file, line = self.where(d.location)
+        message = _worded(d.spelling)
+        notes = [self.where(n.location) for n in d.children]
+        if file is None or not self.checked(file):
+            file, line = next(((f, ln) for f, ln in notes if f is not None and self.checked(f)),
+                              (self.display, line))
+        text = f"{self.name(file)}:{line}: {message}"
+        # an error inside a header's template names the kernel file's line that instantiates it
+        if file != self.display:
+            for f, ln in reversed(notes):
+                if f == self.display:
+                    text += f" (instantiated from {self.display}:{ln})"
+                    break
+        return text
+
+
+def _under(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(Path(directory).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _ast_rules(tu, namer: _Namer, version: int) -> list[str]:
+    ci = _clang()
+
+    K = ci.CursorKind
+    found: list[tuple[str, int, str]] = []
+    kernel_attr = "metal_kernel"
+
+    def add(cursor, rule, **words):
+        file, line = namer.where(cursor.location)
+        found.append((file, line, RULES[rule].format(spec=SPEC, **words)))
+
+    def address_space(t) -> int:
+        try:
+            if not hasattr(t, "get_address_space"):
+                raise AttributeError
+            return t.get_canonical().get_address_space()
+        except Exception:       # noqa: BLE001 (an older binding: read the spelling)
+            m = re.search(r"address_space\((\d+)\)", t.get_canonical().spelling)
+            return int(m.group(1)) if m else 0
+
+    def visit(cursor, in_function: bool, in_class: bool):
+        kind = cursor.kind
+        if kind == K.NAMESPACE and cursor.spelling == "std":
+            add(cursor, "std")
+        if kind == K.LAMBDA_EXPR and version < CXX17_VERSION:
+            add(cursor, "lambda")
+        elif kind in (K.CXX_TRY_STMT, K.CXX_CATCH_STMT, K.CXX_THROW_EXPR if hasattr(K, "CXX_THROW_EXPR") else None):
+            add(cursor, "exception", what={K.CXX_TRY_STMT: "try", K.CXX_CATCH_STMT: "catch"}.get(kind, "throw"))
+        elif kind in (K.GOTO_STMT, K.INDIRECT_GOTO_STMT):
+            add(cursor, "goto")
+        elif kind == K.CXX_NEW_EXPR:
+            add(cursor, "new", what="new")
+        elif kind == K.CXX_DELETE_EXPR:
+            add(cursor, "new", what="delete")
+        elif kind in (K.CXX_TYPEID_EXPR, K.CXX_DYNAMIC_CAST_EXPR):
+            add(cursor, "rtti", what="typeid" if kind == K.CXX_TYPEID_EXPR else "dynamic_cast")
+        elif kind == K.UNEXPOSED_EXPR and cursor.type.kind == ci.TypeKind.VOID:
+            pass
+        if kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE, K.CONSTRUCTOR,
+                    K.DESTRUCTOR, K.CONVERSION_FUNCTION):
+            spec = cursor.exception_specification_kind
+            if spec is not None and spec.name in ("BASIC_NOEXCEPT", "COMPUTED_NOEXCEPT",
+                                                  "DYNAMIC_NONE", "NOTHROW"):
+                add(cursor, "noexcept")
+            if kind == K.CXX_METHOD and cursor.is_virtual_method():
+                add(cursor, "virtual")
+            children = list(cursor.get_children())
+            if any(c.kind == K.ANNOTATE_ATTR and c.spelling == kernel_attr for c in children):
+                for p in children:
+                    if p.kind == K.PARM_DECL and p.type.kind in (
+                            ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE) and \
+                            address_space(p.type.get_pointee()) == 0 and \
+                            "address_space" not in p.type.spelling and not re.search(
+                                r"\b(device|constant|threadgroup)\b", p.type.spelling):
+                        add(p, "kernel pointer", what=f"{p.type.spelling} {p.spelling}")
+            for c in children:
+                visit(c, True, in_class)
+            return
+        if kind == K.VAR_DECL:
+            storage = cursor.storage_class
+            if storage == ci.StorageClass.REGISTER:
+                add(cursor, "register")
+            if getattr(cursor, "tls_kind", None) is not None and cursor.tls_kind.name != "NONE":
+                add(cursor, "thread_local")
+            space = address_space(cursor.type)
+            if in_function and storage == ci.StorageClass.STATIC and space not in (2, 3):
+                add(cursor, "static")
+            elif not in_function and not in_class and space != 2 and \
+                    storage != ci.StorageClass.EXTERN:
+                add(cursor, "program scope")
+        class_like = kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE,
+                              K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+        for c in cursor.get_children():
+            visit(c, in_function, (in_class or class_like) and not in_function)
+
+    def top(cursor):
+        for c in cursor.get_children():
+            f, _ = namer.where(c.location)
+            if f is None or not namer.checked(f) or f in known:
+                if c.kind == K.NAMESPACE and f is not None and not _porters(f):
+                    top(c)      # a namespace opened in one file holds declarations of others
+                continue
+            if c.kind == K.NAMESPACE:
+                if c.spelling == "std":
+                    visit(c, False, False)
+                top(c)
+            else:
+                visit(c, False, False)
+
+    # a header's findings do not depend on the file including it: once per header content
+    # and version (a kernel file's own are found every time)
+    known: dict[str, list] = {}
+    for f in {f for f, _ in namer.lines}:
+        if f != namer.display and namer.checked(f):
+            cached = _header_findings(f, version)
+            if cached is not None:
+                known[f] = cached
+    top(tu.cursor)
+    for f in {f for f, _ in namer.lines} - set(known):
+        if f != namer.display and namer.checked(f):
+            _store_header_findings(f, version, [x for x in found if x[0] == f])
+    found += [tuple(x) for rows in known.values() for x in rows]
+    return [f"{namer.name(f)}:{ln}: {m}" for f, ln, m in dict.fromkeys(found)]
+
+
+_HEADER_FINDINGS: dict[str, list] = {}
+
+
+def _header_key(path: str, version: int) -> str | None:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    h = hashlib.sha256(f"frontend-header1\0{path}\0{version}\0".encode())
+    h.update(_mode_digest().encode())
+    h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _header_findings(path: str, version: int) -> list | None:
+    key = _header_key(path, version)
+    if key is None:
+        return None
+    if key in _HEADER_FINDINGS:
+        return _HEADER_FINDINGS[key]
+    cached = cache_dir() / f"frontend-header-{key}.json"
+    if cached.is_file():
+        kernel_cache.touch(cached)
+        _HEADER_FINDINGS[key] = [tuple(x) for x in json.loads(cached.read_text())]
+        return _HEADER_FINDINGS[key]
+    return None
+
+
+def _store_header_findings(path: str, version: int, rows: list) -> None:
+    key = _header_key(path, version)
+    if key is None:
+        return
+    _HEADER_FINDINGS[key] = rows
+    cached = cache_dir() / f"frontend-header-{key}.json"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump([list(r) for r in rows], f)
+    os.replace(staged, cached)
+
+
+def metallib_files(root: Path | None, display_path) -> list[Path]:
+    """The other kernel files linked into the same metallib as `display_path`: upstream's
+    cmake/Metal.cmake compiles every aten/src/ATen/native/mps/kernels/*.metal to AIR and links
+    them into one metallib."""
+    if root is None:
+        return []
+    kernels = Path(root) / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
+    here = Path(display_path)
+    here = here if here.is_absolute() else Path(root) / here
+    if not _under(here, kernels):       # a file outside the checkout's kernels is no part of it
+        return []
+    try:
+        files = sorted(kernels.glob("*.metal"))
+    except OSError:
+        return []
+    return [f for f in files if f.resolve() != here.resolve()]
+
+
+def duplicate_names(found: list[View], display_path, root) -> list[str]:
+    """A kernel name declared twice: in this file (two registrations of one name), or here and
+    in another file of the same metallib (each other file parsed under the primary version,
+    cached by content like this one)."""
+    if not found:
+        return []
+    errors, seen = [], {}
+    for name, where in found[0].kernels:
+        if name in seen and seen[name] != where:
+            errors.append(f"{where}: " + RULES["duplicate name"].format(
+                spec=SPEC, what=name, other=seen[name]))
+        seen.setdefault(name, where)
+    for other in metallib_files(Path(root) if root is not None else None, display_path):
+        try:
+            text = other.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        shown = os.path.relpath(other, root) if root is not None else str(other)
+        for name, where in view(text, shown, root, found[0].version).kernels:
+            if name in seen and where.split(":")[0] != str(display_path):
+                errors.append(f"{seen[name]}: " + RULES["duplicate name"].format(
+                    spec=SPEC, what=name, other=where))
+    return errors

@@ -1,0 +1,588 @@
+"""porter's Metal front end (porter.emulate.frontend, PORTER_METAL_FRONTEND=clang): one table
+per rule, each a planted positive (a build error at its own line, with the rule's words) and a
+clean twin (issue 33, items 1 and 4).
+
+g++ accepts every planted construct below; a Mac's Metal compiler rejects each. Each must be a
+build error at its own line, through the build-before-write probe (what a port meets) and the
+full build (what `porter test` / `emulate check` meet). What Metal accepts (ACCEPTED, VALID,
+ISSUE_CLEAN) must build. The same tables as test_metal_language.py's (the token pass, still the
+default), with the verdicts where the two differ: recursion, function pointers and `if
+constexpr` on 3.x are accepted by Metal.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from porter.emulate.build import EmulateBuildError, build_source
+from porter.emulate.kernel_check import check_tree
+from porter.emulate.probe import probe_source
+from porter.source.checkout import KERNELS
+
+pytestmark = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("clang") is None, reason="libclang is not installed")
+
+
+@pytest.fixture(autouse=True)
+def front_end(monkeypatch):
+    """Every check of this module (and the porter processes it starts) uses the front end."""
+    monkeypatch.setenv("PORTER_METAL_FRONTEND", "clang")
+
+HEAD = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+"""
+# the planted line is line 8 of the functor file (HEAD is 3 lines, then the functor)
+FUNCTOR = HEAD + """
+struct planted_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    PLANTED
+    return x;
+  }
+};
+
+REGISTER_UNARY_OP(planted, float, float);
+"""
+PLANTED_LINE = 8
+
+IN_FUNCTOR = [
+    ("double d = double(x); (void)d;", "Metal has no `double`"),
+    ("long double d = 0; (void)d;", "Metal has no `double`"),
+    ("static_assert(sizeof(double) == 8, \"\");", "Metal has no `double`"),
+    ("float y = float(double(x)); (void)y;", "Metal has no `double`"),
+    ("long long n = 0; (void)n;", "Metal has no `long long`"),
+    ("unsigned long long n = 0; (void)n;", "Metal has no `long long`"),
+    ("auto n = (long long)(x); (void)n;", "Metal has no `long long`"),
+    ("int m = std::numeric_limits<int>::max(); (void)m;", "Metal has no C++ standard library"),
+    ("float y = ::std::abs(float(x)); (void)y;", "Metal has no C++ standard library"),
+    ("float y = std::max(float(x), 0.0f); (void)y;", "Metal has no C++ standard library"),
+    ("using std::max;", "Metal has no C++ standard library"),
+    ("bool b = std::is_same_v<T, float>; (void)b;", "Metal has no C++ standard library"),
+    ("goto done; done:", "Metal has no `goto`"),
+    ("float* p = new float(x); (void)p;", "Metal has no dynamic allocation (`new`"),
+    ("float* p = nullptr; delete p;", "Metal has no dynamic allocation (`delete`"),
+    ("float* p = nullptr; delete[] p;", "Metal has no dynamic allocation (`delete`"),
+    ("try { (void)x; } catch (...) {}", "Metal has no exceptions (`try`"),
+    ("if (x != x) throw 1;", "Metal has no exceptions (`throw`"),
+    ("static thread_local int n = 0; (void)n;", "Metal has no `thread_local`"),
+    ("auto& t = typeid(x); (void)t;", "Metal has no run-time type information (`typeid`"),
+    # a counter or a cached constant kept across calls: g++ keeps one per process, Metal has
+    # no static local outside `constant` memory
+    ("static float calls = 0; calls += 1;", "Metal has no static local variable"),
+    ("static constexpr float zero = 0.0f; (void)zero;", "Metal has no static local variable"),
+    ("for (int i = 0; i < 2; ++i) { static int seen = i; (void)seen; }",
+     "Metal has no static local variable"),
+    # a scratch array sized by a run-time value: g++ takes it as an extension
+    ("int n = int(x) + 2; float buf[n]; buf[0] = 0; (void)buf;",
+     "variable-length array"),
+    ("thread float buf[sizeof(T) > 2 ? int(x) : 2]; (void)buf;", "variable-length array"),
+]
+
+FILE_LEVEL = [
+    ("#include <vector>", "#include <vector>"),
+    ("#include <cmath>", "#include <cmath>"),
+    ("#include <limits>", "#include <limits>"),        # already inside the shim's own prelude
+    ("#include <type_traits>", "#include <type_traits>"),
+    ("#include <stdio.h>", "#include <stdio.h>"),
+    ("#include <iostream>", "#include <iostream>"),
+    ("using namespace std;", "Metal has no C++ standard library"),
+    ("namespace std { struct mine {}; }", "Metal has no C++ standard library"),
+    ("thread_local float scratch = 0;", "Metal has no `thread_local`"),
+    ("struct base { virtual float f(float x) { return x; } };", "Metal has no virtual functions"),
+    ("struct base {}; struct derived : base {}; inline base* up(derived* d) "
+     "{ return dynamic_cast<base*>(d); }", "(`dynamic_cast`"),
+    ("inline double twice(float x) { return 2 * x; }", "Metal has no `double`"),
+    # a file-level variable: a Mac says "program scope variable must reside in constant
+    # address space"
+    ("float planted_scale = 2.0f;", "Metal has no program-scope variable"),
+    ("static float planted_calls;", "Metal has no program-scope variable"),
+    ("constexpr float planted_table[2] = {1.0f, 2.0f};", "Metal has no program-scope variable"),
+    ("namespace planted { float scale = 2.0f; }", "Metal has no program-scope variable"),
+]
+
+
+def _at_file_level(planted: str) -> str:
+    # planted on line 4, after HEAD's 3 lines
+    return HEAD + planted + "\n" + FUNCTOR[len(HEAD):].replace("PLANTED", "")
+
+
+# What Metal 3.1 and later accept although older Metal did not (the front end's clean twins of
+# rules that are not rules): function pointers and recursion are no longer in the "Metal and
+# C++14" list of the specification (§1.5.4; upstream's c10/metal/atomic.h takes its operation
+# as a function pointer and special_math.h's bessel_j1_forward template calls itself, and both
+# build on a Mac), plain recursion and template recursion alike; `if constexpr` on Metal 3.x is
+# only a warning on a Mac (C++17 as an extension).
+ACCEPTED = [
+    ("float (*fp)(float) = nullptr; (void)fp;", True),
+    ("T (*pick)(T, T) = nullptr; (void)pick;", True),
+    ("if constexpr (sizeof(T) == 4) { (void)x; }", True),
+    ("using unary_fn = float (*)(float);", False),
+    ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }", False),
+    ("template <typename T> inline T tfact(T n) { return n <= 1 ? T(1) : n * tfact(n - 1); }\n"
+     "inline float use_tfact(float n) { return tfact(n); }", False),
+    ("struct again_functor { inline float operator()(const float x) { return x > 1 ? "
+     "(*this)(x / 2) : x; } };", False),
+    ("inline float odd(float n); inline float even(float n) { return n <= 0 ? 1 : odd(n - 1); } "
+     "inline float odd(float n) { return n <= 0 ? 0 : even(n - 1); }", False),
+]
+
+
+@pytest.mark.parametrize(("planted", "in_functor"), ACCEPTED, ids=[p[:40] for p, _ in ACCEPTED])
+def test_what_metal_3_accepts_builds(planted, in_functor, fixture_root):
+    text = FUNCTOR.replace("PLANTED", planted) if in_functor else _at_file_level(planted)
+    assert probe_source(text, "planted.metal", fixture_root, ["planted"]) is None
+
+
+def test_the_corpus_has_thirty_planted_constructs():
+    assert len(IN_FUNCTOR) + len(FILE_LEVEL) + len(VERSIONED) >= 30
+
+
+@pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR, ids=[p for p, _ in IN_FUNCTOR])
+def test_a_non_metal_construct_in_a_functor_is_a_build_error_at_its_line(planted, message,
+                                                                          fixture_root):
+    text = FUNCTOR.replace("PLANTED", planted)
+    error = probe_source(text, "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith(f"planted.metal:{PLANTED_LINE}: "), error
+    assert message in error, error
+
+
+@pytest.mark.parametrize(("planted", "message"), FILE_LEVEL, ids=[p[:40] for p, _ in FILE_LEVEL])
+def test_a_non_metal_construct_outside_functors_is_a_build_error_at_its_line(planted, message,
+                                                                             fixture_root):
+    error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith("planted.metal:4: "), error
+    assert message in error, error
+
+
+VERSIONED = [
+    # a branch only Metal 3.2 and later compile: its missing `;` fails their build
+    ("#if __METAL_VERSION__ >= 320\ninline float helper(float x) { return x }\n#endif",
+     "expected ';'", "__METAL_VERSION__ 320"),
+    # a branch only Metal 4.0 compiles
+    ("#if __METAL_VERSION__ >= 400\ninline double helper(float x) { return x; }\n#endif",
+     "Metal has no `double`", "__METAL_VERSION__ 400"),
+    # the other way round: what only 3.1 compiles
+    ("#if __METAL_VERSION__ < 320\ninline float helper(float x) { return undefined_name(x); }\n"
+     "#endif", "'undefined_name'", None),
+]
+
+
+@pytest.mark.parametrize(("planted", "message", "version"), VERSIONED,
+                         ids=["320-syntax", "400-double", "310-only"])
+def test_a_branch_of_another_metal_version_that_does_not_build_is_a_build_error(
+        planted, message, version, fixture_root):
+    error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
+    assert error is not None and error.startswith("planted.metal:5: "), error
+    assert message in error, error
+    if version:
+        assert error.endswith(f"(with {version})"), error
+
+
+def test_the_full_build_reports_a_metal_language_error_and_check_fails_the_kernel(fixture_root,
+                                                                                   tmp_path):
+    text = FUNCTOR.replace("PLANTED", "double d = double(x); (void)d;")
+    lib = build_source(text, "planted.metal", fixture_root, strict=False)
+    assert lib.build_errors() == [
+        "build error: planted.metal:8: Metal has no `double` (use float; Metal Shading Language "
+        "Specification §2.1)"]
+    assert lib.functor_error(lib.registrations[0]).startswith("build error: planted.metal:8: ")
+    path = tmp_path / "planted.metal"
+    path.write_text(text)
+    results, notes = check_tree(fixture_root, [path])
+    assert [r.status for r in results] == ["build-error"]
+    assert "does not build on a Mac" in notes[-1]
+
+
+@pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR + FILE_LEVEL,
+                         ids=[p[:40] for p, _ in IN_FUNCTOR + FILE_LEVEL])
+def test_the_full_build_names_the_construct_and_metal_rule_whatever_gxx_makes_of_it(
+        planted, message, fixture_root):
+    """What `porter test` and `emulate check` say: a `throw` made g++ fail every instantiation
+    of its functor until the build gave up with "still failing after 6 quarantine rounds"."""
+    in_functor = (planted, message) in IN_FUNCTOR
+    text = FUNCTOR.replace("PLANTED", planted) if in_functor else _at_file_level(planted)
+    # registered for eight dtypes, as a real functor is: g++ fails each instantiation apart
+    text = text.replace("REGISTER_UNARY_OP(planted, float, float);\n", "".join(
+        f"REGISTER_UNARY_OP(planted, {t}, {t});\n"
+        for t in ("float", "half", "int", "long", "short", "char", "uchar", "bool")))
+    line = PLANTED_LINE if in_functor else 4
+    try:
+        lib = build_source(text, "planted.metal", fixture_root, strict=False)
+    except EmulateBuildError as err:
+        said = err.message
+    else:
+        said = lib.build_errors()[0] if lib.build_errors() else "(no build error)"
+    assert said.startswith(f"build error: planted.metal:{line}: "), said
+    assert message in said and "quarantine" not in said, said
+
+
+def test_a_file_level_error_fails_every_kernel_of_the_file_in_check(fixture_root, tmp_path):
+    path = tmp_path / "planted.metal"
+    path.write_text(_at_file_level("#include <vector>"))
+    results, notes = check_tree(fixture_root, [path])
+    assert [r.status for r in results] == ["build-error"]
+    assert "#include <vector>" in results[0].reason
+
+
+def test_a_branch_of_another_version_fails_the_full_build(fixture_root):
+    planted, _, _ = VERSIONED[0]
+    lib = build_source(_at_file_level(planted), "planted.metal", fixture_root, strict=False)
+    error = lib.build_errors()[0]      # the front end's, then the emulator's own build of 3.2
+    assert error.startswith("build error: planted.metal:5: expected ';'"), error
+    assert error.endswith("(with __METAL_VERSION__ 320)")
+    assert lib.other_versions == [320]
+
+
+def test_kernels_whose_tokens_differ_by_version_are_compared_under_each(fixture_root, tmp_path):
+    """A functor right under 3.1 and wrong under 4.0: the 4.0 rows fail."""
+    text = HEAD + """
+struct neg_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+#if __METAL_VERSION__ >= 400
+    return T(-x);
+#else
+    return T(-x);
+#endif
+  }
+};
+REGISTER_UNARY_OP(neg, float, float);
+"""
+    path = tmp_path / "UnaryKernel.metal"
+    path.write_text(text.replace("#if __METAL_VERSION__ >= 400\n    return T(-x);",
+                                 "#if __METAL_VERSION__ >= 400\n    return T(x);"))
+    results, _ = check_tree(fixture_root, [path])
+    by_file = {r.file: r.status for r in results}
+    assert len(by_file) == 2, by_file
+    assert by_file[str(path)] == "matched"
+    assert by_file[f"{path} (__METAL_VERSION__ 400)"] == "mismatched", by_file
+
+
+VALID = HEAD + """#include <c10/metal/utils.h>
+using namespace c10::metal;
+
+constexpr constant float half_pi = 1.5707963267948966;
+constant float quarter_table[2] = {0.25f, 0.5f};
+static inline float thrice(float x) { return 3 * x; }    // a static function, not a variable
+struct counted { static constexpr int arity = 1; static float one() { return 1; } };
+namespace helpers {
+constant constexpr float third = 1.0f / 3;
+inline float third_of(float x, float scale = 1.0f) { return x * third * scale; }
+} // namespace helpers
+inline float twice(float x) { return 2 * x; }
+inline half twice(half x) { return x + x; }
+inline float twice_via(float x) { return twice(half(x)); }   // another overload: no recursion
+
+template <typename T>
+inline T clamp_unit(T x) {
+  return ::metal::clamp(x, T(0), T(1));
+}
+
+struct idioms_functor {
+  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
+  inline T operator()(const T x) {
+    if IF_CONSTEXPR (is_same_v<T, float>) {
+      return T(precise::sin(float(x)) + twice(float(x)) * 0.0);
+    }
+    const auto inf = ::metal::numeric_limits<float>::infinity();
+    const long big = 1;            // Metal's long is 64 bits
+    constexpr float coeffs[2] = {1.0f, 0.0f};    // a local table, not static
+    const int two = 2;
+    int arity = counted::arity;                  // a run-time local of a member's name
+    float sized[two * counted::arity] = {0.0f, float(arity)};
+    (void)sized;
+    float scratch[2 * counted::arity] = {coeffs[0] * helpers::third_of(thrice(0.0f)), 0.0f};
+    (void)scratch;
+    (void)quarter_table[0];
+    return T(isinf(float(x)) ? inf : float(x) + float(big - 1) + clamp_unit(0.0f));
+  }
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline float operator()(const T x) {
+    return operator()(float(x));   // the float overload: not recursion
+  }
+  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
+  inline T operator()(const T x) {
+    return T(x.x, -x.y);
+  }
+};
+
+struct widen_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    // another instantiation of the same template: not recursion
+    return is_same_v<T, float> ? x : T(operator()(float(x)));
+  }
+};
+
+struct deref_functor {
+  inline float operator()(const float x) {
+    thread const float* p = &x;
+    return (*p) * 1.0f;            // a dereference in parentheses, not a function pointer
+  }
+};
+
+template <typename T>
+kernel void idioms_kernel(device T* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                          uint tid [[thread_position_in_grid]]) {
+  out[tid] = static_cast<T>(idioms_functor()(in[tid]));
+}
+
+#define REGISTER_IDIOMS(T) REGISTER_UNARY_OP(idioms, T, T)
+REGISTER_IDIOMS(float);
+REGISTER_IDIOMS(half);
+#if __METAL_VERSION__ >= 310
+REGISTER_IDIOMS(bfloat);
+#endif
+REGISTER_UNARY_OP(idioms, int, float);
+REGISTER_UNARY_OP(idioms, float2, float2);
+REGISTER_UNARY_OP(deref, float, float);
+REGISTER_UNARY_OP(widen, half, half);
+"""
+
+
+def test_valid_metal_idioms_still_build(fixture_root):
+    assert probe_source(VALID, "idioms.metal", fixture_root, ["idioms", "deref", "widen"]) is None
+    lib = build_source(VALID, "idioms.metal", fixture_root, strict=False)
+    assert lib.build_errors() == []
+    assert all(r.built for r in lib.registrations)
+
+
+def test_a_kernel_file_with_no_registration_loads_with_no_kernels(fixture_root, tmp_path):
+    """A file whose last port was reverted: the library had no `porter_kernels` section and
+    failed to load (`undefined symbol: __stop_porter_kernels`)."""
+    lib = build_source(HEAD, "empty.metal", fixture_root)
+    assert lib.registrations == []
+    path = tmp_path / "empty.metal"
+    path.write_text(HEAD)
+    assert check_tree(fixture_root, [path]) == ([], [])
+
+
+# --- the issue's cases, end to end on the real-size tree -------------------------------------
+
+def test_a_double_in_a_ported_functor_fails_porter_test_and_the_rerun(real_root):
+    """Issue 21's first row: `double d = ...` inside sign_functor printed 9 pass, exit 0."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+
+    assert porter("migrate-from-mpsgraph", "sign", root=real_root).code == 0
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    start = text.index("struct sign_functor")
+    body = text.index("return", start)
+    line = text[:body].count("\n") + 1
+    path.write_text(text[:body] + "double d = 0; (void)d; " + text[body:])
+    result = porter("test", "sign", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.out
+    assert f"UnaryKernel.metal:{line}: Metal has no `double`" in result.out + result.err
+    rerun = porter("new-op", "sign", root=real_root)
+    assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
+    assert f"UnaryKernel.metal:{line}: Metal has no `double`" in rerun.err
+
+
+def test_a_float_shift_in_a_ported_functor_is_a_build_error_not_nothing_to_do(real_root):
+    """Also seen: a float `a >> 0` was filed "unsupported", and `porter new-op heaviside` said
+    `nothing to do`, exit 0; a Mac's compiler rejects `>>` on a float."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter, snapshot
+
+    assert porter("new-op", "heaviside", root=real_root).code == 0
+    path = real_root / KERNELS / "BinaryKernel.metal"
+    text = path.read_text()
+    start = text.index("struct heaviside_functor")
+    body = text.index("return", start)
+    path.write_text(text[:body] + "(void)(a >> 0); " + text[body:])
+    before = snapshot(real_root)
+    rerun = porter("new-op", "heaviside", root=real_root)
+    assert rerun.code == 1 and "nothing to do" not in rerun.out, (rerun.out, rerun.err)
+    assert "does not build" in rerun.err and "invalid operands to binary expression" in rerun.err, rerun.err
+    assert snapshot(real_root) == before
+
+
+def test_emulate_check_of_a_file_with_no_registration_left_exits_0(real_root):
+    """Also seen: a `.metal` whose last port was reverted crashed `porter emulate check` with
+    `undefined symbol: __stop_porter_kernels`, exit 70."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+
+    for name in ("UnaryKernel.metal", "BinaryKernel.metal", "ActivationKernel.metal"):
+        path = real_root / KERNELS / name
+        if path.is_file():
+            path.write_text(HEAD)
+    result = porter("emulate", "check", root=real_root)
+    assert result.code == 0, (result.out, result.err)
+    assert "0 registered kernels" in result.out
+
+
+# --- the issue's cases (issue 33), each a planted positive and a clean twin -------------------
+
+ISSUE_PLANTED = [
+    # MSL §1.5.4: lambdas before Metal 4.0 (PyTorch builds for 3.1); 4.0 accepts them
+    ("lambda", "inline float planted_l(float x) { auto g = [](float y) { return y; }; "
+               "return g(x); }", "lambda expressions are not supported before Metal 4.0"),
+    # §4: an unqualified pointer is a thread one; a device pointer does not convert to it
+    ("float* helper", "inline float planted_h(float* p) { return *p; }\n"
+                      "kernel void planted_k(device float* out [[buffer(0)]], "
+                      "uint i [[thread_position_in_grid]]) { out[i] = planted_h(out); }",
+     "no matching function for call to 'planted_h'"),
+    # §4.2: a `constant` array is not a thread one (c10/metal's chbevl takes a thread array)
+    ("constant array to a thread parameter",
+     "constant float planted_c[] = {1, 2};\n"
+     "inline float planted_s(const float c[]) { return c[0]; }\n"
+     "inline float planted_t(float x) { return planted_s(planted_c) + x; }",
+     "no matching function for call to 'planted_s'"),
+    ("register", "inline float planted_r(float x) { register float y = x; return y; }",
+     "Metal has no `register`"),
+    ("noexcept", "inline float planted_n(float x) noexcept { return x; }",
+     "Metal has no `noexcept`"),
+    ("static const local", "inline float planted_s(float x) { static const float y = 2; "
+                           "return x * y; }", "Metal has no static local variable"),
+    # Metal's max has float and integer overloads, not a template: (float, int) is ambiguous
+    ("metal::max(float, 0)", "inline float planted_m(float x) { return metal::max(x, 0); }",
+     "call to 'max' is ambiguous"),
+    # Apple's compiler defines __METAL_MACOS__ for macOS: a macOS-only branch is compiled
+    ("__METAL_MACOS__ branch", "#if defined(__METAL_MACOS__)\n"
+                               "inline float planted_mac(float x) { return x + ; }\n#endif",
+     "expected expression"),
+    ("kernel pointer without an address space",
+     "kernel void planted_k(float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) "
+     "{ out[i] = 0; }", "needs an address space"),
+    ("vector constructor's element count", "inline float4 planted_v(float2 a) "
+                                           "{ return float4(a, 1); }",
+     "do not have as many elements"),
+    ("a vector swizzle past its size", "inline float4 planted_w(float2 a) { return a.rgba; }",
+     "vector component access exceeds type"),
+]
+
+ISSUE_CLEAN = [
+    ("swizzles, .rgba and half2(h)",
+     "inline float2 clean_a(float2 a) { return a.yx; }\n"
+     "inline float4 clean_b(float4 c) { return c.rgba; }\n"
+     "inline half2 clean_c(half x) { return half2(x); }\n"
+     "inline float4 clean_d(float2 a) { return float4(a.xy, 0, 1); }\n"
+     "inline float2 clean_e(half2 h) { return static_cast<float2>(h); }"),
+    ("__HAVE_BFLOAT__ guard", "#if defined(__HAVE_BFLOAT__)\n"
+                              "inline bfloat clean_f(bfloat x) { return x; }\n#endif"),
+    ("if constexpr on 3.x", "template <typename T> inline T clean_g(T x) {\n"
+                            "  if constexpr (is_same_v<T, float>) { return x; }\n  return x;\n}\n"
+                            "inline float clean_h(float x) { return clean_g(x); }"),
+    ("plain recursion", "inline float clean_i(float x) { return x < 0 ? -clean_i(-x) : x; }"),
+    ("template recursion", "template <typename T> inline T clean_j(T x) "
+                           "{ return x < 0 ? -clean_j(-x) : x; }\n"
+                           "inline float clean_k(float x) { return clean_j(x); }"),
+    ("a constant array to a constant parameter",
+     "constant float clean_c[] = {1, 2};\n"
+     "inline float clean_l(constant float* c) { return c[0]; }\n"
+     "inline float clean_m(float x) { return clean_l(clean_c) + x; }"),
+    ("a thread array to a thread parameter (chbevl's shape)",
+     "inline float clean_n(const float c[]) { return c[0]; }\n"
+     "inline float clean_o(float x) { constexpr float t[] = {1, 2}; return clean_n(t) + x; }"),
+    ("metal::max(float, 0.0f)", "inline float clean_p(float x) { return metal::max(x, 0.0f); }"),
+    ("threadgroup memory in a kernel",
+     "kernel void clean_k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+     "  threadgroup float sh[4];\n  sh[i % 4] = 1;\n"
+     "  threadgroup_barrier(mem_flags::mem_threadgroup);\n  out[i] = sh[0];\n}"),
+    ("unknown Metal attributes", "kernel void clean_q(device float* out [[buffer(0)]], "
+                                 "uint i [[thread_position_in_grid]], "
+                                 "uint n [[threads_per_grid]]) { out[i] = float(n); }"),
+    ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
+                                 "inline float clean_r(float x) { return [](float y) "
+                                 "{ return y; }(x); }\n#endif"),
+]
+
+
+@pytest.mark.parametrize(("planted", "message"), [c[1:] for c in ISSUE_PLANTED],
+                         ids=[c[0] for c in ISSUE_PLANTED])
+def test_the_issues_planted_cases_are_build_errors_at_their_line(planted, message, fixture_root):
+    error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
+    first_line = 4 + planted.split("\n").index(next(
+        ln for ln in planted.split("\n") if ln and not ln.startswith("#"))) \
+        if planted.startswith("#") else None
+    assert error is not None and message in error, error
+    assert re.match(r"planted\.metal:(\d+): ", error), error
+    if first_line is not None:
+        assert error.startswith(f"planted.metal:{first_line}: "), error
+
+
+@pytest.mark.parametrize("clean", [c[1] for c in ISSUE_CLEAN], ids=[c[0] for c in ISSUE_CLEAN])
+def test_the_issues_clean_twins_pass_the_front_end(clean, fixture_root):
+    """The front end's verdict (what a Mac compiles). The emulator's g++ build of a file is
+    another matter: its shim has no `.yx` swizzle or `mem_flags` yet (execution's part)."""
+    from porter.emulate import dialect
+    views = dialect.views(_at_file_level(clean), "clean.metal", fixture_root)
+    assert dialect.errors_by_version(views) == []
+
+
+def test_the_issues_tables_ran():
+    assert len(ISSUE_PLANTED) >= 10 and len(ISSUE_CLEAN) >= 10
+
+
+# the registrations as the metallib build instantiates them: a tree with its own c10/metal
+
+@pytest.fixture
+def own_tree(fixture_root, tmp_path):
+    """The fixture's checkout with its own c10/metal (the installed torch's, copied): what the
+    front end compiles is the checkout's indexing.h, REGISTER_* macros included."""
+    from porter.emulate import headers
+
+    root = tmp_path / "tree"
+    shutil.copytree(fixture_root, root)
+    shutil.copytree(headers.c10_metal_parent(None) / "c10" / "metal", root / "c10" / "metal")
+    return root
+
+
+def _errors_of(root, rel):
+    from porter.emulate import dialect
+    text = (root / rel).read_text()
+    return dialect.errors_by_version(dialect.views(text, rel, root))
+
+
+UNARY_REL = f"{KERNELS}/UnaryKernel.metal"
+BINARY_REL = f"{KERNELS}/BinaryKernel.metal"
+
+
+def test_the_real_headers_and_kernel_files_pass_the_front_end(own_tree):
+    for path in sorted((own_tree / KERNELS).glob("*.metal")):
+        rel = str(path.relative_to(own_tree))
+        assert _errors_of(own_tree, rel) == [], rel
+
+
+def test_a_duplicate_register_line_is_a_build_error(own_tree):
+    path = own_tree / UNARY_REL
+    text = path.read_text()
+    line = next(ln for ln in text.split("\n") if ln.startswith("REGISTER_UNARY_OP("))
+    path.write_text(text + line + "\n")
+    errors = _errors_of(own_tree, UNARY_REL)
+    assert errors and errors[0].startswith(f"{UNARY_REL}:{text.count(chr(10)) + 1}: "), errors
+    assert "duplicate explicit instantiation" in errors[0], errors
+
+
+def test_the_same_kernel_name_in_two_files_of_one_metallib_is_a_build_error(own_tree):
+    unary = (own_tree / UNARY_REL).read_text()
+    line = next(ln for ln in unary.split("\n") if ln.startswith("REGISTER_UNARY_OP("))
+    name = line[len("REGISTER_UNARY_OP("):].split(",")[0].strip()
+    functor = f"struct {name}_functor {{\n  template <typename T>\n  inline T operator()(const T x) {{ return x; }}\n}};\n"
+    path = own_tree / KERNELS / "PlantedKernel.metal"
+    path.write_text(HEAD + functor + line + "\n")
+    errors = _errors_of(own_tree, f"{KERNELS}/PlantedKernel.metal")
+    assert any("is also defined at" in e and UNARY_REL in e for e in errors), errors
+    # the clean twin: a name of its own
+    path.write_text(HEAD + functor.replace(f"struct {name}_functor", "struct planted_own_functor")
+                    + line.replace(f"({name},", "(planted_own,") + "\n")
+    assert _errors_of(own_tree, f"{KERNELS}/PlantedKernel.metal") == []
+
+
+def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own_tree):
+    path = own_tree / "c10/metal/indexing.h"
+    text = path.read_text()
+    anchor = "kernel void unary_dense("
+    at = text.index(anchor)
+    body = text.index("{", at) + 1
+    line = text[:body].count("\n") + 1
+    path.write_text(text[:body] + "\n  T planted = T::no_such_member;\n" + text[body:])
+    errors = _errors_of(own_tree, UNARY_REL)
+    assert errors and errors[0].startswith(f"c10/metal/indexing.h:{line + 1}: "), errors
+    assert f"(instantiated from {UNARY_REL}:" in errors[0], errors
