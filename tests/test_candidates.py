@@ -132,3 +132,23 @@ def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_tem
         refused = sum(cells[c["op"]] == "no" for c in rows)
         assert (f"{refused} refused (" in data["summary"][group]) if refused else \
             "refused" not in data["summary"][group], (group, refused)
+
+
+def test_sub_is_refused_as_its_command_refuses_it_while_add_stub_has_no_mps_kernel(real_root):
+    # sub_out runs add_stub with -alpha: with add's host registration, sub is its row alone;
+    # without it (upstream's own BinaryKernel.mm registers no add_stub), the command refuses
+    # naming add_stub, and candidates says the same instead of asking for a --body
+    def sub_row():
+        listed = json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]
+        return next(c for c in listed if c["op"] == "sub")
+
+    assert sub_row()["verdict"] == "automatic"
+    host = real_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+    text = host.read_text()
+    assert "REGISTER_DISPATCH(add_stub, &add_mps_kernel)" in text
+    host.write_text(text.replace("REGISTER_DISPATCH(add_stub, &add_mps_kernel)", ""))
+    row = sub_row()
+    assert row["verdict"] == "refused", row
+    assert "sub_out runs add_stub(iter, -alpha)" in row["how"] and "once that stub has its MPS kernel" in row["how"], row
+    command = porter("migrate-from-mpsgraph", "sub", "--dry-run", root=real_root)
+    assert command.code == 2 and "sub_out runs add_stub(iter, -alpha)" in command.err, command.err

@@ -203,6 +203,13 @@ class _Facts:
         self.registered: set[str] = set()           # stubs a host file already gives a kernel
         self._c10 = None
         self._library = None
+        self._yaml_ops: set[str] | None = None
+
+    def yaml_ops(self) -> set[str]:
+        """The op names of native_functions.yaml (an entry's name before its overload)."""
+        if self._yaml_ops is None:
+            self._yaml_ops = {_root(e.name) for e in native_yaml.scan(self.checkout.read(co.NATIVE_YAML))}
+        return self._yaml_ops
 
     def indexing(self) -> str:
         """The checkout's c10/metal/indexing.h ("" when it has none)."""
@@ -321,6 +328,8 @@ def _picked_by_str(op: str, state: str, classified: op_kind.OpKind, facts: _Fact
     how = (f"{STR_PICKS} {found.argument} ({kernels}, from its CPU kernel's branches), picked "
            f"in the host through {found.convert.function}")
     return True, how, [spec.in_place.path, spec.metal_path, spec.host_path]
+# the op runs another op's stub, which has no MPS kernel: refused as the command refuses it
+INCOMPLETE_FIRST = "incomplete: "
 # the stub the op's shared function runs has its MPS kernel: the port is the op's yaml row
 ALREADY_REGISTERED = "Metal kernel already registered on"
 
@@ -370,6 +379,17 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
         return True, f"{ALREADY_REGISTERED} {stub.name}{runs}"
     if kind == op_kind.TERNARY:
         return _automatic_ternary(stub, facts)
+    other_op = stub.name.removesuffix("_stub")
+    if kind in (op_kind.ALPHA, op_kind.SCALAR) and other_op != op and other_op in facts.yaml_ops():
+        # another op's stub, with no MPS kernel (sub_out runs add_stub with -alpha): the command
+        # ports the op through it only as resolve decides (its CPU lambda, or its kernel first);
+        # its refusal is the reason, naming the stub that lacks its kernel
+        from porter.errors import PorterError
+        from porter.port.resolve import resolve
+        try:
+            resolve(facts.checkout, op)
+        except PorterError as err:
+            return False, f"{INCOMPLETE_FIRST}{err.message.removesuffix('; nothing was written')}"
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
         return _automatic_with_scalars(op, tensors, out, stub, defs, facts)
     if stub.iterator_type is None or len(stub.params) != 1:
