@@ -46,6 +46,8 @@ class EmulateBackend:
         self._other_libs: dict = {}                         # (metal, version) -> Library
         self._orders: dict = {}                             # op name -> its iterator's tensor order
         self._scalar_facts: dict = {}                       # host kernel -> (_host_scalars)
+        self._last: tuple | None = None                     # the last sample's kernel call
+        self._contracted: dict = {}                         # (metal, version) -> Library / error
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -308,6 +310,7 @@ class EmulateBackend:
         self._version_outputs = [(v, self._other_version_answer(run, host, v, reg, tensors,
                                                                 alpha, want_out))
                                  for v in lib.other_versions]
+        self._last = (run, host, lib, reg, tensors, alpha, want_out)
         return out
 
     def _answer(self, run, lib: Library, reg, tensors, alpha, want_out):
@@ -332,6 +335,40 @@ class EmulateBackend:
         if not same[0].built:
             return f"kernel {reg.name} does not build: {self._rel(lib.reason(same[0]) or '?')}"
         return self._answer(run, lib, same[0], tensors, alpha, want_out)
+
+    def contracted_outputs(self):
+        """The last sample's answers with `a * b + c` contracted to one fma (whether a Mac's
+        compiler contracts is not known: porter.harness.verdicts calls a sample red only if it
+        fails both ways): (the primary version's answer, [(version, answer or why none)] for
+        the other versions `other_version_outputs` gave), or None where this CPU cannot run
+        such a build. Built only when asked, i.e. when a sample has failed."""
+        from porter.emulate.toolchain import contract_flags
+        if self._last is None or contract_flags() is None:
+            return None
+        run, host, lib, reg, tensors, alpha, want_out = self._last
+        answers = []
+        for version in [lib.version, *lib.other_versions]:
+            key = (host.metal, version)
+            if key not in self._contracted:
+                try:
+                    self._contracted[key] = build_file(host.metal, self.root, strict=False,
+                                                       version=version, contract=True)
+                except EmulateBuildError as err:
+                    self._contracted[key] = err
+            built = self._contracted[key]
+            if isinstance(built, EmulateBuildError):
+                answers.append(f"{self._rel(host.metal)} does not build: {self._rel(built.message)}")
+                continue
+            same = [r for r in built.find(reg.name, reg.in_type) if r.out_type == reg.out_type
+                    and getattr(r, "built", True)]
+            if not same:
+                answers.append(f"kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built")
+                continue
+            answers.append(self._answer(run, built, same[0], tensors, alpha, want_out))
+        primary, others = answers[0], list(zip(lib.other_versions, answers[1:]))
+        if isinstance(primary, str):
+            return None         # the contracted build lacks the kernel: nothing to compare
+        return primary, others
 
     def other_version_outputs(self) -> list[tuple[int, object]]:
         """(__METAL_VERSION__, answer or why none) of the last sample under each other version
