@@ -15,38 +15,38 @@ def test_table_on_fixture(mini_root):
     result = porter("candidates", root=mini_root)
     assert result.code == 0, result.err
     assert_expected_inline(result.out, """\
-OP                 STATE     SHAPE     KIND     AUTO    FILES A PORT TOUCHES                                                                   BODY FROM / WHY NOT
-acosh              mpsgraph  stub      unary    yes     UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
-asinh              mpsgraph  macro     unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-atanh              mpsgraph  macro     unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-frac               mpsgraph  impl      unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-logical_and        mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_or         mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_xor        mpsgraph  macro     binary   yes     native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logit              mpsgraph  function  scalar   yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  CPU lambda
-sigmoid_backward   mpsgraph  impl      binary   yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-sign               mpsgraph  impl      unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-signbit            mpsgraph  impl      unary    yes     native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-softplus           mpsgraph  impl      scalar   yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-tanh_backward      mpsgraph  impl      binary   yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-threshold          mpsgraph  impl      scalar   yes     native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-addcdiv            mpsgraph  impl      ternary  no      native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
-addcmul            mpsgraph  impl      ternary  no      native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
-conj_physical      mpsgraph  function  unary    no      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
-gelu               mpsgraph  impl      other    no      native_functions.yaml, Activation.mm                                                   cannot port 'gelu', whose str argument picks its kernel: get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:88 converts approximate with, is defined in no aten/src/ATen/native/*.h as `if (s == "...") return Enum::X;` branches
-gelu_backward      mpsgraph  impl      other    no      native_functions.yaml, Activation.mm                                                   cannot port 'gelu_backward', whose str argument picks its kernel: get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:94 converts approximate with, is defined in no aten/src/ATen/native/*.h as `if (s == "...") return Enum::X;` branches
-logical_not        mpsgraph  function  unary    no      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
-mish_backward      mpsgraph  function  binary   no      native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel
-nan_to_num         mpsgraph  function  scalar   --body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda: `_nan_to_num_replace` has no known Metal translation; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
-pow                mpsgraph  macro     binary   no      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
-sgn                mpsgraph  impl      unary    no      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  sign_stub has no MPS kernel: sign, port it first: sgn_out runs it for real inputs
-softplus_backward  mpsgraph  impl      scalar   no      native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel, and an in-place port passes no scalars to a kernel
-heaviside          no-mps    -         binary   yes     native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
-special_log_ndtr   no-mps    -         unary    yes     native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
-special_ndtri      no-mps    -         unary    --body  native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
+OP                 STATE     SHAPE     KIND     AUTO            FILES A PORT TOUCHES                                                                   BODY FROM / WHY NOT
+acosh              mpsgraph  stub      unary    yes             UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
+asinh              mpsgraph  macro     unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+atanh              mpsgraph  macro     unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+frac               mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+logical_and        mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_or         mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_xor        mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logit              mpsgraph  function  scalar   yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  CPU lambda
+sgn                mpsgraph  impl      unary    --complex-body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  needs --complex-body EXPR (in x) for the body of sgn_functor (`sgn_impl` has no complex definition in aten/src/ATen/native/cpu/zmath.h, aten/src/ATen/native/Math.h or the CPU kernel files (CPU lambda at aten/src/ATen/native/cpu/UnaryOpsKernel.cpp:108)); sign's port first, in one command: sgn_out runs it for real inputs
+sigmoid_backward   mpsgraph  impl      binary   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+sign               mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+signbit            mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+softplus           mpsgraph  impl      scalar   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+tanh_backward      mpsgraph  impl      binary   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+threshold          mpsgraph  impl      scalar   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+addcdiv            mpsgraph  impl      ternary  no              native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
+addcmul            mpsgraph  impl      ternary  no              native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
+conj_physical      mpsgraph  function  unary    no              native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
+gelu               mpsgraph  impl      other    no              native_functions.yaml, Activation.mm                                                   cannot port 'gelu', whose str argument picks its kernel: get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:88 converts approximate with, is defined in no aten/src/ATen/native/*.h as `if (s == "...") return Enum::X;` branches
+gelu_backward      mpsgraph  impl      other    no              native_functions.yaml, Activation.mm                                                   cannot port 'gelu_backward', whose str argument picks its kernel: get_gelutype_enum, which aten/src/ATen/native/Activation.cpp:94 converts approximate with, is defined in no aten/src/ATen/native/*.h as `if (s == "...") return Enum::X;` branches
+logical_not        mpsgraph  function  unary    no              native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
+mish_backward      mpsgraph  function  binary   no              native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel
+nan_to_num         mpsgraph  function  scalar   --body          native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda: `_nan_to_num_replace` has no known Metal translation; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
+pow                mpsgraph  macro     binary   no              native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
+softplus_backward  mpsgraph  impl      scalar   no              native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel, and an in-place port passes no scalars to a kernel
+heaviside          no-mps    -         binary   yes             native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
+special_log_ndtr   no-mps    -         unary    yes             native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
+special_ndtri      no-mps    -         unary    --body          native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 
 25 op(s) on MPSGraph (20 forward, 5 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
-  forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 2 with --body EXPR, 7 refused (3 no DispatchStub, 2 incomplete, 1 another op's port first, 1 str argument).
+  forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 1 with --complex-body EXPR, 2 with --body EXPR, 6 refused (3 no DispatchStub, 2 incomplete, 1 str argument).
   backward ops (5 on MPSGraph): 2 ported automatically, 3 refused (2 no DispatchStub, 1 str argument).
 Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
 1 other op(s) still name an MPS kernel of their own in native_functions.yaml (not unary/binary/alpha/scalar elementwise): not listed.
@@ -140,3 +140,23 @@ def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_tem
         refused = sum(cells[c["op"]] == "no" for c in rows)
         assert (f"{refused} refused (" in data["summary"][group]) if refused else \
             "refused" not in data["summary"][group], (group, refused)
+
+
+def test_sub_is_refused_as_its_command_refuses_it_while_add_stub_has_no_mps_kernel(real_root):
+    # sub_out runs add_stub with -alpha: with add's host registration, sub is its row alone;
+    # without it (upstream's own BinaryKernel.mm registers no add_stub), the command refuses
+    # naming add_stub, and candidates says the same instead of asking for a --body
+    def sub_row():
+        listed = json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]
+        return next(c for c in listed if c["op"] == "sub")
+
+    assert sub_row()["verdict"] == "automatic"
+    host = real_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+    text = host.read_text()
+    assert "REGISTER_DISPATCH(add_stub, &add_mps_kernel)" in text
+    host.write_text(text.replace("REGISTER_DISPATCH(add_stub, &add_mps_kernel)", ""))
+    row = sub_row()
+    assert row["verdict"] == "refused", row
+    assert "sub_out runs add_stub(iter, -alpha)" in row["how"] and "once that stub has its MPS kernel" in row["how"], row
+    command = porter("migrate-from-mpsgraph", "sub", "--dry-run", root=real_root)
+    assert command.code == 2 and "sub_out runs add_stub(iter, -alpha)" in command.err, command.err

@@ -159,6 +159,10 @@ def test_sgn_is_ported_with_sign_while_sign_has_no_kernel_and_follows_sign_stub(
     assert "note: ported sign too, first: sgn's shared function runs sign's kernel" in res.err
     assert "+REGISTER_UNARY_TI_DISPATCH(sign);" in res.out and "+REGISTER_UNARY_TI_DISPATCH(sgn);" in res.out, res.out
     assert "-TORCH_IMPL_FUNC(sign_out_mps)" in res.out, res.out
+    # and candidates says what the command does: automatic, with sign's files among its own
+    listed = {c["op"]: c for c in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}
+    assert listed["sgn"]["verdict"] == "automatic", listed["sgn"]
+    assert "sign's port first, in one command" in listed["sgn"]["how"], listed["sgn"]
     # a sign porter cannot port completely (a CPU body it cannot translate) keeps sgn refused,
     # naming both
     kernels = real_root / NATIVE / "cpu/UnaryOpsKernel.cpp"
@@ -171,6 +175,9 @@ def test_sgn_is_ported_with_sign_while_sign_has_no_kernel_and_follows_sign_stub(
     assert "real inputs run sign_stub (registered for MPS by no *Kernel.mm)" in res.err
     assert "porter would port sign with it, but sign's port is incomplete (the body of sign_functor" \
         in res.err, res.err
+    # candidates answers from the same plan: refused, naming sign's missing body
+    listed = {c["op"]: c for c in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}
+    assert listed["sgn"]["verdict"] == "refused" and "sign's port is incomplete" in listed["sgn"]["how"], listed["sgn"]
     kernels.write_text(kernels.read_text().replace(
         "return static_cast<scalar_t>(frobnicate(a));",
         "return static_cast<scalar_t>((0 < a) - c10::is_negative(a));"))

@@ -211,7 +211,10 @@ def test_the_activation_host_file_is_created_with_the_unary_preamble_when_missin
             "aten/src/ATen/native/mps/kernels/BinaryKernel.metal already registers add_alpha: call it "
             "by hand from add_out_mps (named by its MPS row; no aten/src/ATen/native/mps/operations/*.mm "
             "porter can read defines it yet: write it))"),
-    ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels"),
+    ("pow", "'pow' has 3 out= overloads with their own CPU/CUDA kernels (pow_Tensor_Tensor_out, "
+            "pow_Scalar_out, pow_Tensor_Scalar_out), chosen by the arguments' dtypes and kinds; what "
+            "is missing: an MPS implementation of each overload that builds the TensorIterator its "
+            "CPU kernel builds and calls a Metal kernel"),
     ("smooth_l1_loss", "'smooth_l1_loss' reduces its result (`int reduction=Mean`)"),
 ])
 def test_ops_that_are_not_one_functor_are_refused_with_what_is_missing(real_root, op, says):

@@ -237,6 +237,16 @@ class OpDbSource:
         with self.quiet():
             return float64_reference(self.info, sample)
 
+    def opmath_note(self, sample, device_out, tolerances, floors, name: str) -> str | None:
+        """Where a float16/bfloat16 row fails: whether the kernel answers the op computed in
+        float32 and rounded once (porter.harness.opmath), the note that says a Mac is red too."""
+        from porter.harness import opmath
+        with self.quiet():
+            wide = opmath.float32_reference(self.info, sample, name)
+        if wide is None or self.compare(sample, wide, device_out, tolerances, floors, name) is not None:
+            return None
+        return opmath.note(name)
+
     def record_errors(self, res: DtypeResult, reference, device_out) -> None:
         _update_errors(res, reference, device_out)
         if self._exact_rows is not None:

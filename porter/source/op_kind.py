@@ -58,8 +58,10 @@ UFUNC = ("has CPU and CUDA kernels generated from its `ufunc_inner_loop`, with n
 REDUCTION = ("reduces its result (`{arg}`): its kernel is an elementwise part plus a reduction on "
              "the host, not one functor")
 SPLITS = "works along a dimension of its input (`{arg}`), not one functor of its elements"
-OVERLOADS = ("has {n} out= overloads with their own CPU/CUDA kernels ({kernels}): several kernels "
-             "chosen by the arguments' dtypes and kinds, not one functor")
+OVERLOADS = ("has {n} out= overloads with their own CPU/CUDA kernels ({kernels}), chosen by the "
+             "arguments' dtypes and kinds; what is missing: an MPS implementation of each overload "
+             "that builds the TensorIterator its CPU kernel builds and calls a Metal kernel, which "
+             "porter does not write (it ports one shared kernel an op)")
 
 
 class OpKind(NamedTuple):

@@ -203,6 +203,13 @@ class _Facts:
         self.registered: set[str] = set()           # stubs a host file already gives a kernel
         self._c10 = None
         self._library = None
+        self._yaml_ops: set[str] | None = None
+
+    def yaml_ops(self) -> set[str]:
+        """The op names of native_functions.yaml (an entry's name before its overload)."""
+        if self._yaml_ops is None:
+            self._yaml_ops = {_root(e.name) for e in native_yaml.scan(self.checkout.read(co.NATIVE_YAML))}
+        return self._yaml_ops
 
     def indexing(self) -> str:
         """The checkout's c10/metal/indexing.h ("" when it has none)."""
@@ -275,6 +282,10 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
             and PORT_FIRST not in how:
         how += "; its complex64 test needs --complex-body EXPR"
     command = f"porter {'migrate-from-mpsgraph' if state == MPSGRAPH else 'new-op'} {op}"
+    if classified.portable and PORT_FIRST in how:
+        # the command ports the other op with it (porter.port.joint): its own plan answers
+        automatic, how, planned = _planned_with_prerequisite(op, state, how, facts)
+        files = planned or files
     if automatic and "--complex-body" in how:
         verdict = "--complex-body"      # the command refuses it without one: not automatic
         automatic = False
@@ -317,6 +328,8 @@ def _picked_by_str(op: str, state: str, classified: op_kind.OpKind, facts: _Fact
     how = (f"{STR_PICKS} {found.argument} ({kernels}, from its CPU kernel's branches), picked "
            f"in the host through {found.convert.function}")
     return True, how, [spec.in_place.path, spec.metal_path, spec.host_path]
+# the op runs another op's stub, which has no MPS kernel: refused as the command refuses it
+INCOMPLETE_FIRST = "incomplete: "
 # the stub the op's shared function runs has its MPS kernel: the port is the op's yaml row
 ALREADY_REGISTERED = "Metal kernel already registered on"
 
@@ -366,6 +379,17 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
         return True, f"{ALREADY_REGISTERED} {stub.name}{runs}"
     if kind == op_kind.TERNARY:
         return _automatic_ternary(stub, facts)
+    other_op = stub.name.removesuffix("_stub")
+    if kind in (op_kind.ALPHA, op_kind.SCALAR) and other_op != op and other_op in facts.yaml_ops():
+        # another op's stub, with no MPS kernel (sub_out runs add_stub with -alpha): the command
+        # ports the op through it only as resolve decides (its CPU lambda, or its kernel first);
+        # its refusal is the reason, naming the stub that lacks its kernel
+        from porter.errors import PorterError
+        from porter.port.resolve import resolve
+        try:
+            resolve(facts.checkout, op)
+        except PorterError as err:
+            return False, f"{INCOMPLETE_FIRST}{err.message.removesuffix('; nothing was written')}"
     if kind in (op_kind.ALPHA, op_kind.SCALAR):
         return _automatic_with_scalars(op, tensors, out, stub, defs, facts)
     if stub.iterator_type is None or len(stub.params) != 1:
@@ -409,6 +433,40 @@ def _automatic_how(op: str, kind: str, tensors: str, out, defs, facts: _Facts) -
 
 
 PORT_FIRST = "port it first:"
+# an op ported together with the op whose stub its shared function runs (sgn with sign)
+WITH_PRIOR = "port first, in one command:"
+
+
+def _planned_with_prerequisite(op: str, state: str, how: str, facts: _Facts):
+    """(automatic, how, files) of an op whose shared function runs another op's stub that has no
+    MPS kernel (sgn_out: sign_stub for real inputs), from the plan its command makes:
+    migrate-from-mpsgraph plans that op's port first and this one's after it, in one ChangeSet
+    (porter.port.joint); new-op refuses it. Answering from the plan itself keeps the list and
+    the command one decision; the plan reads this op's OpInfo, so it runs for such ops alone."""
+    from porter.errors import PorterError
+    from porter.port.migration import plan_migration
+    from porter.port.plan import plan_port
+    from porter.port.resolve import resolve
+
+    try:
+        plan = plan_migration(facts.checkout, op) if state == MPSGRAPH \
+            else plan_port(facts.checkout, resolve(facts.checkout, op))
+    except PorterError as err:
+        return False, f"{how}; {err.message.removesuffix('; nothing was written')}", None
+    head, why = how.split(PORT_FIRST, 1)
+    first = head.rsplit(": ", 1)[-1].rstrip(", ")
+    together = f"{first}'s {WITH_PRIOR}{why}"
+    files = list(plan.changes.changes)
+    flags = {g.flag.split()[0] for g in plan.gaps}
+    if plan.wrong or not flags <= {"--body", "--complex-body"}:
+        missing = [g.what for g in plan.gaps] + [w.message for w in plan.wrong]
+        return False, f"incomplete: {'; '.join(missing)} ({together})", None
+    if plan.gaps:
+        # what the command asks for (its own gaps: a prerequisite with gaps raised above);
+        # the verdict reads the flag (--complex-body alone: "--complex-body", else "--body")
+        needs = "; ".join(f"needs {g.flag} for {g.what}" for g in plan.gaps)
+        return flags == {"--complex-body"}, f"{needs}; {together}", files
+    return True, f"{COMPLEX_ONLY}; {together}", files
 COMPLEX_ONLY = "CPU lambda (complex case: its other dtypes run another stub's kernel)"
 
 
