@@ -23,8 +23,9 @@ Then clang's errors, and what Metal's specification forbids, checked on the AST 
 names its section of the Metal Shading Language Specification). Whatever clang rejects is a
 build error of the file at its line, with clang's message.
 
-Results are cached by a hash of the file, the headers, the mode and the version; the versions
-parse in threads (libclang's calls release the GIL).
+Results are cached by a hash of the file, the headers, the mode and the version, and each
+functor's registrations by what they depend on (_check); the versions parse in threads
+(libclang's calls release the GIL).
 """
 
 from __future__ import annotations
@@ -111,9 +112,10 @@ class View(NamedTuple):
 
 def enabled() -> bool:
     """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
-    token pass. Off by default until a registration's instantiation is checked piece by piece
-    (upstream's BinaryKernel.metal, 4110 kernels in one parse, costs minutes of CPU on an edit):
-    docs/testing.md says what each gives."""
+    token pass. Off by default: with registrations instantiated piece by piece, an edit of one
+    functor of upstream's BinaryKernel.metal still costs ~3 s of CPU for the three versions
+    (~1 s each, the file's own parse and rewrite), over the edit loop's ~1 s for a whole
+    process: docs/testing.md says what each gives."""
     return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
 
 
