@@ -1,10 +1,20 @@
 """Shared pytest fixtures: porter's cache for the session, the miniature checkout and the
-real-size tree, each as a fresh copy."""
+real-size tree, each as a fresh copy.
+
+Under pytest-xdist (`-n auto`, as .ci/run runs the suite) each worker is a session of its own:
+the cache and the real-size tree's template live in the directory all workers share
+(`getbasetemp().parent`), built by the first worker that needs them under a file lock, so
+kernels compiled by one worker are reused by the others (the cache is safe for concurrent
+runs: porter.emulate.kernel_cache)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,13 +22,92 @@ import pytest
 from porter.testing.trees import build_real_tree, fixture_root
 
 
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="skip the slow end-to-end sweeps (marked `sweep`); CI runs them")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sweep: a slow end-to-end sweep over many ops "
+                                       "(skipped by --quick; CI runs every one)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--quick"):
+        return
+    skip = pytest.mark.skip(reason="a slow sweep: --quick leaves it out (CI runs it)")
+    for item in items:
+        if "sweep" in item.keywords:
+            item.add_marker(skip)
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every xdist worker of this run shares (the session's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _children() -> list[int]:
+    """This process's child processes (Linux /proc; none elsewhere)."""
+    found = []
+    for task in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(pid) for pid in task.read_text().split()]
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _reap(kill: bool) -> None:
+    """Reap the children that have exited (zombies); with `kill`, stop the rest first."""
+    for pid in _children():
+        if kill and _state(pid) != "Z":
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if kill or _state(pid) == "Z":
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_zombies():
+    """Each test file's exited children reaped when it ends (a forked helper or a worker whose
+    owner never waited), and every child left at the end of the run stopped: the suite
+    leaves no process behind."""
+    yield
+    _reap(kill=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_children_left():
+    yield
+    _reap(kill=True)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def porter_cache(tmp_path_factory: pytest.TempPathFactory):
     """porter's cache (compiled kernels, references, formatter) in one directory for the whole
-    session, whichever test files run: the user's ~/.cache/porter (or $PORTER_CACHE_DIR,
-    $PORTER_REFCACHE_DIR) is never read or written, and no test depends on what it holds.
-    Subprocesses inherit it through the environment."""
-    cache = tmp_path_factory.mktemp("porter-cache")
+    run, whichever test files run, shared by xdist's workers: the user's ~/.cache/porter (or
+    $PORTER_CACHE_DIR, $PORTER_REFCACHE_DIR) is never read or written, and no test depends on
+    what it holds. Subprocesses inherit it through the environment. A test of the cache
+    itself sets a cache of its own."""
+    cache = _shared_root(tmp_path_factory) / "porter-cache"
+    cache.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PORTER_CACHE_DIR", str(cache))
         mp.delenv("PORTER_REFCACHE_DIR", raising=False)
@@ -33,11 +122,20 @@ def mini_root(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def real_tree_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real-size tree, built once per session. Tests must not modify it; use real_root."""
+    """The real-size tree, built once per run (the first xdist worker that needs it builds it,
+    the others wait on the lock). Tests must not modify it; use real_root."""
     for package in ("torch", "torchgen"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"real-size tree needs the {package} wheel installed (pip install torch)")
-    return build_real_tree(tmp_path_factory.mktemp("real-template") / "pytorch")
+    shared = _shared_root(tmp_path_factory)
+    tree, done = shared / "real-template" / "pytorch", shared / "real-template.done"
+    with _locked(shared / "real-template.lock"):
+        if not done.exists():
+            shutil.rmtree(tree.parent, ignore_errors=True)
+            tree.parent.mkdir()
+            build_real_tree(tree)
+            done.touch()
+    return tree
 
 
 @pytest.fixture

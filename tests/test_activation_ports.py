@@ -40,7 +40,6 @@ def _all(outcomes: dict, outcome: str, reference: bool) -> bool:
 
 @needs_compiler
 def test_softplus_backward_gets_a_params_struct_kernel_in_the_activation_file(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "softplus_backward", root=real_root)
     assert result.code == 0, result.err
@@ -65,7 +64,6 @@ def test_softplus_backward_gets_a_params_struct_kernel_in_the_activation_file(re
 
 @needs_compiler
 def test_one_shrink_backward_kernel_serves_both_shrink_backward_ops(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     first = porter("new-op", "hardshrink_backward", root=real_root)
     assert first.code == 0, first.err
@@ -97,7 +95,6 @@ def test_one_shrink_backward_kernel_serves_both_shrink_backward_ops(real_root, t
 
 @needs_compiler
 def test_a_bool_the_stub_never_takes_is_left_to_the_meta_function(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     result = porter("new-op", "leaky_relu_backward", root=real_root)
     assert result.code == 0, result.err
@@ -126,7 +123,6 @@ def test_a_stub_that_takes_the_bool_is_refused(real_root):
 
 @needs_compiler
 def test_a_backward_op_without_an_out_overload_joins_its_function(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
     assert result.code == 0, result.err
@@ -210,7 +206,6 @@ def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tm
     # threshold_backward_out runs threshold_stub with (threshold, 0) on an iterator reading self,
     # then grad: one threshold kernel, its params struct carrying the stub's two scalars, its
     # operands in the iterator's order, the value the function passes (0) filled by the host
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "threshold_backward", root=real_root)
     assert result.code == 0, result.err
@@ -249,7 +244,6 @@ def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_
     # one); the second then only joins the shared function, and both are green
     from porter.source.native_definitions import ops_calling
     assert ops_calling(real_root, "threshold_stub") == {"threshold", "threshold_backward"}
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     first = porter("migrate-from-mpsgraph", "threshold_backward", root=real_root)
     assert first.code == 0, first.err
@@ -272,7 +266,6 @@ def test_a_params_struct_the_family_header_already_declares_is_reused(real_root,
     # ThresholdParams), which the kernel file includes: a port reuses the struct there, adding
     # only the float instantiation the registrations name, rather than a second header that
     # redefines it (which stopped every kernel of the file compiling: exit 1)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     header = real_root / KERNELS / "Activation.h"
     header.write_text("#pragma once\n\n// the activation kernels' parameters\ntemplate <typename T>\n"
                       "struct ThresholdParams {\n  T threshold;\n  T value;\n};\n")
@@ -318,7 +311,6 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
     # functors, the integer case's (`x <= threshold ? value : other`) as well as the
     # reduced-float one's. Before: the integer overload kept `other`, the planned file did not
     # build, and porting threshold first was refused (exit 2)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     # upstream's shape of the kernel: half/bfloat16 compare through a float, the other dtypes in
     # their own type, each branch with its own two-argument lambda
     cpu = real_root / "aten/src/ATen/native/cpu/Activation.cpp"
@@ -358,7 +350,6 @@ def test_an_integer_scalar_taken_through_a_float_by_the_host_fails_the_reference
     # the host fills threshold's integer params with the scalars' to<int64_t>(); one that takes
     # `value` through a float answers 2^24 for 16777217 on a Mac. Scalars at 2^24 alone never
     # showed it (2^24 is a float); at 2^24 + 1 the int32/int64 reference rows are red
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "threshold", "--no-test", root=real_root).code == 0
     assert _all(_outcomes(real_root, "threshold"), "pass", True)
@@ -377,7 +368,6 @@ def test_emulate_check_holds_the_ported_backward_kernels_to_their_ops(real_root,
     kernels porter writes (params structs, operands in their iterator's order) included. Before:
     a params struct it had no values for (SoftplusBackwardParams) ended it in an internal error,
     and gelu's and the backward kernels were "no-reference"."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     ported = ("gelu", "gelu_backward", "softplus_backward", "leaky_relu_backward",
               "threshold_backward", "sigmoid_backward", "mish")
@@ -455,7 +445,6 @@ def test_a_build_file_that_lists_the_hosts_by_name_gets_the_new_one_beside_them(
 
 @needs_compiler
 def test_a_created_activation_host_file_builds_and_runs_its_kernel(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     (real_root / ACT_HOST).unlink()
     git_init(real_root)
     result = porter("new-op", "hardsigmoid", root=real_root)

@@ -56,7 +56,6 @@ def test_a_checkouts_own_derivatives_yaml_comes_first(mini_root):
 @needs_compiler
 @pytest.mark.parametrize("op", sorted(BODIES))
 def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, monkeypatch, op):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
     assert migrated.code == 0, migrated.err
@@ -82,7 +81,6 @@ def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, 
 
 @needs_compiler
 def test_a_wrong_body_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "sigmoid_backward", "--body", "grad_output * output",
                   root=real_root).code == 0
@@ -104,7 +102,6 @@ TORCH_IMPL_FUNC(tanh_backward_out_mps)(const Tensor& grad_output, const Tensor& 
 
 @needs_compiler
 def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     before = snapshot(real_root)
     migrated = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",

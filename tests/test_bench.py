@@ -51,7 +51,6 @@ def test_bench_under_the_fake_mps(real_root, tmp_path, monkeypatch):
     from porter.review import bench_writer as bench
     from porter.testing.fake_mps import FakeMps
 
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("new-op", "heaviside", root=real_root).code == 0
     clock = Clock()
@@ -103,7 +102,6 @@ def test_bench_under_the_fake_mps(real_root, tmp_path, monkeypatch):
 
 
 def test_the_script_is_standalone_and_says_where_it_runs(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("new-op", "heaviside", root=real_root).code == 0
     script = tmp_path / "bench.py"

@@ -77,17 +77,25 @@ def test_automatic_agrees_with_the_commands(tree, request):
     """AUTO says yes exactly when the command writes the body itself (no --body, no skeleton)."""
     root = request.getfixturevalue(tree)
     listed = json.loads(porter("candidates", "--json", root=root).out)["candidates"]
+    assert listed
+    compared = 0
     for c in listed:
-        command = c["command"].split()[1]
+        command = "migrate-from-mpsgraph" if c["state"] == "mpsgraph" else "new-op"
+        # no command ports a refused op: the JSON names none (it named one for every op)
+        assert (c["command"] is None) == (c["verdict"] == "refused"), c
+        assert c["command"] in (None, f"porter {command} {c['op']}"), c
         result = porter(command, c["op"], "--dry-run", "--json", root=root)
         if result.code != 0:
             assert not c["automatic"], (c["op"], result.err)
             continue
+        compared += 1
         origin = json.loads(result.out)["functor"]
         assert (origin in ("cpu-lambda", "mpsgraph-selector")) == c["automatic"], (c["op"], origin)
         if c["automatic"]:
             expected = "cpu-lambda" if c["how"].startswith("CPU lambda") else "mpsgraph-selector"
             assert origin == expected, c["op"]
+    # the loop ran, over both kinds: a candidate the command writes, and one it does not
+    assert compared and any(c["automatic"] for c in listed) and not all(c["automatic"] for c in listed)
 
 
 def test_docs_porting_quotes_the_counts_candidates_prints_on_the_real_tree(real_tree_template):

@@ -17,7 +17,6 @@ LINE = "REGISTER_UNARY_ALPHA_OP(softplus, bfloat, SoftplusParams_float, bfloat);
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 def test_a_bfloat_registration_under_if_0_is_reported_for_softplus(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     ported = porter("migrate-from-mpsgraph", "softplus", root=real_root)
     assert ported.code == 0, ported.err

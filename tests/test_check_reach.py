@@ -24,7 +24,6 @@ def _porter011(root, kernel: str) -> list[str]:
 @needs_compiler
 def test_threshold_on_mpsgraph_is_not_checked_against_the_kernel_its_backward_runs(
         real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "threshold_backward", root=real_root).code == 0
     assert _porter011(real_root, "threshold") == []
@@ -47,7 +46,6 @@ def test_threshold_on_mpsgraph_is_not_checked_against_the_kernel_its_backward_ru
 
 @needs_compiler
 def test_nan_to_num_integers_copied_before_the_stub_are_not_counted(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "nan_to_num", root=real_root).code == 0
     assert _porter011(real_root, "nan_to_num") == []

@@ -41,12 +41,18 @@ def test_workflow_jobs():
     assert "--list-changed-ops" in _steps(jobs["check"])
     assert jobs["check"]["steps"][0]["with"]["fetch-depth"] == 0
     assert jobs["emulate"]["runs-on"] == "ubuntu-latest"
-    assert 'porter test "${ops[@]}" --device emulate --junit' in _steps(jobs["emulate"])
+    # an op whose CPU kernel the PR edits is not proven: the test jobs know the merge base
+    for name, device in (("emulate", "emulate"), ("mps-shader", "mps-shader"), ("mps", "mps")):
+        assert f'porter test "${{ops[@]}}" --device {device} --changed-since "$MERGE_BASE" --junit' \
+            in _steps(jobs[name]), name
+        step = next(s for s in jobs[name]["steps"] if "porter test" in s.get("run", ""))
+        assert step["env"]["MERGE_BASE"] == "${{ needs.check.outputs.merge-base }}"
+        assert jobs[name]["steps"][0]["with"]["fetch-depth"] == 0
     labels = ["self-hosted", "macOS", "ARM64"]
     assert jobs["mps-shader"]["runs-on"] == jobs["mps"]["runs-on"] == labels
     assert "--device mps-shader" in _steps(jobs["mps-shader"])
     assert "pip install --no-build-isolation" not in _steps(jobs["mps-shader"])
-    assert "--device mps --junit porter-mps.xml" in _steps(jobs["mps"])
+    assert "--device mps --changed-since \"$MERGE_BASE\" --junit porter-mps.xml" in _steps(jobs["mps"])
     # the full build runs only for PRs touching host code, cached on the merge base, with a limit
     assert "needs.check.outputs.host == 'true'" in jobs["mps"]["if"]
     for job in (jobs["mps"], jobs["audit-build"]):

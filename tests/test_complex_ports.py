@@ -20,11 +20,6 @@ CPU_UNARY = "aten/src/ATen/native/cpu/UnaryOpsKernel.cpp"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "complex-cache"))
-
-
 def _acosh_as_a_lambda(root) -> None:
     """The fixture's acosh runs at::vml (no lambda to read); upstream's runs a lambda under a
     dispatch that takes complex dtypes, as the fixture's asinh does: give acosh that shape."""

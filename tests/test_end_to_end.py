@@ -14,7 +14,6 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulat
 
 
 def test_ported_functors_match_cpu_under_emulation(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     for op in ("heaviside", "special_log_ndtr"):
         assert porter("new-op", op, "--allow-dirty", root=real_root).code == 0
@@ -41,7 +40,6 @@ SGN_COMPLEX_BODY = ("(x.x == 0 && x.y == 0) ? float2(0, 0) : "
 
 def test_a_migration_with_a_complex_body_passes_the_complex_test(mini_root, tmp_path, monkeypatch):
     # sgn is in SUPPORTED_COMPLEX_OPS: its MPS test sends complex64 (through the VEC2 macro)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(mini_root)
     # sgn_out runs sign_stub for real inputs (the fixture's UnaryOps.cpp, as upstream's): sign
     # first, then sgn's port is sgn_stub's complex64 kernel alone

@@ -163,6 +163,7 @@ def test_colour_only_on_request_or_a_terminal(mini_root, monkeypatch):
 
 
 def test_candidates_fit_columns(mini_root, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)     # pytest-xdist's workers may carry one
     wide = porter("candidates", root=mini_root).out
     assert max(map(len, wide.splitlines())) > 200          # piped without COLUMNS: never cut
     monkeypatch.setenv("COLUMNS", "80")

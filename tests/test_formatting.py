@@ -49,7 +49,6 @@ def _misalign(path) -> tuple[str, str]:
 def test_untouched_badly_formatted_macros_beside_the_edit_stay_byte_identical(real_root, tmp_path,
                                                                              monkeypatch):
     monkeypatch.delenv("PORTER_CLANG_FORMAT", raising=False)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     (real_root / ".clang-format").write_text(PYTORCH_CPP.strip("{}").replace(", ", "\n") + "\n")
     vec2_bad, k2_bad = _misalign(real_root / UNARY_METAL)
     git_init(real_root)

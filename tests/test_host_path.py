@@ -43,11 +43,6 @@ SGN_OUT = """TORCH_IMPL_FUNC(sgn_out) (const Tensor& self, const Tensor& result)
 """
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "host-path-cache"))
-
-
 def add_function(root: Path, cpp: str, before: str, text: str) -> None:
     path = root / NATIVE / cpp
     source = path.read_text()

@@ -171,3 +171,39 @@ def test_the_root_holds_few_modules_and_every_package_says_what_it_is_for():
     for init in PORTER.glob("*/__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc, f"{init.relative_to(PORTER)} has no docstring"
+
+
+def _owner(module: str) -> str:
+    """porter.harness.edges -> porter.harness; a root module is its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def private_imports(path: Path, module: str | None = None) -> list[tuple[str, str]]:
+    """(module, name) of each `_name` that `path` (the module `module`, by default its own
+    name) imports from a porter module of another package
+    (`from porter.harness.mps_shader_device import _scalar_arg` in porter.review)."""
+    here = _owner(module or module_name(path))
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.startswith("porter.") and _owner(node.module) != here:
+            found += [(node.module, a.name) for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_packages_private_names():
+    """A leading underscore says "this package's own": another package that imports it is tied
+    to an internal the owner may change without a word (review/bench_writer read
+    harness/mps_shader_device's `_scalar_arg`). Make it public, or move it where both belong."""
+    found = {module_name(p): private_imports(p) for p in sorted(PORTER.rglob("*.py"))}
+    assert {m: f for m, f in found.items() if f} == {}
+
+
+def test_the_private_import_finder_finds_one(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("from porter.harness.mps_shader_device import _scalar_arg\n"
+                       "from porter.review.bench_writer import _own\n"
+                       "from porter.harness.edges import __doc__\n")
+    assert private_imports(planted, "porter.review.planted") == [
+        ("porter.harness.mps_shader_device", "_scalar_arg")]

@@ -54,7 +54,6 @@ def _emulated(root, op: str, *extra: str):
 @pytest.mark.parametrize("op", sorted(FUNCTORS))
 def test_migrated_logical_op_builds_and_passes_every_dtype_with_reference_inputs(
         real_root, tmp_path, monkeypatch, op):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, root=real_root)
     assert migrated.code == 0, migrated.err + migrated.out
@@ -144,7 +143,6 @@ def test_a_complex_body_that_reads_the_real_part_only_fails_the_reference_inputs
         real_root, tmp_path, monkeypatch):
     """MPSGraph's old mistake (a complex input cast to bool by its real part): upstream's own
     samples miss it, the reference inputs (0 + 1j) catch it, and porter test exits 1."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "logical_and", "--body", "a && b", "--complex-body",
                   "a.x != 0 && b.x != 0", root=real_root).code == 0
@@ -157,7 +155,6 @@ def test_a_complex_body_that_reads_the_real_part_only_fails_the_reference_inputs
 def test_a_float_output_registration_fails_every_dtype(real_root, tmp_path, monkeypatch):
     """A hand edit that registers the bool functor float -> float: the file does not build on a
     Mac (the registration's static_assert), so every dtype fails and porter test exits 1."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "logical_and", root=real_root).code == 0
     metal = real_root / BINARY_METAL

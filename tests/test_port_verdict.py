@@ -20,11 +20,6 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
     pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "verdict-cache"))
-
-
 def test_a_green_port_ends_with_its_passing_table(real_root):
     res = porter("new-op", "heaviside", "--test", root=real_root)
     assert res.code == 0, res.out + res.err

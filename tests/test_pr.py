@@ -24,16 +24,21 @@ def _git(root, *args):
                    capture_output=True)
 
 
-def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY):
-    """heaviside committed on a branch, threshold left uncommitted: both are the branch's."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY, commit=True):
+    """heaviside and threshold ported on a branch, each in its commit (`commit=False`: threshold
+    left uncommitted, which `porter pr` does not describe)."""
     git_init(root)
     _git(root, "branch", "-M", "main")
     _git(root, "checkout", "-q", "-b", "mps-ports")
     assert porter("new-op", "heaviside", root=root).code == 0
-    _git(root, "commit", "-qam", "heaviside")
-    ported = porter("migrate-from-mpsgraph", "threshold", "--body", threshold_body, root=root)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "heaviside")
+    ported = porter("migrate-from-mpsgraph", "threshold", "--body", threshold_body, "--no-test",
+                    root=root)
     assert ported.code == 0, ported.err
+    if commit:
+        _git(root, "add", "-A")
+        _git(root, "commit", "-qm", "threshold")
 
 
 def _test_verdicts(root, *ops, dtypes=()):
@@ -86,11 +91,17 @@ def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
         "ActivationKernel.h", "ActivationKernel.metal", "BinaryKernel.metal", "Activation.mm",
         "ActivationKernel.mm", "BinaryKernel.mm", "native_functions.yaml",
         "common_methods_invocations.py", "common_mps.py"}
+    assert data["not_proven"] == []
     assert [(i["item"], i["status"]) for i in data["checklist"]] == [
-        ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
+        ("the CPU reference is this checkout's CPU kernel", "ok"), ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
         ("no bespoke helper where c10/metal has one", "ok"),
-        ("bfloat registrations inside the file's version guard", "ok"), ("NaN propagation", "ok"),
-        ("shapes and dtypes Metal kernels break on", "ok"), ("before/after benchmark", "todo")]
+        ("bfloat registrations inside the file's version guard", "n/a"), ("NaN propagation", "ok"),
+        # the shapes passed through porter's kernel loop, not the checkout's strided kernels
+        ("shapes and dtypes Metal kernels break on", "todo"), ("before/after benchmark", "todo")]
+    shapes = next(i for i in data["checklist"] if i["item"].startswith("shapes"))
+    assert "the checkout's strided kernels (c10/metal/indexing.h) did not run here" in shapes["finding"]
+    bfloat = next(i for i in data["checklist"] if i["item"].startswith("bfloat"))
+    assert bfloat["finding"].startswith("not applicable: ActivationKernel.metal, BinaryKernel.metal has no")
     # the Markdown carries the same table and commands
     text = data["markdown"]
     assert text.startswith("[MPS] Move `heaviside` and `threshold` to Metal\n")
@@ -162,6 +173,7 @@ def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
     start = text.index("struct threshold_functor")
     at = text.index("return", start)
     metal.write_text(text[:at] + "(void)metal::fast::exp(0.0f);\n    " + text[at:])
+    _git(real_root, "commit", "-qam", "threshold with fast::exp")     # what the PR sends
     result = porter("pr", "threshold", "--format", "json", "--dtype", "float32", root=real_root)
     data = json.loads(result.out)
     assert result.code == 1
@@ -181,7 +193,6 @@ def test_pr_after_committing_on_main_warns_that_its_base_is_head(real_root, tmp_
     """The port committed on main itself: main's merge base with HEAD is HEAD, so the
     description listed no file and no moved code, silently. It says so, and how to pass the
     base (the commit before the port)."""
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     _git(real_root, "branch", "-M", "main")
     assert porter("new-op", "heaviside", root=real_root).code == 0
@@ -221,10 +232,21 @@ def test_the_shapes_item_says_not_run_when_no_shape_reached_a_kernel():
     for results in ([result([], "pass", 9)], [result([], "pass", 9), result(["transposed"], "skip", 0)]):
         item = shapes_item(results)
         assert item["status"] == NOT_RUN and item["finding"].startswith("not run: "), item
-    # measured: ok
-    item = shapes_item([result([], "pass", 9), result(["transposed"], "pass", 3)])
+    # measured on a Mac's full build: the checkout's strided kernels ran, ok
+    measured = [result([], "pass", 9), result(["transposed"], "pass", 3)]
+    item = next(i for i in _checklist([], measured, [], set(), "mps") if i["item"].startswith("shapes"))
     assert item == {"item": "shapes and dtypes Metal kernels break on", "status": "ok",
-                    "finding": "transposed pass on float32 (emulated; views reach the strided path)"}
+                    "finding": "transposed pass on float32 (on mps: the checkout's kernels, views "
+                               "through their strided entry point)"}
+    # emulated: porter's own loop ran, not indexing.h's strided kernels: unticked, and where to run them
+    item = shapes_item(measured)
+    assert item["status"] == "todo" and item["finding"] == (
+        "the functors pass transposed on float32 through porter's own kernel loop (emulate); the "
+        "checkout's strided kernels (c10/metal/indexing.h) did not run here: on a Mac, run "
+        "`porter test heaviside --device mps`")
+    # a failing shape is red whatever the device
+    item = shapes_item([result([], "pass", 9), result(["transposed"], "fail", 3)])
+    assert item["status"] == "fail"
 
 
 def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
@@ -247,9 +269,126 @@ def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
 
 def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeypatch):
     # `--device auto` is every command's default; pr answered "unknown device 'auto'"
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(mini_root)
     assert porter("new-op", "heaviside", "--no-test", "--allow-dirty", root=mini_root).code == 0
+    _git(mini_root, "add", "-A")
+    _git(mini_root, "commit", "-qm", "heaviside")
     result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", root=mini_root)
     assert result.code == 0, result.err
     assert "unknown device" not in result.err and "| `heaviside` | float32 | pass" in result.out
+
+
+HEAVISIDE_RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
+HEAVISIDE_WRONG_AT_ZERO = "return static_cast<T>(a >= 0);"
+
+
+def test_pr_tests_the_commit_not_the_working_tree(real_root, tmp_path, monkeypatch):
+    """The committed heaviside is wrong at zero (float samples never hit 0, the reference
+    inputs do); the fix sits uncommitted. Before, porter pr tested the working tree and said
+    every dtype passes, of a PR that sends the wrong functor. Now it tests HEAD apart: red,
+    with a warning naming what it left out; committing the fix turns it green."""
+    git_init(real_root)
+    _git(real_root, "branch", "-M", "main")
+    _git(real_root, "checkout", "-q", "-b", "mps-ports")
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    right = metal.read_text()
+    assert HEAVISIDE_RIGHT in right
+    metal.write_text(right.replace(HEAVISIDE_RIGHT, HEAVISIDE_WRONG_AT_ZERO))
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-qm", "heaviside, wrong at zero")
+    metal.write_text(right)                 # the fix, uncommitted
+    (real_root / "pr.md").write_text("")    # not the port's: not warned about
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.err
+    data = json.loads(result.out)
+    [row] = data["verdicts"]
+    assert row["samples"] == "pass" and row["reference"] == "fail", row
+    [warning] = data["warnings"]
+    assert warning.startswith("1 uncommitted change(s) are not in this description, which tests "
+                              "the commit HEAD (")
+    assert warning.endswith(": aten/src/ATen/native/mps/kernels/BinaryKernel.metal; commit them "
+                            "to describe them")
+    assert data["commit"] == subprocess.run(["git", "rev-parse", "HEAD"], cwd=real_root, text=True,
+                                            capture_output=True).stdout.strip()
+    # the worktree is gone, and the user's files are as they were
+    assert metal.read_text() == right
+    listed = subprocess.run(["git", "worktree", "list"], cwd=real_root, text=True, capture_output=True)
+    assert len(listed.stdout.splitlines()) == 1, listed.stdout
+    # committed, the fix is what the PR sends: green
+    _git(real_root, "commit", "-qam", "heaviside at zero")
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
+    assert result.code == 0, result.out
+    assert json.loads(result.out)["warnings"] == []
+    # the branch also edits heaviside's CPU kernel: porter's reference (the installed torch's
+    # CPU) is not the PR's, so the PR is not proven, never green
+    cpu = real_root / "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"
+    cpu.write_text(cpu.read_text().replace("static_cast<scalar_t>(a > 0);", "static_cast<scalar_t>(a > 0) + 1;", 1))
+    _git(real_root, "commit", "-qam", "heaviside's CPU kernel changed")
+    result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.out
+    data = json.loads(result.out)
+    [gap] = data["not_proven"]
+    assert gap.startswith("heaviside: the CPU reference is not this checkout's: the change since "
+                          "main edits heaviside's CPU kernel (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:")
+    item = data["checklist"][0]
+    assert item["status"] == "not run" and item["finding"] == f"not proven: {gap}"
+
+
+def test_pr_of_an_uncommitted_port_says_to_commit_it(real_root, tmp_path, monkeypatch):
+    git_init(real_root)
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    result = porter("pr", "heaviside", "--dtype", "float32", root=real_root)
+    assert result.code == 2 and result.out == ""
+    assert "heaviside: the branch changed nothing of it since master and HEAD registers no Metal" in result.err
+    assert "commit the port first: porter pr describes the commit HEAD" in result.err
+
+
+def test_a_backward_op_is_named_by_its_forward_ops_gradient_test():
+    """softplus_backward has no test_output_match_softplus_backward_mps_* upstream (a Mac's -k of
+    that name selects nothing): its kernel runs in the forward OpInfo's test_output_grad_match,
+    for float16 and float32 only."""
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import _commands, _rows
+
+    r = OpResult(op="softplus_backward", name="softplus_backward", variant="", key="softplus_backward",
+                 device="emulate", test="backward_output_match",
+                 via="nn.functional.softplus (tools/autograd/derivatives.yaml:9: "
+                     "softplus_backward(grad, self, beta, threshold))")
+    r.dtypes += [DtypeResult(d, "pass", samples=3) for d in ("bfloat16", "float16", "float32")]
+    rows = {v["dtype"]: v["upstream_test"] for v in _rows([r], "mps")}
+    assert rows == {
+        "bfloat16": None,
+        "float16": "TestConsistencyMPS.test_output_grad_match_nn_functional_softplus_mps_float16",
+        "float32": "TestConsistencyMPS.test_output_grad_match_nn_functional_softplus_mps_float32"}
+    assert _commands([r], "mps") == [
+        "python test/test_mps.py -v -k test_output_grad_match_nn_functional_softplus_mps_"]
+
+
+def test_the_bfloat_item_is_ticked_only_for_a_file_with_a_guard():
+    from porter.review.description import NOT_APPLICABLE, _checklist
+
+    def bfloat(guarded, findings=()):
+        items = _checklist([], [], list(findings), set(), "emulate", guarded)
+        return next(i for i in items if i["item"].startswith("bfloat"))
+
+    item = bfloat({"aten/src/ATen/native/mps/kernels/BinaryKernel.metal": False})
+    assert item["status"] == NOT_APPLICABLE and "BinaryKernel.metal has no __METAL_VERSION__" in item["finding"]
+    item = bfloat({"aten/src/ATen/native/mps/kernels/UnaryKernel.metal": True})
+    assert item == {"item": "bfloat registrations inside the file's version guard", "status": "ok",
+                    "finding": "PORTER053 clean (UnaryKernel.metal: inside its __METAL_VERSION__ guard)"}
+
+
+def test_nan_propagation_is_unticked_when_no_floating_dtype_ran():
+    """It said "[x] NaN propagation: ... pass on no floating dtype" with nothing measured."""
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import _checklist
+
+    r = OpResult(op="heaviside", name="heaviside", variant="", key="heaviside", device="emulate",
+                 reference=True)
+    r.dtypes.append(DtypeResult("int64", "pass", samples=9))
+    item = next(i for i in _checklist([], [r], [], set()) if i["item"] == "NaN propagation")
+    assert item["status"] == "todo" and "not measured" in item["finding"]
+    r.dtypes.append(DtypeResult("float32", "pass", samples=9))
+    item = next(i for i in _checklist([], [r], [], set()) if i["item"] == "NaN propagation")
+    assert item["status"] == "ok" and item["finding"].endswith("pass on float32")

@@ -63,7 +63,6 @@ def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[i
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
 def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, monkeypatch,
                                                           op, name, extra, dtypes):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, *extra, root=real_root)
     assert migrated.code == 0, migrated.err + migrated.out
@@ -80,7 +79,6 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
 def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
     # softplus without its beta: the samples' beta reaches the kernel through the params struct,
     # so the wrong body is caught (what porter prints if the port were wrong)
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "softplus", "--body", "x > threshold ? x : log1p(exp(x))",
                   root=real_root).code == 0
@@ -90,7 +88,6 @@ def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_pat
 
 def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     # the samples with eps (0.2) clamp their inputs; a body that ignores eps fails them
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     wrong = "log(x / (1 - x))"
     assert porter("migrate-from-mpsgraph", "logit", "--body", wrong, root=real_root).code == 0
@@ -100,7 +97,6 @@ def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
 
 def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # the standard samples hold no inf, so they pass the swap; the reference inputs' ±inf do not
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     swapped = NAN_TO_NUM_BODY.replace("posinf : neginf", "neginf : posinf")
     assert swapped != NAN_TO_NUM_BODY
@@ -141,7 +137,6 @@ def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_ro
     # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
     # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
     # large integers, where the CPU gives nan and the clamped kernel ±inf
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(real_root)
     lo, hi = "max(eps, 0.0f)", "1 - max(eps, 0.0f)"
     wrong = f"log(clamp(x, {lo}, {hi}) / (1 - clamp(x, {lo}, {hi})))"
@@ -171,6 +166,10 @@ def test_softplus_port_goes_to_the_activation_family_with_a_params_struct(real_r
         "REGISTER_DISPATCH(softplus_stub, softplus_kernel);\n")
     metal = added_lines(file_diff(result.out, ACTIVATION_METAL))
     assert "REGISTER_UNARY_ALPHA_OP(softplus, half, SoftplusParams_float, half);" in metal
+    # every floating dtype the CPU kernel dispatches, bfloat16 too (issue 36: bfloat16 dropped
+    # from plan.FLOATING_DEFAULT survived the suite)
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, bfloat, SoftplusParams_float, bfloat);" in metal
+    assert "REGISTER_UNARY_ALPHA_OP(softplus, float, SoftplusParams_float, float);" in metal
     assert "const float beta = params.beta;" in metal
     # integers: the CPU kernel dispatches floating types only, so their xfails stay
     common_mps = file_diff(result.out, "torch/testing/_internal/common_mps.py")
@@ -419,7 +418,6 @@ def _logit_through_the_helper(root) -> None:
 
 
 def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     _logit_through_the_helper(real_root)
     git_init(real_root)
     rows = {r["op"]: r for r in json.loads(porter("candidates", "--json", root=real_root).out)["candidates"]}

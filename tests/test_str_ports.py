@@ -31,11 +31,6 @@ FLOATS = {"float16", "bfloat16", "float32"}
 GELU_CALL = '  const char* name = (approximate == GeluType::Tanh) ? "gelu_tanh" : "gelu";\n'
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _outcomes(root, op: str, *extra: str) -> tuple[int, dict]:
     """(exit code, {(reference?, dtype): result}) of `porter test OP --device emulate --json`."""
     result = porter("test", op, "--device", "emulate", "--json", *extra, root=root)

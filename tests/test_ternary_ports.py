@@ -233,7 +233,6 @@ void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter, const std
 
 
 def test_porter_writes_the_missing_library_overload_from_the_checkouts_own(real_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     (real_root / OPERATION_UTILS).write_text(SCALAR_FREE_DEFINITION)
     git_init(real_root)
     dry = porter("migrate-from-mpsgraph", "addcmul", "--dry-run", root=real_root)

@@ -73,11 +73,7 @@ REFERENCE_TESTED_ELSEWHERE = {"softplus": "tests/test_scalar_ops.py",
                               "gelu_backward": "tests/test_str_ports.py"}
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "verify-cache"))
-
-
+@pytest.mark.sweep     # slow: --quick skips it, CI runs it
 def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree_template):
     checkout = Checkout.at(real_tree_template)
     before = snapshot(real_tree_template)
@@ -117,6 +113,7 @@ def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason
     assert {v.op for v in by_status["verified"]} == set(WRITTEN_BY) | set(REFERENCE_TESTED_ELSEWHERE)
 
 
+@pytest.mark.sweep     # slow: --quick skips it, CI runs it
 def test_every_verified_port_once_written_passes_the_reference_inputs_on_every_dtype(real_root):
     # `candidates --verify` runs the reference inputs on the port planned in memory; the same plan,
     # written, must pass `porter test OP --device emulate --reference-inputs` on every dtype the MPS

@@ -1,7 +1,12 @@
 """`porter pr OP [OP ...]`: the pull-request description of a port, measured (porter.review).
 
+It describes and tests the commit HEAD, checked out in a temporary git worktree
+(porter.review.tip): what a pull request sends. Uncommitted changes are named in a warning and
+are not in the description.
+
 Exit codes: 0 every verdict passes and no checklist item fails; 1 otherwise (the description
-is still printed: it says what fails); 2 bad input (not a git checkout, an op not ported).
+is still printed: it says what fails); 2 bad input (not a git checkout, an op not ported in
+HEAD).
 """
 
 from __future__ import annotations
@@ -46,7 +51,15 @@ def run(args) -> int:
         raise PorterError("no PyTorch checkout here", hint="run it inside the checkout, or pass --root DIR")
     from porter.commands.common import check_dtype_names, resolve_device
     check_dtype_names(args.dtypes)
-    data = describe(checkout, args.ops, args.base, resolve_device(args.device), args.dtypes)
+    from porter.review import tip
+    from porter.review.branch import Branch, port_source
+    from porter.source.checkout import Checkout
+    Branch(checkout.root, args.base)        # not a repository, an unknown --base: said before any checkout
+    left_out = tip.uncommitted(checkout.root, port_source)
+    # the PR sends the commits: test HEAD in a worktree of its own, never the working tree
+    with tip.checked_out(checkout.root) as tip_root:
+        data = describe(Checkout(tip_root), args.ops, args.base, resolve_device(args.device),
+                        args.dtypes, uncommitted=left_out)
     for warning in data["warnings"]:
         print(f"porter: warning: {warning}", file=sys.stderr)
     text = markdown(data)

@@ -60,6 +60,10 @@ def add_arguments(parser) -> None:
                              "on emulate, test the backward kernels the op's derivative formula calls")
     parser.add_argument("--upstream", action="store_true",
                         help="also run the checkout's test/test_mps.py for the ops (Mac only)")
+    parser.add_argument("--changed-since", metavar="REF",
+                        help="CI's run of a pull request forked from REF: an op whose CPU kernel the "
+                             "change edits (or may edit) is not proven, since the reference is the "
+                             "installed torch's CPU, not this checkout's")
 
 
 # options the --watch loop cannot honour: each round would edit the files it watches, or run
@@ -119,8 +123,13 @@ def run(args) -> int:
                                      if key == "prune_xfails" else
                                      "it runs the checkout's test_mps.py on a Mac, not the emulator's loop"),
                                   hint=f"run `porter test` without --watch for {flag}")
+        if args.changed_since:
+            raise PorterError("--watch cannot honour --changed-since: it is CI's run of a pull request",
+                              hint="run `porter test --changed-since REF` without --watch")
         from porter.harness import watch
         return watch.run(Options(**options_))
+    if args.changed_since:
+        options_["reference_gaps"] = reference_gaps(args.root, args.changed_since, args.ops)
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
     try:
@@ -136,6 +145,21 @@ def run(args) -> int:
     finally:
         if "out" in options_:
             options_["out"].flush()
+
+
+def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
+    """"op: why" for each op whose CPU reference the change since `ref` leaves unproven."""
+    from porter.checks import changed, cpu_reference
+    from porter.errors import PorterError
+    from porter.harness.session import resolve_checkout
+    checkout = resolve_checkout(root)
+    if checkout is None:
+        raise PorterError("--changed-since needs the checkout's git repository",
+                          hint="run it inside the checkout, or pass --root DIR")
+    changes = changed.since(checkout.root, ref)
+    old = changed.OldCheckout(checkout.root, changes)
+    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
+    return [f"{op}: {why}" for op, why in gaps.items()]
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:

@@ -32,7 +32,7 @@ from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
     diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude, site_line,
-    version_flags)
+    version_flags, contract_flags)
 from porter.errors import PorterError
 
 MAX_QUARANTINE_ROUNDS = 6
@@ -116,19 +116,19 @@ class Library:
 
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
                strict: bool = True, use_cache: bool = True,
-               version: int = PRIMARY_VERSION) -> Library:
+               version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PorterError(f"{path}: cannot read ({err.strerror})") from None
     return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache,
-                        version=version)
+                        version=version, contract=contract)
 
 
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
-                 version: int = PRIMARY_VERSION) -> Library:
+                 version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
     """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
     `version` (__METAL_VERSION__). The primary version's build also checks the file under
     every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,
@@ -138,18 +138,19 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
-    flags = version_flags(FLAGS + [opt], version)
+    # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
+    flags = version_flags(FLAGS + [opt] + ((contract_flags() or []) if contract else []), version)
     key = cache_key(text, dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
-    if use_cache and so_path.is_file() and meta_path.is_file():
-        kernel_cache.touch(so_path, meta_path)
-        meta = json.loads(meta_path.read_text())
+    hit = _held(so_path, meta_path) if use_cache else None
+    if hit is not None:
+        held, meta = hit
         # the same text built under another path (a scratch copy): messages name this one
         first = meta.get("display", str(display_path))
         here = lambda m: m.replace(first, str(display_path))   # noqa: E731
         # which headers a reason names depends on the checkout, not on the cached content
-        lib = Library(so_path, Path(display_path), [Registration(**r) for r in meta["regs"]],
+        lib = Library(held, Path(display_path), [Registration(**r) for r in meta["regs"]],
                       {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
                       [here(d) for d in meta["dropped"]],
                       [here(e) for e in meta["metal_errors"]],
@@ -208,17 +209,36 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     others = dialect.distinct(views)
     metal_errors += _other_versions(lines, display_path, root, quarantined, others,
                                     in_pieces=in_pieces)
-    regs = read_registrations(so_path)
-    meta_path.write_text(json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
-                                     "quarantined": quarantined, "dropped": dropped,
-                                     "metal_errors": metal_errors, "functor_errors": functor_errors,
-                                     "other_versions": others}))
-    lib = Library(so_path, Path(display_path), regs,
+    held = kernel_cache.pin(so_path)      # _publish pinned it as it was published: that one
+    regs = read_registrations(held)
+    fd, staged = tempfile.mkstemp(dir=meta_path.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"regs": [asdict(r) for r in regs], "display": str(display_path),
+                   "quarantined": quarantined, "dropped": dropped,
+                   "metal_errors": metal_errors, "functor_errors": functor_errors,
+                   "other_versions": others}, f)
+    os.replace(staged, meta_path)
+    lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
                   metal_errors, functor_errors, version, others)
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+def _held(so_path: Path, meta_path: Path) -> tuple[Path, dict] | None:
+    """The cached library, pinned for this run (kernel_cache.pin), and its metadata; None on a
+    miss, and where another run's eviction took the entry meanwhile: a cache that loses an
+    entry costs a build, never the kernel's verdict."""
+    if not (so_path.is_file() and meta_path.is_file()):
+        return None
+    try:
+        kernel_cache.touch(so_path, meta_path)
+        held = kernel_cache.pin(so_path)
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return None
+    return held, meta
 
 
 def _ran_out(err: str, display_path) -> EmulateBuildError:
@@ -306,11 +326,17 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     objects = [cache_dir() / f"piece-{k}.o" for k in keys]
     metas = [cache_dir() / f"piece-{k}.json" for k in keys]
 
+    held: list[Path | None] = [None] * len(parts)    # each object pinned: no eviction takes it
+
     def cached(i: int) -> dict | None:
         if not (objects[i].is_file() and metas[i].is_file()):
             return None
-        kernel_cache.touch(objects[i], metas[i])
-        meta = json.loads(metas[i].read_text())
+        try:
+            kernel_cache.touch(objects[i], metas[i])
+            held[i] = kernel_cache.pin(objects[i])
+            meta = json.loads(metas[i].read_text())
+        except (OSError, ValueError):
+            return None                   # evicted by another run meanwhile: built again
         here = lambda m: m.replace(meta["display"], str(display_path))   # noqa: E731
         return {"quarantined": {k: here(v) for k, v in meta["quarantined"].items()},
                 "dropped": [here(d) for d in meta["dropped"]]}
@@ -338,7 +364,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             if not _quarantine(err, plines, display_path, quarantined, dropped, strict):
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
-        _publish(here / "piece.o", objects[i])
+        held[i] = _publish(here / "piece.o", objects[i])
         fd, staged = tempfile.mkstemp(dir=metas[i].parent, suffix=".json.tmp")
         with os.fdopen(fd, "w") as f:
             json.dump({"display": str(display_path), "quarantined": quarantined,
@@ -352,7 +378,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         for i, r in zip(todo, pool.map(build_piece, todo)):
             results[i] = r
     tmp_so = tmpdir / "kernel.so"
-    link = [cxx, "-shared", "-fPIC", *map(str, objects), "-o", str(tmp_so)]
+    link = [cxx, "-shared", "-fPIC", *map(str, held), "-o", str(tmp_so)]
     proc = subprocess.run(link, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0 and "multiple definition" in (proc.stderr or proc.stdout):
         # Metal builds the file as one translation unit; every piece is compiled from the
@@ -384,13 +410,21 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     return quarantined, dropped
 
 
-def _publish(built: Path, target: Path) -> None:
-    """Atomic: a concurrent reader never sees half a file."""
+def _publish(built: Path, target: Path) -> Path:
+    """Atomic: a concurrent reader never sees half a file. The file is pinned for this run
+    before it is published (kernel_cache.pin): the pinned name, which another run's eviction
+    cannot take away."""
     fd, staged = tempfile.mkstemp(dir=target.parent, suffix=target.suffix + ".tmp")
     os.close(fd)
-    shutil.copyfile(built, staged)
-    os.chmod(staged, 0o644)
-    os.replace(staged, target)
+    try:
+        shutil.copyfile(built, staged)
+        os.chmod(staged, 0o644)
+        held = kernel_cache.pin(Path(staged), target.name)
+        os.replace(staged, target)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+    return held
 
 
 def _blanked(text: str, quarantined: dict[str, str], dropped: list[str], display_path) -> list[str]:
@@ -429,12 +463,7 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
         return proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}"
-    # Atomic publish: a concurrent reader never sees half a library.
-    fd, staged = tempfile.mkstemp(dir=so_path.parent, suffix=".so.tmp")
-    os.close(fd)
-    shutil.copyfile(tmp_so, staged)
-    os.chmod(staged, 0o644)
-    os.replace(staged, so_path)
+    _publish(tmp_so, so_path)             # atomic, and pinned for this run
     return None
 
 

@@ -133,6 +133,7 @@ class WorkerClient:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()         # reaped: a killed worker left no zombie behind
         self._proc = None
 
     def __del__(self):

@@ -46,6 +46,8 @@ class EmulateBackend:
         self._other_libs: dict = {}                         # (metal, version) -> Library
         self._orders: dict = {}                             # op name -> its iterator's tensor order
         self._scalar_facts: dict = {}                       # host kernel -> (_host_scalars)
+        self._last: tuple | None = None                     # the last sample's kernel call
+        self._contracted: dict = {}                         # (metal, version) -> Library / error
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -77,7 +79,7 @@ class EmulateBackend:
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
-        unlinked = self._mps_row_undefined(op)
+        unlinked = self._mps_row_undefined(op) or self._mps_row_elsewhere(op)
         if unlinked:
             return unlinked
         for host in self._candidates(op):
@@ -86,6 +88,8 @@ class EmulateBackend:
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")
+            if host.unmodelled:
+                return host.unmodelled
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -141,6 +145,43 @@ class EmulateBackend:
                         f"source defines: a Mac build fails to link, and MPS never reaches the "
                         f"Metal kernel of {op.name} (porter check: PORTER002); send MPS to the "
                         f"shared kernel's row")
+        return None
+
+    def _mps_row_elsewhere(self, op: OpNames) -> str | None:
+        """Not proven when the yaml does not send MPS to the path the ported kernel is on: the
+        op's rows have no MPS at all (a Mac never runs the kernel), or an MPS row names another
+        function than the shared CPU/CUDA kernel that runs the stub (or than the op's own
+        `_out_mps` impl that runs the kernel): a Mac runs that function, not porter's kernel.
+        None otherwise, and for an op whose rows porter does not find."""
+        hosts = [h for h in self._candidates(op) if not h.fault]
+        if not hosts or self._routed(op)[1]:
+            return None         # a routed op's row is the shared kernel's by construction
+        from porter.source import checkout as co
+        from porter.source import native_yaml
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
+        entries = native_yaml.entries_named(co.Checkout(self.root).read(co.NATIVE_YAML),
+                                            {spelled, spelled + "_"})
+        dispatched = [e for e in entries if e.dense_rows()]
+        rows = [(e, e.mps_rows()[-1]) for e in entries if e.mps_rows()]
+        if dispatched and not rows:
+            return (f"not proven: no row of {spelled}'s entries in {co.NATIVE_YAML} names MPS "
+                    f"({co.NATIVE_YAML}:{dispatched[0].lineno}): a Mac does not run {op.name}'s "
+                    f"Metal kernel at all; add MPS to the row that runs it "
+                    f"(`{', '.join(dispatched[0].dense_rows()[0].keys)}, MPS: "
+                    f"{dispatched[0].dense_rows()[0].kernel}`)")
+        impls = {h.impl for h in hosts if h.impl}
+        for entry, row in rows:
+            kernel = row.kernel.split("::")[-1]
+            shared = any(d.kernel == row.kernel for d in entry.dispatch if "CPU" in d.keys)
+            if kernel in impls or (shared and any(not h.impl for h in hosts)):
+                continue
+            cpu = next((d.kernel for d in entry.dispatch if "CPU" in d.keys), "")
+            path = ", ".join(sorted(impls)) if impls and not any(not h.impl for h in hosts) \
+                else (f"{cpu}, " if cpu else "") + "the shared CPU/CUDA function whose stub runs it"
+            return (f"not proven: {co.NATIVE_YAML}:{row.lineno} sends MPS to {row.kernel}, not to "
+                    f"{path}: a Mac runs {row.kernel} for {entry.full_name}, not the Metal kernel "
+                    "porter runs")
         return None
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
@@ -229,6 +270,8 @@ class EmulateBackend:
         self._version_outputs = []
         host = self._select(op, sample.kwargs, getattr(sample.input, "dtype", None))
         host = host.for_sample(sample.kwargs)
+        if host.unmodelled:         # reached through a route build_error does not see (sub_out)
+            raise RuntimeError(host.unmodelled)
         lib, regs = self._registered(host)
         kind = regs[0].kind
         order = self._iterator_order(op) if kernel_choice.operands_can_swap(kind) else None
@@ -267,6 +310,7 @@ class EmulateBackend:
         self._version_outputs = [(v, self._other_version_answer(run, host, v, reg, tensors,
                                                                 alpha, want_out))
                                  for v in lib.other_versions]
+        self._last = (run, host, lib, reg, tensors, alpha, want_out)
         return out
 
     def _answer(self, run, lib: Library, reg, tensors, alpha, want_out):
@@ -292,6 +336,40 @@ class EmulateBackend:
             return f"kernel {reg.name} does not build: {self._rel(lib.reason(same[0]) or '?')}"
         return self._answer(run, lib, same[0], tensors, alpha, want_out)
 
+    def contracted_outputs(self):
+        """The last sample's answers with `a * b + c` contracted to one fma (whether a Mac's
+        compiler contracts is not known: porter.harness.verdicts calls a sample red only if it
+        fails both ways): (the primary version's answer, [(version, answer or why none)] for
+        the other versions `other_version_outputs` gave), or None where this CPU cannot run
+        such a build. Built only when asked, i.e. when a sample has failed."""
+        from porter.emulate.toolchain import contract_flags
+        if self._last is None or contract_flags() is None:
+            return None
+        run, host, lib, reg, tensors, alpha, want_out = self._last
+        answers = []
+        for version in [lib.version, *lib.other_versions]:
+            key = (host.metal, version)
+            if key not in self._contracted:
+                try:
+                    self._contracted[key] = build_file(host.metal, self.root, strict=False,
+                                                       version=version, contract=True)
+                except EmulateBuildError as err:
+                    self._contracted[key] = err
+            built = self._contracted[key]
+            if isinstance(built, EmulateBuildError):
+                answers.append(f"{self._rel(host.metal)} does not build: {self._rel(built.message)}")
+                continue
+            same = [r for r in built.find(reg.name, reg.in_type) if r.out_type == reg.out_type
+                    and getattr(r, "built", True)]
+            if not same:
+                answers.append(f"kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built")
+                continue
+            answers.append(self._answer(run, built, same[0], tensors, alpha, want_out))
+        primary, others = answers[0], list(zip(lib.other_versions, answers[1:]))
+        if isinstance(primary, str):
+            return None         # the contracted build lacks the kernel: nothing to compare
+        return primary, others
+
     def other_version_outputs(self) -> list[tuple[int, object]]:
         """(__METAL_VERSION__, answer or why none) of the last sample under each other version
         whose kernel file compiles other tokens than the primary one; read once."""
@@ -304,7 +382,9 @@ class EmulateBackend:
         iterator's dtype."""
         if not host.body or not host.line:
             return
-        refused = host_dtypes.refusal(host.body, host.line, dtype)
+        from porter.emulate import host_model
+        refused = host_model.branch_refusal(host.body, host.line, dtype) or \
+            host_dtypes.refusal(host.body, host.line, dtype)
         if refused is not None:
             where = host.at_line(refused.line)
             if refused.message.startswith("not proven: "):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from porter.source.checkout import KERNELS, NATIVE, OPERATIONS
+from porter.source.cpp_scan import line_of
 from porter.source.host_scan import HostFile, KernelCall
 
 if TYPE_CHECKING:
@@ -55,6 +56,13 @@ class HostKernel:
     # the kernel a sample runs, by its `str` argument, where the op's MPS impl hands a stub an
     # enum and the host function picks by it (gelu: porter.emulate.kernel_pick), else None
     pick: "KernelPick | None" = None
+    # the first statement of the host function (or of the MPS impl it is reached from) outside
+    # the host shapes porter models (porter.emulate.host_model): "not proven: ..." or ""
+    unmodelled: str = ""
+    # the op's own MPS impl that runs the kernel ("gelu_out_mps": in place on *this, or through
+    # a stub), which its yaml row must name; "" for a kernel reached through the shared
+    # CPU/CUDA function's stub call
+    impl: str = ""
 
     def for_sample(self, kwargs: dict) -> "HostKernel":
         """This host kernel as a sample with `kwargs` runs it: the picked kernel and its call."""
@@ -117,10 +125,11 @@ def host_kernels(root: Path) -> list[HostKernel]:
         if not metal.is_file():
             continue
         host = HostFile(mm.read_text(encoding="utf-8", errors="replace"), str(mm))
+        macro = _ti_macro_unmodelled(host, mm, root) if host.ti_dispatches else ""
         for name, line in host.ti_dispatches:
             registered.setdefault(name, []).append((mm, line))
             found.append(HostKernel(op_name(name), name, name, metal,
-                                    condition=_condition(host, mm, line)))
+                                    condition=_condition(host, mm, line), unmodelled=macro))
         for reg in host.dispatch_registrations:
             if reg.via_macro or not reg.stub.endswith("_stub"):
                 continue
@@ -145,6 +154,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                         fault=fault))
             if call:
                 body = host.live_text[fn.start:fn.end]
+                unmodelled = _unmodelled(host, mm, root, fn, where, choice)
                 fault = fault or _jit_library_lacks(host.live_text, mm, metal, call.kernel, where)
                 if call.condition:
                     fault = (f"not proven: the {_spelled(call)} call of {where} is under "
@@ -158,14 +168,15 @@ def host_kernels(root: Path) -> list[HostKernel]:
                 found.append(HostKernel(op_name(stub), stub, call.kernel, metal, fn.params, body,
                                         struct, condition=_condition(host, mm, reg.line),
                                         choice=choice, calls=running, function=where, fault=fault,
-                                        line=fn.line))
+                                        line=fn.line, unmodelled=unmodelled))
                 if "_polynomial_" in stub and not stub.startswith("special_"):
                     # the special polynomials' stubs drop the prefix their ops and kernels carry
                     # (laguerre_polynomial_l_stub runs special.laguerre_polynomial_l)
                     found.append(HostKernel(op_name(f"special_{stub}"), stub, call.kernel, metal,
                                             fn.params, body, struct,
                                             condition=_condition(host, mm, reg.line), calls=running,
-                                            function=where, fault=fault, line=fn.line))
+                                            function=where, fault=fault, line=fn.line,
+                                            unmodelled=unmodelled))
     _also_registered_elsewhere(root, registered)
     found = [replace(h, fault=_registered_twice(h.stub, registered[h.stub]))
              if not h.fault and len(registered.get(h.stub, ())) > 1 else h for h in found]
@@ -177,6 +188,49 @@ def host_kernels(root: Path) -> list[HostKernel]:
              if not h.fault and h.metal.stem in broken else h for h in found]
     from porter.emulate.kernel_pick import stub_impl_kernels
     return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
+
+
+def _unmodelled(host: HostFile, mm: Path, root: Path, fn, where: str, choice: str) -> str:
+    from porter.emulate import host_model
+    return host_model.function_unmodelled(host, fn, where, host_model.relative(mm, root), bool(choice))
+
+
+def _rel(path: Path, root: Path) -> str:
+    from porter.emulate import host_model
+    return host_model.relative(path, root)
+
+
+TI_MACRO_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)"
+                         r"((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def _ti_macro_unmodelled(host: HostFile, mm: Path, root: Path) -> str:
+    """Why the host function REGISTER_UNARY_TI_DISPATCH defines is not proven, or "": its body
+    must run `#NAME` on its iterator and do nothing else (porter.emulate.host_model)."""
+    from porter.emulate import host_model
+    m = TI_MACRO_RE.search(host.text)
+    if m is None:
+        return ""        # the macro comes from a header: upstream's own
+    arg, definition = m.group(1), m.group(2)
+    # the macro's text as code: `#NAME` is the kernel's name, `NAME##_x` a name
+    code = definition.replace(f"#{arg}", '"kernel"').replace("##", "").replace("\\\n", " \n")
+    head = re.search(r"void\s+\w+\s*\(([^)]*)\)\s*\{", code)
+    if head is None or f'"kernel"' not in code:
+        return (f"not proven: REGISTER_UNARY_TI_DISPATCH ({_rel(mm, root)}:{line_of(host.text, m.start())})"
+                " defines no host function porter reads (`static void NAME##_kernel_mps("
+                "TensorIteratorBase& iter) { lib.exec_unary_kernel(iter, #NAME); }`)")
+    outside = host_model.check_host_function(code, head.start(), len(code), head.group(1))
+    if outside is None:
+        return ""
+    line = line_of(host.text, m.start()) + code.count("\n", 0, outside.offset)
+    return (f"not proven: REGISTER_UNARY_TI_DISPATCH ({_rel(mm, root)}:{line}): `{outside.statement}` "
+            f"{outside.why}")
+
+
+def impl_unmodelled(text: str, start: int, end: int, mm: Path, root: Path, name: str) -> str:
+    from porter.emulate import host_model
+    return host_model.impl_unmodelled(text, start, end, f"{name} ({mm.parent.name}/{mm.name}:"
+                                      f"{line_of(text, start)})", host_model.relative(mm, root))
 
 
 def _also_registered_elsewhere(root: Path, registered: dict[str, list[tuple[Path, int]]]) -> None:
@@ -324,5 +378,8 @@ def in_place_kernels(root: Path) -> list[HostKernel]:
             if metal is not None:
                 where = f"{m['op']}_out_mps ({mm.parent.name}/{mm.name})"
                 found.append(HostKernel(op_name(m["op"]), m["op"], kernel, metal,
-                                        fault=_jit_library_lacks(text, mm, metal, kernel, where)))
+                                        fault=_jit_library_lacks(text, mm, metal, kernel, where),
+                                        unmodelled=impl_unmodelled(text, d.start, d.end, mm, root,
+                                                                   f"{m['op']}_out_mps"),
+                                        impl=f"{m['op']}_out_mps"))
     return found

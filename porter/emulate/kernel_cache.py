@@ -10,12 +10,24 @@ so a library never outlives its metadata. A hit refreshes its entry's time (`tou
 used in the last few minutes stay whatever the size, as a concurrent run may be reading them
 (a build that loses a piece or a prelude to another process's eviction rebuilds it: slower,
 never wrong).
+
+Runs share one cache (two terminals, CI jobs on one runner), so a library a run has looked up
+must outlive any other run's eviction until the run has loaded it: once a run's worker loaded
+a `KEY.so` another run evicted, dlopen said "cannot open shared object file" and every dtype
+was red. A run `pin`s what it uses: a hard link under `.runs/PID-.../`, removed when the run
+exits. The link keeps the file's bytes whatever happens to the cache's name for it, and
+eviction leaves an entry another live run has pinned alone (it is using it). A pin left
+by a run that was killed is swept by the next eviction. PORTER_KERNEL_CACHE_GRACE_S and
+PORTER_KERNEL_CACHE_EVERY_S set RECENT_S and EVERY_S (tests force eviction with 0).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +35,87 @@ DEFAULT_LIMIT_MB = 2048
 RECENT_S = 600           # entries this fresh are never evicted: a concurrent run may be on them
 EVERY_S = 3600           # a scan of a full cache takes ~0.1-0.5 s: at most one an hour
 MARK = ".last-eviction"
+RUNS = ".runs"           # each live run's pins (hard links), one directory per run
+
+
+def _seconds(name: str, default: int) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return float(default)
+
+
+_pins: dict[Path, Path] = {}      # cache directory -> this process's pin directory in it
+_pin_lock = threading.Lock()
+
+
+def _pin_dir(directory: Path) -> Path:
+    with _pin_lock:
+        mine = _pins.get(directory)
+        if mine is None or not mine.is_dir():
+            runs = directory / RUNS
+            runs.mkdir(parents=True, exist_ok=True)
+            mine = _pins[directory] = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=runs))
+        return mine
+
+
+@atexit.register
+def _unpin_all() -> None:
+    for mine in list(_pins.values()):
+        if mine.name.startswith(f"{os.getpid()}-"):      # not a forked child's copy of the map
+            shutil.rmtree(mine, ignore_errors=True)
+    _pins.clear()
+
+
+def pin(path: Path, name: str | None = None) -> Path:
+    """A name for `path` that this process holds until it exits (a hard link in its own
+    directory under the cache's RUNS, called `name` or `path`'s name): load that, not `path`,
+    and no other run's eviction can take it away. Raises OSError (FileNotFoundError) where
+    `path` is gone already: the caller builds it again, as on a miss. With `name` (a file
+    about to be published under it) the pin is replaced: a rebuild's file is the one held."""
+    path = Path(path)
+    mine = _pin_dir(path.parent)
+    held = mine / (name or path.name)
+    if name is not None:
+        staged = mine / f".{held.name}.{threading.get_ident()}"
+        staged.unlink(missing_ok=True)
+        try:
+            os.link(path, staged)
+        except FileNotFoundError:
+            raise
+        except OSError:
+            shutil.copyfile(path, staged)
+        os.replace(staged, held)
+        return held
+    if held.is_file():
+        return held
+    try:
+        os.link(path, held)
+    except FileExistsError:
+        pass                               # another thread of this run pinned it meanwhile
+    except FileNotFoundError:
+        raise
+    except OSError:
+        shutil.copyfile(path, held)        # a file system without hard links: a copy holds it
+    return held
+
+
+def _sweep_dead_runs(directory: Path) -> None:
+    """Remove the pins of runs that are no longer alive (killed before their exit handler)."""
+    runs = directory / RUNS
+    if not runs.is_dir():
+        return
+    for run in runs.iterdir():
+        try:
+            pid = int(run.name.split("-", 1)[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(run, ignore_errors=True)
+        except OSError:
+            pass                          # alive, another user's: leave it
 
 
 def limit_bytes() -> int:
@@ -49,9 +142,15 @@ def _entry_key(path: Path) -> str:
 
 def entries(directory: Path) -> dict[str, tuple[float, int, list[Path]]]:
     """key -> (last use, bytes, paths) for every entry of `directory`."""
-    out: dict[str, tuple[float, int, list[Path]]] = {}
+    return {k: (used, size, paths) for k, (used, size, paths, _) in _entries(directory).items()}
+
+
+def _entries(directory: Path) -> dict[str, tuple[float, int, list[Path], bool]]:
+    """key -> (last use, bytes, paths, pinned by a run) for every entry of `directory`."""
+    out: dict[str, tuple[float, int, list[Path], bool]] = {}
     if not directory.is_dir():
         return out
+    held = _held_by_other_runs(directory)
     for path in directory.iterdir():
         if path.name.startswith("."):
             continue                      # the eviction mark, not an entry
@@ -62,9 +161,30 @@ def entries(directory: Path) -> dict[str, tuple[float, int, list[Path]]]:
         except OSError:
             continue                      # removed by a concurrent run meanwhile
         key = _entry_key(path)
-        used, total, paths = out.get(key, (0.0, 0, []))
-        out[key] = (max(used, st.st_mtime), total + size, paths + [path])
+        used, total, paths, pinned = out.get(key, (0.0, 0, [], False))
+        out[key] = (max(used, st.st_mtime), total + size, paths + [path],
+                    pinned or (st.st_dev, st.st_ino) in held)
     return out
+
+
+def _held_by_other_runs(directory: Path) -> set[tuple[int, int]]:
+    """(device, inode) of every file another live run has pinned. This run's own pins do not
+    count: each already holds its bytes, whatever eviction does to the cache's name."""
+    runs = directory / RUNS
+    own = _pins.get(directory)
+    found: set[tuple[int, int]] = set()
+    if not runs.is_dir():
+        return found
+    for run in runs.iterdir():
+        if run == own:
+            continue
+        for f in run.iterdir() if run.is_dir() else ():
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            found.add((st.st_dev, st.st_ino))
+    return found
 
 
 def evict_now_and_then(directory: Path) -> tuple[int, int]:
@@ -72,7 +192,7 @@ def evict_now_and_then(directory: Path) -> tuple[int, int]:
     must not each pay for a scan of the whole cache)."""
     mark = directory / MARK
     try:
-        if time.time() - mark.stat().st_mtime < EVERY_S:
+        if time.time() - mark.stat().st_mtime < _seconds("PORTER_KERNEL_CACHE_EVERY_S", EVERY_S):
             return 0, 0
     except OSError:
         pass
@@ -85,17 +205,22 @@ def evict_now_and_then(directory: Path) -> tuple[int, int]:
 
 def evict(directory: Path, limit: int | None = None, now: float | None = None) -> tuple[int, int]:
     """Remove least recently used entries until `directory` fits `limit` bytes, sparing
-    entries used in the last RECENT_S seconds; (entries, bytes) removed."""
+    entries used in the last RECENT_S seconds and entries a live run has pinned;
+    (entries, bytes) removed."""
     limit = limit_bytes() if limit is None else limit
     now = time.time() if now is None else now
-    found = entries(directory)
-    total = sum(size for _, size, _ in found.values())
+    recent = _seconds("PORTER_KERNEL_CACHE_GRACE_S", RECENT_S)
+    _sweep_dead_runs(directory)
+    found = _entries(directory)
+    total = sum(size for _, size, _, _ in found.values())
     removed = freed = 0
-    for used, size, paths in sorted(found.values(), key=lambda e: e[0]):
+    for used, size, paths, pinned in sorted(found.values(), key=lambda e: e[0]):
         if total <= limit:
             break
-        if now - used < RECENT_S:
+        if now - used < recent:
             break                         # the rest are fresher still
+        if pinned:
+            continue                      # another run is using it
         for path in paths:
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)

@@ -68,6 +68,14 @@ class StubImpl:
     arguments: tuple[str, ...]           # after `*this`, as written
     impl_params: tuple[str, ...]         # the impl's parameter names
     where: str                           # "gelu_out_mps (operations/Activation.mm:118)"
+    # its first statement outside the shapes porter models (porter.emulate.host_model), or ""
+    unmodelled: str = ""
+
+
+def _impl_unmodelled(text: str, start: int, end: int, mm: Path, root: Path, op: str) -> str:
+    from porter.emulate import host_model
+    return host_model.impl_unmodelled(text, start, end, f"{op}_out_mps ({mm.parent.name}/{mm.name}:"
+                                      f"{line_of(text, start)})", host_model.relative(mm, Path(root)))
 
 
 def stub_impls(root: Path) -> list[StubImpl]:
@@ -92,7 +100,8 @@ def stub_impls(root: Path) -> list[StubImpl]:
             params = tuple(_name(p) for p in split_top_level(head["params"]) if p.strip())
             where = (f"{head['op']}_out_mps ({mm.parent.name}/{mm.name}:"
                      f"{line_of(text, head.start())})")
-            found.append(StubImpl(head["op"], call["stub"], arguments, params, where))
+            found.append(StubImpl(head["op"], call["stub"], arguments, params, where,
+                                  _impl_unmodelled(text, head.start(), close + 1, mm, root, head["op"])))
     return found
 
 
@@ -239,7 +248,7 @@ def stub_impl_kernels(root: Path, make) -> list:
     for impl in impls:
         if impl.stub not in registered:
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=root / KERNELS,
-                              function=impl.where,
+                              function=impl.where, impl=f"{impl.op}_out_mps",
                               fault=(f"{impl.where} runs {impl.stub}, which no *Kernel.mm registers "
                                      f"for MPS: MPS raises '{impl.stub}: missing kernel for mps' "
                                      f"(REGISTER_DISPATCH({impl.stub}, ...) in the .mm of its kernels)")))
@@ -248,6 +257,7 @@ def stub_impl_kernels(root: Path, make) -> list:
         fn = host.kernel_functions.get(reg.function.split("::")[-1])
         if fn is None:
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=metal, function=impl.where,
+                              impl=f"{impl.op}_out_mps",
                               choice=f"not proven: {reg.function}, which {mm.name} registers on "
                                      f"{impl.stub}, is no host function porter can read"))
             continue
@@ -257,9 +267,12 @@ def stub_impl_kernels(root: Path, make) -> list:
         if isinstance(pick, str):
             found.append(make(op=impl.op, stub=impl.op, kernel="", metal=metal, params=fn.params,
                               body=body, choice=pick.removeprefix("not proven: "),
-                              function=where, line=fn.line))
+                              function=where, line=fn.line, impl=f"{impl.op}_out_mps"))
             continue
+        from porter.emulate import host_model
+        unmodelled = impl.unmodelled or host_model.function_unmodelled(
+            host, fn, where, host_model.relative(mm, root), False)
         found.append(make(op=impl.op, stub=impl.op, kernel=pick.only or pick.kernels[0][1], metal=metal,
                           params=fn.params, body=body, calls=pick.calls, function=where,
-                          line=fn.line, pick=pick))
+                          line=fn.line, pick=pick, unmodelled=unmodelled, impl=f"{impl.op}_out_mps"))
     return found

@@ -152,6 +152,10 @@ class CachedSource:
         found = getattr(self.backend, "other_version_outputs", None)
         return found() if found is not None else []
 
+    def contracted(self):
+        found = getattr(self.backend, "contracted_outputs", None)
+        return found() if found is not None else None
+
     def reference(self, sample: refcache.Sample, device_out):
         if sample.ref_error:
             raise RecordedFailure(sample.ref_error)

@@ -5,6 +5,11 @@ kernel that computes an int32 through a `short` passes them. These samples put e
 limits and their neighbours through the op: INT_MIN, INT_MAX, -1, 0, 255/256, 2^15 ± 1,
 2^31 ± 1 where they fit; ±0, ±inf, NaN, subnormals and the float16/bfloat16/float32 limits for
 floating types. `porter test --reference-inputs` runs them after the OpInfo's own.
+
+An operand that counts steps (a polynomial's degree `n`: special.legendre_polynomial_p and
+its kin loop n times per element, on the CPU and in a kernel alike) gets only the edge values
+within MAX_DEGREE: INT_MAX there is 2^31 steps per element, minutes of a run that say nothing
+a degree of 2^16 does not.
 """
 
 from __future__ import annotations
@@ -151,6 +156,9 @@ def edge_samples(info, dtype, template_samples, unsettled: list | None = None) -
     found += scalar_samples(template_samples + keyword_templates(info, fits), dtype, lambda a, size: cycled(
         a, () if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool
         else (0, -1), n=size))
+    steps = degree_positions(info)
+    if steps:
+        found = [s for s in (_degree_bounded(s, steps) for s in found) if s is not None]
     found = [s for s in found if _cpu_accepts(info, s)]
     mac_loops = not _ufunc(info)
     # where torch's vectorized and scalar loops answer an element apart, both answers pass
@@ -520,6 +528,67 @@ def critical(dtype):
     info = torch.iinfo(dtype)
     return torch.tensor(list(dict.fromkeys([0, 1, -1, int(info.min), int(info.max)])),
                         dtype=torch.int64).to(dtype)
+
+
+# the largest degree an edge sample sends (see the module's docstring): ±2^16 and every edge
+# below it stay, 2^24 and the 32- and 64-bit limits go
+MAX_DEGREE = 2 ** 16
+# the schema's name for an operand whose value is a count of steps (a degree or an order):
+# special.*_polynomial_*(Tensor x, Tensor n)
+DEGREE_NAMES = ("n",)
+
+
+def degree_positions(info) -> tuple[int, ...]:
+    """Positions (0: the input, i: args[i - 1]) of the op's Tensor or Scalar operands that the
+    aten schema names a degree (DEGREE_NAMES); () where the schema is not found."""
+    import torch
+    name = (getattr(info, "aten_name", None) or info.name).replace(".", "_")
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    except RuntimeError:
+        return ()
+    found = set()
+    for schema in schemas:
+        for i, a in enumerate(a for a in schema.arguments if not a.kwarg_only):
+            if a.name in DEGREE_NAMES and str(a.type) in ("Tensor", "number"):
+                found.add(i)
+    return tuple(sorted(found))
+
+
+def _degree_bounded(sample, positions):
+    """`sample` with only the elements whose degree operands are finite and within
+    ±MAX_DEGREE; None where none is left (or a degree outside sits in a 0-d tensor or a
+    Python number, which every element shares)."""
+    import torch
+    operands = [sample.input, *sample.args]
+    n = sample.input.numel() if isinstance(sample.input, torch.Tensor) else 0
+    sliced = [isinstance(a, torch.Tensor) and a.dim() == 1 and a.numel() == n for a in operands]
+    keep = torch.ones(max(n, 1), dtype=torch.bool)
+    for p in positions:
+        if p >= len(operands):
+            continue
+        degree = operands[p]
+        if isinstance(degree, bool) or degree is None:
+            continue
+        if isinstance(degree, (int, float)):
+            ok = math.isfinite(degree) and abs(degree) <= MAX_DEGREE
+            if not ok:
+                return None
+            continue
+        if not isinstance(degree, torch.Tensor) or degree.dtype == torch.bool or degree.is_complex():
+            continue
+        wide = degree.to(torch.float64)
+        fits = torch.isfinite(wide) & (wide.abs() <= MAX_DEGREE)
+        if sliced[p]:
+            keep &= fits
+        elif not bool(fits.all()):
+            return None
+    if bool(keep.all()):
+        return sample
+    if not bool(keep.any()):
+        return None
+    cut = [a[keep].clone() if s else a for a, s in zip(operands, sliced)]
+    return type(sample)(cut[0], args=tuple(cut[1:]), kwargs=dict(sample.kwargs))
 
 
 def _cpu_accepts(info, sample) -> bool:

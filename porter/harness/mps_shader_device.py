@@ -200,7 +200,7 @@ class MpsShaderBackend(EmulateBackend):
         casts: dict[int, str] = {}
         if alpha is not None:
             host_name += f"_{reg.alpha_type}"
-            args.append(_scalar_arg(alpha, reg.alpha_type))
+            args.append(scalar_arg(alpha, reg.alpha_type))
             if SCALAR_CASTS.get(reg.alpha_type):
                 casts[len(args) - 1] = SCALAR_CASTS[reg.alpha_type]
         if entry.takes_numel:
@@ -236,7 +236,7 @@ class MpsShaderBackend(EmulateBackend):
         return regs
 
 
-def _scalar_arg(value, metal_type: str):
+def scalar_arg(value, metal_type: str):
     """A Python value compile_shader binds as `metal_type` (with SCALAR_CASTS)."""
     if metal_type in ("float2", "half2"):
         z = complex(value)

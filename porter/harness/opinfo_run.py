@@ -206,6 +206,10 @@ class OpDbSource:
         found = getattr(self.backend, "other_version_outputs", None)
         return found() if found is not None else []
 
+    def contracted(self):
+        found = getattr(self.backend, "contracted_outputs", None)
+        return found() if found is not None else None
+
     def reference(self, sample, device_out):
         from porter.harness import edges, mac_cpu_reference
         # porter's edge values of a plain OpInfo: torch's loops, as on a Mac (no oneDNN)

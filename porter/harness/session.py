@@ -46,6 +46,9 @@ class Options:
     backend: object | None = None          # injected backend (tests); else by name
     out: object = field(default=None)       # stream for the report (default stdout)
     quiet: bool = False                     # -q: no notes on stderr
+    # --changed-since REF: "op: why" for each op whose CPU reference is not proven to be this
+    # checkout's (porter.checks.cpu_reference, computed by the command): not proven, exit 1
+    reference_gaps: list[str] = field(default_factory=list)
 
 
 def resolve_checkout(root: str | None) -> Checkout | None:
@@ -75,6 +78,7 @@ def run(opts: Options) -> int:
     # a kernel file built in part (headers older than it): its kernels that built ran, but the
     # file's own build, which a port needs, is not proven; never a green run
     header_gaps = backend.header_gaps() if hasattr(backend, "header_gaps") else []
+    reference_gaps = list(opts.reference_gaps)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -119,20 +123,20 @@ def run(opts: Options) -> int:
         meta["reference_cache"] = "samples and CPU references read from the cache"
     if upstream_note:
         meta["upstream_error"] = upstream_note
-    if header_gaps:
-        meta["not_proven"] = header_gaps
+    if header_gaps or reference_gaps:
+        meta["not_proven"] = header_gaps + reference_gaps
     from porter.harness import opinfo_agreement
     source_notes = opinfo_agreement.notes(checkout, results, ctx.db)
     if source_notes:
         meta["opinfo_source"] = source_notes
     untested = nothing_tested(results)
     code = max(exit_code(results, pruned, applied),
-               exit_codes.FAILED if header_gaps or untested else exit_codes.OK)
+               exit_codes.FAILED if header_gaps or reference_gaps or untested else exit_codes.OK)
     if opts.json:
         data = run_report.to_json(results, **meta)
         # the document says what the exit status says: a run that exits 1 is never "ok"
         data["ok"] = code == exit_codes.OK
-        why = red_reasons(results, pruned, applied, header_gaps, untested)
+        why = red_reasons(results, pruned, applied, header_gaps + reference_gaps, untested)
         if why:
             data["why"] = why
         if pruned is not None:
@@ -163,6 +167,8 @@ def run(opts: Options) -> int:
         for gap in header_gaps:
             out.write(f"not proven: {gap}; use a checkout with its own c10/metal, or a torch "
                       "whose headers define it\n")
+        for gap in reference_gaps:
+            out.write(f"not proven: {gap}\n")
         if pruned is not None:
             for line in pruned.actions:
                 out.write(f"prune: {line}\n")

@@ -25,7 +25,7 @@ def config(root: Path, op: str) -> dict:
     from porter.emulate.hostmap import host_kernels
     from porter.dispatch.kernel_choice import torch_dtype
     from porter.harness import opdb
-    from porter.harness.mps_shader_device import (KIND_OF_MACRO, SCALAR_CASTS, DenseEntry, _scalar_arg,
+    from porter.harness.mps_shader_device import (KIND_OF_MACRO, SCALAR_CASTS, DenseEntry, scalar_arg,
                                            inline_headers, source_dirs)
     from porter.source.metal_scan import MetalFile
 
@@ -71,7 +71,7 @@ def config(root: Path, op: str) -> dict:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                     reg.in_type in ("uchar", "char", "short", "int", "long"):
                 value = torch.tensor(value).to(in_dtype).item()    # Scalar::to<T>(), as the host
-            alpha = _scalar_arg(value, reg.alpha_type) if not isinstance(value, (list, tuple)) else list(value)
+            alpha = scalar_arg(value, reg.alpha_type) if not isinstance(value, (list, tuple)) else list(value)
             cast = SCALAR_CASTS.get(reg.alpha_type)
         kernels[name] = {"host_name": f"{reg.kernel}_dense_{reg.out_type}_{reg.in_type}"
                                       + (f"_{reg.alpha_type}" if kind.endswith("alpha") else ""),

@@ -1,8 +1,9 @@
 """What the branch changed: the base it forked from, the files it touches, their base texts.
 
-`porter pr` describes a port as a reviewer sees it: `git diff BASE` of the working tree (the
-port may still be uncommitted) plus untracked files where a port writes (a created
-ActivationKernel.h), never an unrelated one (the `pr.md` that `porter pr OP > pr.md` creates).
+`porter pr` describes a port as a reviewer sees it: `git diff BASE` of the tree it reads (for
+`porter pr`, a clean worktree of HEAD: porter.review.tip, so the diff is the commits) plus
+untracked files where a port writes (a created ActivationKernel.h), never an unrelated one (the
+`pr.md` that `porter pr OP > pr.md` creates).
 """
 
 from __future__ import annotations

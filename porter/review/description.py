@@ -19,13 +19,17 @@ PASS = "pass"
 SKIP = "skip"
 RED = ("fail", "xpass")
 NOT_RUN = "not run"           # a checklist item nothing measured: never ok
+NOT_APPLICABLE = "n/a"        # a checklist item with nothing to check (a file with no version guard)
 REVIEW_CHECKS = ("PORTER003", "PORTER050", "PORTER051", "PORTER052", "PORTER053")
 # row kinds of the verdict table, in column order
 KINDS = ("samples", "reference", "shapes")
 
 
 def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
-             device: str = "emulate", dtypes: list[str] | None = None) -> dict:
+             device: str = "emulate", dtypes: list[str] | None = None,
+             uncommitted: list[str] = ()) -> dict:
+    """The description of `checkout` (for `porter pr`, a worktree of HEAD: porter.review.tip);
+    `uncommitted`: the user's changes beyond it, which the description warns it leaves out."""
     from porter import checks
     from porter.checks.tree import Tree
 
@@ -35,9 +39,12 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
     for f in facts:
         if not f.kernels and not f.yaml:
             from porter.errors import PorterError
+            hint = (f"commit the port first: porter pr describes the commit HEAD, and "
+                    f"{', '.join(uncommitted[:3])}{' ...' if len(uncommitted) > 3 else ''} "
+                    "are uncommitted") if uncommitted else \
+                f"port it first (porter status {f.op}), or pass --base REF"
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
-                              "the checkout registers no Metal kernel for it",
-                              hint=f"port it first (porter status {f.op}), or pass --base REF")
+                              "HEAD registers no Metal kernel for it", hint=hint)
     results, header = _verdicts(checkout, ops, device, dtypes)
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
@@ -48,12 +55,19 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
                         "description shows no file changed and no moved code; pass the commit "
                         "before the port, e.g. --base HEAD~1 (or the upstream commit it forks "
                         "from)")
+    if uncommitted:
+        warnings.append(f"{len(uncommitted)} uncommitted change(s) are not in this description, "
+                        f"which tests the commit HEAD ({branch.head()[:12]}) as the pull request "
+                        f"sends it: {', '.join(uncommitted[:5])}{' ...' if len(uncommitted) > 5 else ''}"
+                        "; commit them to describe them")
     changed_kernels = {c.path for c in files if c.path.endswith(".metal")}
+    reference_gaps = _reference_gaps(checkout, branch, ops)
     device_name = testnames.consistency_device(checkout)
     data = {
         "ops": ops,
         "base": branch.base_ref,
         "base_commit": branch.base,
+        "commit": branch.head(),
         "warnings": warnings,
         "device": device,
         "verdict_source": header,
@@ -65,8 +79,11 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
         "removed_decorators": [e._asdict() | {"op": f.op} for f in facts for e in f.decorators_removed],
         "kept_decorators": [e._asdict() | {"op": f.op} for f in facts for e in f.decorators_kept],
         "commands": _commands(results, device_name),
-        "checklist": _checklist(facts, results, report.findings, changed_kernels),
+        "checklist": _checklist(facts, results, report.findings, changed_kernels, device,
+                                _guarded(tree, facts)),
+        "not_proven": [f"{op}: {why}" for op, why in reference_gaps.items()],
     }
+    data["checklist"].insert(0, _reference_item(ops, reference_gaps, branch.base_ref))
     # red where a Mac's run would be: a failure or an unexpected success (an xfail that stays,
     # softplus's integers, is what the port leaves expected)
     data["ok"] = (not any(v[k] in RED for v in data["verdicts"] for k in KINDS)
@@ -108,11 +125,19 @@ def _rows(results, device_name: str) -> list[dict]:
             row = rows.setdefault((r.op, d.dtype), {
                 "opinfo": r.op, "dtype": d.dtype, **{k: None for k in KINDS},
                 **{f"{k}_count": 0 for k in KINDS}, "message": None,
-                "upstream_test": testnames.output_match(r.op, d.dtype, device_name)})
+                "upstream_test": _upstream_test(r, d.dtype, device_name)})
             row[kind], row[f"{kind}_count"] = d.outcome, d.samples
             if d.message and d.outcome != PASS and row["message"] is None:
                 row["message"] = f"{kind}: {d.message}"
     return list(rows.values())
+
+
+def _upstream_test(r, dtype: str, device_name: str) -> str | None:
+    """The Mac test that runs this row's kernel (None: none does, e.g. a backward op's
+    bfloat16, which test_output_grad_match does not send)."""
+    if r.via:       # a backward op: its kernel runs in the forward op's gradient test
+        return testnames.output_grad_match(testnames.forward_opinfo(r.via), dtype, device_name)
+    return testnames.output_match(r.op, dtype, device_name)
 
 
 def _commands(results, device_name: str) -> list[str]:
@@ -120,8 +145,12 @@ def _commands(results, device_name: str) -> list[str]:
     for r in results:
         if r.reference or r.shapes:
             continue
-        grad = any(d.dtype.startswith(("float", "bfloat", "complex")) for d in r.dtypes)
-        out += [c for c in testnames.commands(r.op, device_name, grad) if c not in out]
+        if r.via:
+            found = testnames.backward_commands(testnames.forward_opinfo(r.via), device_name)
+        else:
+            grad = any(d.dtype.startswith(("float", "bfloat", "complex")) for d in r.dtypes)
+            found = testnames.commands(r.op, device_name, grad)
+        out += [c for c in found if c not in out]
     return out
 
 
@@ -132,7 +161,41 @@ def _moved(f: OpFacts) -> dict:
             "kernels": [k._asdict() for k in f.kernels], "host": f.host}
 
 
-def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str]) -> list[dict]:
+def _reference_gaps(checkout: co.Checkout, branch: Branch, ops: list[str]) -> dict[str, str]:
+    """op -> why its CPU reference is not this checkout's (porter.checks.cpu_reference): the
+    branch edits its CPU kernel since the base, or CPU code porter cannot tie to one op."""
+    from porter.checks import changed, cpu_reference
+    changes = changed.since(checkout.root, branch.base)
+    changes.ref = branch.base_ref
+    return cpu_reference.not_this_checkouts(checkout, changes, ops, branch.base_checkout().read)
+
+
+def _reference_item(ops: list[str], gaps: dict[str, str], base: str) -> dict:
+    item = "the CPU reference is this checkout's CPU kernel"
+    if gaps:
+        return {"item": item, "status": NOT_RUN,
+                "finding": "not proven: " + "; ".join(f"{op}: {why}" for op, why in gaps.items())}
+    return {"item": item, "status": "ok",
+            "finding": f"the branch changes no CPU code since {base}, so the reference (the "
+                       "installed torch's CPU) is the base's kernel, as far as the wheel is the base"}
+
+
+def _guarded(tree, facts: list[OpFacts]) -> dict[str, bool]:
+    """Each kernel file of the ops: whether it has a `#if __METAL_VERSION__ >= ...` guard."""
+    from porter.checks.review import guard_spans
+    paths = {k.path for f in facts for k in f.kernels}
+    return {rel: bool(guard_spans(tree.metals[rel].mask)) for rel in sorted(paths) if rel in tree.metals}
+
+
+# Where the checkout's own kernel entry points run: only a Mac's full build (--device mps). The
+# emulator runs each functor through porter's own loop (it redefines the REGISTER_* macros, so
+# c10/metal/indexing.h's dense and strided kernels are never instantiated); mps-shader runs the
+# dense entry point of contiguous copies.
+RUNS_CHECKOUT_STRIDED = ("mps",)
+
+
+def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str],
+               device: str = "emulate", guarded: dict[str, bool] | None = None) -> list[dict]:
     ops = {f.op for f in facts}
     mine = [x for x in findings if x.op in ops or (x.id == "PORTER052" and x.path in changed_kernels)]
 
@@ -150,16 +213,32 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
                        "PORTER050 clean: the functors use precise:: / c10::metal math"))
     items.append(_item("no bespoke helper where c10/metal has one", found("PORTER052"),
                        "PORTER052 clean over the changed kernel files"))
-    items.append(_item("bfloat registrations inside the file's version guard", found("PORTER053"),
-                       "PORTER053 clean"))
+    guarded = guarded or {}
+    bfloat = "bfloat registrations inside the file's version guard"
+    if found("PORTER053") or any(guarded.values()):
+        files = ", ".join(_short(rel) for rel, has in guarded.items() if has)
+        items.append(_item(bfloat, found("PORTER053"),
+                           f"PORTER053 clean ({files}: inside its __METAL_VERSION__ guard)"))
+    else:
+        # no guard to be inside: upstream's files since Metal 3.1 register bfloat unguarded
+        unguarded = ", ".join(_short(rel) for rel in guarded) or "the ops' kernel files"
+        items.append({"item": bfloat, "status": NOT_APPLICABLE,
+                      "finding": f"not applicable: {unguarded} has no __METAL_VERSION__ guard "
+                                 "(the file targets a Metal with bfloat everywhere)"})
     # NaN propagation: the static check, and the reference inputs (NaN, ±inf) measured
     floats = [(r.op, d) for r in results if r.reference for d in r.dtypes
               if d.dtype.startswith(("float", "bfloat", "complex"))]
     nan_fail = found("PORTER051") + [f"{op} {d.dtype}: reference inputs {d.outcome}"
                                      for op, d in floats if d.outcome != PASS]
-    items.append(_item("NaN propagation", nan_fail,
-                       f"PORTER051 clean; reference inputs (NaN, ±inf, ±0) pass on "
-                       f"{', '.join(sorted({d.dtype for _, d in floats})) or 'no floating dtype'}"))
+    if floats or nan_fail:
+        items.append(_item("NaN propagation", nan_fail,
+                           f"PORTER051 clean; reference inputs (NaN, ±inf, ±0) pass on "
+                           f"{', '.join(sorted({d.dtype for _, d in floats}))}"))
+    else:
+        # nothing measured NaN: unticked (it said "[x] ... pass on no floating dtype")
+        items.append({"item": "NaN propagation", "status": "todo",
+                      "finding": "PORTER051 clean; not measured: no floating dtype's reference "
+                                 "inputs ran"})
     shapes = [r for r in results if r.shapes]
     ran = [d for r in shapes for d in r.dtypes if d.outcome != SKIP and d.samples]
     bad = [f"{r.op} {d.dtype}: {d.message}" for r in shapes for d in r.dtypes
@@ -172,10 +251,18 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
         items.append({"item": "shapes and dtypes Metal kernels break on", "status": NOT_RUN,
                       "finding": "not run: no shape sample reached a kernel"
                                  + (f" ({'; '.join(why)})" if why else "")})
-    else:
+    elif bad or device in RUNS_CHECKOUT_STRIDED:
         items.append(_item("shapes and dtypes Metal kernels break on", bad,
-                           f"{', '.join(names)} pass on {', '.join(dtypes)} (emulated; views "
-                           "reach the strided path)"))
+                           f"{', '.join(names)} pass on {', '.join(dtypes)} (on {device}: the "
+                           "checkout's kernels, views through their strided entry point)"))
+    else:
+        # passed, but not through the checkout's strided kernels: unticked, with where they run
+        ops = sorted({r.op for r in shapes})
+        items.append({"item": "shapes and dtypes Metal kernels break on", "status": "todo",
+                      "finding": f"the functors pass {', '.join(names)} on {', '.join(dtypes)} "
+                                 f"through porter's own kernel loop ({device}); the checkout's "
+                                 "strided kernels (c10/metal/indexing.h) did not run here: on a "
+                                 "Mac, run " + ", ".join(f"`porter test {op} --device mps`" for op in ops)})
     items.append({"item": "before/after benchmark", "status": "todo",
                   "finding": "not measured here: on a Mac, run "
                              + ", ".join(f"`porter bench {f.op} --format markdown`" for f in facts)
@@ -192,7 +279,7 @@ def _item(name: str, problems: list[str], clean: str) -> dict:
 
 # --- Markdown ---------------------------------------------------------------------------------
 
-MARK = {"ok": "[x]", "fail": "[ ]", "todo": "[ ]", NOT_RUN: "[ ]"}
+MARK = {"ok": "[x]", "fail": "[ ]", "todo": "[ ]", NOT_RUN: "[ ]", NOT_APPLICABLE: "(n/a)"}
 ICON = {PASS: "pass", "fail": "**fail**", "xfail": "xfail", "xpass": "**xpass**", "skip": "skip", None: "-"}
 
 
@@ -228,7 +315,8 @@ def markdown(data: dict) -> str:
               "|---|---|---|---|---|---|"]
     for v in data["verdicts"]:
         cells = [f"{ICON.get(v[k], v[k])} ({v[k + '_count']})" if v[k] else "-" for k in KINDS]
-        lines.append(f"| `{v['opinfo']}` | {v['dtype']} | {' | '.join(cells)} | `{v['upstream_test']}` |")
+        test = f"`{v['upstream_test']}`" if v["upstream_test"] else "none on a Mac (not a grad dtype)"
+        lines.append(f"| `{v['opinfo']}` | {v['dtype']} | {' | '.join(cells)} | {test} |")
     failing = [v for v in data["verdicts"] if v["message"]]
     for v in failing:
         lines.append(f"\n> {v['opinfo']} {v['dtype']}: {v['message']}")
@@ -246,7 +334,8 @@ def markdown(data: dict) -> str:
     lines += ["", "### Review checklist", ""]
     for item in data["checklist"]:
         lines.append(f"- {MARK[item['status']]} {item['item']}: {item['finding']}")
-    lines += ["", f"Generated by `porter pr {' '.join(ops)}` against `{data['base']}`."]
+    lines += ["", f"Generated by `porter pr {' '.join(ops)}` against `{data['base']}`, testing "
+                  f"commit `{data['commit'][:12]}` as checked out apart from the working tree."]
     lines += [f"\n> warning: {w}" for w in data.get("warnings", [])]
     return "\n".join(lines) + "\n"
 

@@ -42,7 +42,7 @@ class Candidate:
     automatic: bool            # the command ports it with no flag (verdict "automatic")
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
-    command: str = ""
+    command: str | None = None  # the command that ports it; None for a refused op (none does)
     backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
     way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
     verdict: str = ""          # automatic | --complex-body | --body (a body is all it lacks) | refused
@@ -286,8 +286,8 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     else:
         verdict = "refused"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), command, backward=out.is_backward, way=way,
-                     verdict=verdict)
+                     tuple(dict.fromkeys(files)), None if verdict == "refused" else command,
+                     backward=out.is_backward, way=way, verdict=verdict)
 
 
 IN_PLACE_ONLY = "in place only"

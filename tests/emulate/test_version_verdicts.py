@@ -38,10 +38,14 @@ def test_a_branch_that_computes_the_same_passes(real_root):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     # the clean twin: other tokens under 4.0, the same values
     _branch(real_root, "    return a == 0 ? b : (a > 0 ? T(1) : T(0));\n")
-    res = porter("test", "heaviside", "--device", "emulate", "--reference-inputs", root=real_root)
+    # not float32 nor bfloat16: a Mac flushes their subnormals, so heaviside(1e-45, b) is b there
+    # and even the right functor is red on their edge values (docs/testing.md, "What execution
+    # models"); half keeps its subnormals
+    res = porter("test", "heaviside", "--device", "emulate", "--reference-inputs", "--dtype",
+                 "int32", "--dtype", "float16", root=real_root)
     assert res.code == 0, res.out + res.err
-    # the full verdict (the flag names a row porter test runs anyway): 3 rows of 9 dtypes
-    assert "summary: 27 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
+    # the full verdict (the flag names a row porter test runs anyway): 3 rows of 2 dtypes
+    assert "summary: 6 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
 
 
 def test_a_kernel_missing_under_another_version_fails(real_root):

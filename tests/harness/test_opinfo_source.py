@@ -20,11 +20,6 @@ HYPOT = "    BinaryUfuncInfo('hypot',\n                    dtypes=floating_types
 needs_cxx = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "opinfo-cache"))
-
-
 def edit_cmi(root, old, new):
     path = root / CMI
     text = path.read_text()

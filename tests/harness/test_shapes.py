@@ -18,7 +18,6 @@ DTYPES = ("bool", "int64", "float32")
 
 
 def _port_threshold(root, tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
     git_init(root)
     ported = porter("migrate-from-mpsgraph", "threshold", "--body", "x <= threshold ? value : x", root=root)
     assert ported.code == 0, ported.err

@@ -25,8 +25,9 @@ class Source:
 
     def __init__(self, samples=(1, 2, 3), device=lambda x: x, dtypes=("float32", "int64"),
                  no_kernel=(), xfail=(), skip=(), cannot_run=None, build_error=None,
-                 broken_after=None, mac=None):
+                 broken_after=None, mac=None, fused=None):
         self._samples, self._device, self._mac = list(samples), device, mac
+        self._fused, self._last = fused, None      # fused: the device with a*b+c contracted
         self._dtypes, self._no_kernel = set(dtypes), set(no_kernel)
         self._xfail, self._skip = set(xfail), set(skip)
         self._cannot_run, self._build_error, self._broken_after = cannot_run, build_error, broken_after
@@ -68,10 +69,14 @@ class Source:
         return contextlib.nullcontext()
 
     def run(self, sample, dtype):
+        self._last = sample
         return self._device(sample)
 
     def other_versions(self):
         return []
+
+    def contracted(self):
+        return None if self._fused is None else (self._fused(self._last), [])
 
     def reference(self, sample, device_out):
         return sample
@@ -107,6 +112,37 @@ def test_a_sample_whose_mac_reference_differs_is_held_to_both_and_red_with_which
     assert row.message == "against a Mac's CPU reference: 2 != 12"
     # where the Mac's reference is this machine's, nothing changes
     assert outcomes(verdicts.run_op(Source(mac=lambda x: x))) == {"float32": PASS, "int64": PASS}
+
+
+# FMA contraction: whether a Mac's compiler fuses a*b+c is not known, so a sample is red only if
+# it fails both ways, and a row that passes only one way says which. (device rounded twice,
+# device contracted) -> (outcome, failed samples, message, notes)
+CONTRACTION_TABLE = [
+    # both ways right: green, no note
+    ((lambda x: x), (lambda x: x), (PASS, 0, None, [])),
+    # only the contracted build right (planted: a kernel that needs the fma): green, with a note
+    ((lambda x: x + 1 if x == 2 else x), (lambda x: x),
+     (PASS, 0, None, [verdicts.CONTRACTED_ONLY + ": a sample fails with a*b+c rounded twice, so "
+                      "a Mac whose compiler does not contract it fails (whether Apple's does is "
+                      "not known)"])),
+    # only the build rounding twice right: green (the contracted one is never asked)
+    ((lambda x: x), (lambda x: x + 1), (PASS, 0, None, [])),
+    # wrong both ways: red, and the message says so
+    ((lambda x: x + 1 if x == 2 else x), (lambda x: x + 2 if x == 2 else x),
+     (FAIL, 1, "3 != 2 (fails with a*b+c contracted to one fma as well)", [])),
+]
+
+
+@pytest.mark.parametrize("plain, fused, expected", CONTRACTION_TABLE)
+def test_a_sample_is_red_only_if_it_fails_with_and_without_contraction(plain, fused, expected):
+    res = verdicts.run_op(Source(device=plain, fused=fused, dtypes=("float32",)))
+    row = res.dtypes[0]
+    assert (row.outcome, row.failed_samples, row.message, row.notes) == expected
+
+
+def test_a_device_without_a_contracted_build_keeps_its_verdict():
+    row = verdicts.run_op(Source(device=lambda x: x + 1, dtypes=("float32",))).dtypes[0]
+    assert (row.outcome, row.failed_samples, row.message) == (FAIL, 3, "2 != 1")
 
 
 def test_an_expected_failure_that_passes_is_an_xpass_and_one_that_fails_an_xfail():

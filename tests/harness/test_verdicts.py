@@ -38,11 +38,6 @@ HOST_LOGICAL_AND = """static void logical_and_mps_kernel(TensorIterator& iter) {
 """
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "verdict-cache"))
-
-
 def port_logical_and(root: Path, functor: str, registrations: str) -> None:
     """Leave logical_and as a port to BinaryKernel.metal would: functor, registrations,
     host function and REGISTER_DISPATCH."""

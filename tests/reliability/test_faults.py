@@ -190,14 +190,17 @@ def mode_set(path, mode: int):
 
 
 def test_read_only_target_file(scenario_reset):
+    tried = 0
     for sc in _first_per_command(scenario_reset):
         for rel in sc.targets:
+            tried += 1
             sc.reset()
             with mode_set(sc.tree / rel, 0o444):
                 result = porter(*sc.argv)
             assert one_line_error(result), result.err
             assert f"{rel}: file is read-only; nothing was written" in result.err
             assert sc.read() == sc.old
+    assert tried >= 2                    # every command's first scenario, each target it writes
 
 
 def test_read_only_directory(mini_scenarios):

@@ -11,6 +11,8 @@ import contextlib
 import io
 import re
 
+import pytest
+
 from porter.source.checkout import NATIVE_YAML
 from porter.cli import main
 
@@ -21,6 +23,7 @@ def _out_ops(root) -> list[str]:
     return ops
 
 
+@pytest.mark.sweep     # slow: --quick skips it, CI runs it
 def test_every_op_gets_a_plan_or_a_one_line_refusal(real_tree_template):
     ops = _out_ops(real_tree_template)
     assert len(ops) > 300

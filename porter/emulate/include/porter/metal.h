@@ -18,9 +18,18 @@
 #include <type_traits>
 #include <utility>
 
+#include <porter/swizzles.h>
+
 #define __METAL__ 1
 #ifndef __METAL_VERSION__
 #define __METAL_VERSION__ 310
+#endif
+// Apple's compiler defines __METAL_MACOS__ when it targets macOS (PyTorch's metallib is built
+// for macOS only), and __HAVE_BFLOAT__ where the language has `bfloat` (Metal 3.1 and later;
+// every version porter builds is). Upstream and Apple's headers test them with defined().
+#define __METAL_MACOS__ 1
+#if __METAL_VERSION__ >= 310
+#define __HAVE_BFLOAT__ 1
 #endif
 
 // Address spaces and function qualifiers carry no meaning on the host.
@@ -50,6 +59,10 @@ struct bfloat {
 
   static constexpr unsigned short from_float(float f) {
     unsigned int u = __builtin_bit_cast(unsigned int, f);
+    // Apple GPUs flush float32 subnormals, and bfloat's subnormals are float32's: the
+    // conversion flushes them to a signed zero (upstream #193897 measured it; a bit pattern
+    // made with as_type keeps its bits, as there).
+    if ((u & 0x7f800000u) == 0) return (unsigned short)((u >> 16) & 0x8000u);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
       return (unsigned short)((u >> 16) | 0x40u); // quiet NaN, keep sign
     }
@@ -163,23 +176,82 @@ struct is_vec : std::false_type {};
 template <typename T, int N>
 struct is_vec<vec<T, N>> : std::true_type {};
 
+// A swizzle (`v.yx`, `c.rgb`): a member of the vector's anonymous union, over the same storage.
+// Read, it is the vector of its components; assigned, it writes them, which Metal allows only
+// when no component repeats (MSL 2.2.1). The vector's own copy is written out (below), so that
+// `a.xy = b.xy` assigns two components, not the union's whole storage.
+template <typename T, int N, int... I>
+struct swizzle {
+  T e[N];
+  using vector_type = vec<T, int(sizeof...(I))>;
+  static constexpr bool writable() {
+    constexpr int idx[] = {I...};
+    for (int a = 0; a < int(sizeof...(I)); ++a)
+      for (int b = a + 1; b < int(sizeof...(I)); ++b)
+        if (idx[a] == idx[b]) return false;
+    return true;
+  }
+  constexpr operator vector_type() const { return vector_type(e[I]...); }
+  constexpr swizzle& operator=(const vector_type& v) {
+    static_assert(writable(), "Metal: a swizzle that repeats a component cannot be assigned to");
+    int k = 0;
+    ((e[I] = v[k++]), ...);
+    return *this;
+  }
+  constexpr swizzle& operator=(const swizzle& o) { return *this = vector_type(o); }
+  template <typename U>
+  constexpr swizzle& operator+=(const U& o) { return *this = vector_type(*this) + o; }
+  template <typename U>
+  constexpr swizzle& operator-=(const U& o) { return *this = vector_type(*this) - o; }
+  template <typename U>
+  constexpr swizzle& operator*=(const U& o) { return *this = vector_type(*this) * o; }
+  template <typename U>
+  constexpr swizzle& operator/=(const U& o) { return *this = vector_type(*this) / o; }
+  constexpr T operator[](int i) const { return vector_type(*this)[i]; }
+};
+template <typename T>
+struct is_swizzle : std::false_type {};
+template <typename T, int N, int... I>
+struct is_swizzle<swizzle<T, N, I...>> : std::true_type {};
+// a swizzle as the vector it reads; anything else as it is
+template <typename T>
+constexpr decltype(auto) as_vector(const T& v) {
+  if constexpr (is_swizzle<T>::value) {
+    return typename T::vector_type(v);
+  } else {
+    return (v);
+  }
+}
+
+template <typename U>
+constexpr bool is_splat_scalar_v = std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>;
+
 #define PORTER_VEC_COMMON(N)                                                    \
   using value_type = T;                                                         \
   static constexpr int size = N;                                                \
   constexpr T& operator[](int i) { return (&x)[i]; }                            \
   constexpr const T& operator[](int i) const { return (&x)[i]; }                \
-  /* scalar -> vector replicates; implicit for built-in scalars as in Metal */ \
-  template <typename U, std::enable_if_t<std::is_arithmetic_v<U>, bool> = true> \
-  constexpr vec(U s) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); }        \
-  constexpr explicit vec(bfloat s) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
+  /* scalar -> vector replicates (half2(h), float2(x)); implicit as in Metal */ \
+  template <typename U, std::enable_if_t<is_splat_scalar_v<U>, bool> = true>    \
+  constexpr vec(U s) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
+  constexpr explicit vec(bfloat s) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
   template <typename U>                                                         \
-  constexpr explicit vec(const vec<U, N>& o) {                                  \
+  constexpr explicit vec(const vec<U, N>& o) : vec() {                          \
     for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]);                           \
+  }                                                                             \
+  constexpr vec(const vec& o) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = o[i]; } \
+  constexpr vec& operator=(const vec& o) {                                      \
+    for (int i = 0; i < N; ++i) (*this)[i] = o[i];                              \
+    return *this;                                                               \
   }
 
 template <typename T>
 struct vec<T, 2> {
-  T x, y;
+  union {
+    struct { T x, y; };
+    struct { T r, g; };
+    PORTER_SWIZZLES_2
+  };
   constexpr vec() : x(), y() {}
   template <typename A, typename B>
   constexpr vec(A a, B b) : x(T(a)), y(T(b)) {}
@@ -187,19 +259,72 @@ struct vec<T, 2> {
 };
 template <typename T>
 struct vec<T, 3> {
-  T x, y, z;
+  union {
+    struct { T x, y, z; };
+    struct { T r, g, b; };
+    PORTER_SWIZZLES_3
+  };
   constexpr vec() : x(), y(), z() {}
   template <typename A, typename B, typename C>
   constexpr vec(A a, B b, C c) : x(T(a)), y(T(b)), z(T(c)) {}
+  // float3(v.xy, z), float3(x, v.yz): a vector argument gives its components in order
+  template <typename A, typename B,
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value !=
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
+  constexpr vec(const A& a, const B& b) : vec() { fill(as_vector(a), as_vector(b)); }
   PORTER_VEC_COMMON(3)
+ private:
+  template <typename A, typename B>
+  constexpr void fill(const A& a, const B& b) {
+    int k = 0;
+    put(k, a);
+    put(k, b);
+  }
+  template <typename A>
+  constexpr void put(int& k, const A& a) {
+    if constexpr (is_vec<A>::value) {
+      for (int i = 0; i < A::size; ++i) (*this)[k++] = T(a[i]);
+    } else {
+      (*this)[k++] = T(a);
+    }
+  }
 };
 template <typename T>
 struct vec<T, 4> {
-  T x, y, z, w;
+  union {
+    struct { T x, y, z, w; };
+    struct { T r, g, b, a; };
+    PORTER_SWIZZLES_4
+  };
   constexpr vec() : x(), y(), z(), w() {}
   template <typename A, typename B, typename C, typename D>
   constexpr vec(A a, B b, C c, D d) : x(T(a)), y(T(b)), z(T(c)), w(T(d)) {}
+  // float4(v.xy, u.zw), float4(v.xyz, w), float4(x, y, v.zw): vector arguments in order
+  template <typename A, typename B,
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
+  constexpr vec(const A& a, const B& b) : vec() { put(0, as_vector(a), as_vector(b)); }
+  template <typename A, typename B, typename C,
+            std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value ||
+                             is_vec<std::decay_t<decltype(as_vector(std::declval<C>()))>>::value, bool> = true>
+  constexpr vec(const A& a, const B& b, const C& c) : vec() {
+    put(0, as_vector(a), as_vector(b), as_vector(c));
+  }
   PORTER_VEC_COMMON(4)
+ private:
+  template <typename... A>
+  constexpr void put(int k, const A&... parts) {
+    auto one = [&](const auto& p) {
+      using P = std::decay_t<decltype(p)>;
+      if constexpr (is_vec<P>::value) {
+        for (int i = 0; i < P::size; ++i) (*this)[k++] = T(p[i]);
+      } else {
+        (*this)[k++] = T(p);
+      }
+    };
+    (one(parts), ...);
+  }
 };
 #undef PORTER_VEC_COMMON
 
@@ -211,14 +336,14 @@ struct vec<T, 4> {
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
-            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+            std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<T, N> operator OP(const vec<T, N>& a, S b) {                    \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i) r[i] = T(a[i] OP T(b));                         \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
-            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+            std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<T, N> operator OP(S a, const vec<T, N>& b) {                    \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i) r[i] = T(T(a) OP b[i]);                         \
@@ -227,6 +352,11 @@ struct vec<T, 4> {
   template <typename T, int N, typename S>                                      \
   constexpr vec<T, N>& operator OP##=(vec<T, N>& a, const S& b) {               \
     return a = a OP b;                                                          \
+  }                                                                              \
+  template <typename A, typename B,                                             \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value, bool> = true> \
+  constexpr auto operator OP(const A& a, const B& b) {                          \
+    return as_vector(a) OP as_vector(b);                                        \
   }
 PORTER_VEC_ARITH(+)
 PORTER_VEC_ARITH(-)
@@ -248,18 +378,23 @@ PORTER_VEC_ARITH(>>)
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
-            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+            std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<bool, N> operator OP(const vec<T, N>& a, S b) {                 \
     vec<bool, N> r;                                                             \
     for (int i = 0; i < N; ++i) r[i] = a[i] OP T(b);                            \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
-            std::enable_if_t<!is_vec<S>::value, bool> = true>                   \
+            std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<bool, N> operator OP(S a, const vec<T, N>& b) {                 \
     vec<bool, N> r;                                                             \
     for (int i = 0; i < N; ++i) r[i] = T(a) OP b[i];                            \
     return r;                                                                   \
+  }                                                                             \
+  template <typename A, typename B,                                             \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value, bool> = true> \
+  constexpr auto operator OP(const A& a, const B& b) {                          \
+    return as_vector(a) OP as_vector(b);                                        \
   }
 PORTER_VEC_CMP(==)
 PORTER_VEC_CMP(!=)
@@ -291,6 +426,12 @@ constexpr vec<bool, N> operator!(const vec<T, N>& a) {
   for (int i = 0; i < N; ++i) r[i] = !a[i];
   return r;
 }
+template <typename T, int N, int... I>
+constexpr auto operator-(const swizzle<T, N, I...>& a) { return -as_vector(a); }
+template <typename T, int N, int... I>
+constexpr auto operator~(const swizzle<T, N, I...>& a) { return ~as_vector(a); }
+template <typename T, int N, int... I>
+constexpr auto operator!(const swizzle<T, N, I...>& a) { return !as_vector(a); }
 template <int N>
 constexpr bool all(const vec<bool, N>& v) {
   for (int i = 0; i < N; ++i) if (!v[i]) return false;
@@ -444,6 +585,10 @@ inline float cospi(float x) {
   if (r + 0.5 == __builtin_trunc(r + 0.5)) return 0.0f;
   return (float)__builtin_cos(3.14159265358979323846 * r);
 }
+inline float fast_tanh(float x) {
+  const float e = __builtin_expf(2.0f * x);
+  return (e - 1.0f) / (e + 1.0f);
+}
 inline half nextafter_half(half from, half to) {
   if (from != from || to != to) return (half)__builtin_nanf("");
   if (from == to) return to;
@@ -481,6 +626,7 @@ inline half nextafter_half(half from, half to) {
   PORTER_MATH2_F(NAME, EXPR)                                                    \
   inline half NAME(half x, half y) { return half(NAME(float(x), float(y))); }
 
+#define PORTER_TANH(x) __builtin_tanhf(x)
 #define PORTER_MATH_TABLE(M1, M2)                                               \
   M1(acos, __builtin_acosf(x))                                                  \
   M1(acosh, __builtin_acoshf(x))                                                \
@@ -514,7 +660,7 @@ inline half nextafter_half(half from, half to) {
   M1(sinpi, detail::sinpi(x))                                                   \
   M1(sqrt, __builtin_sqrtf(x))                                                  \
   M1(tan, __builtin_tanf(x))                                                    \
-  M1(tanh, __builtin_tanhf(x))                                                  \
+  M1(tanh, PORTER_TANH(x))                                                      \
   M1(tanpi, detail::sinpi(x) / detail::cospi(x))                                \
   M1(trunc, __builtin_truncf(x))                                                \
   M2(atan2, __builtin_atan2f(x, y))                                             \
@@ -589,19 +735,8 @@ inline half sincos(half x, half& c) {
 }
 inline float nextafter(float x, float y) { return __builtin_nextafterf(x, y); }
 inline half nextafter(half x, half y) { return detail::nextafter_half(x, y); }
-inline bfloat nextafter(bfloat x, bfloat y) {
-  if (x != x || y != y) return bfloat::from_bits(0x7fc0);
-  if (float(x) == float(y)) return y;
-  unsigned short b = x.bits;
-  if ((b & 0x7fff) == 0) {
-    b = (unsigned short)((y.bits & 0x8000) | 1);
-  } else if ((float(x) < float(y)) == !(b & 0x8000)) {
-    ++b;
-  } else {
-    --b;
-  }
-  return bfloat::from_bits(b);
-}
+// No bfloat overload: Metal has none. A call with bfloat arguments resolves to float's, steps one
+// float ULP and rounds back, which returns its input for most inputs (upstream #190476).
 
 #define PORTER_CLASSIFY(NAME, EXPR)                                             \
   inline bool NAME(float x) { return EXPR; }                                    \
@@ -648,6 +783,46 @@ inline T distance(const vec<T, N>& a, const vec<T, N>& b) { return length(a - b)
 template <typename T, int N>
 inline vec<T, N> normalize(const vec<T, N>& a) { return a / length(a); }
 
+// A swizzle passed to the library is the vector it reads (Metal's swizzle is a vector rvalue):
+// these forward it, and exist only where an argument is one, so no other call sees them.
+#define PORTER_SWIZZLE_ARGS1(NAME)                                              \
+  template <typename A, std::enable_if_t<is_swizzle<A>::value, bool> = true>    \
+  inline auto NAME(const A& a) { return NAME(as_vector(a)); }
+#define PORTER_SWIZZLE_ARGS2(NAME)                                              \
+  template <typename A, typename B,                                             \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value, bool> = true> \
+  inline auto NAME(const A& a, const B& b) { return NAME(as_vector(a), as_vector(b)); }
+#define PORTER_SWIZZLE_ARGS3(NAME)                                              \
+  template <typename A, typename B, typename C,                                 \
+            std::enable_if_t<is_swizzle<A>::value || is_swizzle<B>::value ||   \
+                             is_swizzle<C>::value, bool> = true>                \
+  inline auto NAME(const A& a, const B& b, const C& c) {                        \
+    return NAME(as_vector(a), as_vector(b), as_vector(c));                      \
+  }
+#define PORTER_SWIZZLE_M1(NAME, EXPR) PORTER_SWIZZLE_ARGS1(NAME)
+#define PORTER_SWIZZLE_M2(NAME, EXPR) PORTER_SWIZZLE_ARGS2(NAME)
+PORTER_MATH_TABLE(PORTER_SWIZZLE_M1, PORTER_SWIZZLE_M2)
+PORTER_SWIZZLE_ARGS2(max)
+PORTER_SWIZZLE_ARGS2(min)
+PORTER_SWIZZLE_ARGS2(dot)
+PORTER_SWIZZLE_ARGS2(distance)
+PORTER_SWIZZLE_ARGS1(length)
+PORTER_SWIZZLE_ARGS1(length_squared)
+PORTER_SWIZZLE_ARGS1(normalize)
+PORTER_SWIZZLE_ARGS1(all)
+PORTER_SWIZZLE_ARGS1(any)
+PORTER_SWIZZLE_ARGS1(isnan)
+PORTER_SWIZZLE_ARGS1(isinf)
+PORTER_SWIZZLE_ARGS1(isfinite)
+PORTER_SWIZZLE_ARGS1(signbit)
+PORTER_SWIZZLE_ARGS3(fma)
+PORTER_SWIZZLE_ARGS3(select)
+#undef PORTER_SWIZZLE_M1
+#undef PORTER_SWIZZLE_M2
+#undef PORTER_SWIZZLE_ARGS1
+#undef PORTER_SWIZZLE_ARGS2
+#undef PORTER_SWIZZLE_ARGS3
+
 // precise:: and fast:: only have float candidates.
 namespace precise {
 PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
@@ -660,6 +835,10 @@ inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
 inline float divide(float x, float y) { return x / y; }
 } // namespace precise
 namespace fast {
+// fast::tanh is (exp(2x) - 1) / (exp(2x) + 1) in float (upstream #186286, by Apple's engineer):
+// exp(2x) overflows past x ~ 44.36 and inf / inf is NaN (upstream #186278).
+#undef PORTER_TANH
+#define PORTER_TANH(x) detail::fast_tanh(x)
 PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
 PORTER_MATH2_F(max, __builtin_fmaxf(x, y))
 PORTER_MATH2_F(min, __builtin_fminf(x, y))
@@ -669,6 +848,7 @@ inline float divide(float x, float y) { return x / y; }
 } // namespace fast
 
 #undef PORTER_MATH_TABLE
+#undef PORTER_TANH
 #undef PORTER_MATH1
 #undef PORTER_MATH1_F
 #undef PORTER_MATH2

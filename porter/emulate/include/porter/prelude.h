@@ -143,9 +143,31 @@ struct TernaryAlpha {
   }
 };
 
+// Apple GPUs flush float32 subnormals: an operand that is one reads as a signed zero, a result
+// that would be one is a signed zero (upstream #125051: nextafter(0, 1) > 0 is false on MPS;
+// #194110: frexp of every float32 subnormal is (0, 0); #193897: bfloat comparisons see its
+// subnormals as zero). Half keeps its subnormals (they are normal floats, and the shim's half
+// conversions are integer code). The host CPU's own switches do the same to float arithmetic,
+// comparisons and libm while a kernel runs: SSE's flush-to-zero and denormals-are-zero, or
+// AArch64's FPCR.FZ.
+struct FlushSubnormals {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned saved = __builtin_ia32_stmxcsr();
+  FlushSubnormals() { __builtin_ia32_ldmxcsr(saved | 0x8040u); }   // FTZ | DAZ
+  ~FlushSubnormals() { __builtin_ia32_ldmxcsr(saved); }
+#elif defined(__aarch64__)
+  unsigned saved = __builtin_aarch64_get_fpcr();
+  FlushSubnormals() { __builtin_aarch64_set_fpcr(saved | (1u << 24)); }   // FZ
+  ~FlushSubnormals() { __builtin_aarch64_set_fpcr(saved); }
+#else
+#error "porter's Metal emulation models Apple GPUs' subnormal flushing on x86-64 and AArch64 hosts"
+#endif
+};
+
 // `st == nullptr`: dense (contiguous buffers); otherwise byte strides per operand, out first.
 static void run_loop(const Entry& e, void* out, const void* const* ins, const void* alpha,
                      long n, int ndim, const long* sizes, const long* const* st) {
+  FlushSubnormals flush;
   for (long i = 0; i < n; ++i) {
     const void* p[3];
     long o0;

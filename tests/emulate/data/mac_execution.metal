@@ -1,0 +1,105 @@
+// What a Mac computes where g++ alone computes otherwise (tests/emulate/test_mac_execution.py):
+// each planted functor has a clean twin beside it.
+#include <c10/metal/indexing.h>
+#include <c10/metal/utils.h>
+#include <metal_stdlib>
+using namespace metal;
+using namespace c10::metal;
+
+// fast::tanh is Apple's (exp(2x) - 1) / (exp(2x) + 1): NaN past x ~ 44.36 (planted: a kernel
+// that relies on a precise tanh calls it); the twin calls precise::tanh.
+struct fast_tanh_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(fast::tanh(float(x)));
+  }
+};
+struct precise_tanh_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(precise::tanh(float(x)));
+  }
+};
+REGISTER_UNARY_OP(fast_tanh, float, float);
+REGISTER_UNARY_OP(fast_tanh, half, half);
+REGISTER_UNARY_OP(precise_tanh, float, float);
+REGISTER_UNARY_OP(precise_tanh, half, half);
+
+// Metal has no bfloat nextafter: bfloat goes through float's and rounds back (planted); the
+// twin steps bfloat's own bits.
+struct step_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(::metal::nextafter(a, b));
+  }
+};
+struct step_bits_functor {
+  inline bfloat operator()(const bfloat a, const bfloat b) {
+    const ushort bits = as_type<ushort>(a);
+    const bool away = (float(a) < float(b)) == ((bits & 0x8000) == 0);
+    return as_type<bfloat>(ushort(away ? bits + 1 : bits - 1));
+  }
+};
+REGISTER_BINARY_OP(step, bfloat, bfloat);
+REGISTER_BINARY_OP(step, float, float);
+REGISTER_BINARY_OP(step_bits, bfloat, bfloat);
+
+// Apple GPUs flush float32 (and bfloat) subnormals, operands and results; half keeps its own.
+struct positive_functor {
+  template <typename T>
+  inline bool operator()(const T x) {
+    return x > T(0);
+  }
+};
+struct halve_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(float(x) * 0.5f);
+  }
+};
+REGISTER_UNARY_OP(positive, float, bool);
+REGISTER_UNARY_OP(positive, half, bool);
+REGISTER_UNARY_OP(positive, bfloat, bool);
+REGISTER_UNARY_OP(halve, float, float);
+REGISTER_UNARY_OP(halve, half, half);
+REGISTER_UNARY_OP(halve, bfloat, bfloat);
+
+// Swizzles read and written, .rgba, splats, and a vector built of a swizzle and a scalar.
+struct swizzle_functor {
+  inline float2 operator()(const float2 z) {
+    float4 v = float4(z.yx, z);
+    v.zw = v.zw * 2.0f;
+    const float3 c = v.rgb;
+    const half2 h = half2(half(c.z));
+    return float2(v.w + float(h.y), c.x) + float2(0.5f).yx;
+  }
+};
+REGISTER_UNARY_OP(swizzle, float2, float2);
+// the library takes a swizzle as the vector it reads
+struct swizzle_library_functor {
+  inline float2 operator()(const float2 z) {
+    return float2(dot(z.yx, z.xy), max(z.yx, z).x);
+  }
+};
+REGISTER_UNARY_OP(swizzle_library, float2, float2);
+
+// Apple's compiler defines these for every version porter builds (macOS, bfloat from 3.1).
+struct predefined_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+#if defined(__METAL_MACOS__) && defined(__HAVE_BFLOAT__)
+    return x;
+#else
+    return -x;
+#endif
+  }
+};
+REGISTER_UNARY_OP(predefined, float, float);
+
+// a * a - p, p being a * a rounded: 0 when the product rounds, its rounding error in an fma
+struct product_error_functor {
+  inline float operator()(const float a, const float p) {
+    return a * a - p;
+  }
+};
+REGISTER_BINARY_OP(product_error, float, float);

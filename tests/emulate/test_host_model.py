@@ -1,0 +1,119 @@
+"""The host, positively (issue 33, item 3), end to end on the real-size tree: `porter test
+--device emulate` of a port whose host does something porter does not model is not proven
+(exit 1, the statement's file:line and why), never green. Each planted case has its clean
+twin: the same op as porter wrote it, green. Before porter.emulate.host_model each planted case
+printed every dtype pass, exit 0."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from porter.source.checkout import NATIVE_YAML, OPERATIONS  # noqa: E402
+from tests.porter_run import porter  # noqa: E402
+
+UNARY = f"{OPERATIONS}/UnaryKernel.mm"
+BINARY = f"{OPERATIONS}/BinaryKernel.mm"
+ACTIVATION = f"{OPERATIONS}/ActivationKernel.mm"
+LOGIT_CALL = '  lib.exec_unary_kernel(iter, "logit", eps);\n'
+ATAN2_CALL = '  lib.exec_binary_kernel(iter, "atan2");\n'
+GELU_NAME = '  const char* name = (approximate == GeluType::Tanh) ? "gelu_tanh" : "gelu";\n'
+
+
+@pytest.fixture(scope="module")
+def ported(real_tree_template: Path, tmp_path_factory) -> Path:
+    """The real-size tree with logit, gelu and threshold_backward ported as porter writes them (atan2 and
+    hardshrink are the fixture's): each edit is undone by `edited`."""
+    root = Path(shutil.copytree(real_tree_template, tmp_path_factory.mktemp("host-model") / "pytorch"))
+    for op in ("logit", "gelu", "threshold_backward"):
+        res = porter("migrate-from-mpsgraph", op, "--no-test", "--allow-dirty", root=root)
+        assert res.code == 0, (op, res.err)
+    return root
+
+
+@contextlib.contextmanager
+def edited(root: Path, rel: str, old: str, new: str):
+    path = root / rel
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    try:
+        yield
+    finally:
+        path.write_text(text)
+
+
+def outcomes(root: Path, op: str) -> tuple[int, dict[str, dict]]:
+    res = porter("test", op, "--device", "emulate", "--json", "--dtype", "float32", "--dtype", "float16",
+                 root=root)
+    data = json.loads(res.out)
+    return res.code, {d["dtype"]: d for o in data["ops"] for d in o["dtypes"]}
+
+
+def line_of(root: Path, rel: str, text: str) -> int:
+    source = (root / rel).read_text()
+    return source[:source.index(text)].count("\n") + 1
+
+
+def test_the_clean_twins_pass(ported):
+    """Each op below as porter (or the fixture) wrote it: green on every dtype."""
+    for op in ("logit", "atan2", "gelu", "nn.functional.hardshrink"):
+        code, by = outcomes(ported, op)
+        assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, (op, by)
+
+
+PLANTED = [
+    pytest.param("logit", UNARY, LOGIT_CALL, LOGIT_CALL + "  iter.output().neg_();\n",
+                 "  iter.output().neg_();", "logit_kernel (operations/UnaryKernel.mm:",
+                 "`iter.output().neg_()` ({rel}:{line}) is no statement porter models",
+                 id="output-negated-after-the-call"),
+    pytest.param("atan2", BINARY, ATAN2_CALL,
+                 "  auto swapped = TensorIteratorConfig().add_output(iter.output()).add_input(iter.input(1))"
+                 ".add_input(iter.input(0)).build();\n" + ATAN2_CALL.replace("(iter,", "(swapped,"),
+                 "  auto swapped", "atan2_mps_kernel (operations/BinaryKernel.mm:",
+                 "({rel}:{line}) is no statement porter models", id="operands-swapped"),
+    pytest.param("gelu", ACTIVATION, GELU_NAME, "  approximate = GeluType::None;\n" + GELU_NAME,
+                 "  approximate = GeluType::None;", "gelu_kernel (operations/ActivationKernel.mm:",
+                 "`approximate = GeluType::None` ({rel}:{line}) reassigns `approximate`, a parameter "
+                 "the stub passes", id="enum-reassigned-before-the-name"),
+    pytest.param("nn.functional.hardshrink", NATIVE_YAML, "    CPU, CUDA, MPS: hardshrink_out\n",
+                 "    CPU, CUDA: hardshrink_out\n", "    CPU, CUDA: hardshrink_out", "no row of hardshrink's "
+                 "entries in aten/src/ATen/native/native_functions.yaml names MPS",
+                 "a Mac does not run nn.functional.hardshrink's Metal kernel at all",
+                 id="yaml-row-without-mps"),
+]
+
+
+@pytest.mark.parametrize(("op", "rel", "old", "new", "statement", "where", "says"), PLANTED)
+def test_a_planted_host_change_is_not_proven(ported, op, rel, old, new, statement, where, says):
+    with edited(ported, rel, old, new):
+        line = line_of(ported, rel, statement)
+        code, by = outcomes(ported, op)
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail", d
+        assert d["message"].startswith("not proven: "), d["message"]
+        assert where in d["message"], d["message"]
+        assert says.format(rel=rel, line=line) in d["message"], d["message"]
+
+
+def test_an_mps_row_sent_to_another_function_is_not_proven(ported):
+    """threshold_backward's port registers threshold_stub, which threshold shares; threshold.out's
+    row still sends MPS to threshold_out_mps (MPSGraph), which a Mac runs instead of the kernel.
+    Before: `porter test threshold` ran the Metal kernel and passed. Its clean twin is
+    test_activation_ports' threshold port, whose row joins threshold_out."""
+    line = line_of(ported, NATIVE_YAML, "    MPS: threshold_out_mps")
+    code, by = outcomes(ported, "threshold")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail"
+        assert d["message"] == (f"not proven: {NATIVE_YAML}:{line} sends MPS to threshold_out_mps, not "
+                                "to threshold_out, the shared CPU/CUDA function whose stub runs it: a "
+                                "Mac runs threshold_out_mps for threshold.out, not the Metal kernel "
+                                "porter runs"), d["message"]

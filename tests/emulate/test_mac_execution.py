@@ -1,0 +1,123 @@
+"""Execution as a Mac executes (issue 33): each behaviour porter models, as a table of kernel,
+inputs, what a Mac computes, and what g++ alone computed before the model. Each planted
+kernel (one that relies on what a Mac does not do) has a clean twin that computes right on
+both. Sources: docs/testing.md ("What execution models")."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from porter.emulate.build import EmulateBuildError, build_file, build_source
+from porter.emulate.toolchain import contract_flags
+from porter.emulate.torch_run import run_registration
+
+from .conftest import DATA
+
+torch = pytest.importorskip("torch")
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+NAN = math.nan
+SUB32 = 1e-40            # a float32 subnormal (and a bfloat one)
+SUB16 = 1e-7             # a half subnormal
+
+# (functor, dtype, inputs, a Mac's answer, g++ alone's answer before the model)
+TABLE = [
+    # fast::tanh overflows to NaN past ~44.36 (upstream #186278 / #186286)
+    ("fast_tanh", F32, [[1.0, 44.0, 45.0, -50.0]], [math.tanh(1.0), 1.0, NAN, -1.0],
+     [math.tanh(1.0), 1.0, 1.0, -1.0]),
+    ("fast_tanh", F16, [[45.0]], [NAN], [1.0]),
+    ("precise_tanh", F32, [[1.0, 44.0, 45.0, -50.0]], [math.tanh(1.0), 1.0, 1.0, -1.0],
+     [math.tanh(1.0), 1.0, 1.0, -1.0]),
+    # bfloat nextafter goes through float's: most inputs come back unchanged (upstream #190476)
+    ("step", BF16, [[1.0, 0.0, -2.0], [2.0, 1.0, 0.0]], [1.0, 0.0, -2.0], [1.0078125, 9.18e-41, -1.9921875]),
+    ("step", F32, [[1.0], [2.0]], [1.0000001192092896], [1.0000001192092896]),
+    ("step_bits", BF16, [[1.0, -2.0], [2.0, 0.0]], [1.0078125, -1.9921875], [1.0078125, -1.9921875]),
+    # float32 and bfloat subnormals read as zero and results flush; half keeps its subnormals
+    ("positive", F32, [[SUB32, 1e-30]], [False, True], [True, True]),
+    ("positive", BF16, [[SUB32]], [False], [True]),
+    ("positive", F16, [[SUB16]], [True], [True]),
+    ("halve", F32, [[2e-38, 1e-30]], [0.0, 5e-31], [1e-38, 5e-31]),
+    ("halve", BF16, [[2e-38]], [0.0], [1e-38]),
+    ("halve", F16, [[1.2e-7]], [5.96e-8], [5.96e-8]),
+    # Metal's defines hold; g++ alone defines neither
+    ("predefined", F32, [[1.5]], [1.5], [-1.5]),
+]
+
+
+@pytest.fixture(scope="module")
+def lib(fixture_root):
+    return build_file(DATA / "mac_execution.metal", fixture_root)
+
+
+@pytest.mark.parametrize("name, dtype, inputs, mac, before", TABLE,
+                         ids=[f"{r[0]}-{str(r[1])[6:]}" for r in TABLE])
+def test_a_kernel_computes_what_a_mac_computes(lib, client, name, dtype, inputs, mac, before):
+    regs = lib.find(name, {F32: "float", F16: "half", BF16: "bfloat"}[dtype])
+    assert regs and regs[0].built, lib.quarantined
+    tensors = [torch.tensor(x, dtype=dtype) for x in inputs]
+    out = run_registration(client, lib, regs[0], tensors)
+    expected = torch.tensor(mac, dtype=out.dtype)
+    torch.testing.assert_close(out, expected, equal_nan=True, rtol=1e-3, atol=0)
+    # the row is a difference g++ alone would have missed, or a twin that agrees on both
+    is_twin = torch.equal(torch.tensor(before, dtype=out.dtype).isnan(), expected.isnan()) and \
+        torch.allclose(torch.tensor(before, dtype=out.dtype).nan_to_num(), expected.nan_to_num(), rtol=1e-3, atol=0)
+    assert is_twin == name.startswith(("precise_", "step_bits")) or dtype == F16 \
+        and name in ("positive", "halve") or (name, dtype) == ("step", F32)
+
+
+def test_the_flush_holds_only_while_a_kernel_runs(lib, client):
+    # the worker's own arithmetic (numpy, torch) keeps its subnormals between kernel calls
+    out = run_registration(client, lib, lib.find("positive", "float")[0], [torch.tensor([SUB32])])
+    assert out.tolist() == [False]
+    assert torch.tensor([SUB32]).item() > 0
+
+
+def test_swizzles_splats_and_vector_builds_run_as_metal(lib, client):
+    z = torch.tensor([1 + 2j], dtype=torch.complex64)
+    out = run_registration(client, lib, lib.find("swizzle", "float2")[0], [z])
+    # v = (2, 1, 1, 2) -> zw doubled: (2, 1, 2, 4); c = (2, 1, 2); h = (2, 2)
+    assert out.tolist() == [complex(4 + 2 + 0.5, 2 + 0.5)]
+    out = run_registration(client, lib, lib.find("swizzle_library", "float2")[0], [z])
+    assert out.tolist() == [complex(2 * 1 + 1 * 2, 2)]      # dot((2, 1), (1, 2)), max(2, 1)
+
+
+SWIZZLE_WRITES = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct w_functor {
+  inline float2 operator()(const float2 z) {
+    float4 v = float4(z, z);
+    v.%s = z;
+    return v.xy;
+  }
+};
+REGISTER_UNARY_OP(w, float2, float2);
+"""
+
+
+@pytest.mark.parametrize("target", ["zw", "yx"])
+def test_a_swizzle_without_repeats_is_assignable(fixture_root, tmp_path, target):
+    lib = build_source(SWIZZLE_WRITES % target, tmp_path / "w.metal", fixture_root, strict=False)
+    reg = lib.find("w", "float2")
+    assert reg and reg[0].built and not lib.build_errors()
+
+
+def test_a_swizzle_that_repeats_a_component_is_not(fixture_root, tmp_path):
+    # the planted twin: Metal rejects `v.xx = ...` (MSL 2.2.1), so the file does not build
+    with pytest.raises(EmulateBuildError, match="a swizzle that repeats a component cannot be "
+                                                "assigned to"):
+        build_source(SWIZZLE_WRITES % "xx", tmp_path / "w.metal", fixture_root, strict=False)
+
+
+@pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
+def test_the_contracted_build_fuses_a_times_b_plus_c(fixture_root, client):
+    plain = build_file(DATA / "mac_execution.metal", fixture_root)
+    fused = build_file(DATA / "mac_execution.metal", fixture_root, contract=True)
+    x = torch.tensor([1.1, 3.0])
+    p = x * x                                   # rounded to float32
+    assert run_registration(client, plain, plain.find("product_error", "float")[0], [x, p]).tolist() == [0.0, 0.0]
+    err = run_registration(client, fused, fused.find("product_error", "float")[0], [x, p]).tolist()
+    assert err[0] != 0.0 and err[1] == 0.0      # 1.1^2 does not round exactly, 3^2 does
