@@ -23,8 +23,9 @@ Then clang's errors, and what Metal's specification forbids, checked on the AST 
 names its section of the Metal Shading Language Specification). Whatever clang rejects is a
 build error of the file at its line, with clang's message.
 
-Results are cached by a hash of the file, the headers, the mode and the version; the versions
-parse in threads (libclang's calls release the GIL).
+Results are cached by a hash of the file, the headers, the mode and the version, and each
+functor's registrations by what they depend on (_check); the versions parse in threads
+(libclang's calls release the GIL).
 """
 
 from __future__ import annotations
@@ -111,9 +112,10 @@ class View(NamedTuple):
 
 def enabled() -> bool:
     """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
-    token pass. Off by default until a registration's instantiation is checked piece by piece
-    (upstream's BinaryKernel.metal, 4110 kernels in one parse, costs minutes of CPU on an edit):
-    docs/testing.md says what each gives."""
+    token pass. Off by default: with registrations instantiated piece by piece, an edit of one
+    functor of upstream's BinaryKernel.metal still costs ~3 s of CPU for the three versions
+    (~1 s each, the file's own parse and rewrite), over the edit loop's ~1 s for a whole
+    process: docs/testing.md says what each gives."""
     return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
 
 
@@ -150,7 +152,8 @@ def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View
             for v in missing:
                 groups.setdefault((pre[v], std(v)), []).append(v)
             results = list(pool.map(
-                lambda vs: _check(text, str(display_path), root, vs[0], pre[vs[0]]),
+                lambda vs: _check(text, str(display_path), root, vs[0], pre[vs[0]],
+                                  use_cache=use_cache),
                 groups.values()))
         for vs, result in zip(groups.values(), results):
             for v in vs:
@@ -196,12 +199,18 @@ def _dirs(root: Path | None) -> list[Path]:
     return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
 
 
-def _key(text: str, display_path, root: Path | None, version: int) -> str:
-    h = hashlib.sha256(f"frontend1\0{display_path}\0{root}\0{version}\0".encode())
-    h.update(_mode_digest().encode())
-    h.update(text.encode())
+def _headers_digest(root: Path | None) -> str:
+    h = hashlib.sha256()
     for f in headers.header_files(_dirs(root)):
         h.update(str(f).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _key(text: str, display_path, root: Path | None, version: int) -> str:
+    h = hashlib.sha256(f"frontend2\0{display_path}\0{root}\0{version}\0".encode())
+    h.update(_mode_digest().encode())
+    h.update(text.encode())
+    h.update(_headers_digest(root).encode())
     return h.hexdigest()[:32]
 
 
@@ -213,7 +222,7 @@ def view(text: str, display_path, root, version: int, *, use_cache: bool = True)
         if cached is not None:
             return cached
     result = _check(text, str(display_path), root, version,
-                    _preprocess(text, str(display_path), root, version))
+                    _preprocess(text, str(display_path), root, version), use_cache=use_cache)
     _store(key, result)
     return result
 
@@ -300,13 +309,20 @@ def _porters(file: str) -> bool:
     return file.startswith(_PORTERS)
 
 
-def rewrite(pre: str) -> Rewritten:
-    """The preprocessed text in clang's terms, line for line (porter's own mode and library
-    files as they are), the kernel names it declares, and each line's file and line."""
-    params = set(_TEMPLATE_PARAM.findall(pre)) - {"typename", "class"}
-    vectors = _VECTOR_NAMES
+def template_names(pre: str) -> tuple[set, set]:
+    """The template type parameters and alias templates of the preprocessed file: a call of
+    one may build a vector."""
     # alias templates (`using ret_type = vec2type_t<U>`): `ret_type<T>(a, b)` may build a vector
-    aliases = set(_ALIAS_TEMPLATE.findall(pre))
+    return (set(_TEMPLATE_PARAM.findall(pre)) - {"typename", "class"},
+            set(_ALIAS_TEMPLATE.findall(pre)))
+
+
+def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
+    """The preprocessed text in clang's terms, line for line (porter's own mode and library
+    files as they are), the kernel names it declares, and each line's file and line.
+    `names`: template_names of the whole file, where `pre` is a part of it (a registration)."""
+    params, aliases = names or template_names(pre)
+    vectors = _VECTOR_NAMES
     alias_call = re.compile(
         rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
         if aliases else None
@@ -402,34 +418,244 @@ def _index():
     return _INDEX_LOCAL.index
 
 
+_UNIT = "porter-frontend.ii"
+# A cold check instantiates the file's registrations in at most this many parses; each also
+# parses the file itself (~0.4 s of CPU for upstream's BinaryKernel.metal, against ~12 s for
+# its 4110 instantiations in one parse). An edit re-parses only the pieces whose key changed.
+MAX_BATCHES = 4
+# a batch with this many errors may have lost some to -ferror-limit: its pieces are parsed alone
+_BATCH_ERROR_LIMIT = 40
+
+
+class _Piece(NamedTuple):
+    functors: tuple[str, ...]   # the functor names its registration lines name (() for none)
+    rows: tuple[int, ...]       # its registration lines: indexes in the preprocessed text
+    covers: frozenset           # the functor structs whose text its key holds
+    key: str
+
+
+def _parse(source: str, version: int):
+    return _index().parse(_UNIT, args=[*_CLANG_ARGS, std(version)],
+                          unsaved_files=[(_UNIT, source)])
+
+
+def _errors(tu, namer: "_Namer") -> list:
+    ci = _clang()
+    return [d for d in tu.diagnostics
+            if d.severity >= ci.Diagnostic.Error and not _a_copy_out_of_an_address_space(d)]
+
+
 def _check(text: str, display_path: str, root: Path | None, version: int,
-           preprocessed: tuple[str | None, str | None]) -> View:
+           preprocessed: tuple[str | None, str | None], *, use_cache: bool = True) -> View:
+    """The file checked as the metallib build compiles it, in pieces (the way groups.py splits
+    a file for the g++ build): the file parsed once with its registrations left out (every
+    template checked as written, the AST rules), then each functor's registrations
+    instantiated, cached by what they depend on (the functor's own text, the functors it
+    names, everything outside a functor, the headers), so that an edit of one functor
+    re-instantiates that functor's registrations alone."""
     pre, error = preprocessed
     if pre is None:
         first = next((ln for ln in error.splitlines() if ": error: " in ln or "fatal error" in ln),
                      error.strip().splitlines()[0] if error.strip() else "the preprocessor failed")
         return View(version, (_gxx_error(first, display_path, root),), ())
-    rewritten = rewrite(pre)
-    source, names = rewritten.source, rewritten.names
-    ci = _clang()
-
-    unit = "porter-frontend.ii"
-    tu = _index().parse(unit, args=[*_CLANG_ARGS, std(version)],
-                        unsaved_files=[(unit, source)],
-                        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES * 0)
-    namer = _Namer(display_path, root, rewritten.lines)
+    raw = pre.split("\n")
+    names = template_names(pre)
+    base = rewrite(pre, names) if "host_name" not in pre else None
+    if base is not None:            # no registration: one parse says it all
+        rows: list[int] = []
+    else:
+        # a registration is a line of the kernel file whose macro expansion names a kernel
+        positions = _positions(raw)
+        rows = [i for i, (f, _) in enumerate(positions)
+                if f == display_path and "host_name" in raw[i] and not raw[i].startswith("# ")]
+        blank = list(raw)
+        for i in rows:
+            blank[i] = ""
+        base = rewrite("\n".join(blank), names)
+    namer = _Namer(display_path, root, base.lines)
+    tu = _parse(base.source, version)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
     errors: list[str] = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
-                         for f, ln, rule in dict.fromkeys(rewritten.types) if namer.checked(f)]
-    for d in tu.diagnostics:
-        if d.severity < ci.Diagnostic.Error or _a_copy_out_of_an_address_space(d):
+                         for f, ln, rule in dict.fromkeys(base.types) if namer.checked(f)]
+    errors += [namer.diagnostic(d) for d in _errors(tu, namer)]
+    rules = _ast_rules(tu, namer, version)
+    del tu
+    kernels: list[tuple[str, str]] = []
+    if rows:
+        for result in _instantiated(text, display_path, root, version, names, raw, rows, base,
+                                    namer, set(errors), use_cache):
+            errors += result[0]
+            kernels += [tuple(k) for k in result[1]]
+    errors += rules
+    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels))
+
+
+def _positions(raw: list[str]) -> list[tuple[str, int]]:
+    out, file, line = [], "", 0
+    for text in raw:
+        m = _MARKER.match(text) if text.startswith("# ") else None
+        if m:
+            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            out.append((file, line))
             continue
-        errors.append(namer.diagnostic(d))
-    errors += _ast_rules(tu, namer, version)
-    kernels = tuple((name, f"{namer.name(f)}:{ln}") for name, f, ln in names
-                    if namer.checked(f))
-    return View(version, tuple(dict.fromkeys(errors)), kernels)
+        out.append((file, line))
+        line += 1
+    return out
+
+
+def _functors_named(row: str) -> tuple[str, ...]:
+    """The `NAME_functor`s a registration's expansion names (a scan for "_functor": a regex
+    with a leading \\w+ costs seconds on upstream's 2 MB of expanded registrations)."""
+    found, at = set(), row.find("_functor")
+    while at >= 0:
+        start = at
+        while start > 0 and (row[start - 1].isalnum() or row[start - 1] == "_"):
+            start -= 1
+        end = at + len("_functor")
+        if start < at and not (end < len(row) and (row[end].isalnum() or row[end] == "_")):
+            found.add(row[start:at])
+        at = row.find("_functor", end)
+    return tuple(sorted(found))
+
+
+def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: list[str],
+            rows: list[int]) -> list[_Piece]:
+    from porter.emulate import groups
+
+    spans = groups.functor_spans(text)
+    lines = text.split("\n")
+    bodies = {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()}
+    # functors named outside every struct (by a macro, a helper): every piece's key holds them
+    outside = re.sub(r"^struct \w+_functor;$", "", groups._masked(lines, spans, set()),
+                     flags=re.M)
+    named = [n for n in dict.fromkeys(re.findall(r"\b(\w+)_functor\b", outside)) if n in spans]
+    by_functors: dict[tuple[str, ...], list[int]] = {}
+    for i in rows:
+        by_functors.setdefault(_functors_named(raw[i]), []).append(i)
+    common = hashlib.sha256(f"frontend-piece1\0{display_path}\0{root}\0{version}\0".encode())
+    common.update(_mode_digest().encode() + _headers_digest(root).encode())
+    out = []
+    for functors, its_rows in by_functors.items():
+        covers = set()
+        for n in [f for f in functors if f in spans] + named:
+            covers |= groups._closure(n, bodies)
+        h = common.copy()
+        h.update(groups._masked(lines, spans, covers).encode())
+        for i in its_rows:
+            h.update(f"\0{i}\0{raw[i]}".encode())
+        out.append(_Piece(functors, tuple(its_rows), frozenset(covers), h.hexdigest()[:32]))
+    return out
+
+
+def _instantiated(text, display_path, root, version, names, raw, rows, base: Rewritten, namer,
+                  base_errors: set, use_cache: bool) -> list[tuple[list, list]]:
+    """(errors, kernels) of each piece's registrations, in file order: cached ones read back,
+    the others instantiated in at most MAX_BATCHES parses and each error given to the piece
+    its location (or the instantiation it comes from) belongs to; a batch whose errors cannot
+    be told apart is parsed again piece by piece."""
+    from concurrent.futures import ThreadPoolExecutor
+    from porter.emulate import groups
+
+    pieces = _pieces(text, display_path, root, version, raw, rows)
+    results: dict[str, tuple[list, list]] = {}
+    for p in pieces:
+        got = _cached_piece(p.key) if use_cache else None
+        if got is not None:
+            results[p.key] = got
+    missing = [p for p in pieces if p.key not in results]
+    if missing:
+        spans = groups.functor_spans(text)
+        source = base.source.split("\n")
+        rewritten: dict[int, tuple[str, list, list]] = {}
+        for p in missing:
+            for i in p.rows:
+                file, line = base.lines[i]
+                quoted = file.replace("\\", "\\\\").replace('"', '\\"')
+                one = rewrite(f'# {line} "{quoted}"\n{raw[i]}', names)
+                rewritten[i] = (one.source.split("\n", 1)[1], one.names, one.types)
+        owner_of_row = {i: p for p in missing for i in p.rows}
+
+        def owners(d, batch):
+            at = [d.location] + [n.location for n in d.children]
+            idx = [loc.line - 1 for loc in at if loc.file is not None and loc.line > 0]
+            found = {owner_of_row[i].key for i in idx if i in owner_of_row}
+            if not found:
+                for i in idx:
+                    if i < len(base.lines) and base.lines[i][0] == display_path:
+                        line0 = base.lines[i][1] - 1
+                        found |= {p.key for p in batch for n in p.covers
+                                  if n in spans and spans[n][0] <= line0 <= spans[n][1]}
+            return found & {p.key for p in batch}
+
+        def run(batch):
+            lines = list(source)
+            for p in batch:
+                for i in p.rows:
+                    lines[i] = rewritten[i][0]
+            tu = _parse("\n".join(lines), version)
+            found = {p.key: [] for p in batch}
+            ds = _errors(tu, namer)
+            if len(batch) > 1 and len(ds) >= _BATCH_ERROR_LIMIT:
+                return None
+            for d in ds:
+                message = namer.diagnostic(d)
+                if message in base_errors:
+                    continue
+                who = owners(d, batch) if len(batch) > 1 else {batch[0].key}
+                if len(who) != 1:
+                    return None
+                found[who.pop()].append(message)
+            return found
+
+        def checked(batch):
+            found = run(batch)
+            if found is None:                   # one piece at a time
+                found = {}
+                for p in batch:
+                    found.update(run([p]))
+            return found
+
+        size = sum(len(raw[i]) for p in missing for i in p.rows)
+        batches, current, have = [], [], 0
+        for p in missing:
+            current.append(p)
+            have += sum(len(raw[i]) for i in p.rows)
+            if have >= size / MAX_BATCHES:
+                batches.append(current)
+                current, have = [], 0
+        if current:
+            batches.append(current)
+        with ThreadPoolExecutor(max_workers=min(len(batches), os.cpu_count() or 1)) as pool:
+            found = {}
+            for part in pool.map(checked, batches):
+                found.update(part)
+        for p in missing:
+            types = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
+                     for i in p.rows for f, ln, rule in rewritten[i][2]]
+            names = [(name, f"{namer.name(f)}:{ln}") for i in p.rows
+                     for name, f, ln in rewritten[i][1]]
+            results[p.key] = (types + found[p.key], names)
+            _store_piece(p.key, results[p.key])
+    return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
+
+
+def _cached_piece(key: str) -> tuple[list, list] | None:
+    cached = cache_dir() / f"frontend-piece-{key}.json"
+    if not cached.is_file():
+        return None
+    kernel_cache.touch(cached)
+    data = json.loads(cached.read_text())
+    return data["errors"], [tuple(k) for k in data["kernels"]]
+
+
+def _store_piece(key: str, result: tuple[list, list]) -> None:
+    cached = cache_dir() / f"frontend-piece-{key}.json"
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({"errors": result[0], "kernels": [list(k) for k in result[1]]}, f)
+    os.replace(staged, cached)
 
 
 def _a_copy_out_of_an_address_space(d) -> bool:

@@ -586,3 +586,52 @@ def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own
     errors = _errors_of(own_tree, UNARY_REL)
     assert errors and errors[0].startswith(f"c10/metal/indexing.h:{line + 1}: "), errors
     assert f"(instantiated from {UNARY_REL}:" in errors[0], errors
+
+
+# a file checked in pieces: each functor's registrations instantiated and cached on their own
+
+def _count_parses(monkeypatch):
+    from porter.emulate import frontend
+    parses = []
+    real = frontend._parse
+    monkeypatch.setattr(frontend, "_parse", lambda source, version: (
+        parses.append(version), real(source, version))[1])
+    return parses
+
+
+def test_an_edit_of_one_functor_instantiates_that_functors_registrations_alone(own_tree,
+                                                                               monkeypatch):
+    from porter.emulate import frontend
+    path = own_tree / UNARY_REL
+    text = path.read_text()
+    parses = _count_parses(monkeypatch)
+    first = frontend.view(text, UNARY_REL, own_tree, 310)
+    assert first.errors == () and first.kernels
+    cold = len(parses)
+    assert cold >= 2            # the file without registrations, then its pieces
+    parses.clear()
+    edited = text.replace("return T(precise::exp2(float(x)));",
+                          "return T(precise::exp2(float(x) + 0.0f));", 1)
+    assert edited != text
+    again = frontend.view(edited, UNARY_REL, own_tree, 310)
+    assert again.errors == () and again.kernels == first.kernels
+    assert parses == [310, 310]         # the file's own parse and exp2's registrations
+
+
+def test_an_instantiation_error_of_one_functor_is_found_and_gone_when_fixed(own_tree):
+    from porter.emulate import frontend
+    path = own_tree / UNARY_REL
+    text = path.read_text()
+    anchor = "return T(precise::exp2(float(x)));"
+    line = text[:text.index(anchor)].count("\n") + 1
+    assert frontend.view(text, UNARY_REL, own_tree, 310).errors == ()
+    # dependent on T: only an instantiation finds it (the file's own parse does not)
+    planted = text.replace(anchor, "return T::no_such_member;", 1)
+    errors = frontend.view(planted, UNARY_REL, own_tree, 310).errors
+    assert errors and all(e.startswith(f"{UNARY_REL}:{line}: ") for e in errors), errors
+    # the clean twin, and another functor's cached pieces do not keep the error
+    assert frontend.view(text, UNARY_REL, own_tree, 310).errors == ()
+    other = text.replace("return T(precise::exp(float(x)));",
+                         "return T(precise::exp(float(x) + 0.0f));", 1)
+    assert other != text
+    assert frontend.view(other, UNARY_REL, own_tree, 310).errors == ()
