@@ -38,9 +38,9 @@ def test_a_branch_that_computes_the_same_passes(real_root):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     # the clean twin: other tokens under 4.0, the same values
     _branch(real_root, "    return a == 0 ? b : (a > 0 ? T(1) : T(0));\n")
-    # not float32 nor bfloat16: a Mac flushes their subnormals, so heaviside(1e-45, b) is b there
-    # and even the right functor is red on their edge values (docs/testing.md, "What execution
-    # models"); half keeps its subnormals
+    # not float32 nor bfloat16: a Mac flushes their subnormals, so heaviside(1e-45, b) is b there,
+    # which passes only through edges.either_flushed's rule (docs/testing.md, "Subnormals");
+    # half keeps its subnormals
     res = porter("test", "heaviside", "--device", "emulate", "--reference-inputs", "--dtype",
                  "int32", "--dtype", "float16", root=real_root)
     assert res.code == 0, res.out + res.err

@@ -132,8 +132,8 @@ def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root)
     text = metal.read_text()
     right = "return a == 0 ? b : static_cast<T>(a > 0);"
     assert text.count(right) == 1
-    # float16: a Mac flushes float32 subnormals, so there heaviside(1e-45, b) is b, not 1, and
-    # even this functor is red on float32's edge values (docs/testing.md, "What execution models")
+    # float16: a Mac flushes float32 subnormals, so there heaviside(1e-45, b) is b, not 1, which
+    # passes only through edges.either_flushed's rule and its note; half keeps its subnormals
     code, by_dtype, _ = verdicts(real_root, "heaviside", "--dtype", "float16", "--reference-inputs")
     assert code == 0, by_dtype
     # wrong on purpose: b's NaN lost where a == 0
@@ -224,8 +224,8 @@ def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float16(real
     text = metal.read_text()
     right = "x_ = x_ < float(eps) ? float(eps) : (x_ > hi ? hi : x_);"
     assert text.count(right) == 1
-    # float16: a Mac flushes float32 subnormals (an operand that is one reads as zero), so even
-    # this functor is red on float32's subnormal edge values (docs/testing.md, "What execution models")
+    # float16: a Mac flushes float32 subnormals (an operand that is one reads as zero), so on
+    # float32 this functor passes only through edges.either_flushed's rule; half keeps them
     args = ("logit", "--dtype", "float16", "--reference-inputs")
     code, by_dtype, _ = verdicts(real_root, *args)
     assert code == 0, by_dtype
