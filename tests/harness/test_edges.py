@@ -464,11 +464,6 @@ def test_the_values_left_out_are_known_before_the_first_sample_runs(monkeypatch)
     assert unsettled == [left_out]
 
 
-def _op(name):
-    from torch.testing._internal.common_methods_invocations import op_db
-    return next(o for o in op_db if o.name == name)
-
-
 @pytest.mark.parametrize("name", ["special.legendre_polynomial_p", "special.laguerre_polynomial_l",
                                   "special.hermite_polynomial_h", "special.chebyshev_polynomial_t"])
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32])
