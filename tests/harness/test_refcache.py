@@ -100,7 +100,8 @@ def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_r
 
 @pytest.mark.parametrize("op, passes", [
     ("hypot", 3),
-    ("add", 10),        # its kernel takes alpha, computed from the host code per sample
+    # add (its kernel takes alpha) is not proven on the tree: its MPS row names add_out_mps
+    ("atan2", 9),
 ])
 def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache, op, passes):
     _table(real_root, [op])                                     # fills the cache in-process
