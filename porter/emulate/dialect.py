@@ -86,13 +86,7 @@ def _fingerprint(text: str, display_path, root: Path | None, version: int, *,
     if use_cache and cached.is_file():
         kernel_cache.touch(cached)
         return json.loads(cached.read_text())["fingerprint"]
-    with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
-        src = Path(tmp) / "kernel.cpp"
-        src.write_text(f'#line 1 "{display_path}"\n{text}')
-        (Path(tmp) / "porter_skip.h").write_text(_NO_SKIP)
-        pre, error = preprocess(cxx, flags, dirs, Path(tmp), src, ("porter_skip.h",))
-        if pre is not None:     # the scratch directory's name is no part of the file
-            pre = pre.replace(tmp, "")
+    pre, error = _preprocessed(text, display_path, cxx, flags, dirs)
     if pre is None:
         fingerprint = "unpreprocessed:" + hashlib.sha256(error.encode()).hexdigest()
     else:
@@ -122,13 +116,7 @@ def _token_view(text: str, display_path, root: Path | None, version: int, *,
         kernel_cache.touch(cached)
         data = json.loads(cached.read_text())
         return VersionView(version, tuple(data["errors"]), data["fingerprint"])
-    with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
-        src = Path(tmp) / "kernel.cpp"
-        src.write_text(f'#line 1 "{display_path}"\n{text}')
-        (Path(tmp) / "porter_skip.h").write_text(_NO_SKIP)
-        pre, error = preprocess(cxx, flags, dirs, Path(tmp), src, ("porter_skip.h",))
-        if pre is not None:     # the scratch directory's name is no part of the file
-            pre = pre.replace(tmp, "")
+    pre, error = _preprocessed(text, display_path, cxx, flags, dirs)
     if pre is None:
         # the preprocessor itself stops (#error, a header not found): the compile says so
         found, fingerprint = (), "unpreprocessed:" + hashlib.sha256(error.encode()).hexdigest()
@@ -314,3 +302,16 @@ namespace porter {
 constexpr bool skipped(const char*, const char*) { return false; }
 } // namespace porter
 """
+
+
+def _preprocessed(text: str, display_path, cxx, flags, dirs) -> tuple[str | None, str]:
+    """(the kernel file as the preprocessor leaves it, or None; the preprocessor's error), with
+    the file named `display_path` and the scratch directory's name no part of it."""
+    with tempfile.TemporaryDirectory(prefix="porter-dialect-") as tmp:
+        src = Path(tmp) / "kernel.cpp"
+        src.write_text(f'#line 1 "{display_path}"\n{text}')
+        (Path(tmp) / "porter_skip.h").write_text(_NO_SKIP)
+        pre, error = preprocess(cxx, flags, dirs, Path(tmp), src, ("porter_skip.h",))
+        if pre is not None:
+            pre = pre.replace(tmp, "")
+    return pre, error
