@@ -59,29 +59,69 @@ WALL_FACTOR = 10   # a worker that is not running (blocked, stopped) still ends:
 
 
 class _Watchdog(threading.Thread):
-    """Kills the worker once the call has used `limit` seconds of its CPU time: the budget a
+    """Kills the worker once a call has used `limit` seconds of its CPU time: the budget a
     Mac's watchdog gives a command buffer is GPU time, which the worker's CPU time stands for;
     wall time would fail a slow-but-legal kernel whenever the machine is loaded (a 2-core CI
     runner at load 12 stopped legendre_polynomial_p's large-n samples at 60 s wall). Where CPU
-    time cannot be read, wall time is the measure."""
+    time cannot be read, wall time is the measure.
 
-    def __init__(self, proc: subprocess.Popen, limit: float):
-        super().__init__(daemon=True)
-        self.proc, self.limit = proc, limit
-        self.fired, self.done = threading.Event(), threading.Event()
+    One thread per client, armed for each call and disarmed after it: a cached verdict makes
+    about a thousand calls of a millisecond each, and a thread started per call cost more than
+    the kernels (960 thread starts, 5 s under load). Each arming has its own number, so a kill
+    decided for one call is never charged to the next."""
+
+    TICK = 0.2
+
+    def __init__(self):
+        super().__init__(daemon=True, name="porter-kernel-watchdog")
+        self._cond = threading.Condition()
+        self._armed: tuple | None = None     # (call number, proc, limit, start cpu, start wall)
+        self._calls = 0
+        self._fired: int | None = None       # the call number it killed the worker for
+        self._closed = self._idle = False
+
+    def arm(self, proc: subprocess.Popen, limit: float) -> int:
+        start_cpu = _cpu_seconds(proc.pid)
+        with self._cond:
+            self._calls += 1
+            self._armed = (self._calls, proc, limit, start_cpu, time.monotonic())
+            if self._idle:               # a ticking watchdog sees the new call at its next tick
+                self._cond.notify()
+            return self._calls
+
+    def disarm(self, call: int) -> bool:
+        """Stop watching `call`; whether the watchdog killed the worker for it."""
+        with self._cond:
+            if self._armed is not None and self._armed[0] == call:
+                self._armed = None
+            return self._fired == call
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed, self._armed = True, None
+            self._cond.notify()
 
     def run(self) -> None:
-        start_cpu = _cpu_seconds(self.proc.pid)
-        start = time.monotonic()
-        while not self.done.wait(0.2):
-            now_cpu = _cpu_seconds(self.proc.pid) if start_cpu is not None else None
-            used = (now_cpu - start_cpu) if now_cpu is not None else None
-            wall = time.monotonic() - start
-            if (used is not None and used > self.limit) or (
-                    wall > self.limit * (WALL_FACTOR if used is not None else 1)):
-                self.fired.set()
-                self.proc.kill()
-                return
+        with self._cond:
+            while not self._closed:
+                if self._armed is None:
+                    self._idle = True
+                    self._cond.wait()
+                    self._idle = False
+                    continue
+                self._cond.wait(self.TICK)
+                if self._armed is None:
+                    continue
+                # whichever call is armed now, measured from its own start
+                call, proc, limit, start_cpu, start = self._armed
+                # read under the lock: a disarm waits for it, so no later call is killed
+                now_cpu = _cpu_seconds(proc.pid) if start_cpu is not None else None
+                used = (now_cpu - start_cpu) if now_cpu is not None else None
+                wall = time.monotonic() - start
+                if (used is not None and used > limit) or (
+                        wall > limit * (WALL_FACTOR if used is not None else 1)):
+                    self._fired, self._armed = call, None
+                    proc.kill()
 
 
 def timeout_seconds() -> float:
@@ -94,6 +134,7 @@ def timeout_seconds() -> float:
 class WorkerClient:
     def __init__(self):
         self._proc: subprocess.Popen | None = None
+        self._watchdog: _Watchdog | None = None
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -105,8 +146,10 @@ class WorkerClient:
         proc = self._start()
         data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         limit = timeout_seconds()
-        watchdog = _Watchdog(proc, limit)
-        watchdog.start()
+        if self._watchdog is None:
+            self._watchdog = _Watchdog()
+            self._watchdog.start()
+        call = self._watchdog.arm(proc, limit)
         try:
             proc.stdin.write(len(data).to_bytes(8, "little") + data)
             proc.stdin.flush()
@@ -115,18 +158,22 @@ class WorkerClient:
                 raise EOFError
             resp = pickle.loads(proc.stdout.read(int.from_bytes(header, "little")))
         except (EOFError, BrokenPipeError, OSError):
+            fired = self._watchdog.disarm(call)
             rc = proc.wait()
             self._proc = None
-            if watchdog.fired.is_set():
+            if fired:
                 raise KernelTimedOut(limit) from None
             raise KernelCrashed(-rc if rc < 0 else None, rc) from None
         finally:
-            watchdog.done.set()
+            self._watchdog.disarm(call)
         if "error" in resp:
             raise KernelError(resp["error"])
         return resp["out"]
 
     def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None
         if self._proc is not None and self._proc.poll() is None:
             self._proc.stdin.close()
             try:
