@@ -185,16 +185,19 @@ def max_errors(expected: PArray, actual: PArray) -> tuple[float, float] | None:
         return 0.0, 0.0
     wide = np.complex128 if (expected.dtype in COMPLEX or actual.dtype in COMPLEX) else np.float64
     with np.errstate(all="ignore"):
-        e = widened(expected).astype(wide)
-        a = widened(actual).astype(wide)
+        # arrays of their own (`data` may be a numpy scalar), written in place below
+        e = np.array(widened(expected), dtype=wide)
+        a = np.array(widened(actual), dtype=wide)
         same = e == a
         same |= np.isnan(e) & np.isnan(a)
-        # np.where(same, 0, ...) of each, computed in place: the same values, fewer arrays
-        diff = magnitude(a - e) if wide is np.complex128 else np.abs(np.subtract(a, e, out=a), out=a)
-        np.putmask(diff, same, 0)
-        size = magnitude(e) if wide is np.complex128 else np.abs(e, out=e)
-        rel = np.divide(diff, size, out=size)
-        np.putmask(rel, same, 0)
+        if wide is np.complex128:
+            diff = np.where(same, 0, magnitude(a - e))
+            rel = np.where(same, 0, diff / magnitude(e))
+        else:            # the same values computed in place: fewer arrays of a million
+            diff = np.abs(np.subtract(a, e, out=a), out=a)
+            np.putmask(diff, same, 0)
+            rel = np.divide(diff, np.abs(e, out=e), out=e)
+            np.putmask(rel, same, 0)
     return float(np.max(diff)), float(np.max(rel))
 
 
