@@ -44,8 +44,10 @@ def values(dtype):
         return torch.tensor([False, True, True, False], dtype=torch.bool)
     if dtype.is_complex:
         real = torch.finfo(dtype).max
-        # the smallest subnormal in both parts, and one beside a zero: 1 / |z| overflows there,
-        # which a formula dividing by |z| and one multiplying by 1 / |z| answer apart
+        # max / 4 in both parts: 1 / |z| is a subnormal there, which an Apple GPU flushes, so a
+        # formula multiplying by 1 / |z| answers 0 and one dividing by |z| the CPU's 0.707; the
+        # smallest subnormal in both parts, and one beside a zero: 1 / |z| overflows on the CPU,
+        # and a flushing GPU reads them as 0 (edges.either_flushed)
         tiny = float(torch.finfo(dtype).tiny) * float(torch.finfo(dtype).eps)
         pairs = list(_COMPLEX) + [(real / 4, -real / 4), (tiny, tiny), (-tiny * 4096, 0.0)]
         return torch.tensor([complex(a, b) for a, b in pairs], dtype=torch.complex128).to(dtype)
