@@ -17,7 +17,9 @@ def add_arguments(parser) -> None:
     add_root_and_json(parser)
     parser.add_argument("--verify", action="store_true",
                         help="measure AUTO: plan each port in memory (nothing written), build it and "
-                             "run the emulated output-match test with reference inputs")
+                             "run the emulated test under the full verdict; the measurement is kept "
+                             "for this checkout, so plain `candidates` says yes only for a port "
+                             "measured green (else unverified)")
 
 
 def run(args) -> int:

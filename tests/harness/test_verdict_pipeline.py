@@ -183,6 +183,36 @@ def test_a_value_flushed_to_zero_both_ways_stays_red_under_the_contracted_build(
     assert res.dtypes[0].outcome == PASS and res.dtypes[0].notes[0].startswith(verdicts.CONTRACTED_ONLY)
 
 
+class FlushingInputs(ReferenceInputs):
+    """A GPU that reads a subnormal input as zero: the CPU's answer on that zero (here -8) passes
+    too, and the compare says which reference it settled on (edges.either_flushed)."""
+
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype):
+        import numpy as np
+        from porter.dispatch.numpy_tensors import PArray
+        self.accepted_reference = None
+        on_zero = PArray("float32", np.array([-8.0], dtype=np.float32))
+        settled = on_zero if float(device_out.data[0]) == -8.0 else reference
+        message = super().compare(sample, settled, device_out, tolerances, floors, dtype)
+        if message is None:
+            self.accepted_reference = settled
+        return message
+
+
+def test_the_answer_on_an_input_the_gpu_flushes_is_no_lost_precision():
+    # heaviside(1e-40, -8): the CPU answers 1, a GPU reading 0 answers -8, which passes as the
+    # CPU's answer on that zero; the lost-precision rule judged -8 against 1 ("of the other
+    # sign") and the row was red, green only through the contracted build's hole
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    one = PArray("float32", np.array([1.0], dtype=np.float32))
+    minus_eight = PArray("float32", np.array([-8.0], dtype=np.float32))
+    res = verdicts.run_op(FlushingInputs(samples=[one], device=lambda x: minus_eight,
+                                         fused=lambda x: minus_eight, dtypes=("float32",)))
+    assert (res.dtypes[0].outcome, res.dtypes[0].message, res.dtypes[0].notes) == (PASS, None, [])
+
+
 def test_a_device_without_a_contracted_build_keeps_its_verdict():
     row = verdicts.run_op(Source(device=lambda x: x + 1, dtypes=("float32",))).dtypes[0]
     assert (row.outcome, row.failed_samples, row.message) == (FAIL, 3, "2 != 1")
