@@ -728,10 +728,9 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
     other = getattr(sample, edges.TWO_WAYS, None)
     out["other"] = enc.value(other.to(ref.dtype).contiguous(), f"s{i}_other") \
         if isinstance(other, torch.Tensor) and other.shape == ref.shape else None
-    # edges.either_flushed's answer on the inputs as an Apple GPU reads them
+    # edges.either_flushed's answer on the inputs as an Apple GPU reads them (any output dtype)
     flushed = edges.flushed_reference(info, sample, ref) \
-        if src.device in edges.FLUSHING_DEVICES and edges.is_elementwise(info) \
-        and ref.dtype.is_floating_point else None
+        if src.device in edges.FLUSHING_DEVICES and edges.is_elementwise(info) else None
     out["flushed"] = enc.value(flushed.contiguous(), f"s{i}_flushed") if flushed is not None else None
     # edges.either_per_element's answer one element at a time, for every element
     out["scalar"] = None
