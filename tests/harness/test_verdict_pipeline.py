@@ -180,9 +180,11 @@ def test_a_value_flushed_to_zero_both_ways_stays_red_under_the_contracted_build(
     assert (row.outcome, row.failed_samples) == (FAIL, 1), (row.outcome, row.message, row.notes)
     assert row.message.startswith("lost precision") and "flushed to zero" in row.message, row.message
     assert "contracted" not in row.message and not row.notes, (row.message, row.notes)
-    # a contracted build that keeps the value: green, with the note, as for any other failure
+    # a contracted build that keeps the value: red all the same, "not proven", as for any other
+    # failure that only the contracted build passes
     res = verdicts.run_op(ReferenceInputs(samples=samples, device=flush, fused=lambda x: x, dtypes=("float32",)))
-    assert res.dtypes[0].outcome == PASS and res.dtypes[0].notes[0].startswith(verdicts.CONTRACTED_ONLY)
+    row = res.dtypes[0]
+    assert row.outcome == FAIL and f"({verdicts.CONTRACTED_ONLY}: not proven" in row.message, row.message
 
 
 class FlushingInputs(ReferenceInputs):
