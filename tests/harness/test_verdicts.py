@@ -145,7 +145,8 @@ def test_case2_skip_is_only_for_what_porter_cannot_run_and_says_why(real_root):
         "porter: error: nothing was tested: every dtype of logical_and was skipped (reasons "
         "above), and a run that tests nothing is not green; port it first: `porter "
         "migrate-from-mpsgraph logical_and` for an op on MPSGraph, else `porter new-op "
-        "logical_and` (`porter status logical_and` says which), or test it on --device mps\n")
+        "logical_and` (`porter status logical_and` says which), or test it on a Mac with "
+        "--device mps\n")
 
 
 def test_an_op_still_on_mpsgraph_tests_nothing_and_is_not_green(real_root):
