@@ -167,7 +167,7 @@ def test_an_op_still_on_mpsgraph_tests_nothing_and_is_not_green(real_root):
                           "(reasons above), and a run that tests nothing is not green; port it "
                           "first: `porter migrate-from-mpsgraph mish` for an op on MPSGraph, else "
                           "`porter new-op mish` (`porter status mish` says which), or test it on "
-                          "--device mps"]
+                          "a Mac with --device mps"]
 
 
 MISH = """struct mish_functor {
