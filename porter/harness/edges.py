@@ -294,6 +294,24 @@ def _default_tolerance(dtype) -> tuple[float, float]:
 MAX_SCALAR_CALLS = 8192
 
 
+def one_element_answer(info, sample, operands, positions, at):
+    """The op on one-element slices at `at` of its broadcast operands (`positions`: which of
+    sample.args are tensors), as its scalar loop answers: (the slices, the answer as a 0-d
+    tensor, or None where the call raises or answers other than one element)."""
+    import torch
+    one = [t[at].reshape(1).clone() for t in operands]
+    args = list(sample.args)
+    for k, t in zip(positions, one[1:]):
+        args[k] = t
+    try:
+        scalar = info(one[0], *args, **sample.kwargs)
+    except Exception:
+        return one, None
+    if not isinstance(scalar, torch.Tensor) or scalar.numel() != 1:
+        return one, None
+    return one, scalar.reshape(())
+
+
 def either_per_element(info, sample, reference, device_out, atol, rtol, unsettled: list | None,
                        mac_loops: bool = False):
     """`reference` with the scalar loop's answer wherever the device disagrees with it and
@@ -326,17 +344,10 @@ def either_per_element(info, sample, reference, device_out, atol, rtol, unsettle
         warnings.simplefilter("ignore")
         for index in wrong.tolist():
             at = tuple(index)
-            one = [t[at].reshape(1).clone() for t in operands]
-            args = list(sample.args)
-            for i, t in zip(positions, one[1:]):
-                args[i] = t
-            try:
-                scalar = info(one[0], *args, **sample.kwargs)
-            except Exception:
+            one, scalar = one_element_answer(info, sample, operands, positions, at)
+            if scalar is None:
                 return reference
-            if not isinstance(scalar, torch.Tensor) or scalar.numel() != 1:
-                return reference
-            value = scalar.reshape(()).to(reference.dtype)
+            value = scalar.to(reference.dtype)
             if bool(torch.isclose(device[at], value, rtol=rtol, atol=atol, equal_nan=True)):
                 merged[at] = value
                 if unsettled is not None:

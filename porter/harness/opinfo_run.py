@@ -755,17 +755,10 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
     with warnings.catch_warnings(), (edges.without_onednn() if mac_loops else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
         for at in (tuple(ix) for ix in torch.ones(ref.shape).nonzero().tolist()) if ref.dim() else [()]:
-            one = [t[at].reshape(1).clone() for t in operands]
-            args = list(sample.args)
-            for k, t in zip(positions, one[1:]):
-                args[k] = t
-            try:
-                scalar = info(one[0], *args, **sample.kwargs)
-            except Exception:
+            one, scalar = edges.one_element_answer(info, sample, operands, positions, at)
+            if scalar is None:
                 continue
-            if not isinstance(scalar, torch.Tensor) or scalar.numel() != 1:
-                continue
-            values[at] = scalar.reshape(()).to(ref.dtype)
+            values[at] = scalar.to(ref.dtype)
             ok[at] = True
             try:
                 for k, t in enumerate(one):

@@ -27,19 +27,25 @@ def _tolerance(dtype: str, atol, rtol) -> tuple[float, float]:
     return rtol, atol
 
 
-def either(sample, reference, device_out, atol, rtol):
-    """edges.either: `reference` with the scalar loop's answer (recorded as `other`) wherever
-    the device matches that one and not the other."""
-    other = (getattr(sample, "extra", None) or {}).get("other")
+def _take_recorded(key: str, sample, reference, device_out, atol, rtol):
+    """(`reference` with the answer the recording run stored under `key` wherever the device
+    matches that one and not `reference`, the mask taken, or None where nothing was taken)."""
+    other = (getattr(sample, "extra", None) or {}).get(key)
     if other is None or not all(isinstance(t, PArray) for t in (reference, device_out)) \
             or reference.shape != other.shape or device_out.shape != reference.shape \
             or device_out.dtype != reference.dtype:
-        return reference
+        return reference, None, None
     rtol, atol = _tolerance(reference.dtype, atol, rtol)
-    takes_other = isclose(device_out, other, rtol, atol) & ~isclose(device_out, reference, rtol, atol)
-    if not bool(np.any(takes_other)):
-        return reference
-    return PArray(reference.dtype, np.where(takes_other, other.data, reference.data))
+    take = isclose(device_out, other, rtol, atol) & ~isclose(device_out, reference, rtol, atol)
+    if not bool(np.any(take)):
+        return reference, None, None
+    return PArray(reference.dtype, np.where(take, other.data, reference.data)), other, take
+
+
+def either(sample, reference, device_out, atol, rtol):
+    """edges.either: `reference` with the scalar loop's answer (recorded as `other`) wherever
+    the device matches that one and not the other."""
+    return _take_recorded("other", sample, reference, device_out, atol, rtol)[0]
 
 
 def either_per_element(elementwise: bool, sample, reference, device_out, atol, rtol,
@@ -82,16 +88,8 @@ def either_per_element(elementwise: bool, sample, reference, device_out, atol, r
 
 def either_flushed(sample, reference, device_out, atol, rtol, flushed: list | None):
     """edges.either_flushed on the recorded answer on the flushed inputs (`flushed`)."""
-    other = (getattr(sample, "extra", None) or {}).get("flushed")
-    if other is None or not all(isinstance(t, PArray) for t in (reference, device_out)) \
-            or reference.shape != other.shape or device_out.shape != reference.shape \
-            or device_out.dtype != reference.dtype:
-        return reference
-    rtol, atol = _tolerance(reference.dtype, atol, rtol)
-    take = isclose(device_out, other, rtol, atol) & ~isclose(device_out, reference, rtol, atol)
-    if not bool(np.any(take)):
-        return reference
-    if flushed is not None:
+    merged, other, take = _take_recorded("flushed", sample, reference, device_out, atol, rtol)
+    if take is not None and flushed is not None:
         a, b = widened(reference), widened(other)
         flushed.extend((a[at].item(), b[at].item()) for at in map(tuple, np.argwhere(take)))
-    return PArray(reference.dtype, np.where(take, other.data, reference.data))
+    return merged
