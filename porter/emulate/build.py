@@ -80,7 +80,7 @@ class Library:
     registrations: list[Registration]
     quarantined: dict[str, str] = field(default_factory=dict)   # "name|dtype" -> reason
     dropped: list[str] = field(default_factory=list)            # non-functor constructs cut
-    # what g++ builds but a Metal compiler rejects (porter.emulate.metal_language), and what
+    # what Metal's compiler rejects (porter.emulate.frontend, libclang in a Metal mode), and what
     # fails under another __METAL_VERSION__ than the library's: `file:line: message` each
     metal_errors: list[str] = field(default_factory=list)
     # functor name -> the first of metal_errors inside its struct: its kernels are the ones
@@ -153,7 +153,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         lib = Library(held, Path(display_path), [Registration(**r) for r in meta["regs"]],
                       {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
                       [here(d) for d in meta["dropped"]],
-                      [here(e) for e in meta["metal_errors"]],
+                      [here(e) for e in meta["metal_errors"]]
+                      + _duplicate_names(text, display_path, root, version),
                       {k: here(v) for k, v in meta["functor_errors"].items()}, version,
                       meta["other_versions"], cached=True)
         lib.seconds = time.perf_counter() - t0
@@ -165,7 +166,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     # the language and version check (short preprocessor runs) beside the compile
     checker = ThreadPoolExecutor(max_workers=1)
     pending = checker.submit(
-        lambda: dialect.views(text, display_path, root) if version == PRIMARY_VERSION
+        lambda: dialect.views(text, display_path, root, duplicates=False)
+        if version == PRIMARY_VERSION
         else [dialect.view(text, display_path, root, version)])
     checker.shutdown(wait=False)
     lines = text.split("\n")
@@ -198,7 +200,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     except EmulateBuildError:
         # g++ gave up (a `throw` fails each instantiation of its functor, round after round):
         # where Metal's language rules out a construct of the file, that is what a Mac says
-        metal = dialect.errors_by_version(pending.result())
+        metal = dialect.errors_by_version(pending.result()) + _duplicate_names(
+            text, display_path, root, version)
         if metal:
             raise EmulateBuildError(f"{BUILD_ERROR}: {metal[0]}",
                                     hint="a kernel file is Metal: rewrite the construct") from None
@@ -220,10 +223,22 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     os.replace(staged, meta_path)
     lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
-                  metal_errors, functor_errors, version, others)
+                  metal_errors + _duplicate_names(text, display_path, root, version),
+                  functor_errors, version, others)
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+def _duplicate_names(text: str, display_path, root, version: int) -> list[str]:
+    """The metallib's kernel names defined twice (frontend.duplicate_names), asked on every
+    build, cached or not: they depend on the other kernel files, which this file's cache key
+    does not hold (an edit of UnaryKernel.metal that takes a name ActivationKernel.metal
+    defines fails ActivationKernel's cached build too, as the Mac's metallib fails to link)."""
+    if version != PRIMARY_VERSION:
+        return []
+    from porter.emulate import frontend
+    return frontend.duplicate_names(text, display_path, root)
 
 
 def _held(so_path: Path, meta_path: Path) -> tuple[Path, dict] | None:

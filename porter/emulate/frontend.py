@@ -110,15 +110,6 @@ class View(NamedTuple):
     kernels: tuple[tuple[str, str], ...]  # (host name, `file:line`)
 
 
-def enabled() -> bool:
-    """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
-    token pass. Off by default: with registrations instantiated piece by piece, an edit of one
-    functor of upstream's BinaryKernel.metal still costs ~3 s of CPU for the three versions
-    (~1 s each, the file's own parse and rewrite), over the edit loop's ~1 s for a whole
-    process: docs/testing.md says what each gives."""
-    return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
-
-
 class NoFrontEnd(PorterError):
     """Without libclang nothing says what a Mac's compiler accepts: not proven, never green."""
     exit_code = exit_codes.FAILED
@@ -898,43 +889,80 @@ def _store_header_findings(path: str, version: int, rows: list) -> None:
 
 
 def metallib_files(root: Path | None, display_path) -> list[Path]:
-    """The other kernel files linked into the same metallib as `display_path`: upstream's
-    cmake/Metal.cmake compiles every aten/src/ATen/native/mps/kernels/*.metal to AIR and links
-    them into one metallib."""
+    """The kernel files linked into the same metallib as `display_path`, itself included:
+    upstream's cmake/Metal.cmake compiles every aten/src/ATen/native/mps/kernels/*.metal to AIR
+    and links them into one metallib. A file outside the checkout's kernels is a metallib of
+    its own ([])."""
     if root is None:
         return []
     kernels = Path(root) / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
     here = Path(display_path)
     here = here if here.is_absolute() else Path(root) / here
-    if not _under(here, kernels):       # a file outside the checkout's kernels is no part of it
+    if not _under(here, kernels):
         return []
     try:
-        files = sorted(kernels.glob("*.metal"))
+        return sorted(kernels.glob("*.metal"))
     except OSError:
         return []
-    return [f for f in files if f.resolve() != here.resolve()]
 
 
-def duplicate_names(found: list[View], display_path, root) -> list[str]:
-    """A kernel name declared twice: in this file (two registrations of one name), or here and
-    in another file of the same metallib (each other file parsed under the primary version,
-    cached by content like this one)."""
-    if not found:
-        return []
-    errors, seen = [], {}
-    for name, where in found[0].kernels:
-        if name in seen and seen[name] != where:
-            errors.append(f"{where}: " + RULES["duplicate name"].format(
-                spec=SPEC, what=name, other=seen[name]))
-        seen.setdefault(name, where)
-    for other in metallib_files(Path(root) if root is not None else None, display_path):
+def kernel_names(text: str, display_path, root) -> list[tuple[str, str]]:
+    """The kernel names (`[[host_name]]`) `text` defines, as (name, `file:line`): the file
+    preprocessed as the primary version's metallib build preprocesses it (no parse), cached by
+    content. A name is read where the registration macro expands: the kernel file's line, or
+    a checkout header's."""
+    root = Path(root) if root is not None else None
+    version = METAL_VERSIONS[0]
+    key = hashlib.sha256(f"frontend-names1\0{display_path}\0{root}\0{version}\0".encode())
+    key.update(_mode_digest().encode() + _headers_digest(root).encode() + text.encode())
+    cached = cache_dir() / f"frontend-names-{key.hexdigest()[:32]}.json"
+    if cached.is_file():
+        kernel_cache.touch(cached)
+        return [tuple(k) for k in json.loads(cached.read_text())]
+    pre, _ = _preprocess(text, str(display_path), root, version)
+    found: list[tuple[str, str]] = []
+    if pre is not None and "host_name" in pre:
+        namer = _Namer(str(display_path), root)
+        raw = pre.split("\n")
+        for (file, line), row in zip(_positions(raw), raw):
+            if "host_name" not in row or row.startswith("# ") or _porters(file) or \
+                    not namer.checked(file):
+                continue
+            for m in _HOST_NAME.finditer(row):
+                found.append(("".join(_STRING_PART.findall(m.group(1))),
+                              f"{namer.name(file)}:{line}"))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump([list(k) for k in found], f)
+    os.replace(staged, cached)
+    return found
+
+
+def duplicate_names(text: str, display_path, root) -> list[str]:
+    """Every kernel name defined twice in the metallib `display_path` is linked into: in one
+    file (two registrations of one name) or in two of its files, each named at both places.
+    On a Mac the metallib does not link, so no kernel of it loads: the error is every file's.
+    `text` is `display_path`'s content (an edit not yet saved); the other files are read from
+    the checkout."""
+    files = metallib_files(Path(root) if root is not None else None, display_path)
+    here = Path(display_path)
+    here = here if here.is_absolute() or root is None else Path(root) / here
+    texts: list[tuple[str, str]] = [(text, str(display_path))]
+    for other in files:
+        if other.resolve() == here.resolve():
+            continue
         try:
-            text = other.read_text(encoding="utf-8")
+            texts.append((other.read_text(encoding="utf-8"),
+                          os.path.relpath(other, root) if root is not None else str(other)))
         except OSError:
             continue
-        shown = os.path.relpath(other, root) if root is not None else str(other)
-        for name, where in view(text, shown, root, found[0].version).kernels:
-            if name in seen and where.split(":")[0] != str(display_path):
-                errors.append(f"{seen[name]}: " + RULES["duplicate name"].format(
-                    spec=SPEC, what=name, other=where))
+    seen: dict[str, str] = {}
+    errors = []
+    for body, shown in texts:
+        for name, where in kernel_names(body, shown, root):
+            if name in seen and seen[name] != where:
+                errors.append(f"{where}: " + RULES["duplicate name"].format(
+                    spec=SPEC, what=name, other=seen[name]))
+            seen.setdefault(name, where)
     return errors

@@ -1,13 +1,12 @@
-"""porter's Metal front end (porter.emulate.frontend, PORTER_METAL_FRONTEND=clang): one table
+"""porter's Metal front end (porter.emulate.frontend, the emulator's language check): one table
 per rule, each a planted positive (a build error at its own line, with the rule's words) and a
 clean twin (issue 33, items 1 and 4).
 
 g++ accepts every planted construct below; a Mac's Metal compiler rejects each. Each must be a
 build error at its own line, through the build-before-write probe (what a port meets) and the
 full build (what `porter test` / `emulate check` meet). What Metal accepts (ACCEPTED, VALID,
-ISSUE_CLEAN) must build. The same tables as test_metal_language.py's (the token pass, still the
-default), with the verdicts where the two differ: recursion, function pointers and `if
-constexpr` on 3.x are accepted by Metal.
+ISSUE_CLEAN) must build. Recursion, function pointers and `if constexpr` on 3.x are accepted
+by Metal (ACCEPTED), as they are here.
 """
 
 from __future__ import annotations
@@ -22,14 +21,6 @@ from porter.emulate.kernel_check import check_tree
 from porter.emulate.probe import probe_source
 from porter.source.checkout import KERNELS
 
-pytestmark = pytest.mark.skipif(
-    __import__("importlib").util.find_spec("clang") is None, reason="libclang is not installed")
-
-
-@pytest.fixture(autouse=True)
-def front_end(monkeypatch):
-    """Every check of this module (and the porter processes it starts) uses the front end."""
-    monkeypatch.setenv("PORTER_METAL_FRONTEND", "clang")
 
 HEAD = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
@@ -573,6 +564,41 @@ def test_the_same_kernel_name_in_two_files_of_one_metallib_is_a_build_error(own_
     path.write_text(HEAD + functor.replace(f"struct {name}_functor", "struct planted_own_functor")
                     + line.replace(f"({name},", "(planted_own,") + "\n")
     assert _errors_of(own_tree, f"{KERNELS}/PlantedKernel.metal") == []
+
+
+LEAKY_RELU_AGAIN = """struct leaky_relu_functor {
+  template <typename T>
+  inline T operator()(const T x, const T s) {
+    return x < T(0) ? x * s : x;
+  }
+};
+REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
+"""
+
+
+def test_a_name_another_kernel_file_takes_fails_this_files_cached_build(own_tree):
+    """Review 33's L14: UnaryKernel.metal registers a kernel name ActivationKernel.metal has
+    (leaky_relu_float_float_float): a Mac links every kernels/*.metal into one metallib, which
+    does not link. `porter test leaky_relu` stayed green, as ActivationKernel's build came
+    from the cache keyed by its own text."""
+    from porter.emulate.build import build_file
+
+    activation = own_tree / KERNELS / "ActivationKernel.metal"
+    registered = next(i for i, ln in enumerate(activation.read_text().split("\n"), 1)
+                      if ln.startswith("REGISTER_UNARY_ALPHA_OP(leaky_relu, float,"))
+    assert build_file(activation, own_tree, strict=False).build_errors() == []
+    unary = own_tree / UNARY_REL
+    clean = unary.read_text()
+    unary.write_text(clean + LEAKY_RELU_AGAIN)
+    planted = clean.count("\n") + LEAKY_RELU_AGAIN.count("\n")
+    lib = build_file(activation, own_tree, strict=False)
+    assert lib.cached                       # the file's own build is the cached one
+    errors = lib.build_errors()
+    assert any(f"{KERNELS}/ActivationKernel.metal:{registered}" in e
+               and f"{UNARY_REL}:{planted}" in e and "must be unique" in e for e in errors), errors
+    # the clean twin: the other file as it was, and this build green again
+    unary.write_text(clean)
+    assert build_file(activation, own_tree, strict=False).build_errors() == []
 
 
 def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own_tree):

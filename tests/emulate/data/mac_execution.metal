@@ -82,6 +82,25 @@ struct swizzle_library_functor {
   }
 };
 REGISTER_UNARY_OP(swizzle_library, float2, float2);
+// a swizzle is a vector: its own components are read and written (review 33's L16, v.yx.y)
+struct swizzle_of_swizzle_functor {
+  inline float2 operator()(const float2 z) {
+    float4 v = float4(z, z * 3.0f);
+    v.wzyx.x = 7.0f;
+    return float2(v.yx.y + v.zw.g, v.w + v.rgb.b);
+  }
+};
+REGISTER_UNARY_OP(swizzle_of_swizzle, float2, float2);
+// fmax3/fmin3 are fmax/fmin of three (MSL 2.1 on): a NaN operand yields the others' answer
+struct three_way_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return T(fmax3(float(a), float(b), 0.5f) + fmin3(float(a), float(b), 0.5f) +
+             precise::fmax3(float(a), 0.0f, 0.0f) * 0.0f + fast::fmin3(float(b), 1.0f, 1.0f) * 0.0f);
+  }
+};
+REGISTER_BINARY_OP(three_way, float, float);
+REGISTER_BINARY_OP(three_way, half, half);
 
 // Apple's compiler defines these for every version porter builds (macOS, bfloat from 3.1).
 struct predefined_functor {

@@ -180,9 +180,40 @@ struct is_vec<vec<T, N>> : std::true_type {};
 // Read, it is the vector of its components; assigned, it writes them, which Metal allows only
 // when no component repeats (MSL 2.2.1). The vector's own copy is written out (below), so that
 // `a.xy = b.xy` assigns two components, not the union's whole storage.
+// One component of a swizzle (`v.yx.y`, `c.rgb.r`: Metal's swizzle is a vector, whose
+// components are read and written as any vector's): element K of the vector's storage.
+template <typename T, int N, int K>
+struct swizzle_component {
+  T e[N];
+  constexpr operator T() const { return e[K]; }
+  constexpr swizzle_component& operator=(const T& v) { e[K] = v; return *this; }
+  constexpr swizzle_component& operator=(const swizzle_component& o) { return *this = T(o); }
+  template <typename U>
+  constexpr swizzle_component& operator+=(const U& o) { return *this = T(e[K] + o); }
+  template <typename U>
+  constexpr swizzle_component& operator-=(const U& o) { return *this = T(e[K] - o); }
+  template <typename U>
+  constexpr swizzle_component& operator*=(const U& o) { return *this = T(e[K] * o); }
+  template <typename U>
+  constexpr swizzle_component& operator/=(const U& o) { return *this = T(e[K] / o); }
+};
+// absent: a component past the swizzle's size, which converts to nothing
+template <typename T, int N>
+struct swizzle_component<T, N, -1> {
+  T e[N];
+};
+template <int K, int... I>
+constexpr int swizzle_index() {
+  constexpr int idx[] = {I...};
+  return K < int(sizeof...(I)) ? idx[K < int(sizeof...(I)) ? K : 0] : -1;
+}
+
 template <typename T, int N, int... I>
 struct swizzle {
-  T e[N];
+  union {
+    T e[N];
+    PORTER_SWIZZLE_COMPONENTS
+  };
   using vector_type = vec<T, int(sizeof...(I))>;
   static constexpr bool writable() {
     constexpr int idx[] = {I...};
@@ -675,6 +706,24 @@ inline half nextafter_half(half from, half to) {
 
 PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
 
+// fmax3/fmin3 (MSL 2.1 on): fmax(x, fmax(y, z)), fmin(x, fmin(y, z)), so a NaN operand yields
+// the larger/smaller of the others, as fmax/fmin do. fmedian3 is not here: what it returns
+// for a NaN operand is not known to porter, so a kernel calling it is not proven
+// (frontend_include/NOT_EXECUTABLE).
+#define PORTER_MATH3_F(NAME, TWO)                                               \
+  inline float NAME(float x, float y, float z) { return TWO(x, TWO(y, z)); }    \
+  template <typename T, int N>                                                  \
+  inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(NAME(float(a[i]), float(b[i]), float(c[i]))); \
+    return r;                                                                   \
+  }
+#define PORTER_MATH3(NAME, TWO)                                                 \
+  PORTER_MATH3_F(NAME, TWO)                                                     \
+  inline half NAME(half x, half y, half z) { return half(NAME(float(x), float(y), float(z))); }
+PORTER_MATH3(fmax3, __builtin_fmaxf)
+PORTER_MATH3(fmin3, __builtin_fminf)
+
 // Metal's max/min on floats are fmax/fmin (a NaN operand yields the other).
 PORTER_MATH2(max, __builtin_fmaxf(x, y))
 PORTER_MATH2(min, __builtin_fminf(x, y))
@@ -816,6 +865,8 @@ PORTER_SWIZZLE_ARGS1(isinf)
 PORTER_SWIZZLE_ARGS1(isfinite)
 PORTER_SWIZZLE_ARGS1(signbit)
 PORTER_SWIZZLE_ARGS3(fma)
+PORTER_SWIZZLE_ARGS3(fmax3)
+PORTER_SWIZZLE_ARGS3(fmin3)
 PORTER_SWIZZLE_ARGS3(select)
 #undef PORTER_SWIZZLE_M1
 #undef PORTER_SWIZZLE_M2
@@ -833,6 +884,8 @@ inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
 inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
 inline float divide(float x, float y) { return x / y; }
+PORTER_MATH3_F(fmax3, __builtin_fmaxf)
+PORTER_MATH3_F(fmin3, __builtin_fminf)
 } // namespace precise
 namespace fast {
 // fast::tanh is (exp(2x) - 1) / (exp(2x) + 1) in float (upstream #186286, by Apple's engineer):
@@ -845,6 +898,8 @@ PORTER_MATH2_F(min, __builtin_fminf(x, y))
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float divide(float x, float y) { return x / y; }
+PORTER_MATH3_F(fmax3, __builtin_fmaxf)
+PORTER_MATH3_F(fmin3, __builtin_fminf)
 } // namespace fast
 
 #undef PORTER_MATH_TABLE
@@ -853,6 +908,8 @@ inline float divide(float x, float y) { return x / y; }
 #undef PORTER_MATH1_F
 #undef PORTER_MATH2
 #undef PORTER_MATH2_F
+#undef PORTER_MATH3
+#undef PORTER_MATH3_F
 
 } // namespace metal
 
