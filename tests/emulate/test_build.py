@@ -116,6 +116,14 @@ def test_an_undeclared_name_metal_lacks_too_is_a_build_error(fixture_root):
     ("f.metal:3: 'simd_prefix_exclusive_sum' is not a member of 'metal'", "unsupported construct"),
     ("f.metal:3: request for member 'x' in 'a', which is of non-class type 'const float'",
      "build error"),
+    # a swizzle of a swizzle (`v.xyz.xy`): Metal's swizzle is a vector; the shim's has its
+    # single components only (review 33's L16)
+    ("f.metal:3: 'struct metal::swizzle<float, 4, 0, 1, 2>' has no member named 'xy'",
+     "unsupported construct"),
+    # ... but a member no vector has is the file's
+    ("f.metal:3: 'struct metal::swizzle<float, 4, 0, 1, 2>' has no member named 'size2'",
+     "build error"),
+    ("f.metal:3: 'struct metal::vec<float, 2>' has no member named 'xq'", "build error"),
 ])
 def test_build_error_or_unsupported(message, label):
     from porter.emulate.build import _classified

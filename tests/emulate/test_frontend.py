@@ -616,12 +616,19 @@ def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own
 
 # a file checked in pieces: each functor's registrations instantiated and cached on their own
 
-def _count_parses(monkeypatch):
+def _count_parses(monkeypatch, precompiled=None):
+    """The versions of the front end's parses; `precompiled`, a list: whether each parse read
+    the kernel file's includes from a precompiled header."""
     from porter.emulate import frontend
     parses = []
     real = frontend._parse
-    monkeypatch.setattr(frontend, "_parse", lambda source, version: (
-        parses.append(version), real(source, version))[1])
+
+    def counted(source, version, pch=None):
+        parses.append(version)
+        if precompiled is not None:
+            precompiled.append(pch is not None)
+        return real(source, version, pch)
+    monkeypatch.setattr(frontend, "_parse", counted)
     return parses
 
 
@@ -630,18 +637,40 @@ def test_an_edit_of_one_functor_instantiates_that_functors_registrations_alone(o
     from porter.emulate import frontend
     path = own_tree / UNARY_REL
     text = path.read_text()
-    parses = _count_parses(monkeypatch)
+    precompiled: list[bool] = []
+    parses = _count_parses(monkeypatch, precompiled)
     first = frontend.view(text, UNARY_REL, own_tree, 310)
     assert first.errors == () and first.kernels
     cold = len(parses)
     assert cold >= 2            # the file without registrations, then its pieces
     parses.clear()
+    precompiled.clear()
     edited = text.replace("return T(precise::exp2(float(x)));",
                           "return T(precise::exp2(float(x) + 0.0f));", 1)
     assert edited != text
     again = frontend.view(edited, UNARY_REL, own_tree, 310)
     assert again.errors == () and again.kernels == first.kernels
     assert parses == [310, 310]         # the file's own parse and exp2's registrations
+    # each reads the includes from the header precompiled by the first check
+    assert precompiled == [True, True]
+
+
+def test_metal_3_1_and_3_2_are_parsed_once_unless_the_file_names_what_differs(own_tree,
+                                                                               monkeypatch):
+    """Metal 3.2's library adds names to 3.1's (memory_order_acquire, thread_scope,
+    atomic_thread_fence): a file spelling none of them compiles alike under both, one parse;
+    a file that names one is parsed under each, and 3.1 rejects it."""
+    from porter.emulate import frontend
+    parses = _count_parses(monkeypatch)
+    clean = (own_tree / UNARY_REL).read_text()
+    assert all(v.errors == () for v in frontend.views(clean, UNARY_REL, own_tree))
+    assert sorted(set(parses)) == [310, 400]
+    parses.clear()
+    planted = clean + "\ninline int planted_order() { return int(metal::memory_order_acquire); }\n"
+    found = {v.version: v.errors for v in frontend.views(planted, UNARY_REL, own_tree)}
+    assert 320 in parses
+    assert found[320] == found[400] == ()
+    assert any("memory_order_acquire" in e for e in found[310]), found[310]
 
 
 def test_an_instantiation_error_of_one_functor_is_found_and_gone_when_fixed(own_tree):
