@@ -131,6 +131,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(exit_codes.BAD_INPUT, one_line(f"porter: error: {message} ({hint})") + "\n")
 
 
+_TOP_EPILOG = """\
+options every command takes, before or after it:
+  -q, --quiet           no notes or progress on stderr
+  -v, --verbose         progress even off a terminal, tables not cut to the terminal's width
+  --color WHEN          auto (on a terminal, unless NO_COLOR is set), always or never
+  --root DIR            the PyTorch checkout, for the commands that read one (default: the
+                        one around the current directory)
+
+examples:
+  # what is left to port on this checkout
+  $ porter candidates
+  # port an op, then test it on this Linux machine
+  $ porter new-op heaviside
+  $ porter test heaviside --device emulate
+  # one command's options
+  $ porter help test"""
+
+
 def _examples(name: str) -> str | None:
     rows = EXAMPLES.get(name)
     if not rows:
@@ -143,6 +161,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="porter",
         description="Port PyTorch operators to native Metal (MPS) kernels and prove the port works.",
+        epilog=None if only is not None else _TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from porter import __version__
     parser.add_argument("-V", "--version", action="version", version=f"porter {__version__}")
@@ -150,6 +170,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is None:        # `porter --help`, no command or a misspelt one: the summaries only
         for name, (_, summary) in COMMANDS.items():
             sub.add_parser(name, help=summary, description=summary)
+        sub.add_parser("help", help="a command's help: `porter help COMMAND` is `porter COMMAND --help`")
         return parser
     module = _load(only)
     p = sub.add_parser(only, help=module.HELP, description=module.HELP, epilog=_examples(only),

@@ -111,6 +111,9 @@ def porter_cache(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PORTER_CACHE_DIR", str(cache))
         mp.delenv("PORTER_REFCACHE_DIR", raising=False)
+        # a test's output is a pipe: no terminal width, whatever the shell (or an xdist worker)
+        # carries; a test of the width sets COLUMNS itself
+        mp.delenv("COLUMNS", raising=False)
         yield cache
 
 

@@ -44,6 +44,20 @@ def test_clean_fixture_passes(mini_root, capsys):
     assert (code, out) == (0, "")
 
 
+def test_quiet_prints_the_findings_alone(mini_root):
+    # -q, before or after the subcommand: stdout keeps the findings, stderr is empty (no notes, no
+    # summary line), and the exit status still tells clean from not
+    from tests.porter_run import porter
+    for argv in (("-q", "check"), ("check", "-q")):
+        clean = porter(*argv, root=mini_root)
+        assert (clean.code, clean.out, clean.err) == (0, "", ""), clean
+    edit(mini_root, NATIVE_YAML, "    CPU, CUDA: sign_out\n", "    CPU, CUDA, MPS: sign_out\n")
+    found = porter("check", "-q", root=mini_root)
+    assert found.code == 1 and found.err == "" and "PORTER0" in found.out, found
+    loud = porter("check", root=mini_root)
+    assert loud.out == found.out and "porter check: " in loud.err
+
+
 def test_duplicate_mps_key(mini_root, capsys):
     edit(mini_root, NATIVE_YAML, "    CPU, CUDA: sign_out\n", "    CPU, CUDA, MPS: sign_out\n")
     code, out = check(mini_root, capsys)
@@ -261,6 +275,19 @@ def test_stale_unimplemented_xfail(mini_root, capsys):
 aten/src/ATen/native/native_functions.yaml:478: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
 torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --prune-xfails`, or drop the entry)
 """)
+
+
+def test_stale_unimplemented_xfail_of_an_mps_only_function_is_confirmed_on_a_mac(mini_root, capsys):
+    # `MPS: heaviside_out_mps`: a function of its own (MPSGraph, or host code of its own), which
+    # the emulator does not run: --prune-xfails off a Mac would skip every dtype, so the hint
+    # names the Mac's device
+    edit(mini_root, NATIVE_YAML, "    CPU, CUDA: heaviside_out\n",
+         "    CPU, CUDA: heaviside_out\n    MPS: heaviside_out_mps\n")
+    code, out = check(mini_root, capsys, "--select", "PORTER031")
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if "PORTER031" in line]
+    assert line.endswith("(confirm on a Mac with `porter test heaviside --prune-xfails --device mps` "
+                         "(its MPS function is not one the emulator runs), or drop the entry)"), line
 
 
 def test_torchgen_rejects_yaml(mini_root, capsys):

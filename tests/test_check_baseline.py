@@ -122,7 +122,10 @@ def _div_line(root):
     ("  # porter: noqa PORTER030,PORTER031 -- two ids", True, None),
     ("  # porter: noqa PORTER030", False, "gives no reason, so it suppresses nothing"),
     ("  # porter: noqa -- why", False, "names no check, so it suppresses nothing"),
-    ("  # porter: noqa PORTER031 -- another check's id", False, None),
+    ("  # porter: noqa PORTER031 -- another check's id", False,
+     "`porter: noqa PORTER031` does not name PORTER030, the finding on this line, so it suppresses nothing"),
+    ("  # porter: noqa: PORTER030 -- ruff's colon", True, None),
+    ("  # porter: noqa: PORTER030", False, "gives no reason, so it suppresses nothing"),
 ])
 def test_an_inline_suppression_needs_its_ids_and_a_reason(real_root, comment, hidden, note):
     index, text = _div_line(real_root)

@@ -5,6 +5,7 @@ does nothing in the given combination refused."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -86,6 +87,24 @@ def test_help_cmd_is_cmd_help_and_ends_with_examples_that_parse(capsys, name):
         # the example is a command line porter's parser takes as it is
         parsed, extra = cli.build_parser(name).parse_known_args(words[1:])
         assert not extra and parsed.command == name, line
+
+
+def test_top_help_lists_help_the_global_options_and_examples_that_parse(capsys):
+    code, out, _ = _run(capsys, "--help")
+    assert code == exit_codes.OK and (code, out) == _run(capsys, "help")[:2]
+    assert re.search(r"^    help +a command's help", out, re.M)
+    for option in ("-q, --quiet", "-v, --verbose", "--color WHEN", "--root DIR"):
+        assert f"\n  {option}" in out.split("options every command takes", 1)[1]
+    lines = [line.split("$ ", 1)[1] for line in out.split("examples:", 1)[1].splitlines() if "$ " in line]
+    assert lines
+    for line in lines:
+        words = shlex.split(line)
+        assert words[0] == "porter"
+        if words[1] == "help":
+            assert words[2] in cli.COMMANDS
+            continue
+        parsed, extra = cli.build_parser(words[1]).parse_known_args(words[1:])
+        assert not extra and parsed.command == words[1], line
 
 
 def test_every_command_has_examples_and_nothing_else_does():

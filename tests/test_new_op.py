@@ -404,7 +404,7 @@ def test_an_unknown_option_points_at_the_commands_own_help(mini_root):
     result = porter("new-op", "heaviside", "--dry-rnu", root=mini_root)
     assert result.code == 2
     assert result.err == ("porter: error: unrecognized arguments: --dry-rnu "
-                          "(see `porter new-op --help`)\n")
+                          "(did you mean --dry-run? see `porter new-op --help`)\n")
 
 
 def test_not_a_checkout(tmp_path):

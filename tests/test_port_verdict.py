@@ -41,7 +41,7 @@ def test_a_port_that_builds_but_computes_wrong_is_red(real_root):
     assert "FAIL float32" in res.out
     assert res.err.strip().endswith(
         "porter: error: the files were written and are red: signbit fails its test on emulate "
-        "(table above; `porter test signbit --device emulate --reference-inputs` reruns it, "
+        "(table above; `porter test signbit --device emulate` reruns it, "
         "`--no-test` skips it)")
     assert "x < 0" in (real_root / KERNELS / "UnaryKernel.metal").read_text()
 
@@ -53,7 +53,7 @@ def test_no_test_writes_without_testing_and_says_so(real_root):
     assert "porter test:" not in res.out
     assert res.err.splitlines()[-1] == (
         "note: --no-test: the files were written and heaviside was not tested; "
-        "`porter test heaviside --device emulate --reference-inputs` gives the verdict")
+        "`porter test heaviside --device emulate` gives the verdict")
     # a dry run writes nothing and tests nothing
     assert "porter test:" not in porter("new-op", "heaviside", "--dry-run", root=real_root).out
 

@@ -162,6 +162,10 @@ def test_pr_of_a_wrong_port_is_red(real_root, tmp_path, monkeypatch):
     assert [rows["int64"][k] for k in KINDS] == ["fail", "fail", "fail"]
     assert rows["int64"]["message"].startswith("samples: Tensor-likes are not equal!")
     assert "**fail**" in data["markdown"]
+    # why the exit status is 1, on stderr in one line (the description is stdout's)
+    assert result.err.splitlines()[-1].startswith(
+        "porter: error: the pull request is not green: nn.functional.threshold red on the tested "
+        "commit (the verdict table)"), result.err
     code, tested = _test_verdicts(real_root, "threshold", dtypes=("int64", "float32"))
     assert code == 1 and _pr_verdicts(data) == tested
 
@@ -179,6 +183,7 @@ def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
     assert result.code == 1
     item = next(i for i in data["checklist"] if "fast" in i["item"])
     assert item["status"] == "fail" and "PORTER050 threshold_functor calls fast::exp" in item["finding"]
+    assert "checklist item(s) open: " in result.err.splitlines()[-1] and item["item"] in result.err
 
 
 def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, monkeypatch):

@@ -3,7 +3,8 @@
     "div",  # porter: noqa PORTER030 -- kept for the older OpInfo name, see #12345
     // porter: noqa PORTER050 -- fast::exp is what upstream's kernel uses
 
-on the finding's own line. The ids are required (a bare `noqa` would hide whatever check is
+on the finding's own line (ruff's colon, `porter: noqa: PORTER030 -- why`, reads the same). The
+ids are required (a bare `noqa` would hide whatever check is
 added next) and so is the reason after `--`: a suppression nobody can judge later is not one.
 A comment without them suppresses nothing, and the run says why.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from porter.checks.model import Finding
 
-_NOQA = re.compile(r"porter:\s*noqa\b(?P<ids>[\s,A-Za-z0-9-]*?)(?:--\s*(?P<reason>\S.*?))?\s*$")
+_NOQA = re.compile(r"porter:\s*noqa\b:?(?P<ids>[\s,A-Za-z0-9-]*?)(?:--\s*(?P<reason>\S.*?))?\s*$")
 _ID = re.compile(r"PORTER\d{3}")
 
 
@@ -53,4 +54,9 @@ def suppressed(findings: list[Finding], root: Path) -> tuple[list[Finding], list
         elif finding.id in ids:
             notes.append(f"{finding.path}:{finding.line}: `porter: noqa {finding.id}` gives no "
                          f"reason, so it suppresses nothing (add `-- why` after the ids)")
+        else:
+            # ruff's RUF100 in spirit: a suppression naming another check hides nothing here
+            named = ",".join(sorted(ids))
+            notes.append(f"{finding.path}:{finding.line}: `porter: noqa {named}` does not name "
+                         f"{finding.id}, the finding on this line, so it suppresses nothing")
     return kept, hidden, notes

@@ -185,9 +185,9 @@ def _check(args, fmt: str, checkout, selected: set[str], pending) -> int:
         for line in out:
             print(terminal.paint_finding(line))
         sys.stdout.flush()
-        for line in err:
-            if not (terminal.quiet() and line.startswith("note: ")):
-                print(line, file=sys.stderr)
+        # -q: the findings alone, as `ruff -q` prints them (the exit status says clean or not)
+        for line in err if not terminal.quiet() else []:
+            print(line, file=sys.stderr)
     return exit_codes.FAILED if report.findings else exit_codes.OK
 
 

@@ -26,7 +26,7 @@ USES_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?uses:\s*)(?P<action>[\w.-]+/[\w.-]+
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("action", choices=["init"], help="init: write the workflow")
+    parser.add_argument("action", metavar="ACTION", choices=["init"], help="init: write the workflow")
     add_root_and_json(parser)
     parser.add_argument("--dry-run", action="store_true", help="print status and diff; write nothing")
     parser.add_argument("--force", action="store_true", help="overwrite a hand-edited workflow")

@@ -76,4 +76,19 @@ def run(args) -> int:
         print(json.dumps(data | {"markdown": text}, indent=1))
     else:
         sys.stdout.write(text)
+    if not data["ok"]:
+        # the description is the output; why the exit status is 1 goes where errors go
+        print(f"porter: error: {_why_red(data)}", file=sys.stderr)
     return exit_codes.OK if data["ok"] else exit_codes.FAILED
+
+
+def _why_red(data: dict) -> str:
+    """One line: what in the description keeps the branch from green."""
+    from porter.review.description import KINDS, NOT_RUN, RED
+    red = sorted({v["opinfo"] for v in data["verdicts"] for k in KINDS if v[k] in RED})
+    open_items = [item["item"] for item in data["checklist"] if item["status"] in ("fail", NOT_RUN)]
+    parts = ([f"{', '.join(red)} red on the tested commit (the verdict table)"] if red else []) + \
+        ([f"{len(open_items)} checklist item(s) open: {'; '.join(open_items[:3])}"
+          + (" ..." if len(open_items) > 3 else "")] if open_items else [])
+    return ("the pull request is not green: " + "; ".join(parts or ["see the description"])
+            + " (fix, commit, and rerun `porter pr`)")

@@ -240,7 +240,8 @@ def nothing_tested(results) -> str | None:
     return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
             f"above), and a run that tests nothing is not green; port it first: `porter "
             f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "
-            f"(`porter status {op}` says which), or test it on --device mps")
+            f"(`porter status {op}` says which), or test it on "
+            f"{'--device mps' if sys.platform == 'darwin' else 'a Mac with --device mps'}")
 
 
 def red_reasons(results, pruned, applied: bool, header_gaps, untested: str | None) -> list[str]:
