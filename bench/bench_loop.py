@@ -105,6 +105,8 @@ def main() -> int:
     root = real_tree()
     if args.binary_kernel:
         (root / KERNELS / "BinaryKernel.metal").write_text(open(args.binary_kernel).read())
+        subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qam",
+                        "BinaryKernel.metal"], cwd=root, check=True)
     subprocess.run(porter_argv("new-op", "heaviside", "--root", str(root)), check=True,
                    env=bench_env(), capture_output=True)
     metal = root / KERNELS / "BinaryKernel.metal"
