@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -115,6 +116,18 @@ def porter_cache(tmp_path_factory: pytest.TempPathFactory):
         # carries; a test of the width sets COLUMNS itself
         mp.delenv("COLUMNS", raising=False)
         yield cache
+
+
+@pytest.fixture(autouse=True)
+def _own_candidates_record(request, tmp_path_factory: pytest.TempPathFactory, monkeypatch):
+    """What `candidates --verify` records (porter.harness.auto_record) is each test's own: a
+    record is keyed by the tree's bytes, so one test's measurement (or a stand-in verdict) of a
+    fresh fixture copy would otherwise change what plain `candidates` says in every later test
+    of the session. The directory is made only when a test records (in-process runs)."""
+    from porter.harness import auto_record
+    own = tmp_path_factory.getbasetemp() / "candidates-records" / hashlib.sha256(
+        request.node.nodeid.encode()).hexdigest()[:16]
+    monkeypatch.setattr(auto_record, "directory", lambda: own)
 
 
 @pytest.fixture

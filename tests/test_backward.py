@@ -122,7 +122,12 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass"}
     # the forward op's --grad on the emulator tests the backward kernel its formula calls
     grad = porter("test", "tanh", "--grad", "--device", "emulate", "--json", root=real_root)
-    assert grad.code == 0 and [o["op"] for o in json.loads(grad.out)["ops"]] == ["tanh_backward"]
+    # the full verdict: its samples and its reference inputs (a backward op has no shapes row)
+    assert grad.code == 0 and [(o["op"], o["reference"]) for o in json.loads(grad.out)["ops"]] == \
+        [("tanh_backward", False), ("tanh_backward", True)]
+    assert {(o["reference"], c["dtype"]): c["outcome"] for o in json.loads(grad.out)["ops"]
+            for c in o["dtypes"]} == {(ref, dtype): "pass" for ref in (False, True)
+                                      for dtype in ("float16", "bfloat16", "float32")}
 
     again = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
                    BODIES["tanh_backward"], root=real_root)
@@ -179,8 +184,11 @@ def test_grad_on_cpu_runs_the_forward_op_and_its_gradients(real_root):
     result = porter("test", "sigmoid", "--grad", "--device", "cpu", "--json", root=real_root)
     assert result.code == 0
     report = json.loads(result.out)["ops"]
-    assert [(r["op"], r["test"]) for r in report] == [("sigmoid", "test_output_grad_match")]
-    assert {c["outcome"] for c in report[0]["dtypes"]} == {"pass"}
+    # the full verdict: the gradients on upstream's samples and on the reference inputs (no
+    # shapes row for gradients)
+    assert [(r["op"], r["test"], r["reference"]) for r in report] == [
+        ("sigmoid", "test_output_grad_match", False), ("sigmoid", "test_output_grad_match", True)]
+    assert {c["outcome"] for r in report for c in r["dtypes"]} == {"pass"}
 
 
 def test_grad_reports_wrong_gradients(real_root):

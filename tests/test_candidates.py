@@ -16,21 +16,21 @@ def test_table_on_fixture(mini_root):
     assert result.code == 0, result.err
     assert_expected_inline(result.out, """\
 OP                 STATE     SHAPE     KIND     AUTO            FILES A PORT TOUCHES                                                                   BODY FROM / WHY NOT
-acosh              mpsgraph  stub      unary    yes             UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
-asinh              mpsgraph  macro     unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-atanh              mpsgraph  macro     unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-frac               mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-logical_and        mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_or         mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logical_xor        mpsgraph  macro     binary   yes             native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
-logit              mpsgraph  function  scalar   yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  CPU lambda
+acosh              mpsgraph  stub      unary    unverified      UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                                         selector acosh
+asinh              mpsgraph  macro     unary    unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+atanh              mpsgraph  macro     unary    unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+frac               mpsgraph  impl      unary    unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+logical_and        mpsgraph  macro     binary   unverified      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_or         mpsgraph  macro     binary   unverified      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logical_xor        mpsgraph  macro     binary   unverified      native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               CPU lambda (truth values: one template for every dtype, complex64 included)
+logit              mpsgraph  function  scalar   unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm, MPSFallback.mm  CPU lambda
 sgn                mpsgraph  impl      unary    --complex-body  native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  needs --complex-body EXPR (in x) for the body of sgn_functor (`sgn_impl` has no complex definition in aten/src/ATen/native/cpu/zmath.h, aten/src/ATen/native/Math.h or the CPU kernel files (CPU lambda at aten/src/ATen/native/cpu/UnaryOpsKernel.cpp:108)); sign's port first, in one command: sgn_out runs it for real inputs
-sigmoid_backward   mpsgraph  impl      binary   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-sign               mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-signbit            mpsgraph  impl      unary    yes             native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
-softplus           mpsgraph  impl      scalar   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-tanh_backward      mpsgraph  impl      binary   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
-threshold          mpsgraph  impl      scalar   yes             native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+sigmoid_backward   mpsgraph  impl      binary   unverified      native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+sign               mpsgraph  impl      unary    unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+signbit            mpsgraph  impl      unary    unverified      native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda
+softplus           mpsgraph  impl      scalar   unverified      native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+tanh_backward      mpsgraph  impl      binary   unverified      native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
+threshold          mpsgraph  impl      scalar   unverified      native_functions.yaml, Activation.mm, ActivationKernel.metal, ActivationKernel.mm      CPU lambda
 addcdiv            mpsgraph  impl      ternary  no              native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
 addcmul            mpsgraph  impl      ternary  no              native_functions.yaml, PointwiseOps.mm, PointwiseOps.metal                             incomplete: the checkout has no c10/metal/indexing.h to define REGISTER_OPMATH_TERNARY_ALPHA_OP in
 conj_physical      mpsgraph  function  unary    no              native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  no DispatchStub behind its CPU kernel
@@ -41,11 +41,11 @@ mish_backward      mpsgraph  function  binary   no              native_functions
 nan_to_num         mpsgraph  function  scalar   --body          native_functions.yaml, UnaryOps.mm, UnaryKernel.metal, UnaryKernel.mm                  CPU lambda: `_nan_to_num_replace` has no known Metal translation; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 pow                mpsgraph  macro     binary   no              native_functions.yaml, BinaryOps.mm, BinaryKernel.metal, BinaryKernel.mm               no DispatchStub behind its CPU kernel
 softplus_backward  mpsgraph  impl      scalar   no              native_functions.yaml, Activation.mm, BinaryKernel.metal, BinaryKernel.mm              no DispatchStub behind its CPU kernel, and an in-place port passes no scalars to a kernel
-heaviside          no-mps    -         binary   yes             native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
-special_log_ndtr   no-mps    -         unary    yes             native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
+heaviside          no-mps    -         binary   unverified      native_functions.yaml, BinaryKernel.metal, BinaryKernel.mm, common_mps.py              CPU lambda
+special_log_ndtr   no-mps    -         unary    unverified      native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda
 special_ndtri      no-mps    -         unary    --body          native_functions.yaml, UnaryKernel.metal, UnaryKernel.mm, common_mps.py                CPU lambda: `calc_ndtri` needs c10::metal::ndtri, which this checkout's c10/metal headers do not define; its translation is refused: the checkout has no c10/metal/special_math.h to define it in
 
-25 op(s) on MPSGraph (20 forward, 5 backward), 3 without MPS. AUTO: yes, porter writes the kernel body itself; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `--verify` measures AUTO.
+25 op(s) on MPSGraph (20 forward, 5 backward), 3 without MPS. AUTO: yes, the command writes the kernel body itself and the port it writes was measured green (`--verify`, on this checkout as it is); unverified, it writes the body itself, and whether that port is green is not measured yet; fails DTYPE, it writes a port that is red there; --body or --complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port is refused (WHY NOT says why). `porter candidates --verify` measures the 16 unverified.
   forward ops (20 on MPSGraph, 3 without MPS): 14 ported automatically, 1 with --complex-body EXPR, 2 with --body EXPR, 6 refused (3 no DispatchStub, 2 incomplete, 1 str argument).
   backward ops (5 on MPSGraph): 2 ported automatically, 3 refused (2 no DispatchStub, 1 str argument).
 Backward ops are tested through their forward op's samples: `porter test OP --device emulate`.
@@ -81,10 +81,18 @@ def test_automatic_agrees_with_the_commands(tree, request):
     compared = 0
     for c in listed:
         command = "migrate-from-mpsgraph" if c["state"] == "mpsgraph" else "new-op"
-        # no command ports a refused op: the JSON names none (it named one for every op)
-        assert (c["command"] is None) == (c["verdict"] == "refused"), c
+        # the command is printed only where it runs as written: none for a refused op (the JSON
+        # named one for every op) nor for one that needs --body EXPR (run bare, it exits 1)
+        assert (c["command"] is None) == (c["verdict"] != "automatic"), c
         assert c["command"] in (None, f"porter {command} {c['op']}"), c
+        # nothing measured these ports: AUTO never says yes unmeasured (it said yes for ports
+        # that are red), and says the flag or the refusal otherwise
+        assert c["auto"] == {"automatic": "unverified", "--body": "--body",
+                             "--complex-body": "--complex-body", "refused": "no"}[c["verdict"]], c
         result = porter(command, c["op"], "--dry-run", "--json", root=root)
+        if c["verdict"] in ("--body", "--complex-body"):
+            # the bare command asks for the flag AUTO names
+            assert result.code == 1 and c["verdict"] in result.out + result.err, (c["op"], result.out)
         if result.code != 0:
             assert not c["automatic"], (c["op"], result.err)
             continue
@@ -114,7 +122,8 @@ def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_tem
     # acosh is counted "with --complex-body EXPR" (its MPS test sends complex64, its body comes
     # from the MPSGraph selector, and the command refuses it without one): AUTO must not say
     # "yes" for it. asinh and atanh take their complex64 overload from their CPU lambda, with
-    # the float2 routines porter adds to c10/metal/utils.h: "yes", and utils.h among the files
+    # the float2 routines porter adds to c10/metal/utils.h: ported automatically, and utils.h
+    # among the files
     result = porter("candidates", root=real_tree_template)
     assert result.code == 0, result.err
     data = json.loads(porter("candidates", "--json", root=real_tree_template).out)
@@ -124,10 +133,11 @@ def test_auto_column_says_what_the_summary_counts_on_the_real_tree(real_tree_tem
     by_op = {c["op"]: c for c in data["candidates"]}
     assert by_op["acosh"]["verdict"] == "--complex-body" and by_op["acosh"]["automatic"] is False, by_op["acosh"]
     for op in ("asinh", "atanh"):
-        assert cells[op] == "yes" and by_op[op]["verdict"] == "automatic", by_op[op]
+        # not measured here: the command writes the body itself, "unverified" until --verify
+        assert cells[op] == "unverified" and by_op[op]["verdict"] == "automatic", by_op[op]
         assert "c10/metal/utils.h" in by_op[op]["files"], by_op[op]
     # every row: the cell is the verdict the summary counts, and the counts agree
-    words = {"yes": "ported automatically", "--complex-body": "with --complex-body EXPR",
+    words = {"unverified": "ported automatically", "--complex-body": "with --complex-body EXPR",
              "--body": "with --body EXPR"}
     for group, backward in (("forward", False), ("backward", True)):
         rows = [c for c in data["candidates"] if c["backward"] is backward]

@@ -1,7 +1,8 @@
 """The CPU reference follows the checkout: where a change since REF edits an op's CPU kernel (or
 CPU code porter cannot tie to one op), `porter test --changed-since REF` says the reference is
 not this checkout's and exits 1 ("not proven"), where before it compared with the installed
-torch's CPU and said green."""
+torch's CPU and said green. Without --changed-since, REF is the base `porter pr` uses (the merge
+base with origin/main, main, master, ...) where the repository has one."""
 
 from __future__ import annotations
 
@@ -76,7 +77,11 @@ def test_porter_test_changed_since_is_not_proven_when_the_pr_edits_the_cpu_kerne
     _edit(real_root, CPU, "heaviside_cpu\", [&]() {", "heaviside_cpu\", [&]() {\n    // changed")
     args = ("test", "heaviside", "--device", "emulate", "--dtype", "float32", "--json")
     plain = porter(*args, root=real_root)
-    assert plain.code == 0, plain.out          # what it said before: green
+    # without --changed-since, the base is master's merge base with HEAD (HEAD itself here): the
+    # uncommitted edit leaves the reference unproven too (it said green before)
+    assert plain.code == 1, plain.out
+    assert json.loads(plain.out)["not_proven"][0].startswith(
+        "heaviside: the CPU reference is not this checkout's: the change since master (merge base "), plain.out
     result = porter(*args, "--changed-since", "base", root=real_root)
     assert result.code == 1, result.out
     data = json.loads(result.out)
@@ -91,3 +96,40 @@ def test_porter_test_changed_since_is_not_proven_when_the_pr_edits_the_cpu_kerne
     # --watch cannot honour it: an error, never dropped
     watched = porter("test", "heaviside", "--watch", "--changed-since", "base", root=real_root)
     assert watched.code == 2 and "--watch cannot honour --changed-since" in watched.err
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+def test_plain_porter_test_on_a_branch_that_changed_the_cpu_kernel_is_not_proven(real_root):
+    # review34 finding 5: a branch commits a change to heaviside's CPU lambda; plain `porter test`
+    # compared the port with the installed torch's CPU and said green (exit 0, no note), where a
+    # Mac build of this checkout compares with the changed kernel
+    git_init(real_root)                                   # on master
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-qm", "heaviside")
+    _git(real_root, "checkout", "-qb", "cpu-change")
+    _edit(real_root, CPU, "return a == 0 ? b : static_cast<scalar_t>(a > 0);",
+          "return a == 0 ? b : static_cast<scalar_t>(a > 0) + 1;")
+    _git(real_root, "commit", "-qam", "heaviside's CPU kernel + 1")
+    args = ("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--samples-only")
+    result = porter(*args, "--json", root=real_root)
+    assert result.code == 1, result.out
+    data = json.loads(result.out)
+    assert data["ok"] is False
+    [gap] = data["not_proven"]
+    base = subprocess.run(["git", "merge-base", "HEAD", "master"], cwd=real_root, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert gap == ("heaviside: the CPU reference is not this checkout's: the change since master "
+                   f"(merge base {base[:12]}) edits heaviside's CPU kernel ({CPU}:34 (now)), and "
+                   "porter compares with the installed torch's CPU"), gap
+    # the port's rows themselves pass: the wheel's CPU is the old kernel, which the port matches
+    assert {c["outcome"] for o in data["ops"] for c in o["dtypes"]} == {"pass"}, data["ops"]
+    text = porter(*args, root=real_root)
+    assert text.code == 1 and f"not proven: {gap}\n" in text.out, text.out
+    # a repository with none of porter pr's bases (no origin/main, main, master): no base to
+    # compare with, the reference is the installed torch's as before
+    _git(real_root, "branch", "-m", "master", "trunk")
+    assert porter(*args, root=real_root).code == 0
+    # and no git at all: the same
+    shutil.rmtree(real_root / ".git")
+    assert porter(*args, root=real_root).code == 0

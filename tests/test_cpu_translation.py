@@ -304,12 +304,13 @@ def test_wrong_on_purpose_logit_with_its_branch_inverted_fails_the_reference_inp
 
 def test_a_complex_helper_becomes_an_elementwise_float2_expression(real_tree_template):
     # sgn_impl (cpu/zmath.h): 0 for 0, else z / zabs(z), whose complex overload is a complex
-    # holding |z|: c10::complex divides by it as each part times 1 / |z| (inf at a subnormal |z|)
+    # holding |z|: each part over |z| (the CPU's each part times 1 / |z| is 0 on an Apple GPU,
+    # which flushes that subnormal, past |z| = 8.5e37)
     from porter.port import complex_cpu_helpers
     checkout = co.Checkout.at(real_tree_template)
     out = complex_cpu_helpers.expression(checkout, "sgn_impl", available_functions(checkout))
     assert out == ("::metal::all({0} == T(0, 0)) ? T(0, 0) : "
-                   "{0} * (1 / c10::metal::hypot(::metal::abs({0}.x), ::metal::abs({0}.y)))")
+                   "{0} / c10::metal::hypot(::metal::abs({0}.x), ::metal::abs({0}.y))")
 
 
 @pytest.mark.parametrize(("old", "new", "says"), [
@@ -337,15 +338,17 @@ def test_wrong_on_purpose_complex_arithmetic_in_a_helper_is_refused(real_root, o
      "the zero check dropped: 0+0i gives 0 / 0, nan, where the CPU gives 0"),
     ("::metal::abs(x.x), ::metal::abs(x.y)", "x.x, x.y",
      "the parts' signs kept: c10::metal::hypot(-3, -4) is -5"),
-    (" * (1 / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y)))", "",
+    (" / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))", "",
      "the division by the magnitude dropped: z itself, not z / |z|"),
-    ("x * (1 / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y)))",
-     "x / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))",
-     "each part over |z|: at 1e-45+1e-45i that is 0.707 where the CPU's 1 / |z| overflows to inf"),
-], ids=["zero-gives-nan", "signed-parts", "no-division", "divided-not-scaled"])
+    ("x / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y))",
+     "x * (1 / c10::metal::hypot(::metal::abs(x.x), ::metal::abs(x.y)))",
+     "the CPU's each part times 1 / |z|: at 8.5e37-8.5e37i the GPU flushes 1 / |z| (8.3e-39) "
+     "to 0 and answers 0 where the CPU keeps it and answers 0.707-0.707i"),
+], ids=["zero-gives-nan", "signed-parts", "no-division", "scaled-by-a-flushed-reciprocal"])
 def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root, wrong, replacement, why):
     # after sign's port, sgn's complex64 kernel from sgn_impl passes the samples and reference
-    # inputs; without its zero test, or with the parts' signs in the magnitude, it fails
+    # inputs; without its zero test, with the parts' signs in the magnitude, without the
+    # division, or with the CPU's multiplication by 1 / |z| (0 on a flushing GPU), it fails
     from porter.harness.measure_port import measure, plan_in_memory
     from tests.porter_run import git_init, porter
     git_init(real_root)
@@ -362,3 +365,6 @@ def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root
     changes.set(UNARY_METAL, checkout.read(UNARY_METAL), edited)
     bad = measure(checkout, "sgn", changes, reference_inputs=True, dtypes=["complex64"])
     assert bad.status == "fails" and bad.failed_dtype == "complex64", (why, bad)
+    # upstream's samples have no 0+0i nor |z| past 8.5e37: those two are red on the reference inputs
+    row = "complex64 (reference inputs):" if "0+0i" in why or "8.5e37" in why else "complex64:"
+    assert bad.detail.startswith(row), (why, bad)

@@ -96,6 +96,7 @@ def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
         ("the CPU reference is this checkout's CPU kernel", "ok"), ("MPSGraph path removed", "ok"), ("no `fast::` math in the functors", "ok"),
         ("no bespoke helper where c10/metal has one", "ok"),
         ("bfloat registrations inside the file's version guard", "n/a"), ("NaN propagation", "ok"),
+        ("edge values: ±0, ±inf, subnormals, each dtype's limits (reference inputs)", "ok"),
         # the shapes passed through porter's kernel loop, not the checkout's strided kernels
         ("shapes and dtypes Metal kernels break on", "todo"), ("before/after benchmark", "todo")]
     shapes = next(i for i in data["checklist"] if i["item"].startswith("shapes"))
@@ -397,3 +398,39 @@ def test_nan_propagation_is_unticked_when_no_floating_dtype_ran():
     r.dtypes.append(DtypeResult("float32", "pass", samples=9))
     item = next(i for i in _checklist([], [r], [], set()) if i["item"] == "NaN propagation")
     assert item["status"] == "ok" and item["finding"].endswith("pass on float32")
+
+
+def test_a_reference_input_failure_is_filed_under_the_cause_its_values_show():
+    # review34 item 3: heaviside wrong at ±0 was ticked "[ ] NaN propagation: heaviside float16:
+    # reference inputs fail", though no failing value was a NaN
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import _checklist
+
+    def items(*dtypes):
+        r = OpResult(op="heaviside", name="heaviside", variant="", key="heaviside", device="emulate",
+                     reference=True)
+        r.dtypes.extend(dtypes)
+        return {i["item"].split(":")[0]: i for i in _checklist([], [r], [], set())}
+
+    at_zero = DtypeResult("float16", "fail", samples=9, mismatches=[
+        {"index": [3], "inputs": {"input": "-0", "values": "0.5"}, "cpu": "0.5", "device": "1"}])
+    on_nan = DtypeResult("float32", "fail", samples=9, mismatches=[
+        {"index": [0], "inputs": {"input": "nan", "values": "2"}, "cpu": "nan", "device": "1"}])
+    wrong_int = DtypeResult("int64", "fail", samples=9, mismatches=[
+        {"index": [1], "inputs": {"input": "2147483648", "values": "0"}, "cpu": "1", "device": "0"}])
+    found = items(at_zero, DtypeResult("bfloat16", "pass", samples=9))
+    assert found["NaN propagation"]["status"] == "ok", found["NaN propagation"]
+    assert found["edge values"]["status"] == "fail"
+    assert found["edge values"]["finding"] == ("heaviside float16: reference inputs fail (input -0, "
+                                               "values 0.5: cpu 0.5, device 1)"), found["edge values"]
+    found = items(on_nan, wrong_int)
+    assert found["NaN propagation"]["status"] == "fail"
+    assert found["NaN propagation"]["finding"].startswith("heaviside float32: reference inputs fail (input nan")
+    # an integer dtype's failure at its limits is an edge value's (it was on no item)
+    assert found["edge values"]["status"] == "fail" and "heaviside int64" in found["edge values"]["finding"]
+    assert "float32" not in found["edge values"]["finding"]
+    found = items(DtypeResult("int64", "pass", samples=9))
+    assert found["edge values"] == {"item": "edge values: ±0, ±inf, subnormals, each dtype's limits "
+                                            "(reference inputs)", "status": "ok",
+                                    "finding": "reference inputs pass on int64"}
+    assert items()["edge values"]["status"] == "todo"

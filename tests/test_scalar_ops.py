@@ -49,15 +49,20 @@ def _words(text: str) -> str:
 
 
 def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[int, dict[str, str]]:
-    """`porter test NAME --device emulate` (with `--reference-inputs`, whose rows come on top of the
-    standard ones; on `dtypes` only if given): the exit code and each row's outcome, keyed by
-    dtype, or by ("reference", dtype) for the reference-inputs rows."""
+    """`porter test NAME --device emulate` (the full verdict: the standard samples, the reference
+    inputs and the shapes; on `dtypes` only if given): the exit code and each row's outcome,
+    keyed by dtype for the samples, by ("reference", dtype) and ("shapes", dtype) for the
+    others. `reference`: also on --reference-inputs (part of the full verdict already)."""
     extra = (["--reference-inputs"] if reference else []) + [a for d in dtypes for a in ("--dtype", d)]
     result = porter("test", name, "--device", "emulate", "--json", *extra, root=root)
     assert result.out.startswith("{"), result.err
     report = json.loads(result.out)
-    return result.code, {(("reference", case["dtype"]) if op["reference"] else case["dtype"]): case["outcome"]
-                         for op in report["ops"] for case in op["dtypes"]}
+
+    def key(op, dtype):
+        return ("reference", dtype) if op["reference"] else ("shapes", dtype) if op["shapes"] else dtype
+    outcomes = {key(op, case["dtype"]): case["outcome"] for op in report["ops"] for case in op["dtypes"]}
+    assert len(outcomes) == sum(len(op["dtypes"]) for op in report["ops"]), report["ops"]   # none hidden
+    return result.code, outcomes
 
 
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
@@ -71,8 +76,9 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
     assert json.loads(built.out)["ok"], built.out[:2000]
     code, outcomes = _emulated(real_root, name, reference=True)
     expected = dtypes if isinstance(dtypes, dict) else {d: "pass" for d in dtypes}
-    # the standard samples and the reference inputs, on every dtype the MPS test sends
-    assert outcomes == expected | {("reference", d): outcome for d, outcome in expected.items()}
+    # the standard samples, the reference inputs and the shapes, on every dtype the MPS test sends
+    assert outcomes == expected | {(row, d): outcome for d, outcome in expected.items()
+                                   for row in ("reference", "shapes")}
     assert code == 0
 
 
@@ -136,7 +142,8 @@ def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_ro
 def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
     # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
-    # large integers, where the CPU gives nan and the clamped kernel ±inf
+    # large integers, nor on the shapes' values outside [0, 1] (built from a sample with eps
+    # None), where the CPU gives nan and the clamped kernel ±inf
     git_init(real_root)
     lo, hi = "max(eps, 0.0f)", "1 - max(eps, 0.0f)"
     wrong = f"log(clamp(x, {lo}, {hi}) / (1 - clamp(x, {lo}, {hi})))"
@@ -145,6 +152,7 @@ def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_ro
     code, outcomes = _emulated(real_root, "logit", reference=True, dtypes=some)
     assert {outcomes[d] for d in some} == {"pass"}, outcomes
     assert {d: outcomes["reference", d] for d in some} == {"bool": "pass", "int64": "fail", "float32": "fail"}
+    assert {d: outcomes["shapes", d] for d in some} == {"bool": "pass", "int64": "fail", "float32": "fail"}
     assert code == 1
 
 
@@ -433,7 +441,7 @@ def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_roo
     # eps reaches the kernel through the helper's `args...`: the samples with eps=0.2 and the
     # reference inputs' None (-1: no clamp) pass on every dtype the MPS test sends
     code, outcomes = _emulated(real_root, "logit", reference=True)
-    assert code == 0 and set(outcomes.values()) == {"pass"} and len(outcomes) == 2 * len(ALL), outcomes
+    assert code == 0 and set(outcomes.values()) == {"pass"} and len(outcomes) == 3 * len(ALL), outcomes
     # wrong on purpose: the helper passes a fixed eps instead of the caller's: red
     path = real_root / "aten/src/ATen/native/UnaryOps.cpp"
     path.write_text(path.read_text().replace("Scalar(eps ? eps.value() : -1.0)", "Scalar(0.25)"))

@@ -32,11 +32,18 @@ GELU_CALL = '  const char* name = (approximate == GeluType::Tanh) ? "gelu_tanh" 
 
 
 def _outcomes(root, op: str, *extra: str) -> tuple[int, dict]:
-    """(exit code, {(reference?, dtype): result}) of `porter test OP --device emulate --json`."""
+    """(exit code, {(row, dtype): result}) of `porter test OP --device emulate --json`: row False
+    for upstream's samples, True for the reference inputs, "shapes" for porter's layouts (a
+    shapes row has reference false too: keyed apart, it no longer overwrites the samples')."""
     result = porter("test", op, "--device", "emulate", "--json", *extra, root=root)
     assert result.out.startswith("{"), result.err
-    return result.code, {(o["reference"], c["dtype"]): c for o in json.loads(result.out)["ops"]
-                         for c in o["dtypes"]}
+    by = {}
+    for o in json.loads(result.out)["ops"]:
+        row = "shapes" if o["shapes"] else o["reference"]
+        for c in o["dtypes"]:
+            assert (row, c["dtype"]) not in by, (row, c["dtype"])
+            by[row, c["dtype"]] = c
+    return result.code, by
 
 
 def _ported(root, op: str) -> None:

@@ -7,6 +7,7 @@ import os
 
 from porter import exit_codes
 from porter.commands.common import add_root_and_json
+from porter.survey.port_candidates import UNVERIFIED
 
 HELP = ("list elementwise ops still on MPSGraph or without MPS: kind, files a port touches, "
         "and whether porter can write the kernel body itself")
@@ -16,11 +17,13 @@ def add_arguments(parser) -> None:
     add_root_and_json(parser)
     parser.add_argument("--verify", action="store_true",
                         help="measure AUTO: plan each port in memory (nothing written), build it and "
-                             "run the emulated output-match test with reference inputs")
+                             "run the emulated test under the full verdict; the measurement is kept "
+                             "for this checkout, so plain `candidates` says yes only for a port "
+                             "measured green (else unverified)")
 
 
 def run(args) -> int:
-    from porter.survey.port_candidates import AUTO_CELL, find, summary
+    from porter.survey.port_candidates import find, summary
     from porter.source.checkout import Checkout
 
     checkout = Checkout.at(args.root)
@@ -31,10 +34,20 @@ def run(args) -> int:
         from porter.commands.common import require
         require("candidates --verify", "numpy", "torch")
     verdicts = _verify(checkout, found) if args.verify else {}
+    from porter.harness import auto_record
+    if verdicts:
+        auto_record.save(checkout.root, {op: v.to_json() for op, v in verdicts.items()})
+        measured = {op: v.to_json() for op, v in verdicts.items()}
+    else:
+        # what an earlier --verify measured of this checkout as it is now (else nothing)
+        measured = auto_record.load(checkout.root)
+    cells = {c.op: auto_cell(c, measured.get(c.op)) for c in found}
     if args.json:
         print(json.dumps({"ok": True, "command": "candidates", "others_on_own_mps_kernels": inventory.others,
                           "summary": summary(found),
-                          "candidates": [c.__dict__ | {"files": list(c.files)}
+                          "candidates": [c.__dict__ | {"files": list(c.files), "auto": cells[c.op],
+                                                       "command": _command(c, measured.get(c.op)),
+                                                       "measured": measured.get(c.op)}
                                          | ({"verify": verdicts[c.op].to_json()} if verdicts else {})
                                          for c in found]},
                          indent=2))
@@ -43,8 +56,7 @@ def run(args) -> int:
 
     rows = [("OP", "STATE", "SHAPE", "KIND", "AUTO", "FILES A PORT TOUCHES", "BODY FROM / WHY NOT")]
     for c in found:
-        auto = _measured(verdicts[c.op]) if verdicts else AUTO_CELL[c.verdict]
-        rows.append((c.op, c.state, c.shape or "-", c.kind, auto,
+        rows.append((c.op, c.state, c.shape or "-", c.kind, cells[c.op],
                      ", ".join(os.path.basename(f) for f in c.files), c.how))
 
     def style(row, column):
@@ -68,19 +80,26 @@ def run(args) -> int:
     counts = summary(found)
     if verdicts:
         from collections import Counter
-        measured = Counter(v.status for v in verdicts.values())
+        tally = Counter(v.status for v in verdicts.values())
         say(f"\n{counts['headline']}; AUTO measured: each port planned in memory without --body, "
-              "built and run through the emulated output-match test with reference inputs: "
-              + ", ".join(f"{measured.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
-              + ". Nothing was written.")
+              "built and run through the emulated output-match test (the full verdict: upstream's "
+              "samples, the reference inputs and the shapes): "
+              + ", ".join(f"{tally.get(k, 0)} {k}" for k in ("verified", "fails", "refused", "not-run"))
+              + ". Nothing was written; the measurement is kept for this checkout, so plain "
+              "`porter candidates` says it until a file it read changes.")
         for c in found:
             v = verdicts[c.op]
             if v.status != "verified":
                 say(f"  {c.op}: {v.status}: {v.detail}")
     else:
-        say(f"\n{counts['headline']}. AUTO: yes, porter writes the kernel body itself; --body or "
-              "--complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, the port "
-              "is refused (WHY NOT says why). `--verify` measures AUTO.")
+        unverified = sum(cells[c.op] == UNVERIFIED for c in found)
+        say(f"\n{counts['headline']}. AUTO: yes, the command writes the kernel body itself and the "
+              "port it writes was measured green (`--verify`, on this checkout as it is); "
+              f"{UNVERIFIED}, it writes the body itself, and whether that port is green is not "
+              "measured yet; fails DTYPE, it writes a port that is red there; --body or "
+              "--complex-body, the command needs that EXPR (WHY NOT says what it replaces); no, "
+              "the port is refused (WHY NOT says why)."
+              + (f" `porter candidates --verify` measures the {unverified} {UNVERIFIED}." if unverified else ""))
         for group in ("forward", "backward"):
             if group in counts:
                 say(f"  {counts[group]}.")
@@ -110,10 +129,28 @@ def _verify(checkout, found) -> dict:
     return verdicts
 
 
-def _measured(verdict) -> str:
-    """The AUTO cell: "9/9 dtypes" for a verified port, else the first failing dtype or why not."""
-    if verdict.status == "verified":
-        return verdict.detail
-    if verdict.status == "fails":
-        return f"fails {verdict.failed_dtype}"
-    return verdict.status
+def auto_cell(candidate, measured: dict | None) -> str:
+    """The AUTO cell. For an op its command ports with no flag: `yes` only where the port it
+    writes was measured green under the full verdict (`measured`: a Verdict's JSON, from this
+    run's --verify or the checkout's record), `fails DTYPE` where it was measured red, `no`
+    where the command refused it, `not-run` where the emulator could not run it, else
+    `unverified`. For the others, the flag the command needs, or `no`."""
+    from porter.harness import measure_port as m
+    from porter.survey.port_candidates import AUTO_CELL
+    if candidate.verdict != "automatic" or measured is None:
+        return AUTO_CELL[candidate.verdict]
+    status = measured["status"]
+    if status == m.VERIFIED:
+        return "yes"
+    if status == m.FAILS:
+        return f"fails {measured['failed_dtype']}" if measured.get("failed_dtype") else "fails"
+    return {m.REFUSED: "no", m.NOT_RUN: m.NOT_RUN}[status]
+
+
+def _command(candidate, measured: dict | None) -> str | None:
+    """The command that ports the op, as printed: none where it needs a flag, where it is refused,
+    or where running it was measured to refuse the port."""
+    from porter.harness.measure_port import REFUSED
+    if measured is not None and measured["status"] == REFUSED:
+        return None
+    return candidate.command

@@ -63,7 +63,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--changed-since", metavar="REF",
                         help="CI's run of a pull request forked from REF: an op whose CPU kernel the "
                              "change edits (or may edit) is not proven, since the reference is the "
-                             "installed torch's CPU, not this checkout's")
+                             "installed torch's CPU, not this checkout's (default: the merge base "
+                             "with origin/main, upstream/main, main, origin/master or master, as "
+                             "porter pr; none in the repository, or no git: no check)")
 
 
 # options the --watch loop cannot honour: each round would edit the files it watches, or run
@@ -126,10 +128,14 @@ def run(args) -> int:
         if args.changed_since:
             raise PorterError("--watch cannot honour --changed-since: it is CI's run of a pull request",
                               hint="run `porter test --changed-since REF` without --watch")
+        # the branch's base, as without --watch (taken when the loop starts)
+        options_["reference_gaps"] = default_reference_gaps(args.root, args.ops)
         from porter.harness import watch
         return watch.run(Options(**options_))
     if args.changed_since:
         options_["reference_gaps"] = reference_gaps(args.root, args.changed_since, args.ops)
+    else:
+        options_["reference_gaps"] = default_reference_gaps(args.root, args.ops)
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
     try:
@@ -168,6 +174,29 @@ def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
                           hint="run it inside the checkout, or pass --root DIR")
     changes = changed.since(checkout.root, ref)
     old = changed.OldCheckout(checkout.root, changes)
+    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
+    return [f"{op}: {why}" for op, why in gaps.items()]
+
+
+def default_reference_gaps(root, ops: list[str]) -> list[str]:
+    """reference_gaps since the base `porter pr` uses (the merge base of HEAD with origin/main,
+    upstream/main, main, origin/master or master): a branch, or uncommitted work, that edits an
+    op's CPU kernel leaves its reference unproven even without --changed-since, since the
+    installed torch's CPU is at best the base's. None of those refs, or no git: [] (nothing
+    to compare with; the reference is the installed torch's, as ever)."""
+    from porter.checks import changed, cpu_reference
+    from porter.harness.session import resolve_checkout
+    from porter.review.branch import default_base
+    checkout = resolve_checkout(root)
+    found = default_base(checkout.root) if checkout is not None else None
+    if found is None:
+        return []
+    import copy
+    ref, base = found
+    changes = changed.since(checkout.root, base)
+    old = changed.OldCheckout(checkout.root, copy.copy(changes))     # reads the base commit
+    # the messages name the ref the base came from
+    changes.ref = f"{ref} (merge base {base[:12]})"
     gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
     return [f"{op}: {why}" for op, why in gaps.items()]
 

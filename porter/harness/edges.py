@@ -44,8 +44,10 @@ def values(dtype):
         return torch.tensor([False, True, True, False], dtype=torch.bool)
     if dtype.is_complex:
         real = torch.finfo(dtype).max
-        # the smallest subnormal in both parts, and one beside a zero: 1 / |z| overflows there,
-        # which a formula dividing by |z| and one multiplying by 1 / |z| answer apart
+        # max / 4 in both parts: 1 / |z| is a subnormal there, which an Apple GPU flushes, so a
+        # formula multiplying by 1 / |z| answers 0 and one dividing by |z| the CPU's 0.707; the
+        # smallest subnormal in both parts, and one beside a zero: 1 / |z| overflows on the CPU,
+        # and a flushing GPU reads them as 0 (edges.either_flushed)
         tiny = float(torch.finfo(dtype).tiny) * float(torch.finfo(dtype).eps)
         pairs = list(_COMPLEX) + [(real / 4, -real / 4), (tiny, tiny), (-tiny * 4096, 0.0)]
         return torch.tensor([complex(a, b) for a, b in pairs], dtype=torch.complex128).to(dtype)
@@ -285,7 +287,7 @@ def _default_tolerance(dtype) -> tuple[float, float]:
     """(rtol, atol): torch.testing.assert_close's defaults for a floating dtype."""
     import torch
     return {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5),
-            torch.float32: (1.3e-6, 1e-5)}.get(dtype, (1e-7, 1e-7))
+            torch.float32: (1.3e-6, 1e-5), torch.complex64: (1.3e-6, 1e-5)}.get(dtype, (1e-7, 1e-7))
 
 
 # at most this many mismatching elements are asked of the scalar loop, one call each
@@ -351,8 +353,12 @@ FLUSHED = "subnormal input(s) an Apple GPU reads as zero"
 
 
 def _flushed(t):
-    """`t` as an Apple GPU reads it: float32/bfloat16 subnormals as a zero of their sign."""
+    """`t` as an Apple GPU reads it: float32/bfloat16 subnormals as a zero of their sign, and
+    each part of a complex64 so (Metal's complex is a float2: the worker's FTZ/DAZ flushes its
+    parts as it flushes a float)."""
     import torch
+    if isinstance(t, torch.Tensor) and t.dtype == torch.complex64:
+        return torch.complex(_flushed(t.real), _flushed(t.imag))
     if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.bfloat16):
         return t
     tiny = torch.finfo(t.dtype).tiny
@@ -384,13 +390,13 @@ def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: lis
     """`reference` with the CPU's answer on the inputs as an Apple GPU reads them (subnormals
     flushed to zero) wherever the device matches that one and not the unflushed answer. The
     kernel cannot see a subnormal input there: no functor can be right on it, and one that is
-    right on the zero it reads is. Each element taken goes into `flushed`."""
-    import warnings
-
+    right on the zero it reads is. Each element taken goes into `flushed`. The output may be
+    of any dtype: logical_not of a float32 subnormal is True on the GPU (it reads 0), False on
+    the CPU; the input, not the output, is what the GPU flushes."""
     import torch
     if not is_elementwise(info) or not all(isinstance(t, torch.Tensor) for t in (reference, device_out)) \
             or reference.shape != device_out.shape or reference.dtype != device_out.dtype \
-            or not reference.dtype.is_floating_point or reference.numel() == 0:
+            or reference.numel() == 0:
         return reference
     other = flushed_reference(info, sample, reference)
     if other is None:
@@ -404,7 +410,8 @@ def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: lis
     if not bool(take.any()):
         return reference
     if flushed is not None:
-        flushed.extend((float(reference[at]), float(other[at]))
+        # .item(): a bool or complex value as itself (float() refuses a complex one)
+        flushed.extend((reference[at].item(), other[at].item())
                        for at in map(tuple, take.nonzero().tolist()))
     return torch.where(take, other, reference)
 
@@ -412,7 +419,8 @@ def either_flushed(info, sample, reference, device_out, atol, rtol, flushed: lis
 def flushed_note(flushed: list) -> str:
     shown = ", ".join(f"{a:g} (CPU) / {b:g} (on the zero the GPU reads)" for a, b in flushed[:3])
     more = f" and {len(flushed) - 3} more" if len(flushed) > 3 else ""
-    return (f"{len(flushed)} element(s) of {FLUSHED} (float32/bfloat16 subnormals; "
+    return (f"{len(flushed)} element(s) of {FLUSHED} (float32/bfloat16 subnormals, complex64 "
+            f"parts too; "
             f"docs/testing.md \"Subnormals\"): the kernel passes with the CPU's answer on "
             f"either input: {shown}{more}")
 

@@ -17,7 +17,8 @@ from porter.dispatch.numpy_tensors import FLOATING, PArray, Unsupported, isclose
 from porter.harness.edges import MAX_SCALAR_CALLS
 
 # edges._default_tolerance: (rtol, atol), torch.testing.assert_close's, per floating dtype
-_DEFAULT = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5)}
+_DEFAULT = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+            "complex64": (1.3e-6, 1e-5)}
 
 
 def _tolerance(dtype: str, atol, rtol) -> tuple[float, float]:
@@ -84,7 +85,7 @@ def either_flushed(sample, reference, device_out, atol, rtol, flushed: list | No
     other = (getattr(sample, "extra", None) or {}).get("flushed")
     if other is None or not all(isinstance(t, PArray) for t in (reference, device_out)) \
             or reference.shape != other.shape or device_out.shape != reference.shape \
-            or device_out.dtype != reference.dtype or reference.dtype not in FLOATING:
+            or device_out.dtype != reference.dtype:
         return reference
     rtol, atol = _tolerance(reference.dtype, atol, rtol)
     take = isclose(device_out, other, rtol, atol) & ~isclose(device_out, reference, rtol, atol)
@@ -92,5 +93,5 @@ def either_flushed(sample, reference, device_out, atol, rtol, flushed: list | No
         return reference
     if flushed is not None:
         a, b = widened(reference), widened(other)
-        flushed.extend((float(a[at]), float(b[at])) for at in map(tuple, np.argwhere(take)))
+        flushed.extend((a[at].item(), b[at].item()) for at in map(tuple, np.argwhere(take)))
     return PArray(reference.dtype, np.where(take, other.data, reference.data))

@@ -103,10 +103,12 @@ def _value(text: str, z: str, checkout, c10, rel: str, name: str) -> str:
     if m is None:
         raise Refused(f"`{name}` ({rel}) returns `{text}`, which is not elementwise on float2")
     real = _real_valued(checkout, m.group(2), c10)
-    if m.group(1) == "/":
-        # c10::complex divides by (r, 0) as numpy does: each part times 1 / r, which overflows to
-        # inf at a subnormal r where a part over r would not (sgn of 1e-45+1e-45i is inf+inf*i)
-        return f"{z} * (1 / {real.format(z)})"
+    # c10::complex divides by (r, 0) as numpy does, each part times 1 / r; float2 divides each
+    # part by r. On an Apple GPU, which flushes float32 subnormals (docs/testing.md
+    # "Subnormals"), only the division is the CPU's answer: past r = 1 / FLT_MIN (8.5e37) the
+    # CPU's 1 / r is a subnormal it keeps and the GPU's a zero (sgn of 8.5e37-8.5e37i: 0.707 on
+    # the CPU, 0 times z), and the r < FLT_MIN where the CPU's 1 / r overflows to inf is an
+    # input the GPU reads as zero. Elsewhere the two differ by a rounding.
     return f"{z} {m.group(1)} {real.format(z)}"
 
 

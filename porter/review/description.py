@@ -234,11 +234,13 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
         items.append({"item": bfloat, "status": NOT_APPLICABLE,
                       "finding": f"not applicable: {unguarded} has no __METAL_VERSION__ guard "
                                  "(the file targets a Metal with bfloat everywhere)"})
-    # NaN propagation: the static check, and the reference inputs (NaN, ±inf) measured
-    floats = [(r.op, d) for r in results if r.reference for d in r.dtypes
-              if d.dtype.startswith(("float", "bfloat", "complex"))]
-    nan_fail = found("PORTER051") + [f"{op} {d.dtype}: reference inputs {d.outcome}"
-                                     for op, d in floats if d.outcome != PASS]
+    # NaN propagation: the static check, and the reference inputs (NaN, ±inf) measured; a
+    # reference-input failure whose elements hold no NaN is filed under the edge values below
+    # (heaviside wrong at ±0 was ticked "[ ] NaN propagation")
+    reference = [(r.op, d) for r in results if r.reference for d in r.dtypes]
+    floats = [(op, d) for op, d in reference if d.dtype.startswith(("float", "bfloat", "complex"))]
+    nan_fail = found("PORTER051") + [f"{op} {d.dtype}: reference inputs {d.outcome}{_first_row(d)}"
+                                     for op, d in floats if d.outcome != PASS and _nan_involved(d)]
     if floats or nan_fail:
         items.append(_item("NaN propagation", nan_fail,
                            f"PORTER051 clean; reference inputs (NaN, ±inf, ±0) pass on "
@@ -248,6 +250,15 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
         items.append({"item": "NaN propagation", "status": "todo",
                       "finding": "PORTER051 clean; not measured: no floating dtype's reference "
                                  "inputs ran"})
+    edge = "edge values: ±0, ±inf, subnormals, each dtype's limits (reference inputs)"
+    edge_fail = [f"{op} {d.dtype}: reference inputs {d.outcome}{_first_row(d)}"
+                 for op, d in reference if d.outcome not in (PASS, SKIP) and not _nan_involved(d)]
+    measured = sorted({d.dtype for _, d in reference if d.outcome == PASS})
+    if measured or edge_fail:
+        items.append(_item(edge, edge_fail, f"reference inputs pass on {', '.join(measured)}"))
+    else:
+        items.append({"item": edge, "status": "todo",
+                      "finding": "not measured: no dtype's reference inputs ran"})
     shapes = [r for r in results if r.shapes]
     ran = [d for r in shapes for d in r.dtypes if d.outcome != SKIP and d.samples]
     bad = [f"{r.op} {d.dtype}: {d.message}" for r in shapes for d in r.dtypes
@@ -278,6 +289,22 @@ def _checklist(facts: list[OpFacts], results, findings, changed_kernels: set[str
                              + " and paste the tables (no Apple hardware has run porter's "
                              "benchmark yet)"})
     return items
+
+
+def _nan_involved(d) -> bool:
+    """Whether a failing dtype's first mismatching elements hold a NaN (an input, the CPU's or
+    the device's value): a NaN-propagation failure, not an edge value's."""
+    return any("nan" in str(v).lower() for row in d.mismatches
+               for v in (*row.get("inputs", {}).values(), row.get("cpu"), row.get("device")))
+
+
+def _first_row(d) -> str:
+    """' (inputs ..., cpu X, device Y)' of a failing dtype's first mismatching element."""
+    if not d.mismatches:
+        return ""
+    row = d.mismatches[0]
+    inputs = ", ".join(f"{k} {v}" for k, v in row.get("inputs", {}).items())
+    return f" ({inputs + ': ' if inputs else ''}cpu {row.get('cpu')}, device {row.get('device')})"
 
 
 def _item(name: str, problems: list[str], clean: str) -> dict:

@@ -42,7 +42,7 @@ class Candidate:
     automatic: bool            # the command ports it with no flag (verdict "automatic")
     how: str                   # "CPU lambda", "selector acosh", or why not
     files: tuple[str, ...] = field(default=())
-    command: str | None = None  # the command that ports it; None for a refused op (none does)
+    command: str | None = None  # the command that ports it as printed; None where it needs a flag or none does
     backward: bool = False     # a backward op (`.grad_input`): tested through its forward op
     way: str = "shared"        # shared (MPS joins the CPU/CUDA row) | in place (keeps MPS: <op>_out_mps)
     verdict: str = ""          # automatic | --complex-body | --body (a body is all it lacks) | refused
@@ -70,8 +70,11 @@ def refusal_label(how: str) -> str:
 TALLIED = (("automatic", "ported automatically"), ("--complex-body", "with --complex-body EXPR"),
            ("--body", "with --body EXPR"))
 VERDICTS = tuple(v for v, _ in TALLIED) + ("refused",)
-# The AUTO column says the summary's verdict: yes, the flag the command needs, or no (refused)
-AUTO_CELL = {"automatic": "yes", "--complex-body": "--complex-body", "--body": "--body", "refused": "no"}
+# The AUTO column of an op the command ports with no flag says what was measured of the port it
+# writes (porter.commands.candidates: yes only where it was measured green, else unverified);
+# of the others, the flag the command needs, or no (refused)
+UNVERIFIED = "unverified"
+AUTO_CELL = {"automatic": UNVERIFIED, "--complex-body": "--complex-body", "--body": "--body", "refused": "no"}
 
 
 def tally(found) -> str:
@@ -297,7 +300,9 @@ def _candidate(op, state, shape, classified: op_kind.OpKind, out, defs, files, f
     else:
         verdict = "refused"
     return Candidate(op, state, shape, kind, out.lineno, automatic, how,
-                     tuple(dict.fromkeys(files)), None if verdict == "refused" else command,
+                     # the command as printed ports it: none for a refused op, and none for
+                     # one that needs --body EXPR (run bare, that command exits 1)
+                     tuple(dict.fromkeys(files)), command if verdict == "automatic" else None,
                      backward=out.is_backward, way=way, verdict=verdict)
 
 

@@ -544,3 +544,50 @@ def test_an_input_an_apple_gpu_reads_as_zero_passes_with_the_answer_on_that_zero
                                             torch.tensor([0.5, 0.5]), 1e-5, 1.3e-6, noted),
                        torch.tensor([1.0, 0.0])) and not noted
     assert "subnormal input(s) an Apple GPU reads as zero" in edges.flushed_note([(1.0, 0.5)])
+
+
+def test_a_flushed_input_passes_whatever_the_outputs_dtype_and_a_complex64_part_is_flushed(monkeypatch):
+    """logical_not of a float32 subnormal: the CPU says False, an Apple GPU reads +0 and a right
+    functor says True; sgn of 1e-45+1e-45j: the GPU reads each float2 part as 0 and a right
+    functor answers 0. Before, the rule took floating outputs only and flushed no complex part,
+    so both right kernels were red. A wrong answer stays red: a bool kernel saying False at a
+    normal 0 input, a sgn answering 1 on the zero it reads."""
+    import torch
+
+    from porter.harness import edges
+
+    class Info:
+        def __init__(self, name, fn):
+            self.name, self.fn = name, fn
+
+        def __call__(self, *args, **kwargs):
+            return self.fn(*args, **kwargs)
+
+    class Sample:
+        def __init__(self, x):
+            self.input, self.args, self.kwargs = x, (), {}
+
+    ops = {"logical_not": Info("logical_not", torch.logical_not), "sgn": Info("sgn", torch.sgn)}
+    real = edges.is_elementwise
+    monkeypatch.setattr(edges, "is_elementwise", lambda i: True if i in ops.values() else real(i))
+    tiny = torch.finfo(torch.float32).tiny
+    x = torch.tensor([tiny / 4, -tiny / 4, 2.0, 0.0])
+    cpu = torch.logical_not(x)                                 # F, F, F, T
+    noted: list = []
+    mac = torch.tensor([True, True, False, True])
+    assert torch.equal(edges.either_flushed(ops["logical_not"], Sample(x), cpu, mac, None, None, noted), mac)
+    assert noted == [(0.0, 1.0), (0.0, 1.0)]
+    wrong = torch.tensor([True, True, False, False])           # logical_not(0) is True anywhere
+    kept = edges.either_flushed(ops["logical_not"], Sample(x), cpu, wrong, None, None, [])
+    assert torch.equal(kept, torch.tensor([True, True, False, True]))
+    # complex64: a subnormal part reads as zero (0+0j: sgn 0), a normal part is kept
+    z = torch.tensor([complex(1e-45, 1e-45), complex(3.0, -4.0)], dtype=torch.complex64)
+    assert torch.equal(edges._flushed(z), torch.tensor([0j, complex(3.0, -4.0)], dtype=torch.complex64))
+    cpu = torch.sgn(z)                                        # inf+infj (1 / |z| overflows), 0.6-0.8j
+    mac = torch.tensor([0j, complex(0.6, -0.8)], dtype=torch.complex64)
+    noted = []
+    assert torch.equal(edges.either_flushed(ops["sgn"], Sample(z), cpu, mac, None, None, noted), mac)
+    assert len(noted) == 1
+    wrong = torch.tensor([1 + 0j, complex(0.6, -0.8)], dtype=torch.complex64)
+    kept = edges.either_flushed(ops["sgn"], Sample(z), cpu, wrong, None, None, [])
+    assert torch.isinf(kept[0].real)

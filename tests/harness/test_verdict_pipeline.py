@@ -114,30 +114,107 @@ def test_a_sample_whose_mac_reference_differs_is_held_to_both_and_red_with_which
     assert outcomes(verdicts.run_op(Source(mac=lambda x: x))) == {"float32": PASS, "int64": PASS}
 
 
-# FMA contraction: whether a Mac's compiler fuses a*b+c is not known, so a sample is red only if
-# it fails both ways, and a row that passes only one way says which. (device rounded twice,
+# FMA contraction: whether a Mac's compiler fuses a*b+c is not known, nor whether a Mac's CPU
+# reference is fused where this machine's is, so a sample that fails rounded twice is not proven
+# either way, and its message says whether the contracted build passes. (device rounded twice,
 # device contracted) -> (outcome, failed samples, message, notes)
 CONTRACTION_TABLE = [
     # both ways right: green, no note
     ((lambda x: x), (lambda x: x), (PASS, 0, None, [])),
-    # only the contracted build right (planted: a kernel that needs the fma): green, with a note
+    # only the contracted build right (planted: a kernel that needs the fma): not proven, red,
+    # saying so (tanh_backward float32 near 1 - y*y = 0: a Mac's NEON body does not fuse)
     ((lambda x: x + 1 if x == 2 else x), (lambda x: x),
-     (PASS, 0, None, [verdicts.CONTRACTED_ONLY + ": a sample fails with a*b+c rounded twice, so "
-                      "a Mac whose compiler does not contract it fails (whether Apple's does is "
-                      "not known)"])),
+     (FAIL, 1, "3 != 2 (" + verdicts.CONTRACTED_ONLY + ": not proven, since whether Apple's "
+      "compiler contracts it is not known, and a Mac's CPU reference fuses it only in its scalar "
+      "loop, not in its vector body)", [])),
     # only the build rounding twice right: green (the contracted one is never asked)
     ((lambda x: x), (lambda x: x + 1), (PASS, 0, None, [])),
     # wrong both ways: red, and the message says so
     ((lambda x: x + 1 if x == 2 else x), (lambda x: x + 2 if x == 2 else x),
      (FAIL, 1, "3 != 2 (fails with a*b+c contracted to one fma as well)", [])),
+    # wrong the same both ways (an integer kernel: no a*b+c to contract): red, and no word of
+    # the fma, which changed nothing (review34 item 10: it said "as well" for int32 sign)
+    ((lambda x: x + 1 if x == 2 else x), (lambda x: x + 1 if x == 2 else x),
+     (FAIL, 1, "3 != 2", [])),
 ]
 
 
 @pytest.mark.parametrize("plain, fused, expected", CONTRACTION_TABLE)
-def test_a_sample_is_red_only_if_it_fails_with_and_without_contraction(plain, fused, expected):
+def test_a_sample_failing_rounded_twice_is_red_and_says_whether_the_fma_passes(plain, fused, expected):
     res = verdicts.run_op(Source(device=plain, fused=fused, dtypes=("float32",)))
     row = res.dtypes[0]
     assert (row.outcome, row.failed_samples, row.message, row.notes) == expected
+
+
+class ReferenceInputs(Source):
+    """porter's reference-input rows, with a tolerance: upstream's atol 1e-5 passes a value of
+    1e-12 flushed to zero, porter's lost-precision rule fails it."""
+
+    reference_inputs, shapes = True, False
+
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype):
+        a, b = float(device_out.data[0]), float(reference.data[0])
+        return None if abs(a - b) <= 1e-5 else f"{a} != {b}"
+
+    def record_errors(self, res, reference, device_out):
+        pass
+
+
+def test_a_value_flushed_to_zero_both_ways_stays_red_under_the_contracted_build():
+    # erfc-style: the kernel answers 0 where the CPU answers 1e-12, with or without the fma. The
+    # contracted answer was held to upstream's tolerance alone, which passes it: the row said
+    # "passes only with a*b+c contracted" and was green
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+
+    def value(x):
+        return PArray("float32", np.array([x], dtype=np.float32))
+
+    def flush(sample):
+        return value(0.0) if float(sample.data[0]) < 1e-6 else sample
+
+    samples = [value(1.0), value(1e-12)]
+    res = verdicts.run_op(ReferenceInputs(samples=samples, device=flush, fused=flush, dtypes=("float32",)))
+    row = res.dtypes[0]
+    assert (row.outcome, row.failed_samples) == (FAIL, 1), (row.outcome, row.message, row.notes)
+    assert row.message.startswith("lost precision") and "flushed to zero" in row.message, row.message
+    assert "contracted" not in row.message and not row.notes, (row.message, row.notes)
+    # a contracted build that keeps the value: red all the same, "not proven", as for any other
+    # failure that only the contracted build passes
+    res = verdicts.run_op(ReferenceInputs(samples=samples, device=flush, fused=lambda x: x, dtypes=("float32",)))
+    row = res.dtypes[0]
+    assert row.outcome == FAIL and f"({verdicts.CONTRACTED_ONLY}: not proven" in row.message, row.message
+
+
+class FlushingInputs(ReferenceInputs):
+    """A GPU that reads a subnormal input as zero: the CPU's answer on that zero (here -8) passes
+    too, and the compare says which reference it settled on (edges.either_flushed)."""
+
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype):
+        import numpy as np
+        from porter.dispatch.numpy_tensors import PArray
+        self.accepted_reference = None
+        on_zero = PArray("float32", np.array([-8.0], dtype=np.float32))
+        settled = on_zero if float(device_out.data[0]) == -8.0 else reference
+        message = super().compare(sample, settled, device_out, tolerances, floors, dtype)
+        if message is None:
+            self.accepted_reference = settled
+        return message
+
+
+def test_the_answer_on_an_input_the_gpu_flushes_is_no_lost_precision():
+    # heaviside(1e-40, -8): the CPU answers 1, a GPU reading 0 answers -8, which passes as the
+    # CPU's answer on that zero; the lost-precision rule judged -8 against 1 ("of the other
+    # sign") and the row was red, green only through the contracted build's hole
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    one = PArray("float32", np.array([1.0], dtype=np.float32))
+    minus_eight = PArray("float32", np.array([-8.0], dtype=np.float32))
+    res = verdicts.run_op(FlushingInputs(samples=[one], device=lambda x: minus_eight,
+                                         fused=lambda x: minus_eight, dtypes=("float32",)))
+    assert (res.dtypes[0].outcome, res.dtypes[0].message, res.dtypes[0].notes) == (PASS, None, [])
 
 
 def test_a_device_without_a_contracted_build_keeps_its_verdict():
