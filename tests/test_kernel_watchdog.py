@@ -49,3 +49,44 @@ def test_the_limit_is_cpu_time_so_a_loaded_machine_does_not_fail_a_kernel(tmp_pa
         worker.call({"op": "anything"})
     assert time.monotonic() - start < 30
     worker.close()
+
+
+ECHO = ("import pickle, sys, time\n"
+        "while True:\n"
+        "    head = sys.stdin.buffer.read(8)\n"
+        "    if len(head) < 8: break\n"
+        "    req = pickle.loads(sys.stdin.buffer.read(int.from_bytes(head, 'little')))\n"
+        "    while req.get('spin'): pass\n"
+        "    out = pickle.dumps({'out': req['n']})\n"
+        "    sys.stdout.buffer.write(len(out).to_bytes(8, 'little') + out); sys.stdout.buffer.flush()\n")
+
+
+def test_one_watchdog_serves_every_call_and_a_kill_is_charged_to_its_own_call(tmp_path, monkeypatch):
+    """A thread per call cost more than the kernels of a cached verdict: one client keeps one
+    watchdog over a thousand calls; the call it stops raises KernelTimedOut, and the calls
+    after it (on a restarted worker) are neither stopped nor reported as timed out."""
+    echo = tmp_path / "echo_worker.py"
+    echo.write_text(ECHO)
+    monkeypatch.setattr(client, "WORKER", echo)
+    monkeypatch.setenv("PORTER_KERNEL_TIMEOUT", "1")
+    started = []
+    start_thread = client._Watchdog.start
+    monkeypatch.setattr(client._Watchdog, "start",
+                        lambda self: (started.append(self), start_thread(self))[1])
+    worker = client.WorkerClient()
+    try:
+        answers = [worker.call({"n": n}) for n in range(1000)]
+        assert answers == list(range(1000))
+        assert len(started) == 1
+        dog = started[0]
+        start = time.monotonic()
+        with pytest.raises(client.KernelTimedOut, match="ran past 1 s of CPU time"):
+            worker.call({"n": -1, "spin": True})
+        assert time.monotonic() - start < 30
+        # the next calls run on a fresh worker under the same watchdog, each for its own time
+        assert [worker.call({"n": n}) for n in range(3)] == [0, 1, 2]
+        assert started == [dog] and dog.is_alive()
+    finally:
+        worker.close()
+    dog.join(timeout=5)          # closing the client ends its watchdog
+    assert not dog.is_alive()

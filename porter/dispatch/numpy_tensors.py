@@ -179,13 +179,25 @@ def max_errors(expected: PArray, actual: PArray) -> tuple[float, float] | None:
     it records nothing (other shape, no elements)."""
     if expected.shape != actual.shape or expected.data.size == 0:
         return None
+    if expected.dtype == actual.dtype and np.array_equal(expected.data, actual.data):
+        # every element equal (a NaN is not, and takes the long way): no error anywhere; a
+        # passing kernel's samples, of up to a million elements each, end here
+        return 0.0, 0.0
     wide = np.complex128 if (expected.dtype in COMPLEX or actual.dtype in COMPLEX) else np.float64
     with np.errstate(all="ignore"):
-        e = widened(expected).astype(wide)
-        a = widened(actual).astype(wide)
-        same = (e == a) | (np.isnan(e) & np.isnan(a))
-        diff = np.where(same, 0, magnitude(a - e))
-        rel = np.where(same, 0, diff / magnitude(e))
+        # arrays of their own (`data` may be a numpy scalar), written in place below
+        e = np.array(widened(expected), dtype=wide)
+        a = np.array(widened(actual), dtype=wide)
+        same = e == a
+        same |= np.isnan(e) & np.isnan(a)
+        if wide is np.complex128:
+            diff = np.where(same, 0, magnitude(a - e))
+            rel = np.where(same, 0, diff / magnitude(e))
+        else:            # the same values computed in place: fewer arrays of a million
+            diff = np.abs(np.subtract(a, e, out=a), out=a)
+            np.putmask(diff, same, 0)
+            rel = np.divide(diff, np.abs(e, out=e), out=e)
+            np.putmask(rel, same, 0)
     return float(np.max(diff)), float(np.max(rel))
 
 
@@ -253,6 +265,8 @@ def compare(actual: PArray, expected: PArray, atol: float | None, rtol: float | 
     if actual.dtype != expected.dtype:
         return (f"The values for attribute 'dtype' do not match: torch.{actual.dtype} != "
                 f"torch.{expected.dtype}.")
+    if np.array_equal(actual.data, expected.data):
+        return None             # equal everywhere: isclose holds at any tolerance
     if rtol is None or atol is None:
         rtol, atol = DEFAULT_TOLERANCES.get(actual.dtype, (0.0, 0.0))
     precision, rel_tol = floors

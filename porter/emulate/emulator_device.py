@@ -48,6 +48,7 @@ class EmulateBackend:
         self._scalar_facts: dict = {}                       # host kernel -> (_host_scalars)
         self._last: tuple | None = None                     # the last sample's kernel call
         self._contracted: dict = {}                         # (metal, version) -> Library / error
+        self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -382,9 +383,12 @@ class EmulateBackend:
         iterator's dtype."""
         if not host.body or not host.line:
             return
-        from porter.emulate import host_model
-        refused = host_model.branch_refusal(host.body, host.line, dtype) or \
-            host_dtypes.refusal(host.body, host.line, dtype)
+        key = (host.body, host.line, dtype)
+        if key not in self._refusals:      # read once per host text and dtype, not per sample
+            from porter.emulate import host_model
+            self._refusals[key] = host_model.branch_refusal(host.body, host.line, dtype) or \
+                host_dtypes.refusal(host.body, host.line, dtype)
+        refused = self._refusals[key]
         if refused is not None:
             where = host.at_line(refused.line)
             if refused.message.startswith("not proven: "):

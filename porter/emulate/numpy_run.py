@@ -68,8 +68,8 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
             view = np.broadcast_to(_view(t), shape)
             strides.append(list(reversed(view.strides)) or [0])
         request.update(sizes=sizes, strides=strides)
-    raw = client.call(request)
-    return PArray(out_name, np.frombuffer(bytearray(raw), dtype=out_np).reshape(shape).copy())
+    raw = client.call(request)           # a bytearray of its own: the array is writable
+    return PArray(out_name, np.frombuffer(raw, dtype=out_np).reshape(shape))
 
 
 def _converted(t: PArray, name: str) -> PArray:
@@ -99,11 +99,12 @@ def _view(t: PArray) -> np.ndarray:
                                            writeable=False)
 
 
-def _storage_bytes(t: PArray) -> bytes:
-    """torch_run._tensor_bytes: a view's storage from its first element on."""
+def _storage_bytes(t: PArray) -> np.ndarray:
+    """torch_run._tensor_bytes: a view's storage from its first element on, as a flat byte
+    view (the client copies it once, into the memory the worker reads)."""
     if t.layout is None:
-        return np.asarray(t.data, order="C").tobytes()
-    return np.ascontiguousarray(t.layout[0]).tobytes()
+        return np.asarray(t.data, order="C").reshape(-1).view(np.uint8)
+    return np.ascontiguousarray(t.layout[0]).reshape(-1).view(np.uint8)
 
 
 def dtype_name_of(out: PArray) -> str:

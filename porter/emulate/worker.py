@@ -1,17 +1,35 @@
 """Child process that runs emulated kernels (stdlib only: started as a plain script).
 
 Protocol on stdin/stdout: 8-byte little-endian length, then a pickled dict.
-Request: {"lib": path, "index": i, "out_nbytes": n, "inputs": [bytes], "alpha": bytes | None,
-          "numel": n, "sizes": [int] | None, "strides": [[int]] | None}
-Response: {"out": bytes} or {"error": str}.
+Request: {"lib": path, "index": i, "out_nbytes": n, "alpha": bytes | None, "numel": n,
+          "sizes": [int] | None, "strides": [[int]] | None, "shared": size,
+          "inputs_at": [[offset, n]], "out_at": [offset, n]}: the inputs and the output are
+         regions of the memory shared with the parent (the file descriptor in argv[1];
+         porter.emulate.client writes the inputs there and reads the output back).
+Response: {"out_at": [offset, n]} or {"error": str}.
 A kernel that faults kills this process; the parent reports the signal.
 """
 
 import ctypes
+import mmap
 import pickle
 import sys
 
 _libs = {}
+_shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 else None, "map": None, "size": 0,
+           "anchor": None, "base": 0}
+
+
+def _shared_base(size):
+    """The address of the shared memory, mapped again when the parent has grown it."""
+    if size > _shared["size"]:
+        _shared["anchor"] = None                 # the map cannot close while it is exported
+        if _shared["map"] is not None:
+            _shared["map"].close()
+        _shared["map"] = mmap.mmap(_shared["fd"], size)
+        _shared["anchor"] = ctypes.c_char.from_buffer(_shared["map"])
+        _shared["base"], _shared["size"] = ctypes.addressof(_shared["anchor"]), size
+    return _shared["base"]
 
 
 def _lib(path):
@@ -27,9 +45,12 @@ def _lib(path):
 
 def handle(req):
     lib = _lib(req["lib"])
-    out = ctypes.create_string_buffer(max(1, req["out_nbytes"]))
-    inputs = [ctypes.create_string_buffer(b, max(1, len(b))) for b in req["inputs"]]
-    ins = (ctypes.c_void_p * max(1, len(inputs)))(*[ctypes.addressof(b) for b in inputs])
+    base = _shared_base(req["shared"])
+    out_at, n = req["out_at"]
+    out = base + out_at
+    ctypes.memset(out, 0, max(1, n))             # zeroed, as a fresh buffer is
+    addresses = [base + at for at, _ in req["inputs_at"]]
+    ins = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
     alpha = ctypes.create_string_buffer(req["alpha"], max(8, len(req["alpha"]))) if req.get("alpha") else None
     sizes = req.get("sizes")
     strided = sizes is not None
@@ -43,7 +64,7 @@ def handle(req):
                         req["numel"], ndim, c_sizes, c_strides)
     if rc != 0:
         return {"error": f"kernel {req['index']} is not built"}
-    return {"out": out.raw[:req["out_nbytes"]]}
+    return {"out_at": req["out_at"]}
 
 
 def main():

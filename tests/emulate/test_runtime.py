@@ -121,3 +121,34 @@ REGISTER_UNARY_OP(tenth, half, half);
     out = run_registration(client, lib, lib.find("tenth", "half")[0], [x])
     tenth = torch.tensor(0.1, dtype=torch.float16)
     assert out.tolist() == ((x * tenth) + 1).tolist()
+
+
+def test_inputs_and_outputs_of_every_size_go_through_the_shared_memory(fixture_root):
+    """The worker reads its inputs from and writes its output to memory it shares with porter,
+    grown on demand: a million-element call between small ones answers as torch does, each
+    call its own, and the reference cache's numpy path gives the torch path's bits."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    from porter.emulate import numpy_run
+    from porter.emulate.client import WorkerClient
+
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    client = WorkerClient()
+    sizes, checked = [], 0
+    try:
+        for shape in [(3,), (1029, 917), (2, 2), (1100, 1000), (5,)]:
+            a, b = torch.randn(shape), torch.randn(shape)
+            out = run_registration(client, lib, reg, [a, b])
+            torch.testing.assert_close(out, torch.hypot(a, b))
+            got = numpy_run.run_registration(client, lib, reg, [PArray("float32", a.numpy()),
+                                                                PArray("float32", b.numpy())])
+            assert got.data.shape == shape and np.array_equal(got.data, out.numpy())
+            got.data[...] = 0                    # the answer is porter's own, not the worker's
+            sizes.append(client._shared.size)
+            checked += 1
+    finally:
+        client.close()
+    assert checked == 5
+    assert sizes[1] >= 2 * 1029 * 917 * 4 and sizes[3] > sizes[1] and sizes[4] == sizes[3]

@@ -29,3 +29,28 @@ def test_integer_differences_are_taken_as_torch_takes_them(dtype, actual, expect
     except AssertionError:
         torch_equal = False
     assert (compare(from_torch(a), from_torch(e), atol, rtol, (0.0, 0.0)) is None) == torch_equal
+
+
+def test_max_errors_on_arrays_and_on_a_zero_d_result():
+    """The max abs/rel error columns: NaN against NaN and inf against inf are no error, a NaN
+    against a number is (NaN), equal outputs are 0; a 0-d result (a numpy scalar as data) too."""
+    import math
+
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray, max_errors
+
+    def errors(expected, actual, dtype="float32"):
+        as_data = (lambda v: np.dtype(dtype).type(v)) if np.ndim(expected) == 0 else \
+            (lambda v: np.array(v, dtype=dtype))
+        return max_errors(PArray(dtype, as_data(expected)), PArray(dtype, as_data(actual)))
+
+    nan, inf = float("nan"), float("inf")
+    assert errors([1.0, nan, inf, 2.0], [1.5, nan, inf, 2.0]) == (0.5, 0.5)
+    assert errors([1.0, nan, inf], [1.0, nan, inf]) == (0.0, 0.0)
+    assert errors([4.0, 2.0], [4.0, 2.0], "int64") == (0.0, 0.0)
+    assert all(math.isnan(v) for v in errors([1.0, 2.0], [nan, 2.0]))
+    assert errors(1.5, 3.0) == (1.5, 1.0)
+    assert errors(2.0, 2.0) == (0.0, 0.0)
+    assert errors(3 + 4j, 0j, "complex64") == (5.0, 1.0)
+    assert errors([], [], "float32") is None
