@@ -98,6 +98,16 @@ def test_fmax3_and_fmin3_run_as_fmax_and_fmin_of_three(lib, client, dtype):
     assert out.tolist() == [2.0 + 0.5, 3.0 + 0.5, 0.5 + 0.5, 0.5 - 4.0]
 
 
+def test_msl_integer_functions_run_as_the_msl_table_defines_them(lib, client):
+    """Review 33b's false reds B13/B20/B27/B29/B30 (max3, extract_bits, reverse_bits, mulhi,
+    addsat): "not proven" before the shim had them. Each call's known answer is checked in the
+    kernel; a wrong one sets its bit in the output."""
+    regs = lib.find("integer_library", "float")
+    assert regs and regs[0].built, lib.quarantined
+    out = run_registration(client, lib, regs[0], [torch.tensor([0.0, 1.0])])
+    assert out.tolist() == [0.0, 1.0], f"wrong bits: {int(out[0]):#b}"
+
+
 def test_the_library_metal_has_and_the_shim_does_not_run_is_not_proven(fixture_root, tmp_path):
     """fmedian3 (what it returns for a NaN operand is not known to porter): listed in
     frontend_include/NOT_EXECUTABLE; a kernel calling it is not proven, never "does not
