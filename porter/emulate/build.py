@@ -44,7 +44,9 @@ WRONG_OUTPUT, BUILD_ERROR, UNSUPPORTED = "wrong output type", "build error", "un
 OLD_HEADERS = "c10/metal headers lack it"
 BUILD_ERROR_PREFIXES = (WRONG_OUTPUT + ":", BUILD_ERROR + ":")
 # g++'s words for a qualified name the namespace does not have
-_NOT_IN_C10_METAL = re.compile(r"'(\w+)' is not a member of '(?:::)?c10::metal'")
+# (g++'s, then clang's: the front end's)
+_NOT_IN_C10_METAL = re.compile(r"'(\w+)' is not a member of '(?:::)?c10::metal'|"
+                               r"no member named '(\w+)' in namespace 'c10::metal'")
 # "unsupported construct" is a positive list (porter.emulate.metal_builtins.shim_gap): a name
 # Metal defines that the shim lacks. Every other compiler error is wrong Metal too: a Mac's
 # compiler rejects the file, and so does porter (a build error).
@@ -80,7 +82,7 @@ class Library:
     registrations: list[Registration]
     quarantined: dict[str, str] = field(default_factory=dict)   # "name|dtype" -> reason
     dropped: list[str] = field(default_factory=list)            # non-functor constructs cut
-    # what g++ builds but a Metal compiler rejects (porter.emulate.metal_language), and what
+    # what Metal's compiler rejects (porter.emulate.frontend, libclang in a Metal mode), and what
     # fails under another __METAL_VERSION__ than the library's: `file:line: message` each
     metal_errors: list[str] = field(default_factory=list)
     # functor name -> the first of metal_errors inside its struct: its kernels are the ones
@@ -153,7 +155,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         lib = Library(held, Path(display_path), [Registration(**r) for r in meta["regs"]],
                       {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
                       [here(d) for d in meta["dropped"]],
-                      [here(e) for e in meta["metal_errors"]],
+                      [here(e) for e in meta["metal_errors"]]
+                      + _duplicate_names(text, display_path, root, version),
                       {k: here(v) for k, v in meta["functor_errors"].items()}, version,
                       meta["other_versions"], cached=True)
         lib.seconds = time.perf_counter() - t0
@@ -165,7 +168,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     # the language and version check (short preprocessor runs) beside the compile
     checker = ThreadPoolExecutor(max_workers=1)
     pending = checker.submit(
-        lambda: dialect.views(text, display_path, root) if version == PRIMARY_VERSION
+        lambda: dialect.views(text, display_path, root, duplicates=False)
+        if version == PRIMARY_VERSION
         else [dialect.view(text, display_path, root, version)])
     checker.shutdown(wait=False)
     lines = text.split("\n")
@@ -195,16 +199,21 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
                 if not progress:
                     raise EmulateBuildError(first_error(err, display_path),
                                             hint="the emulator could not attribute it to one functor")
-    except EmulateBuildError:
+    except EmulateBuildError as err:
         # g++ gave up (a `throw` fails each instantiation of its functor, round after round):
         # where Metal's language rules out a construct of the file, that is what a Mac says
-        metal = dialect.errors_by_version(pending.result())
-        if metal:
+        metal = dialect.errors_by_version(pending.result()) + _duplicate_names(
+            text, display_path, root, version)
+        # g++'s own error where porter words it (a registration's output type, which the
+        # front end finds at the same line as a failed static_assert); else the front end's
+        # (a `throw` g++ gave up on)
+        if metal and not (" registered with output type " in err.message
+                          and _same_line(err.message, metal[0], display_path)):
             raise EmulateBuildError(f"{BUILD_ERROR}: {metal[0]}",
                                     hint="a kernel file is Metal: rewrite the construct") from None
         raise
     views = pending.result()
-    metal_errors = dialect.errors_by_version(views)
+    metal_errors = _c10_metal_gaps(dialect.errors_by_version(views), root)
     functor_errors = _by_functor(metal_errors, text.split("\n"), display_path)
     others = dialect.distinct(views)
     metal_errors += _other_versions(lines, display_path, root, quarantined, others,
@@ -220,10 +229,44 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     os.replace(staged, meta_path)
     lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
-                  metal_errors, functor_errors, version, others)
+                  metal_errors + _duplicate_names(text, display_path, root, version),
+                  functor_errors, version, others)
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+def _c10_metal_gaps(errors: list[str], root) -> list[str]:
+    """The front end's errors, a `c10::metal` function the headers lack in porter's words: the
+    checkout's own c10/metal lacking it is a build error; the installed torch's (standing in
+    where the checkout has none) is not the file's error but old headers, which the g++
+    build's quarantine reports (old-headers), so it leaves this list."""
+    out = []
+    for error in errors:
+        if not _NOT_IN_C10_METAL.search(error):
+            out.append(error)
+            continue
+        worded = _header_gap(f"{BUILD_ERROR}: {error}", root)
+        if worded.startswith(BUILD_ERROR + ": "):
+            out.append(worded[len(BUILD_ERROR) + 2:])
+    return out
+
+
+def _same_line(gxx: str, metal: str, display_path) -> bool:
+    at = re.compile(re.escape(str(display_path)) + r":(\d+): ")
+    a, b = at.search(gxx), at.search(metal)
+    return a is not None and b is not None and a.group(1) == b.group(1)
+
+
+def _duplicate_names(text: str, display_path, root, version: int) -> list[str]:
+    """The metallib's kernel names defined twice (frontend.duplicate_names), asked on every
+    build, cached or not: they depend on the other kernel files, which this file's cache key
+    does not hold (an edit of UnaryKernel.metal that takes a name ActivationKernel.metal
+    defines fails ActivationKernel's cached build too, as the Mac's metallib fails to link)."""
+    if version != PRIMARY_VERSION:
+        return []
+    from porter.emulate import frontend
+    return frontend.duplicate_names(text, display_path, root)
 
 
 def _held(so_path: Path, meta_path: Path) -> tuple[Path, dict] | None:
@@ -551,7 +594,7 @@ def _header_gap(reason: str, root: Path | None) -> str:
     where = reason[len(kind) + 2:].split(": ", 1)[0]
     described, own = headers.origin(root)
     kind = BUILD_ERROR if own else OLD_HEADERS
-    return (f"{kind}: {where}: c10::metal::{m.group(1)} is not defined in {described}: "
+    return (f"{kind}: {where}: c10::metal::{m.group(1) or m.group(2)} is not defined in {described}: "
             "the kernel file needs c10/metal headers that define it (newer ones)")
 
 

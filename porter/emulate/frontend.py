@@ -110,15 +110,6 @@ class View(NamedTuple):
     kernels: tuple[tuple[str, str], ...]  # (host name, `file:line`)
 
 
-def enabled() -> bool:
-    """Whether dialect's language check is this front end (PORTER_METAL_FRONTEND=clang) or the
-    token pass. Off by default: with registrations instantiated piece by piece, an edit of one
-    functor of upstream's BinaryKernel.metal still costs ~3 s of CPU for the three versions
-    (~1 s each, the file's own parse and rewrite), over the edit loop's ~1 s for a whole
-    process: docs/testing.md says what each gives."""
-    return os.environ.get("PORTER_METAL_FRONTEND", "") == "clang"
-
-
 class NoFrontEnd(PorterError):
     """Without libclang nothing says what a Mac's compiler accepts: not proven, never green."""
     exit_code = exit_codes.FAILED
@@ -151,6 +142,7 @@ def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View
             groups: dict[tuple, list[int]] = {}
             for v in missing:
                 groups.setdefault((pre[v], std(v)), []).append(v)
+            groups = _merged(groups)
             results = list(pool.map(
                 lambda vs: _check(text, str(display_path), root, vs[0], pre[vs[0]],
                                   use_cache=use_cache),
@@ -160,6 +152,80 @@ def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View
                 found[v] = result._replace(version=v)
                 _store(keys[v], found[v])
     return [found[v] for v in METAL_VERSIONS]
+
+
+# C++'s keywords and Metal's scalar types: no declaration of Metal's library changes them
+_NOT_DECLARED = frozenset("""alignas alignof auto bool break case char const constexpr continue
+decltype default do else enum explicit extern false float for half if inline int long namespace
+noexcept nullptr operator return short signed sizeof static static_assert struct switch template
+this true typedef typename uint uchar ushort ulong union unsigned using void volatile while
+bfloat thread device constant threadgroup""".split())
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
+    """Version groups that one parse decides together: the same C++ standard, the same text of
+    the user's files (kernel file, checkout headers), and a Metal library that differs between
+    them only in declarations whose names the user's text never spells (Metal 3.2 adds
+    memory_order_acquire, thread_scope, atomic_thread_fence to 3.1's <metal_atomic>: a file
+    naming none of them, nor a name declared otherwise, compiles alike under both)."""
+    out: dict[tuple, list[int]] = {}
+    split: dict[tuple, tuple] = {}
+    for key, vs in groups.items():
+        text = key[0][0]
+        if text is None:
+            out[key] = vs
+            continue
+        user, library = [], []
+        for (file, _), row in zip(_positions(text.split("\n")), text.split("\n")):
+            if row.startswith("# "):
+                continue
+            (library if _porters(file) else user).append(row)
+        split[key] = ("\n".join(user), library)
+        for other in out:
+            if other in split and other[1] == key[1] and split[other][0] == split[key][0]:
+                changed = _declared_otherwise(split[other][1], split[key][1])
+                if not changed or not re.search(
+                        rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, changed)))})(?!\w)",
+                        split[key][0]):
+                    out[other] = out[other] + vs
+                    break
+        else:
+            out[key] = vs
+    return out
+
+
+_PARAMETER_NAME = re.compile(r"(?<=[\w&*])\s+([A-Za-z_]\w*)\s*(?=[,)=])")
+
+
+def _declared_otherwise(a: list[str], b: list[str]) -> set[str]:
+    """The names spelled in the library text where versions `a` and `b` differ (the lines
+    between their common beginning and common end, read whole), less keywords and the names
+    of parameters in a parameter list (which no lookup outside the declaration sees)."""
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    out: set[str] = set()
+    if start == len(a) == len(b):
+        return out
+    for block in ("\n".join(a[start:len(a) - end]), "\n".join(b[start:len(b) - end])):
+        depth, params = 0, set()
+        for k, ch in enumerate(block):
+            if ch == "(":
+                depth += 1
+                close = block.find(")", k)
+                params |= {m.group(1) for m in _PARAMETER_NAME.finditer(
+                    block, k, len(block) if close < 0 else close + 1)}
+            elif ch == ")":
+                depth -= 1
+        # a parameter list cut by the block's edge: no name of it is taken for a parameter's
+        if depth != 0:
+            params = set()
+        out |= set(_IDENT.findall(block)) - params
+    return out - _NOT_DECLARED
 
 
 def _cached(key: str, version: int) -> View | None:
@@ -434,9 +500,102 @@ class _Piece(NamedTuple):
     key: str
 
 
-def _parse(source: str, version: int):
-    return _index().parse(_UNIT, args=[*_CLANG_ARGS, std(version)],
-                          unsaved_files=[(_UNIT, source)])
+def _parse(source: str, version: int, pch: str | None = None):
+    """clang's unit of `source`; with `pch`, the lines the precompiled prefix holds are blank
+    in `source` (every line keeps its number: `_Namer.where` reads both units' lines alike)."""
+    args = [*_CLANG_ARGS, std(version)]
+    if pch is not None:
+        # the prefix's key is its content: clang's check of the .hh's time stamp is not needed
+        args += ["-include-pch", pch, "-Xclang", "-fno-validate-pch"]
+    tu = _index().parse(_UNIT, args=args, unsaved_files=[(_UNIT, source)])
+    if pch is not None and any(d.severity >= _clang().Diagnostic.Fatal and
+                               ("precompiled" in d.spelling or "PCH" in d.spelling or
+                                "AST file" in d.spelling) for d in tu.diagnostics):
+        return None             # the caller parses the whole text instead
+    return tu
+
+
+# The kernel file's includes (Metal's library declarations, c10/metal's headers: ~95% of what
+# clang parses for upstream's BinaryKernel.metal) precompiled once per content and version:
+# an edit re-parses the file's own code alone (~0.1 s instead of ~0.9 s a parse, at load 12)
+_PREFIX_MIN_LINES = 200
+_PCH_LOCKS: dict[str, threading.Lock] = {}
+_PCH_GUARD = threading.Lock()
+
+
+def _libclang_id() -> str:
+    """Which libclang reads a precompiled header (its format is the build's own)."""
+    ci = _clang()
+    try:
+        path = ci.conf.get_filename()
+        st = os.stat(ci.conf.lib._name if hasattr(ci.conf.lib, "_name") else path)
+        return f"{path}:{st.st_size}:{int(st.st_mtime)}"
+    except (OSError, AttributeError):
+        return "libclang"
+
+
+def _prefix_cut(raw: list[str], positions: list[tuple[str, int]], display_path: str) -> int:
+    """The index of the kernel file's first line of its own code: every line before it is
+    the headers it includes (0: none worth precompiling)."""
+    for i, (f, _) in enumerate(positions):
+        if f == display_path and raw[i].strip() and not raw[i].startswith("# "):
+            return i if i >= _PREFIX_MIN_LINES else 0
+    return 0
+
+
+def _precompiled(source: list[str], cut: int, version: int, namer: "_Namer") -> str | None:
+    """The path of the precompiled header of `source[:cut]` (built and cached by content, its
+    headers' AST-rule findings stored as _ast_rules stores them), or None where it does not
+    build alone (an error in a header: the whole text is parsed, and the error reported)."""
+    if not cut:
+        return None
+    ci = _clang()
+    text = "\n".join(source[:cut]) + "\n"
+    h = hashlib.sha256(f"frontend-pch1\0{std(version)}\0{' '.join(_CLANG_ARGS)}\0".encode())
+    h.update(_mode_digest().encode() + _libclang_id().encode())
+    h.update(text.encode())
+    key = h.hexdigest()[:32]
+    directory = cache_dir()
+    pch, hh, bad = (directory / f"frontend-pch-{key}.{ext}" for ext in ("pch", "hh", "bad"))
+    with _PCH_GUARD:
+        lock = _PCH_LOCKS.setdefault(key, threading.Lock())
+    with lock:              # versions parse in threads; two with one prefix build it once
+        if pch.is_file() and hh.is_file():
+            kernel_cache.touch(pch, hh)
+            return str(pch)
+        if bad.is_file():
+            return None
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, staged = tempfile.mkstemp(dir=directory, suffix=".hh.tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(staged, hh)
+        tu = _index().parse(str(hh), args=["-x", "c++-header", *_CLANG_ARGS[2:], std(version)],
+                            options=ci.TranslationUnit.PARSE_INCOMPLETE)
+        if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+            bad.touch()
+            return None
+        # the headers' findings, cached per header as a whole parse caches them
+        _ast_rules(tu, _Namer(namer.display, namer.root, namer.lines[:cut]), version)
+        fd, staged = tempfile.mkstemp(dir=directory, suffix=".pch.tmp")
+        os.close(fd)
+        try:
+            tu.save(staged)
+        except ci.TranslationUnitSaveError:
+            os.unlink(staged)
+            bad.touch()
+            return None
+        os.replace(staged, pch)
+    return str(pch)
+
+
+def _parsed(source: list[str], cut: int, pch: str | None, version: int):
+    """(clang's unit of the text, the precompiled header it used or None)."""
+    if pch is not None:
+        tu = _parse("\n".join([""] * cut + source[cut:]), version, pch)
+        if tu is not None:
+            return tu, pch
+    return _parse("\n".join(source), version), None
 
 
 def _errors(tu, namer: "_Namer") -> list:
@@ -473,18 +632,20 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
             blank[i] = ""
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
-    tu = _parse(base.source, version)
+    source = base.source.split("\n")
+    cut = _prefix_cut(raw, _positions(raw), display_path)
+    tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
     errors: list[str] = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
                          for f, ln, rule in dict.fromkeys(base.types) if namer.checked(f)]
     errors += [namer.diagnostic(d) for d in _errors(tu, namer)]
-    rules = _ast_rules(tu, namer, version)
+    rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
         for result in _instantiated(text, display_path, root, version, names, raw, rows, base,
-                                    namer, set(errors), use_cache):
+                                    namer, set(errors), use_cache, cut, pch):
             errors += result[0]
             kernels += [tuple(k) for k in result[1]]
     errors += rules
@@ -549,7 +710,8 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
 
 
 def _instantiated(text, display_path, root, version, names, raw, rows, base: Rewritten, namer,
-                  base_errors: set, use_cache: bool) -> list[tuple[list, list]]:
+                  base_errors: set, use_cache: bool, cut: int = 0,
+                  pch: str | None = None) -> list[tuple[list, list]]:
     """(errors, kernels) of each piece's registrations, in file order: cached ones read back,
     the others instantiated in at most MAX_BATCHES parses and each error given to the piece
     its location (or the instantiation it comes from) belongs to; a batch whose errors cannot
@@ -593,7 +755,7 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
             for p in batch:
                 for i in p.rows:
                     lines[i] = rewritten[i][0]
-            tu = _parse("\n".join(lines), version)
+            tu, _ = _parsed(lines, cut, pch, version)
             found = {p.key: [] for p in batch}
             ds = _errors(tu, namer)
             if len(batch) > 1 and len(ds) >= _BATCH_ERROR_LIMIT:
@@ -751,7 +913,10 @@ def _under(path: Path, directory: Path) -> bool:
         return False
 
 
-def _ast_rules(tu, namer: _Namer, version: int) -> list[str]:
+def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
+    """`cut`: the unit's lines before it come from a precompiled header whose headers'
+    findings are cached; its declarations are then not visited at all (reading them back from
+    the header costs what parsing them did), unless a header's findings are missing."""
     ci = _clang()
 
     K = ci.CursorKind
@@ -828,6 +993,8 @@ def _ast_rules(tu, namer: _Namer, version: int) -> list[str]:
 
     def top(cursor):
         for c in cursor.get_children():
+            if skip_prefix and c.location.file is not None and c.location.file.name != _UNIT:
+                continue
             f, _ = namer.where(c.location)
             if f is None or not namer.checked(f) or f in known:
                 if c.kind == K.NAMESPACE and f is not None and not _porters(f):
@@ -848,6 +1015,8 @@ def _ast_rules(tu, namer: _Namer, version: int) -> list[str]:
             cached = _header_findings(f, version)
             if cached is not None:
                 known[f] = cached
+    skip_prefix = bool(cut) and all(f in known for f, _ in namer.lines[:cut]
+                                    if f != namer.display and namer.checked(f))
     top(tu.cursor)
     for f in {f for f, _ in namer.lines} - set(known):
         if f != namer.display and namer.checked(f):
@@ -898,43 +1067,80 @@ def _store_header_findings(path: str, version: int, rows: list) -> None:
 
 
 def metallib_files(root: Path | None, display_path) -> list[Path]:
-    """The other kernel files linked into the same metallib as `display_path`: upstream's
-    cmake/Metal.cmake compiles every aten/src/ATen/native/mps/kernels/*.metal to AIR and links
-    them into one metallib."""
+    """The kernel files linked into the same metallib as `display_path`, itself included:
+    upstream's cmake/Metal.cmake compiles every aten/src/ATen/native/mps/kernels/*.metal to AIR
+    and links them into one metallib. A file outside the checkout's kernels is a metallib of
+    its own ([])."""
     if root is None:
         return []
     kernels = Path(root) / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
     here = Path(display_path)
     here = here if here.is_absolute() else Path(root) / here
-    if not _under(here, kernels):       # a file outside the checkout's kernels is no part of it
+    if not _under(here, kernels):
         return []
     try:
-        files = sorted(kernels.glob("*.metal"))
+        return sorted(kernels.glob("*.metal"))
     except OSError:
         return []
-    return [f for f in files if f.resolve() != here.resolve()]
 
 
-def duplicate_names(found: list[View], display_path, root) -> list[str]:
-    """A kernel name declared twice: in this file (two registrations of one name), or here and
-    in another file of the same metallib (each other file parsed under the primary version,
-    cached by content like this one)."""
-    if not found:
-        return []
-    errors, seen = [], {}
-    for name, where in found[0].kernels:
-        if name in seen and seen[name] != where:
-            errors.append(f"{where}: " + RULES["duplicate name"].format(
-                spec=SPEC, what=name, other=seen[name]))
-        seen.setdefault(name, where)
-    for other in metallib_files(Path(root) if root is not None else None, display_path):
+def kernel_names(text: str, display_path, root) -> list[tuple[str, str]]:
+    """The kernel names (`[[host_name]]`) `text` defines, as (name, `file:line`): the file
+    preprocessed as the primary version's metallib build preprocesses it (no parse), cached by
+    content. A name is read where the registration macro expands: the kernel file's line, or
+    a checkout header's."""
+    root = Path(root) if root is not None else None
+    version = METAL_VERSIONS[0]
+    key = hashlib.sha256(f"frontend-names1\0{display_path}\0{root}\0{version}\0".encode())
+    key.update(_mode_digest().encode() + _headers_digest(root).encode() + text.encode())
+    cached = cache_dir() / f"frontend-names-{key.hexdigest()[:32]}.json"
+    if cached.is_file():
+        kernel_cache.touch(cached)
+        return [tuple(k) for k in json.loads(cached.read_text())]
+    pre, _ = _preprocess(text, str(display_path), root, version)
+    found: list[tuple[str, str]] = []
+    if pre is not None and "host_name" in pre:
+        namer = _Namer(str(display_path), root)
+        raw = pre.split("\n")
+        for (file, line), row in zip(_positions(raw), raw):
+            if "host_name" not in row or row.startswith("# ") or _porters(file) or \
+                    not namer.checked(file):
+                continue
+            for m in _HOST_NAME.finditer(row):
+                found.append(("".join(_STRING_PART.findall(m.group(1))),
+                              f"{namer.name(file)}:{line}"))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump([list(k) for k in found], f)
+    os.replace(staged, cached)
+    return found
+
+
+def duplicate_names(text: str, display_path, root) -> list[str]:
+    """Every kernel name defined twice in the metallib `display_path` is linked into: in one
+    file (two registrations of one name) or in two of its files, each named at both places.
+    On a Mac the metallib does not link, so no kernel of it loads: the error is every file's.
+    `text` is `display_path`'s content (an edit not yet saved); the other files are read from
+    the checkout."""
+    files = metallib_files(Path(root) if root is not None else None, display_path)
+    here = Path(display_path)
+    here = here if here.is_absolute() or root is None else Path(root) / here
+    texts: list[tuple[str, str]] = [(text, str(display_path))]
+    for other in files:
+        if other.resolve() == here.resolve():
+            continue
         try:
-            text = other.read_text(encoding="utf-8")
+            texts.append((other.read_text(encoding="utf-8"),
+                          os.path.relpath(other, root) if root is not None else str(other)))
         except OSError:
             continue
-        shown = os.path.relpath(other, root) if root is not None else str(other)
-        for name, where in view(text, shown, root, found[0].version).kernels:
-            if name in seen and where.split(":")[0] != str(display_path):
-                errors.append(f"{seen[name]}: " + RULES["duplicate name"].format(
-                    spec=SPEC, what=name, other=where))
+    seen: dict[str, str] = {}
+    errors = []
+    for body, shown in texts:
+        for name, where in kernel_names(body, shown, root):
+            if name in seen and seen[name] != where:
+                errors.append(f"{where}: " + RULES["duplicate name"].format(
+                    spec=SPEC, what=name, other=seen[name]))
+            seen.setdefault(name, where)
     return errors

@@ -50,6 +50,9 @@ NAME_LOCAL_RE = re.compile(r'(?:const\s+)?(?:char\s*\*|auto|std::string_view|std
 EMPTY_RE = re.compile(r"(?P<it>this\s*->|\w+\s*\.)\s*numel\(\s*\)\s*==\s*0|!\s*(?P<it2>this\s*->|\w+\s*\.)\s*numel\(\s*\)")
 STUB_CALL_RE = re.compile(r"\w+\s*\(\s*(?:at::|c10::)?(?:DeviceType::)?kMPS\s*,\s*\*this\s*(?:,.*)?\)", re.S)
 RETURN_RE = re.compile(r"return")
+# `(void)name;` evaluates a name and discards it (silencing an unused-variable warning): no
+# effect on any tensor. Only a bare name: `(void)f(x)` or `(void)(x = y)` would run something.
+VOID_NAME_RE = re.compile(r"\(\s*void\s*\)\s*\w+")
 ENUM_PICK_RE = re.compile(r"(?P<lhs>[\w:]+)\s*(?:==|!=)\s*(?P<rhs>[\w:]+)")
 
 
@@ -266,7 +269,7 @@ def _check_simple(s: Statement, context: Context) -> Outside | None:
     if assigned and assigned.group(1) == context.iterator:
         return Outside(s.start, text, f"reassigns the iterator `{context.iterator}`")
     for key in ("check", "params struct", "params field", "dtype local", "limit locals",
-                "kernel name"):
+                "kernel name", "void name"):
         if _SIMPLE[key].fullmatch(text):
             return None
     dispatch = DISPATCH_RE.fullmatch(text)
@@ -285,7 +288,7 @@ def _check_simple(s: Statement, context: Context) -> Outside | None:
 
 _SIMPLE = {"check": CHECK_RE, "params struct": PARAMS_DECL_RE, "params field": PARAMS_FIELD_RE,
            "dtype local": DTYPE_LOCAL_RE, "limit locals": LIMIT_LOCALS_RE,
-           "kernel name": NAME_LOCAL_RE}
+           "kernel name": NAME_LOCAL_RE, "void name": VOID_NAME_RE}
 
 
 def _dtype_table(condition: str) -> dict[str, bool] | None:

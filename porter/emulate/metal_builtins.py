@@ -50,10 +50,19 @@ _UNKNOWN_NAME = re.compile(
     r"'([\w:]+)' is not a (?:template|type)")
 
 
+# a swizzle of a swizzle of two or more components (`v.xyz.xy`): Metal's swizzle is a vector,
+# the shim's has its components only (porter/emulate/swizzles.py)
+_SWIZZLE_OF_SWIZZLE = re.compile(r"'(?:struct )?metal::swizzle<[^']*>' has no member named "
+                                 r"'([xyzw]{2,4}|[rgba]{2,4})'")
+
+
 def shim_gap(message: str) -> str | None:
     """The Metal name a compiler error is about, when Metal defines it and the shim lacks it
     (porter's "unsupported construct": beyond the emulator, not wrong Metal); else None (the
     error is the file's: a build error)."""
+    swizzle = _SWIZZLE_OF_SWIZZLE.search(message)
+    if swizzle:
+        return f"a swizzle of a swizzle (.{swizzle.group(1)})"
     m = _UNKNOWN_NAME.search(message)
     if m is None:
         return None

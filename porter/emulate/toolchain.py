@@ -115,7 +115,7 @@ def compiler_id(cxx: str) -> str:
 # entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
-                  "metal_builtins.py", "metal_language.py", "frontend.py", "probe.py", "toolchain.py")
+                  "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py")
 _code_digest: str | None = None
 
 
@@ -153,10 +153,8 @@ def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) ->
     h = hashlib.sha256()
     h.update(b"porter-emulate-v6\0")     # v6: Metal's language and versions are checked
     h.update(_porter_code().encode())
-    # which language check the verdicts come from (porter.emulate.frontend.enabled) and, for the
-    # front end, its Metal mode and library files
-    if os.environ.get("PORTER_METAL_FRONTEND", "") == "clang":
-        h.update(b"frontend\0" + _frontend_files().encode())
+    # the language check's Metal mode and library files (porter.emulate.frontend)
+    h.update(b"frontend\0" + _frontend_files().encode())
     h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
     for f in headers.header_files(dirs):

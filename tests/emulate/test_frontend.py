@@ -1,13 +1,12 @@
-"""porter's Metal front end (porter.emulate.frontend, PORTER_METAL_FRONTEND=clang): one table
+"""porter's Metal front end (porter.emulate.frontend, the emulator's language check): one table
 per rule, each a planted positive (a build error at its own line, with the rule's words) and a
 clean twin (issue 33, items 1 and 4).
 
 g++ accepts every planted construct below; a Mac's Metal compiler rejects each. Each must be a
 build error at its own line, through the build-before-write probe (what a port meets) and the
 full build (what `porter test` / `emulate check` meet). What Metal accepts (ACCEPTED, VALID,
-ISSUE_CLEAN) must build. The same tables as test_metal_language.py's (the token pass, still the
-default), with the verdicts where the two differ: recursion, function pointers and `if
-constexpr` on 3.x are accepted by Metal.
+ISSUE_CLEAN) must build. Recursion, function pointers and `if constexpr` on 3.x are accepted
+by Metal (ACCEPTED), as they are here.
 """
 
 from __future__ import annotations
@@ -22,14 +21,6 @@ from porter.emulate.kernel_check import check_tree
 from porter.emulate.probe import probe_source
 from porter.source.checkout import KERNELS
 
-pytestmark = pytest.mark.skipif(
-    __import__("importlib").util.find_spec("clang") is None, reason="libclang is not installed")
-
-
-@pytest.fixture(autouse=True)
-def front_end(monkeypatch):
-    """Every check of this module (and the porter processes it starts) uses the front end."""
-    monkeypatch.setenv("PORTER_METAL_FRONTEND", "clang")
 
 HEAD = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
@@ -575,6 +566,41 @@ def test_the_same_kernel_name_in_two_files_of_one_metallib_is_a_build_error(own_
     assert _errors_of(own_tree, f"{KERNELS}/PlantedKernel.metal") == []
 
 
+LEAKY_RELU_AGAIN = """struct leaky_relu_functor {
+  template <typename T>
+  inline T operator()(const T x, const T s) {
+    return x < T(0) ? x * s : x;
+  }
+};
+REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
+"""
+
+
+def test_a_name_another_kernel_file_takes_fails_this_files_cached_build(own_tree):
+    """Review 33's L14: UnaryKernel.metal registers a kernel name ActivationKernel.metal has
+    (leaky_relu_float_float_float): a Mac links every kernels/*.metal into one metallib, which
+    does not link. `porter test leaky_relu` stayed green, as ActivationKernel's build came
+    from the cache keyed by its own text."""
+    from porter.emulate.build import build_file
+
+    activation = own_tree / KERNELS / "ActivationKernel.metal"
+    registered = next(i for i, ln in enumerate(activation.read_text().split("\n"), 1)
+                      if ln.startswith("REGISTER_UNARY_ALPHA_OP(leaky_relu, float,"))
+    assert build_file(activation, own_tree, strict=False).build_errors() == []
+    unary = own_tree / UNARY_REL
+    clean = unary.read_text()
+    unary.write_text(clean + LEAKY_RELU_AGAIN)
+    planted = clean.count("\n") + LEAKY_RELU_AGAIN.count("\n")
+    lib = build_file(activation, own_tree, strict=False)
+    assert lib.cached                       # the file's own build is the cached one
+    errors = lib.build_errors()
+    assert any(f"{KERNELS}/ActivationKernel.metal:{registered}" in e
+               and f"{UNARY_REL}:{planted}" in e and "must be unique" in e for e in errors), errors
+    # the clean twin: the other file as it was, and this build green again
+    unary.write_text(clean)
+    assert build_file(activation, own_tree, strict=False).build_errors() == []
+
+
 def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own_tree):
     path = own_tree / "c10/metal/indexing.h"
     text = path.read_text()
@@ -590,12 +616,19 @@ def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own
 
 # a file checked in pieces: each functor's registrations instantiated and cached on their own
 
-def _count_parses(monkeypatch):
+def _count_parses(monkeypatch, precompiled=None):
+    """The versions of the front end's parses; `precompiled`, a list: whether each parse read
+    the kernel file's includes from a precompiled header."""
     from porter.emulate import frontend
     parses = []
     real = frontend._parse
-    monkeypatch.setattr(frontend, "_parse", lambda source, version: (
-        parses.append(version), real(source, version))[1])
+
+    def counted(source, version, pch=None):
+        parses.append(version)
+        if precompiled is not None:
+            precompiled.append(pch is not None)
+        return real(source, version, pch)
+    monkeypatch.setattr(frontend, "_parse", counted)
     return parses
 
 
@@ -604,18 +637,40 @@ def test_an_edit_of_one_functor_instantiates_that_functors_registrations_alone(o
     from porter.emulate import frontend
     path = own_tree / UNARY_REL
     text = path.read_text()
-    parses = _count_parses(monkeypatch)
+    precompiled: list[bool] = []
+    parses = _count_parses(monkeypatch, precompiled)
     first = frontend.view(text, UNARY_REL, own_tree, 310)
     assert first.errors == () and first.kernels
     cold = len(parses)
     assert cold >= 2            # the file without registrations, then its pieces
     parses.clear()
+    precompiled.clear()
     edited = text.replace("return T(precise::exp2(float(x)));",
                           "return T(precise::exp2(float(x) + 0.0f));", 1)
     assert edited != text
     again = frontend.view(edited, UNARY_REL, own_tree, 310)
     assert again.errors == () and again.kernels == first.kernels
     assert parses == [310, 310]         # the file's own parse and exp2's registrations
+    # each reads the includes from the header precompiled by the first check
+    assert precompiled == [True, True]
+
+
+def test_metal_3_1_and_3_2_are_parsed_once_unless_the_file_names_what_differs(own_tree,
+                                                                               monkeypatch):
+    """Metal 3.2's library adds names to 3.1's (memory_order_acquire, thread_scope,
+    atomic_thread_fence): a file spelling none of them compiles alike under both, one parse;
+    a file that names one is parsed under each, and 3.1 rejects it."""
+    from porter.emulate import frontend
+    parses = _count_parses(monkeypatch)
+    clean = (own_tree / UNARY_REL).read_text()
+    assert all(v.errors == () for v in frontend.views(clean, UNARY_REL, own_tree))
+    assert sorted(set(parses)) == [310, 400]
+    parses.clear()
+    planted = clean + "\ninline int planted_order() { return int(metal::memory_order_acquire); }\n"
+    found = {v.version: v.errors for v in frontend.views(planted, UNARY_REL, own_tree)}
+    assert 320 in parses
+    assert found[320] == found[400] == ()
+    assert any("memory_order_acquire" in e for e in found[310]), found[310]
 
 
 def test_an_instantiation_error_of_one_functor_is_found_and_gone_when_fixed(own_tree):

@@ -21,8 +21,7 @@ from porter.source.checkout import KERNELS
 
 UNARY = f"{KERNELS}/UnaryKernel.metal"
 
-# planted in a template helper shaped as porter writes calc_ndtri, or (recursion: the check
-# lets a template calling itself be, as upstream's bessel_j1_forward does) a plain function
+# planted in a template helper shaped as porter writes calc_ndtri, or in a plain function
 PLANTED = [
     ("template <typename T>\ninline T planted(T y0) {\n  double y = y0;\n  return T(y);\n}",
      3, "Metal has no `double`"),
@@ -30,8 +29,6 @@ PLANTED = [
      3, "Metal has no `double`"),
     ("template <typename T>\ninline T planted(T y0) {\n  goto done;\ndone:\n  return y0;\n}",
      3, "Metal has no `goto`"),
-    ("inline float planted(float y0) {\n  return y0 > 2 ? planted(y0 - 1) : y0;\n}",
-     2, "Metal has no recursion (planted calls itself)"),
     ("inline float planted(float y0) {\n  return std::max(y0, 0.0f);\n}",
      2, "Metal has no C++ standard library"),
 ]
@@ -51,7 +48,7 @@ def _errors(root: Path, rel: str = UNARY) -> list[str]:
 
 
 @pytest.mark.parametrize(("code", "offset", "message"), PLANTED,
-                         ids=["double", "long-double", "goto", "recursion", "std"])
+                         ids=["double", "long-double", "goto", "std"])
 def test_a_non_metal_construct_in_special_math_h_fails_the_kernel_file_at_the_header_line(
         real_root, code, offset, message):
     first = _plant(real_root / "c10/metal/special_math.h", "namespace metal {", code)
@@ -70,7 +67,8 @@ def test_a_double_in_a_header_of_the_precompiled_prelude_or_the_kernels_fails_to
     path = real_root / header
     anchor = "namespace metal {" if header.startswith("c10") else "#pragma once"
     line = _plant(path, anchor, "inline double planted(float x) { return x; }")
-    assert _errors(real_root) == [f"{header}:{line}: Metal has no `double` (use float)"]
+    [error] = _errors(real_root)
+    assert error.startswith(f"{header}:{line}: Metal has no `double` (use float"), error
 
 
 def test_a_system_include_in_a_header_is_named_at_the_header(real_root):
@@ -102,8 +100,9 @@ def test_a_header_edit_and_its_revert_change_the_verdict(real_root):
 
 
 # idioms upstream's own headers build with on a Mac, in our own words: a host-only branch, an
-# operation passed as a function-pointer parameter (c10/metal/atomic.h's shape) and a template
-# that calls itself (c10/metal/special_math.h's bessel_j1_forward's shape)
+# operation passed as a function-pointer parameter (c10/metal/atomic.h's shape), a template
+# that calls itself (c10/metal/special_math.h's bessel_j1_forward's shape) and a plain function
+# that does (Metal treats both alike: MSL §1.5.4's C++14 list no longer names recursion)
 VALID_HEADER = """
 #ifndef __METAL__
 #include <array>
@@ -119,6 +118,9 @@ inline float mirrored(T x) {
     return -mirrored(-x);
   }
   return float(x);
+}
+inline float halved(float y0) {
+  return y0 > 2 ? halved(y0 - 1) : y0;
 }
 """
 

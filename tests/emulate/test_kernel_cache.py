@@ -109,17 +109,17 @@ def test_a_porter_that_checks_more_does_not_read_an_older_porters_cached_verdict
     did not know them (its cache entries green), then by one that does. The kernel cache's key
     was the text, headers, flags and compiler: the newer porter read the older one's verdict and
     the file stayed green until the text changed."""
-    from porter.emulate import metal_language, toolchain
+    from porter.emulate import frontend, toolchain
     text = (fixture_root / KERNELS / "BinaryKernel.metal").read_text().replace(
         "struct hypot_functor {", "struct hypot_functor {\n  static inline float planted() {\n"
         "    static float calls = 0;\n    return calls;\n  }", 1)
     assert "static float calls" in text
     with monkeypatch.context() as older:
         older.setattr(toolchain, "_code_digest", "an older porter")
-        older.setattr(metal_language, "_storage", lambda ids: [])
+        older.setattr(frontend, "_MODE_DIGEST", ["an older porter"])
+        older.setattr(frontend, "_ast_rules", lambda *args, **kwargs: [])
         lib = build_source(text, "BinaryKernel.metal", fixture_root, strict=False)
         assert lib.build_errors() == []
-    metal_language._SCANNED.clear()     # this process's memo of the older rules' findings
     lib = build_source(text, "BinaryKernel.metal", fixture_root, strict=False)
     assert any("Metal has no static local variable" in e for e in lib.build_errors()), \
         lib.build_errors()

@@ -82,6 +82,49 @@ struct swizzle_library_functor {
   }
 };
 REGISTER_UNARY_OP(swizzle_library, float2, float2);
+// a swizzle is a vector: its own components are read and written (review 33's L16, v.yx.y)
+struct swizzle_of_swizzle_functor {
+  inline float2 operator()(const float2 z) {
+    float4 v = float4(z, z * 3.0f);
+    v.wzyx.x = 7.0f;
+    return float2(v.yx.y + v.zw.g, v.w + v.rgb.b);
+  }
+};
+REGISTER_UNARY_OP(swizzle_of_swizzle, float2, float2);
+// fmax3/fmin3 are fmax/fmin of three (MSL 2.1 on): a NaN operand yields the others' answer
+struct three_way_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return T(fmax3(float(a), float(b), 0.5f) + fmin3(float(a), float(b), 0.5f) +
+             precise::fmax3(float(a), 0.0f, 0.0f) * 0.0f + fast::fmin3(float(b), 1.0f, 1.0f) * 0.0f);
+  }
+};
+REGISTER_BINARY_OP(three_way, float, float);
+REGISTER_BINARY_OP(three_way, half, half);
+
+// MSL's integer functions (review 33b's B13/B20/B27/B29/B30 calls and their kin), each against
+// the value the MSL table defines: a wrong shim answer sets its bit in the result.
+struct integer_library_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    int wrong = 0;
+    wrong |= (max3(1, 2, 3) != 3) << 0;
+    wrong |= (min3(3, 1, 2) != 1 || median3(3, 1, 2) != 2) << 1;
+    wrong |= (extract_bits(0xF0u, 4u, 4u) != 0xFu || extract_bits(int(0xF0), 4u, 4u) != -1) << 2;
+    wrong |= (insert_bits(0xFFu, 0u, 4u, 2u) != 0xCFu) << 3;
+    wrong |= (reverse_bits(1u) != 0x80000000u || reverse_bits(uchar(1)) != uchar(0x80)) << 4;
+    wrong |= (mulhi(0x80000000u, 4u) != 2u || mulhi(-1, 1) != -1 || madhi(0x80000000u, 4u, 1u) != 3u) << 5;
+    wrong |= (addsat(char(100), char(100)) != char(127) || subsat(uchar(1), uchar(2)) != uchar(0)) << 6;
+    wrong |= (madsat(short(200), short(200), short(0)) != short(32767)) << 7;
+    wrong |= (hadd(2147483647, 1) != 1073741824 || hadd(-3, 0) != -2 || rhadd(1, 2) != 2) << 8;
+    wrong |= (rotate(uchar(0x81), uchar(1)) != uchar(0x03) || rotate(1, -1) != int(0x80000000)) << 9;
+    const int2 m = max3(int2(1, 5), int2(2, 4), int2(3, 3));
+    const uint2 z = clz(uint2(1u, 0u));
+    wrong |= (m.x != 3 || m.y != 5 || z.x != 31u || z.y != 32u) << 10;
+    return x + T(wrong);
+  }
+};
+REGISTER_UNARY_OP(integer_library, float, float);
 
 // Apple's compiler defines these for every version porter builds (macOS, bfloat from 3.1).
 struct predefined_functor {

@@ -180,9 +180,40 @@ struct is_vec<vec<T, N>> : std::true_type {};
 // Read, it is the vector of its components; assigned, it writes them, which Metal allows only
 // when no component repeats (MSL 2.2.1). The vector's own copy is written out (below), so that
 // `a.xy = b.xy` assigns two components, not the union's whole storage.
+// One component of a swizzle (`v.yx.y`, `c.rgb.r`: Metal's swizzle is a vector, whose
+// components are read and written as any vector's): element K of the vector's storage.
+template <typename T, int N, int K>
+struct swizzle_component {
+  T e[N];
+  constexpr operator T() const { return e[K]; }
+  constexpr swizzle_component& operator=(const T& v) { e[K] = v; return *this; }
+  constexpr swizzle_component& operator=(const swizzle_component& o) { return *this = T(o); }
+  template <typename U>
+  constexpr swizzle_component& operator+=(const U& o) { return *this = T(e[K] + o); }
+  template <typename U>
+  constexpr swizzle_component& operator-=(const U& o) { return *this = T(e[K] - o); }
+  template <typename U>
+  constexpr swizzle_component& operator*=(const U& o) { return *this = T(e[K] * o); }
+  template <typename U>
+  constexpr swizzle_component& operator/=(const U& o) { return *this = T(e[K] / o); }
+};
+// absent: a component past the swizzle's size, which converts to nothing
+template <typename T, int N>
+struct swizzle_component<T, N, -1> {
+  T e[N];
+};
+template <int K, int... I>
+constexpr int swizzle_index() {
+  constexpr int idx[] = {I...};
+  return K < int(sizeof...(I)) ? idx[K < int(sizeof...(I)) ? K : 0] : -1;
+}
+
 template <typename T, int N, int... I>
 struct swizzle {
-  T e[N];
+  union {
+    T e[N];
+    PORTER_SWIZZLE_COMPONENTS
+  };
   using vector_type = vec<T, int(sizeof...(I))>;
   static constexpr bool writable() {
     constexpr int idx[] = {I...};
@@ -675,6 +706,24 @@ inline half nextafter_half(half from, half to) {
 
 PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
 
+// fmax3/fmin3 (MSL 2.1 on): fmax(x, fmax(y, z)), fmin(x, fmin(y, z)), so a NaN operand yields
+// the larger/smaller of the others, as fmax/fmin do. fmedian3 is not here: what it returns
+// for a NaN operand is not known to porter, so a kernel calling it is not proven
+// (frontend_include/NOT_EXECUTABLE).
+#define PORTER_MATH3_F(NAME, TWO)                                               \
+  inline float NAME(float x, float y, float z) { return TWO(x, TWO(y, z)); }    \
+  template <typename T, int N>                                                  \
+  inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(NAME(float(a[i]), float(b[i]), float(c[i]))); \
+    return r;                                                                   \
+  }
+#define PORTER_MATH3(NAME, TWO)                                                 \
+  PORTER_MATH3_F(NAME, TWO)                                                     \
+  inline half NAME(half x, half y, half z) { return half(NAME(float(x), float(y), float(z))); }
+PORTER_MATH3(fmax3, __builtin_fmaxf)
+PORTER_MATH3(fmin3, __builtin_fminf)
+
 // Metal's max/min on floats are fmax/fmin (a NaN operand yields the other).
 PORTER_MATH2(max, __builtin_fmaxf(x, y))
 PORTER_MATH2(min, __builtin_fminf(x, y))
@@ -707,6 +756,140 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T popcount(T x) {
   return T(__builtin_popcountll((unsigned long long)std::make_unsigned_t<T>(x)));
 }
+
+// The rest of MSL's integer functions ("Integer functions" table), for the integer types the
+// front end declares them for (not bool: a Mac promotes a bool argument to int, so those call
+// shapes stay in NOT_EXECUTABLE). Each is computed exactly in a wider type and then narrowed,
+// so no intermediate wraps where Metal's definition does not.
+namespace detail {
+template <typename T>
+constexpr bool msl_int = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+using wide = __int128;
+using uwide = unsigned __int128;
+template <typename T>
+constexpr T saturate(wide v) {
+  constexpr wide lo = wide(std::numeric_limits<T>::min());
+  constexpr wide hi = wide(std::numeric_limits<T>::max());
+  return T(v < lo ? lo : v > hi ? hi : v);
+}
+} // namespace detail
+#define PORTER_MSL_INT template <typename T, std::enable_if_t<detail::msl_int<T>, bool> = true>
+PORTER_MSL_INT constexpr inline T max3(T x, T y, T z) { return max(x, max(y, z)); }
+PORTER_MSL_INT constexpr inline T min3(T x, T y, T z) { return min(x, min(y, z)); }
+PORTER_MSL_INT constexpr inline T median3(T x, T y, T z) {
+  return max(min(x, y), min(max(x, y), z));
+}
+// Bits [offset, offset + bits - 1] of x in the low bits; the high bits are zero for an unsigned
+// T and copies of bit offset + bits - 1 for a signed T; 0 when bits is 0 (MSL). offset + bits
+// past the width is undefined in Metal: computed here on the wide value.
+PORTER_MSL_INT inline T extract_bits(T x, uint offset, uint bits) {
+  if (bits == 0) return T(0);
+  using U = std::make_unsigned_t<T>;
+  detail::uwide field = (detail::uwide(U(x)) >> offset) & ((detail::uwide(1) << bits) - 1);
+  if (std::is_signed_v<T> && ((field >> (bits - 1)) & 1)) field |= ~((detail::uwide(1) << bits) - 1);
+  return T(U(field));
+}
+// base with bits [offset, offset + bits - 1] replaced by the low `bits` bits of insert (MSL).
+PORTER_MSL_INT inline T insert_bits(T base, T insert, uint offset, uint bits) {
+  if (bits == 0) return base;
+  using U = std::make_unsigned_t<T>;
+  detail::uwide mask = ((detail::uwide(1) << bits) - 1) << offset;
+  detail::uwide r = (detail::uwide(U(base)) & ~mask) | ((detail::uwide(U(insert)) << offset) & mask);
+  return T(U(r));
+}
+PORTER_MSL_INT inline T reverse_bits(T x) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int n = int(sizeof(T)) * 8;
+  U u = U(x), r = 0;
+  for (int i = 0; i < n; ++i) r = U(r | U(((u >> i) & 1u) << (n - 1 - i)));
+  return T(r);
+}
+// The high half of the full product x * y (MSL mulhi); madhi adds c to it, wrapping as T does.
+PORTER_MSL_INT inline T mulhi(T x, T y) {
+  constexpr int n = int(sizeof(T)) * 8;
+  if constexpr (std::is_signed_v<T>) return T((detail::wide(x) * detail::wide(y)) >> n);
+  else return T((detail::uwide(x) * detail::uwide(y)) >> n);
+}
+PORTER_MSL_INT inline T madhi(T a, T b, T c) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(U(mulhi(a, b)) + U(c)));
+}
+PORTER_MSL_INT inline T addsat(T x, T y) { return detail::saturate<T>(detail::wide(x) + detail::wide(y)); }
+PORTER_MSL_INT inline T subsat(T x, T y) { return detail::saturate<T>(detail::wide(x) - detail::wide(y)); }
+// a * b + c saturated: exact in 128 bits for every T but ulong, whose product can pass 2^127.
+PORTER_MSL_INT inline T madsat(T a, T b, T c) {
+  if constexpr (std::is_same_v<std::make_unsigned_t<T>, T> && sizeof(T) == 8) {
+    detail::uwide v = detail::uwide(a) * detail::uwide(b) + detail::uwide(c);
+    return v > detail::uwide(std::numeric_limits<T>::max()) ? std::numeric_limits<T>::max() : T(v);
+  } else {
+    return detail::saturate<T>(detail::wide(a) * detail::wide(b) + detail::wide(c));
+  }
+}
+// (x + y) >> 1 and (x + y + 1) >> 1 without the sum overflowing (MSL hadd, rhadd).
+PORTER_MSL_INT inline T hadd(T x, T y) { return T((detail::wide(x) + detail::wide(y)) >> 1); }
+PORTER_MSL_INT inline T rhadd(T x, T y) { return T((detail::wide(x) + detail::wide(y) + 1) >> 1); }
+// v's bits rotated left by i; bits leaving the top come back at the bottom. The count is
+// taken modulo the width (OpenCL's rule, which MSL's table inherits).
+PORTER_MSL_INT inline T rotate(T v, T i) {
+  using U = std::make_unsigned_t<T>;
+  constexpr unsigned n = unsigned(sizeof(T)) * 8;
+  unsigned k = unsigned(U(i)) % n;
+  U u = U(v);
+  return T(k == 0 ? u : U(U(u << k) | U(u >> (n - k))));
+}
+#undef PORTER_MSL_INT
+// Their vector forms: element by element, as MSL defines every integer function on vectors.
+#define PORTER_MSL_INT_VEC template <typename T, int N, std::enable_if_t<detail::msl_int<T>, bool> = true>
+#define PORTER_INT_VEC1(NAME)                                                                   \
+  PORTER_MSL_INT_VEC inline vec<T, N> NAME(const vec<T, N>& a) {                                \
+    vec<T, N> r;                                                                                \
+    for (int i = 0; i < N; ++i) r[i] = NAME(a[i]);                                              \
+    return r;                                                                                   \
+  }
+#define PORTER_INT_VEC2(NAME)                                                                   \
+  PORTER_MSL_INT_VEC inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {            \
+    vec<T, N> r;                                                                                \
+    for (int i = 0; i < N; ++i) r[i] = NAME(a[i], b[i]);                                        \
+    return r;                                                                                   \
+  }
+#define PORTER_INT_VEC3(NAME)                                                                   \
+  PORTER_MSL_INT_VEC inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b,              \
+                                           const vec<T, N>& c) {                                \
+    vec<T, N> r;                                                                                \
+    for (int i = 0; i < N; ++i) r[i] = NAME(a[i], b[i], c[i]);                                  \
+    return r;                                                                                   \
+  }
+PORTER_INT_VEC1(clz)
+PORTER_INT_VEC1(ctz)
+PORTER_INT_VEC1(popcount)
+PORTER_INT_VEC1(reverse_bits)
+PORTER_INT_VEC2(absdiff)
+PORTER_INT_VEC2(addsat)
+PORTER_INT_VEC2(subsat)
+PORTER_INT_VEC2(hadd)
+PORTER_INT_VEC2(rhadd)
+PORTER_INT_VEC2(mulhi)
+PORTER_INT_VEC2(rotate)
+PORTER_INT_VEC3(madhi)
+PORTER_INT_VEC3(madsat)
+PORTER_INT_VEC3(max3)
+PORTER_INT_VEC3(min3)
+PORTER_INT_VEC3(median3)
+PORTER_MSL_INT_VEC inline vec<T, N> extract_bits(const vec<T, N>& x, uint offset, uint bits) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = extract_bits(x[i], offset, bits);
+  return r;
+}
+PORTER_MSL_INT_VEC inline vec<T, N> insert_bits(const vec<T, N>& base, const vec<T, N>& insert,
+                                                uint offset, uint bits) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = insert_bits(base[i], insert[i], offset, bits);
+  return r;
+}
+#undef PORTER_INT_VEC1
+#undef PORTER_INT_VEC2
+#undef PORTER_INT_VEC3
+#undef PORTER_MSL_INT_VEC
 
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline half fma(half a, half b, half c) { return half(__builtin_fmaf(float(a), float(b), float(c))); }
@@ -816,6 +999,8 @@ PORTER_SWIZZLE_ARGS1(isinf)
 PORTER_SWIZZLE_ARGS1(isfinite)
 PORTER_SWIZZLE_ARGS1(signbit)
 PORTER_SWIZZLE_ARGS3(fma)
+PORTER_SWIZZLE_ARGS3(fmax3)
+PORTER_SWIZZLE_ARGS3(fmin3)
 PORTER_SWIZZLE_ARGS3(select)
 #undef PORTER_SWIZZLE_M1
 #undef PORTER_SWIZZLE_M2
@@ -833,6 +1018,8 @@ inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
 inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
 inline float divide(float x, float y) { return x / y; }
+PORTER_MATH3_F(fmax3, __builtin_fmaxf)
+PORTER_MATH3_F(fmin3, __builtin_fminf)
 } // namespace precise
 namespace fast {
 // fast::tanh is (exp(2x) - 1) / (exp(2x) + 1) in float (upstream #186286, by Apple's engineer):
@@ -845,6 +1032,8 @@ PORTER_MATH2_F(min, __builtin_fminf(x, y))
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float divide(float x, float y) { return x / y; }
+PORTER_MATH3_F(fmax3, __builtin_fmaxf)
+PORTER_MATH3_F(fmin3, __builtin_fminf)
 } // namespace fast
 
 #undef PORTER_MATH_TABLE
@@ -853,6 +1042,8 @@ inline float divide(float x, float y) { return x / y; }
 #undef PORTER_MATH1_F
 #undef PORTER_MATH2
 #undef PORTER_MATH2_F
+#undef PORTER_MATH3
+#undef PORTER_MATH3_F
 
 } // namespace metal
 

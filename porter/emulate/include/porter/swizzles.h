@@ -2,6 +2,16 @@
 // Metal's multi-component swizzles as union members of porter's vectors.
 #pragma once
 
+#define PORTER_SWIZZLE_COMPONENTS \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<0, I...>()> x; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<1, I...>()> y; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<2, I...>()> z; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<3, I...>()> w; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<0, I...>()> r; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<1, I...>()> g; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<2, I...>()> b; \
+  ::metal::swizzle_component<T, N, ::metal::swizzle_index<3, I...>()> a;
+
 #define PORTER_SWIZZLES_2 \
   ::metal::swizzle<T, 2, 0, 0> xx; \
   ::metal::swizzle<T, 2, 0, 1> xy; \
