@@ -57,7 +57,9 @@ template <typename T> struct __metal_len<T&&> : __metal_len<T> {};
 template <typename V, typename... A>
 struct __metal_ctor_ok {
   static constexpr int sum = (0 + ... + __metal_len<A>::value);
-  static constexpr bool value = (sizeof...(A) == 1 && sum == 1) || sum == __metal_len<V>::value;
+  // V() value-initializes (zero), as in C++
+  static constexpr bool value = sizeof...(A) == 0 || (sizeof...(A) == 1 && sum == 1) ||
+                                sum == __metal_len<V>::value;
 };
 template <typename T> struct __metal_is_float { static constexpr bool value = false; };
 template <> struct __metal_is_float<float> { static constexpr bool value = true; };
