@@ -34,6 +34,18 @@ def porter(*args: str, root: Path | None = None) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def by_dtype(report: dict) -> dict[str, dict]:
+    """`porter test --json`'s report as one entry per dtype across the full verdict's row groups
+    (upstream's samples, the reference inputs, the shapes): a failing group's entry wins, so a
+    passing shapes row cannot hide the samples' failure."""
+    by: dict[str, dict] = {}
+    for row in report["ops"]:
+        for case in row["dtypes"]:
+            if by.get(case["dtype"], {"outcome": "pass"})["outcome"] == "pass":
+                by[case["dtype"]] = case
+    return by
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """sha256 of every file under root (relative path -> digest)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

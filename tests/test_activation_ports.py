@@ -27,11 +27,13 @@ FLOATS = ("float16", "bfloat16", "float32")
 
 
 def _outcomes(root, op: str, reference: bool = True) -> dict:
-    """(reference?, dtype) -> outcome of `porter test OP --device emulate`."""
+    """(reference?, dtype) -> outcome of `porter test OP --device emulate`; the shapes row (its
+    reference flag is false too) keyed ("shapes", dtype), apart from the samples'."""
     result = porter("test", op, "--device", "emulate", "--json",
                     *(["--reference-inputs"] if reference else []), root=root)
     assert result.out.startswith("{"), result.err
-    return {(o["reference"], c["dtype"]): c for o in json.loads(result.out)["ops"] for c in o["dtypes"]}
+    return {("shapes" if o["shapes"] else o["reference"], c["dtype"]): c
+            for o in json.loads(result.out)["ops"] for c in o["dtypes"]}
 
 
 def _all(outcomes: dict, outcome: str, reference: bool) -> bool:
@@ -272,7 +274,7 @@ def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_
                              text=True, check=True).stdout.split()
     assert ACT_METAL not in changed and ACT_HOST not in changed, changed
     outcomes = _outcomes(real_root, "threshold")
-    assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
+    assert len(outcomes) == 27 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
 
 
 @needs_compiler
@@ -343,7 +345,7 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
     # reduced-float branch's (`float(x) <= threshold`)
     assert "return static_cast<T>(float(x) <= threshold ? value : float(x));" in metal
     outcomes = _outcomes(real_root, "threshold")
-    assert len(outcomes) == 18 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
+    assert len(outcomes) == 27 and _all(outcomes, "pass", False) and _all(outcomes, "pass", True)
     # wrong on purpose: an integer threshold written `<` for `<=` fails the integer dtypes only
     text = (real_root / ACT_METAL).read_text()
     (real_root / ACT_METAL).write_text(text.replace("x <= threshold ? value : x", "x < threshold ? value : x"))

@@ -19,10 +19,22 @@ BODIES = {"sigmoid_backward": "grad_output * (1 - output) * output",
 ACTIVATION = f"{OPERATIONS}/Activation.mm"
 
 
+# tanh_backward's float32 reference inputs (|grad| near 65504 and beyond) pass only when
+# grad * (1 - y*y) is contracted to one fma, which porter cannot show Apple's compiler does: red,
+# "not proven" (docs/testing.md). Its samples and the other dtypes pass.
+REFERENCE_RED = {"sigmoid_backward": set(), "tanh_backward": {"float32"}}
+
+
 def _outcomes(result) -> dict[str, str]:
+    """dtype -> outcome of upstream's samples, ("reference", dtype) -> of the reference inputs."""
     assert result.out.startswith("{"), result.err
-    return {case["dtype"]: case["outcome"] for op in json.loads(result.out)["ops"]
-            for case in op["dtypes"]}
+    return {(("reference", case["dtype"]) if op["reference"] else case["dtype"]): case["outcome"]
+            for op in json.loads(result.out)["ops"] for case in op["dtypes"]}
+
+
+def _expected(op: str, dtypes: tuple[str, ...]) -> dict:
+    return {d: "pass" for d in dtypes} | {
+        ("reference", d): "fail" if d in REFERENCE_RED[op] else "pass" for d in dtypes}
 
 
 def test_forward_of_reads_the_formula_that_calls_the_backward_op(mini_root):
@@ -55,7 +67,7 @@ def test_a_checkouts_own_derivatives_yaml_comes_first(mini_root):
 
 @needs_compiler
 @pytest.mark.parametrize("op", sorted(BODIES))
-def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, monkeypatch, op):
+def test_shared_row_port_runs_the_emulated_backward_test(real_root, tmp_path, monkeypatch, op):
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
     assert migrated.code == 0, migrated.err
@@ -70,13 +82,17 @@ def test_shared_row_port_passes_the_emulated_backward_test(real_root, tmp_path, 
     assert f"{op}_functor" not in (real_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
 
     result = porter("test", op, "--device", "emulate", "--json", root=real_root)
-    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass"}
-    assert result.code == 0
+    assert _outcomes(result) == _expected(op, ("float16", "bfloat16", "float32"))
+    assert result.code == (1 if REFERENCE_RED[op] else 0)
     report = json.loads(result.out)["ops"][0]
     assert report["test"] == "backward_output_match"
     assert report["via"].startswith(op.removesuffix("_backward") + " (")
     again = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
     assert again.code == 0 and "nothing to do" in again.out
+    # the body is not applied, and the note names the file that holds the kernel (its family's,
+    # not the stub's default BinaryKernel.metal)
+    assert f"({op}_functor in aten/src/ATen/native/mps/kernels/ActivationKernel.metal " \
+        "is its kernel)" in again.err, again.err
 
 
 @needs_compiler
@@ -119,15 +135,14 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     assert "#include <ATen/ops/tanh_backward_native.h>" in host       # the impl still needs it
 
     result = porter("test", "tanh_backward", "--device", "emulate", "--json", root=real_root)
-    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass"}
-    # the forward op's --grad on the emulator tests the backward kernel its formula calls
+    assert _outcomes(result) == _expected("tanh_backward", ("float16", "bfloat16", "float32"))
+    # the forward op's --grad on the emulator tests the backward kernel its formula calls, with
+    # the same verdict
     grad = porter("test", "tanh", "--grad", "--device", "emulate", "--json", root=real_root)
     # the full verdict: its samples and its reference inputs (a backward op has no shapes row)
-    assert grad.code == 0 and [(o["op"], o["reference"]) for o in json.loads(grad.out)["ops"]] == \
+    assert grad.code == 1 and [(o["op"], o["reference"]) for o in json.loads(grad.out)["ops"]] == \
         [("tanh_backward", False), ("tanh_backward", True)]
-    assert {(o["reference"], c["dtype"]): c["outcome"] for o in json.loads(grad.out)["ops"]
-            for c in o["dtypes"]} == {(ref, dtype): "pass" for ref in (False, True)
-                                      for dtype in ("float16", "bfloat16", "float32")}
+    assert _outcomes(grad) == _outcomes(result)
 
     again = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
                    BODIES["tanh_backward"], root=real_root)
@@ -175,8 +190,8 @@ def test_backward_op_on_cpu_compares_the_cpu_op_with_itself(real_root, tmp_path)
     result = porter("test", "sigmoid_backward", "--device", "cpu", "--json", "--junit", str(junit),
                     root=real_root)
     assert result.code == 0
-    assert _outcomes(result) == {"float16": "pass", "bfloat16": "pass", "float32": "pass",
-                                 "float64": "pass"}
+    dtypes = ("float16", "bfloat16", "float32", "float64")
+    assert _outcomes(result) == {d: "pass" for d in dtypes} | {("reference", d): "pass" for d in dtypes}
     assert 'name="backward_output_match_sigmoid_backward_cpu_float32"' in junit.read_text()
 
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 
 from porter.source.checkout import KERNELS, NATIVE, NATIVE_YAML, OPERATIONS  # noqa: E402
-from tests.porter_run import porter, snapshot  # noqa: E402
+from tests.porter_run import by_dtype, porter, snapshot  # noqa: E402
 
 if shutil.which(os.environ.get("CXX", "g++")) is None:
     pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
@@ -68,7 +68,7 @@ def route_mps_to_shared(root: Path, old: str, new: str) -> None:
 def outcomes(root: Path, op: str, *args: str) -> tuple[int, dict[str, dict]]:
     res = porter("test", op, "--device", "emulate", "--json", *args, root=root)
     data = json.loads(res.out)
-    return res.code, {d["dtype"]: d for o in data["ops"] for d in o["dtypes"]}
+    return res.code, by_dtype(data)
 
 
 @pytest.mark.parametrize("wrap", [("#if 0\n", "#endif\n"), ("#if 1\n#else\n", "#endif\n")],
@@ -130,7 +130,8 @@ def test_sub_is_ported_as_its_row_joining_sub_out_which_runs_add_with_minus_alph
     start = rows.index("- func: sub.out(")
     assert "    CPU, CUDA, MPS: sub_out\n" in rows[start:rows.index("\n- func:", start)]
     code, by = outcomes(real_root, "sub", "--reference-inputs")
-    assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, by
+    assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, \
+        (code, {dtype: (d["outcome"], d.get("first_fail"), d.get("mismatches", [])[:1]) for dtype, d in by.items()})
     # wrong on purpose: a sub_out passing alpha unnegated (a + alpha * b) is red on every dtype
     edit_function(real_root, "BinaryOps.cpp", SUB_CALL, SUB_CALL.replace("-alpha", "alpha"))
     code, by = outcomes(real_root, "sub")

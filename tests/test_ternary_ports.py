@@ -46,12 +46,19 @@ def _outcomes(root, op: str, *dtypes: str) -> tuple[int, dict]:
     result = porter("test", op, "--device", "emulate", "--reference-inputs", "--json", *extra, root=root)
     assert result.out.startswith("{"), result.err
     report = json.loads(result.out)
-    return result.code, {(("reference", c["dtype"]) if o["reference"] else c["dtype"]): c["outcome"]
-                         for o in report["ops"] for c in o["dtypes"]}
+    return result.code, {_key(o, c): c["outcome"] for o in report["ops"] for c in o["dtypes"]}
+
+
+def _key(row: dict, case: dict):
+    """dtype for upstream's samples, (group, dtype) for porter's reference inputs and shapes: a
+    shapes row has reference false too, and keyed by dtype alone it would overwrite the
+    samples' row (a value-dropping functor passes the shapes, whose value is the default 1)."""
+    group = "shapes" if row["shapes"] else "reference" if row["reference"] else None
+    return (group, case["dtype"]) if group else case["dtype"]
 
 
 def _all_pass(dtypes) -> dict:
-    return {d: "pass" for d in dtypes} | {("reference", d): "pass" for d in dtypes}
+    return {d: "pass" for d in dtypes} | {(g, d): "pass" for g in ("reference", "shapes") for d in dtypes}
 
 
 @pytest.fixture
@@ -163,8 +170,7 @@ def test_ported_addcmul_and_addcdiv_pass_every_dtype_their_mps_test_sends(ported
     result = porter("test", "addcdiv", "--device", "emulate", "--reference-inputs", "--json",
                     root=ported)
     report = json.loads(result.out)
-    rows = {(("reference", c["dtype"]) if o["reference"] else c["dtype"]): c
-            for o in report["ops"] for c in o["dtypes"]}
+    rows = {_key(o, c): c for o in report["ops"] for c in o["dtypes"]}
     assert result.code == 1 and {k: r["outcome"] for k, r in rows.items()} == \
         _all_pass(ADDCDIV) | {("reference", "complex64"): "fail"}, rows
     [row] = rows["reference", "complex64"]["mismatches"]

@@ -83,7 +83,7 @@ def check(expected, actual, wide=None) -> tuple[str, object] | None:
     e = np.asarray(portable.widened(_portable(expected)), dtype=np.float64).reshape(-1)
     a = np.asarray(portable.widened(_portable(actual)), dtype=np.float64).reshape(-1)
     first = int(np.flatnonzero(mask)[0])
-    how = "flushed to zero" if a[first] == 0 else "of the other sign"
+    how = "lost to zero" if a[first] == 0 else "of the other sign"
     return (f"{WORDS}: {int(mask.sum())} element(s) whose CPU value is a normal number and "
             f"whose device value is zero or of the other sign (upstream's tolerance passes them; "
             f"porter's reference inputs do not): first at flat index {first}: cpu {e[first]:.6g}, "

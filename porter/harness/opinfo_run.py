@@ -704,7 +704,16 @@ def _record_rows(env: str, info, dtype, ctx: RunContext, rows: str) -> None:
                     raise Unsupported("a reference that is not one tensor")
                 item["ref"] = enc.value(ref.contiguous(), f"s{i}_ref")
                 if reference:
-                    item["extra"].update(_reference_extras(info, sample, ref, src, enc, i))
+                    try:
+                        item["extra"].update(_reference_extras(info, sample, ref, src, enc, i))
+                    except Unsupported:
+                        raise
+                    except Exception as exc:
+                        # porter's own extras, not the samples: an error here is no error of
+                        # the live run, and recorded it would fail every cached run (a false
+                        # red); the dtype is left unrecorded instead
+                        raise _unsupported(f"a reference input's extras: {verdicts.one_line(exc)}") \
+                            from None
                 samples.append(item)
     except Unsupported:
         raise
@@ -737,6 +746,11 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
     if not edges.is_elementwise(info) or not ref.dtype.is_floating_point or ref.numel() == 0:
         return out
     positions = [k for k, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    if not isinstance(sample.input, torch.Tensor):
+        # a Number input (sub's reference inputs): edges.either_per_element takes the reference
+        # as it is, and so does the cached run; recording it must not fail the dtype's record
+        out["scalar"] = "no broadcast"
+        return out
     try:
         operands = torch.broadcast_tensors(sample.input, *[sample.args[k] for k in positions])
     except RuntimeError:

@@ -108,8 +108,12 @@ def _plan_migration(checkout: co.Checkout, op: str, body: str | None = None,
         # written anywhere: say so, or a rerun meant to fix a wrong body reads as done
         given = [f for f, v in (("--body", body), ("--complex-body", complex_body)) if v is not None]
         if given:
+            # the functor may live beside its family (ActivationKernel.metal), not in the
+            # stub's default file: name the file that holds it
+            where = next((rel for rel in checkout.glob(co.KERNELS, "*.metal")
+                          if f"struct {spec.kernel}_functor" in checkout.read(rel)), spec.metal_path)
             migration.notes.append(f"{' and '.join(given)} not applied: '{op}' is already ported "
-                                   f"({spec.kernel}_functor in {spec.metal_path} is its kernel); to "
+                                   f"({spec.kernel}_functor in {where} is its kernel); to "
                                    "change the body, edit that functor, or revert the port "
                                    "(git checkout) and rerun")
         return migration

@@ -467,3 +467,20 @@ def test_porters_own_rows_are_in_the_cache_key():
     # full verdict: an edit to any of them must miss
     assert {"harness/edges.py", "harness/shapes.py", "harness/two_ways.py",
             "harness/sample_rules.py"} <= set(refcache._PORTER_SOURCES)
+
+
+def test_a_number_input_among_the_reference_inputs_is_recorded_and_read_back_green(real_root, cache,
+                                                                                 monkeypatch):
+    """sub's reference inputs include a Number `self` (sub(2.5, t)): recording their per-element
+    answers called torch.broadcast_tensors on it, the record kept "sample inputs failed", and
+    every cached run was red where the live one was green. Now the cached verdict is the live
+    one, from the cache."""
+    rows = (real_root / "aten/src/ATen/native/native_functions.yaml").read_text()
+    shared = rows.replace("    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
+    assert shared != rows
+    (real_root / "aten/src/ATen/native/native_functions.yaml").write_text(shared)
+    cold_code, cold = _table(real_root, ["sub"], reference_inputs=True, dtypes=["float32"])
+    assert cold_code == 0, cold
+    assert any(o["reference"] and o["dtypes"][0]["samples"] > 100 for o in cold["ops"]), cold
+    _from_cache_only(monkeypatch)
+    assert _table(real_root, ["sub"], reference_inputs=True, dtypes=["float32"]) == (cold_code, cold)
