@@ -105,7 +105,9 @@ class Library:
         """What stops this file compiling on a Mac too: a registration whose output type is
         not its functor's result (the file's static_assert), a syntax error, a failed
         static_assert. An "unsupported construct" is the emulator's limit, not listed."""
-        reasons = [f"{BUILD_ERROR}: {e}" for e in self.metal_errors]
+        from porter.emulate.frontend import REGISTERED_AS
+        reasons = [f"{WRONG_OUTPUT if REGISTERED_AS in e else BUILD_ERROR}: {e}"
+                   for e in self.metal_errors]
         reasons += [r for r in self.quarantined.values() if r.startswith(BUILD_ERROR_PREFIXES)]
         return list(dict.fromkeys(reasons)) + [f"{BUILD_ERROR}: {d}" for d in self.dropped
                                        if is_build_error(d)]

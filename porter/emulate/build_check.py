@@ -105,6 +105,13 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
     error at its line in the planned text."""
     from porter.emulate.probe import probe_source
 
+    from porter.checks.kernels import SKELETON_MARK
+    if planned.count(SKELETON_MARK) > (original or "").count(SKELETON_MARK):
+        # the edit adds porter's skeleton, whose static_assert stops the build until its body
+        # is written (and whose placeholder return need not be the registered output type):
+        # the port is incomplete, which its own check says (exit 1, naming the option that
+        # writes the body), not a kernel file porter's edit broke
+        return
     error = probe_source(planned, path, root, kernels)
     if error is None:
         return

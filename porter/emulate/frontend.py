@@ -846,8 +846,22 @@ def _gxx_error(line: str, display_path: str, root: Path | None) -> str:
     return f"{_Namer(display_path, root).name(m.group(1))}:{m.group(2)}: {message}"
 
 
+# the registration macros' static_assert (c10/metal/indexing.h): the declared output type
+# first, the functor's result second
+_OUTPUT_MISMATCH = re.compile(r"static assertion failed due to requirement "
+                              r"'(?:::)?metal::is_same_v<(.+), (.+)>': Output dtype mismatch for "
+                              r"\w+ op (\w+) and input (\w+)$")
+# what porter says of it (build.WRONG_OUTPUT's reasons read it)
+REGISTERED_AS = " registered with output type "
+
+
 def _worded(message: str) -> str:
-    """clang's message, led by the rule of Metal's it meets where one is known."""
+    """clang's message, led by the rule of Metal's it meets where one is known; a registration
+    whose output type is not its functor's result in porter's words, which name both."""
+    m = _OUTPUT_MISMATCH.search(message)
+    if m:
+        declared, actual, name, in_type = m.groups()
+        return f"{name}{REGISTERED_AS}{declared} for input {in_type}, but {name}_functor returns {actual}"
     if re.search(r"\bstd\b", message):
         return f"{RULES['std'].format(spec=SPEC)}: {message}"
     if "typeid" in message:
