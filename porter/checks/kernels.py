@@ -14,10 +14,9 @@ from porter.checks.model import Finding
 from porter.checks.tree import Tree
 from porter.source.native_definitions import integers_copied
 from porter.source.dtypes import ALIASES, METAL, MPS_DTYPES
-from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, MetalFile
+from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, SKELETON_MARK, MetalFile
 from porter.source.cpp_scan import matching_close, split_top_level
 
-SKELETON_MARK = "porter: write the Metal body of"
 SKELETON_RE = re.compile(r"porter: write the Metal body of (\w+?)_functor")
 FLOATING = frozenset({"float16", "bfloat16", "float32"})
 # Registration macros whose host names share one shape.

@@ -105,7 +105,7 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
     error at its line in the planned text."""
     from porter.emulate.probe import probe_source
 
-    from porter.checks.kernels import SKELETON_MARK
+    from porter.source.metal_scan import SKELETON_MARK
     if planned.count(SKELETON_MARK) > (original or "").count(SKELETON_MARK):
         # the edit adds porter's skeleton, whose static_assert stops the build until its body
         # is written (and whose placeholder return need not be the registered output type):

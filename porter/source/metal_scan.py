@@ -28,6 +28,8 @@ BASE_MACROS = {
 }
 DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 FUNCTOR_RE = re.compile(r"^struct\s+(\w+)_functor\b", re.M)
+# the static_assert message of porter's skeleton functor (templates/skeleton_functor.metal.j2)
+SKELETON_MARK = "porter: write the Metal body of"
 FLOATING_FUNCTOR_RE = re.compile(r"^DEFINE_UNARY_FLOATING_FUNCTOR\((\w+)\)", re.M)
 INVOCATION_RE = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]+)\(", re.M)
 MACRO_CALL_RE = re.compile(r"\b([A-Z][A-Z0-9_]+)\(")
