@@ -461,7 +461,7 @@ def test_a_hand_written_functor_that_cannot_take_the_tests_dtypes_is_refused(rea
     result = porter("new-op", "mul", "--dry-run", root=real_tree_template)
     assert result.code == 1, result.err
     assert_expected_inline(result.err.replace(BINARY_METAL, "BinaryKernel.metal"), """\
-porter: error: BinaryKernel.metal: mul_functor has no kernel for float32, float16, bfloat16, bool, uint8, int8, int16, int32, int64, which mul's MPS test sends, and does not build for them (BinaryKernel.metal:81: request for member 'x' in 'a', which is of non-class type 'const float'); nothing was written (give mul_functor an overload for them and register them by hand, or xfail those dtypes in common_mps.py)
+porter: error: BinaryKernel.metal: mul_functor has no kernel for float32, float16, bfloat16, bool, uint8, int8, int16, int32, int64, which mul's MPS test sends, and does not build for them (BinaryKernel.metal:81: member reference base type 'const float' is not a structure or union); nothing was written (give mul_functor an overload for them and register them by hand, or xfail those dtypes in common_mps.py)
 """)
 
 
