@@ -17,7 +17,7 @@ from porter.source.dtypes import ALIASES, METAL, MPS_DTYPES
 from porter.source.metal_scan import BASE_MACROS, INVOCATION_RE, SKELETON_MARK, MetalFile
 from porter.source.cpp_scan import matching_close, split_top_level
 
-SKELETON_RE = re.compile(r"porter: write the Metal body of (\w+?)_functor")
+SKELETON_RE = re.compile(re.escape(SKELETON_MARK) + r" (\w+?)_functor")
 FLOATING = frozenset({"float16", "bfloat16", "float32"})
 # Registration macros whose host names share one shape.
 FAMILY = {"REGISTER_UNARY_OP": "unary", "REGISTER_UNARY_ALPHA_OP": "unary_alpha",

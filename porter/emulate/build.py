@@ -30,9 +30,9 @@ from porter import exit_codes
 from porter.emulate import dialect, groups, headers, kernel_cache, metal_builtins
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
-    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
-    diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude, site_line,
-    version_flags, contract_flags)
+    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, REGISTERED_AS, cache_dir, cache_key,
+    compiler, diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude,
+    site_line, version_flags, contract_flags, wrong_output)
 from porter.errors import PorterError
 
 MAX_QUARANTINE_ROUNDS = 6
@@ -105,7 +105,6 @@ class Library:
         """What stops this file compiling on a Mac too: a registration whose output type is
         not its functor's result (the file's static_assert), a syntax error, a failed
         static_assert. An "unsupported construct" is the emulator's limit, not listed."""
-        from porter.emulate.frontend import REGISTERED_AS
         reasons = [f"{WRONG_OUTPUT if REGISTERED_AS in e else BUILD_ERROR}: {e}"
                    for e in self.metal_errors]
         reasons += [r for r in self.quarantined.values() if r.startswith(BUILD_ERROR_PREFIXES)]
@@ -209,7 +208,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         # g++'s own error where porter words it (a registration's output type, which the
         # front end finds at the same line as a failed static_assert); else the front end's
         # (a `throw` g++ gave up on)
-        if metal and not (" registered with output type " in err.message
+        if metal and not (REGISTERED_AS in err.message
                           and _same_line(err.message, metal[0], display_path)):
             raise EmulateBuildError(f"{BUILD_ERROR}: {metal[0]}",
                                     hint="a kernel file is Metal: rewrite the construct") from None
@@ -533,8 +532,7 @@ def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[s
             m = _last(re.compile(r"check_output\(\) \[with R = (.+?); O = (.+?)\]"), text)
             actual, declared = (metal_type(m.group(1)), metal_type(m.group(2))) if m else ("?", "?")
             name, in_t = (impl.group(1), metal_type(text[impl.end():])) if impl else ("?", "?")
-            message = (f"{where}: {name} registered with output type {declared} for input "
-                       f"{in_t}, but {name}_functor returns {actual}")
+            message = f"{where}: {wrong_output(name, declared, in_t, actual)}"
             if strict:
                 raise EmulateBuildError(message, hint="fix the registration's output type or the functor's return type")
             key = f"{name}|{in_t}"

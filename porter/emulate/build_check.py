@@ -16,6 +16,8 @@ import os
 
 from porter import exit_codes
 from porter.errors import PorterError
+from porter.emulate.toolchain import REGISTERED_AS
+from porter.source.metal_scan import SKELETON_MARK
 
 INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[^\n]*$|^using namespace [\w:]+;$", re.M)
 
@@ -105,7 +107,6 @@ def check_kernel_file(path: str, original: str | None, planned: str, root, kerne
     error at its line in the planned text."""
     from porter.emulate.probe import probe_source
 
-    from porter.source.metal_scan import SKELETON_MARK
     if planned.count(SKELETON_MARK) > (original or "").count(SKELETON_MARK):
         # the edit adds porter's skeleton, whose static_assert stops the build until its body
         # is written (and whose placeholder return need not be the registered output type):
@@ -157,7 +158,7 @@ def check_ported_kernel_file(path: str, text: str, root, kernels, op: str) -> No
 
 # probe_error's words for a registration whose output type is not the functor's: the
 # registration macro's static_assert, which a Mac's compiler fails as well
-_WRONG_OUTPUT_RE = re.compile(r": \w+ registered with output type \S+ for input \S+, but \w+ returns ")
+_WRONG_OUTPUT_RE = re.compile(r": \w+" + re.escape(REGISTERED_AS) + r"\S+ for input \S+, but \w+ returns ")
 
 
 def _is_mac_error(error: str) -> bool:

@@ -43,7 +43,7 @@ from typing import NamedTuple
 from porter import exit_codes
 from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
-from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler
+from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, wrong_output
 
 MODE_HEADER = Path(__file__).parent / "frontend_mode" / "metal_mode.h"
 LIBRARY_DIR = Path(__file__).parent / "frontend_include"
@@ -851,8 +851,6 @@ def _gxx_error(line: str, display_path: str, root: Path | None) -> str:
 _OUTPUT_MISMATCH = re.compile(r"static assertion failed due to requirement "
                               r"'(?:::)?metal::is_same_v<(.+), (.+)>': Output dtype mismatch for "
                               r"\w+ op (\w+) and input (\w+)$")
-# what porter says of it (build.WRONG_OUTPUT's reasons read it)
-REGISTERED_AS = " registered with output type "
 
 
 def _worded(message: str) -> str:
@@ -861,7 +859,7 @@ def _worded(message: str) -> str:
     m = _OUTPUT_MISMATCH.search(message)
     if m:
         declared, actual, name, in_type = m.groups()
-        return f"{name}{REGISTERED_AS}{declared} for input {in_type}, but {name}_functor returns {actual}"
+        return wrong_output(name, declared, in_type, actual)
     if re.search(r"\bstd\b", message):
         return f"{RULES['std'].format(spec=SPEC)}: {message}"
     if "typeid" in message:

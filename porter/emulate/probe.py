@@ -17,7 +17,7 @@ from pathlib import Path
 from porter.emulate import dialect, headers, kernel_cache
 from porter.emulate.toolchain import (
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
-    diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags)
+    diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags, wrong_output)
 
 
 def probe_source(text: str, display_path: str | Path, root: str | Path | None, only,
@@ -111,8 +111,7 @@ def probe_error(stderr: str, display_path) -> str:
         actual, declared = (metal_type(m.group(1)), metal_type(m.group(2))) if m else ("?", "?")
         name, in_t = (impl.group(1), metal_type(text[impl.end():])) if impl else ("?", "?")
         where = f"{display_path}:{site}" if site else str(display_path)
-        return (f"{where}: {name} registered with output type {declared} for input {in_t}, "
-                f"but {name}_functor returns {actual}")
+        return f"{where}: {wrong_output(name, declared, in_t, actual)}"
     m = LOCATION_RE.match(block[-1])
     if not m:
         return block[-1]

@@ -213,6 +213,13 @@ def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: 
 LOCATION_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<kind>error|note|warning): (?P<msg>.*)$")
 IMPL_RE = re.compile(r"porter::(?:Unary|UnaryAlpha|Binary|BinaryAlpha|Ternary)<(\w+)_functor, ")
 MISMATCH_RE = re.compile(r"registered_output_type_differs_from_functor_result<")
+# porter's words for a registration whose output type is not its functor's result, whichever
+# compiler found it (g++'s check_output, the front end's static_assert of the registration macro)
+REGISTERED_AS = " registered with output type "
+
+
+def wrong_output(name: str, declared: str, in_type: str, actual: str) -> str:
+    return f"{name}{REGISTERED_AS}{declared} for input {in_type}, but {name}_functor returns {actual}"
 
 
 def diagnostic_blocks(stderr: str) -> list[list[str]]:

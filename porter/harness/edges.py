@@ -294,6 +294,23 @@ def _default_tolerance(dtype) -> tuple[float, float]:
 MAX_SCALAR_CALLS = 8192
 
 
+def broadcast_operands(sample, shape):
+    """(the sample's tensor operands broadcast together, which of sample.args they are), where
+    they broadcast to `shape`; None where they cannot: a Number input (sub's reference inputs)
+    has no one-element slice, and operands that do not broadcast, or broadcast to another shape
+    than the output's, have none that is the element's. The live run (either_per_element) and
+    the reference cache's recorder ask this one question, so their answers cannot differ."""
+    import torch
+    if not isinstance(sample.input, torch.Tensor):
+        return None
+    positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    try:
+        operands = torch.broadcast_tensors(sample.input, *[sample.args[i] for i in positions])
+    except RuntimeError:
+        return None
+    return (operands, positions) if operands[0].shape == shape else None
+
+
 def one_element_answer(info, sample, operands, positions, at):
     """The op on one-element slices at `at` of its broadcast operands (`positions`: which of
     sample.args are tensors), as its scalar loop answers: (the slices, the answer as a 0-d
@@ -332,15 +349,10 @@ def either_per_element(info, sample, reference, device_out, atol, rtol, unsettle
     wrong = (~torch.isclose(device, reference, rtol=rtol, atol=atol, equal_nan=True)).nonzero()
     if not len(wrong) or len(wrong) > MAX_SCALAR_CALLS:
         return reference
-    if not isinstance(sample.input, torch.Tensor):
-        return reference        # a Number input (sub's reference inputs): no one-element slice
-    positions = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
-    try:
-        operands = torch.broadcast_tensors(sample.input, *[sample.args[i] for i in positions])
-    except RuntimeError:
+    broadcast = broadcast_operands(sample, reference.shape)
+    if broadcast is None:
         return reference
-    if operands[0].shape != reference.shape:
-        return reference
+    operands, positions = broadcast
     merged = reference.clone()
     with warnings.catch_warnings(), (without_onednn() if mac_loops else contextlib.nullcontext()):
         warnings.simplefilter("ignore")

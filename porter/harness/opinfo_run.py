@@ -745,20 +745,11 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
     out["scalar"] = None
     if not edges.is_elementwise(info) or not ref.dtype.is_floating_point or ref.numel() == 0:
         return out
-    positions = [k for k, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
-    if not isinstance(sample.input, torch.Tensor):
-        # a Number input (sub's reference inputs): edges.either_per_element takes the reference
-        # as it is, and so does the cached run; recording it must not fail the dtype's record
+    broadcast = edges.broadcast_operands(sample, ref.shape)
+    if broadcast is None:
         out["scalar"] = "no broadcast"
         return out
-    try:
-        operands = torch.broadcast_tensors(sample.input, *[sample.args[k] for k in positions])
-    except RuntimeError:
-        out["scalar"] = "no broadcast"
-        return out
-    if operands[0].shape != ref.shape:
-        out["scalar"] = "no broadcast"
-        return out
+    operands, positions = broadcast
     if ref.numel() > SCALAR_RECORD_LIMIT:
         out["scalar"] = "too large"
         return out

@@ -308,7 +308,7 @@ def _skeleton_span(metal: MetalFile, kernel: str) -> tuple[int, int] | None:
     """The span of porter's skeleton functor for `kernel` with its comment, if it is still there."""
     span = metal.functor_span(kernel)
     text = metal.text
-    if span is None or f"porter: write the Metal body of {kernel}_functor" not in text[span[0]:span[1]]:
+    if span is None or f"{metal_scan.SKELETON_MARK} {kernel}_functor" not in text[span[0]:span[1]]:
         return None
     start = span[0]
     head = text.rfind(f"// porter: skeleton for {kernel}:", 0, start)
