@@ -43,7 +43,7 @@ from typing import NamedTuple
 from porter import exit_codes
 from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
-from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, wrong_output
+from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, metal_type, wrong_output
 
 MODE_HEADER = Path(__file__).parent / "frontend_mode" / "metal_mode.h"
 LIBRARY_DIR = Path(__file__).parent / "frontend_include"
@@ -859,7 +859,8 @@ def _worded(message: str) -> str:
     m = _OUTPUT_MISMATCH.search(message)
     if m:
         declared, actual, name, in_type = m.groups()
-        return wrong_output(name, declared, in_type, actual)
+        # clang spells Metal's half and bfloat as the mode's _Float16 and __bf16
+        return wrong_output(name, metal_type(declared), in_type, metal_type(actual))
     if re.search(r"\bstd\b", message):
         return f"{RULES['std'].format(spec=SPEC)}: {message}"
     if "typeid" in message:

@@ -81,13 +81,13 @@ def version_flags(flags: list[str], version: int = PRIMARY_VERSION) -> list[str]
     return [*flags, f"-D__METAL_VERSION__={version}"]
 
 
-# g++'s spelling of a type in diagnostics -> Metal's name.
+# g++'s (and the front end's clang's) spelling of a type in diagnostics -> Metal's name.
 GXX_TYPES = {
     "metal::vec<float, 2>": "float2", "metal::vec<_Float16, 2>": "half2",
     "metal::vec<bfloat, 2>": "bfloat2", "long unsigned int": "ulong",
     "short unsigned int": "ushort", "unsigned int": "uint", "unsigned char": "uchar",
     "signed char": "char", "long int": "long", "short int": "short", "_Float16": "half",
-    "bfloat": "bfloat", "float": "float", "int": "int", "char": "char", "bool": "bool",
+    "bfloat": "bfloat", "__bf16": "bfloat", "float": "float", "int": "int", "char": "char", "bool": "bool",
 }
 
 

@@ -690,3 +690,24 @@ def test_an_instantiation_error_of_one_functor_is_found_and_gone_when_fixed(own_
                          "return T(precise::exp(float(x) + 0.0f));", 1)
     assert other != text
     assert frontend.view(other, UNARY_REL, own_tree, 310).errors == ()
+
+
+@pytest.mark.parametrize(("clang", "porter"), [
+    # the registration macro's static_assert, as clang says it -> porter's words, Metal's names
+    ("static assertion failed due to requirement '::metal::is_same_v<float, bool>': Output "
+     "dtype mismatch for binary op logical_and and input float",
+     "logical_and registered with output type float for input float, but logical_and_functor "
+     "returns bool"),
+    ("static assertion failed due to requirement '::metal::is_same_v<_Float16, float>': Output "
+     "dtype mismatch for binary op threshold and input float",
+     "threshold registered with output type half for input float, but threshold_functor "
+     "returns float"),
+    ("static assertion failed due to requirement '::metal::is_same_v<__bf16, unsigned char>': "
+     "Output dtype mismatch for unary op neg and input uchar",
+     "neg registered with output type bfloat for input uchar, but neg_functor returns uchar"),
+    # any other message is clang's own
+    ("expected ';' after return statement", "expected ';' after return statement"),
+])
+def test_a_registrations_wrong_output_type_is_said_in_metals_type_names(clang, porter):
+    from porter.emulate.frontend import _worded
+    assert _worded(clang) == porter
