@@ -68,9 +68,10 @@ template <> struct __metal_is_float<bfloat> { static constexpr bool value = true
 template <typename T> struct __metal_is_float<const T> : __metal_is_float<T> {};
 template <typename T> struct __metal_is_float<T&> : __metal_is_float<T> {};
 template <typename T> T&& __metal_declval();
-// one value converted as Metal converts it
+// one value converted as Metal converts it; constexpr as the conversion it stands for is (a
+// `constexpr uint mask = (U(1) << 23) - 1;` is a constant expression in Metal)
 template <typename To, typename From>
-inline To __metal_convert(From x) {
+inline constexpr To __metal_convert(From x) {
   if constexpr (__metal_len<To>::vector && __metal_len<From>::vector) {
     static_assert(__metal_len<To>::value == __metal_len<From>::value,
                   "a vector converts only to a vector of as many elements");
@@ -84,7 +85,7 @@ inline To __metal_convert(From x) {
   }
 }
 template <typename V, typename... A>
-inline V __metal_vec_ctor(A... args) {
+inline constexpr V __metal_vec_ctor(A... args) {
   if constexpr (__metal_len<V>::vector) {
     static_assert(__metal_ctor_ok<V, A...>::value,
                   "the vector constructor's arguments do not have as many elements as its type");
