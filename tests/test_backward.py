@@ -26,14 +26,16 @@ REFERENCE_RED = {"sigmoid_backward": set(), "tanh_backward": {"float32"}}
 
 
 def _outcomes(result) -> dict[str, str]:
-    """dtype -> outcome of upstream's samples, ("reference", dtype) -> of the reference inputs."""
+    """dtype -> outcome of upstream's samples, ("reference", dtype) -> of the reference inputs,
+    ("shapes", dtype) -> of the layouts."""
     assert result.out.startswith("{"), result.err
-    return {(("reference", case["dtype"]) if op["reference"] else case["dtype"]): case["outcome"]
+    return {(("reference", case["dtype"]) if op["reference"] else
+             ("shapes", case["dtype"]) if op["shapes"] else case["dtype"]): case["outcome"]
             for op in json.loads(result.out)["ops"] for case in op["dtypes"]}
 
 
 def _expected(op: str, dtypes: tuple[str, ...]) -> dict:
-    return {d: "pass" for d in dtypes} | {
+    return {d: "pass" for d in dtypes} | {("shapes", d): "pass" for d in dtypes} | {
         ("reference", d): "fail" if d in REFERENCE_RED[op] else "pass" for d in dtypes}
 
 
@@ -102,8 +104,8 @@ def test_a_wrong_body_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
                   root=real_root).code == 0
     result = porter("test", "sigmoid_backward", "--device", "emulate", root=real_root)
     assert result.code == 1
-    # upstream's samples and the reference inputs (no shapes row for a backward op), 3 dtypes each
-    assert "summary: 0 pass, 6 fail" in result.out
+    # upstream's samples, the reference inputs and the shapes, 3 dtypes each
+    assert "summary: 0 pass, 9 fail" in result.out
     assert "repro: porter test sigmoid_backward --device emulate --dtype float32 --sample 0" in result.out
 
 
@@ -139,9 +141,11 @@ def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root
     # the forward op's --grad on the emulator tests the backward kernel its formula calls, with
     # the same verdict
     grad = porter("test", "tanh", "--grad", "--device", "emulate", "--json", root=real_root)
-    # the full verdict: its samples and its reference inputs (a backward op has no shapes row)
-    assert grad.code == 1 and [(o["op"], o["reference"]) for o in json.loads(grad.out)["ops"]] == \
-        [("tanh_backward", False), ("tanh_backward", True)]
+    # the full verdict: its samples, its reference inputs and the shapes (a backward op's
+    # kernel takes views as a forward op's does)
+    assert grad.code == 1 and [(o["op"], o["reference"], bool(o["shapes"]))
+                               for o in json.loads(grad.out)["ops"]] == \
+        [("tanh_backward", False, False), ("tanh_backward", True, False), ("tanh_backward", False, True)]
     assert _outcomes(grad) == _outcomes(result)
 
     again = porter("migrate-from-mpsgraph", "tanh_backward", "--in-place", "--body",
@@ -191,7 +195,8 @@ def test_backward_op_on_cpu_compares_the_cpu_op_with_itself(real_root, tmp_path)
                     root=real_root)
     assert result.code == 0
     dtypes = ("float16", "bfloat16", "float32", "float64")
-    assert _outcomes(result) == {d: "pass" for d in dtypes} | {("reference", d): "pass" for d in dtypes}
+    assert _outcomes(result) == {d: "pass" for d in dtypes} | {
+        (row, d): "pass" for d in dtypes for row in ("reference", "shapes")}
     assert 'name="backward_output_match_sigmoid_backward_cpu_float32"' in junit.read_text()
 
 

@@ -350,6 +350,30 @@ def test_pr_of_an_uncommitted_port_says_to_commit_it(real_root, tmp_path, monkey
     assert "commit the port first: porter pr describes the commit HEAD" in result.err
 
 
+def test_pr_of_a_green_backward_port_is_green_as_porter_test_says(real_root, tmp_path, monkeypatch):
+    """One verdict: `porter pr threshold_backward` exited 1 ("shapes ...: not run: no shape
+    sample reached a kernel") where `porter test` and the port command said green, because a
+    backward op had no shapes row. It has one now, in every command."""
+    git_init(real_root)
+    _git(real_root, "branch", "-M", "main")
+    _git(real_root, "checkout", "-q", "-b", "mps-ports")
+    assert porter("migrate-from-mpsgraph", "threshold_backward", root=real_root).code == 0
+    _git(real_root, "add", "-A")
+    _git(real_root, "commit", "-qm", "threshold_backward")
+    code, tested = _test_verdicts(real_root, "threshold_backward")
+    assert code == 0
+    assert {(dtype, kind) for (_, dtype, kind) in tested} == {
+        (d, k) for d in ("float16", "bfloat16", "float32") for k in KINDS}
+    result = porter("pr", "threshold_backward", "--format", "json", "--base", "main", root=real_root)
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert _pr_verdicts(data) == tested
+    shapes = next(i for i in data["checklist"] if i["item"].startswith("shapes"))
+    assert shapes["status"] == "todo" and shapes["finding"].startswith(
+        "the functors pass transposed, sliced with step, broadcast, 0-dim, empty, large on "
+        "bfloat16, float16, float32 through porter's own kernel loop (emulate)"), shapes
+
+
 def test_a_backward_op_is_named_by_its_forward_ops_gradient_test():
     """softplus_backward has no test_output_match_softplus_backward_mps_* upstream (a Mac's -k of
     that name selects nothing): its kernel runs in the forward OpInfo's test_output_grad_match,

@@ -65,6 +65,9 @@ class BackwardOpInfo:
 
     test_conjugated_samples = False
     test_name = "backward_output_match"
+    # its operands are bound by the formula (`result` is the forward op's output): the --shapes
+    # layouts take their values from its samples, not from porter.harness.shapes' range
+    operands_bound = True
 
     def __init__(self, op: str, forward: Forward, info):
         self.op = op

@@ -85,9 +85,16 @@ def run_op_tests(op: str, root=None, backend="cpu", dtypes=None, sample: int | N
             results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample))
         if reference:
             results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, reference=True))
-        if shapes and not getattr(info, "via", None) and getattr(info, "compare", None) is None:
+        if shapes and has_shapes(info):
             results.append(run_opinfo(info, ctx, dtypes=dtypes, sample=sample, shapes=True))
     return results
+
+
+def has_shapes(info) -> bool:
+    """Whether `info` gets a shapes row: every OpInfo, and a backward op's stand-in (its
+    kernel's layouts are as much in question as a forward op's: grad and self are its
+    operands), but not --grad's comparison of gradients, which has no kernel of its own."""
+    return getattr(info, "compare", None) is None
 
 
 def test_infos(op: str, ctx: RunContext, grad: bool = False) -> list:
@@ -339,7 +346,7 @@ def generate_samples(info, dtype, rules: sample_rules.SampleRules = sample_rules
     if shapes:
         from porter.harness.shapes import shape_samples
         first = next(iter(info.sample_inputs("cpu", dtype, **kwargs)), None)
-        return shape_samples(first, dtype)
+        return shape_samples(first, dtype, getattr(info, "operands_bound", False))
     if reference:
         return _reference_and_edge_samples(info, dtype, kwargs, unsettled)
     return info.sample_inputs("cpu", dtype, **kwargs)
@@ -804,9 +811,12 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
     db_meta = {"source": ctx.db.source, "torch": ctx.db.torch_version, "path": ctx.db.torch_path}
     for query in queries:
         known = refcache.load_ops(env, query)
-        if known is not None and all(r.get("uncacheable") or all(
+        # complete: each row kind recorded (or uncacheable) and each of its files still there;
+        # an entry evicted alone (the cache is bounded, its records are files) is recorded
+        # again, or every later run of the op would miss it and take the op_db way
+        if known is not None and all(r.get("uncacheable") or (all(
                 r.get("rows", {}).get(kind) for kind in rows if kind != "samples")
-                for r in known["ops"]):
+                and not refcache.missing_refs(env, r, rows)) for r in known["ops"]):
             continue
         before = {r["full_name"]: r for r in known["ops"]} if known is not None else {}
         try:
@@ -826,10 +836,10 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
                    # which references a Mac's CPU computes otherwise (porter.harness.cached_run)
                    "mac_cpu": mac_cpu_reference.departs(info.name),
                    # run_op_tests' rows of this OpInfo: a reference row where it has reference
-                   # inputs, a shapes row where it is no backward op's stand-in
+                   # inputs, a shapes row where has_shapes says so
                    "has_reference": hasattr(info, "reference_inputs"),
                    "elementwise": edges.is_elementwise(info),
-                   "has_shapes": not getattr(info, "via", None) and getattr(info, "compare", None) is None,
+                   "has_shapes": has_shapes(info),
                    "rows": dict(before.get(info.full_name, {}).get("rows", {}))}
             try:
                 for dtype in supported:
@@ -841,7 +851,7 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
                 rec["uncacheable"] = str(why)
             for kind in rows:
                 wanted = kind == "shapes" and rec["has_shapes"] or kind == "reference" and rec["has_reference"]
-                if not wanted or rec["uncacheable"] or rec["rows"].get(kind):
+                if not wanted or rec["uncacheable"] or rec["rows"].get(kind, "").startswith("uncacheable"):
                     continue
                 try:
                     for dtype in supported:

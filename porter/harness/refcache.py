@@ -49,7 +49,9 @@ _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/re
                    "harness/mac_cpu_reference.py",
                    # porter's own rows: the edge values, the layouts, the float64 values
                    "harness/edges.py", "harness/shapes.py", "harness/sample_rules.py",
-                   "harness/two_ways.py", "harness/lost_precision.py", "harness/mismatches.py")
+                   "harness/two_ways.py", "harness/lost_precision.py", "harness/mismatches.py",
+                   # a backward op's samples are its forward op's, through the formula
+                   "harness/backward.py")
 # the rows of a verdict the cache holds, each apart: upstream's samples, porter's reference
 # inputs (porter.harness.verdict_scope), porter's layouts
 ROWS = ("samples", "reference", "shapes")
@@ -93,6 +95,16 @@ def samples_recordable(checkout) -> bool:
     rules = sample_rules.load(checkout)
     built_in = sample_rules.BUILT_IN
     return (rules.requires_grad, rules.conjugated) == (built_in.requires_grad, built_in.conjugated)
+
+
+def missing_refs(env: str, record: dict, rows=("samples",)) -> bool:
+    """Whether a file of `record` (one OpInfo of save_ops) that `rows` ask for is gone:
+    evict() removes files one at a time, least recently used first."""
+    kinds = [kind for kind in rows if kind == "samples" or (
+        record.get({"reference": "has_reference", "shapes": "has_shapes"}.get(kind, ""))
+        and record.get("rows", {}).get(kind) == "recorded")]
+    return any(not ref_path(env, record["full_name"], dtype, kind).is_file()
+               for kind in kinds for dtype in record.get("supported", ()))
 
 
 def recorded_ops(env: str, queries: list[str], rows=("samples",)) -> list[dict] | None:

@@ -10,6 +10,12 @@ short of the last threadgroup, passes them. These samples keep the op's own scal
 - broadcast: operands of shapes (5, 1) and (1, 7) (a unary op: a (1, 7) row expanded, stride 0);
 - 0-dim, empty ((0, 7)), and large (257 x 513 elements: many threadgroups, none full).
 
+Their values are random in [-9, 9], with exact integers and zeros where ops branch. A backward
+op's operands are not free values (sigmoid_backward's `result` is a sigmoid's output, in (0, 1);
+at -7 a float16 rounding of its formula is magnified 50 times), so its layouts take their
+values from its own first sample, drawn element by element with the same positions in every
+operand of one shape, which keeps a (grad, result) pair of one element together.
+
 The samples keep their layout to the kernel (the harness copies other samples, which makes
 sliced and expanded ones contiguous), so on `--device emulate` every non-contiguous one runs
 the strided entry point with the view's own strides, as the host's TensorIterator sends it.
@@ -21,9 +27,10 @@ SHAPES = ("transposed", "sliced with step", "broadcast", "0-dim", "empty", "larg
 LARGE = (257, 513)
 
 
-def shape_samples(first, dtype) -> list:
+def shape_samples(first, dtype, values_from_sample: bool = False) -> list:
     """The shape samples of an op, built on `first`, its first upstream sample of `dtype`
-    (None: the op has none, so none are built)."""
+    (None: the op has none, so none are built); `values_from_sample`: each operand's values
+    drawn from its own tensor in `first` (a backward op's, whose operands are bound)."""
     import torch
 
     if first is None or not isinstance(first.input, torch.Tensor):
@@ -35,6 +42,8 @@ def shape_samples(first, dtype) -> list:
     generator = torch.Generator().manual_seed(0)
 
     def make(shape, like):
+        if values_from_sample and like.numel():
+            return _drawn(shape, like)
         values = _values(shape, like.dtype, generator)
         if like is not tensors[0] and not (like.dtype.is_floating_point or like.dtype.is_complex):
             # never an integer or bool 0 in a second operand, as porter.harness.edges: an
@@ -48,6 +57,12 @@ def shape_samples(first, dtype) -> list:
         made.name = name
         return made
 
+    def transposed(like):
+        if values_from_sample:
+            # drawn as a (5, 7) operand is, stored transposed: its elements pair with theirs
+            return make((5, 7), like).t().contiguous().t()
+        return make((7, 5), like).t()
+
     def sliced(like):
         return make((6, 21), like)[1:, ::3]
 
@@ -56,7 +71,7 @@ def shape_samples(first, dtype) -> list:
     else:
         broadcast = [make((5, 1), tensors[0]), *(make((1, 7), t) for t in tensors[1:])]
     built = {
-        "transposed": [make((7, 5), tensors[0]).t(), *(make((5, 7), t) for t in tensors[1:])],
+        "transposed": [transposed(tensors[0]), *(make((5, 7), t) for t in tensors[1:])],
         "sliced with step": [sliced(t) for t in tensors],
         "broadcast": broadcast,
         "0-dim": [make((), t) for t in tensors],
@@ -64,6 +79,15 @@ def shape_samples(first, dtype) -> list:
         "large": [make(LARGE, t) for t in tensors],
     }
     return [sample(name, built[name]) for name in SHAPES]
+
+
+def _drawn(shape, like):
+    """A tensor of `shape` whose elements are `like`'s, drawn at positions that depend on the
+    shape alone: operands of one shape and of one size in the sample keep their elements paired."""
+    import torch
+    positions = torch.Generator().manual_seed(1 + sum(shape) * 31 + len(shape))
+    index = torch.randint(0, like.numel(), shape, generator=positions)
+    return like.detach().reshape(-1)[index].clone()
 
 
 def _values(shape, dtype, generator):

@@ -69,6 +69,30 @@ def test_the_samples_keep_their_layout():
     assert binary["transposed"].args[0].is_contiguous() and binary["transposed"].args[0].dtype == torch.int8
 
 
+def test_a_backward_ops_layouts_take_its_samples_values_and_keep_pairs():
+    """sigmoid_backward(grad, result): drawn from [-9, 9], `result` = -7 is no sigmoid's output
+    and magnifies a float16 rounding 50 times (a false red); drawn from the sample, every value
+    is one the formula made, and a (grad, result) pair of one element stays a pair."""
+    import torch
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from porter.harness.shapes import shape_samples
+    grad = torch.tensor([0.25, 0.5, 0.75])
+    result = torch.tensor([0.1, 0.2, 0.3])
+    first = SampleInput(grad, args=(result,))
+    drawn = {s.name: s for s in shape_samples(first, torch.float32, values_from_sample=True)}
+    pairs = {(0.25, 0.1), (0.5, 0.2), (0.75, 0.3)}
+    for name in ("transposed", "sliced with step", "0-dim", "large"):
+        g, r = drawn[name].input, drawn[name].args[0]
+        found = {(round(a, 4), round(b, 4)) for a, b in zip(g.reshape(-1).tolist(), r.reshape(-1).tolist())}
+        assert found <= {(a, round(b, 4)) for a, b in pairs} and found, (name, found)
+    assert drawn["large"].input.unique().numel() == 3        # every element of the sample is used
+    assert drawn["transposed"].input.stride() == (1, 5) and drawn["transposed"].args[0].is_contiguous()
+    # a free op's layouts keep porter's own range, with its exact integers
+    free = {s.name: s for s in shape_samples(first, torch.float32)}
+    assert free["large"].input.abs().max() > 1 and (free["large"].input == 0).any()
+
+
 def test_the_run_generates_every_layout():
     # generate_samples, the call the run makes, must hand back all six layouts: a `yield` in
     # it (the reference edges') once made it a generator whose shapes branch `return`ed none
