@@ -68,21 +68,25 @@ def either_per_element(elementwise: bool, sample, reference, device_out, atol, r
         return reference
     if not isinstance(scalar, PArray):
         raise Unsupported("the scalar loop's answers of a reference input too large to record")
-    ok, operands = extra["scalar_ok"].data, extra["operands"].data
+    # all at once, as edges.either_per_element asks each element in turn (in this order), on
+    # flat views (a 0-d sample too)
+    at = np.ravel_multi_index(tuple(wrong.T), reference.data.shape) if reference.data.ndim else \
+        np.zeros(1, dtype=np.intp)
+    if not bool(np.all(extra["scalar_ok"].data.reshape(-1)[at])):
+        return reference                    # an element the scalar loop gave no answer for
+    values = PArray(reference.dtype, scalar.data.reshape(-1)[at])
+    taken = isclose(PArray(device_out.dtype, device_out.data.reshape(-1)[at]), values, rtol, atol)
     merged = reference.data.copy()
-    ref_values = widened(reference)
-    for index in wrong.tolist():
-        at = tuple(index)
-        if not bool(ok[at]):
-            return reference
-        value = PArray(reference.dtype, np.asarray(scalar.data[at]))
-        device = PArray(device_out.dtype, np.asarray(device_out.data[at]))
-        if bool(isclose(device, value, rtol, atol)):
-            merged[at] = scalar.data[at]
-            if unsettled is not None:
-                shown = tuple(float(operands[(k,) + at]) for k in range(operands.shape[0]))
-                unsettled.append((shown if len(shown) > 1 else shown[0], float(ref_values[at]),
-                                  float(widened(value))))
+    merged.reshape(-1)[at[taken]] = values.data[taken]
+    if unsettled is not None and bool(np.any(taken)):
+        operands = extra["operands"].data
+        shown = operands.reshape(operands.shape[0], -1)[:, at[taken]]
+        ref_values = widened(reference).reshape(-1)[at[taken]]
+        scalar_values = widened(values)[taken]
+        for k in range(len(ref_values)):
+            one = tuple(float(v) for v in shown[:, k])
+            unsettled.append((one if len(one) > 1 else one[0], float(ref_values[k]),
+                              float(scalar_values[k])))
     return PArray(reference.dtype, merged)
 
 
