@@ -87,6 +87,15 @@ class BackwardOpInfo:
         return (f"{self.info.full_name or self.info.name} ({self.forward.path}:{self.forward.line}: "
                 f"{self.op}({', '.join(self.forward.call_args)}))")
 
+    @property
+    def formula(self) -> list:
+        return formula(self.forward)
+
+    @property
+    def sample_inputs_func(self):
+        """The forward OpInfo's (the reference cache's record names its source)."""
+        return self.info.sample_inputs_func
+
     def supported_dtypes(self, device_type: str):
         return _float_dtypes(self.info.supported_dtypes(device_type), GRAD_DTYPE_NAMES)
 
@@ -250,6 +259,20 @@ def forward_infos(db, forward: Forward) -> list:
         except PorterError:
             continue
     return []
+
+
+def formula(forward: Forward | None) -> list | None:
+    """What a backward op's samples are built from besides the forward OpInfo: the forward
+    schema and the formula's call, where they are read (the reference cache compares it)."""
+    if forward is None:
+        return None
+    return [forward.schema, list(forward.call_args), forward.path, forward.line]
+
+
+def current_formula(checkout, op: str) -> list | None:
+    """formula() of `op` as the checkout's derivatives.yaml (or torchgen's) says it now."""
+    from porter.source.derivatives import forward_of
+    return formula(forward_of(checkout, op))
 
 
 def backward_infos(checkout, db, op: str) -> list[BackwardOpInfo] | None:

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from porter.dispatch.numpy_tensors import Unsupported, astype, compare, max_errors
 from porter.harness import mps_expectations as expmod
 from porter.harness import refcache, sample_rules, tolerances, two_ways, verdicts
-from porter.harness.verdicts import OpResult, RecordedFailure, raise_max
+from porter.harness.verdicts import TEST_NAME, OpResult, RecordedFailure, raise_max
 
 
 class Miss(Exception):
@@ -61,6 +61,8 @@ def _run(opts, checkout, backend, env: str, entries: list[dict]) -> CachedRun:
     reference, shapes = getattr(opts, "reference_inputs", False), getattr(opts, "shapes", False)
     for data in entries:
         for rec in data["ops"]:
+            if rec.get("formula") is not None:
+                _same_formula(checkout, rec)
             # opinfo_run.run_op_tests' rows, in its order
             ref_row = reference and rec.get("has_reference", False)
             if not (ref_row and opts.sample is not None):
@@ -76,6 +78,14 @@ def _run(opts, checkout, backend, env: str, entries: list[dict]) -> CachedRun:
                          torch_path=meta.get("path", "?"))
     # recordable samples are asked with the built-in keywords, whichever file says them
     return CachedRun(results, exp, lists, db, samples=sample_rules.load(checkout))
+
+
+def _same_formula(checkout, rec: dict) -> None:
+    """A backward op's samples go through its derivative formula: recorded under another one
+    (the checkout's tools/autograd/derivatives.yaml edited since), they are not this run's."""
+    from porter.harness.backward import current_formula
+    if current_formula(checkout, rec["name"]) != rec["formula"]:
+        raise Miss(f"{rec['name']}: its derivative formula changed since it was recorded")
 
 
 def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only,
@@ -108,6 +118,7 @@ class CachedSource:
     def header(self) -> OpResult:
         rec = self.rec
         result = OpResult(rec["full_name"], rec["name"], rec["variant"], rec["key"], self.device,
+                          test=rec.get("test", TEST_NAME), via=rec.get("via"),
                           reference=self.reference_inputs)
         if self.shapes:
             from porter.harness.shapes import SHAPES
@@ -128,7 +139,8 @@ class CachedSource:
         rec, xfail, skip = self.rec, [], []
         for entry in self.exp.active(rec["key"], dtype, macos=None):
             (skip if entry.kind == expmod.KIND_SKIP else xfail).append(entry.where)
-        if self.exp.complex_xfail(rec["key"], dtype):
+        # SUPPORTED_COMPLEX_OPS gates test_output_match alone (opinfo_run._expectations)
+        if rec.get("test", TEST_NAME) == TEST_NAME and self.exp.complex_xfail(rec["key"], dtype):
             xfail.append(f"SUPPORTED_COMPLEX_OPS lacks {rec['key']!r}")
         recorded = rec["decorators"].get(dtype)
         if recorded is None:
@@ -138,7 +150,12 @@ class CachedSource:
 
     def reported_tolerances(self, dtype: str):
         # the checkout's rules, as the op_db run applies them (a stand-in torch: no import)
-        return self.lists.named(self.rec["name"], self.rec["variant"], dtype)
+        return self.lists.named(*self._tolerance_names(), dtype)
+
+    def _tolerance_names(self) -> tuple[str, str]:
+        """The OpInfo whose tolerances apply: a backward op takes its forward op's."""
+        rec = self.rec
+        return rec.get("tolerance_name", rec["name"]), rec.get("tolerance_variant", rec["variant"])
 
     def samples(self, dtype: str):
         loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype, self.rows)
@@ -164,7 +181,7 @@ class CachedSource:
 
     def tolerances(self, sample: refcache.Sample, dtype: str):
         try:
-            return self.lists.named(self.rec["name"], self.rec["variant"], dtype, sample)
+            return self.lists.named(*self._tolerance_names(), dtype, sample)
         except Exception as exc:  # a rule reading the sample's tensors: run them as torch ones
             raise Unsupported(f"the checkout's tolerance rules on a cached sample: {exc}") from exc
 

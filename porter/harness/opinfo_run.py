@@ -820,7 +820,8 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
             continue
         before = {r["full_name"]: r for r in known["ops"]} if known is not None else {}
         try:
-            infos = opdb.find(ctx.db, query)
+            # what the run tests: a backward op's stand-in too (porter.harness.backward)
+            infos = test_infos(query, ctx)
         except Exception:
             continue
         records = []
@@ -831,6 +832,12 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
             rec = {"full_name": info.full_name, "name": info.name,
                    "aten_name": getattr(info, "aten_name", None),
                    "variant": info.variant_test_name, "key": opdb.xfail_key(info),
+                   # a backward op's header, and the forward OpInfo whose tolerances it takes
+                   "test": getattr(info, "test_name", TEST_NAME), "via": getattr(info, "via", None),
+                   "tolerance_name": getattr(info, "tolerance_name", info.name),
+                   "tolerance_variant": getattr(info, "tolerance_variant", info.variant_test_name),
+                   # a backward op's formula (a checkout's own derivatives.yaml can change it)
+                   "formula": getattr(info, "formula", None),
                    "supported": sorted(dtype_name(d) for d in supported),
                    "decorators": {}, "uncacheable": None,
                    # which references a Mac's CPU computes otherwise (porter.harness.cached_run)

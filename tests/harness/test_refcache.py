@@ -251,6 +251,29 @@ def test_a_record_evicted_alone_is_recorded_again_by_the_next_run(real_root, cac
         assert _table(real_root, ["atan2"]) == (code, cold)
 
 
+def test_a_backward_op_is_recorded_and_a_changed_formula_is_a_miss(real_root, cache, monkeypatch):
+    """A backward op's runs all took the op_db way (8 s where a forward op's warm run takes
+    1 s): the recorder looked its name up in op_db, which has no OpInfo of it. Its samples
+    come through the derivative formula, so a formula the checkout changes is not the record's."""
+    from tests.porter_run import git_init, porter
+    git_init(real_root)
+    assert porter("migrate-from-mpsgraph", "sigmoid_backward", "--body",
+                  "grad_output * (1 - output) * output", root=real_root).code == 0
+    full = {"reference_inputs": True, "shapes": True}
+    cold = _table(real_root, ["sigmoid_backward"], **full)
+    assert cold[0] == 0 and cold[1]["ops"][0]["test"] == "backward_output_match"
+    with monkeypatch.context() as m:
+        _from_cache_only(m)
+        assert _table(real_root, ["sigmoid_backward"], **full) == cold
+    own = real_root / "tools" / "autograd" / "derivatives.yaml"
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text("- name: sigmoid(Tensor self) -> Tensor\n  self: sigmoid_backward(grad, result)\n")
+    with monkeypatch.context() as m:
+        _from_cache_only(m)
+        with pytest.raises(AssertionError, match="ran the op database"):
+            _table(real_root, ["sigmoid_backward"], **full)
+
+
 def test_a_record_reads_back_every_array_as_it_was_and_a_damaged_one_is_a_miss(cache):
     import numpy as np
     arrays = {"matrix": np.arange(12, dtype=np.float32).reshape(3, 4),
