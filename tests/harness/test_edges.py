@@ -591,3 +591,56 @@ def test_a_flushed_input_passes_whatever_the_outputs_dtype_and_a_complex64_part_
     wrong = torch.tensor([1 + 0j, complex(0.6, -0.8)], dtype=torch.complex64)
     kept = edges.either_flushed(ops["sgn"], Sample(z), cpu, wrong, None, None, [])
     assert torch.isinf(kept[0].real)
+
+
+def _bits(t):
+    """Bit patterns, so that NaNs and signed zeros compare as values cannot."""
+    return t.view({torch.float16: torch.int16, torch.bfloat16: torch.int16,
+                   torch.float32: torch.int32, torch.float64: torch.int64}[t.dtype])
+
+
+@pytest.mark.parametrize("name", ["exp", "sigmoid", "tanh", "atan2", "hypot", "pow", "remainder",
+                                  "nn.functional.softplus", "nn.functional.hardshrink"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_the_scalar_loop_asked_seven_elements_a_call_answers_as_one_element_calls(name, dtype):
+    """edges.scalar_loop_answers gathers edges.SCALAR_RUN elements into one call: a tensor
+    that short never reaches the CPU's vector body, so each answer is bit for bit the one a
+    one-element call gives (the recorder and the live two-way check both rely on it)."""
+    info = _op(name)
+    asked = 0
+    for sample in list(info.reference_inputs("cpu", dtype))[:6]:
+        out = info(sample.input, *sample.args, **sample.kwargs)
+        broadcast = edges.broadcast_operands(sample, out.shape) if isinstance(out, torch.Tensor) else None
+        if broadcast is None or not out.numel():
+            continue
+        operands, positions = broadcast
+        flat = [t.reshape(-1) for t in operands]
+        at = [(p,) for p in range(min(out.numel(), 300))]
+        chunked = edges.scalar_loop_answers(info, sample, flat, positions, at)
+        single = [edges.one_element_answer(info, sample, flat, positions, p) for p in at]
+        assert [c is None for _, c in chunked] == [s is None for _, s in single]
+        pairs = [(c, s) for (_, c), (_, s) in zip(chunked, single) if s is not None]
+        assert torch.equal(_bits(torch.stack([c.reshape(()) for c, _ in pairs])),
+                           _bits(torch.stack([s.reshape(()) for _, s in pairs])))
+        asked += len(pairs)
+    assert asked > 0
+
+
+def test_seven_gathered_elements_take_the_scalar_loops_answer_not_the_vector_bodys():
+    """hardshrink_backward at a NaN `self`: its vector body answers 0, its scalar loop `grad`
+    (a 128 x 128 tensor runs the first, the last elements of a row and a short tensor the
+    second). Gathered SCALAR_RUN at a time, every element gives the scalar loop's answer."""
+    op = torch.ops.aten.hardshrink_backward
+    grad = torch.full((128, 128), 2.0)
+    self_ = torch.full((128, 128), float("nan"))
+    sample = SampleInput(grad, args=(self_, 0.5))
+
+    def info(g, x, lambd):
+        return op(g, x, lambd)
+
+    whole = info(grad, self_, 0.5).reshape(-1)
+    flat = [grad.reshape(-1), self_.reshape(-1)]
+    answers = edges.scalar_loop_answers(info, sample, flat, [0], [(p,) for p in range(128 * 128)])
+    scalar = torch.stack([a.reshape(()) for _, a in answers])
+    assert edges.SCALAR_RUN == 7 and (whole == 0).sum() > 1000      # the vector body's zeros
+    assert torch.equal(scalar, torch.full((128 * 128,), 2.0))
