@@ -76,6 +76,10 @@ RULES = {
                      "(`constant T name = ...;`; {spec} §4.2)",
     "kernel pointer": "a kernel's pointer or reference argument `{what}` needs an address space "
                       "(device, constant or threadgroup; {spec} §5.1)",
+    "pointer": "the {what} needs an address space (thread, device, constant or threadgroup): "
+               "Metal has no default address space for a pointer or reference ({spec} §4)",
+    "threadgroup local": "a `threadgroup` variable (`{what}`) is declared only in a kernel "
+                         "function, not in a function it calls ({spec} §4.4)",
     "std": "Metal has no C++ standard library (`std::`; Metal's is `metal::`, <metal_stdlib>; "
            "{spec} §1.5.4)",
     "include": "Metal has no C++ standard library or system headers (#include <{what}>; a kernel "
@@ -940,9 +944,12 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
     found: list[tuple[str, int, str]] = []
     kernel_attr = "metal_kernel"
 
+    late: list[tuple[str, int, str]] = []
+
     def add(cursor, rule, **words):
         file, line = namer.where(cursor.location)
-        found.append((file, line, RULES[rule].format(spec=SPEC, **words)))
+        (late if words.pop("late", False) else found).append(
+            (file, line, RULES[rule].format(spec=SPEC, **words)))
 
     def address_space(t) -> int:
         try:
@@ -953,8 +960,35 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             m = re.search(r"address_space\((\d+)\)", t.get_canonical().spelling)
             return int(m.group(1)) if m else 0
 
-    def visit(cursor, in_function: bool, in_class: bool):
+    def spelled_pointer(cursor) -> str | None:
+        """`pointer` or `reference` where the declaration spells one with no address space
+        (not one an `auto` or a typedef brings: those take their address space along)."""
+        t = cursor.type
+        kind = {ci.TypeKind.POINTER: "pointer", ci.TypeKind.LVALUEREFERENCE: "reference"}.get(t.kind)
+        if kind is None or t.get_pointee().kind in (ci.TypeKind.FUNCTIONPROTO,
+                                                    ci.TypeKind.FUNCTIONNOPROTO) \
+                or address_space(t.get_pointee()) != 0 or re.search(
+                r"address_space|\b(device|constant|threadgroup)\b", t.spelling):
+            return None
+        children = list(cursor.get_children())
+        if any(c.kind == K.ANNOTATE_ATTR and c.spelling == "metal_thread" for c in children):
+            return None
+        name = cursor.location
+        before = [tok.spelling for tok in cursor.get_tokens()
+                  if (tok.location.line, tok.location.column) < (name.line, name.column)]
+        if "auto" in before or not any(tok in ("*", "&") for tok in before):
+            return None
+        return kind
+
+    def visit(cursor, in_function: bool, in_class: bool, in_kernel: bool = False):
         kind = cursor.kind
+        if kind in (K.PARM_DECL, K.VAR_DECL, K.FIELD_DECL) and not (in_kernel and kind == K.PARM_DECL):
+            what = spelled_pointer(cursor)
+            if what is not None:        # after the construct rules: `float* p = new float`
+                add(cursor, "pointer", late=True,
+                    what=f"{what} `{cursor.type.spelling} {cursor.spelling}`")
+        if kind == K.VAR_DECL and in_function and not in_kernel and address_space(cursor.type) == 3:
+            add(cursor, "threadgroup local", what=f"threadgroup {cursor.type.spelling} {cursor.spelling}")
         if kind == K.NAMESPACE and cursor.spelling == "std":
             add(cursor, "std")
         if kind == K.LAMBDA_EXPR and version < CXX17_VERSION:
@@ -980,7 +1014,8 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             if kind == K.CXX_METHOD and cursor.is_virtual_method():
                 add(cursor, "virtual")
             children = list(cursor.get_children())
-            if any(c.kind == K.ANNOTATE_ATTR and c.spelling == kernel_attr for c in children):
+            is_kernel = any(c.kind == K.ANNOTATE_ATTR and c.spelling == kernel_attr for c in children)
+            if is_kernel:
                 for p in children:
                     if p.kind == K.PARM_DECL and p.type.kind in (
                             ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE) and \
@@ -989,7 +1024,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                                 r"\b(device|constant|threadgroup)\b", p.type.spelling):
                         add(p, "kernel pointer", what=f"{p.type.spelling} {p.spelling}")
             for c in children:
-                visit(c, True, in_class)
+                visit(c, True, in_class, is_kernel)
             return
         if kind == K.VAR_DECL:
             storage = cursor.storage_class
@@ -1006,7 +1041,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
         class_like = kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE,
                               K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
         for c in cursor.get_children():
-            visit(c, in_function, (in_class or class_like) and not in_function)
+            visit(c, in_function, (in_class or class_like) and not in_function, in_kernel)
 
     def top(cursor):
         for c in cursor.get_children():
@@ -1035,6 +1070,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
     skip_prefix = bool(cut) and all(f in known for f, _ in namer.lines[:cut]
                                     if f != namer.display and namer.checked(f))
     top(tu.cursor)
+    found += late
     for f in {f for f, _ in namer.lines} - set(known):
         if f != namer.display and namer.checked(f):
             _store_header_findings(f, version, [x for x in found if x[0] == f])

@@ -446,6 +446,22 @@ ISSUE_PLANTED = [
      "do not have as many elements"),
     ("a vector swizzle past its size", "inline float4 planted_w(float2 a) { return a.rgba; }",
      "vector component access exceeds type"),
+    # §4: every pointer and reference spells its address space (a Mac: "pointer type must have
+    # explicit address space qualifier"); they were green, `thread` being clang's default
+    ("a pointer parameter without an address space", "inline float planted_p(float* p) { return *p; }",
+     "the pointer `float * p` needs an address space"),
+    ("a local pointer without an address space",
+     "inline float planted_q(float x) { float t = x; float* p = &t; return *p; }",
+     "the pointer `float * p` needs an address space"),
+    ("a struct member pointer without an address space", "struct planted_s { float* p; };",
+     "the pointer `float * p` needs an address space"),
+    ("a reference parameter without an address space",
+     "inline float planted_r2(const float& x) { return x; }",
+     "the reference `const float & x` needs an address space"),
+    # §4.4: threadgroup memory is declared in the kernel, not in a function it calls
+    ("a threadgroup variable in a helper",
+     "inline float planted_tg(float x) { threadgroup float s; s = x; return s; }",
+     "is declared only in a kernel function"),
 ]
 
 ISSUE_CLEAN = [
@@ -479,6 +495,13 @@ ISSUE_CLEAN = [
     ("unknown Metal attributes", "kernel void clean_q(device float* out [[buffer(0)]], "
                                  "uint i [[thread_position_in_grid]], "
                                  "uint n [[threads_per_grid]]) { out[i] = float(n); }"),
+    ("thread pointers and references", "inline float clean_u(thread float* p) { return *p; }\n"
+     "inline float clean_v(float x) { float t = x; thread float* p = &t; return clean_u(p); }\n"
+     "inline float clean_w(thread const float& x) { return x; }\n"
+     "struct clean_z { thread float* p; device float* q; constant float* r; };"),
+    ("a pointer `auto` deduces, a function pointer",
+     "inline float clean_x(float x) { auto p = &x; return *p; }\n"
+     "inline float clean_y(float x) { float (*f)(float) = nullptr; (void)f; return x; }"),
     # upstream UnaryKernel.metal's frexp_bits: a conversion in a constant expression (the front
     # end's stand-ins for `U(1)` and `static_cast<U>` were not constexpr: all 396 of the file's
     # kernels were red)

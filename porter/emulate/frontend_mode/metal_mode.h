@@ -108,7 +108,10 @@ using ::__metal_vec_ctor;
 #define constant __attribute__((address_space(2)))
 #define threadgroup __attribute__((address_space(3)))
 #define threadgroup_imageblock __attribute__((address_space(4)))
-#define thread
+// `thread` marks the declaration it opens (clang's default address space is Metal's thread
+// one, so it cannot be a qualifier of its own): a pointer or reference declared with no
+// address space at all is an error in Metal, and the front end tells the two apart by this mark
+#define thread __attribute__((annotate("metal_thread")))
 #define ray_data __attribute__((address_space(5)))
 #define object_data __attribute__((address_space(6)))
 
