@@ -25,6 +25,23 @@ REGISTER_UNARY_OP(fast_tanh, half, half);
 REGISTER_UNARY_OP(precise_tanh, float, float);
 REGISTER_UNARY_OP(precise_tanh, half, half);
 
+// powr is defined for a base >= 0 alone: a negative base is NaN on Apple GPUs (planted); pow
+// is the twin
+struct power_r_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(::metal::powr(float(a), float(b)));
+  }
+};
+struct power_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(::metal::pow(float(a), float(b)));
+  }
+};
+REGISTER_BINARY_OP(power_r, float, float);
+REGISTER_BINARY_OP(power, float, float);
+
 // Metal has no bfloat nextafter: bfloat goes through float's and rounds back (planted); the
 // twin steps bfloat's own bits.
 struct step_functor {

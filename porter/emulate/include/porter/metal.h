@@ -616,6 +616,12 @@ inline float cospi(float x) {
   if (r + 0.5 == __builtin_trunc(r + 0.5)) return 0.0f;
   return (float)__builtin_cos(3.14159265358979323846 * r);
 }
+// powr is defined for x >= 0 alone (MSL §6.5); Apple's computes it as exp2(y * log2(x)), so a
+// negative base gives NaN (KhronosGroup/SPIRV-Cross #2206: powr(-2, 2) is NaN on Apple GPUs),
+// where pow(-2, 2) is 4
+inline float powr(float x, float y) {
+  return x < 0.0f ? __builtin_nanf("") : __builtin_powf(x, y);
+}
 inline float fast_tanh(float x) {
   const float e = __builtin_expf(2.0f * x);
   return (e - 1.0f) / (e + 1.0f);
@@ -701,7 +707,7 @@ inline half nextafter_half(half from, half to) {
   M2(fmin, __builtin_fminf(x, y))                                               \
   M2(fmod, __builtin_fmodf(x, y))                                               \
   M2(pow, __builtin_powf(x, y))                                                 \
-  M2(powr, __builtin_powf(x, y))                                                \
+  M2(powr, detail::powr(x, y))                                                  \
   M2(step, (y < x ? 0.0f : 1.0f))
 
 PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
