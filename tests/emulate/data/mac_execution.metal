@@ -39,6 +39,15 @@ struct power_functor {
     return static_cast<T>(::metal::pow(float(a), float(b)));
   }
 };
+// Metal has no bfloat clamp: the call takes float's (the shim's clamp did not build for bfloat)
+struct clamp01_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(::metal::clamp(x, T(0), T(1)));
+  }
+};
+REGISTER_UNARY_OP(clamp01, bfloat, bfloat);
+REGISTER_UNARY_OP(clamp01, float, float);
 REGISTER_BINARY_OP(power_r, float, float);
 REGISTER_BINARY_OP(power, float, float);
 

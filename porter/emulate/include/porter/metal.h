@@ -741,8 +741,11 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T abs(T a) { return a < 0 ? T(-a) : a; }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
-template <typename T>
+template <typename T, std::enable_if_t<!std::is_same_v<T, bfloat>, bool> = true>
 constexpr inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+// Metal has no bfloat clamp: a bfloat call takes float's (bfloat converts to float) and
+// answers a float, as max and min of bfloat do here
+inline float clamp(bfloat x, bfloat lo, bfloat hi) { return clamp(float(x), float(lo), float(hi)); }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T clz(T x) {
   constexpr int bits = int(sizeof(T)) * 8;
