@@ -47,6 +47,15 @@ struct clamp01_functor {
   }
 };
 REGISTER_UNARY_OP(clamp01, bfloat, bfloat);
+// static_cast<bfloat> of one component of a swizzle (it did not build for bfloat)
+struct swizzle_cast_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    float2 v = float2(float(x), 2.0f * float(x));
+    return static_cast<T>(v.yx.x);
+  }
+};
+REGISTER_UNARY_OP(swizzle_cast, bfloat, bfloat);
 REGISTER_UNARY_OP(clamp01, float, float);
 REGISTER_BINARY_OP(power_r, float, float);
 REGISTER_BINARY_OP(power, float, float);

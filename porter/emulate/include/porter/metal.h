@@ -73,6 +73,12 @@ struct bfloat {
   template <typename U,
             std::enable_if_t<std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>, bool> = true>
   constexpr explicit bfloat(U v) : bits(from_float(static_cast<float>(v))) {}
+  // a value that converts to float (one component of a swizzle, `v.yx.x`), as Metal's
+  // static_cast<bfloat> takes any scalar
+  template <typename U,
+            std::enable_if_t<std::is_class_v<U> && !std::is_same_v<U, bfloat> &&
+                                 std::is_convertible_v<const U&, float>, bool> = true>
+  constexpr explicit bfloat(const U& v) : bits(from_float(static_cast<float>(v))) {}
   constexpr operator float() const {
     return __builtin_bit_cast(float, (unsigned int)bits << 16);
   }
