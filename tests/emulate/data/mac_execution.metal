@@ -56,6 +56,15 @@ struct swizzle_cast_functor {
   }
 };
 REGISTER_UNARY_OP(swizzle_cast, bfloat, bfloat);
+// a float compared with a bfloat compares in float (the shim's half overload took it: inf at
+// 4.98e6, so abs(a) == a was false)
+struct abs_equal_functor {
+  template <typename T>
+  inline T operator()(const T a) {
+    return static_cast<T>(::metal::abs(a) == a);
+  }
+};
+REGISTER_UNARY_OP(abs_equal, bfloat, bfloat);
 REGISTER_UNARY_OP(clamp01, float, float);
 REGISTER_BINARY_OP(power_r, float, float);
 REGISTER_BINARY_OP(power, float, float);

@@ -97,7 +97,9 @@ struct bfloat {
   bfloat& operator--() { return *this -= 1.0f; }
 };
 
-// bfloat (op) bfloat and bfloat (op) integer stay bfloat; with float they widen.
+// bfloat (op) bfloat and bfloat (op) integer stay bfloat; with float they widen, and with
+// float itself they compute in float (without these, `abs(a) == a` took the half overload:
+// the float went through half, inf at 4.98e6).
 #define PORTER_BF_ARITH(OP)                                                     \
   constexpr inline bfloat operator OP(bfloat a, bfloat b) {                     \
     return bfloat(float(a) OP float(b));                                        \
@@ -111,7 +113,9 @@ struct bfloat {
     return bfloat(float(a) OP float(b));                                        \
   }                                                                             \
   constexpr inline float operator OP(bfloat a, half b) { return float(a) OP float(b); } \
-  constexpr inline float operator OP(half a, bfloat b) { return float(a) OP float(b); }
+  constexpr inline float operator OP(half a, bfloat b) { return float(a) OP float(b); } \
+  constexpr inline float operator OP(bfloat a, float b) { return float(a) OP b; }       \
+  constexpr inline float operator OP(float a, bfloat b) { return a OP float(b); }
 PORTER_BF_ARITH(+)
 PORTER_BF_ARITH(-)
 PORTER_BF_ARITH(*)
@@ -121,7 +125,9 @@ PORTER_BF_ARITH(/)
 #define PORTER_BF_CMP(OP)                                                       \
   constexpr inline bool operator OP(bfloat a, bfloat b) { return float(a) OP float(b); } \
   constexpr inline bool operator OP(bfloat a, half b) { return float(a) OP float(b); }   \
-  constexpr inline bool operator OP(half a, bfloat b) { return float(a) OP float(b); }
+  constexpr inline bool operator OP(half a, bfloat b) { return float(a) OP float(b); }   \
+  constexpr inline bool operator OP(bfloat a, float b) { return float(a) OP b; }         \
+  constexpr inline bool operator OP(float a, bfloat b) { return a OP float(b); }
 PORTER_BF_CMP(==)
 PORTER_BF_CMP(!=)
 PORTER_BF_CMP(<)
