@@ -368,9 +368,13 @@ def _lost(source: SampleSource, sample, reference, device_out) -> tuple[str | No
     from porter.harness import lost_precision
     found = lost_precision.check(reference, device_out)
     if found is not None:
-        # judged again beside the float64 value: the CPU must be the side that keeps it
+        # judged again beside the float64 value (the CPU must be the side that keeps it) and
+        # the answer on the inputs as an Apple GPU reads them (a subnormal input is zero there)
         wide = getattr(source, "wide_reference", None)
-        found = lost_precision.check(reference, device_out, wide(sample) if wide is not None else None)
+        flushed = getattr(source, "flushed_answer", None)
+        found = lost_precision.check(reference, device_out,
+                                     wide(sample) if wide is not None else None,
+                                     flushed(sample, reference) if flushed is not None else None)
     return found if found is not None else (None, None)
 
 

@@ -60,6 +60,24 @@ def test_lost_precision(dtype, cpu, device, lost):
         assert [r["index"] for r in table] == [[1]] and table[0]["within"] == ["cpu"]
 
 
+# (cpu, device, the CPU's answer on the inputs as an Apple GPU reads them, lost?)
+_BESIDE_FLUSHED = (
+    pytest.param(1e-20, 0.0, 0.0, False, id="sqrt(1e-40): the GPU reads 0, sqrt(0) is 0"),
+    pytest.param(1e-20, 0.0, None, True, id="no subnormal input: nothing excuses it"),
+    pytest.param(1.5417257e-08, 0.0, 1.5417257e-08, True, id="erfc(4): the same answer flushed"),
+    pytest.param(1e-20, -1e-20, 0.0, True, id="flipped where the flushed answer is zero"),
+)
+
+
+@pytest.mark.parametrize("cpu, device, flushed, lost", _BESIDE_FLUSHED)
+def test_lost_precision_beside_the_answer_on_flushed_inputs(cpu, device, flushed, lost):
+    """upstream's sqrt was red on a float32 subnormal input (1e-40: the CPU 1e-20, the device
+    0), although an Apple GPU reads that input as zero and no kernel can see it."""
+    expected, actual = PArray("float32", np.array([cpu], F32)), PArray("float32", np.array([device], F32))
+    given = None if flushed is None else PArray("float32", np.array([flushed], F32))
+    assert (lost_precision.check(expected, actual, None, given) is not None) == lost
+
+
 def test_upstream_tolerance_alone_passes_erfc_flushed():
     """What upstream's comparison says of the same row: close (why this check exists)."""
     from porter.dispatch.numpy_tensors import compare

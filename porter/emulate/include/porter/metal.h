@@ -127,7 +127,11 @@ PORTER_BF_ARITH(/)
   constexpr inline bool operator OP(bfloat a, half b) { return float(a) OP float(b); }   \
   constexpr inline bool operator OP(half a, bfloat b) { return float(a) OP float(b); }   \
   constexpr inline bool operator OP(bfloat a, float b) { return float(a) OP b; }         \
-  constexpr inline bool operator OP(float a, bfloat b) { return a OP float(b); }
+  constexpr inline bool operator OP(float a, bfloat b) { return a OP float(b); }         \
+  template <typename I, std::enable_if_t<std::is_integral_v<I>, bool> = true>            \
+  constexpr inline bool operator OP(bfloat a, I b) { return float(a) OP float(bfloat(b)); } \
+  template <typename I, std::enable_if_t<std::is_integral_v<I>, bool> = true>            \
+  constexpr inline bool operator OP(I a, bfloat b) { return float(bfloat(a)) OP float(b); }
 PORTER_BF_CMP(==)
 PORTER_BF_CMP(!=)
 PORTER_BF_CMP(<)
