@@ -15,6 +15,8 @@ prints figures and ratios to the op_db import timed in the same run; asserts not
 5. `--no-cache` on the same edit: the loop without the reference cache;
 6. `--watch`: one `porter test heaviside --device emulate --watch` process, N edits, the time
    from each save to its verdict's summary line (the watch polls every 0.2 s).
+`--c10-metal DIR` copies the c10/metal headers it builds with first (a newer upstream
+BinaryKernel.metal calls c10::metal::div_floor, which the wheel's headers lack).
 `--binary-kernel PATH` copies a BinaryKernel.metal (upstream's real one, 35 kB, as issue 33's
 done-when asks) over the tree's before the port. `cat /proc/loadavg` is printed beside every
 figure.
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from _common import bench_env, porter_argv, real_tree, scratch_dir
 
@@ -99,14 +102,21 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--binary-kernel", metavar="PATH",
                         help="a BinaryKernel.metal to copy over the tree's (upstream's real one)")
+    parser.add_argument("--c10-metal", metavar="DIR",
+                        help="c10/metal headers to copy over the tree's (the ones the given "
+                             "BinaryKernel.metal builds with, where the wheel's are older)")
     args = parser.parse_args()
     os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
     os.environ.pop("PORTER_REFCACHE_DIR", None)
     root = real_tree()
-    if args.binary_kernel:
-        (root / KERNELS / "BinaryKernel.metal").write_text(open(args.binary_kernel).read())
+    if args.c10_metal:
+        for header in sorted(Path(args.c10_metal).glob("*.h")):
+            (root / "c10" / "metal" / header.name).write_text(header.read_text())
+    if args.binary_kernel or args.c10_metal:
+        if args.binary_kernel:
+            (root / KERNELS / "BinaryKernel.metal").write_text(open(args.binary_kernel).read())
         subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qam",
-                        "BinaryKernel.metal"], cwd=root, check=True)
+                        "upstream kernel file and headers"], cwd=root, check=True)
     subprocess.run(porter_argv("new-op", "heaviside", "--root", str(root)), check=True,
                    env=bench_env(), capture_output=True)
     metal = root / KERNELS / "BinaryKernel.metal"
