@@ -77,9 +77,10 @@ RULES = {
     "kernel pointer": "a kernel's pointer or reference argument `{what}` needs an address space "
                       "(device, constant or threadgroup; {spec} §5.1)",
     "pointer": "the {what} needs an address space (thread, device, constant or threadgroup): "
-               "Metal has no default address space for a pointer or reference ({spec} §4)",
-    "threadgroup local": "a `threadgroup` variable (`{what}`) is declared only in a kernel "
-                         "function, not in a function it calls ({spec} §4.4)",
+               "Metal 3.x, which PyTorch builds for, has no default address space for a "
+               "pointer or reference ({spec} §4)",
+    "threadgroup local": "a `threadgroup` variable (`{what}`) may be declared only in a kernel "
+                         "function itself, not in a function it calls ({spec} §4.4)",
     "std": "Metal has no C++ standard library (`std::`; Metal's is `metal::`, <metal_stdlib>; "
            "{spec} §1.5.4)",
     "include": "Metal has no C++ standard library or system headers (#include <{what}>; a kernel "
@@ -122,6 +123,10 @@ class NoFrontEnd(PorterError):
     exit_code = exit_codes.FAILED
 
 
+_NAMES_READY = threading.Lock()
+_NAMES_DONE: list[bool] = []
+
+
 def _clang():
     try:
         import clang.cindex as ci
@@ -129,7 +134,26 @@ def _clang():
         raise NoFrontEnd("not proven: porter's Metal front end needs libclang, which is not "
                          "installed, so nothing says whether a Mac compiles the kernel file",
                          hint="pip install libclang") from None
+    if not _NAMES_DONE:
+        with _NAMES_READY:
+            if not _NAMES_DONE:
+                _name_maps(ci)
+                _NAMES_DONE.append(True)
     return ci
+
+
+def _name_maps(ci) -> None:
+    """Build the `.name` maps of the enumerations the AST rules read, once, before any thread
+    does: clang.cindex builds each lazily, filling a dict another thread may read half-full
+    (a parse in the front end's thread pool died of `KeyError: ExceptionSpecificationKind.NONE`)."""
+    for enum in (ci.ExceptionSpecificationKind, ci.StorageClass, ci.CursorKind, ci.TypeKind,
+                 getattr(ci, "TLSKind", None)):
+        for member in getattr(enum, "_kinds", ()) if enum is not None else ():
+            if member is not None:
+                try:
+                    member.name
+                except Exception:       # noqa: BLE001 (a member with no name: none to build)
+                    pass
 
 
 def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View]:
@@ -988,7 +1012,8 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                 add(cursor, "pointer", late=True,
                     what=f"{what} `{cursor.type.spelling} {cursor.spelling}`")
         if kind == K.VAR_DECL and in_function and not in_kernel and address_space(cursor.type) == 3:
-            add(cursor, "threadgroup local", what=f"threadgroup {cursor.type.spelling} {cursor.spelling}")
+            spelled = re.sub(r"__attribute__\(\(address_space\(\d+\)\)\)\s*", "", cursor.type.spelling)
+            add(cursor, "threadgroup local", what=f"threadgroup {spelled} {cursor.spelling}")
         if kind == K.NAMESPACE and cursor.spelling == "std":
             add(cursor, "std")
         if kind == K.LAMBDA_EXPR and version < CXX17_VERSION:

@@ -461,7 +461,7 @@ ISSUE_PLANTED = [
     # §4.4: threadgroup memory is declared in the kernel, not in a function it calls
     ("a threadgroup variable in a helper",
      "inline float planted_tg(float x) { threadgroup float s; s = x; return s; }",
-     "is declared only in a kernel function"),
+     "a `threadgroup` variable (`threadgroup float s`) may be declared only in a kernel function"),
 ]
 
 ISSUE_CLEAN = [
@@ -744,3 +744,14 @@ def test_an_instantiation_error_of_one_functor_is_found_and_gone_when_fixed(own_
 def test_a_registrations_wrong_output_type_is_said_in_metals_type_names(clang, porter):
     from porter.emulate.frontend import _worded
     assert _worded(clang) == porter
+
+
+def test_the_enumeration_names_are_built_before_the_thread_pool_reads_them():
+    """clang.cindex builds each enumeration member's name map lazily, and a parse in the front
+    end's thread pool once read one half-built (`KeyError: ExceptionSpecificationKind.NONE`):
+    loading the front end builds every map the AST rules read, in one thread."""
+    from porter.emulate import frontend
+    ci = frontend._clang()
+    for enum in (ci.ExceptionSpecificationKind, ci.CursorKind, ci.TypeKind):
+        members = [m for m in enum._kinds if m is not None]
+        assert members and all(m.__dict__.get("_name_map") for m in members), enum
