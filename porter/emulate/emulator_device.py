@@ -49,6 +49,7 @@ class EmulateBackend:
         self._last: tuple | None = None                     # the last sample's kernel call
         self._contracted: dict = {}                         # (metal, version) -> Library / error
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
+        self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -91,6 +92,9 @@ class EmulateBackend:
                         "known here; test it on a Mac (`--device mps`)")
             if host.unmodelled:
                 return host.unmodelled
+            shared = self._device_dependent(op, host)
+            if shared:
+                return shared
             if host.condition:
                 return (f"not proven: {host.stub}_stub is registered for MPS under "
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
@@ -116,6 +120,21 @@ class EmulateBackend:
                 if wrong:
                     return wrong
         return None
+
+    def _device_dependent(self, op: OpNames, host: HostKernel) -> str | None:
+        """Not proven where the shared function that runs the host's stub (a structured op's
+        TORCH_IMPL_FUNC in native/*.cpp) tests the device: what it does for MPS alone runs on a
+        Mac, never in the CPU reference, and porter runs the kernel alone."""
+        key = (host.stub, host.via_op or op.name)
+        if key not in self._device_tests:
+            from porter.source.native_definitions import device_dependent
+            owner = host.via_op or (op.aten_name or op.name).split(".")[-1]
+            found = device_dependent(self.root, f"{host.stub}_stub", owner)
+            self._device_tests[key] = None if found is None else (
+                f"not proven: {found[0]}:{found[1]}: `{found[2]}` tests the device in the "
+                f"function that runs {host.stub}_stub for every device: what it does for MPS "
+                "runs on a Mac and never in the CPU reference, and porter runs the kernel alone")
+        return self._device_tests[key]
 
     def _mps_row_undefined(self, op: OpNames) -> str | None:
         """An op with a Metal kernel on its stub whose yaml still sends MPS to an `_mps` function

@@ -157,6 +157,38 @@ def enclosing_function(text: str, at: int) -> re.Match | None:
     return heads[-1] if heads else None
 
 
+# a test of the device in a shared function: code that runs for MPS alone (or for all but MPS)
+DEVICE_TEST_RE = re.compile(r"\bkMPS\b|\bis_mps\s*\(|DeviceType::MPS|"
+                            r"device_type\(\)\s*[!=]=|[!=]=\s*(?:\w+\.)?device_type\(\)")
+
+
+def device_dependent(root: Path, stub: str, op: str | None = None) -> tuple[str, int, str] | None:
+    """(file, line, statement) of the first test of the device in the shared function that runs
+    `stub` (`TORCH_IMPL_FUNC(heaviside_out)`), or None: such code does on MPS what the CPU
+    reference, run through the same function on the CPU, never does (a `result.neg_()` under
+    `if (device_type() == kMPS)`), and what porter, which runs the kernel alone, never models."""
+    found = stub_call(root, stub, op)
+    if found is None:
+        return None
+    text, m = found
+    head = enclosing_function(text, m.start())
+    if head is None:
+        return None
+    mask = code_mask(text)
+    close = matching_close(mask, head.end() - 1)
+    body = mask[head.end():close if close > 0 else len(mask)]
+    test = DEVICE_TEST_RE.search(body)
+    if test is None:
+        return None
+    at = head.end() + test.start()
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    path = next((p for p in sorted((Path(root) / co.NATIVE).glob("*.cpp"))
+                 if p.read_text(encoding="utf-8", errors="replace") == text), None)
+    name = f"{co.NATIVE}/{path.name}" if path is not None else co.NATIVE
+    return name, text.count("\n", 0, at) + 1, text[line_start:line_end if line_end >= 0 else None].strip()
+
+
 def _enclosing_out_function(text: str, at: int) -> str | None:
     """The op whose structured `<op>_out` function holds offset `at` (`TORCH_IMPL_FUNC(sub_out)`
     or `Tensor& sub_out(...)`), or None where the enclosing function is named otherwise."""

@@ -82,6 +82,13 @@ PLANTED = [
                  "  approximate = GeluType::None;", "gelu_kernel (operations/ActivationKernel.mm:",
                  "`approximate = GeluType::None` ({rel}:{line}) reassigns `approximate`, a parameter "
                  "the stub passes", id="enum-reassigned-before-the-name"),
+    # the shared structured impl (native/BinaryOps.cpp), run for every device: what it does for
+    # MPS alone never reaches the CPU reference (a reviewer's committed neg_ was green)
+    pytest.param("atan2", "aten/src/ATen/native/BinaryOps.cpp", "  atan2_stub(device_type(), *this);\n",
+                 "  atan2_stub(device_type(), *this);\n  if (device_type() == kMPS) {\n"
+                 "    result.neg_();\n  }\n", "  if (device_type() == kMPS) {",
+                 "not proven: aten/src/ATen/native/BinaryOps.cpp:",
+                 "{rel}:{line}: `if (device_type() == kMPS) {{` tests the device", id="mps-only-code-in-the-shared-impl"),
     pytest.param("nn.functional.hardshrink", NATIVE_YAML, "    CPU, CUDA, MPS: hardshrink_out\n",
                  "    CPU, CUDA: hardshrink_out\n", "    CPU, CUDA: hardshrink_out", "no row of hardshrink's "
                  "entries in aten/src/ATen/native/native_functions.yaml names MPS",
