@@ -329,40 +329,6 @@ def one_element_answer(info, sample, operands, positions, at):
     return one, scalar.reshape(())
 
 
-# A tensor this short runs its CPU loop's scalar part alone: TensorIterator's vectorized loop
-# (aten/src/ATen/native/cpu/Loops.h, vectorized_loop) steps 2 * Vectorized<T>::size() elements
-# at a time, at least 8 for every floating T and ISA (double on AVX2: 4 a vector), and leaves
-# the rest to basic_loop, one element at a time; an op mapped over partial vectors (vec::map)
-# computes each lane alone either way. So SCALAR_RUN gathered elements answer as SCALAR_RUN
-# one-element calls do, in a seventh of the calls.
-SCALAR_RUN = 7
-
-
-def scalar_loop_answers(info, sample, operands, positions, indices: list[tuple]) -> list:
-    """one_element_answer at each of `indices`, asked SCALAR_RUN elements a call (a call that
-    raises or answers another shape is asked again one element at a time)."""
-    import torch
-    out = []
-    for start in range(0, len(indices), SCALAR_RUN):
-        chunk = indices[start:start + SCALAR_RUN]
-        answer = None
-        if chunk and chunk[0] != ():
-            where = tuple(torch.tensor(chunk, dtype=torch.long).T)
-            gathered = [t[where].clone() for t in operands]
-            args = list(sample.args)
-            for k, t in zip(positions, gathered[1:]):
-                args[k] = t
-            try:
-                answer = info(gathered[0], *args, **sample.kwargs)
-            except Exception:
-                answer = None
-        if isinstance(answer, torch.Tensor) and answer.shape == (len(chunk),):
-            out += [([g[n].reshape(1) for g in gathered], answer[n]) for n in range(len(chunk))]
-        else:
-            out += [one_element_answer(info, sample, operands, positions, at) for at in chunk]
-    return out
-
-
 def either_per_element(info, sample, reference, device_out, atol, rtol, unsettled: list | None,
                        mac_loops: bool = False):
     """`reference` with the scalar loop's answer wherever the device disagrees with it and
@@ -379,32 +345,29 @@ def either_per_element(info, sample, reference, device_out, atol, rtol, unsettle
         return reference
     if atol is None or rtol is None:
         rtol, atol = _default_tolerance(reference.dtype)
-    device = device_out.detach().cpu().reshape(-1)
-    # flat positions, in the order of the elements (a 0-d output is one of one)
-    wrong = (~torch.isclose(device, reference.reshape(-1), rtol=rtol, atol=atol,
-                            equal_nan=True)).nonzero().reshape(-1)
+    device = device_out.detach().cpu()
+    wrong = (~torch.isclose(device, reference, rtol=rtol, atol=atol, equal_nan=True)).nonzero()
     if not len(wrong) or len(wrong) > MAX_SCALAR_CALLS:
         return reference
     broadcast = broadcast_operands(sample, reference.shape)
     if broadcast is None:
         return reference
     operands, positions = broadcast
-    flat = [t.reshape(-1) for t in operands]
+    merged = reference.clone()
     with warnings.catch_warnings(), (without_onednn() if mac_loops else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
-        answers = scalar_loop_answers(info, sample, flat, positions, [(p,) for p in wrong.tolist()])
-    if any(scalar is None for _, scalar in answers):
-        return reference              # an element the scalar loop gives no one answer for
-    values = torch.stack([scalar.reshape(()) for _, scalar in answers]).to(reference.dtype)
-    taken = torch.isclose(device[wrong], values, rtol=rtol, atol=atol, equal_nan=True)
-    merged = reference.reshape(-1).clone()
-    merged[wrong[taken]] = values[taken]
-    if unsettled is not None:
-        for k in taken.nonzero().reshape(-1).tolist():
-            shown = tuple(float(t.reshape(())) for t in answers[k][0])
-            unsettled.append((shown if len(shown) > 1 else shown[0],
-                              float(reference.reshape(-1)[wrong[k]]), float(values[k])))
-    merged = merged.reshape(reference.shape)
+        for index in wrong.tolist():
+            at = tuple(index)
+            one, scalar = one_element_answer(info, sample, operands, positions, at)
+            if scalar is None:
+                return reference
+            value = scalar.to(reference.dtype)
+            if bool(torch.isclose(device[at], value, rtol=rtol, atol=atol, equal_nan=True)):
+                merged[at] = value
+                if unsettled is not None:
+                    shown = tuple(float(t.reshape(())) for t in one)
+                    unsettled.append((shown if len(shown) > 1 else shown[0],
+                                      float(reference[at]), float(value)))
     return merged
 
 

@@ -668,10 +668,8 @@ def _record_dtype(env: str, info, dtype) -> None:
 
 # the scalar loop's answers are recorded for every element of a reference-input sample of at
 # most this many elements (edges.either_per_element asks for the mismatching ones); a larger
-# sample that needs them sends the run the op_db way. 128 x 128: the reference inputs' large
-# tensor of NaNs and infinities (hardshrink_backward's two-way values), 2341 calls of
-# edges.SCALAR_RUN elements
-SCALAR_RECORD_LIMIT = 128 * 128
+# sample that needs them sends the run the op_db way
+SCALAR_RECORD_LIMIT = 4096
 
 
 def _record_rows(env: str, info, dtype, ctx: RunContext, rows: str) -> None:
@@ -771,19 +769,23 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
     if ref.numel() > SCALAR_RECORD_LIMIT:
         out["scalar"] = "too large"
         return out
+    values = torch.zeros(ref.shape, dtype=ref.dtype)
+    ok = torch.zeros(ref.shape, dtype=torch.bool)
+    shown = torch.zeros((len(operands),) + tuple(ref.shape), dtype=torch.float64)
     mac_loops = getattr(sample, edges.MAC_LOOPS, False)
     with warnings.catch_warnings(), (edges.without_onednn() if mac_loops else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
-        answers = edges.scalar_loop_answers(info, sample, [t.reshape(-1) for t in operands],
-                                            positions, [(p,) for p in range(ref.numel())])
-    ok = torch.tensor([scalar is not None for _, scalar in answers], dtype=torch.bool)
-    values = torch.stack([torch.zeros((), dtype=ref.dtype) if scalar is None
-                          else scalar.reshape(()).to(ref.dtype) for _, scalar in answers])
-    values, ok = values.reshape(ref.shape), ok.reshape(ref.shape)
-    try:        # each element's operands, as the two-way note shows them
-        shown = torch.stack([t.to(torch.float64) for t in operands])
-    except Exception as exc:
-        raise _unsupported(f"an operand of a reference input as a float: {exc}") from None
+        for at in (tuple(ix) for ix in torch.ones(ref.shape).nonzero().tolist()) if ref.dim() else [()]:
+            one, scalar = edges.one_element_answer(info, sample, operands, positions, at)
+            if scalar is None:
+                continue
+            values[at] = scalar.to(ref.dtype)
+            ok[at] = True
+            try:
+                for k, t in enumerate(one):
+                    shown[(k,) + at] = float(t.reshape(()))
+            except Exception as exc:
+                raise _unsupported(f"an operand of a reference input as a float: {exc}") from None
     out["scalar"] = enc.value(values, f"s{i}_scalar")
     out["scalar_ok"] = enc.value(ok, f"s{i}_scalar_ok")
     out["operands"] = enc.value(shown, f"s{i}_operands")
