@@ -968,12 +968,11 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
     found: list[tuple[str, int, str]] = []
     kernel_attr = "metal_kernel"
 
-    late: list[tuple[str, int, str]] = []
+    late_found: list[tuple[str, int, str]] = []     # said after the construct rules
 
-    def add(cursor, rule, **words):
+    def add(cursor, rule, late: bool = False, **words):
         file, line = namer.where(cursor.location)
-        (late if words.pop("late", False) else found).append(
-            (file, line, RULES[rule].format(spec=SPEC, **words)))
+        (late_found if late else found).append((file, line, RULES[rule].format(spec=SPEC, **words)))
 
     def address_space(t) -> int:
         try:
@@ -984,6 +983,11 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             m = re.search(r"address_space\((\d+)\)", t.get_canonical().spelling)
             return int(m.group(1)) if m else 0
 
+    def unqualified(t) -> bool:
+        """A pointer or reference type whose pointee has no address space, as clang spells it."""
+        return address_space(t.get_pointee()) == 0 and not re.search(
+            r"address_space|\b(device|constant|threadgroup)\b", t.spelling)
+
     def spelled_pointer(cursor) -> str | None:
         """`pointer` or `reference` where the declaration spells one with no address space
         (not one an `auto` or a typedef brings: those take their address space along)."""
@@ -991,8 +995,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
         kind = {ci.TypeKind.POINTER: "pointer", ci.TypeKind.LVALUEREFERENCE: "reference"}.get(t.kind)
         if kind is None or t.get_pointee().kind in (ci.TypeKind.FUNCTIONPROTO,
                                                     ci.TypeKind.FUNCTIONNOPROTO) \
-                or address_space(t.get_pointee()) != 0 or re.search(
-                r"address_space|\b(device|constant|threadgroup)\b", t.spelling):
+                or not unqualified(t):
             return None
         children = list(cursor.get_children())
         if any(c.kind == K.ANNOTATE_ATTR and c.spelling == "metal_thread" for c in children):
@@ -1043,10 +1046,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             if is_kernel:
                 for p in children:
                     if p.kind == K.PARM_DECL and p.type.kind in (
-                            ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE) and \
-                            address_space(p.type.get_pointee()) == 0 and \
-                            "address_space" not in p.type.spelling and not re.search(
-                                r"\b(device|constant|threadgroup)\b", p.type.spelling):
+                            ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE) and unqualified(p.type):
                         add(p, "kernel pointer", what=f"{p.type.spelling} {p.spelling}")
             for c in children:
                 visit(c, True, in_class, is_kernel)
@@ -1095,7 +1095,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
     skip_prefix = bool(cut) and all(f in known for f, _ in namer.lines[:cut]
                                     if f != namer.display and namer.checked(f))
     top(tu.cursor)
-    found += late
+    found += late_found
     for f in {f for f, _ in namer.lines} - set(known):
         if f != namer.display and namer.checked(f):
             _store_header_findings(f, version, [x for x in found if x[0] == f])
