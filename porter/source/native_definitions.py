@@ -98,13 +98,20 @@ def integers_copied(root: Path, stub: str) -> bool:
                 and "copy_(" in before and "return" in before)
 
 
-def stub_call(root: Path, stub: str, op: str | None = None) -> tuple[str, re.Match] | None:
+def native_sources(root: Path) -> list[tuple[Path, str]]:
+    """(path, text) of each native/*.cpp of the checkout, in name order."""
+    return [(path, path.read_text(encoding="utf-8", errors="replace"))
+            for path in sorted((Path(root) / co.NATIVE).glob("*.cpp"))]
+
+
+def stub_call(root: Path, stub: str, op: str | None = None,
+              sources: list[tuple[Path, str]] | None = None) -> tuple[str, re.Match] | None:
     """The first native/*.cpp text calling `stub(iter.device_type(), ...)`, with that call's match
     (up to the comma after the device type). With `op`, a call inside another op's structured
-    function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's."""
+    function is passed over: sub_out runs add_stub with -alpha, which is sub's call, not add's.
+    `sources`: native_sources(root), where the caller has read them already."""
     call = re.compile(rf"\b{re.escape(stub)}\s*\(\s*(?:\w+\.)?device_type\(\)\s*,")
-    texts = [path.read_text(encoding="utf-8", errors="replace")
-             for path in sorted((Path(root) / co.NATIVE).glob("*.cpp"))]
+    texts = [text for _, text in (sources if sources is not None else native_sources(root))]
     for text in texts:
         if stub not in text:
             continue
@@ -167,7 +174,8 @@ def device_dependent(root: Path, stub: str, op: str | None = None) -> tuple[str,
     `stub` (`TORCH_IMPL_FUNC(heaviside_out)`), or None: such code does on MPS what the CPU
     reference, run through the same function on the CPU, never does (a `result.neg_()` under
     `if (device_type() == kMPS)`), and what porter, which runs the kernel alone, never models."""
-    found = stub_call(root, stub, op)
+    sources = native_sources(root)
+    found = stub_call(root, stub, op, sources)
     if found is None:
         return None
     text, m = found
@@ -183,9 +191,8 @@ def device_dependent(root: Path, stub: str, op: str | None = None) -> tuple[str,
     at = head.end() + test.start()
     line_start = text.rfind("\n", 0, at) + 1
     line_end = text.find("\n", at)
-    path = next((p for p in sorted((Path(root) / co.NATIVE).glob("*.cpp"))
-                 if p.read_text(encoding="utf-8", errors="replace") == text), None)
-    name = f"{co.NATIVE}/{path.name}" if path is not None else co.NATIVE
+    path = next(p for p, t in sources if t is text)      # the text stub_call matched in
+    name = f"{co.NATIVE}/{path.name}"
     return name, text.count("\n", 0, at) + 1, text[line_start:line_end if line_end >= 0 else None].strip()
 
 
