@@ -24,21 +24,29 @@ def _git(root, *args):
                    capture_output=True)
 
 
-def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY, commit=True):
-    """heaviside and threshold ported on a branch, each in its commit (`commit=False`: threshold
-    left uncommitted, which `porter pr` does not describe)."""
+def _on_a_branch(root):
+    """The tree committed on `main`, and a branch `mps-ports` checked out for the ports."""
     git_init(root)
     _git(root, "branch", "-M", "main")
     _git(root, "checkout", "-q", "-b", "mps-ports")
-    assert porter("new-op", "heaviside", root=root).code == 0
+
+
+def _commit_all(root, message: str):
     _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "heaviside")
+    _git(root, "commit", "-qm", message)
+
+
+def _port_both(root, tmp_path, monkeypatch, threshold_body=THRESHOLD_BODY, commit=True):
+    """heaviside and threshold ported on a branch, each in its commit (`commit=False`: threshold
+    left uncommitted, which `porter pr` does not describe)."""
+    _on_a_branch(root)
+    assert porter("new-op", "heaviside", root=root).code == 0
+    _commit_all(root, "heaviside")
     ported = porter("migrate-from-mpsgraph", "threshold", "--body", threshold_body, "--no-test",
                     root=root)
     assert ported.code == 0, ported.err
     if commit:
-        _git(root, "add", "-A")
-        _git(root, "commit", "-qm", "threshold")
+        _commit_all(root, "threshold")
 
 
 def _test_verdicts(root, *ops, dtypes=()):
@@ -293,9 +301,7 @@ def test_pr_tests_the_commit_not_the_working_tree(real_root, tmp_path, monkeypat
     inputs do); the fix sits uncommitted. Before, porter pr tested the working tree and said
     every dtype passes, of a PR that sends the wrong functor. Now it tests HEAD apart: red,
     with a warning naming what it left out; committing the fix turns it green."""
-    git_init(real_root)
-    _git(real_root, "branch", "-M", "main")
-    _git(real_root, "checkout", "-q", "-b", "mps-ports")
+    _on_a_branch(real_root)
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     metal = real_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     right = metal.read_text()
@@ -354,12 +360,9 @@ def test_pr_of_a_green_backward_port_is_green_as_porter_test_says(real_root, tmp
     """One verdict: `porter pr threshold_backward` exited 1 ("shapes ...: not run: no shape
     sample reached a kernel") where `porter test` and the port command said green, because a
     backward op had no shapes row. It has one now, in every command."""
-    git_init(real_root)
-    _git(real_root, "branch", "-M", "main")
-    _git(real_root, "checkout", "-q", "-b", "mps-ports")
+    _on_a_branch(real_root)
     assert porter("migrate-from-mpsgraph", "threshold_backward", root=real_root).code == 0
-    _git(real_root, "add", "-A")
-    _git(real_root, "commit", "-qm", "threshold_backward")
+    _commit_all(real_root, "threshold_backward")
     code, tested = _test_verdicts(real_root, "threshold_backward")
     assert code == 0
     assert {(dtype, kind) for (_, dtype, kind) in tested} == {
