@@ -3,7 +3,8 @@
 Three things are held here, each parsed by libclang in the front end's Metal mode:
 1. every library call of the real code resolves: the installed wheel's c10/metal headers, the
    real-size tree's kernel files and, where a fetched upstream checkout is at hand
-   ($PORTER_UPSTREAM, else /work/scratch/upstream), upstream's kernel files, instantiated
+   ($PORTER_UPSTREAM: only where a developer names one, so CI's runs never read a
+   stray tree), upstream's kernel files, instantiated
    through their `REGISTER_*` lines, under every Metal version PyTorch builds;
 2. a table of calls Metal rejects, each beside its clean twin (a header that resolved too much,
    as porter's g++ shim does, turns the rejected rows green and fails here);
@@ -36,7 +37,7 @@ DATA = Path(__file__).parent / "data"
 MODE = FE_MODE if FE_MODE.is_file() else DATA / "frontend_mode_standin.h"
 NOT_EXECUTABLE = LIBRARY / "NOT_EXECUTABLE"
 VERSIONS = (310, 320, 400)
-UPSTREAM = Path(os.environ.get("PORTER_UPSTREAM", "/work/scratch/upstream"))
+UPSTREAM = Path(os.environ["PORTER_UPSTREAM"]) if os.environ.get("PORTER_UPSTREAM") else None
 
 # The front end's own text rewrites that plain clang needs before these files parse at all:
 # `[[host_name("..")]]` on an explicit instantiation (clang takes no attribute there), and
@@ -128,9 +129,9 @@ def test_every_c10_metal_header_of_the_wheel_resolves_its_library_calls(version)
 
 def _kernel_files() -> list[tuple[str, Path, Path]]:
     """(id, file, root): upstream's real kernel files, when a fetched checkout is at hand."""
-    kernels = UPSTREAM / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
-    if not (UPSTREAM / "READY").is_file():
+    if UPSTREAM is None or not (UPSTREAM / "READY").is_file():
         return []
+    kernels = UPSTREAM / "aten" / "src" / "ATen" / "native" / "mps" / "kernels"
     return [(p.name, p, UPSTREAM) for p in sorted(kernels.glob("*.metal"))]
 
 
@@ -154,7 +155,7 @@ def test_the_real_size_trees_kernel_files_resolve_every_library_call(real_root, 
 
 @pytest.mark.parametrize(("name", "path", "root"), _kernel_files() or
                          [pytest.param("-", None, None, marks=pytest.mark.skip(
-                             reason=f"no fetched upstream checkout at {UPSTREAM}"))])
+                             reason="no fetched upstream checkout ($PORTER_UPSTREAM)"))])
 @pytest.mark.parametrize("version", (310, 400))
 def test_upstreams_kernel_files_resolve_every_library_call(name, path, root, version):
     # upstream's c10/metal where the checkout has it, else the wheel's (as porter builds)
