@@ -55,6 +55,25 @@ def _map() -> dict[str, Callable]:
         "logit_backward": lambda g, x, a: _aten("logit_backward")(g, x, None if a < 0 else a),
         "softplus_backward": lambda g, x, p: _aten("softplus_backward")(g, x, *p),
         "leaky_relu_backward": lambda x, g, a: _aten("leaky_relu_backward")(g, x, a, False),
+        # upstream's ActivationKernel.metal: each kernel beside the op(s) whose stub runs it
+        "hardsigmoid": lambda x: F.hardsigmoid(x),
+        "hardsigmoid_backward": lambda g, x: _aten("hardsigmoid_backward")(g, x),
+        "hardswish": lambda x: F.hardswish(x),
+        "hardswish_backward": lambda g, x: _aten("hardswish_backward")(g, x),
+        "silu": lambda x: F.silu(x),
+        "silu_backward": lambda g, x: _aten("silu_backward")(g, x),
+        "log_sigmoid_forward": lambda x: F.logsigmoid(x),
+        # the CPU reads exp(-|x|) from the buffer log_sigmoid_forward filled (cpu/Activation.cpp);
+        # MPS's kernel computes it
+        "log_sigmoid_backward": lambda x, g: _aten("log_sigmoid_backward")(
+            g, x, torch.exp(-x.abs())),
+        # hardshrink_backward and softshrink_backward share the kernel: both keep the gradient
+        # where |x| > lambda
+        "shrink_backward": lambda g, x, a: _aten("hardshrink_backward")(g, x, a),
+        # (elu and elu_backward are left out: their params structs hold half and bool fields,
+        # which the check's scalar packing (torch_run.pack_alpha) does not lay out)
+        # glu's binary kernel takes the halves its host split the input into
+        "glu": lambda a, b: F.glu(torch.stack([a, b]), 0)[0],
         # binary
         "zeta": _special("zeta"),
         "xlog1py": _special("xlog1py"),
@@ -137,6 +156,7 @@ ALPHAS = {
     "hardshrink": 0.5, "softshrink": 0.5, "leaky_relu": 0.125, "softplus": (2.0, 3.0),
     "threshold": (0.5, -1.0), "logit": 0.125,
     "logit_backward": 0.125, "softplus_backward": (2.0, 3.0), "leaky_relu_backward": 0.125,
+    "shrink_backward": 0.5,
 }
 
 
