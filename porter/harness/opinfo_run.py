@@ -748,7 +748,9 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
 
     from porter.harness import edges
     out: dict = {"exact_rows": src._exact_rows}
-    wide = src.wide_reference(sample)
+    # the float64 value stands beside a floating output only (porter.harness.mismatches,
+    # lost_precision): an integer, bool or complex output's would be a third of its record
+    wide = src.wide_reference(sample) if ref.dtype.is_floating_point else None
     out["wide"] = enc.value(wide.contiguous(), f"s{i}_wide") if wide is not None else None
     other = getattr(sample, edges.TWO_WAYS, None)
     out["other"] = enc.value(other.to(ref.dtype).contiguous(), f"s{i}_other") \
