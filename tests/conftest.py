@@ -112,10 +112,10 @@ def porter_cache(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PORTER_CACHE_DIR", str(cache))
         mp.delenv("PORTER_REFCACHE_DIR", raising=False)
-        # room for every op the suite records: under the user's default (512 MB, a few binary
+        # room for every op the suite records: under a user's limit (then 512 MB, a few binary
         # ops' full verdicts) later tests evicted and recorded again what earlier ones had
-        # (3 port test files: 251 s at the default, 215 s with room, 2.5 GB recorded). A test
-        # of the limit sets its own.
+        # (3 port test files: 251 s at 512 MB, 215 s with room, 2.5 GB recorded). A test of the
+        # limit sets its own.
         mp.setenv("PORTER_REFCACHE_MB", os.environ.get("PORTER_REFCACHE_MB", "6144"))
         # a test's output is a pipe: no terminal width, whatever the shell (or an xdist worker)
         # carries; a test of the width sets COLUMNS itself

@@ -20,7 +20,7 @@ Layout under `porter.runtime.cache_dir.cache_dir("references")` (or $PORTER_REFC
 `ref-<key>.ref` (one OpInfo, dtype and kind of rows: samples, references, meta; the format is
 save_refs'), `files.json` (content hashes of the torch sources by stat, so a warm run hashes
 nothing). Entries are used least-recently first evicted once the directory
-passes `PORTER_REFCACHE_MB` (default 512); `porter cache clear` empties it.
+passes `PORTER_REFCACHE_MB` (default 2048); `porter cache clear` empties it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
 
 FORMAT = "porter-refcache-v5"   # v5: records in REF_SUFFIX files, no longer .npz
-DEFAULT_LIMIT_MB = 512
+# a binary op's full verdict records about 220 MB (heaviside, every dtype): at 512 MB a user
+# porting three such ops recorded each again on every switch between them
+DEFAULT_LIMIT_MB = 2048
 # porter modules whose code decides what is recorded, or how a recorded sample is judged
 _PORTER_SOURCES = ("harness/opinfo_run.py", "harness/cached_run.py", "harness/refcache.py",
                    "harness/verdicts.py", "harness/opdb.py", "harness/devices.py",
