@@ -166,16 +166,48 @@ def output_dtype(opinfo, sample):
     """The dtype the op's meta function gives the output (bool for logical ops, float for
     int->float math): the host looks the kernel up by it. None when it cannot be told."""
     import torch
+    key = _meta_key(opinfo, sample)
+    if key is not None and key in _META_DTYPES:
+        return _META_DTYPES[key]
     for device in ("meta", "cpu"):
         try:
             moved = to_device(sample, device)
             out = opinfo(moved.input, *moved.args, **moved.kwargs)
         except Exception:
             continue
-        if isinstance(out, torch.Tensor):
-            return out.dtype
-        return None
+        dtype = out.dtype if isinstance(out, torch.Tensor) else None
+        if device == "meta" and key is not None:
+            _META_DTYPES[key] = dtype
+        return dtype
     return None
+
+
+# The meta function's answer by what it sees, which is never a tensor's values: each sample of a
+# run asks once per source, and most share their dtypes and shapes (about 1 ms a call). A CPU
+# answer (the meta function failed) is not kept: it may depend on the values.
+_META_DTYPES: dict = {}
+
+
+def _meta_key(opinfo, sample):
+    """(the op, each operand's dtype and shape, each other argument as it is), or None where
+    an argument is not one the key can spell exactly."""
+    import torch
+
+    def spell(x):
+        if isinstance(x, torch.Tensor):
+            return ("tensor", x.dtype, tuple(x.shape), x.requires_grad)
+        if x is None or isinstance(x, (bool, int, float, complex, str, torch.dtype)):
+            return (type(x).__name__, x)
+        if isinstance(x, (list, tuple)):
+            items = tuple(spell(v) for v in x)
+            return None if None in items else (type(x).__name__, items)
+        return None
+
+    parts = [spell(sample.input), spell(tuple(sample.args)),
+             spell(tuple(sorted(sample.kwargs.items())))]
+    if None in parts:
+        return None
+    return (id(opinfo), opinfo.name, getattr(opinfo, "variant_test_name", ""), *parts)
 
 
 class TorchSample:
