@@ -8,8 +8,9 @@ file is checked by every build), and instantiates only its own registrations: th
 instantiates its functor, only for the names of the piece.
 
 A piece's key is the file with the struct of every functor it does not use blanked out: the
-functor's own text, the functors it names (`log_functor{}(x)`), and everything outside a
-functor (helpers, macros, registrations, includes). An edit of another functor leaves it alone;
+functor's own text, the functors it names (`log_functor{}(x)`), everything outside a functor
+(helpers, macros, registrations, includes) and the functors that outside code names (compiled
+into every piece). An edit of another functor leaves it alone;
 an edit outside every functor rebuilds every piece. Registrations whose functor is not a
 column-0 `struct NAME_functor` (a functor made by a macro) form one more piece, "the rest".
 """
@@ -72,16 +73,20 @@ def pieces(text: str) -> list[Piece]:
     bodies = {name: "\n".join(lines[a:b + 1]) for name, (a, b) in spans.items()}
     names = list(spans)
     size = -(-len(names) // MAX_PIECES)
+    # the functors the code outside every struct names (a hand-written kernel template calling
+    # `glu_functor{}(..)`, a macro's functor): that code is compiled into every piece, and with
+    # it an inline copy of each such functor, so each is in every piece's key. Otherwise an
+    # edit of one leaves the other pieces' stale copies in the library, and the linker may keep
+    # one of them: the old code runs, green.
+    outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
+    named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
+    everywhere = set().union(*(_closure(n, bodies) for n in named)) if named else set()
     out = []
     for k in range(0, len(names), size):
         chunk = tuple(names[k:k + size])
-        keep = set().union(*(_closure(n, bodies) for n in chunk))
+        keep = set().union(everywhere, *(_closure(n, bodies) for n in chunk))
         out.append(Piece(chunk, _masked(lines, spans, keep), frozenset(keep)))
-    # the rest's functors come from macros outside every struct; the structs they name count
-    outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
-    named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
-    keep = set().union(*(_closure(n, bodies) for n in named)) if named else set()
-    out.append(Piece((REST,), _masked(lines, spans, keep), frozenset(keep)))
+    out.append(Piece((REST,), _masked(lines, spans, everywhere), frozenset(everywhere)))
     return out
 
 

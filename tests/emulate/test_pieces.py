@@ -157,3 +157,58 @@ def test_a_non_inline_function_outside_the_functors_builds_in_pieces(
     assert len(groups.pieces(text)) > 2
     lib = build_source(text, "BinaryKernel.metal", root)
     assert lib.build_errors() == [] and all(r.built for r in lib.registrations)
+
+
+# A hand-written kernel template outside every functor that calls one (upstream's glu_dense
+# calls glu_functor): it is compiled into every piece, each with an inline copy of the functor.
+HAND_WRITTEN = """
+template <typename T>
+kernel void hypot_twice(
+    device T* out [[buffer(0)]],
+    constant T* a [[buffer(1)]],
+    uint i [[thread_position_in_grid]]) {
+  out[i] = hypot_functor{}(a[i], a[i]);
+}
+
+#define REGISTER_HYPOT_TWICE(DTYPE)                                    \\
+  template [[host_name("hypot_twice_" #DTYPE)]] kernel void            \\
+  hypot_twice<DTYPE>(                                                  \\
+      device DTYPE * out [[buffer(0)]],                                \\
+      constant DTYPE * a [[buffer(1)]],                                \\
+      uint i [[thread_position_in_grid]]);
+
+REGISTER_HYPOT_TWICE(float);
+"""
+
+
+def test_a_functor_that_code_outside_the_functors_calls_is_in_every_pieces_key(fixture_root):
+    text = _binary(fixture_root) + HAND_WRITTEN
+    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    before, after = groups.pieces(text), groups.pieces(edited)
+    # every piece's object holds hypot's code: every key changes with its body
+    assert all(a.key_text != b.key_text for a, b in zip(before, after)), \
+        [p.name for p, q in zip(before, after) if p.key_text == q.key_text]
+    assert all("hypot" in p.covers for p in before)
+    # without such code, an edit of hypot leaves the other pieces' keys alone
+    plain = groups.pieces(_binary(fixture_root))
+    changed = groups.pieces(_edit_body(_binary(fixture_root), "hypot", "{", "{  // an edit"))
+    assert sum(a.key_text != b.key_text for a, b in zip(plain, changed)) == 1
+
+
+def test_an_edited_functor_that_outside_code_calls_runs_its_new_code(fixture_root, own_cache,
+                                                                     tmp_path):
+    """Wrong on purpose, after a warm build: a stale inline copy of hypot in another piece's
+    cached object would be what the linker keeps, and the old body would run green."""
+    text = _binary(fixture_root) + HAND_WRITTEN
+    path = tmp_path / "BinaryKernel.metal"
+    path.write_text(text)
+    results, _ = check_tree(fixture_root, [path])
+    assert {r.status for r in results if r.kernel == "hypot"} == {"matched"}
+    start, end = groups.functor_spans(text)["hypot"]
+    lines = text.split("\n")
+    body = "\n".join(lines[start:end + 1])
+    lines[start:end + 1] = re.sub(r"return[^;]*;", "return static_cast<T>(a + b);", body).split("\n")
+    path.write_text("\n".join(lines))
+    results, _ = check_tree(fixture_root, [path])
+    hypot = {r.status for r in results if r.kernel == "hypot"}
+    assert hypot == {"mismatched"}, hypot
