@@ -1,0 +1,51 @@
+"""An expectation list changed anywhere but its top-level literal in `mps_ops_modifier` is
+refused with the line (porter.harness.mps_expectations): porter reads the literals, a Mac's
+test applies every change, so an unread `ON_MPS_XFAILLIST["sign"] = [torch.float32]` made
+`porter test sign` green where a Mac reports an unexpected success (a reviewer's case)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from porter.errors import PorterError
+from porter.harness import mps_expectations
+
+torch = pytest.importorskip("torch")
+UPSTREAM = (Path(torch.__file__).parent / "testing/_internal/common_mps.py").read_text()
+ANCHOR = "        UNDEFINED_XFAILLIST: dict[str, list | None] = {"
+
+
+def test_upstreams_own_modifier_is_read_whole():
+    # its one change, `if sparse: UNIMPLEMENTED_XFAILLIST.update(..._SPARSE)`, is the sparse tests'
+    assert "UNIMPLEMENTED_XFAILLIST.update(UNIMPLEMENTED_XFAILLIST_SPARSE)" in UPSTREAM
+    assert len(mps_expectations.parse(UPSTREAM).entries) > 50
+
+
+@pytest.mark.parametrize("statement", [
+    '        UNIMPLEMENTED_XFAILLIST["sign"] = [torch.float32]',
+    '        if MACOS_VERSION < 27.0:\n            UNIMPLEMENTED_XFAILLIST["sign"] = [torch.float32]',
+    '        UNIMPLEMENTED_XFAILLIST.update({"sign": None})',
+    '        UNIMPLEMENTED_XFAILLIST["abs"].append(torch.float32)',
+    '        del UNIMPLEMENTED_XFAILLIST["abs"]',
+    '        UNIMPLEMENTED_XFAILLIST |= {"sign": None}',
+    '        if MACOS_VERSION < 27.0:\n            SKIPLIST = {"sign": None}',
+])
+def test_a_change_porter_does_not_read_is_refused_at_its_line(statement):
+    assert ANCHOR in UPSTREAM
+    text = UPSTREAM.replace(ANCHOR, statement + "\n" + ANCHOR, 1)
+    line = UPSTREAM[:UPSTREAM.index(ANCHOR)].count("\n") + 1
+    with pytest.raises(PorterError) as err:
+        mps_expectations.parse(text)
+    assert err.value.line in (line, line + 1), (err.value.line, line)
+    assert "does not read: write the entry inside the" in str(err.value)
+
+
+@pytest.mark.parametrize("statement", [
+    '        found = UNIMPLEMENTED_XFAILLIST.get("abs")',        # a read
+    '        if sparse:\n            UNIMPLEMENTED_XFAILLIST.update({"abs": None})',
+])
+def test_reads_and_the_sparse_tests_changes_are_accepted(statement):
+    text = UPSTREAM.replace(ANCHOR, statement + "\n" + ANCHOR, 1)
+    assert mps_expectations.parse(text).entries
