@@ -31,6 +31,8 @@ def test_upstreams_own_modifier_is_read_whole():
     '        del UNIMPLEMENTED_XFAILLIST["abs"]',
     '        UNIMPLEMENTED_XFAILLIST |= {"sign": None}',
     '        if MACOS_VERSION < 27.0:\n            SKIPLIST = {"sign": None}',
+    # a list defined empty and filled by a statement
+    '        EMPTY_XFAILLIST: dict = {}\n        EMPTY_XFAILLIST["sign"] = None',
 ])
 def test_a_change_porter_does_not_read_is_refused_at_its_line(statement):
     assert ANCHOR in UPSTREAM
