@@ -55,19 +55,26 @@ def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache
     assert [key(r) for r in lib.registrations] == [key(r) for r in whole.registrations]
 
 
-def test_the_edited_functor_runs_its_new_code(fixture_root, own_cache, tmp_path):
-    """Wrong on purpose: hypot's body edited to a + b; hypot fails, the cached pieces match."""
-    text = _binary(fixture_root)
+def _checked_before_and_after_wrong_hypot(fixture_root, tmp_path, text):
+    """`emulate check`'s results for `text`, then (on the warm cache) for it with hypot's body
+    edited to a + b: wrong on purpose."""
     path = tmp_path / "BinaryKernel.metal"
     path.write_text(text)
-    results, _ = check_tree(fixture_root, [path])
-    assert {r.status for r in results} == {"matched"}
+    before, _ = check_tree(fixture_root, [path])
     start, end = groups.functor_spans(text)["hypot"]
     lines = text.split("\n")
     body = "\n".join(lines[start:end + 1])
     lines[start:end + 1] = re.sub(r"return[^;]*;", "return static_cast<T>(a + b);", body).split("\n")
     path.write_text("\n".join(lines))
-    results, _ = check_tree(fixture_root, [path])
+    after, _ = check_tree(fixture_root, [path])
+    return before, after
+
+
+def test_the_edited_functor_runs_its_new_code(fixture_root, own_cache, tmp_path):
+    """Wrong on purpose: hypot's body edited to a + b; hypot fails, the cached pieces match."""
+    before, results = _checked_before_and_after_wrong_hypot(fixture_root, tmp_path,
+                                                            _binary(fixture_root))
+    assert {r.status for r in before} == {"matched"}
     failed = {(r.kernel, r.status) for r in results if r.status != "matched"}
     assert failed == {("hypot", "mismatched")}
 
@@ -199,16 +206,8 @@ def test_an_edited_functor_that_outside_code_calls_runs_its_new_code(fixture_roo
                                                                      tmp_path):
     """Wrong on purpose, after a warm build: a stale inline copy of hypot in another piece's
     cached object would be what the linker keeps, and the old body would run green."""
-    text = _binary(fixture_root) + HAND_WRITTEN
-    path = tmp_path / "BinaryKernel.metal"
-    path.write_text(text)
-    results, _ = check_tree(fixture_root, [path])
-    assert {r.status for r in results if r.kernel == "hypot"} == {"matched"}
-    start, end = groups.functor_spans(text)["hypot"]
-    lines = text.split("\n")
-    body = "\n".join(lines[start:end + 1])
-    lines[start:end + 1] = re.sub(r"return[^;]*;", "return static_cast<T>(a + b);", body).split("\n")
-    path.write_text("\n".join(lines))
-    results, _ = check_tree(fixture_root, [path])
+    before, results = _checked_before_and_after_wrong_hypot(
+        fixture_root, tmp_path, _binary(fixture_root) + HAND_WRITTEN)
+    assert {r.status for r in before if r.kernel == "hypot"} == {"matched"}
     hypot = {r.status for r in results if r.kernel == "hypot"}
     assert hypot == {"mismatched"}, hypot
