@@ -148,10 +148,13 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
         return None
     exp = Expectations(path=rel, text=text)
     complex_ops: set[str] | None = None
+    lists: set[str] = set()     # every list the modifier defines, an empty one too
     for stmt in func.body:
         target, value = _assignment(stmt)
         if target is None:
             continue
+        if _kind(target, grad=modifier == GRAD_MODIFIER) or target.endswith("SUPPORTED_COMPLEX_OPS"):
+            lists.add(target)
         if isinstance(value, ast.Set) and target.endswith("SUPPORTED_COMPLEX_OPS"):
             # AFTER_MACOS_14_0_SUPPORTED_COMPLEX_OPS (older trees) is unioned upstream too
             complex_ops = (complex_ops or set()) | {
@@ -171,10 +174,6 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
                 macos_before=(int(macos.group(1)), int(macos.group(2))) if macos else None))
     exp.complex_supported = frozenset(complex_ops) if complex_ops is not None else None
     exp.gates = _gates(func)
-    # every list the modifier defines, an empty one too (`ON_MPS_XFAILLIST = {}` filled later)
-    lists = {name for name, _ in map(_assignment, func.body)
-             if name and (_kind(name, grad=modifier == GRAD_MODIFIER)
-                          or name.endswith("SUPPORTED_COMPLEX_OPS"))}
     _refuse_unread_changes(func, lists, rel)
     return exp
 
