@@ -57,6 +57,16 @@ SPEC = "Metal Shading Language Specification"
 # new and delete, noexcept, goto, register, thread_local, virtual functions, exception
 # handling"), §2.1 (scalar types: no double, no long long), §4.2 (program-scope variables are
 # in `constant`), §5.1 (kernel pointer arguments carry an address space).
+# C++'s and clang's type keywords that are not Metal's (§2.1 names the language's whole set of
+# scalar types: bool, char, uchar, short, ushort, int, uint, long, ulong, half, bfloat, float):
+# the complement of a closed list, so a type keyword porter has not listed is still clang's error
+# or one of these, never accepted by default
+FOREIGN_TYPES = ("wchar_t", "char8_t", "char16_t", "char32_t", "__int128", "__int128_t",
+                 "__uint128_t", "__float128", "__ibm128", "_Float16", "__fp16", "__bf16",
+                 "_Float32", "_Float32x", "_Float64", "_Float64x", "_Float128", "_Complex",
+                 "__complex__", "_Imaginary", "_BitInt", "_ExtInt", "_Accum", "_Fract", "_Sat",
+                 "_Decimal32", "_Decimal64", "_Decimal128", "__int64", "__int32", "__int16",
+                 "__int8")
 RULES = {
     "lambda": "lambda expressions are not supported before Metal 4.0 ({spec} §1.5.4; "
               "PyTorch builds its kernels for Metal 3.1)",
@@ -70,6 +80,15 @@ RULES = {
     "thread_local": "Metal has no `thread_local` ({spec} §1.5.4)",
     "double": "Metal has no `double` (use float; {spec} §2.1)",
     "long long": "Metal has no `long long` (Metal's `long` is 64 bits; {spec} §2.1)",
+    "asm": "Metal has no inline assembly (`asm`: the language of {spec} has none, so a Mac "
+           "building it is not proven)",
+    "builtin": "Metal's library has no clang builtin (`__builtin_*`): a Mac building one is "
+               "not proven (call Metal's function, <metal_stdlib>; {spec} §6)",
+    "static member": "Metal has no static data member outside the `constant` address space "
+                     "(it is a program-scope variable: `static constexpr constant T name = ...;`; "
+                     "{spec} §4.2)",
+    "variadic": "Metal has no C variadic function (`...` parameters; Metal has no va_list, so a "
+                "Mac building it is not proven; a template parameter pack is Metal's way)",
     "static": "Metal has no static local variable outside the `constant` address space "
               "(`constant T name = ...;`, or a plain local; {spec} §4.2)",
     "program scope": "Metal has no program-scope variable outside the `constant` address space "
@@ -91,6 +110,9 @@ RULES = {
                       "metallib are linked together and a kernel name must be unique ({spec} "
                       "§5.1.1, host_name)",
 }
+RULES.update({t: f"Metal has no `{t}` (its scalar types are bool, char, uchar, short, ushort, "
+                 "int, uint, long, ulong, half, bfloat and float; {spec} §2.1)"
+              for t in FOREIGN_TYPES})
 # Not rules, and why (docs/testing.md says so too): recursion and function pointers. The
 # C++14 list of §1.5.4 no longer names them (function pointers and recursive calls came with
 # Metal 2.3/2.4): upstream's c10/metal/special_math.h has a template that calls itself
@@ -363,7 +385,10 @@ _KERNEL_ATTR = re.compile(r"\[\[\s*kernel\s*\]\]")
 _AS = r"__attribute__\(\(address_space\([23]\)\)\)"
 # a `threadgroup`/`constant` object (not a pointer or reference to one) opening a statement
 _AS_OBJECT = re.compile(rf"(^|[;{{}}])([ \t]*)((?:(?:constexpr|const)\s+)*{_AS}(?:\s+(?:constexpr|const))*\s+[^;*&()]*?[\[=;])", re.M)
-_NO_SUCH_TYPE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\b(double|long\s+long|std(?=\s*::)|(?<=namespace)\s+std\b)')
+# a string literal (skipped), or what the spelling alone says is not Metal
+_NO_SUCH_TYPE = re.compile(
+    r'"(?:[^"\\\n]|\\.)*"|\b(double|long\s+long|std(?=\s*::)|(?<=namespace)\s+std\b|'
+    r"asm\b|__asm__|__asm\b|__builtin_\w+|" + "|".join(rf"{t}\b" for t in FOREIGN_TYPES) + ")")
 _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -461,12 +486,16 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
         first = line - text.count("\n") - 1
         # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
         # template argument): §2.1's scalar types are the language's whole set
-        if "double" in text or "long" in text or "std" in text:
+        if "double" in text or "long" in text or "std" in text or "_" in text or "asm" in text:
             for m in _NO_SUCH_TYPE.finditer(text):
                 if m.group(1):
+                    word = m.group(1)
                     types.append((file, first + text.count("\n", 0, m.start()),
-                                  "double" if "double" in m.group(1) else
-                                  "long long" if "long" in m.group(1) else "std"))
+                                  "double" if "double" in word else
+                                  "long long" if "long" in word else
+                                  "asm" if "asm" in word else
+                                  "builtin" if word.startswith("__builtin_") else
+                                  word if word in RULES else "std"))
         if "host_name" in text:
             def host(match):
                 at = first + text.count("\n", 0, match.start())
@@ -653,14 +682,12 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     names = template_names(pre)
     base = rewrite(pre, names) if "host_name" not in pre else None
     if base is not None:            # no registration: one parse says it all
-        rows: list[int] = []
+        rows: list[tuple[int, ...]] = []
     else:
         # a registration is a line of the kernel file whose macro expansion names a kernel
-        positions = _positions(raw)
-        rows = [i for i, (f, _) in enumerate(positions)
-                if f == display_path and "host_name" in raw[i] and not raw[i].startswith("# ")]
+        rows = _registrations(raw, _positions(raw), display_path)
         blank = list(raw)
-        for i in rows:
+        for i in (i for group in rows for i in group):
             blank[i] = ""
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
@@ -697,6 +724,44 @@ def _positions(raw: list[str]) -> list[tuple[str, int]]:
     return out
 
 
+def _registrations(raw: list[str], positions: list[tuple[str, int]],
+                   display_path: str) -> list[tuple[int, ...]]:
+    """The kernel file's registrations, each the lines (indexes in the preprocessed text) of
+    one `[[host_name]]` declaration. A macro's expansion is one line; an instantiation written
+    out by hand (`template [[host_name("x")]] kernel void f<float>(` and its parameters on the
+    next lines) runs to its `;`, or through its body where it has one."""
+    out, i = [], 0
+    while i < len(raw):
+        if positions[i][0] != display_path or "host_name" not in raw[i] or \
+                raw[i].startswith("# "):
+            i += 1
+            continue
+        group, depth, done = [i], 0, False
+        at = raw[i].find("host_name")
+        text = raw[i][max(raw[i].rfind("[[", 0, at), 0):]
+        while True:
+            for c in text:
+                if c in "([{":
+                    depth += 1
+                elif c in ")]}":
+                    depth -= 1
+                    done = depth == 0 and c == "}"
+                elif c == ";" and depth == 0:
+                    done = True
+                if done:
+                    break
+            # a line marker inside the declaration (a macro in its parameters) ends it too
+            after = group[-1] + 1
+            if done or after >= len(raw) or raw[after].startswith("# ") or \
+                    positions[after][0] != display_path or "host_name" in raw[after]:
+                break
+            group.append(after)
+            text = raw[after]
+        out.append(tuple(group))
+        i = group[-1] + 1
+    return out
+
+
 def _functors_named(row: str) -> tuple[str, ...]:
     """The `NAME_functor`s a registration's expansion names (a scan for "_functor": a regex
     with a leading \\w+ costs seconds on upstream's 2 MB of expanded registrations)."""
@@ -713,7 +778,7 @@ def _functors_named(row: str) -> tuple[str, ...]:
 
 
 def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: list[str],
-            rows: list[int]) -> list[_Piece]:
+            rows: list[tuple[int, ...]]) -> list[_Piece]:
     from porter.emulate import groups
 
     spans = groups.functor_spans(text)
@@ -724,8 +789,9 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
                      flags=re.M)
     named = [n for n in dict.fromkeys(re.findall(r"\b(\w+)_functor\b", outside)) if n in spans]
     by_functors: dict[tuple[str, ...], list[int]] = {}
-    for i in rows:
-        by_functors.setdefault(_functors_named(raw[i]), []).append(i)
+    for group in rows:
+        by_functors.setdefault(_functors_named("\n".join(raw[i] for i in group)),
+                               []).extend(group)
     common = hashlib.sha256(f"frontend-piece1\0{display_path}\0{root}\0{version}\0".encode())
     common.update(_mode_digest().encode() + _headers_digest(root).encode())
     out = []
@@ -988,12 +1054,21 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
         return address_space(t.get_pointee()) == 0 and not re.search(
             r"address_space|\b(device|constant|threadgroup)\b", t.spelling)
 
+    def type_kind(t):
+        """The type's kind, or None for one this binding has no name for (clang's `_Float16`
+        is kind 32 to the wheel's cindex.py, which raises on it)."""
+        try:
+            return t.kind
+        except ValueError:
+            return None
+
     def spelled_pointer(cursor) -> str | None:
         """`pointer` or `reference` where the declaration spells one with no address space
         (not one an `auto` or a typedef brings: those take their address space along)."""
         t = cursor.type
-        kind = {ci.TypeKind.POINTER: "pointer", ci.TypeKind.LVALUEREFERENCE: "reference"}.get(t.kind)
-        if kind is None or t.get_pointee().kind in (ci.TypeKind.FUNCTIONPROTO,
+        kind = {ci.TypeKind.POINTER: "pointer",
+                ci.TypeKind.LVALUEREFERENCE: "reference"}.get(type_kind(t))
+        if kind is None or type_kind(t.get_pointee()) in (ci.TypeKind.FUNCTIONPROTO,
                                                     ci.TypeKind.FUNCTIONNOPROTO) \
                 or not unqualified(t):
             return None
@@ -1031,7 +1106,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             add(cursor, "new", what="delete")
         elif kind in (K.CXX_TYPEID_EXPR, K.CXX_DYNAMIC_CAST_EXPR):
             add(cursor, "rtti", what="typeid" if kind == K.CXX_TYPEID_EXPR else "dynamic_cast")
-        elif kind == K.UNEXPOSED_EXPR and cursor.type.kind == ci.TypeKind.VOID:
+        elif kind == K.UNEXPOSED_EXPR and type_kind(cursor.type) == ci.TypeKind.VOID:
             pass
         if kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE, K.CONSTRUCTOR,
                     K.DESTRUCTOR, K.CONVERSION_FUNCTION):
@@ -1041,11 +1116,15 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                 add(cursor, "noexcept")
             if kind == K.CXX_METHOD and cursor.is_virtual_method():
                 add(cursor, "virtual")
+            if kind != K.FUNCTION_TEMPLATE and \
+                    type_kind(cursor.type) == ci.TypeKind.FUNCTIONPROTO and \
+                    cursor.type.is_function_variadic():
+                add(cursor, "variadic")
             children = list(cursor.get_children())
             is_kernel = any(c.kind == K.ANNOTATE_ATTR and c.spelling == kernel_attr for c in children)
             if is_kernel:
                 for p in children:
-                    if p.kind == K.PARM_DECL and p.type.kind in (
+                    if p.kind == K.PARM_DECL and type_kind(p.type) in (
                             ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE) and unqualified(p.type):
                         add(p, "kernel pointer", what=f"{p.type.spelling} {p.spelling}")
             for c in children:
@@ -1060,9 +1139,10 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             space = address_space(cursor.type)
             if in_function and storage == ci.StorageClass.STATIC and space not in (2, 3):
                 add(cursor, "static")
-            elif not in_function and not in_class and space != 2 and \
-                    storage != ci.StorageClass.EXTERN:
+            elif not in_function and not in_class and space != 2:
                 add(cursor, "program scope")
+            elif not in_function and in_class and space != 2:
+                add(cursor, "static member")
         class_like = kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE,
                               K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
         for c in cursor.get_children():

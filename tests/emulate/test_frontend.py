@@ -71,6 +71,16 @@ IN_FUNCTOR = [
     ("int n = int(x) + 2; float buf[n]; buf[0] = 0; (void)buf;",
      "variable-length array"),
     ("thread float buf[sizeof(T) > 2 ? int(x) : 2]; (void)buf;", "variable-length array"),
+    # C++'s and clang's types that are not among §2.1's (each builds under g++ and clang)
+    ("__float128 w = x; (void)w;", "Metal has no `__float128`"),
+    ("__int128 n = 1; (void)n;", "Metal has no `__int128`"),
+    ("wchar_t c = 1; (void)c;", "Metal has no `wchar_t`"),
+    ("char16_t c = 1; (void)c;", "Metal has no `char16_t`"),
+    ("_Complex float z = x; (void)z;", "Metal has no `_Complex`"),
+    ("_Float16 h = x; (void)h;", "Metal has no `_Float16`"),
+    # not in the language the specification describes: not proven on a Mac
+    ("asm volatile(\"\");", "Metal has no inline assembly"),
+    ("float y = __builtin_expf(float(x)); (void)y;", "Metal's library has no clang builtin"),
 ]
 
 FILE_LEVEL = [
@@ -93,6 +103,14 @@ FILE_LEVEL = [
     ("static float planted_calls;", "Metal has no program-scope variable"),
     ("constexpr float planted_table[2] = {1.0f, 2.0f};", "Metal has no program-scope variable"),
     ("namespace planted { float scale = 2.0f; }", "Metal has no program-scope variable"),
+    ("extern float planted_scale;", "Metal has no program-scope variable"),
+    # a static data member is a program-scope variable too (Metal code spells
+    # `static constexpr constant T value = v;`, as MLX's integral_constant does)
+    ("struct planted_k { static constexpr float scale = 2.0f; };",
+     "Metal has no static data member outside the `constant` address space"),
+    ("template <typename T> struct planted_t { static const int n = 1; };",
+     "Metal has no static data member outside the `constant` address space"),
+    ("inline float planted_v(float x, ...) { return x; }", "Metal has no C variadic function"),
 ]
 
 
@@ -259,7 +277,7 @@ using namespace c10::metal;
 constexpr constant float half_pi = 1.5707963267948966;
 constant float quarter_table[2] = {0.25f, 0.5f};
 static inline float thrice(float x) { return 3 * x; }    // a static function, not a variable
-struct counted { static constexpr int arity = 1; static float one() { return 1; } };
+struct counted { static constexpr constant int arity = 1; static float one() { return 1; } };
 namespace helpers {
 constant constexpr float third = 1.0f / 3;
 inline float third_of(float x, float scale = 1.0f) { return x * third * scale; }
@@ -512,6 +530,13 @@ ISSUE_CLEAN = [
      "  constexpr half h = half(0.5);\n"
      "  return as_type<T>(U(as_type<U>(x) & (a | b))) * float(h);\n}\n"
      "inline float clean_t(float x) { return clean_s<float, uint>(x); }"),
+    ("a static data member in `constant`, an extern `constant` declaration, a parameter pack",
+     "struct clean_m2 { static constexpr constant float scale = 2.0f; };\n"
+     "extern constant float clean_e2;\n"
+     "template <typename... A> inline float clean_p2(float x, A... a) { return x; }\n"
+     "inline float clean_q2(float x) { return clean_p2(x, 1, 2) * clean_m2::scale; }\n"
+     "inline float clean_n2(float x) { return x > 0 ? x : NAN; }\n"
+     "inline float clean_i2(float x) { return x > 0 ? x : INFINITY; }"),
     ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
                                  "inline float clean_r(float x) { return [](float y) "
                                  "{ return y; }(x); }\n#endif"),
@@ -755,3 +780,37 @@ def test_the_enumeration_names_are_built_before_the_thread_pool_reads_them():
     for enum in (ci.ExceptionSpecificationKind, ci.CursorKind, ci.TypeKind):
         members = [m for m in enum._kinds if m is not None]
         assert members and all(m.__dict__.get("_name_map") for m in members), enum
+
+
+DIRECT = HEAD + """
+template <typename T>
+kernel void planted_direct(
+    device T* out [[buffer(0)]],
+    constant T* in [[buffer(1)]],
+    uint i [[thread_position_in_grid]]) {
+  out[i] = in[i] * 2;
+}
+
+template [[host_name("planted_direct_float")]] kernel void planted_direct<float>(
+    device float* out [[buffer(0)]],
+    constant float* in [[buffer(1)]],
+    uint i [[thread_position_in_grid]]);
+template [[host_name("planted_direct_half")]] kernel void planted_direct<half>(device half*, constant half*, uint);
+"""
+
+
+def test_an_instantiation_written_out_over_several_lines_builds_and_its_mistakes_do_not(own_tree):
+    # upstream writes its registrations through macros (one line each once expanded); a
+    # contributor may write one by hand, its parameters on the lines below it
+    rel = f"{KERNELS}/PlantedKernel.metal"
+    path = own_tree / rel
+    path.write_text(DIRECT)
+    assert _errors_of(own_tree, rel) == []
+    # a parameter list that matches no template is an error at the declaration's first line
+    path.write_text(DIRECT.replace("uint i [[thread_position_in_grid]]);",
+                                   "uint i [[thread_position_in_grid]], device int* x);"))
+    errors = _errors_of(own_tree, rel)
+    assert errors and errors[0].startswith(f"{rel}:13: explicit instantiation"), errors
+    # a pointer with no address space in the hand-written parameters is Metal's error too
+    path.write_text(DIRECT.replace("constant float* in [[buffer(1)]]", "float* in [[buffer(1)]]"))
+    assert _errors_of(own_tree, rel), "a float* parameter built"
