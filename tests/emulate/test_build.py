@@ -262,3 +262,22 @@ REGISTER_UNARY_OP(twice, float, float);
     assert errors == ["build error: helper.metal:16: expected '(' after 'if'",
                       "build error: helper.metal:14-21: expected '(' before 'NOT_A_MACRO'"], errors
     assert {r.name: r.built for r in lib.registrations} == {"neg": True, "twice": True}
+
+
+@pytest.mark.parametrize("planted", ["x > -lambda", "x < lambda"])
+def test_a_threshold_off_by_its_boundary_is_mismatched(fixture_root, tmp_path, planted):
+    """The check's inputs hold the exact values where kernels branch (±0.5 is shrink's
+    lambda here, ±3 hardswish's): random values never land on them, so `>` written for `>=`
+    was matched before."""
+    source = (fixture_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal").read_text()
+    right = "x >= -lambda && x <= lambda"
+    assert right in source
+    wrong = right.replace("x >= -lambda", planted) if planted.startswith("x >") else \
+        right.replace("x <= lambda", planted)
+    path = tmp_path / "ActivationKernel.metal"
+    path.write_text(source.replace(right, wrong))
+    results, _ = check_tree(fixture_root, [path])
+    shrink = [r for r in results if r.kernel == "hardshrink"]
+    assert shrink and all(r.status == "mismatched" for r in shrink), \
+        [(r.in_type, r.status) for r in shrink]
+    assert all(r.status == "matched" for r in results if r.kernel != "hardshrink")
