@@ -10,6 +10,7 @@ byte for byte, nothing can differ and they are not read.
 
 from __future__ import annotations
 
+import ast
 import filecmp
 from pathlib import Path
 
@@ -38,13 +39,121 @@ def notes(checkout, results, db) -> list[str]:
                          f"tested with {installed}, and a port plans its dtypes without one")
             continue
         planned = {d for d in mps_dtypes(opinfos) if not d.startswith("complex")}
-        if planned and planned != sent:
+        # a dtype the checkout sends and this run does not: unproven() says it
+        if planned and planned != sent and planned <= sent:
             where = f"{opinfos[0].path}:{opinfos[0].line}"
             found.append(f"the checkout's OpInfo for {name} ({where}) sends "
                          f"{', '.join(sorted(planned))} on MPS, {installed} sends "
                          f"{', '.join(sorted(sent))}: a port registers the checkout's, this run "
                          "tests the installed one's (build the checkout's torch to test its own)")
     return found
+
+
+def unproven(checkout, results, db) -> list[str]:
+    """The tested OpInfos whose decorators that can act on test_output_match on MPS (an
+    expectedFailure, a skip, a tolerance) differ between the checkout and the op database:
+    a Mac's test_mps.py applies the checkout's, this run the database's. Not proven, so never
+    green: a checkout's new `expectedFailure` for the op makes a Mac report an unexpected
+    success, a tolerance it drops makes a Mac strict where the run is loose."""
+    if checkout is None or getattr(db, "source", "") == "checkout":
+        return []
+    torch_path = getattr(db, "torch_path", None)
+    if not torch_path or same_sources(checkout, torch_path):
+        return []
+    from porter.source.opinfo_source import find
+
+    installed = Checkout(Path(torch_path).parent)
+    tested = {(r.name, getattr(r, "variant", "") or "") for r in results if not getattr(r, "via", None)}
+    found: list[str] = []
+    found += _untested_dtypes(checkout, results, db)
+    for name, variant in sorted(tested):
+        mine = [o for o in find(checkout, {name}) if not o.is_ref and o.variant_test_name == variant]
+        theirs = [o for o in find(installed, {name}) if not o.is_ref
+                  and o.variant_test_name == variant]
+        if not mine or not theirs:
+            continue        # no OpInfo in the checkout: notes() says so
+        ours, wheel = mps_decorators(mine[0].node), mps_decorators(theirs[0].node)
+        if [d for d, _ in ours] == [d for d, _ in wheel]:
+            continue
+        extra = [text for d, text in ours if d not in dict(wheel)]
+        gone = [text for d, text in wheel if d not in dict(ours)]
+        what = (f"the checkout adds `{_short(extra[0])}`" if extra else
+                f"the checkout lacks the installed one's `{_short(gone[0])}`")
+        label = name + (f" ({variant})" if variant else "")
+        found.append(f"the checkout's OpInfo for {label} ({mine[0].path}:{mine[0].line}) and the "
+                     f"installed torch {db.torch_version}'s differ in a decorator that acts on "
+                     f"test_output_match on MPS ({what}): a Mac applies the checkout's, this run "
+                     "the installed one's (build the checkout's torch, or install one whose "
+                     "OpInfo is the checkout's)")
+    return found
+
+
+def _untested_dtypes(checkout, results, db) -> list[str]:
+    """The dtypes the checkout's OpInfo sends on MPS that this run (the op database's OpInfo)
+    did not test: a Mac's test_mps.py runs them."""
+    from porter.source.opinfo_source import for_op, mps_dtypes
+
+    sent: dict[str, set[str]] = {}
+    for r in results:
+        if not (getattr(r, "reference", False) or getattr(r, "via", None)):
+            sent.setdefault(r.name, set()).update(d for d in r.supported
+                                                  if not d.startswith("complex"))
+    found = []
+    for name, tested in sent.items():
+        opinfos, _ = for_op(checkout, name.removeprefix("nn.functional.").replace(".", "_", 1))
+        planned = {d for d in mps_dtypes(opinfos) if not d.startswith("complex")}
+        missing = sorted(planned - tested) if opinfos else []
+        if missing:
+            found.append(f"the checkout's OpInfo for {name} ({opinfos[0].path}:{opinfos[0].line}) "
+                         f"sends {', '.join(missing)} on MPS, which the installed torch "
+                         f"{db.torch_version}'s does not, so this run did not test "
+                         f"{'it' if len(missing) == 1 else 'them'}: a Mac does (build the "
+                         "checkout's torch, or install one whose OpInfo is the checkout's)")
+    return found
+
+
+# a decorator that names a device other than MPS acts on that device's tests only (the words
+# porter.harness.opinfo_run reads at run time: skipCPUIfNoLapack, skipCUDAIfNoMagma)
+_OTHER_DEVICE = ("cpu", "cuda", "xpu", "rocm", "magma", "lapack", "cusolver", "tf32", "meta",
+                 "hpu", "mtia", "xla", "mkl")
+
+
+def mps_decorators(call: ast.Call) -> list[tuple[str, str]]:
+    """The decorators of an OpInfo call that can act on TestConsistency's test_output_match
+    on MPS, as (`ast.dump`, source) pairs, sorted: every DecorateInfo whose class, test and device are that
+    test's or not literals, and every bare decorator that names no other device."""
+    out = []
+    for kw in call.keywords:
+        if kw.arg not in ("decorators", "skips"):
+            continue
+        items = kw.value.elts if isinstance(kw.value, (ast.List, ast.Tuple)) else [kw.value]
+        for e in items:
+            if isinstance(e, ast.Call) and _callee(e) == "DecorateInfo":
+                kws = {k.arg: k.value for k in e.keywords}
+                place = [kws.get(k, e.args[i] if len(e.args) > i else None)
+                         for i, k in ((1, "cls_name"), (2, "test_name"), (3, "device_type"))]
+                allowed = ({"TestConsistency"}, {"test_output_match", "test_output_grad_match"},
+                           {"mps"})
+                if any(isinstance(n, ast.Constant) and n.value is not None and n.value not in ok
+                       for n, ok in zip(place, allowed)):
+                    continue
+            elif any(w in _callee(e).lower() for w in _OTHER_DEVICE):
+                continue
+            out.append((ast.dump(e), ast.unparse(e)))
+    return sorted(out)
+
+
+def _callee(node: ast.AST) -> str:
+    while isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _short(text: str) -> str:
+    """A decorator's source cut to a line."""
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def same_sources(checkout: Checkout, torch_path: str | None) -> bool:

@@ -79,6 +79,8 @@ def run(opts: Options) -> int:
     # file's own build, which a port needs, is not proven; never a green run
     header_gaps = backend.header_gaps() if hasattr(backend, "header_gaps") else []
     reference_gaps = list(opts.reference_gaps)
+    from porter.harness import opinfo_agreement
+    reference_gaps += opinfo_agreement.unproven(checkout, results, ctx.db)
     upstream_note = None
     if opts.upstream:
         from porter.harness import upstream
@@ -125,7 +127,6 @@ def run(opts: Options) -> int:
         meta["upstream_error"] = upstream_note
     if header_gaps or reference_gaps:
         meta["not_proven"] = header_gaps + reference_gaps
-    from porter.harness import opinfo_agreement
     source_notes = opinfo_agreement.notes(checkout, results, ctx.db)
     if source_notes:
         meta["opinfo_source"] = source_notes

@@ -50,6 +50,20 @@ def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
 
 
 @needs_cxx
+def test_a_dtype_the_checkout_sends_and_the_run_did_not_test_is_not_proven(real_root):
+    # the other way round from the test above: a Mac's test sends int32, this run cannot
+    edit_cmi(real_root, HYPOT, HYPOT.replace("floating_types_and(torch.bfloat16, torch.half)",
+                                             "floating_types_and(torch.bfloat16, torch.half, torch.int32)"))
+    res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--samples-only",
+                 root=real_root)
+    assert res.code == 1, res.out
+    assert ("not proven: the checkout's OpInfo for hypot (torch/testing/_internal/"
+            "common_methods_invocations.py:") in res.out
+    assert "sends int32 on MPS, which the installed torch 2.13" in res.out
+    assert "note: the checkout's OpInfo" not in res.err       # said once, as the verdict
+
+
+@needs_cxx
 def test_a_checkout_without_the_opinfo_says_so(real_root):
     edit_cmi(real_root, HYPOT, HYPOT.replace("'hypot'", "'hypot_elsewhere'"))
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--samples-only", root=real_root)
