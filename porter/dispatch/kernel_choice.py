@@ -177,6 +177,8 @@ def output_dtype(opinfo, sample):
             continue
         dtype = out.dtype if isinstance(out, torch.Tensor) else None
         if device == "meta" and key is not None:
+            if len(_META_DTYPES) >= _META_DTYPES_LIMIT:     # a long --watch: the oldest go
+                del _META_DTYPES[next(iter(_META_DTYPES))]
             _META_DTYPES[key] = dtype
         return dtype
     return None
@@ -186,6 +188,8 @@ def output_dtype(opinfo, sample):
 # run asks once per source, and most share their dtypes and shapes (about 1 ms a call). A CPU
 # answer (the meta function failed) is not kept: it may depend on the values.
 _META_DTYPES: dict = {}
+# a run's samples have a few hundred signatures; a small entry each
+_META_DTYPES_LIMIT = 20000
 
 
 def _meta_key(opinfo, sample):

@@ -540,8 +540,26 @@ _INDEX_LOCAL = threading.local()
 def _index():
     ci = _clang()
     if not hasattr(_INDEX_LOCAL, "index"):
-        _INDEX_LOCAL.index = ci.Index.create()
+        index = ci.Index.create()
+        # disposed of by the function it was made with: at exit cindex's module globals are
+        # gone before the main thread's index is collected, and its own __del__ raised
+        # ("Exception ignored in: <function Index.__del__>" at the end of every run)
+        index.__class__ = _owned_index_class(ci)
+        index.dispose = ci.conf.lib.clang_disposeIndex
+        _INDEX_LOCAL.index = index
     return _INDEX_LOCAL.index
+
+
+_OWNED_INDEX: list = []
+
+
+def _owned_index_class(ci):
+    if not _OWNED_INDEX:
+        class OwnedIndex(ci.Index):
+            def __del__(self):
+                self.dispose(self)
+        _OWNED_INDEX.append(OwnedIndex)
+    return _OWNED_INDEX[0]
 
 
 _UNIT = "porter-frontend.ii"

@@ -814,3 +814,15 @@ def test_an_instantiation_written_out_over_several_lines_builds_and_its_mistakes
     # a pointer with no address space in the hand-written parameters is Metal's error too
     path.write_text(DIRECT.replace("constant float* in [[buffer(1)]]", "float* in [[buffer(1)]]"))
     assert _errors_of(own_tree, rel), "a float* parameter built"
+
+
+def test_the_front_ends_index_is_disposed_of_after_cindexs_globals_are_gone():
+    """At exit cindex's module globals are cleared before the main thread's index is
+    collected: its own __del__ raised, and every run ended with "Exception ignored in:
+    <function Index.__del__>" on stderr."""
+    import subprocess
+    import sys
+    code = ("from porter.emulate import frontend as f; f._index(); import clang.cindex as ci; "
+            "ci.conf = None; del f._INDEX_LOCAL.index")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "Exception ignored" not in run.stderr, run.stderr
