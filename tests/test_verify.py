@@ -78,7 +78,15 @@ REFERENCE_TESTED_ELSEWHERE = {"softplus": "tests/test_scalar_ops.py",
 
 
 @pytest.mark.sweep     # slow: --quick skips it, CI runs it
-def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree_template):
+def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_root):
+    """Then each verified port written (below): one test, so that the written ports' run reads
+    the samples, CPU references and kernel builds the in-memory sweep recorded (two tests ran
+    on two xdist workers at once, each computing them: about 240 s each)."""
+    _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_root)
+    _every_verified_port_once_written_passes_the_reference_inputs_on_every_dtype(real_root)
+
+
+def _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree_template):
     checkout = Checkout.at(real_tree_template)
     before = snapshot(real_tree_template)
     candidates = find(checkout).candidates
@@ -123,8 +131,7 @@ def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason
         set(WRITTEN_BY) | set(REFERENCE_TESTED_ELSEWHERE)
 
 
-@pytest.mark.sweep     # slow: --quick skips it, CI runs it
-def test_every_verified_port_once_written_passes_the_reference_inputs_on_every_dtype(real_root):
+def _every_verified_port_once_written_passes_the_reference_inputs_on_every_dtype(real_root):
     # `candidates --verify` runs the reference inputs on the port planned in memory; the same plan,
     # written, must pass `porter test OP --device emulate --reference-inputs` on every dtype the MPS
     # test sends (the reference inputs start with the standard samples, so this also covers the

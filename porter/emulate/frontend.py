@@ -82,8 +82,11 @@ RULES = {
     "long long": "Metal has no `long long` (Metal's `long` is 64 bits; {spec} §2.1)",
     "asm": "Metal has no inline assembly (`asm`: the language of {spec} has none, so a Mac "
            "building it is not proven)",
-    "builtin": "Metal's library has no clang builtin (`__builtin_*`): a Mac building one is "
-               "not proven (call Metal's function, <metal_stdlib>; {spec} §6)",
+    "builtin": "Metal's library has no compiler builtin (`__builtin_*`, `__sync_*`, "
+               "`__atomic_*`): a Mac building one is not proven (call Metal's function, "
+               "<metal_stdlib>, or its atomic_* types and functions; {spec} §6)",
+    "implicit builtin": "Metal's library has no `{what}`: a compiler builtin (no header "
+                        "declares it), so a Mac building it is not proven ({spec} §6)",
     "static member": "Metal has no static data member outside the `constant` address space "
                      "(it is a program-scope variable: `static constexpr constant T name = ...;`; "
                      "{spec} §4.2)",
@@ -110,6 +113,15 @@ RULES = {
                       "metallib are linked together and a kernel name must be unique ({spec} "
                       "§5.1.1, host_name)",
 }
+# CXTypeKind ids (clang-c/Index.h) of the types above, read on clang's canonical type, and
+# those of pointers, references, arrays and vectors, whose element type is read instead
+_FOREIGN_KINDS = {22: "double", 23: "double", 11: "long long", 19: "long long",
+                  12: "__int128", 20: "__int128", 15: "wchar_t", 6: "char16_t", 7: "char32_t",
+                  30: "__float128", 31: "__fp16", 40: "__ibm128", 100: "_Complex",
+                  **{k: "_Accum" for k in range(33, 39)}}
+_WRAPPING_KINDS = frozenset({101, 103, 104, 112, 113, 114, 115, 116, 176})
+# builtins Metal code uses (Apple's own guidance names __builtin_expect for Metal shaders)
+_METAL_BUILTINS = frozenset({"__builtin_expect"})
 RULES.update({t: f"Metal has no `{t}` (its scalar types are bool, char, uchar, short, ushort, "
                  "int, uint, long, ulong, half, bfloat and float; {spec} §2.1)"
               for t in FOREIGN_TYPES})
@@ -388,7 +400,8 @@ _AS_OBJECT = re.compile(rf"(^|[;{{}}])([ \t]*)((?:(?:constexpr|const)\s+)*{_AS}(
 # a string literal (skipped), or what the spelling alone says is not Metal
 _NO_SUCH_TYPE = re.compile(
     r'"(?:[^"\\\n]|\\.)*"|\b(double|long\s+long|std(?=\s*::)|(?<=namespace)\s+std\b|'
-    r"asm\b|__asm__|__asm\b|__builtin_\w+|" + "|".join(rf"{t}\b" for t in FOREIGN_TYPES) + ")")
+    r"asm\b|__asm__|__asm\b|"
+    r"__(?:builtin_(?!expect\b)|sync_|atomic_|c11_atomic_|opencl_atomic_|scoped_atomic_|hip_atomic_)\w+|" + "|".join(rf"{t}\b" for t in FOREIGN_TYPES) + ")")
 _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -494,8 +507,8 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
                                   "double" if "double" in word else
                                   "long long" if "long" in word else
                                   "asm" if "asm" in word else
-                                  "builtin" if word.startswith("__builtin_") else
-                                  word if word in RULES else "std"))
+                                  word if word in RULES else
+                                  "builtin" if word.startswith("__") else "std"))
         if "host_name" in text:
             def host(match):
                 at = first + text.count("\n", 0, match.start())
@@ -1100,8 +1113,26 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             return None
         return kind
 
+    def foreign_type(cursor) -> str | None:
+        """The RULES key of a type that is not Metal's, as clang resolved it (an attribute's
+        `mode(DF)`, a `1.0L` or `1LL` literal, `decltype(u'a')`): the spelling may not say."""
+        try:
+            t = cursor.type.get_canonical()
+            for _ in range(8):          # to the element type of pointers, arrays, vectors
+                kid = t._kind_id
+                if kid in _WRAPPING_KINDS:
+                    t = t.get_pointee() if kid in (101, 103, 104) else t.element_type
+                    continue
+                return _FOREIGN_KINDS.get(kid)
+        except Exception:   # noqa: BLE001 (a cursor with no type: nothing to say)
+            return None
+        return None
+
     def visit(cursor, in_function: bool, in_class: bool, in_kernel: bool = False):
         kind = cursor.kind
+        foreign = foreign_type(cursor)
+        if foreign is not None:
+            add(cursor, foreign)
         if kind in (K.PARM_DECL, K.VAR_DECL, K.FIELD_DECL) and not (in_kernel and kind == K.PARM_DECL):
             what = spelled_pointer(cursor)
             if what is not None:        # after the construct rules: `float* p = new float`
@@ -1126,6 +1157,15 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             add(cursor, "rtti", what="typeid" if kind == K.CXX_TYPEID_EXPR else "dynamic_cast")
         elif kind == K.UNEXPOSED_EXPR and type_kind(cursor.type) == ci.TypeKind.VOID:
             pass
+        elif kind == K.CALL_EXPR:
+            callee = cursor.referenced
+            # a compiler builtin (`__sync_fetch_and_add`, `__atomic_load_n`) is declared by
+            # clang where it is first called: no header declares it, so nothing says Metal has it
+            if callee is not None and callee.kind == K.FUNCTION_DECL and \
+                    callee.location.line == cursor.location.line and \
+                    callee.location.column == cursor.location.column and \
+                    callee.spelling not in _METAL_BUILTINS:
+                add(cursor, "implicit builtin", what=callee.spelling)
         if kind in (K.FUNCTION_DECL, K.CXX_METHOD, K.FUNCTION_TEMPLATE, K.CONSTRUCTOR,
                     K.DESTRUCTOR, K.CONVERSION_FUNCTION):
             spec = cursor.exception_specification_kind
@@ -1134,8 +1174,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                 add(cursor, "noexcept")
             if kind == K.CXX_METHOD and cursor.is_virtual_method():
                 add(cursor, "virtual")
-            if kind != K.FUNCTION_TEMPLATE and \
-                    type_kind(cursor.type) == ci.TypeKind.FUNCTIONPROTO and \
+            if type_kind(cursor.type) == ci.TypeKind.FUNCTIONPROTO and \
                     cursor.type.is_function_variadic():
                 add(cursor, "variadic")
             children = list(cursor.get_children())
@@ -1157,6 +1196,8 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             space = address_space(cursor.type)
             if in_function and storage == ci.StorageClass.STATIC and space not in (2, 3):
                 add(cursor, "static")
+            elif in_function and storage == ci.StorageClass.EXTERN and space != 2:
+                add(cursor, "program scope")        # `extern T x;` in a body names one
             elif not in_function and not in_class and space != 2:
                 add(cursor, "program scope")
             elif not in_function and in_class and space != 2:

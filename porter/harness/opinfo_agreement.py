@@ -99,8 +99,17 @@ def _untested_dtypes(checkout, results, db) -> list[str]:
             sent.setdefault(r.name, set()).update(d for d in r.supported
                                                   if not d.startswith("complex"))
     found = []
+    installed = Checkout(Path(db.torch_path).parent) if getattr(db, "torch_path", None) else None
     for name, tested in sent.items():
         opinfos, _ = for_op(checkout, name.removeprefix("nn.functional.").replace(".", "_", 1))
+        unread = _unreadable_dtypes(opinfos, installed)
+        if unread:
+            found.append(f"the checkout's OpInfo for {name} ({opinfos[0].path}:{opinfos[0].line}) "
+                         f"spells the dtypes it sends on MPS as porter cannot read ({unread}), "
+                         f"unlike the installed torch {db.torch_version}'s: a Mac may test "
+                         "dtypes this run did not (write them as `dtypes=` or `dtypesIfMPS=` "
+                         "literals, or build the checkout's torch)")
+            continue
         planned = {d for d in mps_dtypes(opinfos) if not d.startswith("complex")}
         missing = sorted(planned - tested) if opinfos else []
         if missing:
@@ -110,6 +119,31 @@ def _untested_dtypes(checkout, results, db) -> list[str]:
                          f"{'it' if len(missing) == 1 else 'them'}: a Mac does (build the "
                          "checkout's torch, or install one whose OpInfo is the checkout's)")
     return found
+
+
+_DTYPE_KEYWORDS = ("dtypes", "dtypesIfMPS")
+
+
+def _unreadable_dtypes(opinfos, installed) -> str | None:
+    """What keeps the checkout's MPS dtypes from a static reading, where they are not spelled
+    as the installed torch's OpInfo spells them: a `**` splat (it may hold `dtypesIfMPS`), or a
+    dtypes expression porter cannot evaluate. None when the reading is sound."""
+    from porter.source.opinfo_source import find
+
+    def spelled(o):
+        return [ast.dump(k) for k in o.node.keywords if k.arg is None or k.arg in _DTYPE_KEYWORDS]
+
+    for o in opinfos:
+        twins = [t for t in find(installed, {o.name}) if not t.is_ref
+                 and t.variant_test_name == o.variant_test_name] if installed else []
+        if twins and spelled(twins[0]) == spelled(o):
+            continue
+        if any(k.arg is None for k in o.node.keywords):
+            return "a `**` argument"
+        for key in _DTYPE_KEYWORDS:
+            if key in o.kwargs and o.dtypes(key) is None:
+                return f"`{key}={ast.unparse(o.kwargs[key])[:60]}`"
+    return None
 
 
 # a decorator that names a device other than MPS acts on that device's tests only (the words

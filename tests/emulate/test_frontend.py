@@ -80,7 +80,23 @@ IN_FUNCTOR = [
     ("_Float16 h = x; (void)h;", "Metal has no `_Float16`"),
     # not in the language the specification describes: not proven on a Mac
     ("asm volatile(\"\");", "Metal has no inline assembly"),
-    ("float y = __builtin_expf(float(x)); (void)y;", "Metal's library has no clang builtin"),
+    ("float y = __builtin_expf(float(x)); (void)y;", "Metal's library has no compiler builtin"),
+    # the types as clang resolves them, whatever the spelling (a review's false greens)
+    ("typedef float dbl __attribute__((mode(DF))); dbl d = x; (void)d;", "Metal has no `double`"),
+    ("typedef int wide __attribute__((mode(TI))); wide n = 1; (void)n;",
+     "Metal has no `__int128`"),
+    ("auto w = float(x) * 1.0L; (void)w;", "Metal has no `double`"),
+    ("auto n = 1LL; (void)n;", "Metal has no `long long`"),
+    ("decltype(1LL) n = 1; (void)n;", "Metal has no `long long`"),
+    ("long unsigned long n = 1; (void)n;", "Metal has no `long long`"),
+    ("int c = L'a'; (void)c;", "Metal has no `wchar_t`"),
+    ("decltype(u'a') c = 1; (void)c;", "Metal has no `char16_t`"),
+    # compiler builtins with no `__builtin_` in their name
+    ("int n = 1; __sync_fetch_and_add(&n, 1);", "Metal's library has no compiler builtin"),
+    ("int n = 1; int m = __atomic_load_n(&n, 0); (void)m;",
+     "Metal's library has no compiler builtin"),
+    # a block-scope `extern` names a program-scope variable
+    ("extern int planted_g; (void)planted_g;", "Metal has no program-scope variable"),
 ]
 
 FILE_LEVEL = [
@@ -111,6 +127,8 @@ FILE_LEVEL = [
     ("template <typename T> struct planted_t { static const int n = 1; };",
      "Metal has no static data member outside the `constant` address space"),
     ("inline float planted_v(float x, ...) { return x; }", "Metal has no C variadic function"),
+    ("template <typename U> U planted_v(U x, ...) { return x; }",
+     "Metal has no C variadic function"),
 ]
 
 
@@ -536,7 +554,10 @@ ISSUE_CLEAN = [
      "template <typename... A> inline float clean_p2(float x, A... a) { return x; }\n"
      "inline float clean_q2(float x) { return clean_p2(x, 1, 2) * clean_m2::scale; }\n"
      "inline float clean_n2(float x) { return x > 0 ? x : NAN; }\n"
-     "inline float clean_i2(float x) { return x > 0 ? x : INFINITY; }"),
+     "inline float clean_i2(float x) { return x > 0 ? x : INFINITY; }\n"
+     "inline int clean_b2(int x) { return __builtin_expect(x > 0, 1) ? x : 0; }\n"
+     "inline ulong clean_u2(uint x) { return sizeof(x) + ulong(x) + 1UL; }\n"
+     "inline half clean_h2(half x) { bfloat b = bfloat(float(x)); return half(float(b)) + 1.0h; }"),
     ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
                                  "inline float clean_r(float x) { return [](float y) "
                                  "{ return y; }(x); }\n#endif"),

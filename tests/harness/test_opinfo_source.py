@@ -64,6 +64,17 @@ def test_a_dtype_the_checkout_sends_and_the_run_did_not_test_is_not_proven(real_
 
 
 @needs_cxx
+def test_dtypes_the_checkout_hides_from_a_static_reading_are_not_proven(real_root):
+    # a review's false green: `dtypesIfMPS` through a `**` splat was not read at all
+    edit_cmi(real_root, HYPOT, HYPOT + "                    **{'dtypesIfMPS': "
+             "floating_types_and(torch.bfloat16, torch.half, torch.int32)},\n")
+    res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--samples-only",
+                 root=real_root)
+    assert res.code == 1, res.out
+    assert "spells the dtypes it sends on MPS as porter cannot read (a `**` argument)" in res.out
+
+
+@needs_cxx
 def test_a_checkout_without_the_opinfo_says_so(real_root):
     edit_cmi(real_root, HYPOT, HYPOT.replace("'hypot'", "'hypot_elsewhere'"))
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--samples-only", root=real_root)
