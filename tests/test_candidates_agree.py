@@ -102,7 +102,7 @@ def test_a_measured_red_port_says_fails_and_a_stale_record_says_nothing(mini_roo
 
 @pytest.mark.sweep     # slow (minutes): --quick skips it, CI runs it
 @needs_emulator
-def test_every_candidate_agrees_with_its_commands_dry_run_and_real_verdict(mini_root):
+def test_every_candidate_agrees_with_its_commands_dry_run_and_real_verdict(mini_root, tmp_path):
     # the done-when line: for every candidate of the miniature, AUTO (measured by --verify and
     # read back by plain candidates) and the printed command's dry run; the real verdict for one
     # candidate of each class (yes, fails DTYPE)
@@ -123,7 +123,7 @@ def test_every_candidate_agrees_with_its_commands_dry_run_and_real_verdict(mini_
         # --verify ports each in memory through the same plan and verdict as the command
         if checked.get(row["auto"].split()[0]):
             continue
-        tree = mini_root.parent / f"real-{op}"
+        tree = tmp_path / f"real-{op}"
         shutil.copytree(mini_root, tree, symlinks=True)
         real = porter(*row["command"].split()[1:], "--test", "--json", root=tree)
         data = json.loads(real.out)

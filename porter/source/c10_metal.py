@@ -54,8 +54,16 @@ def definitions(text: str) -> dict[str, list[str]]:
     return found
 
 
-@lru_cache(maxsize=8)
 def _definitions_in(directory: str) -> dict[str, tuple[str, ...]]:
+    # by the headers' names, sizes and times too: one process (a --watch loop, a test suite)
+    # sees a header edited at the same path
+    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                  for p in sorted(Path(directory).glob("*.h")))
+    return _definitions_at(directory, stamp)
+
+
+@lru_cache(maxsize=8)
+def _definitions_at(directory: str, stamp: tuple) -> dict[str, tuple[str, ...]]:
     found: dict[str, list[str]] = {}
     for header in sorted(Path(directory).glob("*.h")):
         for name, signatures in definitions(header.read_text(encoding="utf-8", errors="replace")).items():
