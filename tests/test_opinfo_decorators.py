@@ -75,3 +75,20 @@ def test_which_decorators_can_act_on_test_output_match_on_mps(decorator, acts):
 def test_an_empty_decorator_list_is_no_decorator():
     # the installed torch's frexp spells `decorators=[]` where a checkout may have none
     assert _decorators("OpInfo('frexp', decorators=[])") == _decorators("OpInfo('frexp')") == []
+
+
+@needs_compiler
+def test_a_backward_op_reads_its_forward_opinfos_decorators(real_root):
+    """softplus_backward is tested through nn.functional.softplus's OpInfo: a decorator the
+    checkout adds there for test_output_grad_match acts on it on a Mac."""
+    assert porter("migrate-from-mpsgraph", "softplus_backward", "--no-test", root=real_root).code == 0
+    path = real_root / OPINFOS
+    text = path.read_text()
+    head = text.index('        "nn.functional.softplus",\n')
+    at = text.index("decorators=(\n", head) + len("decorators=(\n")
+    path.write_text(text[:at] + "            DecorateInfo(unittest.expectedFailure, 'TestConsistency', "
+                    "'test_output_grad_match', device_type='mps'),\n" + text[at:])
+    res = porter("test", "softplus_backward", "--device", "emulate", "--dtype", "float32",
+                 "--samples-only", root=real_root)
+    assert res.code == 1, res.out
+    assert "not proven: the checkout's OpInfo for nn.functional.softplus" in res.out, res.out
