@@ -288,7 +288,8 @@ class CachedSource:
             # edges.either_per_element on the scalar loop's answers the recording run computed
             before = len(self._unsettled), len(self._flushed)
             reference = two_ways.either_per_element(self.rec.get("elementwise", True), sample,
-                                                    reference, device_out, atol, rtol, self._unsettled)
+                                                    reference, device_out, atol, rtol, self._unsettled,
+                                                    self.rec.get("callable"))
             # edges.either_flushed on the answer the recording run computed on the flushed inputs
             reference = two_ways.either_flushed(sample, reference, device_out, atol, rtol,
                                                 self._flushed)

@@ -311,6 +311,38 @@ def broadcast_operands(sample, shape):
     return (operands, positions) if operands[0].shape == shape else None
 
 
+def callable_name(info) -> str | None:
+    """`module.name` of the function an OpInfo calls, where calling the OpInfo calls just it
+    and that name finds it again (torch.heaviside, torch.nn.functional.hardshrink); else None
+    (a lambda, a method, a backward op's stand-in)."""
+    from torch.testing._internal.opinfo.core import OpInfo
+    op = getattr(info, "op", None)
+    if not isinstance(info, OpInfo) or type(info).__call__ is not OpInfo.__call__ or op is None:
+        return None
+    module = getattr(op, "__module__", None)
+    # torch's own functions: `__qualname__` is `_VariableFunctionsClass.heaviside`, the name
+    # they are found by in `torch` is `__name__`
+    for name in dict.fromkeys((getattr(op, "__qualname__", None), getattr(op, "__name__", None))):
+        if not module or not name or "<" in name:
+            continue
+        try:
+            if find_callable(f"{module}:{name}") is op:
+                return f"{module}:{name}"
+        except (ImportError, AttributeError, ValueError):
+            continue
+    return None
+
+
+def find_callable(spelled: str):
+    """callable_name's function again."""
+    import importlib
+    module, name = spelled.split(":", 1)
+    found = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 def one_element_answer(info, sample, operands, positions, at):
     """The op on one-element slices at `at` of its broadcast operands (`positions`: which of
     sample.args are tensors), as its scalar loop answers: (the slices, the answer as a 0-d

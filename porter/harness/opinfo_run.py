@@ -768,13 +768,14 @@ def _reference_extras(info, sample, ref, src: "OpDbSource", enc, i: int) -> dict
         out["scalar"] = "no broadcast"
         return out
     operands, positions = broadcast
+    mac_loops = getattr(sample, edges.MAC_LOOPS, False)
     if ref.numel() > SCALAR_RECORD_LIMIT:
         out["scalar"] = "too large"
+        out["mac_loops"] = bool(mac_loops)      # how the cached run asks, where it must
         return out
     values = torch.zeros(ref.shape, dtype=ref.dtype)
     ok = torch.zeros(ref.shape, dtype=torch.bool)
     shown = torch.zeros((len(operands),) + tuple(ref.shape), dtype=torch.float64)
-    mac_loops = getattr(sample, edges.MAC_LOOPS, False)
     with warnings.catch_warnings(), (edges.without_onednn() if mac_loops else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
         for at in (tuple(ix) for ix in torch.ones(ref.shape).nonzero().tolist()) if ref.dim() else [()]:
@@ -857,6 +858,9 @@ def record_for_cache(ctx: RunContext, queries: list[str], env: str,
                    # inputs, a shapes row where has_shapes says so
                    "has_reference": hasattr(info, "reference_inputs"),
                    "elementwise": edges.is_elementwise(info),
+                   # the op as a dotted name, where it is one: the cached run asks its scalar
+                   # loop itself on a sample too large to have recorded the answers
+                   "callable": edges.callable_name(info),
                    "has_shapes": has_shapes(info),
                    "rows": dict(before.get(info.full_name, {}).get("rows", {}))}
             try:

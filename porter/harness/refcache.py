@@ -39,7 +39,7 @@ from porter.runtime.cache_dir import cache_dir
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
 
-FORMAT = "porter-refcache-v5"   # v5: records in REF_SUFFIX files, no longer .npz
+FORMAT = "porter-refcache-v6"   # v6: a record names its op's function (the scalar loop asked on demand)
 # a binary op's full verdict records about 220 MB (heaviside, every dtype): at 512 MB a user
 # porting three such ops recorded each again on every switch between them
 DEFAULT_LIMIT_MB = 2048
