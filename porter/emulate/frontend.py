@@ -408,6 +408,10 @@ _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
 # a call of a name (a template type parameter's is a vector constructor or a conversion)
 _CALL = re.compile(r"(?<![\w.$>])([A-Za-z_]\w*)[ \t]*\((?![*&])")
 _VECTOR_NAMES = frozenset(f"{t}{n}" for t in _SCALARS.split("|") for n in (2, 3, 4))
+# `half(b)` of a bfloat and `bfloat(h)` of a half are Metal's explicit conversions (MLX's
+# copy.metal converts half to bfloat on Metal 3.1); clang's _Float16 and __bf16 refuse that
+# functional cast, so it is written as the conversion it stands for
+_CONVERTED_NAMES = _VECTOR_NAMES | {"half", "bfloat"}
 _ALIAS_TEMPLATE = re.compile(r"template\s*<[^<>]*>\s*using\s+(\w+)\s*=")
 _TEMPLATE_PARAM = re.compile(r"(?:typename|class)\s+(\w+)\s*(?=[,>=])")
 _CAST = re.compile(r"\bstatic_cast\s*<")
@@ -457,7 +461,7 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
     files as they are), the kernel names it declares, and each line's file and line.
     `names`: template_names of the whole file, where `pre` is a part of it (a registration)."""
     params, aliases = names or template_names(pre)
-    vectors = _VECTOR_NAMES
+    vectors = _CONVERTED_NAMES
     alias_call = re.compile(
         rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
         if aliases else None

@@ -154,6 +154,18 @@ def statements(text: str, mask: str, start: int, end: int) -> list[Statement]:
             found += statements(text, mask, k + 1, close)
             k = close + 1
             continue
+        once = re.match(r"do\b\s*\{", mask[k:end])
+        if once:
+            # `do { ... } while (0);`, a macro's habit: its body runs once, as a `{ }` block
+            # (not with a `break` or `continue` of its own, which would leave it early)
+            brace = k + once.end() - 1
+            close = matching_close(mask, brace)
+            tail = re.match(r"\s*while\s*\(\s*(?:0|false)\s*\)\s*;", mask[close + 1:end]) \
+                if 0 <= close < end else None
+            if tail and not re.search(r"\b(?:break|continue)\b", mask[brace:close]):
+                found += statements(text, mask, brace + 1, close)
+                k = close + 1 + tail.end()
+                continue
         m = re.match(r"if\b\s*(?:constexpr\s*)?\(", mask[k:end])
         if m:
             paren = k + m.end() - 1

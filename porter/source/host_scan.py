@@ -19,7 +19,8 @@ FUNCTION_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(([^)]*)
 EXEC_CALL_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(")
 # the same word in the raw text: a call someone disabled, for the message that says so
 EXEC_WORD_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*(?:<[^>]*>)?\s*\(")
-NAME_RE = re.compile(r'"(\w+)"')
+# the kernel name: one string literal, or adjacent ones the compiler joins ("heavi" "side")
+NAME_RE = re.compile(r'"\w*"(?:\s*"\w*")*')
 RETURN_RE = re.compile(r"\breturn\b")
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
@@ -141,11 +142,12 @@ class HostFile(SourceFile):
                     continue
                 live.add(call.start())
                 args = split_top_level(self.live_text[call.end():end])
-                name = NAME_RE.fullmatch(args[1]) if len(args) > 1 else None
-                if not name:
+                name = NAME_RE.fullmatch(args[1].strip()) if len(args) > 1 else None
+                joined = "".join(re.findall(r'"(\w*)"', name.group())) if name else ""
+                if not joined:
                     continue        # a name computed at run time (hostmap: not proven)
                 before = [line for at, line in returns if at < call.start()]
-                calls.append(KernelCall(call.group(1), name.group(1), bool(call.group(2)),
+                calls.append(KernelCall(call.group(1), joined, bool(call.group(2)),
                                         tuple(args[2:]), line_of(self.text, call.start()),
                                         before[0] if before else 0,
                                         self.condition_at_offset(call.start())))

@@ -303,6 +303,10 @@ inline float third_of(float x, float scale = 1.0f) { return x * third * scale; }
 inline float twice(float x) { return 2 * x; }
 inline half twice(half x) { return x + x; }
 inline float twice_via(float x) { return twice(half(x)); }   // another overload: no recursion
+// Metal's size_t and ptrdiff_t, and explicit conversions between half and bfloat (a review's
+// false reds: g++ knew size_t only as std::size_t, clang refused the functional casts)
+inline bfloat to_bfloat(half h) { size_t n = sizeof(h); ptrdiff_t d = 0; return bfloat(h) * bfloat(float(n + d) / 2); }
+inline half to_half(bfloat b) { return half(b); }
 
 template <typename T>
 inline T clamp_unit(T x) {

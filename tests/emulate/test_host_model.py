@@ -68,6 +68,22 @@ def test_the_clean_twins_pass(ported):
         assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, (op, by)
 
 
+# what a Mac runs as porter wrote it: a review's false reds (each was "not proven" or skipped)
+SAME_AS_WRITTEN = [
+    pytest.param(ATAN2_CALL, '  do {\n    lib.exec_binary_kernel(iter, "atan2");\n  } while (0);\n',
+                 id="do-while-0-around-the-call"),
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at" "an2");\n',
+                 id="the-name-in-adjacent-literals"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)
+def test_a_host_written_otherwise_that_runs_the_same_kernel_passes(ported, old, new):
+    with edited(ported, BINARY, old, new):
+        code, by = outcomes(ported, "atan2")
+    assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, by
+
+
 PLANTED = [
     pytest.param("logit", UNARY, LOGIT_CALL, LOGIT_CALL + "  iter.output().neg_();\n",
                  "  iter.output().neg_();", "logit_kernel (operations/UnaryKernel.mm:",
@@ -89,6 +105,11 @@ PLANTED = [
                  "    result.neg_();\n  }\n", "  if (device_type() == kMPS) {",
                  "not proven: aten/src/ATen/native/BinaryOps.cpp:",
                  "{rel}:{line}: `if (device_type() == kMPS) {{` tests the device", id="mps-only-code-in-the-shared-impl"),
+    # a `break` leaves the block early: it is no longer a block that runs once
+    pytest.param("atan2", BINARY, ATAN2_CALL,
+                 '  do {\n    if (iter.numel() == 0) break;\n    lib.exec_binary_kernel(iter, "atan2");\n'
+                 '  } while (0);\n', "  do {", "atan2_mps_kernel (operations/BinaryKernel.mm:",
+                 "({rel}:{line}) is no statement porter models", id="do-while-0-with-a-break"),
     pytest.param("nn.functional.hardshrink", NATIVE_YAML, "    CPU, CUDA, MPS: hardshrink_out\n",
                  "    CPU, CUDA: hardshrink_out\n", "    CPU, CUDA: hardshrink_out", "no row of hardshrink's "
                  "entries in aten/src/ATen/native/native_functions.yaml names MPS",

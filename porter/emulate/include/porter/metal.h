@@ -53,6 +53,10 @@ typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
 typedef unsigned long ulong;
+// Metal's size_t and ptrdiff_t (MSL §2.1), unqualified as a kernel spells them (<cstdint>
+// need not declare them outside std::)
+typedef decltype(sizeof(0)) size_t;
+typedef decltype(static_cast<int*>(nullptr) - static_cast<int*>(nullptr)) ptrdiff_t;
 
 struct bfloat {
   unsigned short bits;
