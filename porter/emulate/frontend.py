@@ -58,9 +58,9 @@ SPEC = "Metal Shading Language Specification"
 # handling"), §2.1 (scalar types: no double, no long long), §4.2 (program-scope variables are
 # in `constant`), §5.1 (kernel pointer arguments carry an address space).
 # C++'s and clang's type keywords that are not Metal's (§2.1 names the language's whole set of
-# scalar types: bool, char, uchar, short, ushort, int, uint, long, ulong, half, bfloat, float):
-# the complement of a closed list, so a type keyword porter has not listed is still clang's error
-# or one of these, never accepted by default
+# scalar types: bool, char, uchar, short, ushort, int, uint, long, ulong, half, bfloat, float),
+# refused where spelled; whatever the spelling (an attribute's `mode(DF)`, a `1LL` literal),
+# the AST rules read the type clang resolved (_FOREIGN_KINDS)
 FOREIGN_TYPES = ("wchar_t", "char8_t", "char16_t", "char32_t", "__int128", "__int128_t",
                  "__uint128_t", "__float128", "__ibm128", "_Float16", "__fp16", "__bf16",
                  "_Float32", "_Float32x", "_Float64", "_Float64x", "_Float128", "_Complex",
@@ -401,7 +401,8 @@ _AS_OBJECT = re.compile(rf"(^|[;{{}}])([ \t]*)((?:(?:constexpr|const)\s+)*{_AS}(
 _NO_SUCH_TYPE = re.compile(
     r'"(?:[^"\\\n]|\\.)*"|\b(double|long\s+long|std(?=\s*::)|(?<=namespace)\s+std\b|'
     r"asm\b|__asm__|__asm\b|"
-    r"__(?:builtin_(?!expect\b)|sync_|atomic_|c11_atomic_|opencl_atomic_|scoped_atomic_|hip_atomic_)\w+|" + "|".join(rf"{t}\b" for t in FOREIGN_TYPES) + ")")
+    r"__(?:builtin_(?!expect\b)|sync_|atomic_|c11_atomic_|opencl_atomic_|scoped_atomic_|"
+    r"hip_atomic_)\w+|" + "|".join(rf"{t}\b" for t in FOREIGN_TYPES) + ")")
 _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -503,16 +504,15 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
         first = line - text.count("\n") - 1
         # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
         # template argument): §2.1's scalar types are the language's whole set
-        if "double" in text or "long" in text or "std" in text or "_" in text or "asm" in text:
-            for m in _NO_SUCH_TYPE.finditer(text):
-                if m.group(1):
-                    word = m.group(1)
-                    types.append((file, first + text.count("\n", 0, m.start()),
-                                  "double" if "double" in word else
-                                  "long long" if "long" in word else
-                                  "asm" if "asm" in word else
-                                  word if word in RULES else
-                                  "builtin" if word.startswith("__") else "std"))
+        for m in _NO_SUCH_TYPE.finditer(text):
+            if m.group(1):
+                word = m.group(1)
+                types.append((file, first + text.count("\n", 0, m.start()),
+                              "double" if word == "double" else
+                              "long long" if word.startswith("long") else
+                              "asm" if word in ("asm", "__asm__", "__asm") else
+                              word if word in RULES else
+                              "builtin" if word.startswith("__") else "std"))
         if "host_name" in text:
             def host(match):
                 at = first + text.count("\n", 0, match.start())

@@ -312,7 +312,7 @@ def broadcast_operands(sample, shape):
 
 
 def callable_name(info) -> str | None:
-    """`module.name` of the function an OpInfo calls, where calling the OpInfo calls just it
+    """`module:name` of the function an OpInfo calls, where calling the OpInfo calls just it
     and that name finds it again (torch.heaviside, torch.nn.functional.hardshrink); else None
     (a lambda, a method, a backward op's stand-in)."""
     from torch.testing._internal.opinfo.core import OpInfo

@@ -63,7 +63,8 @@ def unproven(checkout, results, db) -> list[str]:
     from porter.source.opinfo_source import find
 
     installed = Checkout(Path(torch_path).parent)
-    tested = {(r.name, getattr(r, "variant", "") or "") for r in results if not getattr(r, "via", None)}
+    tested = {(r.name, getattr(r, "variant", "") or "") for r in results
+              if not getattr(r, "via", None)}
     # a backward op is tested through its forward OpInfo (`via`: "FULL_NAME (file:line: ...)"),
     # whose test_output_grad_match decorators are the ones that act on it
     for r in results:
@@ -163,8 +164,9 @@ _OTHER_DEVICE = ("cpu", "cuda", "xpu", "rocm", "magma", "lapack", "cusolver", "t
 
 def mps_decorators(call: ast.Call) -> list[tuple[str, str]]:
     """The decorators of an OpInfo call that can act on TestConsistency's test_output_match
-    on MPS, as (`ast.dump`, source) pairs, sorted: every DecorateInfo whose class, test and device are that
-    test's or not literals, and every bare decorator that names no other device."""
+    on MPS, as (`ast.dump`, source) pairs, sorted: every DecorateInfo whose class, test and
+    device are that test's or not literals, and every bare decorator that names no other
+    device."""
     out = []
     for kw in call.keywords:
         if kw.arg not in ("decorators", "skips"):

@@ -1,4 +1,5 @@
-"""porter.harness.edges' two-way answers on a cached reference-input sample, without torch.
+"""porter.harness.edges' two-way answers on a cached reference-input sample, without the op
+database (and without torch but for one case, below).
 
 torch's CPU answers some edge values two ways (its vectorized loop over a large tensor, its
 scalar loop one element at a time: hardshrink_backward at a NaN `self`), and a Mac's reference
@@ -6,7 +7,10 @@ runs either, so the op_db run passes a kernel matching either (`edges.either`,
 `edges.either_per_element`). Those ask torch for the scalar loop's answer; the recording run
 (porter.harness.opinfo_run._reference_extras) asked it for every element of each reference
 input and stored it beside the sample (`other`, `scalar`), so the cached run
-(porter.harness.cached_run) decides the same way here, on numpy arrays.
+(porter.harness.cached_run) decides the same way here, on numpy arrays. A sample too large to
+have recorded every element's answer has the recorded function of the op asked about the
+mismatching elements alone, with torch (a body wrong at a few elements: 6 s a cycle, where the
+op_db run it fell back to took 14 s).
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ def _ask_scalar_loop(callable_name: str, sample, reference: PArray, wrong, mac_l
                 return None
             values.append(scalar.to(target))
             shown.append([float(t.reshape(())) for t in one])
-    return from_torch(torch.stack(values)), np.asarray(shown, dtype=np.float64).T.reshape(len(operands), -1)
+    shown_rows = np.asarray(shown, dtype=np.float64).T.reshape(len(operands), -1)
+    return from_torch(torch.stack(values)), shown_rows
 
 
 def _to_torch(value):
