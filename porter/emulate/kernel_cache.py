@@ -59,6 +59,12 @@ def _pin_dir(directory: Path) -> Path:
         return mine
 
 
+def run_directory(directory: Path) -> Path:
+    """This run's own directory in the cache `directory` (under RUNS): what it holds there is
+    never evicted while the run lives, and goes when it exits."""
+    return _pin_dir(directory)
+
+
 @atexit.register
 def _unpin_all() -> None:
     for mine in list(_pins.values()):

@@ -176,20 +176,50 @@ def precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | 
         h.update(f.read_bytes())
     pch_dir = cache_dir() / f"pch-{h.hexdigest()[:24]}"
     gch = pch_dir / "porter" / "prelude.h.gch"
+    # the run compiles with its own hard link of the prelude, in its pin directory
+    # (kernel_cache.pin): another run's eviction may take the cache's entry at any moment (four
+    # runs on one evicting cache: "No such file or directory" publishing into an evicted entry)
+    held_dir = kernel_cache.run_directory(cache_dir()) / pch_dir.name
+    held = held_dir / "porter" / "prelude.h.gch"
+    if held.is_file():
+        return held_dir
+    held.parent.mkdir(parents=True, exist_ok=True)
     if gch.is_file():
         kernel_cache.touch(pch_dir)
-        return pch_dir
-    gch.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _link_or_copy(gch, held)
+            return held_dir
+        except FileNotFoundError:
+            pass                          # evicted since: built again below
     # pid and thread: EmulateBackend.prebuild builds in a thread beside the main one
-    staged = gch.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+    staged = held.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
     cmd = [cxx, *[f for f in flags if f != "-shared"], *(f"-I{d}" for d in dirs),
            "-x", "c++-header", str(headers.SHIM_DIR / "porter" / "prelude.h"), "-o", str(staged)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
         staged.unlink(missing_ok=True)
         return None
-    os.replace(staged, gch)
-    return pch_dir
+    os.replace(staged, held)
+    try:                                  # published for the next run, where it can be
+        gch.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(held, gch)
+    except OSError:
+        pass                              # evicted meanwhile, or another run published it
+    return held_dir
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    """`dest` as a hard link of `source` (a copy where links cannot be made), published
+    atomically."""
+    staged = dest.with_name(f".{dest.name}.{os.getpid()}-{threading.get_ident()}")
+    staged.unlink(missing_ok=True)
+    try:
+        os.link(source, staged)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        shutil.copyfile(source, staged)
+    os.replace(staged, dest)
 
 
 def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: Path,
