@@ -153,6 +153,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
         first = meta.get("display", str(display_path))
         here = lambda m: m.replace(first, str(display_path))   # noqa: E731
         # which headers a reason names depends on the checkout, not on the cached content
+        _raise_if_strict({k: here(v) for k, v in meta["quarantined"].items()}, strict)
         lib = Library(held, Path(display_path), [Registration(**r) for r in meta["regs"]],
                       {k: _header_gap(here(v), root) for k, v in meta["quarantined"].items()},
                       [here(d) for d in meta["dropped"]],
@@ -184,6 +185,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
             in_pieces = pieces is not None
             if in_pieces:
                 quarantined, dropped = pieces
+                _raise_if_strict(quarantined, strict)
                 lines = _blanked(text, quarantined, dropped, display_path)
             # one compile more than there are rounds: the last says whether the last round's
             # quarantine was enough, or which error still stands
@@ -512,6 +514,18 @@ def _compile(cxx, flags, dirs, tmpdir: Path, text: str, display_path, skip: list
 
 
 # ----------------------------------------------------------------- diagnostics
+
+
+def _raise_if_strict(quarantined: dict[str, str], strict: bool) -> None:
+    """A cached build (the library's, or a piece's) may have been made without `strict` (by
+    `emulate check`): a wrong output type it quarantined is the error a strict build raises.
+    Before, a strict build after such a cached one said nothing (an order-dependent test)."""
+    if not strict:
+        return
+    for reason in quarantined.values():
+        if reason.startswith(f"{WRONG_OUTPUT}: "):
+            raise EmulateBuildError(reason[len(WRONG_OUTPUT) + 2:],
+                                    hint="fix the registration's output type or the functor's return type")
 
 
 def _quarantine(stderr: str, lines: list[str], display_path, quarantined: dict[str, str],

@@ -281,3 +281,12 @@ def test_a_threshold_off_by_its_boundary_is_mismatched(fixture_root, tmp_path, p
     assert shrink and all(r.status == "mismatched" for r in shrink), \
         [(r.in_type, r.status) for r in shrink]
     assert all(r.status == "matched" for r in results if r.kernel != "hardshrink")
+
+
+def test_a_strict_build_after_a_lenient_one_of_the_same_file_still_raises(fixture_root):
+    """`emulate check` builds leniently (the wrong output quarantined, cached with the pieces);
+    a strict build of the same text read that cache and said nothing, depending on test order."""
+    check_tree(fixture_root, [DATA / "wrong_output.metal"])
+    with pytest.raises(EmulateBuildError) as info:
+        build_file(DATA / "wrong_output.metal", fixture_root)
+    assert "exp registered with output type int for input int" in str(info.value)
