@@ -143,7 +143,7 @@ def _fresh_copy(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     all (about 1.5 s a port command). Content-keyed as they are, an edit is never stale."""
     dest = tmp_path_factory.getbasetemp() / "trees" / template.name
     shutil.rmtree(dest, ignore_errors=True)
-    return Path(shutil.copytree(template, dest, symlinks=True))
+    return Path(shutil.copytree(template, dest))
 
 
 @pytest.fixture
