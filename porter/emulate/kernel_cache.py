@@ -35,6 +35,7 @@ DEFAULT_LIMIT_MB = 2048
 RECENT_S = 600           # entries this fresh are never evicted: a concurrent run may be on them
 EVERY_S = 3600           # a scan of a full cache takes ~0.1-0.5 s: at most one an hour
 MARK = ".last-eviction"
+STAGING_S = 3600         # a staged `.tmp` file this fresh is a run's write in flight
 RUNS = ".runs"           # each live run's pins (hard links), one directory per run
 
 
@@ -168,8 +169,12 @@ def _entries(directory: Path) -> dict[str, tuple[float, int, list[Path], bool]]:
             continue                      # removed by a concurrent run meanwhile
         key = _entry_key(path)
         used, total, paths, pinned = out.get(key, (0.0, 0, [], False))
+        # a file a run is writing (`mkstemp(suffix=".json.tmp")`, published by os.replace):
+        # removed under it, the run's publish fails (four runs on one evicting cache: "No such
+        # file or directory" renaming a front-end record); one left by a killed run goes later
+        staging = path.name.endswith(".tmp") and time.time() - st.st_mtime < STAGING_S
         out[key] = (max(used, st.st_mtime), total + size, paths + [path],
-                    pinned or (st.st_dev, st.st_ino) in held)
+                    pinned or staging or (st.st_dev, st.st_ino) in held)
     return out
 
 

@@ -132,3 +132,18 @@ def test_every_module_the_code_digest_names_exists():
     from porter.emulate import toolchain
     here = Path(toolchain.__file__).parent
     assert [m for m in toolchain._BUILD_MODULES if not (here / m).is_file()] == []
+
+
+def test_a_file_a_run_is_writing_is_not_evicted_until_it_is_old(tmp_path, monkeypatch):
+    """A staged `.tmp` file is another run's write in flight: evicting it failed that run's
+    publish ("No such file or directory", four runs on one evicting cache). One a killed run
+    left behind goes once it is old."""
+    monkeypatch.setenv("PORTER_KERNEL_CACHE_GRACE_S", "0")
+    fresh, old, entry = (tmp_path / n for n in ("tmpa1b2.json.tmp", "tmpc3d4.json.tmp", "k1.so"))
+    for f in (fresh, old, entry):
+        f.write_bytes(b"x" * 100)
+    stale = time.time() - kernel_cache.STAGING_S - 10
+    os.utime(old, (stale, stale))
+    os.utime(entry, (stale, stale))
+    kernel_cache.evict(tmp_path, limit=0)
+    assert fresh.exists() and not old.exists() and not entry.exists()
