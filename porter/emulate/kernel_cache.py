@@ -84,15 +84,7 @@ def pin(path: Path, name: str | None = None) -> Path:
     mine = _pin_dir(path.parent)
     held = mine / (name or path.name)
     if name is not None:
-        staged = mine / f".{held.name}.{threading.get_ident()}"
-        staged.unlink(missing_ok=True)
-        try:
-            os.link(path, staged)
-        except FileNotFoundError:
-            raise
-        except OSError:
-            shutil.copyfile(path, staged)
-        os.replace(staged, held)
+        link_or_copy(path, held)
         return held
     if held.is_file():
         return held
@@ -105,6 +97,20 @@ def pin(path: Path, name: str | None = None) -> Path:
     except OSError:
         shutil.copyfile(path, held)        # a file system without hard links: a copy holds it
     return held
+
+
+def link_or_copy(source: Path, dest: Path) -> None:
+    """`dest` as a hard link of `source` (a copy where links cannot be made), published
+    atomically. Raises FileNotFoundError where `source` is gone."""
+    staged = dest.with_name(f".{dest.name}.{os.getpid()}-{threading.get_ident()}")
+    staged.unlink(missing_ok=True)
+    try:
+        os.link(source, staged)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        shutil.copyfile(source, staged)
+    os.replace(staged, dest)
 
 
 def _sweep_dead_runs(directory: Path) -> None:

@@ -187,7 +187,7 @@ def precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | 
     if gch.is_file():
         kernel_cache.touch(pch_dir)
         try:
-            _link_or_copy(gch, held)
+            kernel_cache.link_or_copy(gch, held)
             return held_dir
         except FileNotFoundError:
             pass                          # evicted since: built again below
@@ -202,24 +202,10 @@ def precompiled_prelude(cxx: str, flags: list[str], dirs: list[Path]) -> Path | 
     os.replace(staged, held)
     try:                                  # published for the next run, where it can be
         gch.parent.mkdir(parents=True, exist_ok=True)
-        _link_or_copy(held, gch)
+        kernel_cache.link_or_copy(held, gch)
     except OSError:
         pass                              # evicted meanwhile, or another run published it
     return held_dir
-
-
-def _link_or_copy(source: Path, dest: Path) -> None:
-    """`dest` as a hard link of `source` (a copy where links cannot be made), published
-    atomically."""
-    staged = dest.with_name(f".{dest.name}.{os.getpid()}-{threading.get_ident()}")
-    staged.unlink(missing_ok=True)
-    try:
-        os.link(source, staged)
-    except FileNotFoundError:
-        raise
-    except OSError:
-        shutil.copyfile(source, staged)
-    os.replace(staged, dest)
 
 
 def preprocess(cxx: str, flags: list[str], dirs: list[Path], tmpdir: Path, src: Path,
