@@ -92,3 +92,22 @@ def test_a_backward_op_reads_its_forward_opinfos_decorators(real_root):
                  "--samples-only", root=real_root)
     assert res.code == 1, res.out
     assert "not proven: the checkout's OpInfo for nn.functional.softplus" in res.out, res.out
+
+
+@needs_compiler
+def test_porter_pr_says_the_same_not_proven_as_porter_test(real_root):
+    """One verdict: `porter pr` read only the verdict table and said green (exit 0) for the
+    planted decorator that `porter test` calls not proven."""
+    from tests.porter_run import git_init
+    git_init(real_root)
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    git_init(real_root)
+    path = real_root / OPINFOS
+    text = path.read_text()
+    at = text.index("skips=(\n", text.index(HEAD)) + len("skips=(\n")
+    path.write_text(text[:at] + XFAIL + text[at:])
+    git_init(real_root)
+    res = porter("pr", "heaviside", "--dtype", "float32", "--base", "HEAD~2", root=real_root)
+    assert res.code == 1, res.out[-1500:]
+    assert "not proven: the checkout's OpInfo for heaviside" in res.out
+    assert "the verdict is proven" in res.err

@@ -50,7 +50,7 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
                 f"port it first (porter status {f.op}), or pass --base REF"
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
                               "HEAD registers no Metal kernel for it", hint=hint)
-    results, header = _verdicts(checkout, ops, device, dtypes, step)
+    results, header, test_gaps = _verdicts(checkout, ops, device, dtypes, step)
     step("porter pr: running the review checks")
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
@@ -87,9 +87,13 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
         "commands": _commands(results, device_name),
         "checklist": _checklist(facts, results, report.findings, changed_kernels, device,
                                 _guarded(tree, facts)),
-        "not_proven": [f"{op}: {why}" for op, why in reference_gaps.items()],
+        "not_proven": [f"{op}: {why}" for op, why in reference_gaps.items()] + test_gaps,
     }
     data["checklist"].insert(0, _reference_item(ops, reference_gaps, branch.base_ref))
+    if test_gaps:
+        data["checklist"].insert(0, {"item": "the verdict is proven (what porter tested with is "
+                                             "what a Mac reads)", "status": NOT_RUN,
+                                     "finding": "not proven: " + "; ".join(test_gaps)})
     # red where a Mac's run would be: a failure or an unexpected success (an xfail that stays,
     # softplus's integers, is what the port leaves expected)
     data["ok"] = (not any(v[k] in RED for v in data["verdicts"] for k in KINDS)
@@ -116,6 +120,11 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
             results += runner.run_op_tests(op, checkout.root, backend, dtypes=dtypes, ctx=ctx,
                                            reference_inputs=FULL.reference_inputs,
                                            shapes=FULL.shapes)
+        # what `porter test` calls not proven, the same here (porter.harness.session): headers
+        # older than the kernel file, a checkout OpInfo that differs from the tested one
+        from porter.harness import opinfo_agreement
+        gaps = list(backend.header_gaps()) if hasattr(backend, "header_gaps") else []
+        gaps += opinfo_agreement.unproven(checkout, results, ctx.db)
     finally:
         close = getattr(backend, "close", None)
         if close:
@@ -123,7 +132,7 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
     only = "".join(f" --dtype {d}" for d in dtypes or [])
     header = (f"porter test {' '.join(ops)} --device {device}{only} "
               f"(op_db: torch {ctx.db.torch_version}; tolerances from {ctx.lists.source})")
-    return results, header
+    return results, header, gaps
 
 
 def _rows(results, device_name: str) -> list[dict]:
