@@ -77,3 +77,22 @@ def test_watch_and_the_plain_run_are_given_the_same_options():
     # --sample N: one kind of row, the one it counts
     one = command.options(parser.parse_args(["heaviside", "--sample", "2"]))
     assert (one["reference_inputs"], one["shapes"]) == (False, False)
+
+
+@needs_compiler
+def test_an_answer_metal_leaves_undefined_is_held_both_ways(real_root):
+    """Review 15's N13: a NaN into fast::fmax has no defined answer (fast math, MSL §6.5), and
+    porter ran IEEE's fmax alone: green, whatever a Mac answers. Both readings must pass now;
+    the twin through metal::fmax (defined on a NaN) stays green."""
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    text = metal.read_text()
+    planted = "    return a == 0 ? b : static_cast<T>(!(%s(float(a), 0.0f) <= 0));\n"
+    metal.write_text(text.replace(RIGHT, planted % "fast::fmax"))
+    red = porter("test", "heaviside", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert red.code == 1, red.out
+    assert "FAIL float32" in red.out and "with Metal's undefined answer read as NaN " \
+        "(fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN" in red.out
+    metal.write_text(text.replace(RIGHT, planted % "metal::fmax"))
+    twin = porter("test", "heaviside", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert twin.code == 0, twin.out

@@ -183,6 +183,7 @@ class _Shared:
 
 class WorkerClient:
     def __init__(self):
+        self.undefined: list | None = None
         self._proc: subprocess.Popen | None = None
         self._watchdog: _Watchdog | None = None
         self._shared: _Shared | None = None
@@ -214,6 +215,9 @@ class WorkerClient:
         return sent
 
     def call(self, request: dict) -> bytes | bytearray:
+        """The call's output bytes; `undefined` is then the worker's other reading ([bits,
+        bytes]: porter/emulate/worker.py) or None where the kernel reached no undefined answer."""
+        self.undefined = None
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
             request = self._through_shared(request)
@@ -241,6 +245,7 @@ class WorkerClient:
             self._watchdog.disarm(call)
         if "error" in resp:
             raise KernelError(resp["error"])
+        self.undefined = resp.get("undefined")
         if "out_at" in resp:
             offset, n = resp["out_at"]
             with memoryview(self._shared.map) as shared:

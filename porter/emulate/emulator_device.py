@@ -324,17 +324,31 @@ class EmulateBackend:
         alpha = None
         if reg.kind.endswith("alpha"):
             alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.sample_tensors))
-        out = self._answer(run, lib, reg, tensors, alpha, want_out)
+        readings: list = []
+        out = self._answer(run, lib, reg, tensors, alpha, want_out, readings)
         # a Mac compiles the file with its own Metal: a version whose tokens differ (an
         # `#if __METAL_VERSION__ >= 400` branch) is another kernel, run on the same sample
         self._version_outputs = [(v, self._other_version_answer(run, host, v, reg, tensors,
                                                                 alpha, want_out))
-                                 for v in lib.other_versions]
+                                 for v in lib.other_versions] + readings
         self._last = (run, host, lib, reg, tensors, alpha, want_out)
         return out
 
-    def _answer(self, run, lib: Library, reg, tensors, alpha, want_out):
-        out = run.run_registration(self._worker(), lib, reg, tensors, alpha)
+    def _answer(self, run, lib: Library, reg, tensors, alpha, want_out, readings=None):
+        """The call's answer; where the kernel reached an answer Metal leaves undefined (a NaN
+        into fast::fmax, fmedian3: porter/metal.h), (why, the other reading) joins `readings`,
+        a way a Mac may answer that the verdict holds to the reference too."""
+        worker = self._worker()
+        worker.undefined = None          # an empty output makes no call
+        out = run.run_registration(worker, lib, reg, tensors, alpha)
+        undefined = worker.undefined
+        if undefined is not None and readings is not None:
+            readings.append((undefined_reading(undefined[0]),
+                             self._read_as_host(run, run.like(out, undefined[1]), want_out)))
+        return self._read_as_host(run, out, want_out)
+
+    @staticmethod
+    def _read_as_host(run, out, want_out):
         if want_out is not None and run.dtype_name_of(out).startswith("complex") and \
                 not want_out.startswith("complex"):
             out = run.real_part(out)      # |z| broadcast into both lanes; the host reads one
@@ -366,7 +380,7 @@ class EmulateBackend:
         if self._last is None or contract_flags() is None:
             return None
         run, host, lib, reg, tensors, alpha, want_out = self._last
-        answers = []
+        answers, readings = [], []
         for version in [lib.version, *lib.other_versions]:
             key = (host.metal, version)
             if key not in self._contracted:
@@ -384,15 +398,18 @@ class EmulateBackend:
             if not same:
                 answers.append(f"kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built")
                 continue
-            answers.append(self._answer(run, built, same[0], tensors, alpha, want_out))
-        primary, others = answers[0], list(zip(lib.other_versions, answers[1:]))
+            # the primary version's other readings, as `_run` gives them uncontracted
+            answers.append(self._answer(run, built, same[0], tensors, alpha, want_out,
+                                        readings if version == lib.version else None))
+        primary, others = answers[0], list(zip(lib.other_versions, answers[1:])) + readings
         if isinstance(primary, str):
             return None         # the contracted build lacks the kernel: nothing to compare
         return primary, others
 
-    def other_version_outputs(self) -> list[tuple[int, object]]:
+    def other_version_outputs(self) -> list[tuple[int | str, object]]:
         """(__METAL_VERSION__, answer or why none) of the last sample under each other version
-        whose kernel file compiles other tokens than the primary one; read once."""
+        whose kernel file compiles other tokens than the primary one, then (why, answer) for
+        each other reading of an answer Metal leaves undefined (`_answer`); read once."""
         found, self._version_outputs = self._version_outputs, []
         return found
 
@@ -679,3 +696,17 @@ def _unbuilt(name: str, reason: str) -> str:
         return (f"not proven: kernel {name} calls what porter's emulator does not execute "
                 f"({reason[len(UNSUPPORTED) + 2:]}); a Mac builds it, but porter cannot run it")
     return f"kernel {name} does not build: {reason}"
+
+
+# porter/metal.h's families of undefined answers (detail::UNDEFINED_*), as a verdict names them
+_UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefined under fast "
+                  "math"),
+              (2, "fmedian3 got a NaN, which the specification does not define"))
+
+
+def undefined_reading(bits: int) -> str:
+    """The phrase a verdict puts before a failure of the NaN reading (`_answer`)."""
+    why = "; ".join(text for bit, text in _UNDEFINED if bits & bit) or "an undefined answer"
+    return (f"with Metal's undefined answer read as NaN ({why}, MSL §6.5; porter holds the "
+            "kernel to IEEE's answer and to NaN, not knowing a Mac's)")
+

@@ -72,6 +72,11 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
     return PArray(out_name, np.frombuffer(raw, dtype=out_np).reshape(shape))
 
 
+def like(out: PArray, raw: bytes) -> PArray:
+    """`raw` (the worker's other reading of the same call) as an answer shaped like `out`."""
+    return PArray(out.dtype, np.frombuffer(bytearray(raw), dtype=out.data.dtype).reshape(out.data.shape))
+
+
 def _converted(t: PArray, name: str) -> PArray:
     """`Tensor.to(name)` as torch_run calls it: the same dtype keeps the view; another keeps
     the strides of a non-overlapping dense view (a transposed one), else makes it contiguous."""

@@ -6,7 +6,9 @@ Request: {"lib": path, "index": i, "out_nbytes": n, "alpha": bytes | None, "nume
           "inputs_at": [[offset, n]], "out_at": [offset, n]}: the inputs and the output are
          regions of the memory shared with the parent (the file descriptor in argv[1];
          porter.emulate.client writes the inputs there and reads the output back).
-Response: {"out_at": [offset, n]} or {"error": str}.
+Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes] where the
+          kernel reached an answer Metal leaves undefined (porter/metal.h's porter_reached):
+          the output region holds IEEE's reading, the bytes the NaN reading (porter_reading 1).
 A kernel that faults kills this process; the parent reports the signal.
 """
 
@@ -33,18 +35,24 @@ def _shared_base(size):
 
 
 def _lib(path):
-    lib = _libs.get(path)
-    if lib is None:
-        lib = _libs[path] = ctypes.CDLL(path)
+    found = _libs.get(path)
+    if found is None:
+        lib = ctypes.CDLL(path)
         lib.porter_run.restype = ctypes.c_int
         lib.porter_run.argtypes = [
             ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-    return lib
+        try:
+            flags = (ctypes.c_int.in_dll(lib, "porter_reading"),
+                     ctypes.c_int.in_dll(lib, "porter_reached"))
+        except ValueError:          # a library with no undefined answer to read
+            flags = None
+        found = _libs[path] = (lib, flags)
+    return found
 
 
 def handle(req):
-    lib = _lib(req["lib"])
+    lib, flags = _lib(req["lib"])
     base = _shared_base(req["shared"])
     out_at, n = req["out_at"]
     out = base + out_at
@@ -59,12 +67,27 @@ def handle(req):
     stride_arrays = [(ctypes.c_long * max(1, ndim))(*s) for s in (req.get("strides") or [])]
     c_strides = (ctypes.c_void_p * max(1, len(stride_arrays)))(
         *[ctypes.addressof(a) for a in stride_arrays])
-    rc = lib.porter_run(req["index"], int(strided), out, ins,
-                        ctypes.addressof(alpha) if alpha is not None else None,
-                        req["numel"], ndim, c_sizes, c_strides)
-    if rc != 0:
+
+    def run(reading):
+        if flags is not None:
+            flags[0].value, flags[1].value = reading, 0
+        return lib.porter_run(req["index"], int(strided), out, ins,
+                              ctypes.addressof(alpha) if alpha is not None else None,
+                              req["numel"], ndim, c_sizes, c_strides)
+
+    if run(0) != 0:
         return {"error": f"kernel {req['index']} is not built"}
-    return {"out_at": req["out_at"]}
+    resp = {"out_at": req["out_at"]}
+    reached = flags[1].value if flags is not None else 0
+    if reached:
+        # the same sample with Metal's undefined answers read as NaN; IEEE's stays in place
+        first = ctypes.string_at(out, n)
+        ctypes.memset(out, 0, max(1, n))
+        run(1)
+        resp["undefined"] = [reached, ctypes.string_at(out, n)]
+        ctypes.memmove(out, first, n)
+        flags[0].value = 0
+    return resp
 
 
 def main():

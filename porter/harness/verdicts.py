@@ -155,9 +155,10 @@ class SampleSource(Protocol):
         """The last `run`'s answers with a*b+c contracted to one fma: (answer, [(version,
         answer or why none)]), or None where the device has no such build."""
 
-    def other_versions(self) -> list[tuple[int, object]]:
+    def other_versions(self) -> list[tuple[int | str, object]]:
         """The last `run`'s answers under the other `__METAL_VERSION__`s whose kernel tokens
-        differ (an answer, or a string saying why there is none); [] on other devices."""
+        differ (an answer, or a string saying why there is none), then each other reading of
+        an answer Metal leaves undefined, named by a phrase; [] on other devices."""
 
     def reference(self, sample, device_out): ...
 
@@ -395,7 +396,10 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
         # a Mac compiles the kernel with the Metal of its OS: each version whose tokens differ
         # is a kernel of its own, held to the same reference
         for version, other in others:
-            where = (f"under __METAL_VERSION__ {version} (the kernel file's tokens differ there; "
+            # an int: another Metal version's build; a phrase: another reading of an answer
+            # Metal leaves undefined (porter.emulate.emulator_device.undefined_reading)
+            where = (version if isinstance(version, str) else
+                     f"under __METAL_VERSION__ {version} (the kernel file's tokens differ there; "
                      "a Mac whose Metal is that version builds them)")
             if isinstance(other, str):
                 return f"{where}: {other}", reference, device_out

@@ -416,7 +416,9 @@ def test_every_call_the_library_resolves_is_executed_by_the_shim_or_listed():
     lines = expected.splitlines()
     assert not any(line.startswith("metal::nextafter(bfloat") for line in lines)
     assert "metal::nextafter(half2, half2)" in expected
-    # fmax3/fmin3 run in the shim (review 33's B07); fmedian3 does not (not proven)
+    # fmax3/fmin3 run in the shim (review 33's B07), and fmedian3 and fast::clamp, both ways
+    # on a NaN operand (review 15's B09); distance_squared does not run (not proven)
     assert not [ln for ln in lines if ln.startswith(("metal::fmax3", "metal::fmin3",
-                                                     "metal::precise::fmax3"))]
-    assert "metal::fmedian3" in lines
+                                                     "metal::precise::fmax3", "metal::fmedian3",
+                                                     "metal::fast::fmedian3", "metal::fast::clamp"))]
+    assert "metal::distance_squared" in lines

@@ -117,12 +117,40 @@ def test_msl_integer_functions_run_as_the_msl_table_defines_them(lib, client):
     assert out.tolist() == [0.0, 1.0], f"wrong bits: {int(out[0]):#b}"
 
 
+# (functor, a, b, IEEE's reading, the NaN reading or None where the answer is defined, family)
+UNDEFINED = [
+    ("fast_max", [1.0, NAN, 4.0], [2.0, 3.0, 1.0], [2.0, 3.0, 4.0], [2.0, NAN, 4.0], 1),
+    ("fast_max", [1.0, 4.0], [2.0, 1.0], [2.0, 4.0], None, 0),
+    ("ieee_max", [1.0, NAN, 4.0], [2.0, 3.0, 1.0], [2.0, 3.0, 4.0], None, 0),
+    ("median", [1.0, 0.2, NAN], [2.0, 0.1, 3.0], [1.0, 0.2, 3.0], [1.0, 0.2, NAN], 2),
+    ("median", [1.0, 0.2], [2.0, 0.1], [1.0, 0.2], None, 0),
+]
+
+
+@pytest.mark.parametrize("name, a, b, ieee, nan_reading, family", UNDEFINED,
+                         ids=[f"{r[0]}-{'nan' if r[4] else 'defined'}" for r in UNDEFINED])
+def test_an_answer_metal_leaves_undefined_is_run_both_ways(lib, client, name, a, b, ieee,
+                                                           nan_reading, family):
+    """Review 15's N13 (fast::fmax on a NaN was run as IEEE's fmax alone: green, whatever a Mac
+    answers) and B09 (fmedian3 was not run at all: "not proven")."""
+    from porter.emulate.torch_run import like
+    regs = lib.find(name, "float")
+    assert regs and regs[0].built, lib.quarantined
+    out = run_registration(client, lib, regs[0], [torch.tensor(a), torch.tensor(b)])
+    torch.testing.assert_close(out, torch.tensor(ieee), equal_nan=True)
+    if nan_reading is None:
+        assert client.undefined is None
+        return
+    bits, raw = client.undefined
+    assert bits == family
+    torch.testing.assert_close(like(out, raw), torch.tensor(nan_reading), equal_nan=True)
+
+
 def test_the_library_metal_has_and_the_shim_does_not_run_is_not_proven(fixture_root, tmp_path):
-    """fmedian3 (what it returns for a NaN operand is not known to porter): listed in
-    frontend_include/NOT_EXECUTABLE; a kernel calling it is not proven, never "does not
-    build" (a Mac builds it) and never run."""
+    """distance_squared (the shim has none): listed in frontend_include/NOT_EXECUTABLE; a
+    kernel calling it is not proven, never "does not build" (a Mac builds it) and never run."""
     from porter.emulate.build import UNSUPPORTED
-    text = (SWIZZLE_WRITES % "zw").replace("v.zw = z;", "v.x = fmedian3(z.x, z.y, 0.5f);")
+    text = (SWIZZLE_WRITES % "zw").replace("v.zw = z;", "v.x = distance_squared(z, z);")
     lib = build_source(text, tmp_path / "m.metal", fixture_root, strict=False)
     assert lib.build_errors() == []
     reg = lib.find("w", "float2")[0]

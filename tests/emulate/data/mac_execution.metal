@@ -146,6 +146,27 @@ struct three_way_functor {
 REGISTER_BINARY_OP(three_way, float, float);
 REGISTER_BINARY_OP(three_way, half, half);
 
+// A NaN into fast:: min/max (fast math) or into fmedian3 has no defined answer (MSL §6.5): the
+// worker runs such a call both ways, IEEE's answer and NaN; metal::fmax's answer is defined
+struct fast_max_functor {
+  inline float operator()(const float a, const float b) {
+    return fast::fmax(a, b);
+  }
+};
+struct ieee_max_functor {
+  inline float operator()(const float a, const float b) {
+    return fmax(a, b);
+  }
+};
+struct median_functor {
+  inline float operator()(const float a, const float b) {
+    return fmedian3(a, b, 0.5f);
+  }
+};
+REGISTER_BINARY_OP(fast_max, float, float);
+REGISTER_BINARY_OP(ieee_max, float, float);
+REGISTER_BINARY_OP(median, float, float);
+
 // MSL's integer functions (review 33b's B13/B20/B27/B29/B30 calls and their kin), each against
 // the value the MSL table defines: a wrong shim answer sets its bit in the result.
 struct integer_library_functor {

@@ -608,6 +608,43 @@ inline To as_type(const From& from) {
   return to;
 }
 
+// ---------------------------------------------------------------- undefined answers
+// Metal leaves some answers undefined: a NaN operand of fast:: min/max/fmin/fmax/fmin3/fmax3/
+// clamp (MSL §6.5's fast-math note) and of fmedian3 (the specification says nothing of a NaN
+// there). A Mac answers something; porter cannot know what, so the kernel runs twice on such a
+// sample (porter/emulate/worker.py): `porter_reading` 0 gives IEEE's answer (the NaN operand
+// ignored, as fmax does), 1 gives NaN, and porter_harness's verdict holds the kernel to both.
+// `porter_reached` says which family ran into one (a bit each), so a sample that never reaches
+// one runs once. Weak: each piece of a file built in pieces carries them; one is kept.
+extern "C" {
+__attribute__((visibility("default"), weak)) int porter_reading = 0;
+__attribute__((visibility("default"), weak)) int porter_reached = 0;
+}
+namespace detail {
+enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2 };
+// `ieee` where no operand is NaN; else the reading's answer, and the family is noted
+inline float undefined_on_nan(bool any_nan, float ieee, int family) {
+  if (!any_nan) return ieee;
+  porter_reached |= family;
+  return porter_reading ? __builtin_nanf("") : ieee;
+}
+inline float fast_max(float x, float y) {
+  return undefined_on_nan(x != x || y != y, __builtin_fmaxf(x, y), UNDEFINED_FAST_NAN);
+}
+inline float fast_min(float x, float y) {
+  return undefined_on_nan(x != x || y != y, __builtin_fminf(x, y), UNDEFINED_FAST_NAN);
+}
+inline float fast_clamp(float x, float lo, float hi) {
+  return undefined_on_nan(x != x || lo != lo || hi != hi,
+                          __builtin_fminf(__builtin_fmaxf(x, lo), hi), UNDEFINED_FAST_NAN);
+}
+// the median as fmin/fmax compose it: with no NaN, the middle value
+inline float median3(float x, float y, float z, int family) {
+  const float m = __builtin_fmaxf(__builtin_fminf(x, y), __builtin_fminf(__builtin_fmaxf(x, y), z));
+  return undefined_on_nan(x != x || y != y || z != z, m, family);
+}
+} // namespace detail
+
 // ---------------------------------------------------------------- math
 namespace detail {
 template <typename T, int N, typename F>
@@ -684,6 +721,8 @@ inline half nextafter_half(half from, half to) {
   inline half NAME(half x, half y) { return half(NAME(float(x), float(y))); }
 
 #define PORTER_TANH(x) __builtin_tanhf(x)
+#define PORTER_FMAX(x, y) __builtin_fmaxf(x, y)
+#define PORTER_FMIN(x, y) __builtin_fminf(x, y)
 #define PORTER_MATH_TABLE(M1, M2)                                               \
   M1(acos, __builtin_acosf(x))                                                  \
   M1(acosh, __builtin_acoshf(x))                                                \
@@ -723,8 +762,8 @@ inline half nextafter_half(half from, half to) {
   M2(atan2, __builtin_atan2f(x, y))                                             \
   M2(copysign, __builtin_copysignf(x, y))                                       \
   M2(fdim, __builtin_fdimf(x, y))                                               \
-  M2(fmax, __builtin_fmaxf(x, y))                                               \
-  M2(fmin, __builtin_fminf(x, y))                                               \
+  M2(fmax, PORTER_FMAX(x, y))                                                   \
+  M2(fmin, PORTER_FMIN(x, y))                                                   \
   M2(fmod, __builtin_fmodf(x, y))                                               \
   M2(pow, __builtin_powf(x, y))                                                 \
   M2(powr, detail::powr(x, y))                                                  \
@@ -733,22 +772,22 @@ inline half nextafter_half(half from, half to) {
 PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
 
 // fmax3/fmin3 (MSL 2.1 on): fmax(x, fmax(y, z)), fmin(x, fmin(y, z)), so a NaN operand yields
-// the larger/smaller of the others, as fmax/fmin do. fmedian3 is not here: what it returns
-// for a NaN operand is not known to porter, so a kernel calling it is not proven
-// (frontend_include/NOT_EXECUTABLE).
-#define PORTER_MATH3_F(NAME, TWO)                                               \
-  inline float NAME(float x, float y, float z) { return TWO(x, TWO(y, z)); }    \
+// the larger/smaller of the others, as fmax/fmin do. fmedian3's answer for a NaN operand is not
+// in the specification: both readings run (detail::undefined_on_nan).
+#define PORTER_MATH3_F(NAME, EXPR)                                              \
+  inline float NAME(float x, float y, float z) { return EXPR; }                 \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i) r[i] = T(NAME(float(a[i]), float(b[i]), float(c[i]))); \
     return r;                                                                   \
   }
-#define PORTER_MATH3(NAME, TWO)                                                 \
-  PORTER_MATH3_F(NAME, TWO)                                                     \
+#define PORTER_MATH3(NAME, EXPR)                                                \
+  PORTER_MATH3_F(NAME, EXPR)                                                    \
   inline half NAME(half x, half y, half z) { return half(NAME(float(x), float(y), float(z))); }
-PORTER_MATH3(fmax3, __builtin_fmaxf)
-PORTER_MATH3(fmin3, __builtin_fminf)
+PORTER_MATH3(fmax3, __builtin_fmaxf(x, __builtin_fmaxf(y, z)))
+PORTER_MATH3(fmin3, __builtin_fminf(x, __builtin_fminf(y, z)))
+PORTER_MATH3(fmedian3, detail::median3(x, y, z, detail::UNDEFINED_MEDIAN_NAN))
 
 // Metal's max/min on floats are fmax/fmin (a NaN operand yields the other).
 PORTER_MATH2(max, __builtin_fmaxf(x, y))
@@ -1047,26 +1086,40 @@ inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
 inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
 inline float divide(float x, float y) { return x / y; }
-PORTER_MATH3_F(fmax3, __builtin_fmaxf)
-PORTER_MATH3_F(fmin3, __builtin_fminf)
+PORTER_MATH3_F(fmax3, __builtin_fmaxf(x, __builtin_fmaxf(y, z)))
+PORTER_MATH3_F(fmin3, __builtin_fminf(x, __builtin_fminf(y, z)))
+PORTER_MATH3_F(fmedian3, detail::median3(x, y, z, detail::UNDEFINED_MEDIAN_NAN))
 } // namespace precise
 namespace fast {
 // fast::tanh is (exp(2x) - 1) / (exp(2x) + 1) in float (upstream #186286, by Apple's engineer):
 // exp(2x) overflows past x ~ 44.36 and inf / inf is NaN (upstream #186278).
 #undef PORTER_TANH
 #define PORTER_TANH(x) detail::fast_tanh(x)
+// a NaN operand of min/max/fmin/fmax/fmin3/fmax3/clamp: undefined (MSL §6.5), both readings run
+#undef PORTER_FMAX
+#undef PORTER_FMIN
+#define PORTER_FMAX(x, y) detail::fast_max(x, y)
+#define PORTER_FMIN(x, y) detail::fast_min(x, y)
 PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
-PORTER_MATH2_F(max, __builtin_fmaxf(x, y))
-PORTER_MATH2_F(min, __builtin_fminf(x, y))
+PORTER_MATH2_F(max, detail::fast_max(x, y))
+PORTER_MATH2_F(min, detail::fast_min(x, y))
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float divide(float x, float y) { return x / y; }
-PORTER_MATH3_F(fmax3, __builtin_fmaxf)
-PORTER_MATH3_F(fmin3, __builtin_fminf)
+PORTER_MATH3_F(fmax3, detail::undefined_on_nan(x != x || y != y || z != z,
+                                               __builtin_fmaxf(x, __builtin_fmaxf(y, z)),
+                                               detail::UNDEFINED_FAST_NAN))
+PORTER_MATH3_F(fmin3, detail::undefined_on_nan(x != x || y != y || z != z,
+                                               __builtin_fminf(x, __builtin_fminf(y, z)),
+                                               detail::UNDEFINED_FAST_NAN))
+PORTER_MATH3_F(clamp, detail::fast_clamp(x, y, z))
+PORTER_MATH3_F(fmedian3, detail::median3(x, y, z, detail::UNDEFINED_FAST_NAN | detail::UNDEFINED_MEDIAN_NAN))
 } // namespace fast
 
 #undef PORTER_MATH_TABLE
 #undef PORTER_TANH
+#undef PORTER_FMAX
+#undef PORTER_FMIN
 #undef PORTER_MATH1
 #undef PORTER_MATH1_F
 #undef PORTER_MATH2
