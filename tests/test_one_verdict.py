@@ -96,3 +96,28 @@ def test_an_answer_metal_leaves_undefined_is_held_both_ways(real_root):
     metal.write_text(text.replace(RIGHT, planted % "metal::fmax"))
     twin = porter("test", "heaviside", "--device", "emulate", "--dtype", "float32", root=real_root)
     assert twin.code == 0, twin.out
+
+
+@needs_compiler
+def test_the_cached_run_says_what_the_op_db_run_says_of_a_wrong_body(real_root):
+    """The same verdict, failures, tables and notes whichever way the run gets its samples: a
+    wrong functor, run through op_db (--no-cache, which records nothing) and from the cache.
+    The subnormal-input note counted an element again for each comparison of its sample (the
+    contracted rerun, the float32 opmath check): 24 vs 12 elements for float32, 16 vs 8 for
+    bfloat16, depending on the path."""
+    import re
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    metal.write_text(metal.read_text().replace(RIGHT, RIGHT.replace("a > 0", "a < 0")))
+    args = ("test", "heaviside", "--device", "emulate", "--dtype", "float32", "--dtype", "bfloat16")
+    first = porter(*args, root=real_root)              # records the cache
+    fresh = porter(*args, "--no-cache", root=real_root)
+    cached = porter(*args, root=real_root)
+    assert first.code == fresh.code == cached.code == 1
+    assert "samples and references cached" in cached.out.splitlines()[0]
+
+    def body(out):      # the header line names the path; the seconds column is timing
+        return [re.sub(r"\s+[\d.]+$", "", line) for line in out.splitlines()[1:]]
+    assert body(fresh.out) == body(cached.out)
+    notes = re.findall(r"note (\w+): (\d+) element\(s\) of subnormal", cached.out)
+    assert sorted(notes) == [("bfloat16", "8"), ("float32", "12")], notes

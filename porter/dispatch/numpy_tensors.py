@@ -255,10 +255,14 @@ def _item(a: PArray, flat_index: int):
     return value.item()
 
 
+BRIEF = "Tensor-likes are not close!"     # `compare(..., brief=True)`'s failure
+
+
 def compare(actual: PArray, expected: PArray, atol: float | None, rtol: float | None,
-            floors: tuple[float, float] = (0.0, 0.0)) -> str | None:
+            floors: tuple[float, float] = (0.0, 0.0), brief: bool = False) -> str | None:
     """The AssertionError text of `TestCase.assertEqual(actual, expected, atol=, rtol=)` with
-    `precision, rel_tol = floors`, or None when they are equal."""
+    `precision, rel_tol = floors`, or None when they are equal; `brief`: its first line alone
+    where the values differ (composing the rest is most of a failing comparison's time)."""
     if actual.shape != expected.shape:
         return (f"The values for attribute 'shape' do not match: {_size(actual.shape)} != "
                 f"{_size(expected.shape)}.")
@@ -274,6 +278,8 @@ def compare(actual: PArray, expected: PArray, atol: float | None, rtol: float | 
     matches = isclose(actual, expected, rtol, atol)
     if bool(np.all(matches)):
         return None
+    if brief:
+        return BRIEF
     if actual.shape == ():
         return _scalar_message(_item(actual, 0), _item(expected, 0), rtol, atol)
     return _tensor_message(actual, expected, matches, rtol, atol)

@@ -93,7 +93,7 @@ def _run_record(rec: dict, env: str, backend, exp, lists, dtypes, only,
     return verdicts.run_op(CachedSource(rec, env, backend, exp, lists, rows), dtypes, only)
 
 
-class CachedSource:
+class CachedSource(verdicts.TwoWayNotes):
     """One OpInfo record of the reference cache: porter.harness.verdicts.SampleSource. Every
     dtype the MPS test sends is run (a dtype without a kernel fails in the device); the op
     beyond the emulator is skipped, a kernel file that does not build fails every dtype."""
@@ -265,17 +265,8 @@ class CachedSource:
         self._row = res
         self._note_two_ways()
 
-    def _note_two_ways(self) -> None:
-        if self._unsettled and self._row is not None:
-            from porter.harness.edges import UNSETTLED, unsettled_note
-            self._row.notes = [n for n in self._row.notes if UNSETTLED not in n] + \
-                [unsettled_note(self._unsettled)]
-        if self._flushed and self._row is not None:
-            from porter.harness.edges import FLUSHED, flushed_note
-            self._row.notes = [n for n in self._row.notes if FLUSHED not in n] + \
-                [flushed_note(self._flushed)]
-
-    def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype: str,
+                brief: bool = False) -> str | None:
         if self.rec["name"] == "kthvalue":
             raise Unsupported("kthvalue's index check")
         atol, rtol = tolerances
@@ -283,7 +274,7 @@ class CachedSource:
         if not self.shapes:
             # an edge value torch's CPU answers two ways: either answer passes (edges.either)
             reference = two_ways.either(sample, reference, device_out, atol, rtol)
-        message = compare(reference, device_out, atol, rtol, floors)
+        message = compare(reference, device_out, atol, rtol, floors, brief)
         if message is not None and self.reference_inputs:
             # edges.either_per_element on the scalar loop's answers the recording run computed
             before = len(self._unsettled), len(self._flushed)
@@ -295,7 +286,7 @@ class CachedSource:
                                                 self._flushed)
             if (len(self._unsettled), len(self._flushed)) != before:
                 self._note_two_ways()
-                message = compare(reference, device_out, atol, rtol, floors)
+                message = compare(reference, device_out, atol, rtol, floors, brief)
         if message is None:
             self.accepted_reference = reference     # with the values it took two ways
             return None

@@ -172,8 +172,11 @@ class SampleSource(Protocol):
 
     def record_errors(self, res: DtypeResult, reference, device_out) -> None: ...
 
-    def compare(self, sample, reference, device_out, tolerances, floors, dtype: str) -> str | None:
-        """The one-line failure, or None when the device's answer matches."""
+    def compare(self, sample, reference, device_out, tolerances, floors, dtype: str,
+                brief: bool = False) -> str | None:
+        """The one-line failure, or None when the device's answer matches; `brief`: any
+        non-None failure will do (a later failing sample of the dtype, whose message no row
+        shows), so a source may skip composing it."""
 
 
 # Called as `listener(result, dtype_result)` the moment each dtype's verdict is decided, in
@@ -317,11 +320,13 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
     lost = None
     if message is None:
         message, lost = _lost(source, sample, reference, device_out)
-    if message is not None:
+    if message is not None and not res.failed_samples:
         # Whether a Mac's compiler contracts a*b+c into one fma is not known, nor whether a Mac's
         # CPU reference is fused where this machine's is (clang fuses its scalar loop, not its
         # NEON body): a sample that passes only contracted is not proven, and its message says
-        # which way it fails
+        # which way it fails. Red either way: only the dtype's first failure, whose message the
+        # row shows, is run again contracted (a rerun per failing sample doubled a wrong
+        # body's edit-to-verdict time)
         with source.quiet():
             try:
                 contracted = source.contracted()
@@ -331,8 +336,11 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
                 contracted = None
         if contracted is not None:
             fused, fused_others = contracted
-            again, fused_reference, fused_out = _held(source, sample, reference, fused, fused_others,
-                                                      tolerances, floors, name, res, record=False)
+            unnoted = getattr(source, "unnoted", contextlib.nullcontext)
+            with unnoted():
+                again, fused_reference, fused_out = _held(source, sample, reference, fused,
+                                                          fused_others, tolerances, floors, name,
+                                                          res, record=False)
             if again is None:
                 # the contracted answer is held to the same rows: lost precision too (a value
                 # flushed to zero both ways passed upstream's tolerance here and was green)
@@ -345,6 +353,7 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
                 # said only where contraction changed the failure: an integer kernel (no a*b+c
                 # to contract) fails the same way both ways, and the phrase would mislead
                 message = f"{message} (fails with a*b+c contracted to one fma as well)"
+    if message is not None:
         # a reduced float the kernel computes in float32 (opmath) where the CPU rounds each
         # step in the dtype: red here and on a Mac alike, and the row says so
         opmath = getattr(source, "opmath_note", None)
@@ -387,7 +396,9 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
     """(the one-line failure or None, the reference and answer it names) of one way a Mac may
     build the kernel: its answer, then each other __METAL_VERSION__'s, then a Mac's CPU
     reference where it is not this machine's."""
-    message = source.compare(sample, reference, device_out, tolerances, floors, name)
+    # past the dtype's first failure only whether a sample fails counts (its message is not shown)
+    brief = bool(res.failed_samples)
+    message = source.compare(sample, reference, device_out, tolerances, floors, name, brief)
     # the reference the pass settled on: with the values torch answers two ways, or the answer
     # on an input an Apple GPU flushes, where the device took that one (what lost precision
     # is judged against: heaviside's answer on the zero a GPU reads is no lost value)
@@ -405,7 +416,7 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
                 return f"{where}: {other}", reference, device_out
             if record:
                 source.record_errors(res, reference, other)
-            message = source.compare(sample, reference, other, tolerances, floors, name)
+            message = source.compare(sample, reference, other, tolerances, floors, name, brief)
             if message is not None:
                 return f"{where}: {message}", reference, other
     if message is None:
@@ -413,12 +424,42 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
         # the kernel is held to both (a row they put farther apart than the tolerance is red)
         mac = source.mac_reference(sample, reference)
         if mac is not None:
-            message = source.compare(sample, mac[0], device_out, tolerances, floors, name)
+            message = source.compare(sample, mac[0], device_out, tolerances, floors, name, brief)
             if message is not None:
                 return f"against {mac[1]}: {message}", mac[0], device_out
     if message is None and accepted is not None:
         return None, accepted, device_out
     return message, reference, device_out
+
+
+class TwoWayNotes:
+    """A sample source's notes of the elements its row took two ways (`_unsettled`: torch's
+    two CPU loops answer otherwise; `_flushed`: a subnormal input an Apple GPU reads as zero),
+    each element once: a comparison that asks another question of a sample already compared
+    (the contracted build's answer, the float32 opmath check) runs `unnoted`."""
+
+    _row: DtypeResult | None = None
+    _unsettled: list
+    _flushed: list
+
+    def _note_two_ways(self) -> None:
+        res = self._row
+        if self._unsettled and res is not None:     # one note, however many samples record
+            from porter.harness.edges import UNSETTLED, unsettled_note
+            res.notes = [n for n in res.notes if UNSETTLED not in n] + [unsettled_note(self._unsettled)]
+        if self._flushed and res is not None:
+            from porter.harness.edges import FLUSHED, flushed_note
+            res.notes = [n for n in res.notes if FLUSHED not in n] + [flushed_note(self._flushed)]
+
+    @contextlib.contextmanager
+    def unnoted(self):
+        kept = self._unsettled, self._flushed
+        self._unsettled, self._flushed = [], []
+        try:
+            yield
+        finally:
+            self._unsettled, self._flushed = kept
+            self._note_two_ways()
 
 
 def reference_row(source) -> bool:
