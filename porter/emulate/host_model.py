@@ -247,6 +247,10 @@ def _param_name(param: str) -> str:
 
 
 def _check_block(body, context: Context, top: bool) -> Outside | None:
+    """`body`'s first statement outside the model. Blocks that run once (`{ }`, `do { } while
+    (0)`) are inlined by `statements`, so a `return` here is taken by every run reaching it:
+    before any kernel call the function leaves with the output unwritten, and what follows it
+    never runs (checking it would call dead code unmodelled)."""
     calls = 0
     for s in body:
         if s.condition is not None:
@@ -259,6 +263,11 @@ def _check_block(body, context: Context, top: bool) -> Outside | None:
                     outside = Outside(s.start, s.text, "runs a kernel a second time: on an output "
                                       "that is also an input (an in-place call) the second run "
                                       "reads the first one's result")
+            if outside is None and re.match(r"return\b", s.text):
+                if top and not calls:
+                    return Outside(s.start, s.text, "returns before any kernel call: on a Mac no "
+                                   "kernel runs and the output is left unwritten")
+                return None
         if outside is not None:
             return outside
     return None

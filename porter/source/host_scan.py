@@ -160,25 +160,41 @@ class HostFile(SourceFile):
         return out
 
     def _unconditional_returns(self, open_at: int, close: int) -> list[tuple[int, int]]:
-        """(end of statement, line) of each `return` among the function body's own statements
-        that no `if`/`else`/loop guards: what follows it never runs."""
-        found, depth, statement = [], 0, open_at + 1
+        """(end of statement, line) of each `return` that every run reaching it takes: among
+        the function body's own statements, or inside blocks that run once whenever reached
+        (`{ ... }`, `do { ... } while (0)`), with no `if`/`else`/loop guarding it. What follows
+        it never runs."""
+        found, plain, statement = [], [], open_at + 1
         for m in re.finditer(r"[{}();]|\breturn\b", self.mask[open_at + 1:close]):
             tok, at = m.group(), open_at + 1 + m.start()
-            if tok in "{(":
-                depth += 1
-            elif tok in "})":
-                depth -= 1
-            elif tok == "return" and depth == 0:
+            if tok == "(":
+                plain.append(False)
+            elif tok == "{":
+                plain.append(all(plain) and self._runs_once(self.mask[statement:at].strip(), at))
+            elif tok in ")}":
+                if plain:
+                    plain.pop()
+            elif tok == "return" and all(plain):
                 head = self.mask[statement:at].strip()
                 # `if (c) return;`, `else return;`: guarded, as is one in a loop's single statement
                 guarded = head.endswith(")") or re.search(r"\b(?:else|do)$", head)
                 end = self.mask.find(";", at, close)
                 if not guarded and end >= 0:
                     found.append((end, line_of(self.text, at)))
-            if depth == 0 and tok in "{};":
+            if all(plain) and tok in "{};":
                 statement = at + 1
         return found
+
+    def _runs_once(self, head: str, brace: int) -> bool:
+        """Whether the block opening at `brace`, after `head` in its statement, runs once
+        whenever reached: a bare `{ }`, or `do { } while (0);` with no `break`/`continue`."""
+        if head == "":
+            return True
+        if head != "do":
+            return False
+        end = matching_close(self.mask, brace)
+        return end > 0 and re.match(r"\s*while\s*\(\s*(?:0|false)\s*\)\s*;", self.mask[end + 1:]) is not None \
+            and re.search(r"\b(?:break|continue)\b", self.mask[brace:end]) is None
 
     def kernels_of_stub(self, stub: str) -> tuple[str, ...]:
         """Metal kernel names the registered function of `stub` passes to exec_*_kernel."""

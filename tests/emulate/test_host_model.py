@@ -74,6 +74,12 @@ SAME_AS_WRITTEN = [
                  id="do-while-0-around-the-call"),
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at" "an2");\n',
                  id="the-name-in-adjacent-literals"),
+    # what follows a return every run takes never runs (review 16's H42, H43, H50: "not proven"
+    # or "runs a kernel a second time" of dead code)
+    pytest.param(ATAN2_CALL, ATAN2_CALL + '  {\n    return;\n  }\n  iter.output().neg_();\n',
+                 id="dead-code-after-a-return-in-a-block"),
+    pytest.param(ATAN2_CALL, '  {\n' + ATAN2_CALL + '    return;\n  }\n'
+                 '  lib.exec_binary_kernel(iter, "copysign");\n', id="a-dead-second-kernel-call"),
 ]
 
 
@@ -82,6 +88,24 @@ def test_a_host_written_otherwise_that_runs_the_same_kernel_passes(ported, old, 
     with edited(ported, BINARY, old, new):
         code, by = outcomes(ported, "atan2")
     assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, by
+
+
+# a return every run takes, inside blocks that run once, before the kernel call: on a Mac no
+# kernel runs and the output stays unwritten (review 16's H10, H21, H41 were green)
+NEVER_RUNS = [
+    pytest.param('  {\n    return;\n  }\n' + ATAN2_CALL, id="in-a-block"),
+    pytest.param('  do {\n    {\n      return;\n    }\n  } while (0);\n' + ATAN2_CALL,
+                 id="in-a-do-while-0"),
+]
+
+
+@pytest.mark.parametrize("new", NEVER_RUNS)
+def test_a_return_before_the_kernel_call_in_a_block_runs_no_kernel(ported, new):
+    with edited(ported, BINARY, ATAN2_CALL, new):
+        code, by = outcomes(ported, "atan2")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail" and "follows the unconditional return" in d["message"], d
 
 
 PLANTED = [
