@@ -50,6 +50,7 @@ class EmulateBackend:
         self._contracted: dict = {}                         # (metal, version) -> Library / error
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
+        self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -78,6 +79,11 @@ class EmulateBackend:
     def build_error(self, op: OpNames) -> str | None:
         """Why the op's kernel file would not compile on a Mac, or None. Every dtype fails
         then: one bad registration stops the whole .metal file."""
+        if self._yaml_rejected is None:
+            from porter.emulate.yaml_verdict import rejection
+            self._yaml_rejected = rejection(self.root) or ""
+        if self._yaml_rejected:
+            return self._yaml_rejected
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing

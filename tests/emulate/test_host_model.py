@@ -108,6 +108,26 @@ def test_a_return_before_the_kernel_call_in_a_block_runs_no_kernel(ported, new):
         assert d["outcome"] == "fail" and "follows the unconditional return" in d["message"], d
 
 
+# a yaml torchgen rejects stops a Mac's build at codegen: no kernel, no test (review 16's H55,
+# H59 were green while the row still read "MPS: hardshrink_out")
+REJECTED_YAML = [
+    pytest.param("    CPU, CUDA, MPS hardshrink_out\n", "dispatch is not a dict", id="colon-dropped"),
+    pytest.param("  CPU, CUDA, MPS: hardshrink_out\n", "leftover entries", id="row-dedented"),
+]
+
+
+@pytest.mark.parametrize(("new", "says"), REJECTED_YAML)
+def test_a_yaml_torchgen_rejects_fails_every_dtype(ported, new, says):
+    with edited(ported, NATIVE_YAML, "    CPU, CUDA, MPS: hardshrink_out\n", new):
+        code, by = outcomes(ported, "nn.functional.hardshrink")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail", d
+        assert d["message"].startswith(f"{NATIVE_YAML} does not build: torchgen rejects it "
+                                       f"({NATIVE_YAML}:"), d["message"]
+        assert says in d["message"], d["message"]
+
+
 PLANTED = [
     pytest.param("logit", UNARY, LOGIT_CALL, LOGIT_CALL + "  iter.output().neg_();\n",
                  "  iter.output().neg_();", "logit_kernel (operations/UnaryKernel.mm:",
