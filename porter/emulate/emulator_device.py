@@ -51,6 +51,7 @@ class EmulateBackend:
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
+        self._host_builds: dict = {}                        # .mm path -> its compile error
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -93,6 +94,9 @@ class EmulateBackend:
         for host in self._candidates(op):
             if host.fault:
                 return host.fault
+            broken = self._host_does_not_build(host)
+            if broken:
+                return broken
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")
@@ -126,6 +130,17 @@ class EmulateBackend:
                 if wrong:
                     return wrong
         return None
+
+    def _host_does_not_build(self, host: HostKernel) -> str | None:
+        """The host `.mm` file's first compile error (porter.emulate.host_compile), or None."""
+        from porter.emulate import host_compile
+        mm = host_compile.host_file(self.root, host.function)
+        if mm is None or not mm.is_file():
+            return None
+        if mm not in self._host_builds:
+            found = host_compile.errors(self.root, mm)
+            self._host_builds[mm] = host_compile.message(self.root, mm, found) if found else None
+        return self._host_builds[mm]
 
     def _device_dependent(self, op: OpNames, host: HostKernel) -> str | None:
         """Not proven where the shared function that runs the host's stub (a structured op's

@@ -128,6 +128,30 @@ def test_a_yaml_torchgen_rejects_fails_every_dtype(ported, new, says):
         assert says in d["message"], d["message"]
 
 
+# a host file that does not compile stops a Mac's build: every dtype fails at its line (review
+# 16's H13, H15, H16, H25 were green: porter read the host function's statements alone)
+ATAN2_FUNCTION = "static void atan2_mps_kernel(TensorIteratorBase& iter) {\n"
+DOES_NOT_COMPILE = [
+    pytest.param(ATAN2_CALL, ATAN2_CALL.replace(");", ")"), ATAN2_CALL.replace(");", ")"),
+                 "expected ';' after expression", id="the-calls-semicolon-dropped"),
+    pytest.param(ATAN2_FUNCTION, "static void sibling_mps_kernel(TensorIteratorBase& iter) {\n"
+                 "  lib.exec_binary_kernel(iter, sibling_name);\n}\n\n" + ATAN2_FUNCTION,
+                 "  lib.exec_binary_kernel(iter, sibling_name);",
+                 "use of undeclared identifier 'sibling_name'", id="an-undeclared-name-in-a-sibling"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "statement", "says"), DOES_NOT_COMPILE)
+def test_a_host_file_that_does_not_compile_fails_every_dtype(ported, old, new, statement, says):
+    with edited(ported, BINARY, old, new):
+        line = line_of(ported, BINARY, statement)
+        code, by = outcomes(ported, "atan2")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail", d
+        assert d["message"].startswith(f"{BINARY} does not build: {BINARY}:{line}: {says}"), d["message"]
+
+
 PLANTED = [
     pytest.param("logit", UNARY, LOGIT_CALL, LOGIT_CALL + "  iter.output().neg_();\n",
                  "  iter.output().neg_();", "logit_kernel (operations/UnaryKernel.mm:",

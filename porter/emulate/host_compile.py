@@ -1,0 +1,250 @@
+"""Whether a host `.mm` file compiles, as a Mac's build compiles it first: clang's Objective-C++
+parse of the file (libclang), against the installed wheel's ATen headers and the checkout's own
+`aten/src`, with Apple's frameworks declared by name only (host_include/porter_apple.h).
+
+porter reads the host function's statements (porter.emulate.host_model), not the whole file, so
+a missing `;` after the kernel call, or an undeclared name in another op's host function of the
+same file, left every dtype green (review 16's H13, H15, H16, H25), while on a Mac the build
+stops and no test runs. Only errors located in the `.mm` file itself are read: the stubbed
+frameworks leave errors inside the wheel's MPS headers, which say nothing of the file.
+
+The headers the file includes take ~9 s to parse, its own code ~0.2 s: the leading directives
+(its `#include` block) are precompiled once per checkout and kept in porter's cache, and each
+file's verdict is kept by its content, so an edit of a `.metal` file costs a hash here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from porter.runtime.cache_dir import cache_dir
+
+INCLUDE = Path(__file__).parent / "host_include"
+# a Mac's build defines these for the MPS backend's Objective-C++ files
+_DEFINES = ("-DUSE_MPS", "-D__OBJC__")
+
+
+def errors(root: Path, mm: Path) -> list[tuple[int, str]] | None:
+    """(line, clang's message) of each error in `mm` itself; None where porter cannot parse
+    it (no libclang, no compiler include directory): nothing is said then."""
+    base = _arguments(Path(root))
+    if base is None:
+        return None
+    text = mm.read_text(encoding="utf-8", errors="replace")
+    preamble = _preamble(text)
+    verdict_key = _digest(text, preamble, *base, _versions())
+    store = cache_dir("host_compile")
+    recorded = store / f"{verdict_key}.json"
+    try:
+        found = json.loads(recorded.read_text())
+        if _still_current(Path(root), found["checkout_files"]):
+            return [tuple(e) for e in found["errors"]]
+    except (OSError, ValueError, KeyError):
+        pass
+    listed, checkout_files = _parse(Path(root), mm, text, preamble, base, store)
+    _publish(recorded, json.dumps({"errors": listed, "checkout_files": checkout_files}))
+    return [tuple(e) for e in listed]
+
+
+def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], store: Path):
+    import clang.cindex as ci
+    pch = _precompiled(root, preamble, base, store)
+    args = ["-x", "objective-c++", *base] + (["-include-pch", str(pch)] if pch else [])
+    index = ci.Index.create()
+    unit = index.parse(str(mm), args=args, unsaved_files=[(str(mm), text)])
+    if pch and any(d.severity >= 4 and "precompiled" in d.spelling for d in unit.diagnostics):
+        # the prefix no longer matches its headers (an edited checkout header): parse whole
+        unit = index.parse(str(mm), args=["-x", "objective-c++", *base], unsaved_files=[(str(mm), text)])
+    listed = [[d.location.line, " ".join(d.spelling.split())] for d in unit.diagnostics
+              if d.severity >= 3 and d.location.file is not None
+              and Path(d.location.file.name) == mm]
+    return listed, _checkout_files(root, unit)
+
+
+def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
+    """The `.pch` of the file's leading directives, built when missing. One prefix serves every
+    checkout when it reads none of the checkout's own files (upstream's *Kernel.mm include the
+    wheel's headers alone); otherwise it is this checkout's (clang checks the headers it read by
+    path)."""
+    if not preamble.strip():
+        return None
+    shared = _digest(preamble, *_fixed_arguments(), _versions())
+    for key in (shared, _digest(str(root), shared)):
+        pch = store / f"{key}.pch"
+        facts = _facts(store / f"{key}.pch.json")
+        if facts is not None and pch.is_file() and _still_current(root, facts):
+            if key == shared and facts:
+                continue            # reads checkout files: another checkout's, maybe
+            return pch
+        if key == shared and facts:
+            continue
+        built = _build(store, key, root, preamble, base)
+        if built is None:
+            return None
+        if key == shared and built:
+            continue                # it read this checkout's files: kept under the checkout's key
+        return pch
+    return None
+
+
+def _facts(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _build(store: Path, key: str, root: Path, preamble: str, base: list[str]) -> dict | None:
+    """Precompile `preamble` as `<key>.pch`; the checkout files it read, or None on failure."""
+    import clang.cindex as ci
+    store.mkdir(parents=True, exist_ok=True)
+    header = store / f"{key}.preamble.h"
+    _publish(header, preamble)
+    unit = ci.Index.create().parse(str(header), args=["-x", "objective-c++-header", *base])
+    fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
+    os.close(fd)
+    try:
+        unit.save(staged)
+        os.replace(staged, store / f"{key}.pch")
+    except Exception:           # libclang's save error: parse without a prefix
+        Path(staged).unlink(missing_ok=True)
+        return None
+    read = _checkout_files(root, unit)
+    _publish(store / f"{key}.pch.json", json.dumps(read))
+    return read
+
+
+def _preamble(text: str) -> str:
+    """The file's leading lines that are directives, comments or blank (its `#include` block),
+    the rest blanked: what every parse of it shares."""
+    lines = text.split("\n")
+    n = 0
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("#", "//")):
+            break
+        n = i + 1
+    return "\n".join(lines[:n]) + "\n"
+
+
+def _checkout_files(root: Path, unit) -> dict[str, str]:
+    """The checkout's files the parse read (besides the `.mm`): relative path -> digest."""
+    found = {}
+    for inclusion in unit.get_includes():
+        path = Path(inclusion.include.name)
+        try:
+            rel = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            continue
+        found[str(rel)] = _file_digest(path)
+    return found
+
+
+def _still_current(root: Path, files: dict[str, str]) -> bool:
+    return all(_file_digest(root / rel) == digest for rel, digest in files.items())
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:24]
+    except OSError:
+        return "missing"
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+@lru_cache(maxsize=None)
+def _versions() -> str:
+    """What a recorded verdict depends on besides the files: clang, the wheel, the stubs."""
+    found = []
+    for package in ("libclang", "torch"):
+        try:
+            found.append(metadata.version(package))
+        except metadata.PackageNotFoundError:
+            found.append("none")
+    stubs = _digest(*(p.read_text() for p in sorted(INCLUDE.rglob("*.h"))))
+    return "|".join(found + [stubs])
+
+
+def _arguments(root: Path) -> list[str] | None:
+    found = _fixed_arguments()
+    return None if found is None else [*found, f"-I{root / 'aten' / 'src'}"]
+
+
+@lru_cache(maxsize=None)
+def _fixed_arguments() -> tuple[str, ...] | None:
+    try:
+        import clang.cindex  # noqa: F401
+    except ImportError:
+        return None
+    wheel = _wheel_include()
+    builtin = _compiler_include()
+    if wheel is None or builtin is None:
+        return None
+    # the compiler's own headers (stddef.h): the libclang wheel carries none
+    return ("-std=c++20", "-fblocks", *_DEFINES, f"-I{INCLUDE}", f"-I{wheel}", "-isystem", builtin,
+            "-ferror-limit=0", "-Wno-everything")
+
+
+def _wheel_include() -> str | None:
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    include = Path(list(spec.submodule_search_locations)[0]) / "include"
+    return str(include) if (include / "ATen").is_dir() else None
+
+
+def _compiler_include() -> str | None:
+    try:
+        out = subprocess.run(["g++", "-print-file-name=include"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out if out and Path(out, "stddef.h").is_file() else None
+
+
+def _publish(path: Path, text: str) -> None:
+    """`text` at `path`, written whole (a concurrent run reads all of it or none)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, staged = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(staged, path)
+    except OSError:
+        pass
+
+
+def message(root: Path, mm: Path, found: list[tuple[int, str]]) -> str:
+    """The verdict's words for the first error: every dtype fails, as the build stops."""
+    try:
+        rel = mm.relative_to(root)
+    except ValueError:
+        rel = mm
+    line, why = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (f"{rel} does not build: {rel}:{line}: {why}{more}; a Mac's build stops there, before "
+            "any test (porter parses the host file as Objective-C++ against the wheel's ATen "
+            "headers, docs/testing.md \"What the host may do\")")
+
+
+def host_file(root: Path, function: str) -> Path | None:
+    """The `.mm` file a HostKernel's `function` ("fn (operations/X.mm:LINE)") is in."""
+    from porter.source.checkout import OPERATIONS
+    m = re.search(r"\(operations/([^():]+\.mm):\d+\)", function)
+    return Path(root) / OPERATIONS / m.group(1) if m else None
