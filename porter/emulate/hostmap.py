@@ -306,7 +306,7 @@ def _no_kernel_runs(fn, mm: Path, where: str) -> str:
 
 # a kernel name that is no string literal: `lib.exec_unary_kernel(iter, name)`
 COMPUTED_NAME_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(?:_with_params)?\s*"
-                              r"(?:<[^>]*>)?\s*\(\s*[^,]+,\s*([^\s\",)][^,)]*)")
+                              r"(?:<[^>]*>)?\s*\(\s*[^,]+,\s*(?!R\")([^\s\",)][^,)]*)")
 
 
 def _kernel_choice(host: HostFile, mm: Path, fn) -> str:

@@ -217,3 +217,39 @@ def inactive_spans(mask: str) -> list[tuple[int, int]]:
             else:
                 frame[0] = False          # an undecidable #elif: leave the rest alone
     return spans
+
+
+# A C++ string literal: raw (`R"d(...)d"`) or ordinary, with its escapes. A prefixed one (u8,
+# L, u, U) is another character type, which a kernel name (`const char*`) is not.
+_LITERAL_RE = re.compile(r'R"(?P<delim>[^()\\\s]{0,16})\((?P<raw>.*?)\)(?P=delim)"'
+                         r'|"(?P<plain>(?:[^"\\\n]|\\.)*)"', re.S)
+_ESCAPE_RE = re.compile(r"\\(?:x(?P<hex>[0-9A-Fa-f]+)|(?P<oct>[0-7]{1,3})|(?P<simple>.))", re.S)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f",
+                   "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
+
+
+def literal_value(text: str) -> str | None:
+    """The string `text` denotes when it is string literals alone, as the compiler reads them
+    (line splices removed, adjacent literals joined, escapes decoded), else None."""
+    text = text.replace("\\\n", "")
+    pieces, at = [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return "".join(pieces) if pieces else None
+        m = _LITERAL_RE.match(text, at)
+        if m is None:
+            return None
+        pieces.append(m.group("raw") if m.group("raw") is not None
+                      else _ESCAPE_RE.sub(_escaped, m.group("plain")))
+        at = m.end()
+
+
+def _escaped(m: re.Match) -> str:
+    if m.group("hex"):
+        return chr(int(m.group("hex"), 16))
+    if m.group("oct"):
+        return chr(int(m.group("oct"), 8))
+    return _SIMPLE_ESCAPES.get(m.group("simple"), "\ufffd")
+

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from porter.source.cpp_scan import (SourceFile, blank_inactive, blank_spans, code_mask,
-                                    comments_blanked, inactive_spans, line_of, matching_close,
+                                    comments_blanked, inactive_spans, line_of, literal_value, matching_close,
                                     split_top_level)
 
 REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
@@ -19,8 +19,6 @@ FUNCTION_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(([^)]*)
 EXEC_CALL_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\s*(?:<[^>]*>)?\s*\(")
 # the same word in the raw text: a call someone disabled, for the message that says so
 EXEC_WORD_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*(?:<[^>]*>)?\s*\(")
-# the kernel name: one string literal, or adjacent ones the compiler joins ("heavi" "side")
-NAME_RE = re.compile(r'"\w*"(?:\s*"\w*")*')
 RETURN_RE = re.compile(r"\breturn\b")
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
@@ -142,8 +140,8 @@ class HostFile(SourceFile):
                     continue
                 live.add(call.start())
                 args = split_top_level(self.live_text[call.end():end])
-                name = NAME_RE.fullmatch(args[1].strip()) if len(args) > 1 else None
-                joined = "".join(re.findall(r'"(\w*)"', name.group())) if name else ""
+                # the literal as the compiler reads it: "heavi" "side", "heavi\x73ide", R"(heaviside)"
+                joined = (literal_value(args[1]) or "") if len(args) > 1 else ""
                 if not joined:
                     continue        # a name computed at run time (hostmap: not proven)
                 before = [line for at, line in returns if at < call.start()]

@@ -74,6 +74,10 @@ SAME_AS_WRITTEN = [
                  id="do-while-0-around-the-call"),
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at" "an2");\n',
                  id="the-name-in-adjacent-literals"),
+    # the name as the compiler reads the literal (review 16's H04, H05, H06 were skipped)
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\x61n2");\n', id="an-escape-in-the-name"),
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, R"(atan2)");\n', id="a-raw-literal"),
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\\nan2");\n', id="a-line-splice"),
     # what follows a return every run takes never runs (review 16's H42, H43, H50: "not proven"
     # or "runs a kernel a second time" of dead code)
     pytest.param(ATAN2_CALL, ATAN2_CALL + '  {\n    return;\n  }\n  iter.output().neg_();\n',
@@ -126,6 +130,14 @@ def test_a_yaml_torchgen_rejects_fails_every_dtype(ported, new, says):
         assert d["message"].startswith(f"{NATIVE_YAML} does not build: torchgen rejects it "
                                        f"({NATIVE_YAML}:"), d["message"]
         assert says in d["message"], d["message"]
+
+
+def test_an_escape_that_spells_another_kernel_runs_that_one(ported):
+    # the planted twin of the escapes above: "at\x62n2" is "atbn2", a kernel no file registers
+    with edited(ported, BINARY, ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\x62n2");\n'):
+        code, by = outcomes(ported, "atan2")
+    assert code == 1 and {d["outcome"] for d in by.values()} == {"fail"}, by
+    assert all("atbn2" in d["message"] for d in by.values()), by
 
 
 # a host file that does not compile stops a Mac's build: every dtype fails at its line (review

@@ -116,3 +116,25 @@ _inactive = (
 @pytest.mark.parametrize(("text", "blanked"), _inactive)
 def test_blank_inactive(text, blanked):
     assert cpp_scan.blank_inactive(text) == blanked
+
+
+# literal_value reads a kernel name as the compiler does (review 16's H04, H05, H06: an escape,
+# a raw string and a line splice each spell "heaviside", and porter skipped the op)
+_literals = (
+    pytest.param('"heaviside"', "heaviside", id="plain"),
+    pytest.param('"heavi" "side"', "heaviside", id="adjacent literals join"),
+    pytest.param(r'"heavi\x73ide"', "heaviside", id="hex escape"),
+    pytest.param(r'"\150eaviside"', "heaviside", id="octal escape"),
+    pytest.param('R"(heaviside)"', "heaviside", id="raw"),
+    pytest.param('R"x(a)b)x"', "a)b", id="raw with a delimiter"),
+    pytest.param('"heavi\\\nside"', "heaviside", id="line splice"),
+    pytest.param(r'"a\tb"', "a\tb", id="simple escape"),
+    pytest.param("name", None, id="a name is no literal"),
+    pytest.param('"a" b', None, id="a literal and a name"),
+    pytest.param("", None, id="nothing"),
+)
+
+
+@pytest.mark.parametrize("text, value", _literals)
+def test_literal_value(text, value):
+    assert cpp_scan.literal_value(text) == value
