@@ -60,9 +60,14 @@ def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], stor
     args = ["-x", "objective-c++", *base] + (["-include-pch", str(pch)] if pch else [])
     index = ci.Index.create()
     unit = index.parse(str(mm), args=args, unsaved_files=[(str(mm), text)])
-    if pch and any(d.severity >= 4 and "precompiled" in d.spelling for d in unit.diagnostics):
-        # the prefix no longer matches its headers (an edited checkout header): parse whole
-        unit = index.parse(str(mm), args=["-x", "objective-c++", *base], unsaved_files=[(str(mm), text)])
+    if pch and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
+                                        or str(pch) in d.spelling) for d in unit.diagnostics):
+        # a prefix clang cannot load here (built in a checkout since removed): built again for
+        # this one, under the same content key
+        pch = _precompiled_again(root, preamble, base, store)
+        unit = index.parse(str(mm), args=["-x", "objective-c++", *base]
+                           + (["-include-pch", str(pch)] if pch else []),
+                           unsaved_files=[(str(mm), text)])
     listed = [[d.location.line, " ".join(d.spelling.split())] for d in unit.diagnostics
               if d.severity >= 3 and d.location.file is not None
               and Path(d.location.file.name) == mm]
@@ -70,55 +75,55 @@ def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], stor
 
 
 def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
-    """The `.pch` of the file's leading directives, built when missing. One prefix serves every
-    checkout when it reads none of the checkout's own files (upstream's *Kernel.mm include the
-    wheel's headers alone); otherwise it is this checkout's (clang checks the headers it read by
-    path)."""
+    """The `.pch` of the file's leading directives, built when missing: kept by the preamble and
+    the content of the checkout files it read (listed in `<key>.reads.json`), so checkouts
+    with the same headers share one."""
     if not preamble.strip():
         return None
-    shared = _digest(preamble, *_fixed_arguments(), _versions())
-    for key in (shared, _digest(str(root), shared)):
-        pch = store / f"{key}.pch"
-        facts = _facts(store / f"{key}.pch.json")
-        if facts is not None and pch.is_file() and _still_current(root, facts):
-            if key == shared and facts:
-                continue            # reads checkout files: another checkout's, maybe
+    head = _digest(preamble, *_fixed_arguments(), _versions())
+    reads = _facts(store / f"{head}.reads.json")
+    if reads is not None:
+        pch = store / f"{_content_key(head, root, reads)}.pch"
+        if pch.is_file():
             return pch
-        if key == shared and facts:
-            continue
-        built = _build(store, key, root, preamble, base)
-        if built is None:
-            return None
-        if key == shared and built:
-            continue                # it read this checkout's files: kept under the checkout's key
-        return pch
-    return None
+    read = _build(store, head, root, preamble, base)
+    return None if read is None else store / f"{_content_key(head, root, read)}.pch"
 
 
-def _facts(path: Path) -> dict | None:
+def _precompiled_again(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
+    head = _digest(preamble, *_fixed_arguments(), _versions())
+    read = _build(store, head, root, preamble, base)
+    return None if read is None else store / f"{_content_key(head, root, read)}.pch"
+
+
+def _content_key(head: str, root: Path, reads: list[str]) -> str:
+    return _digest(head, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
+
+
+def _facts(path: Path):
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
 
 
-def _build(store: Path, key: str, root: Path, preamble: str, base: list[str]) -> dict | None:
-    """Precompile `preamble` as `<key>.pch`; the checkout files it read, or None on failure."""
+def _build(store: Path, head: str, root: Path, preamble: str, base: list[str]) -> list[str] | None:
+    """Precompile `preamble`; the checkout files it read, or None on failure."""
     import clang.cindex as ci
     store.mkdir(parents=True, exist_ok=True)
-    header = store / f"{key}.preamble.h"
+    header = store / f"{head}.preamble.h"
     _publish(header, preamble)
     unit = ci.Index.create().parse(str(header), args=["-x", "objective-c++-header", *base])
+    read = sorted(_checkout_files(root, unit))
     fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
     os.close(fd)
     try:
         unit.save(staged)
-        os.replace(staged, store / f"{key}.pch")
+        os.replace(staged, store / f"{_content_key(head, root, read)}.pch")
     except Exception:           # libclang's save error: parse without a prefix
         Path(staged).unlink(missing_ok=True)
         return None
-    read = _checkout_files(root, unit)
-    _publish(store / f"{key}.pch.json", json.dumps(read))
+    _publish(store / f"{head}.reads.json", json.dumps(read))
     return read
 
 
@@ -182,7 +187,9 @@ def _versions() -> str:
 
 def _arguments(root: Path) -> list[str] | None:
     found = _fixed_arguments()
-    return None if found is None else [*found, f"-I{root / 'aten' / 'src'}"]
+    # the checkout's headers first, as a Mac's build reads them (the wheel's stand in for
+    # what the checkout lacks: generated and third-party headers)
+    return None if found is None else [f"-I{root / 'aten' / 'src'}", *found]
 
 
 @lru_cache(maxsize=None)

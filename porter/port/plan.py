@@ -566,6 +566,10 @@ def _plan_alpha_host(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
         raise PorterError(str(err), path=spec.host_path,
                           hint="is the file complete? porter adds the host stub before it") from None
     new = host_edit.ensure_include(new, "ATen/native/" + spec.stub.header.rsplit("/", 1)[-1])
+    if "AT_DISPATCH_" in source:
+        # the dtype extremes' dispatch: no header the host files include defines AT_DISPATCH_*
+        # (a Mac's build said "use of undeclared identifier 'scalar_t'", porter.emulate.host_compile)
+        new = host_edit.ensure_include(new, "ATen/Dispatch.h")
     if struct:
         metal_text = read(spec.metal_path) if (checkout.exists(spec.metal_path) or
                                                spec.metal_path in plan.changes.changes) else ""
