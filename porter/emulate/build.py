@@ -613,8 +613,12 @@ def _header_gap(reason: str, root: Path | None) -> str:
 
 
 def _classified(where_and_message: str) -> str:
-    kind = BUILD_ERROR if is_build_error(where_and_message) else UNSUPPORTED
-    return f"{kind}: {where_and_message}"
+    """A g++ error of the emulator's build is the emulator's limit ("unsupported construct":
+    not proven), never the file's: what a Mac's compiler rejects is the Metal front end's to say
+    (porter.emulate.frontend), and its errors come first (Library.build_errors). Review 16's
+    B03 (`bfloat m = metal::max3(...)`, a float into a bfloat) was "does not build" on g++'s
+    word alone, which the shim's explicit float-to-bfloat conversion made."""
+    return f"{UNSUPPORTED}: {where_and_message}"
 
 
 def _enclosing_functor(lines: list[str], line_no: int) -> tuple[str, int, int] | None:

@@ -714,8 +714,9 @@ def _unbuilt(name: str, reason: str) -> str:
     fail the whole file before any kernel is looked up), so a Mac builds it, and whether it
     computes right is not proven (review 33's B07 said "does not build" of metal::fmax3)."""
     if reason.startswith(UNSUPPORTED + ": "):
-        return (f"not proven: kernel {name} calls what porter's emulator does not execute "
-                f"({reason[len(UNSUPPORTED) + 2:]}); a Mac builds it, but porter cannot run it")
+        return (f"not proven: kernel {name} is beyond porter's emulator, which cannot build it "
+                f"({reason[len(UNSUPPORTED) + 2:]}); Metal's front end accepts it, so a Mac "
+                "builds it, but porter cannot run it")
     return f"kernel {name} does not build: {reason}"
 
 

@@ -15,6 +15,7 @@ file's verdict is kept by its content, so an edit of a `.metal` file costs a has
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -59,7 +60,12 @@ def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], stor
     pch = _precompiled(root, preamble, base, store)
     args = ["-x", "objective-c++", *base] + (["-include-pch", str(pch)] if pch else [])
     index = ci.Index.create()
-    unit = index.parse(str(mm), args=args, unsaved_files=[(str(mm), text)])
+    try:
+        unit = index.parse(str(mm), args=args, unsaved_files=[(str(mm), text)])
+    except ci.TranslationUnitLoadError:
+        # a prefix clang refuses to load at all: the whole file, slower and as right
+        pch = None
+        unit = index.parse(str(mm), args=["-x", "objective-c++", *base], unsaved_files=[(str(mm), text)])
     if pch and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
                                         or str(pch) in d.spelling) for d in unit.diagnostics):
         # a prefix clang cannot load here (built in a checkout since removed): built again for
@@ -81,18 +87,34 @@ def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Pat
     if not preamble.strip():
         return None
     head = _digest(preamble, *_fixed_arguments(), _versions())
-    reads = _facts(store / f"{head}.reads.json")
-    if reads is not None:
-        pch = store / f"{_content_key(head, root, reads)}.pch"
-        if pch.is_file():
-            return pch
-    read = _build(store, head, root, preamble, base)
+    found = _published(store, head, root)
+    if found is not None:
+        return found
+    store.mkdir(parents=True, exist_ok=True)
+    with open(store / f"{head}.lock", "w") as lock:
+        # one run builds it; the others wait and take it (a prefix replaced while another run
+        # loads it fails that load)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _published(store, head, root)
+        if found is not None:
+            return found
+        read = _build(store, head, root, preamble, base)
     return None if read is None else store / f"{_content_key(head, root, read)}.pch"
+
+
+def _published(store: Path, head: str, root: Path) -> Path | None:
+    reads = _facts(store / f"{head}.reads.json")
+    if reads is None:
+        return None
+    pch = store / f"{_content_key(head, root, reads)}.pch"
+    return pch if pch.is_file() else None
 
 
 def _precompiled_again(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
     head = _digest(preamble, *_fixed_arguments(), _versions())
-    read = _build(store, head, root, preamble, base)
+    with open(store / f"{head}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        read = _build(store, head, root, preamble, base)
     return None if read is None else store / f"{_content_key(head, root, read)}.pch"
 
 

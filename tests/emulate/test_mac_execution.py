@@ -117,6 +117,16 @@ def test_msl_integer_functions_run_as_the_msl_table_defines_them(lib, client):
     assert out.tolist() == [0.0, 1.0], f"wrong bits: {int(out[0]):#b}"
 
 
+@pytest.mark.parametrize("dtype", [F32, F16], ids=["float32", "float16"])
+def test_max3_min3_and_median3_of_floats_run(lib, client, dtype):
+    regs = lib.find("float_three", {F32: "float", F16: "half"}[dtype])
+    assert regs and regs[0].built, lib.quarantined
+    out = run_registration(client, lib, regs[0], [torch.tensor([1.0, -2.0], dtype=dtype),
+                                                   torch.tensor([0.0, 0.125], dtype=dtype)])
+    # (1, 0): 1 + 10 * -0.5 + 100 * 0.25; (-2, 0.125): 0.5 + 10 * -2 + 100 * 0.125
+    assert out.tolist() == [21.0, -7.0]
+
+
 # (functor, a, b, IEEE's reading, the NaN reading or None where the answer is defined, family)
 UNDEFINED = [
     ("fast_max", [1.0, NAN, 4.0], [2.0, 3.0, 1.0], [2.0, 3.0, 4.0], [2.0, NAN, 4.0], 1),

@@ -163,6 +163,16 @@ struct median_functor {
     return fmedian3(a, b, 0.5f);
   }
 };
+// max3/min3/median3 of floats (MSL §6.5; review 16's B03: "does not build" of max3(float))
+struct float_three_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return T(max3(float(a), float(b), 0.5f) + 10.0f * min3(float(a), float(b), -0.5f) +
+             100.0f * median3(float(a), float(b), 0.25f));
+  }
+};
+REGISTER_BINARY_OP(float_three, float, float);
+REGISTER_BINARY_OP(float_three, half, half);
 REGISTER_BINARY_OP(fast_max, float, float);
 REGISTER_BINARY_OP(ieee_max, float, float);
 REGISTER_BINARY_OP(median, float, float);

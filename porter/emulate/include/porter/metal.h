@@ -844,6 +844,22 @@ constexpr T saturate(wide v) {
 #define PORTER_MSL_INT template <typename T, std::enable_if_t<detail::msl_int<T>, bool> = true>
 PORTER_MSL_INT constexpr inline T max3(T x, T y, T z) { return max(x, max(y, z)); }
 PORTER_MSL_INT constexpr inline T min3(T x, T y, T z) { return min(x, min(y, z)); }
+// ... and of floats (MSL §6.5): Metal's max/min of floats are fmax/fmin, and median3's answer
+// for a NaN operand is fmedian3's, undefined (both readings run)
+// (float and half alone: the integer vectors keep PORTER_INT_VEC3's overloads)
+#define PORTER_FLOAT_MATH3(NAME, EXPR)                                          \
+  inline float NAME(float x, float y, float z) { return EXPR; }                 \
+  inline half NAME(half x, half y, half z) { return half(NAME(float(x), float(y), float(z))); } \
+  template <typename T, int N, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, half>, bool> = true> \
+  inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
+    vec<T, N> r;                                                                \
+    for (int i = 0; i < N; ++i) r[i] = T(NAME(float(a[i]), float(b[i]), float(c[i]))); \
+    return r;                                                                   \
+  }
+PORTER_FLOAT_MATH3(max3, __builtin_fmaxf(x, __builtin_fmaxf(y, z)))
+PORTER_FLOAT_MATH3(min3, __builtin_fminf(x, __builtin_fminf(y, z)))
+PORTER_FLOAT_MATH3(median3, detail::median3(x, y, z, detail::UNDEFINED_MEDIAN_NAN))
+#undef PORTER_FLOAT_MATH3
 PORTER_MSL_INT constexpr inline T median3(T x, T y, T z) {
   return max(min(x, y), min(max(x, y), z));
 }
