@@ -731,4 +731,3 @@ def undefined_reading(bits: int) -> str:
     why = "; ".join(text for bit, text in _UNDEFINED if bits & bit) or "an undefined answer"
     return (f"with Metal's undefined answer read as NaN ({why}, MSL §6.5; porter holds the "
             "kernel to IEEE's answer and to NaN, not knowing a Mac's)")
-
