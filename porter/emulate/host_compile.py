@@ -9,8 +9,11 @@ stops and no test runs. Only errors located in the `.mm` file itself are read: t
 frameworks leave errors inside the wheel's MPS headers, which say nothing of the file.
 
 The headers the file includes take ~9 s to parse, its own code ~0.2 s: the leading directives
-(its `#include` block) are precompiled once per checkout and kept in porter's cache, and each
-file's verdict is kept by its content, so an edit of a `.metal` file costs a hash here.
+(its `#include` block) are precompiled once and kept in porter's cache by the content of the
+checkout headers they read (checkouts with the same headers share one, ~80 MB), and each file's
+verdict is kept by its content, so an edit of a `.metal` file costs a hash here. Where porter
+cannot parse at all (no libclang: the Metal front end already says "not proven"; no torch
+headers or compiler include directory), nothing is said here.
 """
 
 from __future__ import annotations
