@@ -132,15 +132,20 @@ class EmulateBackend:
         return None
 
     def _host_does_not_build(self, host: HostKernel) -> str | None:
-        """The host `.mm` file's first compile error (porter.emulate.host_compile), or None."""
+        """The first compile error of the host `.mm` file, then of the checkout's other
+        `*Kernel.mm` files (one that fails stops a Mac's build as well: review 17's A04), as
+        porter.emulate.host_compile reads them; or None. The MPSGraph `.mm` files are not
+        parsed: they use far more of Apple's frameworks than porter declares."""
         from porter.emulate import host_compile
         mm = host_compile.host_file(self.root, host.function)
         if mm is None or not mm.is_file():
             return None
-        if mm not in self._host_builds:
-            found = host_compile.errors(self.root, mm)
-            self._host_builds[mm] = host_compile.message(self.root, mm, found) if found else None
-        return self._host_builds[mm]
+        for path in [mm, *sorted(p for p in mm.parent.glob("*Kernel.mm") if p != mm)]:
+            if path not in self._host_builds:
+                self._host_builds[path] = host_compile.message(host_compile.errors(self.root, path) or [])
+            if self._host_builds[path]:
+                return self._host_builds[path]
+        return None
 
     def _device_dependent(self, op: OpNames, host: HostKernel) -> str | None:
         """Not proven where the shared function that runs the host's stub (a structured op's

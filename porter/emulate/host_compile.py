@@ -34,11 +34,20 @@ from porter.runtime.cache_dir import cache_dir
 INCLUDE = Path(__file__).parent / "host_include"
 # a Mac's build defines these for the MPS backend's Objective-C++ files
 _DEFINES = ("-DUSE_MPS", "-D__OBJC__")
+# ... and the platform's: a Mac's compiler is Apple's (review 17's A01, A02, A14: an error under
+# `#ifdef __APPLE__`, `#ifdef __MACH__` or `#ifndef __linux__` was skipped as Linux reads it)
+_PLATFORM = ("-D__APPLE__", "-D__MACH__", "-U__linux__", "-U__linux", "-Ulinux", "-U__gnu_linux__",
+             "-U__unix__", "-U__unix", "-Uunix", "-U__ELF__")
+# an error about a name of Apple's frameworks, which porter declares by name only (or not at
+# all): what a Mac says of it is not known here (review 17's A07-A09, MTLSize, NSString)
+_APPLE_NAME = re.compile(r"'(?:MTL|MPS|NS|CF|os_|dispatch_|objc_)\w*'|@\w+|Objective-C")
 
 
-def errors(root: Path, mm: Path) -> list[tuple[int, str]] | None:
-    """(line, clang's message) of each error in `mm` itself; None where porter cannot parse
-    it (no libclang, no compiler include directory): nothing is said then."""
+def errors(root: Path, mm: Path) -> list[list] | None:
+    """[file, line, clang's message, kind] of each error of the parse of `mm` in the checkout's
+    own files (kind "error", or "apple" for one about Apple's names) and of each error that
+    stopped it ("stopped"); None where porter cannot parse (no libclang, no compiler include
+    directory): nothing is said then."""
     base = _arguments(Path(root))
     if base is None:
         return None
@@ -50,12 +59,12 @@ def errors(root: Path, mm: Path) -> list[tuple[int, str]] | None:
     try:
         found = json.loads(recorded.read_text())
         if _still_current(Path(root), found["checkout_files"]):
-            return [tuple(e) for e in found["errors"]]
+            return found["errors"]
     except (OSError, ValueError, KeyError):
         pass
     listed, checkout_files = _parse(Path(root), mm, text, preamble, base, store)
     _publish(recorded, json.dumps({"errors": listed, "checkout_files": checkout_files}))
-    return [tuple(e) for e in listed]
+    return listed
 
 
 def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], store: Path):
@@ -77,10 +86,40 @@ def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], stor
         unit = index.parse(str(mm), args=["-x", "objective-c++", *base]
                            + (["-include-pch", str(pch)] if pch else []),
                            unsaved_files=[(str(mm), text)])
-    listed = [[d.location.line, " ".join(d.spelling.split())] for d in unit.diagnostics
-              if d.severity >= 3 and d.location.file is not None
-              and Path(d.location.file.name) == mm]
-    return listed, _checkout_files(root, unit)
+    listed = _facts(pch.with_suffix(".errors.json")) or [] if pch else []
+    listed = listed + _checkout_errors(root, unit)
+    # the verdict holds while the checkout files read hold, those of the prefix included
+    read = _checkout_files(root, unit)
+    head = _digest(preamble, *_fixed_arguments(), _versions())
+    read.update({rel: _file_digest(root / rel) for rel in _facts(store / f"{head}.reads.json") or []})
+    return listed, read
+
+
+def _checkout_errors(root: Path, unit) -> list[list]:
+    listed = []
+    for d in unit.diagnostics:
+        if d.severity < 3:
+            continue
+        where = _in_checkout(root, d.location.file.name) if d.location.file is not None else None
+        said = " ".join(d.spelling.split())
+        if d.severity >= 4:
+            # the parse stopped: nothing after it was read (a missing header), so nothing is
+            # known of the rest of the file
+            listed.append([where or (d.location.file.name if d.location.file else "?"),
+                           d.location.line, said, "stopped"])
+        elif where is not None:
+            # the checkout's own files (the .mm, a header it changed); the wheel's MPS headers
+            # err on the stubbed frameworks and are not read
+            listed.append([where, d.location.line, said,
+                           "apple" if _APPLE_NAME.search(said) else "error"])
+    return listed
+
+
+def _in_checkout(root: Path, name: str) -> str | None:
+    try:
+        return str(Path(name).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return None
 
 
 def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
@@ -122,7 +161,11 @@ def _precompiled_again(root: Path, preamble: str, base: list[str], store: Path) 
 
 
 def _content_key(head: str, root: Path, reads: list[str]) -> str:
-    return _digest(head, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
+    """A prefix that read none of the checkout's files serves every checkout; one that did
+    names them by path (clang checks them when it loads the prefix), so it is this checkout's
+    and holds while their content does."""
+    where = str(root.resolve()) if reads else ""
+    return _digest(head, where, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
 
 
 def _facts(path: Path):
@@ -140,6 +183,9 @@ def _build(store: Path, head: str, root: Path, preamble: str, base: list[str]) -
     _publish(header, preamble)
     unit = ci.Index.create().parse(str(header), args=["-x", "objective-c++-header", *base])
     read = sorted(_checkout_files(root, unit))
+    # errors in the checkout's own headers the block reads (loading the prefix says none)
+    _publish(store / f"{_content_key(head, root, read)}.errors.json",
+             json.dumps(_checkout_errors(root, unit)))
     fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
     os.close(fd)
     try:
@@ -207,7 +253,7 @@ def _versions() -> str:
         except metadata.PackageNotFoundError:
             found.append("none")
     stubs = _digest(*(p.read_text() for p in sorted(INCLUDE.rglob("*.h"))))
-    return "|".join(found + [stubs])
+    return "|".join(["verdict format 2", *found, stubs])
 
 
 def _arguments(root: Path) -> list[str] | None:
@@ -228,7 +274,7 @@ def _fixed_arguments() -> tuple[str, ...] | None:
     if wheel is None or builtin is None:
         return None
     # the compiler's own headers (stddef.h): the libclang wheel carries none
-    return ("-std=c++20", "-fblocks", *_DEFINES, f"-I{INCLUDE}", f"-I{wheel}", "-isystem", builtin,
+    return ("-std=c++20", "-fblocks", *_DEFINES, *_PLATFORM, f"-I{INCLUDE}", f"-I{wheel}", "-isystem", builtin,
             "-ferror-limit=0", "-Wno-everything")
 
 
@@ -262,17 +308,30 @@ def _publish(path: Path, text: str) -> None:
         pass
 
 
-def message(root: Path, mm: Path, found: list[tuple[int, str]]) -> str:
-    """The verdict's words for the first error: every dtype fails, as the build stops."""
-    try:
-        rel = mm.relative_to(root)
-    except ValueError:
-        rel = mm
-    line, why = found[0]
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return (f"{rel} does not build: {rel}:{line}: {why}{more}; a Mac's build stops there, before "
-            "any test (porter parses the host file as Objective-C++ against the wheel's ATen "
-            "headers, docs/testing.md \"What the host may do\")")
+def message(found: list) -> str | None:
+    """The verdict's words for the first error (every dtype fails, as the build stops), or
+    "not proven" where porter's parse stopped or erred on Apple's names; None for none."""
+    if not found:
+        return None
+    stopped = [e for e in found if e[3] == "stopped"]
+    # an error after one about Apple's names in the same file may be its cascade (`MTLSize s`
+    # unknown, then `s.width` on whatever `s` names): only errors before the first such count
+    first_apple = {}
+    for rel, line, _, kind in found:
+        if kind == "apple":
+            first_apple[rel] = min(first_apple.get(rel, line), line)
+    errors = [e for e in found if e[3] == "error" and e[1] < first_apple.get(e[0], 1 << 30)]
+    how = ("porter parses the host files as Objective-C++ against the wheel's ATen headers, "
+           "docs/testing.md \"What the host may do\"")
+    if errors:
+        rel, line, why, _ = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return (f"{rel} does not build: {rel}:{line}: {why}{more}; a Mac's build stops there, "
+                f"before any test ({how})")
+    rel, line, why, _ = (stopped or found)[0]
+    what = ("stopped there, so the rest is unread" if stopped else
+            "errs on a name of Apple's frameworks, which porter declares by name only")
+    return f"not proven: {rel}:{line}: {why}: porter's parse {what} ({how})"
 
 
 def host_file(root: Path, function: str) -> Path | None:

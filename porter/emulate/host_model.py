@@ -34,7 +34,7 @@ INTEGRAL = {"bool", "uint8", "int8", "int16", "int32", "int64"}
 # `lib.exec_binary_kernel(iter, ...)`, `return lib.exec_unary_kernel(...)` (upstream's pow)
 KERNEL_CALL_RE = re.compile(r"(?:return\s+)?lib\s*\.\s*exec_(?:unary|binary|ternary)_kernel"
                             r"(?:_with_params)?\s*(?:<[^>]*>)?\s*\(\s*(?P<iter>\*?\s*[\w.>-]+)\s*,"
-                            r"\s*(?P<name>R\"[^\"]*\"|[^,()]+?)\s*(?:,.*)?\)", re.S)
+                            r"\s*(?P<name>(?:R\"[^\"]*\"|\"(?:[^\"\\]|\\.)*\"|\s)+|[^,()]+?)\s*(?:,.*)?\)", re.S)
 CHECK_RE = re.compile(r"(?:TORCH_CHECK(?:_TYPE|_VALUE|_NOT_IMPLEMENTED|_INDEX)?|TORCH_INTERNAL_ASSERT)"
                       r"\s*\(.*\)", re.S)
 PARAMS_DECL_RE = re.compile(r"(?:[\w:]+::)?\w+\s*<\s*(?:float|int64_t|long|int)\s*>\s+params")

@@ -220,36 +220,44 @@ def inactive_spans(mask: str) -> list[tuple[int, int]]:
 
 
 # A C++ string literal: raw (`R"d(...)d"`) or ordinary, with its escapes. A prefixed one (u8,
-# L, u, U) is another character type, which a kernel name (`const char*`) is not.
-_LITERAL_RE = re.compile(r'R"(?P<delim>[^()\\\s]{0,16})\((?P<raw>.*?)\)(?P=delim)"'
-                         r'|"(?P<plain>(?:[^"\\\n]|\\.)*)"', re.S)
-_ESCAPE_RE = re.compile(r"\\(?:x(?P<hex>[0-9A-Fa-f]+)|(?P<oct>[0-7]{1,3})|(?P<simple>.))", re.S)
+# L, u, U) is another character type, which a kernel name (`const char*`) is not. Line splices
+# are removed before literals are read, except inside a raw literal, which keeps them (C++
+# [lex.pptoken]: review 17's C02).
+_RAW_RE = re.compile(r'R"(?P<delim>[^()\\\s]{0,16})\((?P<raw>.*?)\)(?P=delim)"', re.S)
+_PLAIN_RE = re.compile(r'"(?P<plain>(?:[^"\\\n]|\\\n|\\.)*)"', re.S)
+_ESCAPE_RE = re.compile(r"\\(?:x(?P<hex>[0-9A-Fa-f]+)|u(?P<u4>[0-9A-Fa-f]{4})|U(?P<u8>[0-9A-Fa-f]{8})"
+                        r"|(?P<oct>[0-7]{1,3})|(?P<simple>.))", re.S)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f",
                    "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
 
 
 def literal_value(text: str) -> str | None:
     """The string `text` denotes when it is string literals alone, as the compiler reads them
-    (line splices removed, adjacent literals joined, escapes decoded), else None."""
-    text = text.replace("\\\n", "")
+    (adjacent literals joined, escapes decoded, line splices removed outside raw literals),
+    else None."""
     pieces, at = [], 0
     while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
+        while at < len(text) and (text[at].isspace() or text.startswith("\\\n", at)):
+            at += 2 if text.startswith("\\\n", at) else 1
         if at == len(text):
             return "".join(pieces) if pieces else None
-        m = _LITERAL_RE.match(text, at)
-        if m is None:
+        raw = _RAW_RE.match(text, at)
+        plain = None if raw else _PLAIN_RE.match(text, at)
+        if raw:
+            pieces.append(raw.group("raw"))
+            at = raw.end()
+        elif plain:
+            pieces.append(_ESCAPE_RE.sub(_escaped, plain.group("plain").replace("\\\n", "")))
+            at = plain.end()
+        else:
             return None
-        pieces.append(m.group("raw") if m.group("raw") is not None
-                      else _ESCAPE_RE.sub(_escaped, m.group("plain")))
-        at = m.end()
 
 
 def _escaped(m: re.Match) -> str:
     if m.group("hex"):
         return chr(int(m.group("hex"), 16))
+    if m.group("u4") or m.group("u8"):
+        return chr(int(m.group("u4") or m.group("u8"), 16))
     if m.group("oct"):
         return chr(int(m.group("oct"), 8))
     return _SIMPLE_ESCAPES.get(m.group("simple"), "\ufffd")
-

@@ -142,6 +142,9 @@ class HostFile(SourceFile):
                 args = split_top_level(self.live_text[call.end():end])
                 # the literal as the compiler reads it: "heavi" "side", "heavi\x73ide", R"(heaviside)"
                 joined = (literal_value(args[1]) or "") if len(args) > 1 else ""
+                # the host passes it as a `const std::string&`, built from the char array: it
+                # ends at the first NUL (review 17's C04, C09)
+                joined = joined.split("\0", 1)[0]
                 if not joined:
                     continue        # a name computed at run time (hostmap: not proven)
                 before = [line for at, line in returns if at < call.start()]

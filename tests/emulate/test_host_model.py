@@ -78,6 +78,8 @@ SAME_AS_WRITTEN = [
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\x61n2");\n', id="an-escape-in-the-name"),
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, R"(atan2)");\n', id="a-raw-literal"),
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\\nan2");\n', id="a-line-splice"),
+    # the host's std::string ends at the first NUL (review 17's C04)
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, "atan2\\0ignored");\n', id="a-nul-in-the-name"),
     # what follows a return every run takes never runs (review 16's H42, H43, H50: "not proven"
     # or "runs a kernel a second time" of dead code)
     pytest.param(ATAN2_CALL, ATAN2_CALL + '  {\n    return;\n  }\n  iter.output().neg_();\n',
