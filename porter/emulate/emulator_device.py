@@ -134,15 +134,17 @@ class EmulateBackend:
     def _host_does_not_build(self, host: HostKernel) -> str | None:
         """The first compile error of the host `.mm` file, then of the checkout's other
         `*Kernel.mm` files (one that fails stops a Mac's build as well: review 17's A04), as
-        porter.emulate.host_compile reads them; or None. The MPSGraph `.mm` files are not
-        parsed: they use far more of Apple's frameworks than porter declares."""
+        porter.emulate.host_compile reads them; or None. Of a host in an MPSGraph `.mm` file
+        (a ternary op's in PointwiseOps.mm), syntax errors alone: such a file uses far more of
+        Apple's frameworks than porter declares. The other MPSGraph files are not parsed."""
         from porter.emulate import host_compile
         mm = host_compile.host_file(self.root, host.function)
         if mm is None or not mm.is_file():
             return None
         for path in [mm, *sorted(p for p in mm.parent.glob("*Kernel.mm") if p != mm)]:
             if path not in self._host_builds:
-                self._host_builds[path] = host_compile.message(host_compile.errors(self.root, path) or [])
+                self._host_builds[path] = host_compile.message(
+                    host_compile.errors(self.root, path) or [], whole=path.name.endswith("Kernel.mm"))
             if self._host_builds[path]:
                 return self._host_builds[path]
         return None

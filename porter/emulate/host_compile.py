@@ -111,6 +111,7 @@ def _checkout_errors(root: Path, unit) -> list[list]:
             # the checkout's own files (the .mm, a header it changed); the wheel's MPS headers
             # err on the stubbed frameworks and are not read
             listed.append([where, d.location.line, said,
+                           "syntax" if d.category_name == "Parse Issue" else
                            "apple" if _APPLE_NAME.search(said) else "error"])
     return listed
 
@@ -308,9 +309,13 @@ def _publish(path: Path, text: str) -> None:
         pass
 
 
-def message(found: list) -> str | None:
+def message(found: list, whole: bool = True) -> str | None:
     """The verdict's words for the first error (every dtype fails, as the build stops), or
-    "not proven" where porter's parse stopped or erred on Apple's names; None for none."""
+    "not proven" where porter's parse stopped or erred on Apple's names; None for none.
+    `whole` False (an MPSGraph `.mm`, which uses far more of Apple's frameworks than porter
+    declares): its syntax errors alone are read."""
+    if not whole:
+        found = [e for e in found if e[3] == "syntax"]
     if not found:
         return None
     stopped = [e for e in found if e[3] == "stopped"]
@@ -320,7 +325,8 @@ def message(found: list) -> str | None:
     for rel, line, _, kind in found:
         if kind == "apple":
             first_apple[rel] = min(first_apple.get(rel, line), line)
-    errors = [e for e in found if e[3] == "error" and e[1] < first_apple.get(e[0], 1 << 30)]
+    errors = [e for e in found if e[3] == "syntax"
+              or e[3] == "error" and e[1] < first_apple.get(e[0], 1 << 30)]
     how = ("porter parses the host files as Objective-C++ against the wheel's ATen headers, "
            "docs/testing.md \"What the host may do\"")
     if errors:
