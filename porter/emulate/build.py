@@ -34,6 +34,7 @@ from porter.emulate.toolchain import (  # cache_dir, compiler: also this module'
     compiler, diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude,
     site_line, version_flags, contract_flags, wrong_output)
 from porter.errors import PorterError
+from porter.runtime.whole_file import write_whole
 
 MAX_QUARANTINE_ROUNDS = 6
 
@@ -223,13 +224,10 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
                                     in_pieces=in_pieces)
     held = kernel_cache.pin(so_path)      # _publish pinned it as it was published: that one
     regs = read_registrations(held)
-    fd, staged = tempfile.mkstemp(dir=meta_path.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"regs": [asdict(r) for r in regs], "display": str(display_path),
-                   "quarantined": quarantined, "dropped": dropped,
-                   "metal_errors": metal_errors, "functor_errors": functor_errors,
-                   "other_versions": others}, f)
-    os.replace(staged, meta_path)
+    write_whole(meta_path, json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
+                                       "quarantined": quarantined, "dropped": dropped,
+                                       "metal_errors": metal_errors, "functor_errors": functor_errors,
+                                       "other_versions": others}))
     lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
                   metal_errors + _duplicate_names(text, display_path, root, version),
@@ -411,11 +409,8 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
         held[i] = _publish(here / "piece.o", objects[i])
-        fd, staged = tempfile.mkstemp(dir=metas[i].parent, suffix=".json.tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"display": str(display_path), "quarantined": quarantined,
-                       "dropped": dropped}, f)
-        os.replace(staged, metas[i])
+        write_whole(metas[i], json.dumps({"display": str(display_path), "quarantined": quarantined,
+                                          "dropped": dropped}))
         return {"quarantined": quarantined, "dropped": dropped}
 
     results = [cached(i) for i in range(len(parts))]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter.emulate import frontend, headers, kernel_cache
+from porter.runtime.whole_file import write_whole
 from porter.emulate.toolchain import (
     FLAGS, METAL_VERSIONS, cache_dir, cache_key, compiler, preprocess,
     version_flags)
@@ -89,11 +90,7 @@ def _fingerprint(text: str, display_path, root: Path | None, version: int, *,
     else:
         fingerprint = hashlib.sha256((_prelude_fingerprint(cxx, flags, dirs) + "\0" +
                                       _PCH_PRAGMA.sub("", pre)).encode()).hexdigest()[:24]
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"fingerprint": fingerprint}, f)
-    os.replace(staged, cached)
+    write_whole(cached, json.dumps({"fingerprint": fingerprint}))
     return fingerprint
 
 
@@ -142,11 +139,7 @@ def _prelude_fingerprint(cxx: str, flags: list[str], dirs: list[Path]) -> str:
     # the defined macro itself differs per version; what it selects is what matters
     body = re.sub(r"\b__METAL_VERSION__\b", "", proc.stdout)
     digest = hashlib.sha256(body.encode()).hexdigest()[:24]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=path.parent, suffix=".txt.tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(digest)
-    os.replace(staged, path)
+    write_whole(path, digest)
     _PRELUDE_PRINTS[key] = digest
     return digest
 

@@ -43,6 +43,7 @@ from typing import NamedTuple
 from porter import exit_codes
 from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
+from porter.runtime.whole_file import write_whole
 from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, metal_type, wrong_output
 
 MODE_HEADER = Path(__file__).parent / "frontend_mode" / "metal_mode.h"
@@ -304,11 +305,7 @@ def _cached(key: str, version: int) -> View | None:
 
 def _store(key: str, result: View) -> None:
     cached = cache_dir() / f"frontend-{key}.json"
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"errors": list(result.errors), "kernels": list(result.kernels)}, f)
-    os.replace(staged, cached)
+    write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -661,11 +658,7 @@ def _precompiled(source: list[str], cut: int, version: int, namer: "_Namer") -> 
             return str(pch)
         if bad.is_file():
             return None
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, staged = tempfile.mkstemp(dir=directory, suffix=".hh.tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(staged, hh)
+        write_whole(hh, text)
         tu = _index().parse(str(hh), args=["-x", "c++-header", *_CLANG_ARGS[2:], std(version)],
                             options=ci.TranslationUnit.PARSE_INCOMPLETE)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
@@ -946,11 +939,7 @@ def _cached_piece(key: str) -> tuple[list, list] | None:
 
 def _store_piece(key: str, result: tuple[list, list]) -> None:
     cached = cache_dir() / f"frontend-piece-{key}.json"
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"errors": result[0], "kernels": [list(k) for k in result[1]]}, f)
-    os.replace(staged, cached)
+    write_whole(cached, json.dumps({"errors": result[0], "kernels": [list(k) for k in result[1]]}))
 
 
 def _a_copy_out_of_an_address_space(d) -> bool:
@@ -1280,11 +1269,7 @@ def _store_header_findings(path: str, version: int, rows: list) -> None:
         return
     _HEADER_FINDINGS[key] = rows
     cached = cache_dir() / f"frontend-header-{key}.json"
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump([list(r) for r in rows], f)
-    os.replace(staged, cached)
+    write_whole(cached, json.dumps([list(r) for r in rows]))
 
 
 def metallib_files(root: Path | None, display_path) -> list[Path]:
@@ -1330,11 +1315,7 @@ def kernel_names(text: str, display_path, root) -> list[tuple[str, str]]:
             for m in _HOST_NAME.finditer(row):
                 found.append(("".join(_STRING_PART.findall(m.group(1))),
                               f"{namer.name(file)}:{line}"))
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=cached.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump([list(k) for k in found], f)
-    os.replace(staged, cached)
+    write_whole(cached, json.dumps([list(k) for k in found]))
     return found
 
 

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from porter.emulate import dialect, headers, kernel_cache
+from porter.runtime.whole_file import write_whole
 from porter.emulate.toolchain import (
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
     diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags, wrong_output)
@@ -89,11 +90,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     if proc.returncode != 0:
         error = probe_error(proc.stderr or proc.stdout or f"{cxx} exited with {proc.returncode}",
                             display_path)
-    result_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=result_path.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"error": error}, f)
-    os.replace(staged, result_path)
+    write_whole(result_path, json.dumps({"error": error}))
     return error
 
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 from porter.runtime.cache_dir import cache_dir
+from porter.runtime.whole_file import write_whole
 from porter.source.checkout import NATIVE_YAML, TAGS_YAML
 
 
@@ -67,11 +66,7 @@ def _verdict(root: Path) -> dict:
     from porter.checks.torchgen_child import parse_raw
     raw = parse_raw(root)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, staged = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
-        with os.fdopen(fd, "w") as out:
-            json.dump(raw, out)
-        os.replace(staged, path)         # published whole: a concurrent run reads all or none
+        write_whole(path, json.dumps(raw))
     except OSError:
         pass                             # unwritable cache: asked again next run
     return raw

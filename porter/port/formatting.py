@@ -16,9 +16,9 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 
 from porter.runtime.cache_dir import cache_dir
+from porter.runtime.whole_file import write_whole
 
 FORMATTED = (".metal", ".mm", ".cpp", ".h", ".cu")
 STYLE_FILE = ".clang-format"
@@ -147,11 +147,7 @@ def _cached(key: str) -> str | None:
 def _store(key: str, text: str) -> None:
     directory = cache_dir("format")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, staged = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(staged, directory / key)
+        write_whole(directory / key, text)
     except OSError:
         pass        # a read-only cache only costs the next run a clang-format
 
