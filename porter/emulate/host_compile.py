@@ -18,11 +18,13 @@ headers or compiler include directory), nothing is said here.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from functools import lru_cache
@@ -30,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from porter.runtime.cache_dir import cache_dir
+from porter.runtime.whole_file import write_whole
 
 INCLUDE = Path(__file__).parent / "host_include"
 # a Mac's build defines these for the MPS backend's Objective-C++ files
@@ -52,61 +55,89 @@ def errors(root: Path, mm: Path) -> list[list] | None:
     if base is None:
         return None
     text = mm.read_text(encoding="utf-8", errors="replace")
-    preamble = _preamble(text)
-    verdict_key = _digest(text, preamble, *base, _versions())
-    store = cache_dir("host_compile")
-    recorded = store / f"{verdict_key}.json"
+    verdict_key = _digest(text, _preamble(text), *base, _versions())
+    recorded = cache_dir("host_compile") / f"{verdict_key}.json"
+    found = _facts(recorded)
+    if isinstance(found, dict) and _still_current(Path(root), found.get("checkout_files", {})):
+        return found["errors"]
+    found = _parsed_apart(Path(root), mm)
+    if found is None:
+        rel = _in_checkout(Path(root), str(mm)) or mm.name
+        # libclang died (an abort, a crash): nothing is known of the file, and porter goes on
+        return [[rel, 1, "porter's parse of the file did not finish (libclang died)", "stopped"]]
+    _publish(recorded, json.dumps(found))
+    return found["errors"]
+
+
+def _parsed_apart(root: Path, mm: Path) -> dict | None:
+    """The parse run in a child process: libclang aborts the whole process on some failures (a
+    full disk under a precompiled header's write), which took a test worker down with it in
+    CI; a child that dies costs one verdict, "not proven". None where it died."""
+    import sys
+    package = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(package), *filter(None, [os.environ.get("PYTHONPATH")])]))
     try:
-        found = json.loads(recorded.read_text())
-        if _still_current(Path(root), found["checkout_files"]):
-            return found["errors"]
-    except (OSError, ValueError, KeyError):
-        pass
-    listed, checkout_files = _parse(Path(root), mm, text, preamble, base, store)
-    _publish(recorded, json.dumps({"errors": listed, "checkout_files": checkout_files}))
-    return listed
+        done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm)],
+                              capture_output=True, text=True, env=env, timeout=900)
+        return json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
 
 
-def _parse(root: Path, mm: Path, text: str, preamble: str, base: list[str], store: Path):
+def _parse(root: Path, mm: Path) -> dict:
+    """The child's work: {"errors": [...], "checkout_files": {rel: digest}}."""
     import clang.cindex as ci
-    pch = _precompiled(root, preamble, base, store)
-    args = ["-x", "objective-c++", *base] + (["-include-pch", str(pch)] if pch else [])
+    base = _arguments(root)
+    text = mm.read_text(encoding="utf-8", errors="replace")
+    preamble = _preamble(text)
+    store = cache_dir("host_compile")
+    built = _precompiled(root, preamble, base, store)
     index = ci.Index.create()
     try:
-        unit = index.parse(str(mm), args=args, unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(built, base), unsaved_files=[(str(mm), text)])
     except ci.TranslationUnitLoadError:
         # a prefix clang refuses to load at all: the whole file, slower and as right
-        pch = None
-        unit = index.parse(str(mm), args=["-x", "objective-c++", *base], unsaved_files=[(str(mm), text)])
-    if pch and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
-                                        or str(pch) in d.spelling) for d in unit.diagnostics):
-        # a prefix clang cannot load here (built in a checkout since removed): built again for
-        # this one, under the same content key
-        pch = _precompiled_again(root, preamble, base, store)
-        unit = index.parse(str(mm), args=["-x", "objective-c++", *base]
-                           + (["-include-pch", str(pch)] if pch else []),
-                           unsaved_files=[(str(mm), text)])
-    listed = _facts(pch.with_suffix(".errors.json")) or [] if pch else []
-    listed = listed + _checkout_errors(root, unit)
+        built = None
+        unit = index.parse(str(mm), args=_with(None, base), unsaved_files=[(str(mm), text)])
+    if built and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
+                                          or str(built[0]) in d.spelling) for d in unit.diagnostics):
+        # a prefix clang cannot load here (its mirror evicted under it): built again
+        built = _precompiled(root, preamble, base, store, again=True)
+        unit = index.parse(str(mm), args=_with(built, base), unsaved_files=[(str(mm), text)])
+    mirror = built[1] if built else None
+    listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
+    listed = listed + _checkout_errors(root, unit, mirror)
     # the verdict holds while the checkout files read hold, those of the prefix included
-    read = _checkout_files(root, unit)
-    head = _digest(preamble, *_fixed_arguments(), _versions())
-    read.update({rel: _file_digest(root / rel) for rel in _facts(store / f"{head}.reads.json") or []})
-    return listed, read
+    read = _checkout_files(root, unit, mirror)
+    read.update({rel: _file_digest(root / rel)
+                 for rel in _facts(store / f"{_head(preamble)}.reads.json") or []})
+    return {"errors": listed, "checkout_files": read}
 
 
-def _checkout_errors(root: Path, unit) -> list[list]:
+def _with(built, base: list[str]) -> list[str]:
+    """The parse's arguments: the prefix's mirror of checkout headers searched first, so that
+    the file's own includes of them are the prefix's (one file each, as clang's include guards
+    need)."""
+    if not built:
+        return ["-x", "objective-c++", *base]
+    pch, mirror = built
+    return ["-x", "objective-c++", *([f"-I{mirror / 'aten' / 'src'}"] if mirror else []), *base,
+            "-include-pch", str(pch)]
+
+
+def _checkout_errors(root: Path, unit, mirror: Path | None = None) -> list[list]:
     listed = []
     for d in unit.diagnostics:
         if d.severity < 3:
             continue
-        where = _in_checkout(root, d.location.file.name) if d.location.file is not None else None
+        name = d.location.file.name if d.location.file is not None else None
+        where = _in_checkout(root, name, mirror) if name is not None else None
         said = " ".join(d.spelling.split())
         if d.severity >= 4:
             # the parse stopped: nothing after it was read (a missing header), so nothing is
             # known of the rest of the file
-            listed.append([where or (d.location.file.name if d.location.file else "?"),
-                           d.location.line, said, "stopped"])
+            listed.append([where or name or "?", d.location.line, said, "stopped"])
         elif where is not None:
             # the checkout's own files (the .mm, a header it changed); the wheel's MPS headers
             # err on the stubbed frameworks and are not read
@@ -116,21 +147,35 @@ def _checkout_errors(root: Path, unit) -> list[list]:
     return listed
 
 
-def _in_checkout(root: Path, name: str) -> str | None:
-    try:
-        return str(Path(name).resolve().relative_to(root.resolve()))
-    except ValueError:
-        return None
+def _in_checkout(root: Path, name: str, mirror: Path | None = None) -> str | None:
+    """`name`'s path in the checkout, where it is one of the checkout's files or a mirror's copy
+    of one."""
+    for top in (root, mirror):
+        if top is None:
+            continue
+        try:
+            return str(Path(name).resolve().relative_to(top.resolve()))
+        except ValueError:
+            pass
+    return None
 
 
-def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
-    """The `.pch` of the file's leading directives, built when missing: kept by the preamble and
-    the content of the checkout files it read (listed in `<key>.reads.json`), so checkouts
-    with the same headers share one."""
+def _head(preamble: str) -> str:
+    """A prefix's name: its text and everything the parse's arguments hold but the checkout."""
+    return _digest(preamble, *_fixed_arguments(), _versions())
+
+
+def _precompiled(root: Path, preamble: str, base: list[str], store: Path,
+                 again: bool = False) -> tuple[Path, Path | None] | None:
+    """(`.pch`, mirror) of the file's leading directives, built when missing (`again`: built
+    anew). The checkout headers it reads are searched in a mirror, a copy of them in the cache
+    kept by their content, so the prefix names no checkout path and every checkout with the
+    same headers shares it: a port's scratch copy of the checkout (porter.harness.measure_port)
+    reads the user's, where each built its own (9 s and 80 MB a port command)."""
     if not preamble.strip():
         return None
-    head = _digest(preamble, *_fixed_arguments(), _versions())
-    found = _published(store, head, root)
+    head = _head(preamble)
+    found = None if again else _published(store, head, root)
     if found is not None:
         return found
     store.mkdir(parents=True, exist_ok=True)
@@ -138,35 +183,27 @@ def _precompiled(root: Path, preamble: str, base: list[str], store: Path) -> Pat
         # one run builds it; the others wait and take it (a prefix replaced while another run
         # loads it fails that load)
         fcntl.flock(lock, fcntl.LOCK_EX)
-        found = _published(store, head, root)
-        if found is not None:
-            return found
-        read = _build(store, head, root, preamble, base)
-    return None if read is None else store / f"{_content_key(head, root, read)}.pch"
+        found = None if again else _published(store, head, root)
+        return found if found is not None else _build(store, head, root, preamble, base)
 
 
-def _published(store: Path, head: str, root: Path) -> Path | None:
+def _published(store: Path, head: str, root: Path) -> tuple[Path, Path | None] | None:
     reads = _facts(store / f"{head}.reads.json")
     if reads is None:
         return None
-    pch = store / f"{_content_key(head, root, reads)}.pch"
-    return pch if pch.is_file() else None
-
-
-def _precompiled_again(root: Path, preamble: str, base: list[str], store: Path) -> Path | None:
-    head = _digest(preamble, *_fixed_arguments(), _versions())
-    with open(store / f"{head}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        read = _build(store, head, root, preamble, base)
-    return None if read is None else store / f"{_content_key(head, root, read)}.pch"
+    key = _content_key(head, root, reads)
+    pch, mirror = store / f"{key}.pch", store / f"{key}.tree"
+    if not pch.is_file() or reads and not mirror.is_dir():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(pch)           # used: the last to be evicted
+    return pch, mirror if reads else None
 
 
 def _content_key(head: str, root: Path, reads: list[str]) -> str:
-    """A prefix that read none of the checkout's files serves every checkout; one that did
-    names them by path (clang checks them when it loads the prefix), so it is this checkout's
-    and holds while their content does."""
-    where = str(root.resolve()) if reads else ""
-    return _digest(head, where, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
+    """The prefix for this content of the checkout files it reads (clang checks each when it
+    loads the prefix, in the mirror)."""
+    return _digest(head, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
 
 
 def _facts(path: Path):
@@ -176,27 +213,74 @@ def _facts(path: Path):
         return None
 
 
-def _build(store: Path, head: str, root: Path, preamble: str, base: list[str]) -> list[str] | None:
-    """Precompile `preamble`; the checkout files it read, or None on failure."""
+def _build(store: Path, head: str, root: Path, preamble: str,
+           base: list[str]) -> tuple[Path, Path | None] | None:
+    """Precompile `preamble` against a mirror of the checkout files it reads. Which files
+    those are is known only after a parse: each parse that read a file not in the mirror adds
+    it and builds again (the cache's first build reads them all from the checkout, the second
+    from the mirror). None where clang cannot save it."""
     import clang.cindex as ci
-    store.mkdir(parents=True, exist_ok=True)
     header = store / f"{head}.preamble.h"
     _publish(header, preamble)
-    unit = ci.Index.create().parse(str(header), args=["-x", "objective-c++-header", *base])
-    read = sorted(_checkout_files(root, unit))
-    # errors in the checkout's own headers the block reads (loading the prefix says none)
-    _publish(store / f"{_content_key(head, root, read)}.errors.json",
-             json.dumps(_checkout_errors(root, unit)))
-    fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
-    os.close(fd)
+    # a new prefix (another file's block, an include added) starts from what the others read:
+    # they share most headers, and a file read needlessly costs only its copy
+    reads = sorted(_facts(store / f"{head}.reads.json")
+                   or {rel for other in store.glob("*.reads.json") for rel in _facts(other) or []})
+    for _ in range(3):
+        key = _content_key(head, root, reads)
+        mirror = _mirror(store / f"{key}.tree", root, reads) if reads else None
+        args = ["-x", "objective-c++-header", *([f"-I{mirror / 'aten' / 'src'}"] if mirror else []),
+                *base]
+        unit = ci.Index.create().parse(str(header), args=args)
+        read = sorted(_checkout_files(root, unit, mirror))
+        if not set(read) <= set(reads):
+            reads = sorted(set(reads) | set(read))
+            _publish(store / f"{head}.reads.json", json.dumps(reads))
+            continue
+        # errors in the checkout's own headers the block reads (loading the prefix says none)
+        _publish(store / f"{key}.errors.json", json.dumps(_checkout_errors(root, unit, mirror)))
+        fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
+        os.close(fd)
+        try:
+            unit.save(staged)
+            os.replace(staged, store / f"{key}.pch")
+        except Exception:           # libclang's save error: parse without a prefix
+            Path(staged).unlink(missing_ok=True)
+            return None
+        _publish(store / f"{head}.reads.json", json.dumps(reads))
+        _evict(store, keep=KEEP)
+        return store / f"{key}.pch", mirror
+    return None
+
+
+# prefixes kept in the cache (~80 MB each): a checkout's *Kernel.mm files and a few versions of
+# its headers; the least recently used beyond are removed
+KEEP = 12
+
+
+def _mirror(dest: Path, root: Path, reads: list[str]) -> Path:
+    """A copy of the checkout files `reads` names under `dest`, published whole."""
+    if dest.is_dir():
+        return dest
+    staged = Path(tempfile.mkdtemp(dir=dest.parent, suffix=".tree.tmp"))
+    for rel in reads:
+        if (root / rel).is_file():
+            (staged / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, staged / rel)
     try:
-        unit.save(staged)
-        os.replace(staged, store / f"{_content_key(head, root, read)}.pch")
-    except Exception:           # libclang's save error: parse without a prefix
-        Path(staged).unlink(missing_ok=True)
-        return None
-    _publish(store / f"{head}.reads.json", json.dumps(read))
-    return read
+        os.rename(staged, dest)
+    except OSError:             # another run published it first: the same content
+        shutil.rmtree(staged, ignore_errors=True)
+    return dest
+
+
+def _evict(store: Path, keep: int) -> None:
+    """All but the `keep` most recently used prefixes removed, with their mirrors."""
+    prefixes = sorted(store.glob("*.pch"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for pch in prefixes[keep:]:
+        for part in (pch, pch.with_suffix(".errors.json")):
+            part.unlink(missing_ok=True)
+        shutil.rmtree(pch.with_suffix(".tree"), ignore_errors=True)
 
 
 def _preamble(text: str) -> str:
@@ -212,16 +296,14 @@ def _preamble(text: str) -> str:
     return "\n".join(lines[:n]) + "\n"
 
 
-def _checkout_files(root: Path, unit) -> dict[str, str]:
-    """The checkout's files the parse read (besides the `.mm`): relative path -> digest."""
+def _checkout_files(root: Path, unit, mirror: Path | None = None) -> dict[str, str]:
+    """The checkout's files the parse read (besides the `.mm`), from the checkout or from the
+    prefix's mirror: relative path -> digest."""
     found = {}
     for inclusion in unit.get_includes():
-        path = Path(inclusion.include.name)
-        try:
-            rel = path.resolve().relative_to(root.resolve())
-        except ValueError:
-            continue
-        found[str(rel)] = _file_digest(path)
+        rel = _in_checkout(root, inclusion.include.name, mirror)
+        if rel is not None:
+            found[rel] = _file_digest(Path(inclusion.include.name))
     return found
 
 
@@ -298,15 +380,9 @@ def _compiler_include() -> str | None:
 
 
 def _publish(path: Path, text: str) -> None:
-    """`text` at `path`, written whole (a concurrent run reads all of it or none)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, staged = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-        os.replace(staged, path)
-    except OSError:
-        pass
+    """`text` at `path`, written whole; an unwritable cache is asked again next run."""
+    with contextlib.suppress(OSError):
+        write_whole(path, text)
 
 
 def message(found: list, whole: bool = True) -> str | None:
@@ -345,3 +421,9 @@ def host_file(root: Path, function: str) -> Path | None:
     from porter.source.checkout import OPERATIONS
     m = re.search(r"\(operations/([^():]+\.mm):\d+\)", function)
     return Path(root) / OPERATIONS / m.group(1) if m else None
+
+
+if __name__ == "__main__":
+    # the child of _parsed_apart: ROOT MM -> the parse's JSON on stdout
+    import sys
+    print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]))))

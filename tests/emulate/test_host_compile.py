@@ -1,0 +1,71 @@
+"""porter.emulate.host_compile on the real-size tree: the precompiled include block of a host
+`.mm` is shared by every checkout with the same headers (a port command's scratch copy built its
+own: 9 s and 80 MB each, and CI's disk filled), an error in a checkout header the block reads
+is still reported at the checkout's path, and a parse whose process dies is "not proven",
+never green."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("clang.cindex")
+pytest.importorskip("torch")
+
+from porter.emulate import host_compile  # noqa: E402
+from porter.source.checkout import OPERATIONS  # noqa: E402
+
+LIBRARY_H = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(cache))
+    return cache / "host_compile"
+
+
+def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real_tree_template, tmp_path,
+                                                                            own_cache):
+    first = Path(shutil.copytree(real_tree_template, tmp_path / "one" / "pytorch"))
+    second = Path(shutil.copytree(real_tree_template, tmp_path / "two" / "pytorch"))
+    mm = f"{OPERATIONS}/UnaryKernel.mm"
+    assert host_compile.errors(first, first / mm) == []
+    assert host_compile.errors(second, second / mm) == []
+    # the second checkout, at another path, loaded the first one's prefix
+    assert len(list(own_cache.glob("*.pch"))) == 1
+    # an error in a checkout header the prefix reads: a prefix of its own, the error at the
+    # checkout's path (not the cache's copy of the header)
+    header = second / LIBRARY_H
+    text = header.read_text()
+    line = text[:text.index("namespace")].count("\n") + 1
+    header.write_text(text.replace("namespace", "int planted = ;\nnamespace", 1))
+    found = host_compile.errors(second, second / mm)
+    assert [e[:2] for e in found] == [[LIBRARY_H, line]], found
+    assert host_compile.message(found).startswith(f"{LIBRARY_H} does not build: {LIBRARY_H}:{line}: ")
+    assert len(list(own_cache.glob("*.pch"))) == 2
+    # mended: the first prefix again, and the first checkout was never touched
+    header.write_text(text)
+    assert host_compile.errors(second, second / mm) == []
+    assert host_compile.errors(first, first / mm) == []
+    assert len(list(own_cache.glob("*.pch"))) == 2
+
+
+def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_template, tmp_path, own_cache,
+                                                               monkeypatch):
+    root = Path(shutil.copytree(real_tree_template, tmp_path / "pytorch"))
+    mm = root / OPERATIONS / "UnaryKernel.mm"
+
+    def aborted(args, **kwargs):
+        return subprocess.CompletedProcess(args, -6, "", "LLVM ERROR: IO failure on output stream")
+
+    monkeypatch.setattr(host_compile.subprocess, "run", aborted)
+    found = host_compile.errors(root, mm)
+    assert found == [[f"{OPERATIONS}/UnaryKernel.mm", 1,
+                      "porter's parse of the file did not finish (libclang died)", "stopped"]]
+    assert host_compile.message(found).startswith(
+        f"not proven: {OPERATIONS}/UnaryKernel.mm:1: porter's parse of the file did not finish")
+    assert not list(own_cache.glob("*.json"))       # asked again next run
