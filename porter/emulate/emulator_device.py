@@ -85,6 +85,9 @@ class EmulateBackend:
             self._yaml_rejected = rejection(self.root) or ""
         if self._yaml_rejected:
             return self._yaml_rejected
+        broken = self._host_files_do_not_build(op)
+        if broken:
+            return broken
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
@@ -94,9 +97,6 @@ class EmulateBackend:
         for host in self._candidates(op):
             if host.fault:
                 return host.fault
-            broken = self._host_does_not_build(host)
-            if broken:
-                return broken
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")
@@ -131,17 +131,19 @@ class EmulateBackend:
                     return wrong
         return None
 
-    def _host_does_not_build(self, host: HostKernel) -> str | None:
-        """The first compile error of the host `.mm` file, then of the checkout's other
-        `*Kernel.mm` files (one that fails stops a Mac's build as well: review 17's A04), as
-        porter.emulate.host_compile reads them; or None. Of a host in an MPSGraph `.mm` file
-        (a ternary op's in PointwiseOps.mm), syntax errors alone: such a file uses far more of
-        Apple's frameworks than porter declares. The other MPSGraph files are not parsed."""
+    def _host_files_do_not_build(self, op: OpNames) -> str | None:
+        """The first compile error of the op's host `.mm` files, then of every `*Kernel.mm` file
+        of the checkout, whichever op runs (one that fails stops a Mac's build: review 17's
+        A04; review 18's H09: sign, registered through a macro, has no host function porter
+        finds, and no file was parsed), as porter.emulate.host_compile reads them; or None. Of
+        a host in an MPSGraph `.mm` file (a ternary op's in PointwiseOps.mm), syntax errors
+        alone: such a file uses far more of Apple's frameworks than porter declares. The other
+        MPSGraph files are not parsed."""
         from porter.emulate import host_compile
-        mm = host_compile.host_file(self.root, host.function)
-        if mm is None or not mm.is_file():
-            return None
-        for path in [mm, *sorted(p for p in mm.parent.glob("*Kernel.mm") if p != mm)]:
+        from porter.source.checkout import OPERATIONS
+        own = [host_compile.host_file(self.root, host.function) for host in self._candidates(op)]
+        kernels = sorted((Path(self.root) / OPERATIONS).glob("*Kernel.mm"))
+        for path in dict.fromkeys([*(mm for mm in own if mm is not None and mm.is_file()), *kernels]):
             if path not in self._host_builds:
                 self._host_builds[path] = host_compile.message(
                     host_compile.errors(self.root, path) or [], whole=path.name.endswith("Kernel.mm"))

@@ -55,17 +55,25 @@ def errors(root: Path, mm: Path) -> list[list] | None:
     if base is None:
         return None
     text = mm.read_text(encoding="utf-8", errors="replace")
-    verdict_key = _digest(text, _preamble(text), *base, _versions())
-    recorded = cache_dir("host_compile") / f"{verdict_key}.json"
-    found = _facts(recorded)
-    if isinstance(found, dict) and _still_current(Path(root), found.get("checkout_files", {})):
-        return found["errors"]
+    store = cache_dir("host_compile")
+    # the verdict is kept twice: for this checkout, and for the file's text alone, which serves
+    # any checkout whose files it read hold the same bytes (a port command's scratch copies:
+    # each parsed every *Kernel.mm again)
+    here = store / f"{_digest(text, _preamble(text), *base, _versions())}.json"
+    anywhere = store / f"{_digest(text, _preamble(text), *_fixed_arguments(), _versions())}.any.json"
+    for recorded in (here, anywhere):
+        found = _facts(recorded)
+        if isinstance(found, dict) and _still_current(Path(root), found):
+            if recorded is anywhere:
+                _publish(here, json.dumps(found))
+            return found["errors"]
     found = _parsed_apart(Path(root), mm)
     if found is None:
         rel = _in_checkout(Path(root), str(mm)) or mm.name
         # libclang died (an abort, a crash): nothing is known of the file, and porter goes on
         return [[rel, 1, "porter's parse of the file did not finish (libclang died)", "stopped"]]
-    _publish(recorded, json.dumps(found))
+    for recorded in (here, anywhere):
+        _publish(recorded, json.dumps(found))
     return found["errors"]
 
 
@@ -108,11 +116,15 @@ def _parse(root: Path, mm: Path) -> dict:
     mirror = built[1] if built else None
     listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
     listed = listed + _checkout_errors(root, unit, mirror)
-    # the verdict holds while the checkout files read hold, those of the prefix included
+    # the verdict holds while the checkout files read hold, and no checkout file comes to
+    # stand for a wheel header read, those of the prefix included
     read = _checkout_files(root, unit, mirror)
     read.update({rel: _file_digest(root / rel)
                  for rel in _facts(store / f"{_head(preamble)}.reads.json") or []})
-    return {"errors": listed, "checkout_files": read}
+    wheel = set(_wheel_files(unit))
+    if built:
+        wheel.update(_facts(built[0].with_suffix(".wheel.json")) or [])
+    return {"errors": listed, "checkout_files": read, "wheel_files": sorted(wheel)}
 
 
 def _with(built, base: list[str]) -> list[str]:
@@ -187,13 +199,23 @@ def _precompiled(root: Path, preamble: str, base: list[str], store: Path,
         return found if found is not None else _build(store, head, root, preamble, base)
 
 
+# a block with no prefix (`_build`): the whole file is parsed
+_WHOLE = ()
+
+
 def _published(store: Path, head: str, root: Path) -> tuple[Path, Path | None] | None:
     reads = _facts(store / f"{head}.reads.json")
     if reads is None:
         return None
     key = _content_key(head, root, reads)
     pch, mirror = store / f"{key}.pch", store / f"{key}.tree"
+    if (store / f"{key}.whole").is_file():
+        return _WHOLE
     if not pch.is_file() or reads and not mirror.is_dir():
+        return None
+    if _shadowed(root, _facts(pch.with_suffix(".wheel.json")) or []):
+        # a checkout header now stands where the prefix read the wheel's (the checkout gained
+        # its own OperationUtils.h): built again, reading it
         return None
     with contextlib.suppress(OSError):
         os.utime(pch)           # used: the last to be evicted
@@ -237,8 +259,16 @@ def _build(store: Path, head: str, root: Path, preamble: str,
             reads = sorted(set(reads) | set(read))
             _publish(store / f"{head}.reads.json", json.dumps(reads))
             continue
+        if any(d.severity >= 4 or d.location.file is not None and d.location.file.name == str(header)
+               for d in unit.diagnostics):
+            # a header not found (a mirrored header's quoted sibling: review 18's H17), or the
+            # block cut inside an `#if`: no prefix for this content; each parse reads the whole
+            # file, as right
+            _publish(store / f"{key}.whole", "")
+            return _WHOLE
         # errors in the checkout's own headers the block reads (loading the prefix says none)
         _publish(store / f"{key}.errors.json", json.dumps(_checkout_errors(root, unit, mirror)))
+        _publish(store / f"{key}.wheel.json", json.dumps(sorted(_wheel_files(unit))))
         fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
         os.close(fd)
         try:
@@ -278,19 +308,23 @@ def _evict(store: Path, keep: int) -> None:
     """All but the `keep` most recently used prefixes removed, with their mirrors."""
     prefixes = sorted(store.glob("*.pch"), key=lambda p: p.stat().st_mtime, reverse=True)
     for pch in prefixes[keep:]:
-        for part in (pch, pch.with_suffix(".errors.json")):
+        for part in (pch, pch.with_suffix(".errors.json"), pch.with_suffix(".wheel.json")):
             part.unlink(missing_ok=True)
         shutil.rmtree(pch.with_suffix(".tree"), ignore_errors=True)
 
 
+_QUOTED = re.compile(r'#\s*(?:include|import)\s*"')
+
+
 def _preamble(text: str) -> str:
     """The file's leading lines that are directives, comments or blank (its `#include` block),
-    the rest blanked: what every parse of it shares."""
+    up to a quoted include, which is looked up beside the `.mm` (the prefix is built from a
+    copy in the cache: review 18's H12 said "file not found"): what every parse of it shares."""
     lines = text.split("\n")
     n = 0
     for i, line in enumerate(lines):
         stripped = line.strip()
-        if stripped and not stripped.startswith(("#", "//")):
+        if stripped and (not stripped.startswith(("#", "//")) or _QUOTED.match(stripped)):
             break
         n = i + 1
     return "\n".join(lines[:n]) + "\n"
@@ -307,8 +341,35 @@ def _checkout_files(root: Path, unit, mirror: Path | None = None) -> dict[str, s
     return found
 
 
-def _still_current(root: Path, files: dict[str, str]) -> bool:
-    return all(_file_digest(root / rel) == digest for rel, digest in files.items())
+def _still_current(root: Path, found: dict) -> bool:
+    return (all(_file_digest(root / rel) == digest
+                for rel, digest in found.get("checkout_files", {}).items())
+            and not _shadowed(root, found.get("wheel_files", [])))
+
+
+def _wheel_files(unit) -> list[str]:
+    """The wheel's headers the parse read, as an include names them (`ATen/ops/add.h`)."""
+    wheel = _wheel_include()
+    return [os.path.relpath(i.include.name, wheel) for i in unit.get_includes()
+            if wheel and i.include.name.startswith(wheel + os.sep)]
+
+
+def _shadowed(root: Path, names: list[str]) -> bool:
+    """Whether the checkout's `aten/src`, searched first, now holds one of the wheel headers
+    `names` (read from the wheel when the verdict was made): one listing per directory, as a
+    parse reads thousands of them."""
+    src = Path(root) / "aten" / "src"
+    by_dir: dict[str, set[str]] = {}
+    for name in names:
+        folder, _, base = name.rpartition("/")
+        by_dir.setdefault(folder, set()).add(base)
+    for folder, bases in by_dir.items():
+        try:
+            if not bases.isdisjoint(os.listdir(src / folder)):
+                return True
+        except OSError:
+            continue            # no such directory in the checkout: nothing there to stand in
+    return False
 
 
 def _file_digest(path: Path) -> str:

@@ -34,8 +34,14 @@ def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real
     second = Path(shutil.copytree(real_tree_template, tmp_path / "two" / "pytorch"))
     mm = f"{OPERATIONS}/UnaryKernel.mm"
     assert host_compile.errors(first, first / mm) == []
+    assert len(list(own_cache.glob("*.pch"))) == 1
+    # the second checkout, at another path, with the same bytes: the first one's verdict, no parse
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(host_compile, "_parsed_apart", lambda *a: pytest.fail("parsed again"))
+        assert host_compile.errors(second, second / mm) == []
+    # ... and an edit of the file there: its own parse, from the first one's prefix
+    (second / mm).write_text((second / mm).read_text() + "\n// edited\n")
     assert host_compile.errors(second, second / mm) == []
-    # the second checkout, at another path, loaded the first one's prefix
     assert len(list(own_cache.glob("*.pch"))) == 1
     # an error in a checkout header the prefix reads: a prefix of its own, the error at the
     # checkout's path (not the cache's copy of the header)
@@ -54,6 +60,28 @@ def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real
     assert len(list(own_cache.glob("*.pch"))) == 2
 
 
+def test_a_checkout_header_that_comes_to_stand_for_a_wheel_header_is_read(real_tree_template, tmp_path,
+                                                                          own_cache):
+    """The real-size tree has no mps/OperationUtils.h, so the parse read the wheel's; a checkout
+    that gains its own is parsed again, reading it: an error there is found (review 17's A05)."""
+    root = Path(shutil.copytree(real_tree_template, tmp_path / "pytorch"))
+    mm = root / OPERATIONS / "UnaryKernel.mm"
+    assert host_compile.errors(root, mm) == []
+    utils = "aten/src/ATen/native/mps/OperationUtils.h"
+    wheel = Path(host_compile._wheel_include()) / "ATen/native/mps/OperationUtils.h"
+    text = wheel.read_text()
+    # an upstream checkout has its own copy: it parses cleanly (it was "not proven" on NSArray<>,
+    # a dictionary literal, dispatch_queue_create, which porter_apple.h now declares)
+    (root / utils).write_text(text)
+    assert host_compile.errors(root, mm) == []
+    anchor = "\nnamespace at::native::mps {"
+    line = text.count("\n", 0, text.index(anchor)) + 2
+    (root / utils).write_text(text.replace(anchor, "\nint planted = ;" + anchor, 1))
+    # the first error is the planted one (the rest: Apple's names the wheel's header uses)
+    assert host_compile.message(host_compile.errors(root, mm)).startswith(
+        f"{utils} does not build: {utils}:{line}: expected expression"), host_compile.errors(root, mm)
+
+
 def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_template, tmp_path, own_cache,
                                                                monkeypatch):
     root = Path(shutil.copytree(real_tree_template, tmp_path / "pytorch"))
@@ -69,3 +97,22 @@ def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_templat
     assert host_compile.message(found).startswith(
         f"not proven: {OPERATIONS}/UnaryKernel.mm:1: porter's parse of the file did not finish")
     assert not list(own_cache.glob("*.json"))       # asked again next run
+
+
+def test_quoted_includes_beside_the_mm_and_beside_a_checkout_header_are_found(real_tree_template,
+                                                                              tmp_path, own_cache):
+    """A quoted include is looked up beside its includer: review 18's H12 (`#include "X.h"` in
+    the .mm, X.h beside it) and H17 (MetalShaderLibrary.h including a sibling) said "file not
+    found", as porter built the include block from copies in its cache."""
+    root = Path(shutil.copytree(real_tree_template, tmp_path / "pytorch"))
+    mm = root / OPERATIONS / "BinaryKernel.mm"
+    (mm.parent / "PorterHelper.h").write_text("#pragma once\ninline int porter_helper() { return 1; }\n")
+    text = mm.read_text()
+    mm.write_text(text.replace("#include <fmt/format.h>\n",
+                               '#include <fmt/format.h>\n#include "PorterHelper.h"\n', 1))
+    assert host_compile.errors(root, mm) == []
+    header = root / LIBRARY_H
+    (header.parent / "PorterDep.h").write_text("#pragma once\nstruct PorterDep {};\n")
+    header.write_text(header.read_text().replace("#pragma once\n", '#pragma once\n#include "PorterDep.h"\n', 1))
+    assert host_compile.errors(root, mm) == []
+    assert host_compile.errors(root, mm) == []          # again, from what the first run kept
