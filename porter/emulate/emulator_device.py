@@ -85,7 +85,10 @@ class EmulateBackend:
             self._yaml_rejected = rejection(self.root) or ""
         if self._yaml_rejected:
             return self._yaml_rejected
-        broken = self._host_files_do_not_build(op)
+        # a fault porter reads in the op's own host (a function the stub cannot take) says more
+        # than the compile error it causes
+        fault = next((host.fault for host in self._candidates(op) if host.fault), None)
+        broken = fault or self._host_files_do_not_build(op)
         if broken:
             return broken
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
