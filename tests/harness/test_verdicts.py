@@ -192,9 +192,13 @@ def port_mish(root: Path, dtypes: tuple[str, ...]) -> None:
     metal.write_text(text)
     mm = root / OPERATIONS / "UnaryKernel.mm"
     host = mm.read_text()
-    assert "REGISTER_UNARY_TI_DISPATCH(sinc);" in host
-    mm.write_text(host.replace("REGISTER_UNARY_TI_DISPATCH(sinc);",
-                               "REGISTER_UNARY_TI_DISPATCH(sinc);\nREGISTER_UNARY_TI_DISPATCH(mish);", 1))
+    assert "REGISTER_UNARY_TI_DISPATCH(sinc);" in host and "#include <ATen/native/UnaryOps.h>\n" in host
+    host = host.replace("REGISTER_UNARY_TI_DISPATCH(sinc);",
+                        "REGISTER_UNARY_TI_DISPATCH(sinc);\nREGISTER_UNARY_TI_DISPATCH(mish);", 1)
+    # mish_stub is declared in Activation.h, which UnaryKernel.mm does not include: without it a
+    # Mac's build says "use of undeclared identifier 'mish_stub'" (and so does porter's parse)
+    mm.write_text(host.replace("#include <ATen/native/UnaryOps.h>\n",
+                               "#include <ATen/native/UnaryOps.h>\n#include <ATen/native/Activation.h>\n", 1))
     yaml = root / "aten/src/ATen/native/native_functions.yaml"
     rows = yaml.read_text()
     old_row = "    CPU, CUDA: mish_out\n    MPS: mish_out_mps\n"
