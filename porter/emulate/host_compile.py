@@ -94,7 +94,8 @@ def _parsed_apart(root: Path, mm: Path) -> dict | None:
 
 
 def _parse(root: Path, mm: Path) -> dict:
-    """The child's work: {"errors": [...], "checkout_files": {rel: digest}}."""
+    """The child's work: {"errors": [...], "checkout_files": {rel: digest}, "wheel_files":
+    [the wheel headers read, as an include names them]}."""
     import clang.cindex as ci
     base = _arguments(root)
     text = mm.read_text(encoding="utf-8", errors="replace")
@@ -306,7 +307,13 @@ def _mirror(dest: Path, root: Path, reads: list[str]) -> Path:
 
 def _evict(store: Path, keep: int) -> None:
     """All but the `keep` most recently used prefixes removed, with their mirrors."""
-    prefixes = sorted(store.glob("*.pch"), key=lambda p: p.stat().st_mtime, reverse=True)
+    def used(pch: Path) -> float:
+        try:
+            return pch.stat().st_mtime
+        except OSError:         # removed by a concurrent run meanwhile
+            return 0.0
+
+    prefixes = sorted(store.glob("*.pch"), key=used, reverse=True)
     for pch in prefixes[keep:]:
         for part in (pch, pch.with_suffix(".errors.json"), pch.with_suffix(".wheel.json")):
             part.unlink(missing_ok=True)
