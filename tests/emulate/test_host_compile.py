@@ -90,6 +90,9 @@ def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_templat
     def aborted(args, **kwargs):
         return subprocess.CompletedProcess(args, -6, "", "LLVM ERROR: IO failure on output stream")
 
+    # the arguments first (they ask g++ for its include directory, through the same
+    # subprocess.run, and are kept for the process): only the parse's child dies
+    assert host_compile._arguments(root) is not None
     monkeypatch.setattr(host_compile.subprocess, "run", aborted)
     found = host_compile.errors(root, mm)
     assert found == [[f"{OPERATIONS}/UnaryKernel.mm", 1,
