@@ -98,8 +98,6 @@ class EmulateBackend:
         if unlinked:
             return unlinked
         for host in self._candidates(op):
-            if host.fault:
-                return host.fault
             if host.choice:
                 return (f"not proven: {host.choice}: which kernel a sample runs on MPS is not "
                         "known here; test it on a Mac (`--device mps`)")

@@ -59,8 +59,9 @@ def errors(root: Path, mm: Path) -> list[list] | None:
     # the verdict is kept twice: for this checkout, and for the file's text alone, which serves
     # any checkout whose files it read hold the same bytes (a port command's scratch copies:
     # each parsed every *Kernel.mm again)
-    here = store / f"{_digest(text, _preamble(text), *base, _versions())}.json"
-    anywhere = store / f"{_digest(text, _preamble(text), *_fixed_arguments(), _versions())}.any.json"
+    preamble = _preamble(text)
+    here = store / f"{_digest(text, preamble, *base, _versions())}.json"
+    anywhere = store / f"{_digest(text, preamble, *_fixed_arguments(), _versions())}.any.json"
     for recorded in (here, anywhere):
         found = _facts(recorded)
         if isinstance(found, dict) and _still_current(Path(root), found):

@@ -16,9 +16,8 @@ def write_whole(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, staged = tempfile.mkstemp(dir=path.parent, suffix=path.suffix + ".tmp")
     try:
-        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w",
-                       **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as out:
-            out.write(data)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(staged, path)
     except BaseException:
         Path(staged).unlink(missing_ok=True)
