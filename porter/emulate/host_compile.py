@@ -62,20 +62,51 @@ def errors(root: Path, mm: Path) -> list[list] | None:
     preamble = _preamble(text)
     here = store / f"{_digest(text, preamble, *base, _versions())}.json"
     anywhere = store / f"{_digest(text, preamble, *_fixed_arguments(), _versions())}.any.json"
+    rel = _in_checkout(Path(root), str(mm)) or mm.name
     for recorded in (here, anywhere):
         found = _facts(recorded)
         if isinstance(found, dict) and _still_current(Path(root), found):
             if recorded is anywhere:
                 _publish(here, json.dumps(found))
-            return found["errors"]
+            return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
     found = _parsed_apart(Path(root), mm)
     if found is None:
-        rel = _in_checkout(Path(root), str(mm)) or mm.name
         # libclang died (an abort, a crash): nothing is known of the file, and porter goes on
         return [[rel, 1, "porter's parse of the file did not finish (libclang died)", "stopped"]]
     for recorded in (here, anywhere):
         _publish(recorded, json.dumps(found))
-    return found["errors"]
+    return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
+
+
+_DIRECTIVE = re.compile(r"^\s*#\s*(?:include|import)\b")
+
+
+def _deleted(root: Path, rel: str, text: str, wheel_files: list[str]) -> list[list]:
+    """An error for each wheel header the parse read where the checkout's own copy is tracked
+    by git but deleted from the work tree: the wheel stands in only for what a checkout does
+    not have (generated and third-party headers); a Mac's build finds no file there (review
+    18's H05: MetalShaderLibrary.h deleted, every dtype green). Asked on every use of a
+    verdict, which another checkout lacking the file may have made. Placed at the file's first
+    include: the chain to the header may lie inside the precompiled prefix."""
+    if not wheel_files:
+        return []
+    try:
+        tracked = subprocess.run(["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD",
+                                  "--", "aten/src"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if tracked.returncode != 0:
+        return []               # not a git checkout (or no commit): nothing is tracked
+    src = "aten/src/"
+    gone = sorted({f"{src}{w}" for w in wheel_files} & set(tracked.stdout.splitlines()))
+    gone = [g for g in gone if not (root / g).is_file()]
+    if not gone:
+        return []
+    line = next((n for n, t in enumerate(text.split("\n"), 1) if _DIRECTIVE.match(t)), 1)
+    more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+    return [[rel, line, f"'{gone[0][len(src):]}' file not found: the checkout deletes {gone[0]}, "
+                        f"which git tracks{more}, and a Mac's build reads no installed torch's "
+                        "copy of it", "error"]]
 
 
 def _parsed_apart(root: Path, mm: Path) -> dict | None:

@@ -119,3 +119,41 @@ def test_quoted_includes_beside_the_mm_and_beside_a_checkout_header_are_found(re
     header.write_text(header.read_text().replace("#pragma once\n", '#pragma once\n#include "PorterDep.h"\n', 1))
     assert host_compile.errors(root, mm) == []
     assert host_compile.errors(root, mm) == []          # again, from what the first run kept
+
+
+def test_a_tracked_header_deleted_from_the_checkout_is_not_read_from_the_wheel(tmp_path, own_cache,
+                                                                              monkeypatch):
+    # review 18's H05: MetalShaderLibrary.h deleted (` D` in git status), the parse read the
+    # wheel's copy and every dtype was green; a Mac's build finds no file. The verdict may come
+    # from a checkout that never had the file (a miniature), so each use asks again.
+    root = tmp_path / "pytorch"
+    mm = root / OPERATIONS / "UnaryKernel.mm"
+    mm.parent.mkdir(parents=True)
+    mm.write_text("// host\n#include <ATen/native/mps/OperationUtils.h>\n"
+                  f"#include <{LIBRARY_H.removeprefix('aten/src/')}>\n")
+    (root / LIBRARY_H).write_text("#pragma once\n")
+    wheel = [LIBRARY_H.removeprefix("aten/src/"), "ATen/native/mps/OperationUtils.h", "fmt/format.h"]
+    parsed = {"errors": [], "checkout_files": {}, "wheel_files": wheel}
+    monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: parsed)
+    monkeypatch.setattr(host_compile, "_arguments", lambda r: ["-I" + str(r / "aten" / "src")])
+    monkeypatch.setattr(host_compile, "_fixed_arguments", lambda: ())
+    # not a git checkout: nothing is tracked, the wheel stands in
+    (root / LIBRARY_H).unlink()
+    assert host_compile.errors(root, mm) == []
+    for cmd in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", "-C", str(root), *cmd], check=True)
+    (root / LIBRARY_H).write_text("#pragma once\n")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                    "-qm", "base"], check=True)
+    # tracked and present: a checkout file, read as such (a wheel name here is a stale record)
+    assert host_compile.errors(root, mm) == []
+    (root / LIBRARY_H).unlink()
+    for _ in range(2):            # the parse's verdict, then the recorded one
+        found = host_compile.errors(root, mm)
+        assert found == [[f"{OPERATIONS}/UnaryKernel.mm", 2,
+                          f"'{LIBRARY_H.removeprefix('aten/src/')}' file not found: the checkout "
+                          f"deletes {LIBRARY_H}, which git tracks, and a Mac's build reads no "
+                          "installed torch's copy of it", "error"]], found
+        assert host_compile.message(found).startswith(f"{OPERATIONS}/UnaryKernel.mm does not build: ")
+        monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: pytest.fail("parsed again"))
