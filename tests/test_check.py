@@ -223,7 +223,7 @@ def test_undeclared_stub(mini_root, capsys):
     edit(mini_root, BINARY_MM, "REGISTER_DISPATCH(hypot_stub,", "REGISTER_DISPATCH(hypott_stub,")
     T.assertExpectedInline(check(mini_root, capsys)[1], """\
 aten/src/ATen/native/mps/operations/BinaryKernel.mm:70: PORTER020 undeclared-stub: hypot_mps_kernel is registered on hypott_stub, which no DECLARE_DISPATCH declares (did you mean hypot_stub?)
-aten/src/ATen/native/native_functions.yaml:584: PORTER023 unregistered-mps-stub: 'hypot.out' sends MPS to the shared hypot_out, which runs hypot_stub, but no MPS host file registers it: every MPS call fails with 'hypot_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op hypot), or route MPS to an implementation of its own)
+aten/src/ATen/native/native_functions.yaml:585: PORTER023 unregistered-mps-stub: 'hypot.out' sends MPS to the shared hypot_out, which runs hypot_stub, but no MPS host file registers it: every MPS call fails with 'hypot_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op hypot), or route MPS to an implementation of its own)
 """)
 
 

@@ -94,7 +94,8 @@ class EmulateBackend:
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
         if missing:
             return missing
-        unlinked = self._mps_row_undefined(op) or self._mps_row_elsewhere(op)
+        unlinked = (self._mps_row_undefined(op) or self._mps_row_elsewhere(op)
+                    or self._rows_unlike_the_wheel(op))
         if unlinked:
             return unlinked
         for host in self._candidates(op):
@@ -234,6 +235,22 @@ class EmulateBackend:
                     f"{path}: a Mac runs {row.kernel} for {entry.full_name}, not the Metal kernel "
                     "porter runs")
         return None
+
+    def _rows_unlike_the_wheel(self, op: OpNames) -> str | None:
+        """Not proven when the checkout declares the op's yaml entries otherwise than the
+        installed torch does, beyond the MPS rows a port changes (porter.source.wheel_rows):
+        the reference, the samples and the Python API come from the installed torch."""
+        from porter.source import checkout as co
+        from porter.source.wheel_rows import unlike_the_wheel
+        name = (op.aten_name or op.name).removeprefix("nn.functional.")
+        spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
+        found = unlike_the_wheel(co.Checkout(self.root).read(co.NATIVE_YAML), {spelled, spelled + "_"})
+        if found is None:
+            return None
+        line, what = found
+        return (f"not proven: {co.NATIVE_YAML}:{line}: {what}; porter's CPU reference, samples "
+                "and Python API are the installed torch's, built from its row, and a Mac builds "
+                "the checkout's: test on a Mac (`--device mps`)")
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
         """A host function calling exec_ternary_kernel with a scalar, where the checkout's

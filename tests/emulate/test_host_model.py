@@ -134,6 +134,27 @@ def test_a_yaml_torchgen_rejects_fails_every_dtype(ported, new, says):
         assert says in d["message"], d["message"]
 
 
+# a row torchgen accepts but the installed torch declares otherwise builds other C++ and
+# Python on a Mac than the reference and samples porter runs (review 17's Y05, Y11 were green)
+UNLIKE_THE_WHEEL = [
+    pytest.param("  structured: True\n  structured_inherits: TensorIteratorBase\n  device_check: "
+                 "NoCheck   # TensorIterator\n  dispatch:\n    CPU, CUDA, MPS: hardshrink_out\n",
+                 "  structured: True\n  device_check: NoCheck   # TensorIterator\n  dispatch:\n"
+                 "    CPU, CUDA, MPS: hardshrink_out\n",
+                 "hardshrink.out's `structured_inherits` is absent", id="structured-inherits-dropped"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "says"), UNLIKE_THE_WHEEL)
+def test_a_row_unlike_the_installed_torchs_is_not_proven(ported, old, new, says):
+    with edited(ported, NATIVE_YAML, old, new):
+        code, by = outcomes(ported, "nn.functional.hardshrink")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail" and d["message"].startswith(f"not proven: {NATIVE_YAML}:"), d
+        assert says in d["message"], d["message"]
+
+
 def test_an_escape_that_spells_another_kernel_runs_that_one(ported):
     # the planted twin of the escapes above: "at\x62n2" is "atbn2", a kernel no file registers
     with edited(ported, BINARY, ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\x62n2");\n'):
