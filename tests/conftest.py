@@ -117,6 +117,11 @@ def porter_cache(tmp_path_factory: pytest.TempPathFactory):
         # (3 port test files: 251 s at 512 MB, 215 s with room, 2.5 GB recorded). A test of the
         # limit sets its own.
         mp.setenv("PORTER_REFCACHE_MB", os.environ.get("PORTER_REFCACHE_MB", "6144"))
+        # the kernel cache's eviction runs at most once an hour, so never within a run: the
+        # suite's grew to 8.9 GB (22 GB in all with the references and host prefixes), a risk
+        # to a CI runner's disk. Every 10 minutes, entries unused for 10 minutes, to 3 GB
+        mp.setenv("PORTER_KERNEL_CACHE_EVERY_S", os.environ.get("PORTER_KERNEL_CACHE_EVERY_S", "600"))
+        mp.setenv("PORTER_KERNEL_CACHE_MB", os.environ.get("PORTER_KERNEL_CACHE_MB", "3072"))
         # a test's output is a pipe: no terminal width, whatever the shell (or an xdist worker)
         # carries; a test of the width sets COLUMNS itself
         mp.delenv("COLUMNS", raising=False)

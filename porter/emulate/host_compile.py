@@ -70,9 +70,10 @@ def errors(root: Path, mm: Path) -> list[list] | None:
                 _publish(here, json.dumps(found))
             return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
     found = _parsed_apart(Path(root), mm)
-    if found is None:
-        # libclang died (an abort, a crash): nothing is known of the file, and porter goes on
-        return [[rel, 1, "porter's parse of the file did not finish (libclang died)", "stopped"]]
+    if isinstance(found, str):
+        # the child died (libclang aborts on a full disk) or failed: nothing is known of the
+        # file, and porter goes on
+        return [[rel, 1, f"porter's parse of the file did not finish ({found})", "stopped"]]
     for recorded in (here, anywhere):
         _publish(recorded, json.dumps(found))
     return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
@@ -109,10 +110,12 @@ def _deleted(root: Path, rel: str, text: str, wheel_files: list[str]) -> list[li
                         "copy of it", "error"]]
 
 
-def _parsed_apart(root: Path, mm: Path) -> dict | None:
+def _parsed_apart(root: Path, mm: Path) -> dict | str:
     """The parse run in a child process: libclang aborts the whole process on some failures (a
     full disk under a precompiled header's write), which took a test worker down with it in
-    CI; a child that dies costs one verdict, "not proven". None where it died."""
+    CI; a child that dies costs one verdict, "not proven". Where it did not finish: how it
+    ended, in words."""
+    import signal
     import sys
     package = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -120,9 +123,25 @@ def _parsed_apart(root: Path, mm: Path) -> dict | None:
     try:
         done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm)],
                               capture_output=True, text=True, env=env, timeout=900)
-        return json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
+    except subprocess.TimeoutExpired:
+        return "its process ran past 900 s"
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"its process did not start: {err}"
+    if done.returncode == 0:
+        try:
+            return json.loads(done.stdout)
+        except ValueError:
+            return "its process wrote no verdict"
+    last = (done.stderr or "").strip().splitlines()[-1:] or [""]
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        how = f"its process was killed by {name}"
+    else:
+        how = f"its process exited with {done.returncode}"
+    return how + (f": {last[0][:200]}" if last[0] else "")
 
 
 def _parse(root: Path, mm: Path) -> dict:

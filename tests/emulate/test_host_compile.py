@@ -96,7 +96,8 @@ def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_templat
     monkeypatch.setattr(host_compile.subprocess, "run", aborted)
     found = host_compile.errors(root, mm)
     assert found == [[f"{OPERATIONS}/UnaryKernel.mm", 1,
-                      "porter's parse of the file did not finish (libclang died)", "stopped"]]
+                      "porter's parse of the file did not finish (its process was killed by SIGABRT: "
+                      "LLVM ERROR: IO failure on output stream)", "stopped"]]
     assert host_compile.message(found).startswith(
         f"not proven: {OPERATIONS}/UnaryKernel.mm:1: porter's parse of the file did not finish")
     assert not list(own_cache.glob("*.json"))       # asked again next run
