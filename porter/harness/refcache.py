@@ -29,12 +29,12 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from porter.runtime.cache_dir import cache_dir
+from porter.runtime.whole_file import write_whole
 
 if TYPE_CHECKING:
     from porter.dispatch.numpy_tensors import PArray
@@ -181,7 +181,7 @@ def _content_hashes(files: list[Path]) -> list[str]:
             changed = True
         out.append(f"{path}:{known[1]}")
     if changed:
-        _write_atomic(index_path, json.dumps(index).encode())
+        write_whole(index_path, json.dumps(index).encode())
     return out
 
 
@@ -287,18 +287,6 @@ def decode_sample(raw: dict, arrays: dict) -> Sample:
 
 # ----------------------------------------------------------------- entries
 
-def _write_atomic(path: Path, data: bytes | bytearray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(staged, path)
-    except BaseException:
-        Path(staged).unlink(missing_ok=True)
-        raise
-
-
 def _touch(path: Path) -> None:
     try:
         os.utime(path)
@@ -308,7 +296,7 @@ def _touch(path: Path) -> None:
 
 def save_ops(env: str, query: str, records: list[dict], meta: dict) -> None:
     data = json.dumps({"query": query, "ops": records, "meta": meta}).encode()
-    _write_atomic(directory() / (_name("ops", env, query) + ".json"), data)
+    write_whole(directory() / (_name("ops", env, query) + ".json"), data)
 
 
 def load_ops(env: str, query: str) -> dict | None:
@@ -356,7 +344,7 @@ def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict,
     for (_, _, _, at, nbytes), arr in zip(table, chunks):
         dest[start + at:start + at + nbytes] = arr.reshape(-1).view(np.uint8)
     del dest                                # the bytearray is exported while a view holds it
-    _write_atomic(ref_path(env, full_name, dtype, rows), out)
+    write_whole(ref_path(env, full_name, dtype, rows), out)
 
 
 def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, dict] | None:
