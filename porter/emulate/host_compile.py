@@ -91,15 +91,8 @@ def _deleted(root: Path, rel: str, text: str, wheel_files: list[str]) -> list[li
     include: the chain to the header may lie inside the precompiled prefix."""
     if not wheel_files:
         return []
-    try:
-        tracked = subprocess.run(["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD",
-                                  "--", "aten/src"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if tracked.returncode != 0:
-        return []               # not a git checkout (or no commit): nothing is tracked
     src = "aten/src/"
-    gone = sorted({f"{src}{w}" for w in wheel_files} & set(tracked.stdout.splitlines()))
+    gone = sorted({f"{src}{w}" for w in wheel_files} & _tracked_sources(root))
     gone = [g for g in gone if not (root / g).is_file()]
     if not gone:
         return []
@@ -108,6 +101,32 @@ def _deleted(root: Path, rel: str, text: str, wheel_files: list[str]) -> list[li
     return [[rel, line, f"'{gone[0][len(src):]}' file not found: the checkout deletes {gone[0]}, "
                         f"which git tracks{more}, and a Mac's build reads no installed torch's "
                         "copy of it", "error"]]
+
+
+_TRACKED: dict[tuple, frozenset] = {}
+
+
+def _tracked_sources(root: Path) -> frozenset:
+    """The files git tracks under `aten/src` at HEAD; empty where `root` is no git checkout
+    (or has no commit). Kept in the process while `.git`'s HEAD and index keep their times
+    (a commit or a checkout rewrites one): each host file of a run asks (three `git` runs
+    were 0.1-0.3 s of a watch round)."""
+    try:
+        stamp = tuple(os.stat(root / ".git" / name).st_mtime_ns for name in ("HEAD", "index"))
+    except OSError:
+        stamp = None            # a worktree's `.git` file, or no index: asked every time
+    key = (str(root), stamp)
+    if stamp is not None and key in _TRACKED:
+        return _TRACKED[key]
+    try:
+        tracked = subprocess.run(["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD",
+                                  "--", "aten/src"], capture_output=True, text=True, timeout=60)
+        found = frozenset(tracked.stdout.splitlines()) if tracked.returncode == 0 else frozenset()
+    except (OSError, subprocess.SubprocessError):
+        found = frozenset()
+    if stamp is not None:
+        _TRACKED[key] = found
+    return found
 
 
 def _parsed_apart(root: Path, mm: Path) -> dict | str:
