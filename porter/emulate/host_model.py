@@ -32,9 +32,14 @@ TESTED_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", 
 INTEGRAL = {"bool", "uint8", "int8", "int16", "int32", "int64"}
 
 # `lib.exec_binary_kernel(iter, ...)`, `return lib.exec_unary_kernel(...)` (upstream's pow)
+# string literals, adjacent ones joined; and their concatenation through std::string
+# (porter.source.host_names reads its value: `std::string("heavi") + "side"`)
+_LITERALS = r'(?:R"[^"]*"|"(?:[^"\\]|\\.)*"|\s)+'
+_CONCATENATED = (rf'(?:std::)?string\s*[({{]\s*{_LITERALS}[)}}](?:\s*\+\s*(?:{_LITERALS}|'
+                 rf'(?:std::)?string\s*[({{]\s*{_LITERALS}[)}}]))+')
 KERNEL_CALL_RE = re.compile(r"(?:return\s+)?lib\s*\.\s*exec_(?:unary|binary|ternary)_kernel"
                             r"(?:_with_params)?\s*(?:<[^>]*>)?\s*\(\s*(?P<iter>\*?\s*[\w.>-]+)\s*,"
-                            r"\s*(?P<name>(?:R\"[^\"]*\"|\"(?:[^\"\\]|\\.)*\"|\s)+|[^,()]+?)\s*(?:,.*)?\)", re.S)
+                            rf"\s*(?P<name>{_CONCATENATED}|{_LITERALS}|[^,()]+?)\s*(?:,.*)?\)", re.S)
 CHECK_RE = re.compile(r"(?:TORCH_CHECK(?:_TYPE|_VALUE|_NOT_IMPLEMENTED|_INDEX)?|TORCH_INTERNAL_ASSERT)"
                       r"\s*\(.*\)", re.S)
 PARAMS_DECL_RE = re.compile(r"(?:[\w:]+::)?\w+\s*<\s*(?:float|int64_t|long|int)\s*>\s+params")
@@ -45,8 +50,15 @@ LIMIT_LOCALS_RE = re.compile(r"(?:float|double)\s+\w+\s*=\s*0(?:\.0*)?f?(?:\s*,\
 LIMIT_ASSIGN_RE = re.compile(r"\w+\s*=\s*static_cast<float>\(\s*std::numeric_limits<scalar_t>::"
                             r"(?:max|lowest)\(\)\s*\)")
 DISPATCH_RE = re.compile(r"AT_DISPATCH_\w+\s*\((?P<args>.*),\s*\[&\]\s*(?:\(\s*\))?\s*\{(?P<body>.*)\}\s*\)", re.S)
-NAME_LOCAL_RE = re.compile(r'(?:const\s+)?(?:char\s*\*|auto|std::string_view|std::string)\s*(?P<name>\w+)\s*=\s*'
-                           r'(?:"\w+"|\(?\s*[\w:]+\s*(?:==|!=)\s*[\w:]+\s*\)?\s*\?\s*"\w+"\s*:\s*"\w+")')
+# a local holding a kernel name: a literal, a concatenation of literals, or the enum pick
+# kernel_pick reads; declared with or without `constexpr`/`const`/`static`, initialized by `=`
+# or braces. Writes nothing: which name a call passes is hostmap's and kernel_pick's to read
+_NAME_VALUE = (rf'(?:{_CONCATENATED}|{_LITERALS}|\(?\s*[\w:]+\s*(?:==|!=)\s*[\w:]+\s*\)?\s*\?\s*"\w+"'
+               r'\s*:\s*"\w+")')
+NAME_LOCAL_RE = re.compile(r'(?:static\s+)?(?:constexpr\s+)?(?:const\s+)?'
+                           r'(?:char\s*(?:const\s*)?\*\s*(?:const\s+)?|auto\s+|std::string_view\s+|'
+                           r'std::string\s+)(?:const\s+)?(?P<name>\w+)\s*(?:\[\s*\]\s*)?'
+                           rf'(?:=\s*{_NAME_VALUE}|\{{\s*{_NAME_VALUE}\s*\}}|\(\s*{_NAME_VALUE}\s*\))')
 EMPTY_RE = re.compile(r"(?P<it>this\s*->|\w+\s*\.)\s*numel\(\s*\)\s*==\s*0|!\s*(?P<it2>this\s*->|\w+\s*\.)\s*numel\(\s*\)")
 STUB_CALL_RE = re.compile(r"\w+\s*\(\s*(?:at::|c10::)?(?:DeviceType::)?kMPS\s*,\s*\*this\s*(?:,.*)?\)", re.S)
 RETURN_RE = re.compile(r"return")
@@ -445,7 +457,7 @@ def function_unmodelled(host, fn, where: str, rel: str, several_kernels: bool) -
 def impl_unmodelled(text: str, start: int, end: int, where: str, rel: str) -> str:
     """Why the MPS impl text[start:end] (TORCH_IMPL_FUNC(<op>_out_mps), running the kernel on
     `*this` or a stub) is not proven: its first statement outside IMPL_SHAPES, or ""."""
-    from porter.source.cpp_scan import blank_spans, comments_blanked, inactive_spans
-    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text)))
+    from porter.source.cpp_scan import HOST_MACROS, blank_spans, comments_blanked, inactive_spans
+    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text), HOST_MACROS))
     outside = check_impl(live, start, end)
     return "" if outside is None else not_proven(outside, text, where, rel)

@@ -309,12 +309,26 @@ COMPUTED_NAME_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(?:_with_p
                               r"(?:<[^>]*>)?\s*\(\s*[^,]+,\s*(?!R\")([^\s\",)][^,)]*)")
 
 
+def _fixed_name(host: HostFile, fn, call: int) -> bool:
+    """Whether the exec_*_kernel call at `call` names its kernel by a string the compiler
+    knows (porter.source.host_names: a constant, a concatenation of literals)."""
+    from porter.source.cpp_scan import matching_close, split_top_level
+    from porter.source.host_names import constant_string
+    paren = host.mask.find("(", call, fn.end)
+    end = matching_close(host.mask, paren) if paren >= 0 else -1
+    if end < 0:
+        return False
+    args = split_top_level(host.live_text[paren + 1:end])
+    return len(args) > 1 and bool(constant_string(args[1], host.live_text, fn.start, call))
+
+
 def _kernel_choice(host: HostFile, mm: Path, fn) -> str:
     """Why the kernel `fn` runs is chosen at run time, or "": several kernel names in its
     body, or one it computes."""
     body = host.mask[fn.start:fn.end]
     names = list(dict.fromkeys(c.kernel for c in fn.running_calls))
-    computed = [" ".join(m.group(1).split()) for m in COMPUTED_NAME_RE.finditer(body)]
+    computed = [" ".join(m.group(1).split()) for m in COMPUTED_NAME_RE.finditer(body)
+                if not _fixed_name(host, fn, fn.start + m.start())]
     if len(names) < 2 and not computed:
         return ""
     picks = ", ".join([f'"{n}"' for n in names] + [f"`{c}`" for c in computed])

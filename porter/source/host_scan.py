@@ -6,9 +6,10 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
-from porter.source.cpp_scan import (SourceFile, blank_inactive, blank_spans, code_mask,
-                                    comments_blanked, inactive_spans, line_of, literal_value, matching_close,
+from porter.source.cpp_scan import (HOST_MACROS, SourceFile, blank_inactive, blank_spans, code_mask,
+                                    comments_blanked, inactive_spans, line_of, matching_close,
                                     split_top_level)
+from porter.source.host_names import constant_string
 
 REGISTER_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
 TI_DISPATCH_RE = re.compile(r"^[ \t]*REGISTER_UNARY_TI_DISPATCH\(\s*(\w+)\s*\)", re.M)
@@ -74,13 +75,13 @@ class HostFile(SourceFile):
     def mask(self) -> str:
         # what the preprocessor drops (`#if 0`, the `#else` of `#if 1`) registers nothing: a
         # REGISTER_DISPATCH there leaves the stub without an MPS kernel, as on a Mac
-        return blank_inactive(code_mask(self.text))
+        return blank_inactive(code_mask(self.text), HOST_MACROS)
 
     @cached_property
     def live_text(self) -> str:
         """The text as the compiler reads it: comments and what the preprocessor drops blanked,
         string literals kept (offsets kept)."""
-        return blank_spans(comments_blanked(self.text), inactive_spans(code_mask(self.text)))
+        return blank_spans(comments_blanked(self.text), inactive_spans(code_mask(self.text), HOST_MACROS))
 
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
@@ -101,7 +102,7 @@ class HostFile(SourceFile):
     @cached_property
     def undecided(self) -> list[tuple[int, int, str]]:
         from porter.source.cpp_scan import undecided_spans
-        return undecided_spans(self.mask)
+        return undecided_spans(self.mask, HOST_MACROS)
 
     def condition_at_line(self, line: int) -> str:
         """The preprocessor condition porter cannot decide that holds `line` (1-based), or ""."""
@@ -141,7 +142,8 @@ class HostFile(SourceFile):
                 live.add(call.start())
                 args = split_top_level(self.live_text[call.end():end])
                 # the literal as the compiler reads it: "heavi" "side", "heavi\x73ide", R"(heaviside)"
-                joined = (literal_value(args[1]) or "") if len(args) > 1 else ""
+                joined = (constant_string(args[1], self.live_text, open_at, call.start()) or "") \
+                    if len(args) > 1 else ""
                 # the host passes it as a `const std::string&`, built from the char array: it
                 # ends at the first NUL (review 17's C04, C09)
                 joined = joined.split("\0", 1)[0]

@@ -23,6 +23,7 @@ BINARY = f"{OPERATIONS}/BinaryKernel.mm"
 ACTIVATION = f"{OPERATIONS}/ActivationKernel.mm"
 LOGIT_CALL = '  lib.exec_unary_kernel(iter, "logit", eps);\n'
 ATAN2_CALL = '  lib.exec_binary_kernel(iter, "atan2");\n'
+ATAN2_REGISTRATION = "REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n"
 GELU_NAME = '  const char* name = (approximate == GeluType::Tanh) ? "gelu_tanh" : "gelu";\n'
 
 
@@ -86,7 +87,38 @@ SAME_AS_WRITTEN = [
                  id="dead-code-after-a-return-in-a-block"),
     pytest.param(ATAN2_CALL, '  {\n' + ATAN2_CALL + '    return;\n  }\n'
                  '  lib.exec_binary_kernel(iter, "copysign");\n', id="a-dead-second-kernel-call"),
+    # a name the compiler knows: a constant local, a concatenation through std::string; a
+    # registration under a macro every Mac compile of a .mm defines (review 19's H25, H24,
+    # H09, H18 were "not proven")
+    pytest.param(ATAN2_CALL, '  constexpr auto name = "atan2";\n  lib.exec_binary_kernel(iter, name);\n',
+                 id="a-constexpr-local"),
+    pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, std::string("at") + "an2");\n',
+                 id="a-std-string-concatenation"),
+    pytest.param(ATAN2_REGISTRATION, f"#ifdef __OBJC__\n{ATAN2_REGISTRATION}#endif\n",
+                 id="registered-under-ifdef-objc"),
+    pytest.param(ATAN2_REGISTRATION, f"#if defined(__APPLE__)\n{ATAN2_REGISTRATION}#endif\n",
+                 id="registered-under-if-defined-apple"),
 ]
+
+# ... and their twins that a Mac runs otherwise: another kernel, no kernel, a name the host
+# may change (red or not proven, never green)
+NOT_THE_SAME = [
+    pytest.param(ATAN2_CALL, '  constexpr auto name = "copysign";\n  lib.exec_binary_kernel(iter, name);\n',
+                 "Mismatched elements", id="a-constexpr-local-naming-another-kernel"),
+    pytest.param(ATAN2_CALL, '  const char* name = "atan2";\n  name = "copysign";\n'
+                 '  lib.exec_binary_kernel(iter, name);\n', "not proven", id="a-pointer-pointed-elsewhere"),
+    pytest.param(ATAN2_REGISTRATION, f"#if !defined(__APPLE__)\n{ATAN2_REGISTRATION}#endif\n",
+                 "missing kernel", id="registered-under-if-not-apple"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "says"), NOT_THE_SAME)
+def test_a_host_that_runs_another_kernel_or_none_is_not_green(ported, old, new, says):
+    with edited(ported, BINARY, old, new):
+        code, by = outcomes(ported, "atan2")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail" and says in (d["message"] or ""), d
 
 
 @pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)

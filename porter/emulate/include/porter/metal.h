@@ -659,6 +659,14 @@ inline vec<T, N> map2(const vec<T, N>& a, const vec<T, N>& b, F f) {
   for (int i = 0; i < N; ++i) r[i] = T(f(a[i], b[i]));
   return r;
 }
+// A float32 subnormal, read or answered by Metal's library on an Apple GPU, is a signed zero
+// (prelude.h's FlushSubnormals). The host's FTZ/DAZ switches flush float arithmetic, but libm
+// takes some arguments apart as integers: glibc's logf(1e-40f) is -103.97 under DAZ where a
+// Mac's log reads 0 and answers -inf (review 19's N09); sinf(1e-40f) returns its argument's
+// bits. So every float argument of the library, and every float answer, passes through here.
+inline float ftz(float x) {
+  return (__builtin_bit_cast(unsigned int, x) & 0x7f800000u) == 0 ? __builtin_copysignf(0.0f, x) : x;
+}
 // sinpi/cospi are exact at integers and half-integers in Metal (lgamma's reflection
 // formula relies on sinpi(n) == 0 to return inf at the poles).
 inline float sinpi(float x) {
@@ -701,7 +709,7 @@ inline half nextafter_half(half from, half to) {
 // One-argument functions: float and half in metal::, float only in precise::
 // and fast:: (upstream relies on precise:: taking bfloat without ambiguity).
 #define PORTER_MATH1_F(NAME, EXPR)                                              \
-  inline float NAME(float x) { return EXPR; }                                   \
+  inline float NAME(float x) { x = detail::ftz(x); return detail::ftz(EXPR); }  \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& v) {                                   \
     return detail::map(v, [](T e) { return NAME(float(e)); });                  \
@@ -711,7 +719,9 @@ inline half nextafter_half(half from, half to) {
   inline half NAME(half h) { return half(NAME(float(h))); }
 
 #define PORTER_MATH2_F(NAME, EXPR)                                              \
-  inline float NAME(float x, float y) { return EXPR; }                          \
+  inline float NAME(float x, float y) {                                         \
+    x = detail::ftz(x); y = detail::ftz(y); return detail::ftz(EXPR);           \
+  }                                                                             \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {               \
     return detail::map2(a, b, [](T e, T f) { return NAME(float(e), float(f)); }); \
@@ -775,7 +785,10 @@ PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
 // the larger/smaller of the others, as fmax/fmin do. fmedian3's answer for a NaN operand is not
 // in the specification: both readings run (detail::undefined_on_nan).
 #define PORTER_MATH3_F(NAME, EXPR)                                              \
-  inline float NAME(float x, float y, float z) { return EXPR; }                 \
+  inline float NAME(float x, float y, float z) {                                \
+    x = detail::ftz(x); y = detail::ftz(y); z = detail::ftz(z);                 \
+    return detail::ftz(EXPR);                                                   \
+  }                                                                             \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
     vec<T, N> r;                                                                \
@@ -986,12 +999,12 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
 inline float mad(float a, float b, float c) { return a * b + c; }
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }
 inline half mix(half x, half y, half a) { return half(mix(float(x), float(y), float(a))); }
-inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
+inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
 inline half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
-inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
+inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
 inline half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
-inline int ilogb(float x) { return __builtin_ilogbf(x); }
-inline float modf(float x, float& ip) { return __builtin_modff(x, &ip); }
+inline int ilogb(float x) { return __builtin_ilogbf(detail::ftz(x)); }
+inline float modf(float x, float& ip) { return __builtin_modff(detail::ftz(x), &ip); }
 inline float sincos(float x, float& c) {
   c = __builtin_cosf(x);
   return __builtin_sinf(x);
@@ -1099,8 +1112,8 @@ PORTER_MATH2_F(max, __builtin_fmaxf(x, y))
 PORTER_MATH2_F(min, __builtin_fminf(x, y))
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
-inline float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
-inline float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
+inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
+inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
 inline float divide(float x, float y) { return x / y; }
 PORTER_MATH3_F(fmax3, __builtin_fmaxf(x, __builtin_fmaxf(y, z)))
 PORTER_MATH3_F(fmin3, __builtin_fminf(x, __builtin_fminf(y, z)))
