@@ -220,7 +220,7 @@ COMPARE_RE = re.compile(r"(\w+(?:\.\w+\(\s*\d*\s*\))?)\s*(==|!=)\s*((?:(?:at|c10
 def evaluate(condition: str, dtype: str, names: set[str] | None = None) -> bool | None:
     """The dtype condition of a check for `dtype`, or None when it is not one porter reads:
     `isFloatingType(iter.common_dtype())`, `c10::isIntegralType(iter.common_dtype(), false)`,
-    `iter.common_dtype() != kBool`, joined with `!`, `&&`, `||` and parentheses."""
+    `iter.common_dtype() != kBool`, `true`, `false`, joined with `!`, `&&`, `||` and parentheses."""
     names = names or set()
     expr = re.sub(r"/\*.*?\*/", "", condition)
 
@@ -242,6 +242,8 @@ def evaluate(condition: str, dtype: str, names: set[str] | None = None) -> bool 
     except ValueError:
         return None
     expr = expr.replace("&&", " and ").replace("||", " or ").replace("!", " not ")
+    # C++'s boolean literals (review 19's H27: `... != kBFloat16 || true` was not proven)
+    expr = re.sub(r"\btrue\b", " True ", re.sub(r"\bfalse\b", " False ", expr))
     if not re.fullmatch(r"(?:\s|True|False|and|or|not|\(|\))*", expr) or not expr.strip():
         return None
     try:

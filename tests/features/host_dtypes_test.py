@@ -23,6 +23,10 @@ _conditions = (
                  set(D) - {"complex64", "bfloat16"}, id="negation and conjunction"),
     pytest.param("(isReducedFloatingType(iter.common_dtype()) || iter.dtype() == kFloat)",
                  {"float16", "bfloat16", "float32"}, id="disjunction in parentheses"),
+    # C++'s boolean literals (review 19's H27 was not proven)
+    pytest.param("iter.common_dtype() != kBFloat16 || true", set(D), id="or true"),
+    pytest.param("iter.common_dtype() != kBFloat16 && false", set(), id="and false"),
+    pytest.param("!false && iter.common_dtype() == kBool", {"bool"}, id="not false"),
 )
 
 
@@ -33,7 +37,7 @@ def test_a_dtype_condition(condition, holds):
 
 @pytest.mark.parametrize("condition", ["eps >= 0", "isFloatingType(self.scalar_type())",
                                        "iter.common_dtype() != kFloat8", "isIntegralType(iter.common_dtype())",
-                                       "iter.numel() < 4", ""])
+                                       "iter.numel() < 4", "", "eps >= 0 || true", "truex"])
 def test_a_condition_porter_does_not_read(condition):
     assert host_dtypes.evaluate(condition, "float32") is None
 
