@@ -60,9 +60,17 @@ def matching_close(mask: str, open_at: int) -> int:
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside (), <>, [] and {}."""
-    parts, depth, start = [], 0, 0
-    for k, ch in enumerate(text):
+    """Split at `sep` outside (), <>, [] and {}, and outside string literals (a `,` or `(` in
+    one is no separator or bracket)."""
+    parts, depth, start, k = [], 0, 0, 0
+    while k < len(text):
+        ch = text[k]
+        if ch == '"' and not (k and text[k - 1] == "'"):      # not the character '"'
+            literal = _RAW_RE.match(text, k - 1) if k and text[k - 1] == "R" else None
+            literal = literal or _PLAIN_RE.match(text, k)
+            if literal:
+                k = literal.end()
+                continue
         if ch in "(<[{":
             depth += 1
         elif ch in ")>]}":
@@ -70,6 +78,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
         elif ch == sep and depth == 0:
             parts.append(text[start:k])
             start = k + 1
+        k += 1
     parts.append(text[start:])
     return [p.strip() for p in parts]
 

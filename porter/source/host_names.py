@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import re
 
-from porter.source.cpp_scan import literal_value
+from porter.source.cpp_scan import literal_value, split_top_level
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _STRING_CALL = re.compile(r"(?:std::)?string\s*[({](?P<inner>.*)[)}]", re.S)
-# a literal's extent, to split an expression at its top-level `+` (a `+` inside a literal is
-# no operator)
-_LITERAL = re.compile(r'R"(?P<d>[^()\\\s]{0,16})\(.*?\)(?P=d)"|"(?:[^"\\\n]|\\.)*"', re.S)
 _TYPE_WORDS = re.compile(r"\b(?:auto|char|string|string_view)\b")
 
 
@@ -46,26 +43,11 @@ def constant_string(expr: str, text: str, body_start: int, call_start: int, dept
 def _concatenation(expr: str) -> str | None:
     """`std::string("a") + "b" + ...`: one of the first two terms a std::string (two bare
     literals do not add in C++; a Mac's build rejects them, as porter's parse does)."""
-    terms, depth, start, at = [], 0, 0, 0
-    while at < len(expr):
-        literal = _LITERAL.match(expr, at)
-        if literal:
-            at = literal.end()
-            continue
-        ch = expr[at]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "+" and depth == 0:
-            terms.append(expr[start:at])
-            start = at + 1
-        at += 1
-    terms.append(expr[start:])
+    terms = split_top_level(expr, "+")
     if len(terms) < 2:
         return None
     values, wrapped = [], []
-    for term in (t.strip() for t in terms):
+    for term in terms:
         call = _STRING_CALL.fullmatch(term)
         value = literal_value(call.group("inner") if call else term)
         if value is None:
