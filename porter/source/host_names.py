@@ -69,6 +69,9 @@ def _constant_initializer(name: str, text: str, body_start: int, call_start: int
             return None
         if found:
             m = found[0]
+            after = scope[m.end():call_start - body_start] if scope is not text else ""
+            if after.count("}") > after.count("{"):
+                return None     # its block closed before the call: the call names another
             return (m.group("eq") if m.group("eq") is not None else m.group("init")) \
                 if _constant(m.group("type")) else None
     return None

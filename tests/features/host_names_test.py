@@ -32,6 +32,8 @@ CASES = [
     ("at file scope", _call("", "kName", before='static constexpr char kName[] = "heaviside";\n'), "heaviside"),
     ("the function's own before the file's", _call('  constexpr auto name = "heaviside";\n', "name",
                                                    before='constexpr auto name = "hypot";\n'), "heaviside"),
+    ("declared in a block closed before the call", _call('  {\n  constexpr auto name = "heaviside";\n  }\n', "name",
+                                                        before='constexpr auto name = "hypot";\n'), None),
     ("a pointer that may point elsewhere", _call('  const char* name = "heaviside";\n', "name"), None),
     ("not const at all", _call('  std::string name = "heaviside";\n', "name"), None),
     ("declared twice in the function", _call('  constexpr auto name = "a";\n  {\n  constexpr auto name = "b";\n  }\n', "name"), None),
