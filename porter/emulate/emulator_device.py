@@ -52,6 +52,7 @@ class EmulateBackend:
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
         self._host_builds: dict = {}                        # .mm path -> its compile error
+        self._fellows: dict = {}                            # .metal -> another file's error
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -124,6 +125,9 @@ class EmulateBackend:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
                 return (f"{self._rel(host.metal)} does not build: "
                         f"{self._rel(errors[0])}{more}")
+            fellow = self._metallib_fellow_does_not_build(host.metal)
+            if fellow:
+                return fellow
             for call in host.calls:
                 # the call's kind and alpha as the host writes them, not the registration's
                 regs = lib.find(call.kernel)
@@ -132,6 +136,32 @@ class EmulateBackend:
                 if wrong:
                     return wrong
         return None
+
+    def _metallib_fellow_does_not_build(self, metal: Path) -> str | None:
+        """Why another kernel file of the metallib `metal` is linked into does not build as
+        Metal builds it (porter's front end, cached by content), or None: upstream's build
+        compiles every kernels/*.metal into one metallib, so an error in any of them stops it
+        before any test (review 20's H05: an error in ActivationKernel.metal left heaviside,
+        in BinaryKernel.metal, green)."""
+        if metal in self._fellows:
+            return self._fellows[metal]
+        from porter.emulate import frontend
+        found = None
+        for other in frontend.metallib_files(self.root, metal):
+            if other.resolve() == Path(metal).resolve():
+                continue
+            try:
+                text = other.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            errors = [e for view in frontend.views(text, other, self.root) for e in view.errors]
+            if errors:
+                found = (f"{self._rel(other)} does not build: {self._rel(errors[0])}; every "
+                         f"kernels/*.metal file is linked into one metallib with "
+                         f"{self._rel(metal)}, so a Mac's build stops there, before any test")
+                break
+        self._fellows[metal] = found
+        return found
 
     def _host_files_do_not_build(self, op: OpNames) -> str | None:
         """The first compile error of the op's host `.mm` files, then of every `*Kernel.mm` file

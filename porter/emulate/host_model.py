@@ -457,7 +457,7 @@ def function_unmodelled(host, fn, where: str, rel: str, several_kernels: bool) -
 def impl_unmodelled(text: str, start: int, end: int, where: str, rel: str) -> str:
     """Why the MPS impl text[start:end] (TORCH_IMPL_FUNC(<op>_out_mps), running the kernel on
     `*this` or a stub) is not proven: its first statement outside IMPL_SHAPES, or ""."""
-    from porter.source.cpp_scan import HOST_MACROS, blank_spans, comments_blanked, inactive_spans
-    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text), HOST_MACROS))
+    from porter.source.cpp_scan import blank_spans, comments_blanked, inactive_spans
+    live = blank_spans(comments_blanked(text), inactive_spans(code_mask(text)))
     outside = check_impl(live, start, end)
     return "" if outside is None else not_proven(outside, text, where, rel)

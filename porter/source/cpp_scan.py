@@ -149,48 +149,14 @@ _CONSTANT_CONDITIONS = {"0": False, "false": False, "1": True, "true": True,
                         "!0": True, "!1": False, "!false": True, "!true": False}
 
 
-# What every compile of an MPS host `.mm` file defines, or never defines: Apple's clang builds
-# it as Objective-C++ for macOS, and PyTorch's MPS build defines USE_MPS (host_compile's
-# _DEFINES and _PLATFORM, which its parse uses too). A condition on these alone is decided
-# (review 19's H09 `#ifdef __OBJC__`, H18 `#if defined(__APPLE__)`: "not proven" where a Mac
-# registers the kernel); on any other macro it is not.
-HOST_MACROS = {**dict.fromkeys(("__APPLE__", "__MACH__", "__OBJC__", "__clang__", "USE_MPS",
-                                "__cplusplus"), True),
-               **dict.fromkeys(("__linux__", "__linux", "linux", "__gnu_linux__", "__unix__",
-                                "__unix", "unix", "__ELF__", "_WIN32", "_WIN64", "_MSC_VER",
-                                "__ANDROID__", "__CUDACC__", "__HIPCC__"), False)}
-_DEFINED_RE = re.compile(r"^(!)?\s*defined\s*(?:\(\s*(\w+)\s*\)|\s(\w+))$")
-
-
-def condition_value(word: str, rest: str, known: dict[str, bool] | None = None) -> bool | None:
-    """Whether the directive `#word rest` is true: a constant (`#if 0`, `#if 1`), or, given
-    `known` (macro -> defined), `#ifdef X`, `#ifndef X`, `#if [!]defined(X)` on a known macro;
-    None where porter cannot decide."""
-    rest = rest.split("//")[0].strip()
-    if word in ("ifdef", "ifndef"):
-        if known is None or rest not in known:
-            return None
-        return known[rest] if word == "ifdef" else not known[rest]
-    if word not in ("if", "elif"):
-        return None
-    if rest in _CONSTANT_CONDITIONS:
-        return _CONSTANT_CONDITIONS[rest]
-    m = _DEFINED_RE.match(rest) if known else None
-    if m is None or (m.group(2) or m.group(3)) not in known:
-        return None
-    value = known[m.group(2) or m.group(3)]
-    return not value if m.group(1) else value
-
-
-def undecided_spans(mask: str, known: dict[str, bool] | None = None) -> list[tuple[int, int, str]]:
+def undecided_spans(mask: str) -> list[tuple[int, int, str]]:
     """(start, end, condition) of the code under a preprocessor condition porter cannot decide
     (`#ifdef X`, `#if FLAG`, an `#elif` of either): whether the compiler sees it depends on
-    what the build defines, so what it registers is not proven. `known`: macros whose
-    definition is known (HOST_MACROS)."""
+    what the build defines, so what it registers is not proven."""
     spans, stack = [], []      # stack: [condition or "" when decided, start]
     for m in PP_LINE_RE.finditer(mask):
         word, rest = m.group(1), " ".join(m.group(2).split(" //")[0].split())
-        value = condition_value(word, rest, known) if word in ("if", "elif", "ifdef", "ifndef") else None
+        value = _CONSTANT_CONDITIONS.get(rest) if word in ("if", "elif") else None
         if word in ("if", "ifdef", "ifndef"):
             stack.append(["" if value is not None else f"#{word} {rest}", m.end()])
             continue
@@ -206,11 +172,11 @@ def undecided_spans(mask: str, known: dict[str, bool] | None = None) -> list[tup
     return spans
 
 
-def blank_inactive(mask: str, known: dict[str, bool] | None = None) -> str:
+def blank_inactive(mask: str) -> str:
     """`mask` with the code the preprocessor never compiles blanked (offsets kept): the body of
     `#if 0` (or false), the `#else`/`#elif` parts after a branch that is always taken (`#if 1`).
     A condition porter cannot decide (`#ifdef X`) leaves every branch as it is."""
-    return blank_spans(mask, inactive_spans(mask, known))
+    return blank_spans(mask, inactive_spans(mask))
 
 
 def comments_blanked(text: str) -> str:
@@ -232,12 +198,12 @@ def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def inactive_spans(mask: str, known: dict[str, bool] | None = None) -> list[tuple[int, int]]:
+def inactive_spans(mask: str) -> list[tuple[int, int]]:
     """(start, end) of the code the preprocessor never compiles (see `blank_inactive`)."""
     spans, stack = [], []      # stack: [decided (None = unknown), taken, start of dead code]
     for m in PP_LINE_RE.finditer(mask):
         word, rest = m.group(1), " ".join(m.group(2).split())
-        value = condition_value(word, rest, known) if word in ("if", "elif", "ifdef", "ifndef") else None
+        value = _CONSTANT_CONDITIONS.get(rest.split("//")[0].strip()) if word in ("if", "elif") else None
         if word in ("if", "ifdef", "ifndef"):
             dead = value is False
             stack.append([value is not None, bool(value), m.end() if dead else None])

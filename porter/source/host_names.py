@@ -4,10 +4,11 @@ A host function names its Metal kernel with a string: a literal (`"heaviside"`, 
 literals, escapes: cpp_scan.literal_value), and in two more forms whose value is fixed at
 compile time (review 19's H24, H25, "not proven" where a Mac runs the named kernel):
 - a concatenation of literals through `std::string` (`std::string("heavi") + "side"`);
-- a name declared constant, in the function before the call or else once in the file
-  (`constexpr auto name = "heaviside";`, `const std::string name{"heaviside"};`), whose
-  initializer is either of the above. A name that is not constant (`const char* name`, a
-  pointer that may be pointed elsewhere) or declared more than once is not read.
+- a name declared constant once in the function before the call (`constexpr auto name =
+  "heaviside";`, `const std::string name{"heaviside"};`), whose initializer is either of the
+  above. A name that is not constant (`const char* name`, a pointer that may be pointed
+  elsewhere), declared more than once, declared outside the function (C++'s name lookup
+  decides which one the call names) or also a macro of the file is not read.
 Anything else (a helper's return value, a name chosen by a condition) is None: not proven.
 """
 
@@ -58,23 +59,25 @@ def _concatenation(expr: str) -> str | None:
 
 
 def _constant_initializer(name: str, text: str, body_start: int, call_start: int) -> str | None:
-    """The initializer of `name`'s one constant declaration: in the function's body before
-    the call, else in the whole file; None where there is none, more than one, or it is not
-    constant."""
+    """The initializer of `name`'s one constant declaration in the function's body before the
+    call, in a block still open at the call; None where there is none, more than one, it is
+    not constant, or the file defines `name` as a macro (the preprocessor's `name` is what the
+    call passes: review 20's K03). A declaration outside the function is not read: which one
+    a call names is C++'s name lookup (namespaces, headers: review 20's K01)."""
+    if re.search(r"^\s*#\s*(?:define|undef)\s+" + re.escape(name) + r"\b", text, re.M):
+        return None
     pattern = re.compile(r"(?P<type>[^;{}()]*?)\b" + re.escape(name) +
                          r"\s*(?:\[\s*\d*\s*\])?\s*(?:=\s*(?P<eq>[^;]*?)|[({](?P<init>[^;]*)[)}])\s*;", re.S)
-    for scope in (text[body_start:call_start], text):
-        found = [m for m in pattern.finditer(scope) if _TYPE_WORDS.search(m.group("type"))]
-        if len(found) > 1:
-            return None
-        if found:
-            m = found[0]
-            after = scope[m.end():call_start - body_start] if scope is not text else ""
-            if after.count("}") > after.count("{"):
-                return None     # its block closed before the call: the call names another
-            return (m.group("eq") if m.group("eq") is not None else m.group("init")) \
-                if _constant(m.group("type")) else None
-    return None
+    body = text[body_start:call_start]
+    found = [m for m in pattern.finditer(body) if _TYPE_WORDS.search(m.group("type"))]
+    if len(found) != 1:
+        return None
+    m = found[0]
+    after = body[m.end():]
+    if after.count("}") > after.count("{"):
+        return None             # its block closed before the call: the call names another
+    return (m.group("eq") if m.group("eq") is not None else m.group("init")) \
+        if _constant(m.group("type")) else None
 
 
 def _constant(declared: str) -> bool:

@@ -6,7 +6,7 @@ import re
 from functools import cached_property
 from typing import NamedTuple
 
-from porter.source.cpp_scan import (HOST_MACROS, SourceFile, blank_inactive, blank_spans, code_mask,
+from porter.source.cpp_scan import (SourceFile, blank_inactive, blank_spans, code_mask,
                                     comments_blanked, inactive_spans, line_of, matching_close,
                                     split_top_level)
 from porter.source.host_names import constant_string
@@ -75,13 +75,13 @@ class HostFile(SourceFile):
     def mask(self) -> str:
         # what the preprocessor drops (`#if 0`, the `#else` of `#if 1`) registers nothing: a
         # REGISTER_DISPATCH there leaves the stub without an MPS kernel, as on a Mac
-        return blank_inactive(code_mask(self.text), HOST_MACROS)
+        return blank_inactive(code_mask(self.text))
 
     @cached_property
     def live_text(self) -> str:
         """The text as the compiler reads it: comments and what the preprocessor drops blanked,
         string literals kept (offsets kept)."""
-        return blank_spans(comments_blanked(self.text), inactive_spans(code_mask(self.text), HOST_MACROS))
+        return blank_spans(comments_blanked(self.text), inactive_spans(code_mask(self.text)))
 
     @cached_property
     def dispatch_registrations(self) -> list[Registration]:
@@ -102,7 +102,7 @@ class HostFile(SourceFile):
     @cached_property
     def undecided(self) -> list[tuple[int, int, str]]:
         from porter.source.cpp_scan import undecided_spans
-        return undecided_spans(self.mask, HOST_MACROS)
+        return undecided_spans(self.mask)
 
     def condition_at_line(self, line: int) -> str:
         """The preprocessor condition porter cannot decide that holds `line` (1-based), or ""."""

@@ -29,7 +29,11 @@ CASES = [
     ("a const array", _call('  static const char name[] = "heaviside";\n', "name"), "heaviside"),
     ("a const pointer to const", _call('  const char* const name = "heaviside";\n', "name"), "heaviside"),
     ("a constant of a concatenation", _call('  constexpr auto n = "x";\n  const std::string name = std::string("heavi") + "side";\n', "name"), "heaviside"),
-    ("at file scope", _call("", "kName", before='static constexpr char kName[] = "heaviside";\n'), "heaviside"),
+    # outside the function, which declaration a call names is C++'s name lookup (review 20's
+    # K01: a decoy in another namespace was read)
+    ("at file scope", _call("", "kName", before='static constexpr char kName[] = "heaviside";\n'), None),
+    ("a macro of the same name (review 20's K03)",
+     _call('  constexpr auto kname = "heaviside";\n', "kname", before='#define kname "copysign"\n'), None),
     ("the function's own before the file's", _call('  constexpr auto name = "heaviside";\n', "name",
                                                    before='constexpr auto name = "hypot";\n'), "heaviside"),
     ("declared in a block closed before the call", _call('  {\n  constexpr auto name = "heaviside";\n  }\n', "name",

@@ -190,6 +190,9 @@ namespace metal {
 // ---------------------------------------------------------------- vectors
 template <typename T, int N>
 struct vec;
+// Each vector has Metal's size and alignment (MSL §2.2, the table of vector data types): a
+// 2- or 4-vector is aligned to its size, a 3-vector has a 4-vector's size and alignment
+// (float3: 16 bytes, half3: 8), so sizeof and alignof answer as on a Mac (review 20's N14-N17)
 
 template <typename T>
 struct is_vec : std::false_type {};
@@ -297,7 +300,7 @@ constexpr bool is_splat_scalar_v = std::is_arithmetic_v<U> || std::is_same_v<U, 
   }
 
 template <typename T>
-struct vec<T, 2> {
+struct alignas(2 * sizeof(T)) vec<T, 2> {
   union {
     struct { T x, y; };
     struct { T r, g; };
@@ -309,7 +312,7 @@ struct vec<T, 2> {
   PORTER_VEC_COMMON(2)
 };
 template <typename T>
-struct vec<T, 3> {
+struct alignas(4 * sizeof(T)) vec<T, 3> {
   union {
     struct { T x, y, z; };
     struct { T r, g, b; };
@@ -341,7 +344,7 @@ struct vec<T, 3> {
   }
 };
 template <typename T>
-struct vec<T, 4> {
+struct alignas(4 * sizeof(T)) vec<T, 4> {
   union {
     struct { T x, y, z, w; };
     struct { T r, g, b, a; };
