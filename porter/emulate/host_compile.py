@@ -92,15 +92,48 @@ def _deleted(root: Path, rel: str, text: str, wheel_files: list[str]) -> list[li
     if not wheel_files:
         return []
     src = "aten/src/"
-    gone = sorted({f"{src}{w}" for w in wheel_files} & _tracked_sources(root))
-    gone = [g for g in gone if not (root / g).is_file()]
+    tracked = sorted({f"{src}{w}" for w in wheel_files} & _tracked_sources(root))
+    tracked = [g for g in tracked if not (root / g).is_file()]
+    lacking = [f"{src}{w}" for w in _missing_from_full_folders(root, wheel_files)]
+    gone = tracked or lacking
     if not gone:
         return []
     line = next((n for n, t in enumerate(text.split("\n"), 1) if _DIRECTIVE.match(t)), 1)
     more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
-    return [[rel, line, f"'{gone[0][len(src):]}' file not found: the checkout deletes {gone[0]}, "
-                        f"which git tracks{more}, and a Mac's build reads no installed torch's "
-                        "copy of it", "error"]]
+    why = (f"the checkout deletes {gone[0]}, which git tracks{more}" if tracked else
+           f"the checkout's {gone[0].rpartition('/')[0]} holds the other headers the installed "
+           f"torch has there, not this one{more}")
+    return [[rel, line, f"'{gone[0][len(src):]}' file not found: {why}, and a Mac's build "
+                        "reads no installed torch's copy of it", "error"]]
+
+
+FULL_FOLDER = 0.9       # a checkout folder with this share of the wheel's headers there is whole
+
+
+def _missing_from_full_folders(root: Path, wheel_files: list[str]) -> list[str]:
+    """The wheel headers read (as an include names them) whose folder the checkout holds in
+    full, all but them: a header a commit deleted, which git no longer tracks (review 20's D05:
+    BinaryOps.h removed and committed, every dtype green). A folder the checkout has only in
+    part (a miniature's ATen/native, any checkout's ATen/ops, which the build generates) is
+    left to the wheel."""
+    wheel = _wheel_include()
+    if wheel is None:
+        return []
+    by_folder: dict[str, list[str]] = {}
+    for name in wheel_files:
+        folder, _, base = name.rpartition("/")
+        if base.endswith(".h"):
+            by_folder.setdefault(folder, []).append(base)
+    missing = []
+    for folder, bases in sorted(by_folder.items()):
+        try:
+            mine = {n for n in os.listdir(root / "aten" / "src" / folder) if n.endswith(".h")}
+            theirs = {n for n in os.listdir(Path(wheel) / folder) if n.endswith(".h")}
+        except OSError:
+            continue
+        if theirs and len(mine & theirs) >= FULL_FOLDER * len(theirs):
+            missing += [f"{folder}/{b}" for b in sorted(set(bases)) if b not in mine]
+    return missing
 
 
 _TRACKED: dict[tuple, frozenset] = {}

@@ -158,3 +158,33 @@ def test_a_tracked_header_deleted_from_the_checkout_is_not_read_from_the_wheel(t
                           "installed torch's copy of it", "error"]], found
         assert host_compile.message(found).startswith(f"{OPERATIONS}/UnaryKernel.mm does not build: ")
         monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: pytest.fail("parsed again"))
+
+
+def test_a_header_missing_from_a_folder_the_checkout_holds_in_full_is_not_read_from_the_wheel(
+        tmp_path, own_cache, monkeypatch):
+    # review 20's D05: BinaryOps.h deleted by a commit (git no longer tracks it), every dtype
+    # green; the checkout's ATen/native holds every other header the wheel has there
+    wheel = Path(host_compile._wheel_include())
+    names = sorted(p.name for p in (wheel / "ATen" / "native").glob("*.h"))
+    assert "BinaryOps.h" in names and len(names) > 20
+    root = tmp_path / "pytorch"
+    native = root / "aten" / "src" / "ATen" / "native"
+    (root / OPERATIONS).mkdir(parents=True)
+    mm = root / OPERATIONS / "BinaryKernel.mm"
+    mm.write_text("#include <ATen/native/BinaryOps.h>\n")
+    parsed = {"errors": [], "checkout_files": {}, "wheel_files": ["ATen/native/BinaryOps.h", "ATen/ops/add.h"]}
+    monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: parsed)
+    monkeypatch.setattr(host_compile, "_arguments", lambda r: ["-I" + str(r / "aten" / "src")])
+    monkeypatch.setattr(host_compile, "_fixed_arguments", lambda: ())
+    # a miniature's ATen/native (a few headers): the wheel stands in for the rest
+    for name in names[:4]:
+        (native / name).write_text("#pragma once\n")
+    assert host_compile.errors(root, mm) == []
+    # every header but BinaryOps.h: a folder held in full, and one header gone from it
+    for name in names:
+        if name != "BinaryOps.h":
+            (native / name).write_text("#pragma once\n")
+    found = host_compile.errors(root, mm)
+    assert [e[:2] for e in found] == [[f"{OPERATIONS}/BinaryKernel.mm", 1]], found
+    assert found[0][2].startswith("'ATen/native/BinaryOps.h' file not found: the checkout's "
+                                  "aten/src/ATen/native holds the other headers"), found
