@@ -74,3 +74,27 @@ def test_rows_unlike_the_wheels_are_named(wheel, edit, said):
         assert found is not None and found[1].startswith(said), found
         # the line is the checkout's entry that differs (or the family's first)
         assert edit(wheel).split("\n")[found[0] - 1].startswith("- func: heaviside")
+
+
+COPYSIGN_ROW = "    CPU, CUDA, MPS: copysign_out\n"
+
+
+@pytest.mark.parametrize("new,mps,other", [
+    pytest.param(COPYSIGN_ROW, [], None, id="unchanged"),
+    # review 20's Y07: another op's MPS row naming a function (the mps/ sources must define it)
+    pytest.param("    CPU, CUDA: copysign_out\n    MPS: copysign_out_mps_typo\n",
+                 ["copysign.out", "copysign_out_mps_typo"], None, id="an-mps-row-of-its-own"),
+    # a port: MPS joins the shared kernel's row, or leaves it for an MPS impl of its own
+    pytest.param("    CPU, CUDA: copysign_out\n    MPS: copysign_out\n", [], None, id="mps-on-the-shared-kernel"),
+    # review 20's Y08: another op's CPU kernel renamed: a libtorch porter did not run
+    pytest.param("    CPU: copysign_out_cpu_typo\n    CUDA, MPS: copysign_out\n", [],
+                 "copysign.out's `dispatch CPU` is `copysign_out_cpu_typo`", id="a-cpu-kernel-renamed"),
+])
+def test_the_whole_file_against_the_wheels(wheel, new, mps, other):
+    from porter.source.wheel_rows import all_unlike
+    found = all_unlike(_edit(wheel, COPYSIGN_ROW, new))
+    assert [row[1:] for row in found["mps"]] == ([mps] if mps else [])
+    if other is None:
+        assert found["other"] is None
+    else:
+        assert found["other"][1].startswith(other), found["other"]

@@ -53,6 +53,7 @@ class EmulateBackend:
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
         self._host_builds: dict = {}                        # .mm path -> its compile error
         self._fellows: dict = {}                            # .metal -> another file's error
+        self._yaml_others: str | None = None                # another op's row unlike the wheel's
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -96,7 +97,7 @@ class EmulateBackend:
         if missing:
             return missing
         unlinked = (self._mps_row_undefined(op) or self._mps_row_elsewhere(op)
-                    or self._rows_unlike_the_wheel(op))
+                    or self._rows_unlike_the_wheel(op) or self._yaml_unlike_the_wheel())
         if unlinked:
             return unlinked
         for host in self._candidates(op):
@@ -281,6 +282,52 @@ class EmulateBackend:
         return (f"not proven: {co.NATIVE_YAML}:{line}: {what}; porter's CPU reference, samples "
                 "and Python API are the installed torch's, built from its row, and a Mac builds "
                 "the checkout's: test on a Mac (`--device mps`)")
+
+    def _yaml_unlike_the_wheel(self) -> str | None:
+        """Another op's yaml entry that makes a Mac's libtorch another than the installed
+        torch (porter.source.wheel_rows.all_unlike): an MPS row naming a function no mps/
+        source defines fails the link; any other difference is not proven. Kept in porter's
+        cache by the file's bytes and the torch version (a scan of both files is ~0.15 s)."""
+        if self._yaml_others is not None:
+            return self._yaml_others or None
+        import hashlib
+        import json
+        from importlib import metadata
+        from porter.runtime.cache_dir import cache_dir
+        from porter.runtime.whole_file import write_whole
+        from porter.source import checkout as co
+        from porter.source.wheel_rows import all_unlike
+        checkout = co.Checkout(self.root)
+        text = checkout.read(co.NATIVE_YAML)
+        try:
+            version = metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            version = "none"
+        key = hashlib.sha256(f"rows1\0{version}\0{text}".encode()).hexdigest()[:32]
+        path = cache_dir("torchgen") / f"rows-{key}.json"
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, ValueError):
+            found = all_unlike(text)
+            try:
+                write_whole(path, json.dumps(found))
+            except OSError:
+                pass
+        said = ""
+        if found["mps"]:
+            from porter.source.mps_definitions import defined_names, mps_source_paths
+            defined = defined_names(checkout.read(rel) for rel in mps_source_paths(checkout))
+            missing = next((row for row in found["mps"] if row[2] not in defined), None)
+            if missing:
+                said = (f"{co.NATIVE_YAML}:{missing[0]}: {missing[1]}'s MPS row names {missing[2]}, "
+                        f"which no {co.MPS}/ source defines: a Mac's libtorch does not link, so no "
+                        "test runs (porter check: PORTER002)")
+        if not said and found["other"]:
+            line, what = found["other"]
+            said = (f"not proven: {co.NATIVE_YAML}:{line}: {what}; a Mac builds libtorch from "
+                    "every row, and porter runs the installed torch's: test on a Mac (`--device mps`)")
+        self._yaml_others = said
+        return said or None
 
     def _host_library_lacks(self, host: HostKernel) -> str | None:
         """A host function calling exec_ternary_kernel with a scalar, where the checkout's

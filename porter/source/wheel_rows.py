@@ -80,3 +80,35 @@ def unlike_the_wheel(checkout_text: str, names: set[str]) -> tuple[int, str] | N
 
 def _said(value: str | None) -> str:
     return "absent" if value is None else f"`{value}`"
+
+
+
+def all_unlike(checkout_text: str) -> dict:
+    """What of the whole file the checkout declares otherwise than the installed torch,
+    outside what a port changes: {"mps": [[line, entry, kernel]] for each MPS row that differs
+    from the wheel's and names another function than the entry's CPU kernel (a Mac's libtorch
+    links against it: it must be defined in the checkout's mps/ sources), "other": [line,
+    what] for the first other difference (a field, a schema, a CPU or composite kernel: a
+    libtorch porter did not run), or None}. A Mac builds libtorch from every row (review 20's
+    Y07, Y08: another op's row naming a function nothing defines was green). Entries the
+    checkout lacks are not read (a miniature leaves most out)."""
+    wheel_text = _wheel_text()
+    found: dict = {"mps": [], "other": None}
+    if wheel_text is None:
+        return found
+    theirs = {e.full_name: e for e in native_yaml.scan(wheel_text)}
+    for entry in native_yaml.scan(checkout_text):
+        other = theirs.get(entry.full_name)
+        if other is None:
+            continue
+        mine_mps = [r.kernel for r in entry.mps_rows()][-1:]
+        if mine_mps and mine_mps != [r.kernel for r in other.mps_rows()][-1:] and not any(
+                r.kernel == mine_mps[0] for r in entry.dispatch if "CPU" in r.keys):
+            found["mps"].append([entry.lineno, entry.full_name, mine_mps[0].split("::")[-1]])
+        if found["other"] is None:
+            a, b = _shape(entry), _shape(other)
+            key = next((k for k in [*a, *(k for k in b if k not in a)] if a.get(k) != b.get(k)), None)
+            if key is not None:
+                found["other"] = [entry.lineno, f"{entry.full_name}'s `{key}` is {_said(a.get(key))} "
+                                                f"where the installed torch's is {_said(b.get(key))}"]
+    return found
