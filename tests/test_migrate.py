@@ -122,8 +122,8 @@ def test_wrapped_signature_helper_and_separate_rows(mini_root):
 -    MPS: signbit_out_mps
 +    MPS: signbit_out
      SparseCPU, SparseCUDA, SparseMPS: signbit_sparse_out
+   tags: pointwise
  
- - func: atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 """)
     assert_expected_inline(file_diff(out, UNARY_OPS), """\
 @@ -18,7 +18,6 @@
