@@ -286,33 +286,14 @@ class EmulateBackend:
     def _yaml_unlike_the_wheel(self) -> str | None:
         """Another op's yaml entry that makes a Mac's libtorch another than the installed
         torch (porter.source.wheel_rows.all_unlike): an MPS row naming a function no mps/
-        source defines fails the link; any other difference is not proven. Kept in porter's
-        cache by the file's bytes and the torch version (a scan of both files is ~0.15 s)."""
+        source defines fails the link; any other difference is not proven (kept in porter's
+        cache with torchgen's verdict: porter.emulate.yaml_verdict)."""
         if self._yaml_others is not None:
             return self._yaml_others or None
-        import hashlib
-        import json
-        from importlib import metadata
-        from porter.runtime.cache_dir import cache_dir
-        from porter.runtime.whole_file import write_whole
+        from porter.emulate.yaml_verdict import rows_unlike_the_wheel
         from porter.source import checkout as co
-        from porter.source.wheel_rows import all_unlike
         checkout = co.Checkout(self.root)
-        text = checkout.read(co.NATIVE_YAML)
-        try:
-            version = metadata.version("torch")
-        except metadata.PackageNotFoundError:
-            version = "none"
-        key = hashlib.sha256(f"rows1\0{version}\0{text}".encode()).hexdigest()[:32]
-        path = cache_dir("torchgen") / f"rows-{key}.json"
-        try:
-            found = json.loads(path.read_text())
-        except (OSError, ValueError):
-            found = all_unlike(text)
-            try:
-                write_whole(path, json.dumps(found))
-            except OSError:
-                pass
+        found = rows_unlike_the_wheel(self.root)
         said = ""
         if found["mps"]:
             from porter.source.mps_definitions import defined_names, mps_source_paths

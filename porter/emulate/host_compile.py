@@ -119,21 +119,25 @@ def _missing_from_full_folders(root: Path, wheel_files: list[str]) -> list[str]:
     wheel = _wheel_include()
     if wheel is None:
         return []
-    by_folder: dict[str, list[str]] = {}
-    for name in wheel_files:
-        folder, _, base = name.rpartition("/")
-        if base.endswith(".h"):
-            by_folder.setdefault(folder, []).append(base)
     missing = []
-    for folder, bases in sorted(by_folder.items()):
+    for folder, bases in sorted(_by_folder(wheel_files).items()):
         try:
             mine = {n for n in os.listdir(root / "aten" / "src" / folder) if n.endswith(".h")}
             theirs = {n for n in os.listdir(Path(wheel) / folder) if n.endswith(".h")}
         except OSError:
             continue
         if theirs and len(mine & theirs) >= FULL_FOLDER * len(theirs):
-            missing += [f"{folder}/{b}" for b in sorted(set(bases)) if b not in mine]
+            missing += [f"{folder}/{b}" for b in sorted(bases) if b.endswith(".h") and b not in mine]
     return missing
+
+
+def _by_folder(names: list[str]) -> dict[str, set[str]]:
+    """Include names (`ATen/native/BinaryOps.h`) grouped by folder: folder -> base names."""
+    found: dict[str, set[str]] = {}
+    for name in names:
+        folder, _, base = name.rpartition("/")
+        found.setdefault(folder, set()).add(base)
+    return found
 
 
 _TRACKED: dict[tuple, frozenset] = {}
@@ -469,11 +473,7 @@ def _shadowed(root: Path, names: list[str]) -> bool:
     `names` (read from the wheel when the verdict was made): one listing per directory, as a
     parse reads thousands of them."""
     src = Path(root) / "aten" / "src"
-    by_dir: dict[str, set[str]] = {}
-    for name in names:
-        folder, _, base = name.rpartition("/")
-        by_dir.setdefault(folder, set()).add(base)
-    for folder, bases in by_dir.items():
+    for folder, bases in _by_folder(names).items():
         try:
             if not bases.isdisjoint(os.listdir(src / folder)):
                 return True

@@ -138,7 +138,7 @@ def host_kernels(root: Path) -> list[HostKernel]:
             fn = host.kernel_functions.get(reg.function.split("::")[-1])
             running = fn.running_calls if fn else ()
             call = running[0] if running else None
-            choice = _kernel_choice(host, mm, fn) if fn else ""
+            choice = _kernel_choice(mm, fn) if fn else ""
             where = f"{fn.name} ({mm.parent.name}/{mm.name}:{fn.line})" if fn else ""
             fault = _no_kernel_runs(fn, mm, where) if fn and not call and not choice else ""
             if fn and not fault:
@@ -304,31 +304,11 @@ def _no_kernel_runs(fn, mm: Path, where: str) -> str:
             "(restore the call)")
 
 
-# a kernel name that is no string literal: `lib.exec_unary_kernel(iter, name)`
-COMPUTED_NAME_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(?:_with_params)?\s*"
-                              r"(?:<[^>]*>)?\s*\(\s*[^,]+,\s*(?!R\")([^\s\",)][^,)]*)")
-
-
-def _fixed_name(host: HostFile, fn, call: int) -> bool:
-    """Whether the exec_*_kernel call at `call` names its kernel by a string the compiler
-    knows (porter.source.host_names: a constant, a concatenation of literals)."""
-    from porter.source.cpp_scan import matching_close, split_top_level
-    from porter.source.host_names import constant_string
-    paren = host.mask.find("(", call, fn.end)
-    end = matching_close(host.mask, paren) if paren >= 0 else -1
-    if end < 0:
-        return False
-    args = split_top_level(host.live_text[paren + 1:end])
-    return len(args) > 1 and bool(constant_string(args[1], host.live_text, fn.start, call))
-
-
-def _kernel_choice(host: HostFile, mm: Path, fn) -> str:
+def _kernel_choice(mm: Path, fn) -> str:
     """Why the kernel `fn` runs is chosen at run time, or "": several kernel names in its
     body, or one it computes."""
-    body = host.mask[fn.start:fn.end]
     names = list(dict.fromkeys(c.kernel for c in fn.running_calls))
-    computed = [" ".join(m.group(1).split()) for m in COMPUTED_NAME_RE.finditer(body)
-                if not _fixed_name(host, fn, fn.start + m.start())]
+    computed = list(fn.computed)
     if len(names) < 2 and not computed:
         return ""
     picks = ", ".join([f'"{n}"' for n in names] + [f"`{c}`" for c in computed])

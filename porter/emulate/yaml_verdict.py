@@ -48,7 +48,23 @@ _STEPS = b"parse_native_yaml, get_grouped_native_functions"
 
 
 def _verdict(root: Path) -> dict:
-    digest = hashlib.sha256(_STEPS)
+    from porter.checks.torchgen_child import parse_raw
+    return _recorded(root, _STEPS, parse_raw)
+
+
+def rows_unlike_the_wheel(root: Path) -> dict:
+    """porter.source.wheel_rows.all_unlike of the checkout's yaml, kept as torchgen's verdict
+    is (a scan of both files is ~0.15 s)."""
+    from porter.source.checkout import Checkout
+    from porter.source.wheel_rows import all_unlike
+    return _recorded(root, b"wheel_rows.all_unlike 1",
+                     lambda r: all_unlike(Checkout(r).read(NATIVE_YAML)))
+
+
+def _recorded(root: Path, steps: bytes, compute) -> dict:
+    """`compute(root)`, kept in porter's cache under the hash of `steps`, the checkout's
+    native_functions.yaml and tags.yaml, and the torch version."""
+    digest = hashlib.sha256(steps)
     for rel in (NATIVE_YAML, TAGS_YAML):
         try:
             digest.update((root / rel).read_bytes())
@@ -63,8 +79,7 @@ def _verdict(root: Path) -> dict:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         pass
-    from porter.checks.torchgen_child import parse_raw
-    raw = parse_raw(root)
+    raw = compute(root)
     try:
         write_whole(path, json.dumps(raw))
     except OSError:

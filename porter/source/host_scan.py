@@ -21,6 +21,9 @@ EXEC_CALL_RE = re.compile(r"\bexec_(unary|binary|ternary)_kernel(_with_params)?\
 # the same word in the raw text: a call someone disabled, for the message that says so
 EXEC_WORD_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel\w*\s*(?:<[^>]*>)?\s*\(")
 RETURN_RE = re.compile(r"\breturn\b")
+# a name argument that does not start as a string literal does (one that does and is no
+# literal, `"a" + x`, leaves the function without that call: hostmap's other messages)
+_NOT_A_LITERAL = re.compile(r'(?!R")[^\s",)]')
 NAMESPACE_END_RE = re.compile(r"^\}\s*//\s*namespace at::native\s*$", re.M)
 
 
@@ -58,6 +61,9 @@ class KernelFunction(NamedTuple):
     # lines of exec_*_kernel calls in the text that the compiler never sees: in a comment, or
     # under `#if 0`
     disabled: tuple[int, ...] = ()
+    # the name arguments, as written, of calls whose name is no string porter can read (a
+    # variable, a helper's answer): chosen at run time (hostmap: not proven)
+    computed: tuple[str, ...] = ()
 
     @property
     def kernels(self) -> tuple[str, ...]:
@@ -134,7 +140,7 @@ class HostFile(SourceFile):
             if close < 0:
                 continue
             returns = self._unconditional_returns(open_at, close)
-            calls, live = [], set()
+            calls, live, computed = [], set(), []
             for call in EXEC_CALL_RE.finditer(self.mask, open_at, close):
                 end = matching_close(self.mask, call.end() - 1)
                 if end < 0:
@@ -142,8 +148,11 @@ class HostFile(SourceFile):
                 live.add(call.start())
                 args = split_top_level(self.live_text[call.end():end])
                 # the literal as the compiler reads it: "heavi" "side", "heavi\x73ide", R"(heaviside)"
-                joined = (constant_string(args[1], self.live_text, open_at, call.start()) or "") \
-                    if len(args) > 1 else ""
+                value = constant_string(args[1], self.live_text, open_at, call.start()) \
+                    if len(args) > 1 else None
+                if value is None and len(args) > 1 and _NOT_A_LITERAL.match(args[1]):
+                    computed.append(" ".join(args[1].split()))
+                joined = value or ""
                 # the host passes it as a `const std::string&`, built from the char array: it
                 # ends at the first NUL (review 17's C04, C09)
                 joined = joined.split("\0", 1)[0]
@@ -159,7 +168,7 @@ class HostFile(SourceFile):
                              if w.start() not in live)
             out[m.group(1)] = KernelFunction(m.group(1), " ".join(m.group(2).split()), m.start(),
                                              close + 1, line_of(self.text, m.start()), tuple(calls),
-                                             disabled)
+                                             disabled, tuple(computed))
         return out
 
     def _unconditional_returns(self, open_at: int, close: int) -> list[tuple[int, int]]:

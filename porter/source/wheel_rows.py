@@ -61,12 +61,9 @@ def unlike_the_wheel(checkout_text: str, names: set[str]) -> tuple[int, str] | N
         other = theirs.pop(entry.full_name, None)
         if other is None:
             return entry.lineno, f"{entry.full_name} is not in the installed torch's yaml"
-        a, b = _shape(entry), _shape(other)
-        for key in [*a, *(k for k in b if k not in a)]:
-            if a.get(key) != b.get(key):
-                return entry.lineno, (f"{entry.full_name}'s `{key}` is "
-                                      f"{_said(a.get(key))} where the installed torch's is "
-                                      f"{_said(b.get(key))}")
+        differs = _first_difference(entry, other)
+        if differs:
+            return entry.lineno, differs
     # of the wheel's entries the checkout lacks, the function the OpInfo calls (`heaviside`,
     # no overload), where no other functional overload of the name is left: without it a Mac's
     # torch has no such call. An in-place or other
@@ -82,9 +79,18 @@ def unlike_the_wheel(checkout_text: str, names: set[str]) -> tuple[int, str] | N
     return None
 
 
+def _first_difference(entry: native_yaml.Entry, other: native_yaml.Entry) -> str | None:
+    """How the checkout's `entry` first differs from the wheel's `other` (_shape), or None."""
+    a, b = _shape(entry), _shape(other)
+    key = next((k for k in [*a, *(k for k in b if k not in a)] if a.get(k) != b.get(k)), None)
+    if key is None:
+        return None
+    return (f"{entry.full_name}'s `{key}` is {_said(a.get(key))} where the installed torch's "
+            f"is {_said(b.get(key))}")
+
+
 def _said(value: str | None) -> str:
     return "absent" if value is None else f"`{value}`"
-
 
 
 def all_unlike(checkout_text: str) -> dict:
@@ -109,10 +115,7 @@ def all_unlike(checkout_text: str) -> dict:
         if mine_mps and mine_mps != [r.kernel for r in other.mps_rows()][-1:] and not any(
                 r.kernel == mine_mps[0] for r in entry.dispatch if "CPU" in r.keys):
             found["mps"].append([entry.lineno, entry.full_name, mine_mps[0].split("::")[-1]])
-        if found["other"] is None:
-            a, b = _shape(entry), _shape(other)
-            key = next((k for k in [*a, *(k for k in b if k not in a)] if a.get(k) != b.get(k)), None)
-            if key is not None:
-                found["other"] = [entry.lineno, f"{entry.full_name}'s `{key}` is {_said(a.get(key))} "
-                                                f"where the installed torch's is {_said(b.get(key))}"]
+        differs = None if found["other"] else _first_difference(entry, other)
+        if differs:
+            found["other"] = [entry.lineno, differs]
     return found
