@@ -12,7 +12,8 @@ Imports torch only lazily. May import: `porter.dispatch`, `porter.source`, `port
 `porter.errors`, `porter.exit_codes`, and of planning `porter.port.resolve` (whether a stub
 has no MPS kernel) and `porter.port.functor` (the functor examples build_check compiles), and
 of checking `porter.checks.torchgen_child` and `porter.checks.torchgen_yaml` (torchgen's verdict
-on native_functions.yaml, `porter check`'s PORTER040, which a Mac's build runs first).
+on native_functions.yaml, `porter check`'s PORTER040, which a Mac's build runs first) and
+`porter.checks.changed` (a git diff's changed lines: the `.mm` files a work tree changes).
 Never the harness, which runs this package as one of its devices, nor anything above it
 (tests/test_layout.py).
 """

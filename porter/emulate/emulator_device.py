@@ -54,6 +54,8 @@ class EmulateBackend:
         self._host_builds: dict = {}                        # .mm path -> its compile error
         self._fellows: dict = {}                            # .metal -> another file's error
         self._yaml_others: str | None = None                # another op's row unlike the wheel's
+        self._changed: str | None = None                    # a changed .mm file's first error
+        self._templates_unlike: str | None = None           # indexing.h unlike the emulator's model
 
     # ------------------------------------------------------------ protocol
     def unavailable_reason(self) -> str | None:
@@ -136,7 +138,11 @@ class EmulateBackend:
                                                           host.metal.name)
                 if wrong:
                     return wrong
-        return None
+        # last: a file that does not build says more than the templates it runs
+        if self._templates_unlike is None:
+            from porter.emulate.kernel_templates import unlike_the_model
+            self._templates_unlike = unlike_the_model(self.root) or ""
+        return self._templates_unlike or None
 
     def _metallib_fellow_does_not_build(self, metal: Path) -> str | None:
         """Why another kernel file of the metallib `metal` is linked into does not build as
@@ -182,7 +188,37 @@ class EmulateBackend:
                     host_compile.errors(self.root, path) or [], whole=path.name.endswith("Kernel.mm"))
             if self._host_builds[path]:
                 return self._host_builds[path]
-        return None
+        return self._changed_hosts_do_not_build(set(self._host_builds))
+
+    def _changed_hosts_do_not_build(self, parsed: set) -> str | None:
+        """The first error a work-tree change of another `.mm` file makes (porter.emulate.
+        changed_hosts: a syntax error, a name the change removed still used: a Mac's build
+        stops; another error on an added line: not proven), or None. Once per run."""
+        if self._changed is None:
+            from porter.emulate import host_compile
+            from porter.emulate.changed_hosts import changed_hosts, introduced
+            self._changed = ""
+            for path, (lines, removed) in sorted(changed_hosts(self.root).items()):
+                if path in parsed:
+                    continue
+                rel = str(path.resolve().relative_to(Path(self.root).resolve()))
+                stops, unproven = introduced(host_compile.errors(self.root, path) or [], rel,
+                                             lines, removed)
+                if stops or unproven:
+                    where, line, why, _ = (stops or unproven)[0]
+                    how = ("porter parses the `.mm` files the work tree changes against the "
+                           "wheel's ATen headers, docs/testing.md \"What the host may do\"")
+                    self._changed = (
+                        f"{rel} does not build: {where}:{line}: {why}; a Mac's build stops there, "
+                        f"before any test ({how})" if stops else
+                        f"not proven: {where}:{line}: {why}, "
+                        + ("so porter's parse stopped before the lines the work tree changes"
+                           if unproven[0][3] == "stopped" else
+                           "on a line the work tree changes: a Mac's build may declare it in a "
+                           "header it generates, which the installed torch lacks")
+                        + f" ({how})")
+                    break
+        return self._changed or None
 
     def _device_dependent(self, op: OpNames, host: HostKernel) -> str | None:
         """Not proven where the shared function that runs the host's stub (a structured op's

@@ -60,6 +60,7 @@ def unproven(checkout, results, db) -> list[str]:
     torch_path = getattr(db, "torch_path", None)
     if not torch_path or same_sources(checkout, torch_path):
         return []
+    from porter.harness.opinfo_reach import first_difference
     from porter.source.opinfo_source import find
 
     installed = Checkout(Path(torch_path).parent)
@@ -82,14 +83,21 @@ def unproven(checkout, results, db) -> list[str]:
                   and o.variant_test_name == variant]
         if not mine or not theirs:
             continue        # no OpInfo in the checkout: notes() says so
+        label = name + (f" ({variant})" if variant else "")
         ours, wheel = mps_decorators(mine[0].node), mps_decorators(theirs[0].node)
         if [d for d, _ in ours] == [d for d, _ in wheel]:
+            reached = first_difference(checkout, installed, mine[0], theirs[0])
+            if reached:
+                found.append(f"the checkout's OpInfo for {label} ({mine[0].path}:{mine[0].line}) "
+                             f"is not the installed torch {db.torch_version}'s: {reached}; a Mac "
+                             "tests with the checkout's samples and rules, this run with the "
+                             "installed one's (build the checkout's torch, or install one whose "
+                             "OpInfo is the checkout's)")
             continue
         extra = [text for d, text in ours if d not in dict(wheel)]
         gone = [text for d, text in wheel if d not in dict(ours)]
         what = (f"the checkout adds `{_short(extra[0])}`" if extra else
                 f"the checkout lacks the installed one's `{_short(gone[0])}`")
-        label = name + (f" ({variant})" if variant else "")
         found.append(f"the checkout's OpInfo for {label} ({mine[0].path}:{mine[0].line}) and the "
                      f"installed torch {db.torch_version}'s differ in a decorator that acts on "
                      f"test_output_match on MPS ({what}): a Mac applies the checkout's, this run "
@@ -106,8 +114,7 @@ def _untested_dtypes(checkout, results, db) -> list[str]:
     sent: dict[str, set[str]] = {}
     for r in results:
         if not (getattr(r, "reference", False) or getattr(r, "via", None)):
-            sent.setdefault(r.name, set()).update(d for d in r.supported
-                                                  if not d.startswith("complex"))
+            sent.setdefault(r.name, set()).update(r.supported)
     found = []
     installed = Checkout(Path(db.torch_path).parent) if getattr(db, "torch_path", None) else None
     for name, tested in sent.items():
@@ -120,7 +127,9 @@ def _untested_dtypes(checkout, results, db) -> list[str]:
                          "dtypes this run did not (write them as `dtypes=` or `dtypesIfMPS=` "
                          "literals, or build the checkout's torch)")
             continue
-        planned = {d for d in mps_dtypes(opinfos) if not d.startswith("complex")}
+        # complex ones too: a Mac tests a complex dtype the checkout's OpInfo sends, and one
+        # the op is listed for in SUPPORTED_COMPLEX_OPS runs (review 21's E04c was green)
+        planned = set(mps_dtypes(opinfos))
         missing = sorted(planned - tested) if opinfos else []
         if missing:
             found.append(f"the checkout's OpInfo for {name} ({opinfos[0].path}:{opinfos[0].line}) "

@@ -1,0 +1,109 @@
+"""The host `.mm` files the work tree changes, and what each change added and removed.
+
+A Mac builds every `.mm` file; porter parses the `*Kernel.mm` files and the op's own host in
+full (porter.emulate.host_compile), and an MPSGraph file (BinaryOps.mm, UnaryOps.mm) not at
+all, as it uses far more of Apple's frameworks than porter declares. So a change to one of
+those, a port's deletion of the op's MPSGraph code among them, was never read: a missing `;`,
+or a call of a helper the migration deleted, left every dtype green (review 21's H12, H12c,
+H13). What the work tree changes against HEAD is what porter can hold to account: the code
+HEAD had is taken to build (a Mac built it), the change is read.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from porter.checks.changed import parse_diff
+# every Objective-C++ file of ATen (native/mps/operations, and ATen/mps's MPSFallback.mm, which
+# a port edits too); git's pathspec `*` crosses folders
+ATEN = "aten/src/ATen"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def changed_hosts(root: Path) -> dict[Path, tuple[set[int], set[str]]]:
+    """`.mm` path -> (the lines the work tree adds or changes, the identifiers of the lines it
+    removes) for each `.mm` file of ATen that differs from HEAD or is untracked;
+    empty where `root` is no git checkout with a commit."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0", "--relative",
+               "HEAD",
+               "--", f"{ATEN}/*.mm")
+    if diff is None:
+        return {}
+    found: dict[Path, tuple[set[int], set[str]]] = {}
+    changes = parse_diff(diff)
+    removed = _removed_identifiers(diff)
+    for rel, lines in changes.lines.items():
+        path = Path(root) / rel
+        if path.is_file():
+            found[path] = (_new_lines(path, lines, git("show", f"HEAD:./{rel}")),
+                           removed.get(rel, set()))
+    for rel in filter(None, (git("ls-files", "--others", "--exclude-standard", "--",
+                                 f"{ATEN}/*.mm") or "").splitlines()):
+        path = Path(root) / rel
+        if path.is_file():
+            count = path.read_text(encoding="utf-8", errors="replace").count("\n") + 1
+            found[path] = (set(range(1, count + 1)), set())
+    return found
+
+
+def _new_lines(path: Path, lines: set[int], head: str | None) -> set[int]:
+    """Of the lines a diff says the work tree adds, those whose text HEAD's file has nowhere: an
+    insertion before a line that repeats (`TORCH_IMPL_FUNC(` ... ) can be shown by git as adding
+    the old line, whose error HEAD had too."""
+    if head is None:
+        return lines
+    had = {line.strip() for line in head.split("\n")}
+    text = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    return {n for n in lines if n > len(text) or text[n - 1].strip() not in had}
+
+
+def _removed_identifiers(diff: str) -> dict[str, set[str]]:
+    """Path (as the work tree names it) -> the identifiers of the lines the diff removes."""
+    found: dict[str, set[str]] = {}
+    old = new = None
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            old = line[4:].strip()
+        elif line.startswith("+++ "):
+            new = line[4:].strip()
+            new = new[2:] if new.startswith("b/") else None
+        elif line.startswith("-") and new is not None and old is not None:
+            found.setdefault(new, set()).update(_IDENTIFIER.findall(line[1:]))
+    return found
+
+
+def introduced(found: list, rel: str, lines: set[int], removed: set[str]) -> tuple[list, list]:
+    """Of host_compile's errors of a changed file: (those a Mac's build stops at: a syntax error,
+    or a name the change removed still used), (other errors on the lines the change adds,
+    which may be porter's want of a header a Mac's build generates, and a stop of the parse
+    before a changed line: not proven). Errors on lines HEAD had are porter's want of Apple's
+    frameworks: a Mac built them."""
+    stops, unproven = [], []
+    for error in found:
+        where, line, why, kind = error
+        if where != rel or kind not in ("syntax", "error", "stopped"):
+            continue
+        if kind == "stopped":
+            # nothing after it was read: a change there is unread (a header the checkout
+            # lacks, which a Mac's build has or generates)
+            if any(n >= line for n in lines):
+                unproven.append(error)
+            continue
+        named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
+        # a syntax error anywhere: clang may place a missing `;` on the line after the change
+        if kind == "syntax" or named & removed and "undeclared" in why:
+            stops.append(error)
+        elif line in lines:
+            unproven.append(error)
+    return stops, unproven
