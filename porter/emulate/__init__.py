@@ -10,7 +10,8 @@
 
 Imports torch only lazily. May import: `porter.dispatch`, `porter.source`, `porter.runtime`,
 `porter.errors`, `porter.exit_codes`, and of planning `porter.port.resolve` (whether a stub
-has no MPS kernel) and `porter.port.functor` (the functor examples build_check compiles), and
+has no MPS kernel), `porter.port.functor` (the functor examples build_check compiles) and
+`porter.port.ternary_alpha` (the indexing.h addition porter writes, which the emulator models), and
 of checking `porter.checks.torchgen_child` and `porter.checks.torchgen_yaml` (torchgen's verdict
 on native_functions.yaml, `porter check`'s PORTER040, which a Mac's build runs first) and
 `porter.checks.changed` (a git diff's changed lines: the `.mm` files a work tree changes).

@@ -21,6 +21,7 @@ from porter.checks.changed import parse_diff
 ATEN = "aten/src/ATen"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_CHECKOUT_HEADER = re.compile(r"'(?:ATen|c10|torch|caffe2)/[^']*' file not found")
 
 
 def changed_hosts(root: Path) -> dict[Path, tuple[set[int], set[str]]]:
@@ -90,20 +91,26 @@ def introduced(found: list, rel: str, lines: set[int], removed: set[str]) -> tup
     before a changed line: not proven). Errors on lines HEAD had are porter's want of Apple's
     frameworks: a Mac built them."""
     stops, unproven = [], []
+    # what porter's parse already says of lines HEAD had: the same words on a changed line are
+    # the same want of a framework or a generated header, repeated (a port's copy of the
+    # checkout's scalar-free exec_ternary_kernel repeats the original's)
+    known = {e[2] for e in found if e[0] == rel and e[3] == "error" and e[1] not in lines}
     for error in found:
         where, line, why, kind = error
         if where != rel or kind not in ("syntax", "error", "stopped"):
             continue
         if kind == "stopped":
-            # nothing after it was read: a change there is unread (a header the checkout
-            # lacks, which a Mac's build has or generates)
-            if any(n >= line for n in lines):
+            # nothing after it was read: a change there is unread where the parse stopped at a
+            # header of the checkout's own tree (one it lacks, which a Mac's build has or
+            # generates); a stop at an SDK header (`mach-o/dyld.h`, before OperationUtils.mm's
+            # code) is porter's want of Apple's frameworks, as an error about their names is
+            if _CHECKOUT_HEADER.search(why) and any(n >= line for n in lines):
                 unproven.append(error)
             continue
         named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
         # a syntax error anywhere: clang may place a missing `;` on the line after the change
         if kind == "syntax" or named & removed and "undeclared" in why:
             stops.append(error)
-        elif line in lines:
+        elif line in lines and why not in known:
             unproven.append(error)
     return stops, unproven

@@ -9,7 +9,7 @@ swapped in binary_dense, or the second operand read with the first one's strides
 binary_strided, left every dtype green). Another indexing.h is "not proven", whatever it
 changes: porter has no model of another one.
 
-Compared as C++ tokens: comments, layout and the wheel's packaging guard
+Compared as C++ tokens: comments, layout (line continuations too) and the wheel's packaging guard
 (`#if !defined(TORCH_STABLE_ONLY) ...`, which the wheel wraps every header in and a checkout
 does not have) are not differences.
 """
@@ -39,6 +39,8 @@ def _tokens(text: str) -> list[tuple[str, int]]:
         text = (re.sub(r"[^\n]", " ", opened.group()) + text[opened.end():closed.start()]
                 + re.sub(r"[^\n]", " ", closed.group()))
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    # a line continuation is layout too (clang-format wraps a long macro line)
+    text = text.replace("\\\n", " \n")
     found = []
     for number, line in enumerate(text.split("\n"), 1):
         found += [(token, number) for token in _TOKEN.findall(line)]
@@ -66,7 +68,7 @@ def unlike_the_model(root: Path) -> str | None:
     try:
         mine = mine_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
+        return _deleted(Path(root), wheel)
     try:
         theirs = (wheel / INDEXING).read_text(encoding="utf-8", errors="replace") if wheel else None
     except OSError:
@@ -77,8 +79,27 @@ def unlike_the_model(root: Path) -> str | None:
     line = _unlike(mine, theirs)
     if line is None:
         return None
+    # porter's own addition (migrate-from-mpsgraph addcmul: the ternary kernels with a scalar
+    # and their macros, porter.port.ternary_alpha), which the prelude models as it models the
+    # installed torch's macros (review 22's C4: the port was not proven)
+    from porter.port.ternary_alpha import add_macros
+    if _unlike(mine, add_macros(theirs)) is None:
+        return None
     return (f"not proven: {INDEXING}:{line} differs from the installed torch "
             f"{_torch_version()}'s: a Mac runs the checkout's kernel templates (unary_dense, "
             f"binary_strided, ...) and REGISTER_* macros, porter's emulator its model of the "
             f"installed torch's; install the torch the checkout was cut from, or test on a Mac "
             f"(`--device mps`)")
+
+
+def _deleted(root: Path, wheel: Path | None) -> str | None:
+    """Where the checkout has a c10/metal folder of its own but no indexing.h (review 22's B04:
+    the header deleted, every dtype green on the wheel's): a Mac's kernel build includes it
+    from the checkout and stops. None for a checkout with no c10/metal at all (a miniature:
+    its builds use the installed torch's, as porter.emulate.headers says)."""
+    folder = root / "c10" / "metal"
+    if not folder.is_dir() or not any(folder.glob("*.h")):
+        return None
+    return (f"'{INDEXING}' file not found: the checkout's c10/metal lacks it, and every kernel "
+            f"file includes it; a Mac's build stops there, before any test (porter's build used "
+            f"the installed torch's)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from porter.emulate.kernel_templates import INDEXING, _unlike
+from porter.emulate.kernel_templates import INDEXING, _unlike, unlike_the_model
 from porter.emulate.headers import torch_include_dir
 from tests.porter_run import porter
 
@@ -67,3 +67,29 @@ def test_a_changed_kernel_template_is_not_proven_and_its_revert_green(real_root,
     path.write_text(before)
     again = porter(*run, root=real_root)
     assert again.code == 0, again.out + again.err
+
+
+def test_porters_own_ternary_addition_is_modelled_and_a_deleted_header_is_not_found(real_root,
+                                                                                    mini_root):
+    """review 22's C4: `migrate-from-mpsgraph addcmul` adds the ternary kernels with a scalar
+    to indexing.h (porter.port.ternary_alpha), which the prelude models: not a difference.
+    B04: a checkout's c10/metal without indexing.h stops a Mac's build; a checkout with no
+    c10/metal at all (the miniature) builds against the installed torch's."""
+    from porter.port.ternary_alpha import add_macros
+    path = real_root / INDEXING
+    text = path.read_text()
+    path.write_text(add_macros(text))
+    assert unlike_the_model(real_root) is None
+    path.unlink()
+    said = unlike_the_model(real_root)
+    assert said is not None and said.startswith(f"'{INDEXING}' file not found"), said
+    assert not (mini_root / "c10/metal").exists() and unlike_the_model(mini_root) is None
+
+
+def test_a_macro_line_wrapped_by_clang_format_is_layout():
+    """A long `#define` line wrapped adds a `\\` continuation: no token of the macro changes
+    (the addcmul port's ternary macros, clang-formatted: review 22's C4)."""
+    one = "#define REG(NAME, T) template [[host_name(#NAME \"_dense_\" #T)]] kernel void k<T>();\n"
+    wrapped = "#define REG(NAME, T)                 \\\n  template [[host_name(       \\\n      #NAME \"_dense_\" #T)]] kernel void k<T>();\n"
+    assert _unlike(wrapped, one) is None
+    assert _unlike(wrapped.replace("_dense_", "_strided_"), one) == 3

@@ -28,6 +28,14 @@ EDITS = [
     ("the Info class's default samples changed", CORE, SAMPLES,
      SAMPLES + "    kwargs = {**kwargs, 'small_inputs_only': True}\n",
      "`sample_inputs_elementwise_binary` (torch/testing/_internal/opinfo/core.py:"),
+    # review 22's B09: a line of OpInfo's docstring at column 0 cut the class short
+    ("a method of OpInfo, the Info class's base", CORE,
+     "    def sample_inputs(self, device, dtype, requires_grad=False, **kwargs):\n",
+     "    def sample_inputs(self, device, dtype, requires_grad=False, **kwargs):\n"
+     "        kwargs = {**kwargs, 'porter': 1}\n",
+     "`OpInfo` (torch/testing/_internal/opinfo/core.py:"),
+    ("a module constant the samples use", CORE, "\nS = 5\n", "\nS = 7\n",
+     "`S` (torch/testing/_internal/opinfo/core.py:"),
     ("a comment and a line break", CMI, HYPOT,
      HYPOT.replace("dtypes=", "# the dtypes\n                    dtypes=\\\n    "), None),
     ("a function hypot does not reach", CORE, SAMPLES,
@@ -68,3 +76,26 @@ def test_a_sample_function_of_the_checkouts_own_makes_the_run_not_proven(real_ro
     assert result.code == 1, result.out
     assert "not proven: the checkout's OpInfo for hypot" in result.out, result.out
     assert "`sample_inputs_func=` only the checkout's has" in result.out, result.out
+
+
+def test_make_tensor_is_compared_where_the_checkout_has_its_module(real_root):
+    """review 22's B14: the samples' tensors come from torch/testing/_creation.py's make_tensor."""
+    import torch
+    creation = "torch/testing/_creation.py"
+    wheel = (Path(torch.__file__).parent / "testing" / "_creation.py").read_text()
+    checkout, installed = Checkout(real_root), _installed()
+
+    def said() -> str | None:
+        [mine] = [o for o in find(Checkout(real_root), {"hypot"}) if not o.is_ref]
+        [theirs] = [o for o in find(installed, {"hypot"}) if not o.is_ref]
+        return first_difference(Checkout(real_root), installed, mine, theirs)
+
+    (real_root / creation).write_text(wheel)
+    assert said() is None
+    anchor = "def make_tensor("
+    assert anchor in wheel
+    at = wheel.index(":\n", wheel.index(anchor)) + 2
+    (real_root / creation).write_text(wheel[:at] + "    low = 0 if low is None else low\n" + wheel[at:])
+    found = said()
+    assert found is not None and found.startswith(f"`make_tensor` ({creation}:"), found
+    assert checkout.root == real_root
