@@ -198,7 +198,11 @@ def test_torch_2_13_host_library_makes_the_port_incomplete(real_root):
 # the 32-bit split, the two kernel names (cast and not), the tensors bound, then from buffer 4
 # the cast sizes and types, or the strided shape and strides.
 OPERATION_UTILS = "aten/src/ATen/native/mps/OperationUtils.mm"
-SCALAR_FREE_DEFINITION = """namespace at::native::mps {
+# as upstream's file begins: the includes first (porter parses a `.mm` file the work tree changes,
+# and an excerpt without them names c10 and the library class undeclared)
+SCALAR_FREE_DEFINITION = """#include <ATen/native/mps/OperationUtils.h>
+
+namespace at::native::mps {
 
 void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter, const std::string& name) {
   if (iter.numel() == 0) {

@@ -48,7 +48,7 @@ _OTHER_TESTS = {"aliases", "ref", "reference_numerics_filter", "error_inputs_fun
                 "supports_sparse_bsc", "has_nondeterministic_output", "supports_expanded_weight",
                 "supports_njt", "decomp_aten_name", "test_neg_view", "test_conjugated_samples"}
 _LEFT = _RULED | _OTHER_DEVICE | _OTHER_TESTS
-_FOLLOWED = 400         # definitions followed at most: a bound on a pathological chain
+_FOLLOWED = 1000        # definitions compared at most (hypot's OpInfo reaches 26)
 # besides the OpInfo files: where the sample functions' tensors and dtype lists come from
 # (review 22's B14: make_tensor changed in the checkout was green)
 _MORE = ("torch/testing/_creation.py", f"{TESTING}/common_dtype.py")
@@ -157,7 +157,8 @@ def first_difference(checkout: Checkout, installed: Checkout, mine, theirs) -> s
     mine_index, their_index = _Index(checkout), _Index(installed)
     queue = [mine.cls] + [n for value in ours.values() for n in _names(value)]
     seen: set[str] = set()
-    while queue and len(seen) < _FOLLOWED:
+    followed = 0
+    while queue:
         name = queue.pop(0)
         if name in seen:
             continue
@@ -165,6 +166,10 @@ def first_difference(checkout: Checkout, installed: Checkout, mine, theirs) -> s
         here, there = mine_index.defs.get(name), their_index.defs.get(name)
         if here is None and there is None:
             continue                    # a builtin, an import, a parameter
+        followed += 1
+        if followed > _FOLLOWED:
+            # never "the same" for what was not compared
+            return f"it reaches more than the {_FOLLOWED} definitions porter compares"
         if here is None and there[0] not in mine_index.files:
             continue                    # a file the checkout does not have: the installed one's
         if here is None or there is None:
