@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from porter.checks.changed import parse_diff
+
 # every Objective-C++ file of ATen (native/mps/operations, and ATen/mps's MPSFallback.mm, which
 # a port edits too); git's pathspec `*` crosses folders
 ATEN = "aten/src/ATen"
@@ -37,8 +38,7 @@ def changed_hosts(root: Path) -> dict[Path, tuple[set[int], set[str]]]:
         return done.stdout if done.returncode == 0 else None
 
     diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0", "--relative",
-               "HEAD",
-               "--", f"{ATEN}/*.mm")
+               "HEAD", "--", f"{ATEN}/*.mm")
     if diff is None:
         return {}
     found: dict[Path, tuple[set[int], set[str]]] = {}
