@@ -13,9 +13,8 @@ installed samples.
 The keywords other rules read (porter.harness.opinfo_agreement: the decorators, the MPS
 dtypes) and those only another device or other tests read are left to them. An OpInfo file
 holding under 90 % of the installed one's definitions (the miniature fixture's excerpt) is
-not compared. A definition the checkout has
-no file for (a partial checkout: the installed one's stands in, as for headers) is not
-compared.
+not compared, nor is a definition the checkout has no file for (a partial checkout: the
+installed one's stands in, as for headers).
 """
 
 from __future__ import annotations
@@ -95,7 +94,7 @@ def _definitions(text: str) -> dict[str, list]:
             for name in _bound(node):
                 entry = parts.setdefault(name, [[], node.lineno, set()])
                 entry[0].append(ast.dump(node))
-                entry[2].update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+                entry[2].update(_names(node))
         found = {name: [hashlib.sha256("\n".join(dumps).encode()).hexdigest(), line, sorted(used)]
                  for name, (dumps, line, used) in parts.items()}
         with contextlib.suppress(OSError):
