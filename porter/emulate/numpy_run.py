@@ -54,7 +54,7 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
     if numel == 0:
         return PArray(out_name, np.empty(shape, dtype=out_np))
     dense = all(_contiguous(t) and t.shape == shape for t in inputs)
-    request = {"lib": str(lib.path), "index": reg.index, "out_nbytes": numel * out_np.itemsize,
+    request = {"lib": str(lib.path), "index": reg.index, "entry": (reg.name, reg.in_type, reg.out_type), "out_nbytes": numel * out_np.itemsize,
                "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
     request["inputs"] = [_storage_bytes(t) for t in inputs]
     if not dense:

@@ -51,7 +51,7 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration, inpu
     if numel == 0:
         return out
     dense = not force_strided and all(t.is_contiguous() and t.shape == shape for t in inputs)
-    request = {"lib": str(lib.path), "index": reg.index, "out_nbytes": numel * out.element_size(),
+    request = {"lib": str(lib.path), "index": reg.index, "entry": (reg.name, reg.in_type, reg.out_type), "out_nbytes": numel * out.element_size(),
                "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
     if dense:
         request["inputs"] = [_tensor_bytes(t) for t in inputs]

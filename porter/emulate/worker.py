@@ -1,11 +1,12 @@
 """Child process that runs emulated kernels (stdlib only: started as a plain script).
 
 Protocol on stdin/stdout: 8-byte little-endian length, then a pickled dict.
-Request: {"lib": path, "index": i, "out_nbytes": n, "alpha": bytes | None, "numel": n,
-          "sizes": [int] | None, "strides": [[int]] | None, "shared": size,
-          "inputs_at": [[offset, n]], "out_at": [offset, n]}: the inputs and the output are
-         regions of the memory shared with the parent (the file descriptor in argv[1];
-         porter.emulate.client writes the inputs there and reads the output back).
+Request: {"lib": path, "index": i, "entry": (name, in type, out type) the parent expects there,
+          "out_nbytes": n, "alpha": bytes | None, "numel": n, "sizes": [int] | None,
+          "strides": [[int]] | None, "shared": size, "inputs_at": [[offset, n]],
+          "out_at": [offset, n]}: the inputs and the output are regions of the memory shared
+         with the parent (the file descriptor in argv[1]; porter.emulate.client writes the
+         inputs there and reads the output back).
 Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes] where the
           kernel reached an answer Metal leaves undefined (porter/metal.h's porter_reached):
           the output region holds IEEE's reading, the bytes the NaN reading (porter_reading 1).
@@ -42,6 +43,8 @@ def _lib(path):
         lib.porter_run.argtypes = [
             ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        lib.porter_kernel_info.restype = ctypes.c_int
+        lib.porter_kernel_info.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         try:
             flags = (ctypes.c_int.in_dll(lib, "porter_reading"),
                      ctypes.c_int.in_dll(lib, "porter_reached"))
@@ -51,8 +54,28 @@ def _lib(path):
     return found
 
 
+def _entry_error(lib, req):
+    """Where the library's entry `index` is not the registration the parent asked for (a
+    cache record read beside a library it does not describe): what each says. The sample
+    would otherwise run another kernel and be charged with its values."""
+    wanted = req.get("entry")
+    if wanted is None:
+        return None
+    strs, ints = (ctypes.c_char_p * 5)(), (ctypes.c_int * 3)()
+    lib.porter_kernel_info(req["index"], strs, ints)
+    held = tuple((s or b"").decode() for s in strs[:4])
+    held = (held[0], held[2], held[3])
+    if held != tuple(wanted):
+        return (f"porter's kernel cache is inconsistent: {req['lib']} holds {held} at entry "
+                f"{req['index']}, not {tuple(wanted)} (run `porter cache clear`)")
+    return None
+
+
 def handle(req):
     lib, flags = _lib(req["lib"])
+    stale = _entry_error(lib, req)
+    if stale is not None:
+        return {"error": stale}
     base = _shared_base(req["shared"])
     out_at, n = req["out_at"]
     out = base + out_at

@@ -56,6 +56,23 @@ def test_strided_and_broadcast_paths_agree_with_dense(fixture_root, client):
     torch.testing.assert_close(run_registration(client, lib, reg, [a, row]), torch.hypot(a, row))
 
 
+def test_a_record_that_names_another_entry_of_the_library_runs_nothing(fixture_root, client):
+    """A cache record read beside a library it does not describe (its entry `index` another
+    registration): the worker refuses, naming both, where it ran the other kernel and the
+    sample failed with that kernel's values."""
+    import dataclasses
+
+    from porter.emulate.client import KernelError
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    naive, good = lib.find("naive_hypot", "float")[0], lib.find("hypot", "float")[0]
+    a = torch.tensor([3.0])
+    swapped = dataclasses.replace(good, index=naive.index)
+    with pytest.raises(KernelError, match=r"kernel cache is inconsistent: .* holds \('naive_hypot', "
+                                          r"'float', 'float'\) at entry \d+, not \('hypot', "):
+        run_registration(client, lib, swapped, [a, a])
+    assert run_registration(client, lib, good, [a, a]).tolist() == [torch.hypot(a, a).item()]
+
+
 def test_integer_division_by_zero_crashes_the_worker_not_porter(fixture_root, client):
     lib = build_file(DATA / "int_div.metal", fixture_root)
     reg = lib.find("div_trunc", "int")[0]
