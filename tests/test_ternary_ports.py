@@ -198,8 +198,9 @@ def test_torch_2_13_host_library_makes_the_port_incomplete(real_root):
 # the 32-bit split, the two kernel names (cast and not), the tensors bound, then from buffer 4
 # the cast sizes and types, or the strided shape and strides.
 OPERATION_UTILS = "aten/src/ATen/native/mps/OperationUtils.mm"
-# as upstream's file begins: the includes first (porter parses a `.mm` file the work tree changes,
-# and an excerpt without them names c10 and the library class undeclared)
+# as upstream's file begins: the includes first, and code that builds (porter parses a `.mm` file
+# the work tree changes, and HEAD's text of it: an error of the port's copy that HEAD's lines
+# do not have is the port's)
 SCALAR_FREE_DEFINITION = """#include <ATen/native/mps/OperationUtils.h>
 
 namespace at::native::mps {
@@ -228,9 +229,19 @@ void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter, const std
       bind_iter_tensors(computeEncoder, iter);
       if (iter.is_contiguous()) {
         if (cast_needed) {
+          std::array<int, 3> sizes = {static_cast<int>(c10::elementSize(input.scalar_type())),
+                                      static_cast<int>(c10::elementSize(other1.scalar_type())),
+                                      static_cast<int>(c10::elementSize(other2.scalar_type()))};
+          std::array<int, 3> types = {static_cast<int>(input.scalar_type()),
+                                      static_cast<int>(other1.scalar_type()),
+                                      static_cast<int>(other2.scalar_type())};
           mtl_setArgs<4>(computeEncoder, sizes, types);
         }
       } else {
+        std::array<int, 4> types = {static_cast<int>(input.scalar_type()),
+                                    static_cast<int>(other1.scalar_type()),
+                                    static_cast<int>(other2.scalar_type()),
+                                    static_cast<int>(out.scalar_type())};
         mtl_setArgs<4>(computeEncoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.ndim(), types);
       }
       mtl_dispatch1DJob(computeEncoder, pso, iter.numel());
@@ -291,9 +302,19 @@ void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter,
       mtl_setArgs<4>(computeEncoder, getMPSScalar(alpha, alpha_type));
       if (iter.is_contiguous()) {
         if (cast_needed) {
+          std::array<int, 3> sizes = {static_cast<int>(c10::elementSize(input.scalar_type())),
+                                      static_cast<int>(c10::elementSize(other1.scalar_type())),
+                                      static_cast<int>(c10::elementSize(other2.scalar_type()))};
+          std::array<int, 3> types = {static_cast<int>(input.scalar_type()),
+                                      static_cast<int>(other1.scalar_type()),
+                                      static_cast<int>(other2.scalar_type())};
           mtl_setArgs<5>(computeEncoder, sizes, types);
         }
       } else {
+        std::array<int, 4> types = {static_cast<int>(input.scalar_type()),
+                                    static_cast<int>(other1.scalar_type()),
+                                    static_cast<int>(other2.scalar_type()),
+                                    static_cast<int>(out.scalar_type())};
         mtl_setArgs<5>(
             computeEncoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.ndim(), types);
       }

@@ -186,7 +186,7 @@ def default_reference_gaps(root, ops: list[str]) -> list[str]:
     to compare with; the reference is the installed torch's, as ever)."""
     from porter.checks import changed, cpu_reference
     from porter.harness.session import resolve_checkout
-    from porter.review.branch import default_base
+    from porter.source.git_base import default_base
     checkout = resolve_checkout(root)
     found = default_base(checkout.root) if checkout is not None else None
     if found is None:

@@ -5,8 +5,13 @@ full (porter.emulate.host_compile), and an MPSGraph file (BinaryOps.mm, UnaryOps
 all, as it uses far more of Apple's frameworks than porter declares. So a change to one of
 those, a port's deletion of the op's MPSGraph code among them, was never read: a missing `;`,
 or a call of a helper the migration deleted, left every dtype green (review 21's H12, H12c,
-H13). What the work tree changes against HEAD is what porter can hold to account: the code
-HEAD had is taken to build (a Mac built it), the change is read.
+H13). What the work tree changes against the branch's base (the merge base `porter pr` and
+`porter test` take, porter.source.git_base; HEAD where the repository has none of the usual
+refs) is what porter can hold to account: the code the base had is taken to build (a Mac built
+it), the change is read, committed or not (review 22's BH1: a committed change was not). The
+base's text is parsed too, and an error the work tree's parse has that the base's has not,
+wherever it stands, is the change's (a signature changed on one line breaks its callers on
+lines the base had: review 22's BH5).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from porter.checks.changed import parse_diff
 
@@ -22,12 +28,18 @@ from porter.checks.changed import parse_diff
 ATEN = "aten/src/ATen"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_CHECKOUT_HEADER = re.compile(r"'(?:ATen|c10|torch|caffe2)/[^']*' file not found")
 
 
-def changed_hosts(root: Path) -> dict[Path, tuple[set[int], set[str]]]:
-    """`.mm` path -> (the lines the work tree adds or changes, the identifiers of the lines it
-    removes) for each `.mm` file of ATen that differs from HEAD or is untracked;
+class Change(NamedTuple):
+    lines: set[int]             # the lines the work tree adds or changes
+    removed: set[str]           # the identifiers of the lines it removes
+    head: str | None = None     # the base's text of the file (None: untracked)
+    touched: frozenset = frozenset()     # every line a hunk touches, a pure deletion's place too
+
+
+def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
+    """`.mm` path -> its Change for each `.mm` file of ATen that the work tree changes against
+    the commit `base` (the branch's commits and what is not committed) or that is untracked;
     empty where `root` is no git checkout with a commit."""
     def git(*args: str) -> str | None:
         try:
@@ -38,23 +50,25 @@ def changed_hosts(root: Path) -> dict[Path, tuple[set[int], set[str]]]:
         return done.stdout if done.returncode == 0 else None
 
     diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0", "--relative",
-               "HEAD", "--", f"{ATEN}/*.mm")
+               base, "--", f"{ATEN}/*.mm")
     if diff is None:
         return {}
-    found: dict[Path, tuple[set[int], set[str]]] = {}
+    found: dict[Path, Change] = {}
     changes = parse_diff(diff)
     removed = _removed_identifiers(diff)
     for rel, lines in changes.lines.items():
         path = Path(root) / rel
         if path.is_file():
-            found[path] = (_new_lines(path, lines, git("show", f"HEAD:./{rel}")),
-                           removed.get(rel, set()))
+            head = git("show", f"{base}:./{rel}")
+            found[path] = Change(_new_lines(path, lines, head), removed.get(rel, set()), head,
+                                 frozenset(lines | changes.deletions.get(rel, set())))
     for rel in filter(None, (git("ls-files", "--others", "--exclude-standard", "--",
                                  f"{ATEN}/*.mm") or "").splitlines()):
         path = Path(root) / rel
         if path.is_file():
             count = path.read_text(encoding="utf-8", errors="replace").count("\n") + 1
-            found[path] = (set(range(1, count + 1)), set())
+            every = set(range(1, count + 1))
+            found[path] = Change(every, set(), None, frozenset(every))
     return found
 
 
@@ -84,12 +98,49 @@ def _removed_identifiers(diff: str) -> dict[str, set[str]]:
     return found
 
 
-def introduced(found: list, rel: str, lines: set[int], removed: set[str]) -> tuple[list, list]:
+def introduced(found: list, rel: str, change: Change, head_found: list | None = None,
+               text: str | None = None) -> tuple[list, list]:
     """Of host_compile's errors of a changed file: (those a Mac's build stops at: a syntax error,
-    or a name the change removed still used), (other errors on the lines the change adds,
-    which may be porter's want of a header a Mac's build generates, and a stop of the parse
-    before a changed line: not proven). Errors on lines HEAD had are porter's want of Apple's
-    frameworks: a Mac built them."""
+    or a name the change removed still used), (other errors the change makes, which may be
+    porter's want of a header a Mac's build generates, and a parse stopped before a changed
+    line: not proven). With `head_found`, the parse of HEAD's text (and `text`, the work
+    tree's): an error HEAD's parse has too, on a line of the same text, is porter's want of
+    Apple's frameworks (a Mac built HEAD); any other is the change's, wherever it stands.
+    Without it (an untracked file) the errors on the lines the change adds are."""
+    if head_found is None or change.head is None or text is None:
+        return _on_changed_lines(found, rel, change.lines, change.removed)
+    head_lines, lines = change.head.split("\n"), text.split("\n")
+    had = {_identity(e, head_lines) for e in head_found if e[0] == rel}
+    stops, unproven = [], []
+    for error in found:
+        where, line, why, kind = error
+        if where != rel or kind not in ("syntax", "error", "stopped"):
+            continue
+        if kind == "stopped":
+            # nothing after it was read: the change is unread where it lies past the stop
+            if _identity(error, lines) not in had or any(n >= line for n in change.touched):
+                unproven.append(error)
+            continue
+        if _identity(error, lines) in had:
+            continue
+        named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
+        if kind == "syntax" or named & change.removed and "undeclared" in why:
+            stops.append(error)
+        else:
+            unproven.append(error)
+    return stops, unproven
+
+
+def _identity(error: list, lines: list[str]) -> tuple:
+    """An error as its kind, its words and its line's text: the same in HEAD's parse and the
+    work tree's wherever the change moved the line."""
+    _, line, why, kind = error
+    return kind, why, lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _on_changed_lines(found: list, rel: str, lines: set[int], removed: set[str]) -> tuple[list, list]:
+    """`introduced` where HEAD's parse is not there to compare: the errors on the lines the
+    change adds, a syntax error anywhere, a removed name still used."""
     stops, unproven = [], []
     # what porter's parse already says of lines HEAD had: the same words on a changed line are
     # the same want of a framework or a generated header, repeated (a port's copy of the
@@ -100,11 +151,7 @@ def introduced(found: list, rel: str, lines: set[int], removed: set[str]) -> tup
         if where != rel or kind not in ("syntax", "error", "stopped"):
             continue
         if kind == "stopped":
-            # nothing after it was read: a change there is unread where the parse stopped at a
-            # header of the checkout's own tree (one it lacks, which a Mac's build has or
-            # generates); a stop at an SDK header (`mach-o/dyld.h`, before OperationUtils.mm's
-            # code) is porter's want of Apple's frameworks, as an error about their names is
-            if _CHECKOUT_HEADER.search(why) and any(n >= line for n in lines):
+            if any(n >= line for n in lines):
                 unproven.append(error)
             continue
         named = set(re.findall(r"'([A-Za-z_]\w*)'", why))

@@ -21,7 +21,7 @@ from porter.dispatch.kernel_choice import METAL_TO_NAME, NAME_TO_METAL, OpNames,
 from porter.emulate.build import UNSUPPORTED, EmulateBuildError, Library, build_file
 from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
-from porter.emulate import host_args, host_call, host_dtypes
+from porter.emulate import fast_calls, host_args, host_call, host_dtypes
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 from porter.source import metal_scan
@@ -138,6 +138,10 @@ class EmulateBackend:
                                                           host.metal.name)
                 if wrong:
                     return wrong
+            for kernel in dict.fromkeys([host.kernel, *(call.kernel for call in host.calls)]):
+                fast = kernel and fast_calls.reason(host.metal, self._rel(host.metal), kernel)
+                if fast:
+                    return fast
         # last: a file that does not build says more than the templates it runs
         if self._templates_unlike is None:
             from porter.emulate.kernel_templates import unlike_the_model
@@ -193,17 +197,28 @@ class EmulateBackend:
     def _changed_hosts_do_not_build(self, parsed: set) -> str | None:
         """The first error a work-tree change of another `.mm` file makes (porter.emulate.
         changed_hosts: a syntax error, a name the change removed still used: a Mac's build
-        stops; another error on an added line: not proven), or None. Once per run."""
+        stops; another error HEAD's parse has not, or a parse that stops before the change:
+        not proven), or None. Once per run."""
         if self._changed is None:
             from porter.emulate import host_compile
             from porter.emulate.changed_hosts import changed_hosts, introduced
+            from porter.source.git_base import default_base
             self._changed = ""
-            for path, (lines, removed) in sorted(changed_hosts(self.root).items()):
+            # the branch's commits count too: a Mac builds them (HEAD where there is no base)
+            found_base = default_base(self.root)
+            base = found_base[1] if found_base else "HEAD"
+            for path, change in sorted(changed_hosts(self.root, base).items()):
                 if path in parsed:
                     continue
                 rel = str(path.resolve().relative_to(Path(self.root).resolve()))
-                stops, unproven = introduced(host_compile.errors(self.root, path) or [], rel,
-                                             lines, removed)
+                text = path.read_text(encoding="utf-8", errors="replace")
+                found = host_compile.errors(self.root, path, text)
+                if found is None:
+                    continue          # no parse here (no libclang): nothing is said
+                # HEAD's text parsed as the file's: what its parse says too, a Mac built
+                head = (host_compile.errors(self.root, path, change.head)
+                        if change.head is not None else None)
+                stops, unproven = introduced(found, rel, change, head, text)
                 if stops or unproven:
                     where, line, why, _ = (stops or unproven)[0]
                     how = ("porter parses the `.mm` files the work tree changes against the "
@@ -214,8 +229,9 @@ class EmulateBackend:
                         f"not proven: {where}:{line}: {why}, "
                         + ("so porter's parse stopped before the lines the work tree changes"
                            if unproven[0][3] == "stopped" else
-                           "on a line the work tree changes: a Mac's build may declare it in a "
-                           "header it generates, which the installed torch lacks")
+                           "an error the work tree's change makes, which HEAD's parse has not "
+                           "(a Mac's build gets past it only if a header it generates, which the "
+                           "installed torch lacks, declares what is missing)")
                         + f" ({how})")
                     break
         return self._changed or None

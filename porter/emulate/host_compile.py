@@ -31,6 +31,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from porter.emulate import mps_structs
 from porter.runtime.cache_dir import cache_dir
 from porter.runtime.whole_file import write_whole
 
@@ -46,22 +47,26 @@ _PLATFORM = ("-D__APPLE__", "-D__MACH__", "-U__linux__", "-U__linux", "-Ulinux",
 _APPLE_NAME = re.compile(r"'(?:MTL|MPS|NS|CF|os_|dispatch_|objc_)\w*'|@\w+|Objective-C")
 
 
-def errors(root: Path, mm: Path) -> list[list] | None:
+def errors(root: Path, mm: Path, text: str | None = None) -> list[list] | None:
     """[file, line, clang's message, kind] of each error of the parse of `mm` in the checkout's
     own files (kind "error", or "apple" for one about Apple's names) and of each error that
     stopped it ("stopped"); None where porter cannot parse (no libclang, no compiler include
-    directory): nothing is said then."""
+    directory): nothing is said then. `text`: parse this as `mm`'s text (HEAD's, say)."""
     base = _arguments(Path(root))
     if base is None:
         return None
-    text = mm.read_text(encoding="utf-8", errors="replace")
+    if text is None:
+        text = mm.read_text(encoding="utf-8", errors="replace")
     store = cache_dir("host_compile")
     # the verdict is kept twice: for this checkout, and for the file's text alone, which serves
     # any checkout whose files it read hold the same bytes (a port command's scratch copies:
     # each parsed every *Kernel.mm again)
     preamble = _preamble(text)
-    here = store / f"{_digest(text, preamble, *base, _versions())}.json"
-    anywhere = store / f"{_digest(text, preamble, *_fixed_arguments(), _versions())}.any.json"
+    # the MPS structs a Mac's codegen declares (from the checkout's yaml): the verdict holds
+    # for these declarations
+    declared = mps_structs.header(Path(root), text) or ""
+    here = store / f"{_digest(text, preamble, declared, *base, _versions())}.json"
+    anywhere = store / f"{_digest(text, preamble, declared, *_fixed_arguments(), _versions())}.any.json"
     rel = _in_checkout(Path(root), str(mm)) or mm.name
     for recorded in (here, anywhere):
         found = _facts(recorded)
@@ -69,7 +74,8 @@ def errors(root: Path, mm: Path) -> list[list] | None:
             if recorded is anywhere:
                 _publish(here, json.dumps(found))
             return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
-    found = _parsed_apart(Path(root), mm)
+    forced = _kept(store, "mps-structs", ".h", declared) if declared else None
+    found = _parsed_apart(Path(root), mm, forced, _kept(store, "text", ".mm", text))
     if isinstance(found, str):
         # the child died (libclang aborts on a full disk) or failed: nothing is known of the
         # file, and porter goes on
@@ -166,7 +172,16 @@ def _tracked_sources(root: Path) -> frozenset:
     return found
 
 
-def _parsed_apart(root: Path, mm: Path) -> dict | str:
+def _kept(store: Path, kind: str, suffix: str, text: str) -> Path:
+    """`text` in a file of the cache named by its content (the parse's child reads it)."""
+    path = store / f"{kind}-{_digest(text)}{suffix}"
+    if not path.is_file():
+        store.mkdir(parents=True, exist_ok=True)
+        write_whole(path, text)
+    return path
+
+
+def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: Path) -> dict | str:
     """The parse run in a child process: libclang aborts the whole process on some failures (a
     full disk under a precompiled header's write), which took a test worker down with it in
     CI; a child that dies costs one verdict, "not proven". Where it did not finish: how it
@@ -177,7 +192,8 @@ def _parsed_apart(root: Path, mm: Path) -> dict | str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(package), *filter(None, [os.environ.get("PYTHONPATH")])]))
     try:
-        done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm)],
+        done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm),
+                               str(text), str(forced or "")],
                               capture_output=True, text=True, env=env, timeout=900)
     except subprocess.TimeoutExpired:
         return "its process ran past 900 s"
@@ -200,27 +216,29 @@ def _parsed_apart(root: Path, mm: Path) -> dict | str:
     return how + (f": {last[0][:200]}" if last[0] else "")
 
 
-def _parse(root: Path, mm: Path) -> dict:
-    """The child's work: {"errors": [...], "checkout_files": {rel: digest}, "wheel_files":
-    [the wheel headers read, as an include names them]}."""
+def _parse(root: Path, mm: Path, text: str, forced: Path | None = None) -> dict:
+    """The child's work, on `text` as `mm`'s: {"errors": [...], "checkout_files": {rel: digest},
+    "wheel_files": [the wheel headers read, as an include names them]}; `forced`: a header
+    read before the file (porter.emulate.mps_structs' declarations)."""
     import clang.cindex as ci
     base = _arguments(root)
-    text = mm.read_text(encoding="utf-8", errors="replace")
+    # after the prefix: a prefix is shared by files that declare other structs
+    extra = ["-include", str(forced)] if forced else []
     preamble = _preamble(text)
     store = cache_dir("host_compile")
     built = _precompiled(root, preamble, base, store)
     index = ci.Index.create()
     try:
-        unit = index.parse(str(mm), args=_with(built, base), unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=[(str(mm), text)])
     except ci.TranslationUnitLoadError:
         # a prefix clang refuses to load at all: the whole file, slower and as right
         built = None
-        unit = index.parse(str(mm), args=_with(None, base), unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(None, base) + extra, unsaved_files=[(str(mm), text)])
     if built and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
                                           or str(built[0]) in d.spelling) for d in unit.diagnostics):
         # a prefix clang cannot load here (its mirror evicted under it): built again
         built = _precompiled(root, preamble, base, store, again=True)
-        unit = index.parse(str(mm), args=_with(built, base), unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=[(str(mm), text)])
     mirror = built[1] if built else None
     listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
     listed = listed + _checkout_errors(root, unit, mirror)
@@ -595,6 +613,9 @@ def host_file(root: Path, function: str) -> Path | None:
 
 
 if __name__ == "__main__":
-    # the child of _parsed_apart: ROOT MM -> the parse's JSON on stdout
+    # the child of _parsed_apart: the parse's JSON on stdout
     import sys
-    print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]))))
+    # ROOT MM TEXT-FILE FORCED-HEADER-OR-EMPTY
+    print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]),
+                            Path(sys.argv[3]).read_text(encoding="utf-8", errors="replace"),
+                            Path(sys.argv[4]) if sys.argv[4] else None)))

@@ -154,7 +154,8 @@ def host_kernels(root: Path) -> list[HostKernel]:
                                         fault=fault))
             if call:
                 body = host.live_text[fn.start:fn.end]
-                unmodelled = _unmodelled(host, mm, root, fn, where, choice)
+                unmodelled = (_macro_unmodelled(host, mm, root, fn, reg.line, where)
+                              or _unmodelled(host, mm, root, fn, where, choice))
                 fault = fault or _jit_library_lacks(host.live_text, mm, metal, call.kernel, where)
                 if call.condition:
                     fault = (f"not proven: the {_spelled(call)} call of {where} is under "
@@ -188,6 +189,21 @@ def host_kernels(root: Path) -> list[HostKernel]:
              if not h.fault and h.metal.stem in broken else h for h in found]
     from porter.emulate.kernel_pick import stub_impl_kernels
     return found + in_place_kernels(root) + stub_impl_kernels(root, HostKernel)
+
+
+def _macro_unmodelled(host: HostFile, mm: Path, root: Path, fn, line: int, where: str) -> str:
+    """Not proven where the registration at `line`, or the host function `fn`, names a macro
+    of the checkout (porter.emulate.host_macros): a Mac compiles its expansion."""
+    from porter.emulate.host_macros import redefined
+    text = host.live_text
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    registration = (starts[line - 1], starts[line] if line < len(starts) else len(text))
+    found = redefined(root, mm, text, [registration, (fn.start, fn.end)])
+    if found is None:
+        return ""
+    return (f"not proven: {found} is a macro of the checkout, and {where} or its "
+            f"REGISTER_DISPATCH ({mm.parent.name}/{mm.name}:{line}) names it: a Mac compiles what "
+            "it expands to, and porter reads the code as written")
 
 
 def _unmodelled(host: HostFile, mm: Path, root: Path, fn, where: str, choice: str) -> str:

@@ -49,7 +49,7 @@ _STEPS = b"parse_native_yaml, get_grouped_native_functions"
 
 def _verdict(root: Path) -> dict:
     from porter.checks.torchgen_child import parse_raw
-    return _recorded(root, _STEPS, parse_raw)
+    return recorded(root, _STEPS, parse_raw)
 
 
 def rows_unlike_the_wheel(root: Path) -> dict:
@@ -57,11 +57,11 @@ def rows_unlike_the_wheel(root: Path) -> dict:
     is (a scan of both files is ~0.15 s)."""
     from porter.source.checkout import Checkout
     from porter.source.wheel_rows import all_unlike
-    return _recorded(root, b"wheel_rows.all_unlike 1",
+    return recorded(root, b"wheel_rows.all_unlike 1",
                      lambda r: all_unlike(Checkout(r).read(NATIVE_YAML)))
 
 
-def _recorded(root: Path, steps: bytes, compute) -> dict:
+def recorded(root: Path, steps: bytes, compute) -> dict:
     """`compute(root)`, kept in porter's cache under the hash of `steps`, the checkout's
     native_functions.yaml and tags.yaml, and the torch version."""
     digest = hashlib.sha256(steps)

@@ -537,7 +537,14 @@ def scalar_samples(template_samples, dtype, cycled) -> list:
     found = []
     signatures = set()
     sent = 0            # ways that gave a sample: one that cannot (an empty tensor) takes no place
-    for template in template_samples:
+    # of the samples passing scalars one way, one whose scalars are all positive first: a
+    # boundary at a negative or zero threshold is often no boundary at all (hardshrink's
+    # x <= lambd with lambd = -0.5, its first sample, holds for no x >= -lambd: `<` for `<=`
+    # passed float32, review 23's N06)
+    def positive(template) -> bool:
+        where = _scalars(template)
+        return bool(where) and all(v > 0 for _, v in where)
+    for template in sorted(template_samples, key=lambda s: not positive(s)):
         if not isinstance(template.input, torch.Tensor) or template.input.dtype != dtype:
             continue
         where = _scalars(template)

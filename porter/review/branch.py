@@ -14,10 +14,7 @@ from typing import NamedTuple
 
 from porter.errors import PorterError
 from porter.source import checkout as co
-
-# where a fork's branch usually comes from, in the order tried
-DEFAULT_BASES = ("origin/main", "upstream/main", "main", "origin/master", "master")
-
+from porter.source.git_base import DEFAULT_BASES
 
 # where a port writes, and so where an untracked file may be one the port created (a new
 # ActivationKernel.h); any other untracked file (pr.md, notes, a build folder) is not the PR's
@@ -26,22 +23,6 @@ PORT_SOURCES = (f"{co.NATIVE}/", f"{co.C10_METAL}/", f"{co.TESTING}/", "test/")
 
 def port_source(path: str) -> bool:
     return path.startswith(PORT_SOURCES)
-
-
-def default_base(root: Path) -> tuple[str, str] | None:
-    """(ref, its merge base with HEAD) for the first of DEFAULT_BASES the repository has, as
-    `porter pr` picks its base; None where `root` is in no git repository, has no commit, or
-    has none of those refs."""
-    def git(*args: str) -> str | None:
-        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else None
-    if git("rev-parse", "--verify", "--quiet", "HEAD^{commit}") is None:
-        return None
-    for ref in DEFAULT_BASES:
-        if git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is not None:
-            base = git("merge-base", "HEAD", ref)
-            return (ref, base) if base else None
-    return None
 
 
 class FileChange(NamedTuple):

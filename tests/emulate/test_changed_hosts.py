@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from porter.emulate.changed_hosts import _removed_identifiers, changed_hosts, introduced
+from porter.emulate.changed_hosts import Change, _removed_identifiers, changed_hosts, introduced
 from tests.porter_run import porter
 
 REL = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
@@ -31,8 +31,8 @@ CASES = [
      [[REL, 9, "unknown type name 'MPSGraphTensor'", "apple"]], {9}, set(), ([], [])),
     ("a parse that stopped before a changed line",
      [[REL, 5, "'ATen/native/mps/X.h' file not found", "stopped"]], {9}, set(), ([], [5])),
-    ("a parse that stopped at an SDK header: porter's want of Apple's frameworks",
-     [[REL, 5, "'mach-o/dyld.h' file not found", "stopped"]], {9}, set(), ([], [])),
+    ("a parse that stopped at an SDK header before a changed line: the change is unread",
+     [[REL, 5, "'mach-o/foo.h' file not found", "stopped"]], {9}, set(), ([], [5])),
     ("a parse that stopped after every changed line",
      [[REL, 50, "'ATen/native/mps/X.h' file not found", "stopped"]], {9}, set(), ([], [])),
     ("an error in another file",
@@ -42,8 +42,42 @@ CASES = [
 
 @pytest.mark.parametrize(("found", "lines", "removed", "want"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
-def test_which_errors_a_change_makes(found, lines, removed, want):
-    stops, unproven = introduced(found, REL, lines, removed)
+def test_which_errors_a_change_makes_without_heads_parse(found, lines, removed, want):
+    """An untracked file: no HEAD to compare with, the lines the change adds are read."""
+    stops, unproven = introduced(found, REL, Change(lines, removed))
+    assert ([e[1] for e in stops], [e[1] for e in unproven]) == want
+
+
+HEAD = "void helper(int a);\nvoid caller() {\n  helper(1);\n}\nint x = UNKNOWN_APPLE_THING;\n"
+# (id, the work tree's text, its errors, HEAD's errors, touched lines, removed, (stops, not proven))
+AGAINST_HEAD = [
+    ("a changed signature breaks a caller on a line HEAD had (review 22's BH5)",
+     HEAD.replace("int a", "int a, int b"),
+     [[REL, 3, "no matching function for call to 'helper'", "error"]], [], {1}, set(), ([], [3])),
+    ("an error HEAD's parse has on a line of the same text: porter's want, moved by the change",
+     "// a new comment\n" + HEAD, [[REL, 6, "use of undeclared identifier 'UNKNOWN_APPLE_THING'", "error"]],
+     [[REL, 5, "use of undeclared identifier 'UNKNOWN_APPLE_THING'", "error"]], {1}, set(), ([], [])),
+    ("the same words on a changed line: a new error", HEAD.replace("helper(1)", "UNKNOWN_APPLE_THING"),
+     [[REL, 3, "use of undeclared identifier 'UNKNOWN_APPLE_THING'", "error"],
+      [REL, 5, "use of undeclared identifier 'UNKNOWN_APPLE_THING'", "error"]],
+     [[REL, 5, "use of undeclared identifier 'UNKNOWN_APPLE_THING'", "error"]], {3}, set(), ([], [3])),
+    ("a name a deletion removed, still used on a line HEAD had",
+     HEAD.replace("void helper(int a);\n", ""), [[REL, 2, "use of undeclared identifier 'helper'", "error"]],
+     [], {1}, {"void", "helper", "int", "a"}, ([2], [])),
+    ("a stop HEAD's parse has too, with a pure deletion after it (review 22's BH4)",
+     HEAD.replace("  helper(1);\n", ""), [[REL, 1, "'mach-o/dyld.h' file not found", "stopped"]],
+     [[REL, 1, "'mach-o/dyld.h' file not found", "stopped"]], {3}, set(), ([], [1])),
+    ("a stop HEAD's parse has too, every change before it",
+     "// a new comment\n" + HEAD, [[REL, 3, "'x.h' file not found", "stopped"]],
+     [[REL, 2, "'x.h' file not found", "stopped"]], {1}, set(), ([], [])),
+]
+
+
+@pytest.mark.parametrize(("text", "found", "head_found", "touched", "removed", "want"),
+                         [c[1:] for c in AGAINST_HEAD], ids=[c[0] for c in AGAINST_HEAD])
+def test_which_errors_a_change_makes_against_heads_parse(text, found, head_found, touched, removed, want):
+    change = Change(set(touched), removed, HEAD, frozenset(touched))
+    stops, unproven = introduced(found, REL, change, head_found, text)
     assert ([e[1] for e in stops], [e[1] for e in unproven]) == want
 
 
@@ -81,9 +115,30 @@ PLANTS = [
      "does not build", "'logit_mps_impl'"),
     ("a missing semicolon", REL, "TORCH_IMPL_FUNC(sgn_out_mps)",
      "static int porter_missing_semicolon = 1\n\n", "does not build", "expected ';'"),
+    # inside a TORCH_IMPL_FUNC body of an MPSGraph file, which clang set aside whole while its
+    # MPS struct was undeclared (review 22's BH2, BH8: green)
+    ("a call of the deleted helper inside another op's TORCH_IMPL_FUNC body", REL,
+     "  if (!self.is_complex()) {", '  logit_mps_impl(self, 0.5, const_cast<Tensor&>(output), "sgn");\n',
+     "does not build", "'logit_mps_impl'"),
+    ("an undeclared name inside a TORCH_IMPL_FUNC body", REL, "  if (!self.is_complex()) {",
+     "  undeclared_helper_mps(self);\n", "not proven",
+     "'undeclared_helper_mps', an error the work tree's change makes, which HEAD's parse has not"),
     ("an undeclared name in another MPSGraph file", "aten/src/ATen/native/mps/operations/BinaryOps.mm",
      "static void binaryOpTensor(", "static void dangling() { undeclared_helper_mps(); }\n\n",
-     "not proven", "'undeclared_helper_mps', on a line the work tree changes"),
+     "not proven", "'undeclared_helper_mps', an error the work tree's change makes, which HEAD's parse has not"),
+]
+
+
+TRUNC = "static MPSGraphTensor* trunc_tensor(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {"
+# (id, file, old text, new text, the verdict, what it names): changes whose error stands on a
+# line HEAD had, which only the comparison with HEAD's parse sees (review 22's BH4, BH5: green)
+REPLACED = [
+    ("a signature changed, its caller on a line HEAD had", REL, TRUNC,
+     TRUNC.replace("inputTensor)", "inputTensor, bool half_away)"), "not proven",
+     "UnaryOps.mm:121: too few arguments to function call"),
+    ("a helper deleted whole, its caller on a line HEAD had", REL, TRUNC,
+     "static MPSGraphTensor* trunc_tensor_unused(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {",
+     "not proven", "'trunc_tensor'"),
 ]
 
 
@@ -101,3 +156,30 @@ def test_a_migration_and_its_changes_to_mpsgraph_files(migrated):
         path.write_text(before)
         assert result.code == 1, (rel, result.out)
         assert verdict in result.out and named in result.out, result.out
+    for _, rel, old, new, verdict, named in REPLACED:
+        path = migrated / rel
+        before = path.read_text()
+        assert before.count(old) == 1, old
+        path.write_text(before.replace(old, new))
+        result = porter(*run, root=migrated)
+        path.write_text(before)
+        assert result.code == 1, (rel, result.out)
+        assert verdict in result.out and named in result.out, result.out
+
+
+def test_a_change_committed_on_the_branch_is_read_as_an_uncommitted_one(migrated):
+    """The branch's commits since its base (the merge base with main or master, as `porter pr`
+    takes it) are what a Mac builds too: a missing `;` committed on a branch fails every dtype,
+    as it does uncommitted (review 22's BH1: green once committed)."""
+    run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
+    _git(migrated, "checkout", "-q", "-b", "port")
+    _git(migrated, "add", "-A")
+    _git(migrated, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "port logit")
+    assert porter(*run, root=migrated).code == 0
+    path = migrated / REL
+    text = path.read_text()
+    anchor = "TORCH_IMPL_FUNC(sgn_out_mps)"
+    path.write_text(text.replace(anchor, "static int porter_missing_semicolon = 1\n\n" + anchor, 1))
+    _git(migrated, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a slip")
+    result = porter(*run, root=migrated)
+    assert result.code == 1 and "does not build" in result.out and "expected ';'" in result.out, result.out

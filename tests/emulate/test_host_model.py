@@ -116,13 +116,21 @@ SAME_AS_WRITTEN = [
 # file undefines (red or not proven, never green; review 20's K03 and C01 were green)
 NOT_THE_SAME = [
     pytest.param(ATAN2_CALL, '  constexpr auto name = "copysign";\n  lib.exec_binary_kernel(iter, name);\n',
-                 "Mismatched elements", id="a-constexpr-local-naming-another-kernel"),
+                 "are not close!", id="a-constexpr-local-naming-another-kernel"),
     pytest.param(ATAN2_CALL, '  const char* name = "atan2";\n  name = "copysign";\n'
                  '  lib.exec_binary_kernel(iter, name);\n', "not proven", id="a-pointer-pointed-elsewhere"),
     pytest.param(ATAN2_CALL, '  constexpr auto kname = "atan2";\n#define kname "copysign"\n'
                  '  lib.exec_binary_kernel(iter, kname);\n', "not proven", id="a-macro-of-the-same-name"),
     pytest.param(ATAN2_REGISTRATION, f"#undef __APPLE__\n#ifdef __APPLE__\n{ATAN2_REGISTRATION}#endif\n",
                  "not proven", id="registered-under-an-undefined-apple"),
+    # a macro of the file that the preprocessor expands in what porter reads (review 23's H05,
+    # H06b: green)
+    pytest.param(ATAN2_REGISTRATION, "#define atan2_mps_kernel copysign_mps_kernel\n" + ATAN2_REGISTRATION,
+                 "not proven: `atan2_mps_kernel` (aten/src/ATen/native/mps/operations/BinaryKernel.mm:",
+                 id="a-macro-renaming-the-registered-function"),
+    pytest.param(ATAN2_CALL, '#define exec_binary_kernel(IT, ...) exec_binary_kernel(IT, "copysign")\n'
+                 + ATAN2_CALL + "#undef exec_binary_kernel\n", "not proven",
+                 id="a-macro-rewriting-the-call"),
 ]
 
 
@@ -130,6 +138,16 @@ NOT_THE_SAME = [
 def test_a_host_that_runs_another_kernel_or_none_is_not_green(ported, old, new, says):
     for message in every_dtype_fails(ported, BINARY, old, new, "atan2"):
         assert says in message, message
+
+
+def test_a_macro_of_an_mps_header_named_in_the_host_function_is_not_proven(ported):
+    """A header of the MPS backend the host includes defines the call's name as a macro."""
+    header = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+    end = "} // namespace at::native::mps\n"
+    macro = '#define exec_binary_kernel(IT, ...) exec_binary_kernel(IT, "copysign")\n'
+    line = line_of(ported, header, end) + 1
+    for message in every_dtype_fails(ported, header, end, end + macro, "atan2"):
+        assert f"not proven: `exec_binary_kernel` ({header}:{line}) is a macro of the checkout" in message, message
 
 
 @pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)

@@ -188,6 +188,17 @@ def test_threshold_meets_an_input_equal_to_it_on_float32_and_integers():
     assert _holds(_scalar_samples(info, torch.float32)[0].input, math.nan)
 
 
+def test_hardshrink_meets_an_input_at_a_positive_lambd():
+    """hardshrink's first sample passes lambd = -0.5, where `x >= -lambd && x <= lambd` holds for
+    no x: its boundary sample met no boundary, and `<` for `<=` passed float32 (review 23's
+    N06). The sample taken is one whose scalars are positive, where upstream has one."""
+    for dtype in (torch.float32, torch.float16):
+        sample = _scalar_samples(_op("nn.functional.hardshrink"), dtype)[0]
+        lambd = sample.kwargs["lambd"]
+        assert lambd > 0, sample.kwargs
+        assert _holds(sample.input, lambd) and _holds(sample.input, -lambd), (dtype, sample.input)
+
+
 def test_integer_scalars_also_meet_two_to_the_24():
     """threshold's integer lambda compares in the integer type: a kernel comparing through a
     float (`float(x) <= threshold`) reads 2^24 + 1 as 2^24. A second sample puts every scalar at

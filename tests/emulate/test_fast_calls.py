@@ -1,0 +1,59 @@
+"""`fast::` functions porter does not model are not proven in the functor a host call runs
+(porter.emulate.fast_calls; review 23's N02: `fast::sin` was green)."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.emulate.fast_calls import unmodelled
+from porter.source.checkout import KERNELS
+from tests.porter_run import porter
+
+FILE = """struct sin_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(CALL(float(x)));
+  }
+};
+
+struct cos_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(fast::cos(float(x)));
+  }
+};
+"""
+
+
+@pytest.mark.parametrize(("call", "want"), [
+    ("fast::sin", (4, "sin")),
+    ("metal::fast::exp", (4, "exp")),
+    ("fast :: divide", (4, "divide")),
+    ("precise::sin", None),
+    ("::metal::sin", None),
+    # what porter/metal.h answers as a Mac does (tanh) or runs both ways (a NaN of max/min/clamp)
+    ("fast::tanh", None),
+    ("fast::max", None),
+    ("fast::clamp", None),
+    # in a comment or a string: no call
+    ("/* fast::sin */ sin", None),
+])
+def test_which_fast_calls_are_not_modelled(call, want):
+    assert unmodelled(FILE.replace("CALL", call), "sin") == want
+
+
+def test_only_the_kernels_own_functor_is_read():
+    assert unmodelled(FILE.replace("CALL", "precise::sin"), "cos") == (11, "cos")
+    assert unmodelled(FILE.replace("CALL", "precise::sin"), "tan") is None
+
+
+def test_a_fast_sin_kernel_is_not_proven_and_its_precise_twin_green(real_root):
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    assert "precise::sin(float(x))" in text
+    run = ("test", "sin", "--device", "emulate", "--dtype", "float32")
+    assert porter(*run, root=real_root).code == 0
+    path.write_text(text.replace("precise::sin(float(x))", "fast::sin(float(x))"))
+    result = porter(*run, root=real_root)
+    assert result.code == 1, result.out
+    assert "UnaryKernel.metal:" in result.out and ": `fast::sin` answers on a Mac only within the bound" in result.out
