@@ -199,8 +199,8 @@ def test_torch_2_13_host_library_makes_the_port_incomplete(real_root):
 # the cast sizes and types, or the strided shape and strides.
 OPERATION_UTILS = "aten/src/ATen/native/mps/OperationUtils.mm"
 # as upstream's file begins: the includes first, and code that builds (porter parses a `.mm` file
-# the work tree changes, and HEAD's text of it: an error of the port's copy that HEAD's lines
-# do not have is the port's)
+# a branch changes, and its base's text: an error of the port's copy that the base's lines do
+# not have is the port's)
 SCALAR_FREE_DEFINITION = """#include <ATen/native/mps/OperationUtils.h>
 
 namespace at::native::mps {

@@ -1,4 +1,4 @@
-"""The host `.mm` files the work tree changes, and what each change added and removed.
+"""The host `.mm` files a branch changes, committed or not, and what each change added and removed.
 
 A Mac builds every `.mm` file; porter parses the `*Kernel.mm` files and the op's own host in
 full (porter.emulate.host_compile), and an MPSGraph file (BinaryOps.mm, UnaryOps.mm) not at

@@ -195,10 +195,10 @@ class EmulateBackend:
         return self._changed_hosts_do_not_build(set(self._host_builds))
 
     def _changed_hosts_do_not_build(self, parsed: set) -> str | None:
-        """The first error a work-tree change of another `.mm` file makes (porter.emulate.
+        """The first error the branch's change of another `.mm` file makes (porter.emulate.
         changed_hosts: a syntax error, a name the change removed still used: a Mac's build
-        stops; another error HEAD's parse has not, or a parse that stops before the change:
-        not proven), or None. Once per run."""
+        stops; another error the base's parse has not, or a parse that stops before the
+        change: not proven), or None. Once per run."""
         if self._changed is None:
             from porter.emulate import host_compile
             from porter.emulate.changed_hosts import changed_hosts, introduced
@@ -215,21 +215,22 @@ class EmulateBackend:
                 found = host_compile.errors(self.root, path, text)
                 if found is None:
                     continue          # no parse here (no libclang): nothing is said
-                # HEAD's text parsed as the file's: what its parse says too, a Mac built
+                # the base's text parsed as the file's: what its parse says too, a Mac built
                 head = (host_compile.errors(self.root, path, change.head)
                         if change.head is not None else None)
                 stops, unproven = introduced(found, rel, change, head, text)
                 if stops or unproven:
                     where, line, why, _ = (stops or unproven)[0]
-                    how = ("porter parses the `.mm` files the work tree changes against the "
-                           "wheel's ATen headers, docs/testing.md \"What the host may do\"")
+                    how = ("porter parses the `.mm` files the branch changes, and their base's "
+                           "text, against the wheel's ATen headers, docs/testing.md \"What the "
+                           "host may do\"")
                     self._changed = (
                         f"{rel} does not build: {where}:{line}: {why}; a Mac's build stops there, "
                         f"before any test ({how})" if stops else
                         f"not proven: {where}:{line}: {why}, "
-                        + ("so porter's parse stopped before the lines the work tree changes"
+                        + ("so porter's parse stopped before the lines the branch changes"
                            if unproven[0][3] == "stopped" else
-                           "an error the work tree's change makes, which HEAD's parse has not "
+                           "an error the branch's change makes, which the base's parse has not "
                            "(a Mac's build gets past it only if a header it generates, which the "
                            "installed torch lacks, declares what is missing)")
                         + f" ({how})")

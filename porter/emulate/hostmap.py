@@ -196,9 +196,11 @@ def _macro_unmodelled(host: HostFile, mm: Path, root: Path, fn, line: int, where
     of the checkout (porter.emulate.host_macros): a Mac compiles its expansion."""
     from porter.emulate.host_macros import redefined
     text = host.live_text
-    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-    registration = (starts[line - 1], starts[line] if line < len(starts) else len(text))
-    found = redefined(root, mm, text, [registration, (fn.start, fn.end)])
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+    end = text.find("\n", start)
+    found = redefined(root, mm, text, [(start, len(text) if end < 0 else end), (fn.start, fn.end)])
     if found is None:
         return ""
     return (f"not proven: {found} is a macro of the checkout, and {where} or its "

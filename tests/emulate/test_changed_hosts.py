@@ -122,10 +122,10 @@ PLANTS = [
      "does not build", "'logit_mps_impl'"),
     ("an undeclared name inside a TORCH_IMPL_FUNC body", REL, "  if (!self.is_complex()) {",
      "  undeclared_helper_mps(self);\n", "not proven",
-     "'undeclared_helper_mps', an error the work tree's change makes, which HEAD's parse has not"),
+     "'undeclared_helper_mps', an error the branch's change makes, which the base's parse has not"),
     ("an undeclared name in another MPSGraph file", "aten/src/ATen/native/mps/operations/BinaryOps.mm",
      "static void binaryOpTensor(", "static void dangling() { undeclared_helper_mps(); }\n\n",
-     "not proven", "'undeclared_helper_mps', an error the work tree's change makes, which HEAD's parse has not"),
+     "not proven", "'undeclared_helper_mps', an error the branch's change makes, which the base's parse has not"),
 ]
 
 
