@@ -74,8 +74,8 @@ def errors(root: Path, mm: Path, text: str | None = None) -> list[list] | None:
             if recorded is anywhere:
                 _publish(here, json.dumps(found))
             return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
-    forced = _kept(store, "mps-structs", ".h", declared) if declared else None
-    found = _parsed_apart(Path(root), mm, forced, _kept(store, "text", ".mm", text))
+    forced = _kept(store, f"mps-structs-{_digest(declared)}.h", declared) if declared else None
+    found = _parsed_apart(Path(root), mm, forced, text)
     if isinstance(found, str):
         # the child died (libclang aborts on a full disk) or failed: nothing is known of the
         # file, and porter goes on
@@ -172,16 +172,22 @@ def _tracked_sources(root: Path) -> frozenset:
     return found
 
 
-def _kept(store: Path, kind: str, suffix: str, text: str) -> Path:
-    """`text` in a file of the cache named by its content (the parse's child reads it)."""
-    path = store / f"{kind}-{_digest(text)}{suffix}"
-    if not path.is_file():
-        store.mkdir(parents=True, exist_ok=True)
-        write_whole(path, text)
+def _kept(store: Path, name: str, text: str) -> Path:
+    """`text` in the file `name` of the cache (named by its content: each parse's child reads
+    it), or of the temporary directory where the cache cannot be written."""
+    for folder in (store, Path(tempfile.gettempdir()) / "porter-host-compile"):
+        path = folder / name
+        try:
+            if not path.is_file():
+                folder.mkdir(parents=True, exist_ok=True)
+                write_whole(path, text)
+            return path
+        except OSError:
+            continue
     return path
 
 
-def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: Path) -> dict | str:
+def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: str) -> dict | str:
     """The parse run in a child process: libclang aborts the whole process on some failures (a
     full disk under a precompiled header's write), which took a test worker down with it in
     CI; a child that dies costs one verdict, "not proven". Where it did not finish: how it
@@ -192,9 +198,10 @@ def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: Path) -> dict
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(package), *filter(None, [os.environ.get("PYTHONPATH")])]))
     try:
+        # the file's text (the base's, say) on the child's stdin, parsed as `mm`'s
         done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm),
-                               str(text), str(forced or "")],
-                              capture_output=True, text=True, env=env, timeout=900)
+                               str(forced or "")], input=text, capture_output=True,
+                              encoding="utf-8", errors="replace", env=env, timeout=900)
     except subprocess.TimeoutExpired:
         return "its process ran past 900 s"
     except (OSError, subprocess.SubprocessError) as err:
@@ -615,7 +622,7 @@ def host_file(root: Path, function: str) -> Path | None:
 if __name__ == "__main__":
     # the child of _parsed_apart: the parse's JSON on stdout
     import sys
-    # ROOT MM TEXT-FILE FORCED-HEADER-OR-EMPTY
+    # ROOT MM FORCED-HEADER-OR-EMPTY, the text to parse as MM's on stdin
     print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]),
-                            Path(sys.argv[3]).read_text(encoding="utf-8", errors="replace"),
-                            Path(sys.argv[4]) if sys.argv[4] else None)))
+                            sys.stdin.buffer.read().decode("utf-8", errors="replace"),
+                            Path(sys.argv[3]) if sys.argv[3] else None)))
