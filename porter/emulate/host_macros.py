@@ -5,12 +5,15 @@ function's `lib.exec_binary_kernel(iter, "heaviside")` as they are written. A Ma
 preprocessor's text: `#define heaviside_mps_kernel copysign_mps_kernel` before the registration,
 or `#define exec_binary_kernel(IT, NAME) exec_binary_kernel(IT, "copysign")` before the function,
 runs another kernel while porter ran the written one (review 23's H05, H06b: green). So every
-identifier of those statements that the checkout defines as a macro (the `.mm` itself, or a
-header of the MPS backend's, which its includes reach) makes the op not proven, naming the
-`#define`: porter does not expand them. The headers are upstream's (torch's c10 and ATen
-macros, TORCH_CHECK and REGISTER_DISPATCH among them, are the installed torch's); a name
-upstream's own MPS headers define (none of those a host function porter reads uses today) would
-be named too, rather than guessed at.
+identifier of those statements that the checkout defines as a macro makes the op not proven,
+naming the `#define`: porter does not expand them. Read as the preprocessor reads them: a line
+continued by `\\`, the `%:` digraph of `#` (review 24's M1, M4), `#undef`, and code an `#if 0`
+drops (M5, M6). The files read are the `.mm` itself, up to the statement, and every file of the
+MPS backend's host folders (native/mps with its subfolders, ATen/mps; any extension but the
+kernels' `.metal` and the hosts' `.mm`: a `.inc` or a header beside the hosts is included as
+well, M2, M3). torch's c10 and ATen macros (TORCH_CHECK, REGISTER_DISPATCH) are the installed
+torch's; a name upstream's own MPS headers define (none a host function porter reads uses
+today) would be named too, rather than guessed at.
 """
 
 from __future__ import annotations
@@ -19,39 +22,64 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from porter.source.cpp_scan import code_mask
+from porter.source.cpp_scan import blank_spans, code_mask, comments_blanked, inactive_spans
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
-# the MPS backend's own headers, which a host `.mm` includes (OperationUtils.h and what it
-# includes); the Metal kernels' headers under kernels/ are the kernels', not the host's
-_HEADER_FOLDERS = ("aten/src/ATen/native/mps", "aten/src/ATen/mps")
+_HOST_FOLDERS = ("aten/src/ATen/native/mps", "aten/src/ATen/mps")
+_NOT_HOST = (".metal", ".mm", ".md", ".txt", ".py", ".yaml", ".json")
 
 
 def redefined(root: Path, mm: Path, text: str, spans: list[tuple[int, int]]) -> str | None:
     """"`name` (file:line)" for the first identifier of `text[start:end]` (each span: a
-    statement porter reads) that the `.mm` file (`text`, before the span) or an MPS header of
-    the checkout defines as a macro; None where none is."""
-    mask = code_mask(text)
-    own = {}
-    for m in _DEFINE.finditer(mask):
-        own.setdefault(m.group(1), m.start())
-    headers = _header_macros(Path(root), _stamp(Path(root)))
+    statement porter reads) that the `.mm` file (`text`, before the span's end) or a file of
+    the MPS host folders defines as a macro; None where none is."""
+    live = _live(text)
+    headers = _folder_macros(Path(root), _stamp(Path(root)))
     for start, end in spans:
-        for token in _IDENTIFIER.findall(mask[start:end]):
-            if token in own and own[token] < end:
-                line = mask.count("\n", 0, own[token]) + 1
-                return f"`{token}` ({_rel(mm, root)}:{line})"
+        own = _macros(live[:end])
+        for token in _IDENTIFIER.findall(live[start:end]):
+            if token in own:
+                return f"`{token}` ({_rel(mm, root)}:{own[token]})"
             if token in headers:
                 return f"`{token}` ({headers[token]})"
     return None
 
 
+def _live(text: str) -> str:
+    """`text` as the compiler reads it: comments, literals' contents and what the
+    preprocessor drops blanked (offsets and lines kept)."""
+    return code_mask(blank_spans(comments_blanked(text), inactive_spans(code_mask(text))))
+
+
+def _macros(live: str) -> dict[str, int]:
+    """Macro name -> the line of its `#define`, for those still defined at the end of `live`
+    (its logical lines: a `\\` at a line's end continues it)."""
+    found: dict[str, int] = {}
+    lines = live.split("\n")
+    i = 0
+    while i < len(lines):
+        first, logical = i, lines[i]
+        while logical.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            logical = logical[:-1] + lines[i]
+        m = _DIRECTIVE.match(logical)
+        if m:
+            if m.group(1) == "define":
+                found[m.group(2)] = first + 1
+            else:
+                found.pop(m.group(2), None)
+        i += 1
+    return found
+
+
 def _stamp(root: Path) -> tuple:
-    """The headers' names and times: a header edited since is read again."""
+    """The host folders' files and their times: a file edited since is read again."""
     found = []
-    for folder in _HEADER_FOLDERS:
-        for path in sorted((root / folder).glob("*.h")):
+    for folder in _HOST_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in _NOT_HOST or not path.is_file():
+                continue
             try:
                 found.append((str(path), path.stat().st_mtime_ns))
             except OSError:
@@ -60,17 +88,18 @@ def _stamp(root: Path) -> tuple:
 
 
 @lru_cache(maxsize=4)
-def _header_macros(root: Path, stamp: tuple) -> dict[str, str]:
-    """Macro name -> "file:line" of its first `#define` in the MPS headers `stamp` lists."""
+def _folder_macros(root: Path, stamp: tuple) -> dict[str, str]:
+    """Macro name -> "file:line" of its `#define`, for each macro a file `stamp` lists still
+    defines at its end."""
     found: dict[str, str] = {}
     for name, _ in stamp:
         path = Path(name)
         try:
-            mask = code_mask(path.read_text(encoding="utf-8", errors="replace"))
+            live = _live(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-        for m in _DEFINE.finditer(mask):
-            found.setdefault(m.group(1), f"{_rel(path, root)}:{mask.count(chr(10), 0, m.start()) + 1}")
+        for macro, line in _macros(live).items():
+            found.setdefault(macro, f"{_rel(path, root)}:{line}")
     return found
 
 

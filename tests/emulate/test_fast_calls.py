@@ -26,9 +26,9 @@ struct cos_functor {
 
 
 @pytest.mark.parametrize(("call", "want"), [
-    ("fast::sin", (4, "sin")),
-    ("metal::fast::exp", (4, "exp")),
-    ("fast :: divide", (4, "divide")),
+    ("fast::sin", (4, "fast::sin")),
+    ("metal::fast::exp", (4, "fast::exp")),
+    ("fast :: divide", (4, "fast :: divide")),
     ("precise::sin", None),
     ("::metal::sin", None),
     # what porter/metal.h answers as a Mac does (tanh) or runs both ways (a NaN of max/min/clamp)
@@ -42,8 +42,23 @@ def test_which_fast_calls_are_not_modelled(call, want):
     assert unmodelled(FILE.replace("CALL", call), "sin") == want
 
 
+@pytest.mark.parametrize(("before", "call", "want"), [
+    # review 24's F1, F3: through an alias or a macro
+    ("namespace mf = metal::fast;\n", "mf::sin", (5, "mf::sin")),
+    ("#define PORTER_SIN metal::fast::sin\n", "PORTER_SIN", (5, "PORTER_SIN")),
+    ("#define PORTER_SIN \\\n  metal::fast::sin\n", "PORTER_SIN", (6, "PORTER_SIN")),
+    ("using namespace metal::fast;\n", "sin", (5, "sin")),
+    ("#define PORTER_TANH metal::fast::tanh\n", "PORTER_TANH", None),
+    ("namespace mp = metal::precise;\n", "mp::sin", None),
+    # F5: dropped by the preprocessor
+    ("", "\n#if 0\n    fast::sin(0.f);\n#endif\n    precise::sin", None),
+])
+def test_a_fast_call_through_an_alias_a_macro_or_a_using_directive(before, call, want):
+    assert unmodelled(before + FILE.replace("CALL", call), "sin") == want
+
+
 def test_only_the_kernels_own_functor_is_read():
-    assert unmodelled(FILE.replace("CALL", "precise::sin"), "cos") == (11, "cos")
+    assert unmodelled(FILE.replace("CALL", "precise::sin"), "cos") == (11, "fast::cos")
     assert unmodelled(FILE.replace("CALL", "precise::sin"), "tan") is None
 
 
@@ -56,4 +71,4 @@ def test_a_fast_sin_kernel_is_not_proven_and_its_precise_twin_green(real_root):
     path.write_text(text.replace("precise::sin(float(x))", "fast::sin(float(x))"))
     result = porter(*run, root=real_root)
     assert result.code == 1, result.out
-    assert "UnaryKernel.metal:" in result.out and ": `fast::sin` answers on a Mac only within the bound" in result.out
+    assert "UnaryKernel.metal:" in result.out and ": `fast::sin` is a fast:: function" in result.out
