@@ -249,6 +249,8 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None) -> dict:
     mirror = built[1] if built else None
     listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
     listed = listed + _checkout_errors(root, unit, mirror)
+    if forced:
+        listed += _undeclared_signatures(unit, mm, forced, _in_checkout(root, str(mm)) or mm.name)
     # the verdict holds while the checkout files read hold, and no checkout file comes to
     # stand for a wheel header read, those of the prefix included
     read = _checkout_files(root, unit, mirror)
@@ -258,6 +260,40 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None) -> dict:
     if built:
         wheel.update(_facts(built[0].with_suffix(".wheel.json")) or [])
     return {"errors": listed, "checkout_files": read, "wheel_files": sorted(wheel)}
+
+
+def _undeclared_signatures(unit, mm: Path, forced: Path, rel: str) -> list[list]:
+    """An error at each definition of the file named as a kernel `forced` declares
+    (porter.emulate.mps_structs: `Tensor mish_backward_mps(const Tensor&, const Tensor&)`, as
+    the yaml's MPS row has it) where no definition of that name in the file has the declared
+    signature: a Mac's generated registration calls the declared one, which nothing defines,
+    and the link fails (review 24's C5: a parameter added, the yaml kept)."""
+    import clang.cindex as ci
+    declared: dict[str, str] = {}
+    defined: dict[str, list] = {}
+
+    def visit(cursor) -> None:
+        for child in cursor.get_children():
+            if child.kind == ci.CursorKind.NAMESPACE:
+                visit(child)
+            elif child.kind == ci.CursorKind.FUNCTION_DECL and child.location.file is not None:
+                where = child.location.file.name
+                if where == str(forced) and not child.is_definition():
+                    declared[child.spelling] = child.type.get_canonical().spelling
+                elif where == str(mm) and child.is_definition():
+                    defined.setdefault(child.spelling, []).append(child)
+
+    visit(unit.cursor)
+    found = []
+    for name, signature in declared.items():
+        ours = defined.get(name, [])
+        if ours and all(d.type.get_canonical().spelling != signature for d in ours):
+            found.append([rel, ours[0].location.line,
+                          f"'{name}' is defined here with another signature than the one "
+                          f"native_functions.yaml's MPS row declares ({signature}): a Mac's "
+                          "generated registration calls that one, which nothing defines, and "
+                          "the link fails", "error"])
+    return found
 
 
 def _with(built, base: list[str]) -> list[str]:

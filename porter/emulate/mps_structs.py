@@ -21,23 +21,34 @@ from pathlib import Path
 
 from porter.emulate.yaml_verdict import recorded
 
-_STEPS = b"mps structured declarations 1"
+_STEPS = b"mps structured declarations 2"
+# what the generated per-op native.h includes before its declarations
+_NATIVE_INCLUDES = ("c10/core/Scalar.h", "c10/core/Storage.h", "c10/core/TensorOptions.h",
+                    "ATen/core/Reduction.h", "ATen/core/Tensor.h", "optional", "tuple", "vector")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 def header(root: Path, text: str) -> str | None:
-    """The declarations of the MPS structured kernels whose implementation name (`sign_out_mps`,
-    as `TORCH_IMPL_FUNC` or a macro of it is given it) the `.mm` file's `text` names, each after
-    its op's meta header where the installed torch has one; None where the text names none."""
-    if "TORCH_IMPL_FUNC" not in text:
-        return None
-    known = recorded(Path(root), _STEPS, _declarations).get("structs") or {}
+    """The declarations of the MPS kernels the `.mm` file's `text` names: a structured one's
+    struct (`sign_out_mps`, as `TORCH_IMPL_FUNC` or a macro of it is given it), after its op's
+    meta header where the installed torch has one, and a non-structured one's function; None
+    where the text names none."""
+    found = recorded(Path(root), _STEPS, _declarations)
+    known, functions = found.get("structs") or {}, found.get("functions") or {}
     named = set(_IDENTIFIER.findall(text))
     wanted = sorted(name for name in known if name in named)
-    if not wanted:
+    plain = sorted(name for name in functions if name in named)
+    if not wanted and not plain:
         return None
-    blocks = ["// porter: the MPS backend's structured kernels, as a Mac's codegen declares them",
+    blocks = ["// porter: the MPS backend's kernels, as a Mac's codegen declares them",
               "#pragma once"]
+    if plain:
+        # a non-structured kernel (`Tensor mish_backward_mps(...)`): the generated registration
+        # calls this signature, so a definition of another one fails the link on a Mac (the
+        # parse's child checks: host_compile._undeclared_signatures)
+        blocks += [f"#include <{h}>" for h in _NATIVE_INCLUDES]
+        blocks += ["namespace at { namespace native {",
+                   *(functions[name].strip() for name in plain), "} }"]
     for name in wanted:
         meta, declaration = known[name]
         # an op the installed torch lacks has no meta header here: its struct stays undeclared
@@ -72,8 +83,23 @@ def _declarations(root: Path) -> dict:
     if mps is None:
         return {}
     structs: dict[str, list[str]] = {}
+    functions: dict[str, str] = {}
+
+    def shared_with_cpu_or_cuda(f, name: str) -> bool:
+        return any(key in indices and (m := indices[key].get_kernel(f)) is not None
+                   and m.kernel == name for key in (DispatchKey.CPU, DispatchKey.CUDA))
+
     for group in grouped:
         if not isinstance(group, NativeFunctionsGroup) or not group.structured:
+            members = group.functions() if isinstance(group, NativeFunctionsGroup) else [group]
+            for f in members:
+                kernel = mps.get_kernel(f)
+                if kernel is None or shared_with_cpu_or_cuda(f, kernel.kernel):
+                    continue
+                declared = compute_native_function_declaration(f, mps)
+                if len(declared) == 1 and f" {kernel.kernel}(" in declared[0]:
+                    # one declaration per name: overloads of one name are left undeclared
+                    functions[kernel.kernel] = None if kernel.kernel in functions else declared[0]
             continue
         kernel = mps.get_kernel(group)
         if kernel is None:
@@ -86,4 +112,5 @@ def _declarations(root: Path) -> dict:
         if f"structured_{kernel.kernel} " not in declaration:
             continue
         structs[kernel.kernel] = [f"ATen/ops/{group.root_name}_meta.h", declaration]
-    return {"structs": structs}
+    return {"structs": structs,
+            "functions": {k: v for k, v in functions.items() if v is not None}}

@@ -26,7 +26,7 @@ def test_a_files_torch_impl_func_gets_torchgens_declaration_and_its_meta_header(
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    ("Tensor& sign_out_mps(const Tensor& self, Tensor& out);\n", "no TORCH_IMPL_FUNC in the file"),
+    ("static void helper_mps(const Tensor& self);\n", "no kernel of the yaml named"),
     ("TORCH_IMPL_FUNC(tanh_out)(const Tensor& self, const Tensor& out) {}\n",
      "a kernel CPU and CUDA share: the wheel's header declares it"),
     ("TORCH_IMPL_FUNC(porter_no_such_out_mps)(const Tensor& self) {}\n", "no yaml row names it"),
@@ -45,3 +45,10 @@ def test_the_declarations_follow_the_checkouts_yaml(real_root: Path):
     assert header(real_root, SIGN) is None
     renamed = header(real_root, SIGN.replace("sign_out_mps", "sign_out_mps_renamed"))
     assert renamed is not None and "struct TORCH_API structured_sign_out_mps_renamed :" in renamed
+
+
+def test_a_non_structured_kernel_is_declared_with_the_yamls_signature(real_tree_template):
+    declared = header(real_tree_template, "Tensor mish_backward_mps(const Tensor& g, const Tensor& s) {}\n")
+    assert declared is not None
+    assert ("TORCH_API at::Tensor mish_backward_mps(const at::Tensor & grad_output, "
+            "const at::Tensor & self);") in declared
