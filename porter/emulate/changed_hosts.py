@@ -123,12 +123,18 @@ def introduced(found: list, rel: str, change: Change, head_found: list | None = 
             continue
         if _identity(error, lines) in had:
             continue
-        named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
-        if kind == "syntax" or named & change.removed and "undeclared" in why:
+        if _stops_the_build(kind, why, change.removed):
             stops.append(error)
         else:
             unproven.append(error)
     return stops, unproven
+
+
+def _stops_the_build(kind: str, why: str, removed: set[str]) -> bool:
+    """Whether an error the change makes stops a Mac's build: a syntax error, or a name the
+    change removed that the file still uses."""
+    named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
+    return kind == "syntax" or bool(named & removed) and "undeclared" in why
 
 
 def _identity(error: list, lines: list[str]) -> tuple:
@@ -154,9 +160,8 @@ def _on_changed_lines(found: list, rel: str, lines: set[int], removed: set[str])
             if any(n >= line for n in lines):
                 unproven.append(error)
             continue
-        named = set(re.findall(r"'([A-Za-z_]\w*)'", why))
         # a syntax error anywhere: clang may place a missing `;` on the line after the change
-        if kind == "syntax" or named & removed and "undeclared" in why:
+        if _stops_the_build(kind, why, removed):
             stops.append(error)
         elif line in lines and why not in known:
             unproven.append(error)

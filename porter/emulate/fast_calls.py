@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from porter.emulate import groups
-from porter.source.cpp_scan import blank_spans, code_mask, comments_blanked, inactive_spans
+from porter.source.cpp_scan import blank_inactive, code_mask
 
 # the fast:: functions porter/metal.h answers as a Mac does, or runs both ways
 MODELLED = frozenset({"tanh", "max", "min", "fmax", "fmin", "fmax3", "fmin3", "clamp", "fmedian3"})
@@ -36,7 +36,7 @@ def unmodelled(text: str, kernel: str) -> tuple[int, str] | None:
     if span is None:
         return None
     # as the compiler reads it: comments, literals and what an `#if 0` drops blanked
-    mask = code_mask(blank_spans(comments_blanked(text), inactive_spans(code_mask(text))))
+    mask = blank_inactive(code_mask(text))
     fast = "|".join(["fast", *(re.escape(a) for a in _ALIAS.findall(mask))])
     qualified = re.compile(rf"\b(?:{fast})\s*::\s*([A-Za-z_]\w*)")
     macros = {m.group(1) for m in _DEFINE.finditer(mask.replace("\\\n", " "))

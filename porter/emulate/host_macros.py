@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from porter.source.cpp_scan import blank_spans, code_mask, comments_blanked, inactive_spans
+from porter.source.cpp_scan import blank_inactive, code_mask
 
 _DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -49,7 +49,7 @@ def redefined(root: Path, mm: Path, text: str, spans: list[tuple[int, int]]) -> 
 def _live(text: str) -> str:
     """`text` as the compiler reads it: comments, literals' contents and what the
     preprocessor drops blanked (offsets and lines kept)."""
-    return code_mask(blank_spans(comments_blanked(text), inactive_spans(code_mask(text))))
+    return blank_inactive(code_mask(text))
 
 
 def _macros(live: str) -> dict[str, int]:
