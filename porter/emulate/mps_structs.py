@@ -21,7 +21,7 @@ from pathlib import Path
 
 from porter.emulate.yaml_verdict import recorded
 
-_STEPS = b"mps structured declarations 2"
+_STEPS = b"mps structured declarations 3"
 # what the generated per-op native.h includes before its declarations
 _NATIVE_INCLUDES = ("c10/core/Scalar.h", "c10/core/Storage.h", "c10/core/TensorOptions.h",
                     "ATen/core/Reduction.h", "ATen/core/Tensor.h", "optional", "tuple", "vector")
@@ -84,6 +84,7 @@ def _declarations(root: Path) -> dict:
         return {}
     structs: dict[str, list[str]] = {}
     functions: dict[str, str] = {}
+    seen: set[str] = set()
 
     def shared_with_cpu_or_cuda(f, name: str) -> bool:
         return any(key in indices and (m := indices[key].get_kernel(f)) is not None
@@ -99,7 +100,11 @@ def _declarations(root: Path) -> dict:
                 declared = compute_native_function_declaration(f, mps)
                 if len(declared) == 1 and f" {kernel.kernel}(" in declared[0]:
                     # one declaration per name: overloads of one name are left undeclared
-                    functions[kernel.kernel] = None if kernel.kernel in functions else declared[0]
+                    if kernel.kernel in seen:
+                        functions.pop(kernel.kernel, None)
+                    else:
+                        functions[kernel.kernel] = declared[0]
+                    seen.add(kernel.kernel)
             continue
         kernel = mps.get_kernel(group)
         if kernel is None:
@@ -112,5 +117,4 @@ def _declarations(root: Path) -> dict:
         if f"structured_{kernel.kernel} " not in declaration:
             continue
         structs[kernel.kernel] = [f"ATen/ops/{group.root_name}_meta.h", declaration]
-    return {"structs": structs,
-            "functions": {k: v for k, v in functions.items() if v is not None}}
+    return {"structs": structs, "functions": functions}
