@@ -20,7 +20,9 @@ def add_arguments(parser) -> None:
 def _size(path) -> tuple[int, int]:
     if not path.is_dir():
         return 0, 0
-    files = [p for p in path.rglob("*") if p.is_file()]
+    from porter.emulate.kernel_cache import RUNS
+    # a live run's pins are hard links of entries counted already
+    files = [p for p in path.rglob("*") if p.is_file() and RUNS not in p.relative_to(path).parts]
     return len(files), sum(p.stat().st_size for p in files)
 
 
@@ -35,7 +37,9 @@ def run(args) -> int:
     report = {}
     for name, path in caches.items():
         files, size = _size(path)
-        if args.action == "clear" and path.is_dir():
+        if args.action == "clear" and name == "kernels":
+            files, size = kernel_cache.clear(path)     # a live run's pinned libraries stay
+        elif args.action == "clear" and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         report[name] = {"path": str(path), "files": files, "bytes": size}
     if args.json:

@@ -220,6 +220,34 @@ def evict_now_and_then(directory: Path) -> tuple[int, int]:
     return evict(directory)
 
 
+def clear(directory: Path) -> tuple[int, int]:
+    """Empty the cache `directory` (`porter cache clear`): every entry goes, and the pins of
+    runs that are gone, but a live run's own directory under RUNS stays. Removing it under that
+    run was the shared-cache failure again: its worker's next load of a library it had pinned
+    said "cannot open shared object file" (the suite's `cache clear` test beside a running
+    `porter test` in another xdist worker). The pins hold bytes, not names: the cache's names
+    go whatever they hold. (files, bytes) removed."""
+    if not directory.is_dir():
+        return 0, 0
+    _sweep_dead_runs(directory)
+    files = freed = 0
+    for path in directory.iterdir():
+        if path.name == RUNS:
+            continue
+        found = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+        for f in found:
+            try:
+                freed += f.stat().st_size
+                files += 1
+            except OSError:
+                pass                      # removed by a concurrent run meanwhile
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return files, freed
+
+
 def evict(directory: Path, limit: int | None = None, now: float | None = None) -> tuple[int, int]:
     """Remove least recently used entries until `directory` fits `limit` bytes, sparing
     entries used in the last RECENT_S seconds and entries a live run has pinned;

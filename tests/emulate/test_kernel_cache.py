@@ -93,6 +93,35 @@ def test_cache_info_names_the_kernel_cache_bound(own_cache, capsys, monkeypatch)
     assert "the kernel cache keeps at most 300 MB (PORTER_KERNEL_CACHE_MB)" in capsys.readouterr().out
 
 
+def test_cache_clear_empties_the_cache_but_not_a_live_runs_pins(own_cache, capsys):
+    """`porter cache clear` beside a running `porter test` (another terminal, or the suite's
+    other xdist worker): the run's worker loads the libraries it pinned after the clear. An
+    rmtree of the whole directory took its pins too, and every dtype of that run was red with
+    "cannot open shared object file"."""
+    import subprocess
+    import sys
+    library = _entry(own_cache, "aaaa.so", 4000, 5 * HOUR)
+    _entry(own_cache, "aaaa.json", 100, 5 * HOUR)
+    _entry(own_cache, "pch-bbbb/porter/prelude.h.gch", 5000, 4 * HOUR)
+    held = kernel_cache.pin(library)                         # this run's
+    other = own_cache / kernel_cache.RUNS / f"{os.getppid()}-live"
+    other.mkdir()
+    os.link(own_cache / "aaaa.json", other / "aaaa.json")    # a live run's
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = own_cache / kernel_cache.RUNS / f"{gone}-killed"
+    dead.mkdir()
+    (dead / "old.so").write_bytes(b"y")
+
+    assert cli.main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert f"{own_cache}: removed 3 file(s), 0.0 MB" in out    # the entries, not the pins
+    assert sorted(p.name for p in own_cache.iterdir()) == [kernel_cache.RUNS]
+    assert held.read_bytes() == b"x" * 4000                  # still loadable
+    assert (other / "aaaa.json").read_bytes() == b"x" * 100
+    assert not dead.exists()                                 # its run is gone
+
+
 def test_a_scan_at_most_once_an_hour(tmp_path, monkeypatch):
     d = tmp_path / "emulate"
     old = _entry(d, "aaaa.so", 4000, 5 * HOUR)

@@ -224,7 +224,10 @@ def test_expectation_and_tolerance_lists_are_read_on_every_cached_run(real_root,
     assert code == 1
 
 
-def test_lru_eviction_and_cache_clear(cache, capsys):
+def test_lru_eviction_and_cache_clear(cache, capsys, tmp_path, monkeypatch):
+    # `cache clear` empties the kernel cache too: this test's own, not the one the session's
+    # other tests (and xdist's other worker) are building into
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "kernels"))
     d = refcache.directory()
     d.mkdir(parents=True)
     for i in range(5):
