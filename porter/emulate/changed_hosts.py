@@ -16,6 +16,7 @@ lines the base had: review 22's BH5).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -72,6 +73,75 @@ def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
     return found
 
 
+class HeaderChange(NamedTuple):
+    head: str | None            # the base's text (None: the base has no such file)
+    removed: set[str]           # the identifiers of the lines the change removes
+
+
+def changed_headers(root: Path, base: str = "HEAD") -> dict[str, HeaderChange]:
+    """Relative path -> its HeaderChange for each header of ATen that the work tree changes
+    against `base`, committed or not, or adds untracked."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "--no-renames",
+               "-U0", "--relative", base, "--", f"{ATEN}/*.h")
+    if diff is None:
+        return {}
+    removed = _removed_identifiers(diff)
+    found = {rel: HeaderChange(git("show", f"{base}:./{rel}"), removed.get(rel, set()))
+             for rel in re.findall(r"^diff --git a/(\S+) b/", diff, re.M)}
+    for rel in filter(None, (git("ls-files", "--others", "--exclude-standard", "--",
+                                 f"{ATEN}/*.h") or "").splitlines()):
+        found[rel] = HeaderChange(None, set())
+    return found
+
+
+_INCLUDE = re.compile(r'^\s*#\s*(?:include|import)\s*([<"])([^>"]+)[>"]', re.M)
+
+
+def header_readers(root: Path, headers: set[str]) -> dict[Path, set[str]]:
+    """Each `.mm` file of ATen -> those of `headers` (relative paths) it includes, directly or
+    through other checkout headers. Read from the `#include` lines, whatever `#if` holds them:
+    a file that may read a header counts as reading it."""
+    root = Path(root)
+    src = root / "aten" / "src"
+    memo: dict[Path, frozenset] = {}
+
+    def reads(path: Path, seen: frozenset) -> frozenset:
+        if path in memo:
+            return memo[path]
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return frozenset()
+        found: set[str] = set()
+        for quote, name in _INCLUDE.findall(text):
+            for where in ([path.parent / name] if quote == '"' else []) + [src / name]:
+                if where.is_file():
+                    target = Path(os.path.normpath(where))
+                    rel = target.relative_to(root).as_posix() if target.is_relative_to(root) else None
+                    if rel in headers:
+                        found.add(rel)
+                    if target not in seen and target.suffix == ".h" and target.is_relative_to(src):
+                        found |= reads(target, seen | {target})
+                    break
+        memo[path] = frozenset(found)
+        return memo[path]
+
+    out: dict[Path, set[str]] = {}
+    for mm in sorted((root / ATEN).rglob("*.mm")):
+        read = reads(mm, frozenset({mm}))
+        if read:
+            out[mm] = set(read)
+    return out
+
+
 def _new_lines(path: Path, lines: set[int], head: str | None) -> set[int]:
     """Of the lines a diff says the work tree adds, those whose text HEAD's file has nowhere: an
     insertion before a line that repeats (`TORCH_IMPL_FUNC(` ... ) can be shown by git as adding
@@ -99,29 +169,51 @@ def _removed_identifiers(diff: str) -> dict[str, set[str]]:
 
 
 def introduced(found: list, rel: str, change: Change, head_found: list | None = None,
-               text: str | None = None) -> tuple[list, list]:
+               text: str | None = None, headers: dict[str, tuple[str, str]] | None = None
+               ) -> tuple[list, list]:
     """Of host_compile's errors of a changed file: (those a Mac's build stops at: a syntax error,
     or a name the change removed still used), (other errors the change makes, which may be
     porter's want of a header a Mac's build generates, and a parse stopped before a changed
     line: not proven). With `head_found`, the parse of HEAD's text (and `text`, the work
     tree's): an error HEAD's parse has too, on a line of the same text, is porter's want of
     Apple's frameworks (a Mac built HEAD); any other is the change's, wherever it stands.
-    Without it (an untracked file) the errors on the lines the change adds are."""
+    `headers`: the checkout headers the branch changes that the parse read, each (the work
+    tree's text, the base's), which the base's parse read as the base has them: an error in
+    one, or in any other checkout file, is judged the same way (review 24's C1: a syntax
+    error in a header only an MPSGraph `.mm` reads). Without `head_found` (an untracked file)
+    the errors on the lines the change adds are."""
     if head_found is None or change.head is None or text is None:
         return _on_changed_lines(found, rel, change.lines, change.removed)
-    head_lines, lines = change.head.split("\n"), text.split("\n")
-    had = {_identity(e, head_lines) for e in head_found if e[0] == rel}
+    headers = headers or {}
+    lines = {rel: (text.split("\n"), change.head.split("\n")),
+             **{h: (now.split("\n"), then.split("\n")) for h, (now, then) in headers.items()}}
+
+    def identity(error: list, side: int) -> tuple:
+        where = error[0]
+        return (where, *_identity(error, lines[where][side] if where in lines else []))
+
+    had = {identity(e, 1) for e in head_found}
     stops, unproven = [], []
     for error in found:
         where, line, why, kind = error
-        if where != rel or kind not in ("syntax", "error", "stopped"):
+        if kind not in ("syntax", "error", "stopped"):
+            continue
+        new = identity(error, 0) not in had
+        if where != rel:
+            # a header the branch changed: what the base's parse had not is the change's (the
+            # base built on a Mac). Another checkout file the change made the parse read (an
+            # include added): its syntax errors and stops alone, as porter's parse of a header
+            # errs on names a Mac's build generates
+            if new and (where in headers or kind != "error"):
+                (stops if kind != "stopped" and _stops_the_build(kind, why, change.removed)
+                 else unproven).append(error)
             continue
         if kind == "stopped":
             # nothing after it was read: the change is unread where it lies past the stop
-            if _identity(error, lines) not in had or any(n >= line for n in change.touched):
+            if new or any(n >= line for n in change.touched):
                 unproven.append(error)
             continue
-        if _identity(error, lines) in had:
+        if not new:
             continue
         if _stops_the_build(kind, why, change.removed):
             stops.append(error)

@@ -198,16 +198,33 @@ class EmulateBackend:
         """The first error the branch's change of another `.mm` file makes (porter.emulate.
         changed_hosts: a syntax error, a name the change removed still used: a Mac's build
         stops; another error the base's parse has not, or a parse that stops before the
-        change: not proven), or None. Once per run."""
+        change: not proven), or None. A header of ATen the branch changes is read through a
+        file that includes it: the parse of one that porter parses anyway, else one `.mm`
+        that reads it, parsed with the base's headers too (review 24's C1). Once per run."""
         if self._changed is None:
             from porter.emulate import host_compile
-            from porter.emulate.changed_hosts import changed_hosts, introduced
+            from porter.emulate.changed_hosts import (Change, changed_headers, changed_hosts,
+                                                      header_readers, introduced)
             from porter.source.git_base import default_base
             self._changed = ""
             # the branch's commits count too: a Mac builds them (HEAD where there is no base)
             found_base = default_base(self.root)
             base = found_base[1] if found_base else "HEAD"
-            for path, change in sorted(changed_hosts(self.root, base).items()):
+            todo = changed_hosts(self.root, base)
+            headers = changed_headers(self.root, base)
+            readers = header_readers(self.root, set(headers)) if headers else {}
+            # a header a file parsed whole reads was read there as the work tree has it
+            covered = set().union(*(readers.get(p, set()) for p in parsed))
+            for header in sorted(set(headers) - covered):
+                if any(header in readers.get(p, ()) for p in todo):
+                    continue
+                reader = min((p for p, read in readers.items() if header in read and p not in parsed),
+                             key=lambda p: (p.stat().st_size, p), default=None)
+                if reader is not None:
+                    # the `.mm` is the base's: only its headers' change is to be read
+                    text = reader.read_text(encoding="utf-8", errors="replace")
+                    todo[reader] = Change(set(), set(), text, frozenset())
+            for path, change in sorted(todo.items()):
                 if path in parsed:
                     continue
                 rel = str(path.resolve().relative_to(Path(self.root).resolve()))
@@ -215,10 +232,18 @@ class EmulateBackend:
                 found = host_compile.errors(self.root, path, text)
                 if found is None:
                     continue          # no parse here (no libclang): nothing is said
-                # the base's text parsed as the file's: what its parse says too, a Mac built
-                head = (host_compile.errors(self.root, path, change.head)
+                read = {h for h in readers.get(path, ()) if h in headers}
+                # the base's text parsed as the file's, with the base's text of each header it
+                # reads that the branch changed: what its parse says too, a Mac built
+                overlay = {h: headers[h].head for h in read if headers[h].head is not None}
+                head = (host_compile.errors(self.root, path, change.head, overlay or None)
                         if change.head is not None else None)
-                stops, unproven = introduced(found, rel, change, head, text)
+                texts = {h: ((Path(self.root) / h).read_text(encoding="utf-8", errors="replace")
+                             if (Path(self.root) / h).is_file() else "", laid)
+                         for h, laid in overlay.items()}
+                removed = change.removed.union(*(headers[h].removed for h in read))
+                stops, unproven = introduced(found, rel, change._replace(removed=removed), head,
+                                             text, texts)
                 if stops or unproven:
                     where, line, why, _ = (stops or unproven)[0]
                     how = ("porter parses the `.mm` files the branch changes, and their base's "

@@ -47,11 +47,15 @@ _PLATFORM = ("-D__APPLE__", "-D__MACH__", "-U__linux__", "-U__linux", "-Ulinux",
 _APPLE_NAME = re.compile(r"'(?:MTL|MPS|NS|CF|os_|dispatch_|objc_)\w*'|@\w+|Objective-C")
 
 
-def errors(root: Path, mm: Path, text: str | None = None) -> list[list] | None:
+def errors(root: Path, mm: Path, text: str | None = None,
+           overlay: dict[str, str] | None = None) -> list[list] | None:
     """[file, line, clang's message, kind] of each error of the parse of `mm` in the checkout's
     own files (kind "error", or "apple" for one about Apple's names) and of each error that
     stopped it ("stopped"); None where porter cannot parse (no libclang, no compiler include
-    directory): nothing is said then. `text`: parse this as `mm`'s text (HEAD's, say)."""
+    directory): nothing is said then. `text`: parse this as `mm`'s text (HEAD's, say).
+    `overlay`: checkout files (relative path) read as these texts instead of the disk's (a
+    branch's base text of a header it changed), parsed whole, without the precompiled prefix,
+    whose mirror holds the disk's."""
     base = _arguments(Path(root))
     if base is None:
         return None
@@ -65,8 +69,9 @@ def errors(root: Path, mm: Path, text: str | None = None) -> list[list] | None:
     # the MPS structs a Mac's codegen declares (from the checkout's yaml): the verdict holds
     # for these declarations
     declared = mps_structs.header(Path(root), text) or ""
-    here = store / f"{_digest(text, preamble, declared, *base, _versions())}.json"
-    anywhere = store / f"{_digest(text, preamble, declared, *_fixed_arguments(), _versions())}.any.json"
+    laid = json.dumps(sorted((overlay or {}).items()))
+    here = store / f"{_digest(text, preamble, declared, laid, *base, _versions())}.json"
+    anywhere = store / f"{_digest(text, preamble, declared, laid, *_fixed_arguments(), _versions())}.any.json"
     rel = _in_checkout(Path(root), str(mm)) or mm.name
     for recorded in (here, anywhere):
         found = _facts(recorded)
@@ -75,7 +80,7 @@ def errors(root: Path, mm: Path, text: str | None = None) -> list[list] | None:
                 _publish(here, json.dumps(found))
             return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
     forced = _kept(store, f"mps-structs-{_digest(declared)}.h", declared) if declared else None
-    found = _parsed_apart(Path(root), mm, forced, text)
+    found = _parsed_apart(Path(root), mm, forced, text, overlay or {})
     if isinstance(found, str):
         # the child died (libclang aborts on a full disk) or failed: nothing is known of the
         # file, and porter goes on
@@ -187,7 +192,8 @@ def _kept(store: Path, name: str, text: str) -> Path:
     return path
 
 
-def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: str) -> dict | str:
+def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: str,
+                  overlay: dict[str, str]) -> dict | str:
     """The parse run in a child process: libclang aborts the whole process on some failures (a
     full disk under a precompiled header's write), which took a test worker down with it in
     CI; a child that dies costs one verdict, "not proven". Where it did not finish: how it
@@ -198,9 +204,10 @@ def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: str) -> dict 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(package), *filter(None, [os.environ.get("PYTHONPATH")])]))
     try:
-        # the file's text (the base's, say) on the child's stdin, parsed as `mm`'s
+        # the file's text (the base's, say) and the overlay on the child's stdin
         done = subprocess.run([sys.executable, "-m", "porter.emulate.host_compile", str(root), str(mm),
-                               str(forced or "")], input=text, capture_output=True,
+                               str(forced or "")],
+                              input=json.dumps({"text": text, "overlay": overlay}), capture_output=True,
                               encoding="utf-8", errors="replace", env=env, timeout=900)
     except subprocess.TimeoutExpired:
         return "its process ran past 900 s"
@@ -223,29 +230,32 @@ def _parsed_apart(root: Path, mm: Path, forced: Path | None, text: str) -> dict 
     return how + (f": {last[0][:200]}" if last[0] else "")
 
 
-def _parse(root: Path, mm: Path, text: str, forced: Path | None = None) -> dict:
+def _parse(root: Path, mm: Path, text: str, forced: Path | None = None,
+           overlay: dict[str, str] | None = None) -> dict:
     """The child's work, on `text` as `mm`'s: {"errors": [...], "checkout_files": {rel: digest},
     "wheel_files": [the wheel headers read, as an include names them]}; `forced`: a header
-    read before the file (porter.emulate.mps_structs' declarations)."""
+    read before the file (porter.emulate.mps_structs' declarations); `overlay`: see errors()."""
     import clang.cindex as ci
     base = _arguments(root)
     # after the prefix: a prefix is shared by files that declare other structs
     extra = ["-include", str(forced)] if forced else []
     preamble = _preamble(text)
     store = cache_dir("host_compile")
-    built = _precompiled(root, preamble, base, store)
+    # an overlaid file is read where the checkout has it, never from a prefix's mirror
+    built = None if overlay else _precompiled(root, preamble, base, store)
+    unsaved = [(str(mm), text), *((str(root / rel), laid) for rel, laid in (overlay or {}).items())]
     index = ci.Index.create()
     try:
-        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=unsaved)
     except ci.TranslationUnitLoadError:
         # a prefix clang refuses to load at all: the whole file, slower and as right
         built = None
-        unit = index.parse(str(mm), args=_with(None, base) + extra, unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(None, base) + extra, unsaved_files=unsaved)
     if built and any(d.severity >= 4 and ("precompiled" in d.spelling or "AST file" in d.spelling
                                           or str(built[0]) in d.spelling) for d in unit.diagnostics):
         # a prefix clang cannot load here (its mirror evicted under it): built again
         built = _precompiled(root, preamble, base, store, again=True)
-        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=[(str(mm), text)])
+        unit = index.parse(str(mm), args=_with(built, base) + extra, unsaved_files=unsaved)
     mirror = built[1] if built else None
     listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
     listed = listed + _checkout_errors(root, unit, mirror)
@@ -658,7 +668,7 @@ def host_file(root: Path, function: str) -> Path | None:
 if __name__ == "__main__":
     # the child of _parsed_apart: the parse's JSON on stdout
     import sys
-    # ROOT MM FORCED-HEADER-OR-EMPTY, the text to parse as MM's on stdin
-    print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]),
-                            sys.stdin.buffer.read().decode("utf-8", errors="replace"),
-                            Path(sys.argv[3]) if sys.argv[3] else None)))
+    # ROOT MM FORCED-HEADER-OR-EMPTY; on stdin {"text": MM's text, "overlay": {rel: text}}
+    given = json.loads(sys.stdin.buffer.read().decode("utf-8", errors="replace"))
+    print(json.dumps(_parse(Path(sys.argv[1]), Path(sys.argv[2]), given["text"],
+                            Path(sys.argv[3]) if sys.argv[3] else None, given["overlay"])))

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from porter.emulate.changed_hosts import Change, _removed_identifiers, changed_hosts, introduced
+from porter.emulate.changed_hosts import (Change, _removed_identifiers, changed_hosts, header_readers,
+                                          introduced)
 from tests.porter_run import porter
 
 REL = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
@@ -79,6 +80,54 @@ def test_which_errors_a_change_makes_against_heads_parse(text, found, head_found
     change = Change(set(touched), removed, HEAD, frozenset(touched))
     stops, unproven = introduced(found, REL, change, head_found, text)
     assert ([e[1] for e in stops], [e[1] for e in unproven]) == want
+
+
+SONOMA = "aten/src/ATen/native/mps/MPSGraphSonomaOps.h"
+OTHER = "aten/src/ATen/native/mps/OperationUtils.h"
+H_HEAD = "#pragma once\nint sonoma_helper(int);\nMPSGraphTensor* sonoma_tensor();\n"
+# (id, the header's work-tree text, the work tree's errors, the base's (the base's text of the
+# header overlaid), the names the header's change removed, (stops, not proven) lines): the
+# `.mm` itself unchanged (review 24's C1)
+HEADER_CASES = [
+    ("a syntax error in a changed header", H_HEAD + "int x = ;\n",
+     [[SONOMA, 4, "expected expression", "syntax"]], [], set(), ([4], [])),
+    ("an error the base's header has on a line of the same text, moved by the change",
+     "// new\n" + H_HEAD, [[SONOMA, 4, "unknown type name 'MPSGraphTensor'", "error"]],
+     [[SONOMA, 3, "unknown type name 'MPSGraphTensor'", "error"]], set(), ([], [])),
+    ("a new error in a changed header: perhaps a generated header's name",
+     H_HEAD + "at::Tensor porter_x();\n", [[SONOMA, 4, "no type named 'Tensor' in namespace 'at'", "error"]],
+     [], set(), ([], [4])),
+    ("a declaration the header's change removed, still used by the `.mm`",
+     H_HEAD.replace("int sonoma_helper(int);\n", ""),
+     [[REL, 30, "use of undeclared identifier 'sonoma_helper'", "error"]], [], {"int", "sonoma_helper"},
+     ([30], [])),
+    ("a new error in a header the branch did not change: porter's want of a generated header",
+     H_HEAD + "#include <ATen/native/mps/OperationUtils.h>\n",
+     [[OTHER, 12, "use of undeclared identifier 'at_generated'", "error"]], [], set(), ([], [])),
+    ("a new syntax error in a header the branch did not change", H_HEAD + "#define porter_broken (\n",
+     [[OTHER, 12, "expected ')'", "syntax"]], [], set(), ([12], [])),
+]
+
+
+@pytest.mark.parametrize(("header", "found", "head_found", "removed", "want"),
+                         [c[1:] for c in HEADER_CASES], ids=[c[0] for c in HEADER_CASES])
+def test_which_errors_a_changed_header_makes(header, found, head_found, removed, want):
+    text = "#include <ATen/native/mps/MPSGraphSonomaOps.h>\n" * 40
+    change = Change(set(), removed, text, frozenset())
+    stops, unproven = introduced(found, REL, change, head_found, text, {SONOMA: (header, H_HEAD)})
+    assert ([e[1] for e in stops], [e[1] for e in unproven]) == want
+
+
+def test_which_files_read_a_changed_header(tmp_path):
+    """Through the checkout's headers, quoted or not, whatever `#if` holds the include."""
+    ops = tmp_path / "aten/src/ATen/native/mps/operations"
+    ops.mkdir(parents=True)
+    (ops.parent / "MPSGraphSonomaOps.h").write_text("#pragma once\n")
+    (ops.parent / "OperationUtils.h").write_text("#if 1\n#include <ATen/native/mps/MPSGraphSonomaOps.h>\n#endif\n")
+    (ops / "UnaryOps.mm").write_text('#include "../MPSGraphSonomaOps.h"\n')
+    (ops / "BinaryOps.mm").write_text("#include <ATen/native/mps/OperationUtils.h>\n")
+    (ops / "Copy.mm").write_text("#include <ATen/native/mps/Other.h>\n")
+    assert header_readers(tmp_path, {SONOMA}) == {ops / "BinaryOps.mm": {SONOMA}, ops / "UnaryOps.mm": {SONOMA}}
 
 
 def test_the_removed_lines_identifiers_are_kept_by_the_work_trees_path():
@@ -171,6 +220,30 @@ def test_a_migration_and_its_changes_to_mpsgraph_files(migrated):
         path.write_text(before)
         assert result.code == 1, (rel, result.out)
         assert verdict in result.out and named in result.out, result.out
+
+
+# (id, header, the text appended, the verdict (None: green), what it names): a header only an
+# MPSGraph `.mm` reads, which porter parses for no op (review 24's C1: green)
+HEADER_PLANTS = [
+    ("a syntax error", SONOMA, "\nnamespace porter_broken { int x = ; }\n", "does not build",
+     "UnaryOps.mm does not build: aten/src/ATen/native/mps/MPSGraphSonomaOps.h:"),
+    ("a well-formed addition (the clean twin)", SONOMA,
+     "\nnamespace porter_fine { inline int porter_x() { return 1; } }\n", None, ""),
+]
+
+
+def test_a_header_only_an_mpsgraph_file_reads(migrated):
+    run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
+    for _, rel, code, verdict, named in HEADER_PLANTS:
+        path = migrated / rel
+        before = path.read_text()
+        path.write_text(before + code)
+        result = porter(*run, root=migrated)
+        path.write_text(before)
+        if verdict is None:
+            assert result.code == 0, result.out
+        else:
+            assert result.code == 1 and verdict in result.out and named in result.out, result.out
 
 
 def test_a_change_committed_on_the_branch_is_read_as_an_uncommitted_one(migrated):
