@@ -134,12 +134,22 @@ def _missing_from_full_folders(root: Path, wheel_files: list[str]) -> list[str]:
     for folder, bases in sorted(_by_folder(wheel_files).items()):
         try:
             mine = {n for n in os.listdir(root / "aten" / "src" / folder) if n.endswith(".h")}
-            theirs = {n for n in os.listdir(Path(wheel) / folder) if n.endswith(".h")}
         except OSError:
             continue
+        theirs = _wheel_headers(wheel, folder)
         if theirs and len(mine & theirs) >= FULL_FOLDER * len(theirs):
             missing += [f"{folder}/{b}" for b in sorted(bases) if b.endswith(".h") and b not in mine]
     return missing
+
+
+@lru_cache(maxsize=None)
+def _wheel_headers(wheel: str, folder: str) -> frozenset:
+    """The headers of one of the installed torch's include folders (ATen/ops holds thousands:
+    listed once a process, as the wheel does not change under a run)."""
+    try:
+        return frozenset(n for n in os.listdir(Path(wheel) / folder) if n.endswith(".h"))
+    except OSError:
+        return frozenset()
 
 
 def _by_folder(names: list[str]) -> dict[str, set[str]]:

@@ -54,12 +54,18 @@ def _lib(path):
     return found
 
 
+_checked = set()        # (library, index, entry) found to agree: a loaded library never changes
+
+
 def _entry_error(lib, req):
     """Where the library's entry `index` is not the registration the parent asked for (a
     cache record read beside a library it does not describe): what each says. The sample
     would otherwise run another kernel and be charged with its values."""
     wanted = req.get("entry")
     if wanted is None:
+        return None
+    key = (req["lib"], req["index"], tuple(wanted))
+    if key in _checked:
         return None
     strs, ints = (ctypes.c_char_p * 5)(), (ctypes.c_int * 3)()
     lib.porter_kernel_info(req["index"], strs, ints)
@@ -68,6 +74,7 @@ def _entry_error(lib, req):
     if held != tuple(wanted):
         return (f"porter's kernel cache is inconsistent: {req['lib']} holds {held} at entry "
                 f"{req['index']}, not {tuple(wanted)} (run `porter cache clear`)")
+    _checked.add(key)
     return None
 
 
