@@ -85,6 +85,17 @@ def kernel_spans(text: str) -> dict[str, list[tuple[int, int]]]:
     return spans
 
 
+def _code_changed(checkout: co.Checkout, old_text, rel: str) -> bool:
+    """Whether the change of `rel` is more than comments and blank space (review 25's H9: a
+    comment added to native/Gelu.h made every op's reference "not proven"); a side porter
+    cannot read counts as changed."""
+    from porter.source.cpp_scan import code_changed
+    try:
+        return code_changed(old_text(rel), checkout.read(rel))
+    except Exception:       # noqa: BLE001 (added, deleted or unreadable: a change)
+        return True
+
+
 def not_this_checkouts(checkout: co.Checkout, changes, ops: list[str], old_text) -> dict[str, str]:
     """op -> why its CPU reference is not proven to be this checkout's, for the ops where it is
     not. `changes`: porter.checks.changed.Changes since REF; `old_text(rel)`: a file at REF."""
@@ -98,6 +109,7 @@ def not_this_checkouts(checkout: co.Checkout, changes, ops: list[str], old_text)
     for rel in sorted(changes.deleted_files):
         if cpu_side(rel):
             sides.append((rel, [1], f"at {changes.ref}"))
+    sides = [s for s in sides if s[0] in changes.deleted_files or _code_changed(checkout, old_text, s[0])]
     if not sides:
         return {}
     hits: list[tuple[str | None, str]] = []      # (stub or None: unattributed, where)

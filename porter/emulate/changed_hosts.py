@@ -16,7 +16,6 @@ lines the base had: review 22's BH5).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -27,6 +26,11 @@ from porter.checks.changed import parse_diff
 # every Objective-C++ file of ATen (native/mps/operations, and ATen/mps's MPSFallback.mm, which
 # a port edits too); git's pathspec `*` crosses folders
 ATEN = "aten/src/ATen"
+
+# the C++ files the MPS build compiles besides the `.mm` files: upstream's aten/src/ATen/
+# CMakeLists.txt globs `native/mps/*.cpp` (recursively) and `mps/*.cpp` under USE_MPS (review
+# 25's H31, H37: a new `PorterNew.cpp` there that does not compile was green)
+MPS_SOURCES = (f"{ATEN}/*.mm", f"{ATEN}/native/mps/*.cpp", f"{ATEN}/mps/*.cpp")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
@@ -39,8 +43,9 @@ class Change(NamedTuple):
 
 
 def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
-    """`.mm` path -> its Change for each `.mm` file of ATen that the work tree changes against
-    the commit `base` (the branch's commits and what is not committed) or that is untracked;
+    """Path -> its Change for each `.mm` file of ATen, and each `.cpp` file of the MPS build
+    (MPS_SOURCES), that the work tree changes against the commit `base` (the branch's commits
+    and what is not committed) or that is untracked;
     empty where `root` is no git checkout with a commit."""
     def git(*args: str) -> str | None:
         try:
@@ -51,7 +56,7 @@ def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
         return done.stdout if done.returncode == 0 else None
 
     diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0", "--relative",
-               base, "--", f"{ATEN}/*.mm")
+               base, "--", *MPS_SOURCES)
     if diff is None:
         return {}
     found: dict[Path, Change] = {}
@@ -64,7 +69,7 @@ def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
             found[path] = Change(_new_lines(path, lines, head), removed.get(rel, set()), head,
                                  frozenset(lines | changes.deletions.get(rel, set())))
     for rel in filter(None, (git("ls-files", "--others", "--exclude-standard", "--",
-                                 f"{ATEN}/*.mm") or "").splitlines()):
+                                 *MPS_SOURCES) or "").splitlines()):
         path = Path(root) / rel
         if path.is_file():
             count = path.read_text(encoding="utf-8", errors="replace").count("\n") + 1
@@ -102,44 +107,26 @@ def changed_headers(root: Path, base: str = "HEAD") -> dict[str, HeaderChange]:
     return found
 
 
-_INCLUDE = re.compile(r'^\s*#\s*(?:include|import)\s*([<"])([^>"]+)[>"]', re.M)
-
-
-def header_readers(root: Path, headers: set[str]) -> dict[Path, set[str]]:
-    """Each `.mm` file of ATen -> those of `headers` (relative paths) it includes, directly or
-    through other checkout headers. Read from the `#include` lines, whatever `#if` holds them:
-    a file that may read a header counts as reading it."""
+def header_readers(root: Path, headers: set[str], wheel: str | None = None) -> dict[Path, set[str]]:
+    """Each `.mm` file of ATen (and `.cpp` file of the MPS build) -> those of `headers`
+    (relative paths) it reads (porter.emulate.include_graph: through the checkout's headers,
+    and the installed torch's MPS headers, `wheel` its include directory, where the checkout
+    lacks them)."""
+    from porter.emulate.include_graph import IncludeGraph
     root = Path(root)
-    src = root / "aten" / "src"
-    memo: dict[Path, frozenset] = {}
-
-    def reads(path: Path, seen: frozenset) -> frozenset:
-        if path in memo:
-            return memo[path]
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return frozenset()
-        found: set[str] = set()
-        for quote, name in _INCLUDE.findall(text):
-            for where in ([path.parent / name] if quote == '"' else []) + [src / name]:
-                if where.is_file():
-                    target = Path(os.path.normpath(where))
-                    rel = target.relative_to(root).as_posix() if target.is_relative_to(root) else None
-                    if rel in headers:
-                        found.add(rel)
-                    if target not in seen and target.suffix == ".h" and target.is_relative_to(src):
-                        found |= reads(target, seen | {target})
-                    break
-        memo[path] = frozenset(found)
-        return memo[path]
-
+    graph = IncludeGraph(root, wheel)
     out: dict[Path, set[str]] = {}
-    for mm in sorted((root / ATEN).rglob("*.mm")):
-        read = reads(mm, frozenset({mm}))
+    for source in sorted(p for pattern in ("*.mm", "*.cpp") for p in (root / ATEN).rglob(pattern)
+                         if pattern == "*.mm" or _in_mps_build(root, p)):
+        read = {p.relative_to(root).as_posix() for p in graph.reached(source)} & headers
         if read:
-            out[mm] = set(read)
+            out[source] = read
     return out
+
+
+def _in_mps_build(root: Path, path: Path) -> bool:
+    rel = path.relative_to(root).as_posix()
+    return rel.startswith((f"{ATEN}/native/mps/", f"{ATEN}/mps/"))
 
 
 def _new_lines(path: Path, lines: set[int], head: str | None) -> set[int]:

@@ -28,6 +28,11 @@ from porter.source import metal_scan
 from porter.source.native_definitions import integers_copied
 
 
+# the `.mm` files porter parses for a header the branch changes, beyond those it parses
+# anyway: each is parsed twice, the second time whole (10-30 s), with the base's headers
+HEADER_READERS = 3
+
+
 class EmulateBackend:
     name = "emulate"
     device_type = "mps"
@@ -205,23 +210,36 @@ class EmulateBackend:
             from porter.emulate import host_compile
             from porter.emulate.changed_hosts import (Change, changed_headers, changed_hosts,
                                                       header_readers, introduced)
+            from porter.source.cpp_scan import code_changed
             from porter.source.git_base import default_base
             self._changed = ""
             # the branch's commits count too: a Mac builds them (HEAD where there is no base)
             found_base = default_base(self.root)
             base = found_base[1] if found_base else "HEAD"
             todo = changed_hosts(self.root, base)
-            headers = changed_headers(self.root, base)
-            readers = header_readers(self.root, set(headers)) if headers else {}
-            # a header a file parsed whole reads was read there as the work tree has it
-            covered = set().union(*(readers.get(p, set()) for p in parsed))
-            for header in sorted(set(headers) - covered):
-                if any(header in readers.get(p, ()) for p in todo):
-                    continue
-                reader = min((p for p, read in readers.items() if header in read and p not in parsed),
-                             key=lambda p: (p.stat().st_size, p), default=None)
-                if reader is not None:
-                    # the `.mm` is the base's: only its headers' change is to be read
+            root = Path(self.root)
+            headers = {h: c for h, c in changed_headers(self.root, base).items()
+                       if code_changed(c.head, (root / h).read_text(encoding="utf-8", errors="replace")
+                                       if (root / h).is_file() else None)}
+            readers = (header_readers(self.root, set(headers), host_compile.wheel_include())
+                       if headers else {})
+            for header in sorted(headers):
+                # every file that reads it is parsed: a macro or a declaration changed breaks
+                # one reader and not another (review 25's H22: a `#define` that only
+                # UnaryOps.mm's code expands). A file parsed anyway read it as the work tree has it
+                unread = sorted((p for p, read in readers.items()
+                                 if header in read and p not in parsed and p not in todo),
+                                key=lambda p: (p.stat().st_size, p))
+                if len(unread) > HEADER_READERS:
+                    names = ", ".join(p.name for p in unread[:3])
+                    self._changed = (
+                        f"not proven: the branch changes {header}, which {len(unread)} files of the "
+                        f"MPS build that porter does not otherwise parse read ({names}, ...): "
+                        f"porter parses at most {HEADER_READERS} of them, twice each (docs/"
+                        "testing.md \"What the host may do\")")
+                    return self._changed
+                for reader in unread:
+                    # the file is the base's: only its headers' change is to be read
                     text = reader.read_text(encoding="utf-8", errors="replace")
                     todo[reader] = Change(set(), set(), text, frozenset())
             for path, change in sorted(todo.items()):
@@ -246,7 +264,7 @@ class EmulateBackend:
                                              text, texts)
                 if stops or unproven:
                     where, line, why, _ = (stops or unproven)[0]
-                    how = ("porter parses the `.mm` files the branch changes, and their base's "
+                    how = ("porter parses the `.mm` and `.cpp` files the branch changes, and their base's "
                            "text, against the wheel's ATen headers, docs/testing.md \"What the "
                            "host may do\"")
                     self._changed = (
@@ -465,7 +483,38 @@ class EmulateBackend:
         """`run` on a sample of the reference cache (porter.harness.cached_run.Sample), without
         torch: numpy arrays, and what `run` asks torch (the promoted dtype per operand count,
         the meta output dtype) as recorded when the sample was cached."""
-        return self._run(op, sample, kernel_choice.RecordedSample(sample))
+        worker = self._worker()
+        worker.sample = sample            # the answers `prefetch` holds for it, if any
+        try:
+            return self._run(op, sample, kernel_choice.RecordedSample(sample))
+        finally:
+            worker.sample = None
+
+    def prefetch(self, op: OpNames, samples: list) -> None:
+        """Run the kernel calls a row of cached samples will make in as few round trips to the
+        worker as their size allows (porter.emulate.client.answer_ahead): the same code path
+        as `run_portable`, run once with every call answered by zeros to learn the calls, then
+        the calls. `run_portable` of the same sample afterwards takes the answers in the order
+        the dry run asked them, where each call has the same shape (library, entry, sizes);
+        anything else it runs as it always did."""
+        worker = self._worker()
+        kept = (self._version_outputs, self._last)
+
+        def dry_run():
+            for sample in samples:
+                worker.sample = sample
+                try:
+                    self._run(op, sample, kernel_choice.RecordedSample(sample))
+                except Exception:
+                    continue          # the sample's real run says why
+                finally:
+                    worker.sample = None
+
+        try:
+            recorded = worker.record(dry_run)
+        finally:
+            self._version_outputs, self._last = kept
+        worker.answer_ahead(recorded)
 
     def _run(self, op: OpNames, sample, types):
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors
@@ -748,6 +797,8 @@ class EmulateBackend:
             # shared function's stub call and the host code (porter.emulate.host_args)
             values = host_args.sample_values(sample, arity, scalars)
             try:
+                if isinstance(fields, host_args.HostCodeUnknown):
+                    raise fields
                 order = [s.name for s in scalars]
                 call = own_call if host.via_arguments is None \
                     else host_args.StubCall(list(host.via_arguments), [])
@@ -768,7 +819,10 @@ class EmulateBackend:
             scalars = host_args.schema_scalars(self.root, host.via_op or host.stub)
             fields = call = None
             if scalars and host.params_struct:
-                fields = self._struct_fields(host)
+                try:
+                    fields = self._struct_fields(host)
+                except host_args.HostCodeUnknown as err:
+                    fields = err              # said by each sample, as other host code is
             if scalars:
                 call = host_args.stub_call_arguments(self.root, host.stub + "_stub",
                                                      host.via_op or host.stub)

@@ -244,9 +244,30 @@ def _known(env: dict, name: str):
     return env[name]
 
 
+_FIELDS = re.compile(r"(\w+)\s+(\w+(?:\s*,\s*\w+)*)")
+
+
 def struct_fields(header_text: str, struct: str) -> list[str] | None:
-    """Field names of `template <typename T> struct NAME { T a; T b; };` in declaration order."""
-    m = re.search(rf"\bstruct\s+{re.escape(struct)}\s*\{{(.*?)\}};", header_text, re.S)
+    """Field names of `template <typename T> struct NAME { T a; T b; };` (or `T a, b;`) in
+    declaration order; None where the header has no such struct. The host packs the values as
+    the template type in this order, and the kernel reads them by name: a body of anything
+    else (a preprocessor directive, whose branches the host and the kernel may read apart,
+    review 25's H29; a field of another type, a member function) raises HostCodeUnknown."""
+    from porter.source.cpp_scan import comments_blanked
+    text = comments_blanked(header_text)
+    m = re.search(rf"(?:template\s*<\s*(?:typename|class)\s+(\w+)\s*>\s*)?\bstruct\s+"
+                  rf"{re.escape(struct)}\s*\{{(.*?)\}};", text, re.S)
     if not m:
         return None
-    return re.findall(r"^\s*\w+\s+(\w+)\s*;", m.group(1), re.M)
+    param, body = m.group(1), m.group(2)
+    if re.search(r"^\s*#", body, re.M):
+        raise HostCodeUnknown(f"struct {struct}'s fields stand under a preprocessor directive, "
+                              "whose branches the host and the kernel may read apart")
+    fields = []
+    for statement in filter(None, (part.strip() for part in body.split(";"))):
+        found = _FIELDS.fullmatch(" ".join(statement.split()))
+        if found is None or param is not None and found.group(1) != param:
+            raise HostCodeUnknown(f"struct {struct} holds `{' '.join(statement.split())};`: porter "
+                                  f"models a params struct of {param or 'one type'}'s fields alone")
+        fields += [f.strip() for f in found.group(2).split(",")]
+    return fields

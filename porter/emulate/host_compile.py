@@ -613,6 +613,11 @@ def _fixed_arguments() -> tuple[str, ...] | None:
             "-ferror-limit=0", "-Wno-everything")
 
 
+def wheel_include() -> str | None:
+    """The installed torch's include directory, where porter parses against it."""
+    return _wheel_include()
+
+
 def _wheel_include() -> str | None:
     import importlib.util
     spec = importlib.util.find_spec("torch")

@@ -8,10 +8,10 @@ runs another kernel while porter ran the written one (review 23's H05, H06b: gre
 identifier of those statements that the checkout defines as a macro makes the op not proven,
 naming the `#define`: porter does not expand them. Read as the preprocessor reads them: a line
 continued by `\\`, the `%:` digraph of `#` (review 24's M1, M4), `#undef`, and code an `#if 0`
-drops (M5, M6). The files read are the `.mm` itself, up to the statement, and every file of the
+drops (M5, M6). The files read are the `.mm` itself, up to the statement, every file of the
 MPS backend's host folders (native/mps with its subfolders, ATen/mps; any extension but the
 kernels' `.metal` and the hosts' `.mm`: a `.inc` or a header beside the hosts is included as
-well, M2, M3). torch's c10 and ATen macros (TORCH_CHECK, REGISTER_DISPATCH) are the installed
+well, M2, M3), and every checkout header the `.mm` reads elsewhere (review 25's H21b, H21c). torch's c10 and ATen macros (TORCH_CHECK, REGISTER_DISPATCH) are the installed
 torch's; a name upstream's own MPS headers define (none a host function porter reads uses
 today) would be named too, rather than guessed at.
 """
@@ -35,7 +35,7 @@ def redefined(root: Path, mm: Path, text: str, spans: list[tuple[int, int]]) -> 
     statement porter reads) that the `.mm` file (`text`, before the span's end) or a file of
     the MPS host folders defines as a macro; None where none is."""
     live = _live(text)
-    headers = _folder_macros(Path(root), _stamp(Path(root)))
+    headers = _folder_macros(Path(root), _stamp(Path(root)) + _included(Path(root), mm, text))
     for start, end in spans:
         own = _macros(live[:end])
         for token in _IDENTIFIER.findall(live[start:end]):
@@ -55,7 +55,13 @@ def _live(text: str) -> str:
 def _macros(live: str) -> dict[str, int]:
     """Macro name -> the line of its `#define`, for those still defined at the end of `live`
     (its logical lines: a `\\` at a line's end continues it)."""
-    found: dict[str, int] = {}
+    return {name: line for name, (line, _) in _definitions(live).items()}
+
+
+def _definitions(live: str) -> dict[str, tuple[int, str]]:
+    """Macro name -> (the line of its `#define`, the directive's words), for those still
+    defined at the end of `live`."""
+    found: dict[str, tuple[int, str]] = {}
     lines = live.split("\n")
     i = 0
     while i < len(lines):
@@ -66,7 +72,7 @@ def _macros(live: str) -> dict[str, int]:
         m = _DIRECTIVE.match(logical)
         if m:
             if m.group(1) == "define":
-                found[m.group(2)] = first + 1
+                found[m.group(2)] = (first + 1, " ".join(logical.split()))
             else:
                 found.pop(m.group(2), None)
         i += 1
@@ -87,10 +93,30 @@ def _stamp(root: Path) -> tuple:
     return tuple(found)
 
 
+def _included(root: Path, mm: Path, text: str) -> tuple:
+    """The checkout headers outside the host folders that the `.mm` reads, directly or not
+    (porter.emulate.include_graph), with their times (review 25's H21b: a `#define` of
+    `exec_unary_kernel` in a new `aten/src/ATen/PorterSwap.h` the host includes)."""
+    from porter.emulate.host_compile import wheel_include
+    from porter.emulate.include_graph import IncludeGraph
+    found = []
+    for path in sorted(IncludeGraph(root, wheel_include()).reached(mm, text)):
+        rel = _rel(path, root)
+        if path.suffix in _NOT_HOST or rel.startswith(_HOST_FOLDERS):
+            continue                          # read with the host folders
+        try:
+            found.append((str(path), path.stat().st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(found)
+
+
 @lru_cache(maxsize=4)
 def _folder_macros(root: Path, stamp: tuple) -> dict[str, str]:
     """Macro name -> "file:line" of its `#define`, for each macro a file `stamp` lists still
     defines at its end."""
+    from porter.emulate.host_compile import wheel_include
+    wheel = wheel_include()
     found: dict[str, str] = {}
     for name, _ in stamp:
         path = Path(name)
@@ -98,8 +124,17 @@ def _folder_macros(root: Path, stamp: tuple) -> dict[str, str]:
             live = _live(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-        for macro, line in _macros(live).items():
-            found.setdefault(macro, f"{_rel(path, root)}:{line}")
+        # a header the installed torch has too: a macro it defines alike is torch's own
+        # (ATen/native/DispatchStub.h's REGISTER_DISPATCH), which porter models
+        rel = _rel(path, root)
+        theirs = Path(wheel) / rel.removeprefix("aten/src/") if wheel and rel.startswith("aten/src/") else None
+        torch_own = {}
+        if theirs is not None and theirs.is_file():
+            torch_own = _definitions(_live(theirs.read_text(encoding="utf-8", errors="replace")))
+        for macro, (line, words) in _definitions(live).items():
+            if macro in torch_own and torch_own[macro][1] == words:
+                continue
+            found.setdefault(macro, f"{rel}:{line}")
     return found
 
 

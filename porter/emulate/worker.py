@@ -7,6 +7,7 @@ Request: {"lib": path, "index": i, "entry": (name, in type, out type) the parent
           "out_at": [offset, n]}: the inputs and the output are regions of the memory shared
          with the parent (the file descriptor in argv[1]; porter.emulate.client writes the
          inputs there and reads the output back).
+Or {"batch": [request, ...]}, each in its own regions, answered {"batch": [response, ...]}.
 Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes] where the
           kernel reached an answer Metal leaves undefined (porter/metal.h's porter_reached):
           the output region holds IEEE's reading, the bytes the NaN reading (porter_reading 1).
@@ -120,6 +121,13 @@ def handle(req):
     return resp
 
 
+def _handled(req):
+    try:
+        return handle(req)
+    except Exception as err:  # reported to the parent, the worker lives on
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
 def main():
     inp, outp = sys.stdin.buffer, sys.stdout.buffer
     while True:
@@ -127,10 +135,12 @@ def main():
         if len(header) < 8:
             return
         req = pickle.loads(inp.read(int.from_bytes(header, "little")))
-        try:
-            resp = handle(req)
-        except Exception as err:  # reported to the parent, the worker lives on
-            resp = {"error": f"{type(err).__name__}: {err}"}
+        if "batch" in req:
+            # many calls in one round trip (porter.emulate.client.answer_ahead), each in its
+            # own regions of the shared memory
+            resp = {"batch": [_handled(one) for one in req["batch"]]}
+        else:
+            resp = _handled(req)
         data = pickle.dumps(resp, protocol=pickle.HIGHEST_PROTOCOL)
         outp.write(len(data).to_bytes(8, "little"))
         outp.write(data)

@@ -167,14 +167,18 @@ class CachedSource(verdicts.TwoWayNotes):
         self._unsettled = [(tuple(x) if isinstance(x, list) else x, a, b)
                            for x, a, b in meta.get("unsettled", [])]
         self._flushed = []
-        return self._replay(meta, arrays)
+        samples = [refcache.decode_sample(raw, arrays) for raw in meta["samples"]]
+        prefetch = getattr(self.backend, "prefetch", None)
+        if prefetch is not None and samples:
+            # the row's kernel calls in a few round trips to the emulator's worker, not one each
+            prefetch(self.op, samples)
+        return self._replay(samples, meta["error"])
 
     @staticmethod
-    def _replay(meta: dict, arrays: dict):
-        for raw in meta["samples"]:
-            yield refcache.decode_sample(raw, arrays)
-        if meta["error"]:          # sample generation broke after these, when recorded
-            raise RecordedFailure(meta["error"])
+    def _replay(samples: list, error: str | None):
+        yield from samples
+        if error:                  # sample generation broke after these, when recorded
+            raise RecordedFailure(error)
 
     def sample_error(self, exc: BaseException) -> str:
         return str(exc)

@@ -186,6 +186,14 @@ def comments_blanked(text: str) -> str:
                           text)
 
 
+def code_changed(then: str | None, now: str | None) -> bool:
+    """Whether two texts of a file differ beyond comments and blank space (review 25's H9: a
+    comment added to a header is no change a build sees); None: no such file."""
+    if then is None or now is None:
+        return then != now
+    return comments_blanked(then).split() != comments_blanked(now).split()
+
+
 def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with every (start, end) span blanked, newlines kept."""
     if not spans:

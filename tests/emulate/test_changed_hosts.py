@@ -229,6 +229,19 @@ HEADER_PLANTS = [
      "UnaryOps.mm does not build: aten/src/ATen/native/mps/MPSGraphSonomaOps.h:"),
     ("a well-formed addition (the clean twin)", SONOMA,
      "\nnamespace porter_fine { inline int porter_x() { return 1; } }\n", None, ""),
+    ("a comment alone, in a header every file reads", "aten/src/ATen/native/mps/MetalShaderLibrary.h",
+     "\n// a note\n", None, ""),
+    # every `.mm` reads it, through the installed torch's OperationUtils.h (review 25's H22:
+    # only UnaryOps.mm's code expands the macro, and no reader was found)
+    ("a macro in a header every file reads", "aten/src/ATen/native/mps/MetalShaderLibrary.h",
+     "\n#define is_empty_tensor(...) porter_broken(\n", "not proven",
+     "the branch changes aten/src/ATen/native/mps/MetalShaderLibrary.h, which"),
+    # a new file of the MPS build's `.cpp` glob (review 25's H31, H37)
+    ("a new .cpp of native/mps that does not compile", "aten/src/ATen/native/mps/PorterNew.cpp",
+     "namespace at::native {\nstatic int porter_new() { return 1 }\n}\n", "does not build",
+     "PorterNew.cpp:2: expected ';' after return statement"),
+    ("a new .cpp of ATen/mps that compiles (the clean twin)", "aten/src/ATen/mps/PorterNew.cpp",
+     "namespace at::native {\nstatic int porter_new() { return 1; }\n}\n", None, ""),
 ]
 
 
@@ -236,10 +249,14 @@ def test_a_header_only_an_mpsgraph_file_reads(migrated):
     run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
     for _, rel, code, verdict, named in HEADER_PLANTS:
         path = migrated / rel
-        before = path.read_text()
-        path.write_text(before + code)
+        before = path.read_text() if path.is_file() else None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((before or "") + code)
         result = porter(*run, root=migrated)
-        path.write_text(before)
+        if before is None:
+            path.unlink()
+        else:
+            path.write_text(before)
         if verdict is None:
             assert result.code == 0, result.out
         else:

@@ -3,6 +3,8 @@ read as the preprocessor reads them (review 23's H05, review 24's M1-M6)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from porter.emulate.host_macros import redefined
@@ -50,3 +52,40 @@ def test_the_kernels_metal_files_are_not_the_hosts(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text("#" + RENAME)
     assert redefined(tmp_path, tmp_path / "x.mm", REGISTRATION, [(0, len(REGISTRATION))]) is None
+
+
+def test_a_macro_of_a_checkout_header_the_host_includes_elsewhere(tmp_path):
+    """Outside the host folders, a header the `.mm` reads, directly or through another
+    (review 25's H21b, H21c: `aten/src/ATen/PorterSwap.h` renaming the exec call)."""
+    src = tmp_path / "aten/src"
+    (src / "ATen/native/sparse").mkdir(parents=True)
+    (src / "ATen/native/sparse/Swap.h").write_text("#pragma once\n#" + RENAME)
+    (src / "ATen/Via.h").write_text("#include <ATen/native/sparse/Swap.h>\n")
+    direct = "#include <ATen/native/sparse/Swap.h>\n" + REGISTRATION
+    through = '#include "ATen/Via.h"\n' + REGISTRATION
+    (src / "ATen/Unread.h").write_text("#" + RENAME)                  # included by nothing
+    mm = src / "ATen/x.mm"
+    for text in (direct, through):
+        span = (text.index("REGISTER_DISPATCH"), len(text))
+        assert redefined(tmp_path, mm, text, [span]) == \
+            "`heaviside_mps_kernel` (aten/src/ATen/native/sparse/Swap.h:2)"
+    assert redefined(tmp_path, mm, REGISTRATION, [(0, len(REGISTRATION))]) is None
+
+
+def test_a_macro_the_installed_torch_defines_alike_is_torchs_own(tmp_path):
+    """ATen/native/DispatchStub.h's REGISTER_DISPATCH, read from the checkout: porter models the
+    installed torch's, so only a definition that differs from it counts."""
+    from porter.emulate.host_compile import wheel_include
+    wheel = wheel_include()
+    if wheel is None:
+        pytest.skip("needs the torch wheel's headers")
+    stub = "ATen/native/DispatchStub.h"
+    theirs = (Path(wheel) / stub).read_text()
+    mine = tmp_path / "aten/src" / stub
+    mine.parent.mkdir(parents=True)
+    text = f"#include <{stub}>\n" + REGISTRATION
+    span = (text.index("REGISTER_DISPATCH"), len(text))
+    mine.write_text(theirs + "\n// a comment of the checkout's\n")
+    assert redefined(tmp_path, tmp_path / "x.mm", text, [span]) is None
+    mine.write_text(theirs + "\n#undef REGISTER_DISPATCH\n#define REGISTER_DISPATCH(name, fn) /* none */\n")
+    assert redefined(tmp_path, tmp_path / "x.mm", text, [span]).startswith(f"`REGISTER_DISPATCH` (aten/src/{stub}:")

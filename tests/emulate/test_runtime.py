@@ -169,3 +169,80 @@ def test_inputs_and_outputs_of_every_size_go_through_the_shared_memory(fixture_r
         client.close()
     assert checked == 5
     assert sizes[1] >= 2 * 1029 * 917 * 4 and sizes[3] > sizes[1] and sizes[4] == sizes[3]
+
+
+def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
+    """A row's calls run in one round trip (porter.emulate.client.answer_ahead): each sample's
+    calls, made afterwards in the dry run's order, take the batch's answers, which are the
+    answers the calls give alone; a call of another shape than the dry run's, a sample the
+    batch did not hold, and a sample whose batch crashed run as they always did, and a crash
+    is charged to its own sample."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    from porter.emulate import numpy_run
+    from porter.emulate.client import WorkerClient
+
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    div = build_file(DATA / "int_div.metal", fixture_root)
+    trunc = div.find("div_trunc", "int")[0]
+
+    def f32(*values):
+        return PArray("float32", np.array(values, dtype=np.float32))
+
+    def i32(*values):
+        return PArray("int32", np.array(values, dtype=np.int32))
+
+    samples = {"a": [f32(3, 5), f32(4, 12)], "b": [f32(1e30), f32(1e30)],
+               "big": [f32(*range(1000)), f32(*range(1000))]}
+    client = WorkerClient()
+    try:
+        alone = {k: numpy_run.run_registration(client, lib, reg, v).data.tolist()
+                 for k, v in samples.items()}
+
+        def dry_run():
+            for key in ("a", "b", "big"):
+                client.sample = key
+                numpy_run.run_registration(client, lib, reg, samples[key])
+            client.sample = None
+
+        recorded = client.record(dry_run)
+        assert [s for s, _ in recorded] == ["a", "b", "big"]
+        trips = []
+        real_start = client._start
+        client._start = lambda: trips.append(1) or real_start()
+        client.answer_ahead(recorded)
+        assert len(trips) == 1                                  # one round trip for the row
+        for key in ("a", "b", "big"):
+            client.sample = key
+            assert numpy_run.run_registration(client, lib, reg, samples[key]).data.tolist() == alone[key]
+        client.sample = None
+        assert len(trips) == 1                                  # every answer was the batch's
+        # a call of another shape than the dry run's: run itself, not given another's answer
+        client.answer_ahead(client.record(dry_run))
+        client.sample = "a"
+        other = [f32(6, 8, 1), f32(8, 15, 1)]
+        assert numpy_run.run_registration(client, lib, reg, other).data.tolist() == [10, 17, pytest.approx(2 ** 0.5)]
+        assert len(trips) == 3
+
+        # a row whose batch crashes (a division by zero in the second sample): every call runs
+        # alone, and the crash is the second sample's
+        rows = {"ok": [i32(7), i32(2)], "zero": [i32(1), i32(0)], "after": [i32(9), i32(3)]}
+
+        def crashing_row():
+            for key in rows:
+                client.sample = key
+                numpy_run.run_registration(client, div, trunc, rows[key])
+            client.sample = None
+
+        client.answer_ahead(client.record(crashing_row))
+        client.sample = "ok"
+        assert numpy_run.run_registration(client, div, trunc, rows["ok"]).data.tolist() == [3]
+        client.sample = "zero"
+        with pytest.raises(KernelCrashed, match="SIGFPE"):
+            numpy_run.run_registration(client, div, trunc, rows["zero"])
+        client.sample = "after"
+        assert numpy_run.run_registration(client, div, trunc, rows["after"]).data.tolist() == [3]
+    finally:
+        client.close()

@@ -541,3 +541,23 @@ def test_a_number_input_among_the_reference_inputs_is_recorded_and_read_back_gre
     assert any(o["reference"] and o["dtypes"][0]["samples"] > 100 for o in cold["ops"]), cold
     _from_cache_only(monkeypatch)
     assert _table(real_root, ["sub"], reference_inputs=True, dtypes=["float32"]) == (cold_code, cold)
+
+
+def test_a_rows_calls_made_in_one_round_trip_give_the_verdicts_of_one_call_each(real_root, cache,
+                                                                                monkeypatch):
+    """porter.emulate.emulator_device.prefetch runs a cached row's kernel calls in a few round
+    trips to the worker: the table is the one the calls made one at a time give, reference
+    inputs and layouts included."""
+    from porter.emulate.client import WorkerClient
+    from porter.emulate.emulator_device import EmulateBackend
+    ops = ["atan2", "sqrt"]
+    _table(real_root, ops)                                       # records
+    _from_cache_only(monkeypatch)
+    batches = []
+    real = WorkerClient._run_batch
+    monkeypatch.setattr(WorkerClient, "_run_batch", lambda self, b: batches.append(len(b)) or real(self, b))
+    code, batched = _table(real_root, ops)
+    assert batches and max(batches) > 1                          # calls at once
+    monkeypatch.setattr(EmulateBackend, "prefetch", lambda self, op, samples: None)
+    assert _table(real_root, ops) == (code, batched)
+    assert sum(d["outcome"] == "pass" for op in batched["ops"] for d in op["dtypes"]) >= 10
