@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,19 +43,22 @@ class Change(NamedTuple):
     touched: frozenset = frozenset()     # every line a hunk touches, a pure deletion's place too
 
 
+def _git(root: Path, *args: str) -> str | None:
+    """git's output in `root`, None where it fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
     """Path -> its Change for each `.mm` file of ATen, and each `.cpp` file of the MPS build
     (MPS_SOURCES), that the work tree changes against the commit `base` (the branch's commits
     and what is not committed) or that is untracked;
     empty where `root` is no git checkout with a commit."""
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                                  timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
+    git = partial(_git, root)
     diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "-U0", "--relative",
                base, "--", *MPS_SOURCES)
     if diff is None:
@@ -86,14 +90,7 @@ class HeaderChange(NamedTuple):
 def changed_headers(root: Path, base: str = "HEAD") -> dict[str, HeaderChange]:
     """Relative path -> its HeaderChange for each header of ATen that the work tree changes
     against `base`, committed or not, or adds untracked."""
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                                  timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
+    git = partial(_git, root)
     diff = git("-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "--no-renames",
                "-U0", "--relative", base, "--", f"{ATEN}/*.h")
     if diff is None:

@@ -210,6 +210,7 @@ class WorkerClient:
         # id(sample) -> (sample, [(the call's shape, output, undefined)]), in call order
         self._answered: dict[int, tuple] = {}
         self.sample = None        # the sample whose calls are made now (emulator_device)
+        self._fired = False       # the last exchange's worker was stopped by the watchdog
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -256,28 +257,13 @@ class WorkerClient:
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
             request = self._through_shared(request)
-        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         limit = timeout_seconds()
-        if self._watchdog is None:
-            self._watchdog = _Watchdog()
-            self._watchdog.start()
-        call = self._watchdog.arm(proc, limit)
-        try:
-            proc.stdin.write(len(data).to_bytes(8, "little") + data)
-            proc.stdin.flush()
-            header = proc.stdout.read(8)
-            if len(header) < 8:
-                raise EOFError
-            resp = pickle.loads(proc.stdout.read(int.from_bytes(header, "little")))
-        except (EOFError, BrokenPipeError, OSError):
-            fired = self._watchdog.disarm(call)
-            rc = proc.wait()
-            self._proc = None
-            if fired:
+        resp = self._exchange(proc, request, limit)
+        if resp is None:
+            rc = proc.returncode
+            if self._fired:
                 raise KernelTimedOut(limit) from None
             raise KernelCrashed(-rc if rc < 0 else None, rc) from None
-        finally:
-            self._watchdog.disarm(call)
         if "error" in resp:
             raise KernelError(resp["error"])
         self.undefined = resp.get("undefined")
@@ -286,6 +272,31 @@ class WorkerClient:
             with memoryview(self._shared.map) as shared:
                 return bytearray(shared[offset:offset + n])
         return resp["out"]
+
+    def _exchange(self, proc: subprocess.Popen, message: dict, limit: float) -> dict | None:
+        """The worker's answer to `message`, watched for `limit` seconds of its CPU time; None
+        where the worker died (a kernel's crash, or the watchdog: `_fired` says which), reaped,
+        so that the next call starts another."""
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._watchdog is None:
+            self._watchdog = _Watchdog()
+            self._watchdog.start()
+        call = self._watchdog.arm(proc, limit)
+        self._fired = False
+        try:
+            proc.stdin.write(len(data).to_bytes(8, "little") + data)
+            proc.stdin.flush()
+            header = proc.stdout.read(8)
+            if len(header) < 8:
+                raise EOFError
+            return pickle.loads(proc.stdout.read(int.from_bytes(header, "little")))
+        except (EOFError, BrokenPipeError, OSError):
+            self._fired = self._watchdog.disarm(call)
+            proc.wait()
+            self._proc = None
+            return None
+        finally:
+            self._watchdog.disarm(call)
 
     def record(self, dry_run) -> list[dict]:
         """The calls `dry_run()` makes, each answered with zeros instead of run: what a row of
@@ -346,27 +357,11 @@ class WorkerClient:
             one = {k: v for k, v in request.items() if k != "inputs"}
             one.update(shared=self._shared.size, inputs_at=mine[:-1], out_at=mine[-1])
             sent.append(one)
-        data = pickle.dumps({"batch": sent}, protocol=pickle.HIGHEST_PROTOCOL)
-        if self._watchdog is None:
-            self._watchdog = _Watchdog()
-            self._watchdog.start()
         # one call's limit for the whole batch: a batch stopped is run again call by call,
         # each with its own limit
-        call = self._watchdog.arm(proc, timeout_seconds())
-        try:
-            proc.stdin.write(len(data).to_bytes(8, "little") + data)
-            proc.stdin.flush()
-            header = proc.stdout.read(8)
-            if len(header) < 8:
-                raise EOFError
-            resp = pickle.loads(proc.stdout.read(int.from_bytes(header, "little")))
-        except (EOFError, BrokenPipeError, OSError):
-            self._watchdog.disarm(call)
-            proc.wait()               # reaped; the next call starts a worker again
-            self._proc = None
+        resp = self._exchange(proc, {"batch": sent}, timeout_seconds())
+        if resp is None:
             return False
-        finally:
-            self._watchdog.disarm(call)
         ended: set[int] = set()
         with memoryview(self._shared.map) as shared:
             for (sample, request), answer in zip(batch, resp.get("batch", [])):
