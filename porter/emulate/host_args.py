@@ -225,6 +225,11 @@ def _evaluate(expr: str, env: dict[str, object]):
         m = re.fullmatch(pattern, expr)
         if m and m.group(1) in env:
             return convert(env[m.group(1)], m)
+    wrapped = re.fullmatch(r"(?:(?:at|c10)::)?Scalar\((.*)\)", expr)
+    if wrapped:
+        # a Scalar holds the number it is made of, of that number's kind (review 25's H20:
+        # `Scalar(negative_slope.to<double>())`)
+        return _evaluate(wrapped.group(1), env)
     raise HostCodeUnknown(f"`{expr}` is not a form porter models")
 
 

@@ -42,6 +42,12 @@ KERNEL_CALL_RE = re.compile(r"(?:return\s+)?lib\s*\.\s*exec_(?:unary|binary|tern
                             rf"\s*(?P<name>{_CONCATENATED}|{_LITERALS}|[^,()]+?)\s*(?:,.*)?\)", re.S)
 CHECK_RE = re.compile(r"(?:TORCH_CHECK(?:_TYPE|_VALUE|_NOT_IMPLEMENTED|_INDEX)?|TORCH_INTERNAL_ASSERT)"
                       r"\s*\(.*\)", re.S)
+# a warning whose message reads only literals, names and the tensors' plain facts: it cannot
+# change a value (review 25's H3: `TORCH_WARN_ONCE("...")` before the call was not proven)
+_READ_ONLY_CALL = r"(?:\.|->)\s*(?:dtype|scalar_type|common_dtype|numel|dim|sizes|name)\s*\(\s*\)"
+_MESSAGE_PART = (rf'(?:"(?:[^"\\]|\\.)*"|(?:c10::)?toString\s*\(\s*[\w.>:-]+(?:{_READ_ONLY_CALL})?\s*\)|'
+                 rf'[\w:]+(?:(?:\.|->|::)\w+)*(?:{_READ_ONLY_CALL})?)')
+WARN_RE = re.compile(rf"TORCH_WARN(?:_ONCE)?\s*\(\s*{_MESSAGE_PART}(?:\s*,\s*{_MESSAGE_PART})*\s*\)")
 PARAMS_DECL_RE = re.compile(r"(?:[\w:]+::)?\w+\s*<\s*(?:float|int64_t|long|int)\s*>\s+params")
 PARAMS_FIELD_RE = re.compile(r"params\s*\.\s*\w+\s*=\s*[^=].*", re.S)
 DTYPE_LOCAL_RE = re.compile(r"(?:const\s+)?(?:auto|(?:(?:at|c10)::)?ScalarType)\s+\w+\s*=\s*"
@@ -82,6 +88,8 @@ HOST_SHAPES = {
                          "cannot read"),
     "check": Shape("TORCH_CHECK*(cond, ...)", "only raises; host_dtypes evaluates the condition per "
                    "dtype (a Mac's error) or says it is not proven"),
+    "warning": Shape("TORCH_WARN[_ONCE](\"...\", name, t.dtype(), ...)", "writes a message of "
+                     "literals, names and read-only facts of the tensors: no value changes"),
     "params struct": Shape("Struct<float|int64_t> params;", "declares the struct host_args "
                            "requires every field of to be set in a form it evaluates"),
     "params field": Shape("params.field = expr;", "host_args evaluates expr from the stub's scalars "
@@ -301,7 +309,7 @@ def _check_simple(s: Statement, context: Context) -> Outside | None:
                        "passes: porter runs the kernel with the value the op was called with")
     if assigned and assigned.group(1) == context.iterator:
         return Outside(s.start, text, f"reassigns the iterator `{context.iterator}`")
-    for key in ("check", "params struct", "params field", "dtype local", "limit locals",
+    for key in ("check", "warning", "params struct", "params field", "dtype local", "limit locals",
                 "kernel name", "void name"):
         if _SIMPLE[key].fullmatch(text):
             return None
@@ -319,7 +327,7 @@ def _check_simple(s: Statement, context: Context) -> Outside | None:
                    "the kernel's inputs, and porter runs the kernel alone")
 
 
-_SIMPLE = {"check": CHECK_RE, "params struct": PARAMS_DECL_RE, "params field": PARAMS_FIELD_RE,
+_SIMPLE = {"check": CHECK_RE, "warning": WARN_RE, "params struct": PARAMS_DECL_RE, "params field": PARAMS_FIELD_RE,
            "dtype local": DTYPE_LOCAL_RE, "limit locals": LIMIT_LOCALS_RE,
            "kernel name": NAME_LOCAL_RE, "void name": VOID_NAME_RE}
 

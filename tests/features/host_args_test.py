@@ -115,3 +115,18 @@ THROUGH_FLOAT_BODY = TWO_STRUCTS_BODY.replace("params.beta = beta.to<int64_t>();
 def test_a_scalar_through_a_float_is_rounded_to_float32(body, beta, expected):
     assert alpha_value(body, "TensorIteratorBase& iter, const Scalar& beta", ["beta"], [beta],
                        dtype="int64") == expected
+
+
+@pytest.mark.parametrize("argument, value", [
+    pytest.param("Scalar(negative_slope.to<double>())", 0.5, id="a Scalar of a conversion (review 25's H20)"),
+    pytest.param("c10::Scalar(negative_slope)", 0.5, id="a Scalar spelled with its namespace"),
+    pytest.param("Scalar(Scalar(negative_slope).to<float>())", None, id="a form inside it that porter does not read"),
+])
+def test_a_scalar_made_of_a_form_porter_reads_is_that_form(argument, value):
+    from porter.emulate.host_args import HostCodeUnknown, StubCall, stub_values
+    call = StubCall([argument], ["negative_slope"])
+    if value is None:
+        with pytest.raises(HostCodeUnknown):
+            stub_values(call, {"negative_slope": 0.5}, ["negative_slope"])
+    else:
+        assert stub_values(call, {"negative_slope": 0.5}, ["negative_slope"]) == [value]

@@ -58,6 +58,11 @@ CASES = [
     pytest.param(function(LOGIT, params=", const Scalar& eps"), None, "", id="clean: unary call with its scalar"),
     pytest.param(function(LOGIT + "  iter.output().neg_();\n", params=", const Scalar& eps"), 3,
                  "is no statement porter models", id="planted: output negated after the call"),
+    # review 25's H3: a warning writes a message and changes no value
+    pytest.param(function('  TORCH_WARN_ONCE("atan2 on MPS: ", iter.common_dtype(), " is slow");\n' + ATAN2),
+                 None, "", id="clean: a warning of literals and the dtype"),
+    pytest.param(function('  TORCH_WARN("atan2: ", iter.output().neg_());\n' + ATAN2), 2,
+                 "is no statement porter models", id="planted: a warning whose message negates the output"),
     pytest.param(function("  TORCH_CHECK(isFloatingType(iter.common_dtype()), \"x\");\n" + LOGIT,
                           params=", const Scalar& eps"), None, "", id="clean: a check that only raises"),
     pytest.param(function("  auto out = iter.output();\n" + LOGIT, params=", const Scalar& eps"), 2,
