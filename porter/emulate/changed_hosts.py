@@ -72,8 +72,9 @@ def changed_hosts(root: Path, base: str = "HEAD") -> dict[Path, Change]:
             head = git("show", f"{base}:./{rel}")
             found[path] = Change(_new_lines(path, lines, head), removed.get(rel, set()), head,
                                  frozenset(lines | changes.deletions.get(rel, set())))
-    for rel in filter(None, (git("ls-files", "--others", "--exclude-standard", "--",
-                                 *MPS_SOURCES) or "").splitlines()):
+    # every untracked file the build's globs take, those git ignores too: CMake does not read
+    # .gitignore or .git/info/exclude (review 26's CP8)
+    for rel in filter(None, (git("ls-files", "--others", "--", *MPS_SOURCES) or "").splitlines()):
         path = Path(root) / rel
         if path.is_file():
             count = path.read_text(encoding="utf-8", errors="replace").count("\n") + 1

@@ -252,6 +252,24 @@ def _known(env: dict, name: str):
 _FIELDS = re.compile(r"(\w+)\s+(\w+(?:\s*,\s*\w+)*)")
 
 
+def _open_conditionals(text: str) -> int:
+    """How many `#if` blocks are open at the end of `text`, an include guard (`#ifndef G`
+    followed by `#define G`) aside."""
+    lines = [line.strip() for line in text.split("\n")]
+    depth = 0
+    for i, line in enumerate(lines):
+        directive = re.match(r"#\s*(if|ifdef|ifndef|endif)\b\s*(\w*)", line)
+        if directive is None:
+            continue
+        kind, name = directive.groups()
+        if kind == "endif":
+            depth = max(0, depth - 1)
+        elif not (kind == "ifndef" and i + 1 < len(lines)
+                  and re.fullmatch(rf"#\s*define\s+{re.escape(name)}\b.*", lines[i + 1])):
+            depth += 1
+    return depth
+
+
 def struct_fields(header_text: str, struct: str) -> list[str] | None:
     """Field names of `template <typename T> struct NAME { T a; T b; };` (or `T a, b;`) in
     declaration order; None where the header has no such struct. The host packs the values as
@@ -265,6 +283,16 @@ def struct_fields(header_text: str, struct: str) -> list[str] | None:
     if not m:
         return None
     param, body = m.group(1), m.group(2)
+    defined = [(head, " ".join(inner.split())) for head, inner in re.findall(
+        rf"\bstruct\s+{re.escape(struct)}\s*(<[^>{{;]*>)?\s*\{{(.*?)\}};", text, re.S)]
+    if len(defined) > 1 and (any(head for head, _ in defined) or len(set(defined)) > 1):
+        # a specialization (`template <> struct S<float>`), or definitions that differ a side
+        # per `#if`: the host may lay out another than the kernel reads (review 26's S1, S2)
+        raise HostCodeUnknown(f"struct {struct} is defined {len(defined)} times: which one the "
+                              "host and the kernel each read, porter does not model")
+    if len(defined) == 1 and _open_conditionals(text[:m.start()]):
+        raise HostCodeUnknown(f"struct {struct} stands under a preprocessor condition, which the "
+                              "host and the kernel may read apart")
     if re.search(r"^\s*#", body, re.M):
         raise HostCodeUnknown(f"struct {struct}'s fields stand under a preprocessor directive, "
                               "whose branches the host and the kernel may read apart")

@@ -93,16 +93,31 @@ def _stamp(root: Path) -> tuple:
     return tuple(found)
 
 
+def computed_include(root: Path, mm: Path, text: str) -> str | None:
+    """"`#include NAME` (file:line)" where the `.mm`, or a checkout file it reads, includes a
+    file a macro names (review 26's M1): which file that is, and the macros it defines, the
+    preprocessor decides; None where none does."""
+    from porter.emulate.host_compile import wheel_include
+    from porter.emulate.include_graph import IncludeGraph
+    graph = IncludeGraph(root, wheel_include())
+    for path in [Path(mm), *sorted(graph.reached(mm, text))]:
+        if path in graph.computed:
+            line, directive = graph.computed[path]
+            return f"`{directive}` ({_rel(path, root)}:{line})"
+    return None
+
+
 def _included(root: Path, mm: Path, text: str) -> tuple:
-    """The checkout headers outside the host folders that the `.mm` reads, directly or not
-    (porter.emulate.include_graph), with their times (review 25's H21b: a `#define` of
-    `exec_unary_kernel` in a new `aten/src/ATen/PorterSwap.h` the host includes)."""
+    """The checkout files outside the host folders that the `.mm` reads, directly or not
+    (porter.emulate.include_graph), whatever their names, with their times (review 25's H21b:
+    a `#define` of `exec_unary_kernel` in a new `aten/src/ATen/PorterSwap.h` the host includes;
+    review 26's M5, M6: the same in a `.txt` or a `.mm` file)."""
     from porter.emulate.host_compile import wheel_include
     from porter.emulate.include_graph import IncludeGraph
     found = []
     for path in sorted(IncludeGraph(root, wheel_include()).reached(mm, text)):
         rel = _rel(path, root)
-        if path.suffix in _NOT_HOST or rel.startswith(_HOST_FOLDERS):
+        if rel.startswith(_HOST_FOLDERS) and path.suffix not in _NOT_HOST:
             continue                          # read with the host folders
         try:
             found.append((str(path), path.stat().st_mtime_ns))

@@ -194,8 +194,12 @@ def host_kernels(root: Path) -> list[HostKernel]:
 def _macro_unmodelled(host: HostFile, mm: Path, root: Path, fn, line: int, where: str) -> str:
     """Not proven where the registration at `line`, or the host function `fn`, names a macro
     of the checkout (porter.emulate.host_macros): a Mac compiles its expansion."""
-    from porter.emulate.host_macros import redefined
+    from porter.emulate.host_macros import computed_include, redefined
     text = host.live_text
+    computed = computed_include(root, mm, text)
+    if computed is not None:
+        return (f"not proven: {computed} includes a file a macro names: which file a Mac's "
+                f"preprocessor reads there, and what it defines for {where}, porter does not know")
     start = 0
     for _ in range(line - 1):
         start = text.find("\n", start) + 1

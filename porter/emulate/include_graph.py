@@ -5,7 +5,9 @@ the checkout's `aten/src`; where the checkout lacks a header of the installed to
 folders (`ATen/native/mps/`, `ATen/mps/`: a checkout without its own OperationUtils.h), the
 wheel's copy is read for what it includes in turn, since it brings checkout headers
 (MetalShaderLibrary.h) to every `.mm` (review 25's H22). Lines are read whatever `#if` holds
-them: a file that may read a header counts as reading it.
+them (a file that may read a header counts as reading it), `#include_next` as `#include`, and
+an included file is followed whatever its name (`.txt`, `.mm`: the preprocessor reads any file,
+review 26's M5, M6).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import os
 import re
 from pathlib import Path
 
-_INCLUDE = re.compile(r'^\s*#\s*(?:include|import)\s*([<"])([^>"]+)[>"]', re.M)
+_INCLUDE = re.compile(r'^\s*#\s*(?:include_next|include|import)\s*([<"])([^>"]+)[>"]', re.M)
+# an include whose file a macro names (`#include PORTER_SWAP_H`): which file it is, the
+# preprocessor decides (review 26's M1)
+_COMPUTED = re.compile(r'^\s*#\s*(?:include_next|include|import)\b\s*(?![<"\s])(\S.*)$', re.M)
 WHEEL_MPS = ("ATen/native/mps/", "ATen/mps/")
 
 
@@ -26,11 +31,25 @@ class IncludeGraph:
         self.src = self.root / "aten" / "src"
         self.wheel = wheel
         self._direct: dict[Path, list[Path]] = {}
+        # file -> (line, text) of its first include of a computed name
+        self.computed: dict[Path, tuple[int, str]] = {}
 
     def _scan(self, path: Path, text: str) -> list[Path]:
-        """The files `text` (as `path`'s) includes, resolved."""
+        """The files `text` (as `path`'s) includes, resolved; an include of a computed name
+        is kept in `computed`."""
+        from porter.source.cpp_scan import blank_inactive, code_mask
+        # the directives the preprocessor reads: not in a comment (one a backslash continues
+        # included) nor in `#if 0`; names are read from the text, where the mask blanks them
+        mask = blank_inactive(code_mask(text))
+
+        def live(m: re.Match) -> bool:
+            return mask[m.start():m.end()].lstrip().startswith("#")
+
+        for m in _COMPUTED.finditer(text):
+            if live(m):
+                self.computed.setdefault(path, (text.count("\n", 0, m.start()) + 1, m.group(0).strip()))
         found = []
-        for quote, name in _INCLUDE.findall(text):
+        for quote, name in (m.groups() for m in _INCLUDE.finditer(text) if live(m)):
             places = ([path.parent / name] if quote == '"' else []) + [self.src / name]
             if self.wheel and name.startswith(WHEEL_MPS):
                 places.append(Path(self.wheel) / name)
@@ -50,8 +69,8 @@ class IncludeGraph:
         return self._direct[path]
 
     def reached(self, source: Path, text: str | None = None) -> set[Path]:
-        """Every checkout file `source` reads, directly or through headers (`text`: its text,
-        where not the disk's)."""
+        """Every checkout file `source` reads, directly or through the files it includes
+        (`text`: its text, where not the disk's)."""
         source = Path(source)
         todo = list(self._scan(source, text) if text is not None else self._targets(source))
         seen: set[Path] = set()
@@ -60,6 +79,5 @@ class IncludeGraph:
             if path in seen:
                 continue
             seen.add(path)
-            if path.suffix in (".h", ".hpp", ".hh", ".inc"):
-                todo.extend(self._targets(path))
+            todo.extend(self._targets(path))
         return {p for p in seen if p.is_relative_to(self.root)}

@@ -12,7 +12,9 @@ from functools import cached_property
 
 
 LEXEMES_RE = re.compile(
-    r'//[^\n]*'                          # line comment
+    # a line comment, continued by a backslash at a line's end: the compiler splices lines
+    # before it reads comments (review 26's C1, M7: the next line was read as code)
+    r'//(?:\\\r?\n|[^\n])*'
     r'|/\*.*?(?:\*/|\Z)'                 # block comment
     r'|(?<![\w])R"(?P<delim>[^(\s"]*)\(.*?\)(?P=delim)"'   # raw string
     r'|"(?:\\.|[^"\\\n])*"?'             # string literal

@@ -89,3 +89,42 @@ def test_a_macro_the_installed_torch_defines_alike_is_torchs_own(tmp_path):
     assert redefined(tmp_path, tmp_path / "x.mm", text, [span]) is None
     mine.write_text(theirs + "\n#undef REGISTER_DISPATCH\n#define REGISTER_DISPATCH(name, fn) /* none */\n")
     assert redefined(tmp_path, tmp_path / "x.mm", text, [span]).startswith(f"`REGISTER_DISPATCH` (aten/src/{stub}:")
+
+
+@pytest.mark.parametrize(("files", "include"), [
+    pytest.param({"aten/src/ATen/Swap.h": "#" + RENAME}, "#include_next <ATen/Swap.h>\n", id="include_next"),
+    pytest.param({"aten/src/ATen/Swap.txt": "#" + RENAME}, "#include <ATen/Swap.txt>\n", id="a-txt-file"),
+    pytest.param({"aten/src/ATen/native/mps/Swap.mm": "#" + RENAME}, "#include <ATen/native/mps/Swap.mm>\n",
+                 id="an-mm-file-of-the-host-folders"),
+    # the `#undef` is inside the comment the backslash continues (review 26's M7)
+    pytest.param({"aten/src/ATen/Swap.h": "#" + RENAME + "// dropped below \\\n#undef heaviside_mps_kernel\n"},
+                 "#include <ATen/Swap.h>\n", id="an-undef-in-a-continued-comment"),
+])
+def test_a_macro_of_a_file_included_otherwise(tmp_path, files, include):
+    """Review 26's M2, M5, M6, M7: the preprocessor includes any file, `#include_next` too."""
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    text = include + REGISTRATION
+    span = (text.index("REGISTER_DISPATCH"), len(text))
+    found = redefined(tmp_path, tmp_path / "aten/src/ATen/x.mm", text, [span])
+    assert found is not None and found.startswith("`heaviside_mps_kernel` (aten/src/ATen/"), found
+
+
+def test_an_include_a_macro_names_is_said(tmp_path):
+    """Review 26's M1: `#include PORTER_SWAP_H`, the file a macro names."""
+    from porter.emulate.host_macros import computed_include
+    (tmp_path / "aten/src/ATen").mkdir(parents=True)
+    (tmp_path / "aten/src/ATen/Via.h").write_text("#define SWAP_H <ATen/Swap.h>\n#include SWAP_H\n")
+    mm = tmp_path / "aten/src/ATen/x.mm"
+    assert computed_include(tmp_path, mm, "#include <ATen/Via.h>\n" + REGISTRATION) == \
+        "`#include SWAP_H` (aten/src/ATen/Via.h:2)"
+    assert computed_include(tmp_path, mm, "// #include SWAP_H\n#include <ATen/Other.h>\n" + REGISTRATION) is None
+
+
+def test_include_next_of_a_named_file_is_no_computed_include(tmp_path):
+    from porter.emulate.host_macros import computed_include
+    (tmp_path / "aten/src/ATen").mkdir(parents=True)
+    mm = tmp_path / "aten/src/ATen/x.mm"
+    assert computed_include(tmp_path, mm, "#include_next <ATen/Other.h>\n" + REGISTRATION) is None
+    assert computed_include(tmp_path, mm, "#include_next OTHER_H\n" + REGISTRATION) == "`#include_next OTHER_H` (aten/src/ATen/x.mm:1)"

@@ -33,5 +33,33 @@ def test_a_params_struct_is_plain_fields_of_its_type(body, want):
             struct_fields(text, "ThresholdParams")
 
 
+PRIMARY = HEAD + "  T threshold;\n  T value;\n};\n"
+# (id, the header, the words HostCodeUnknown says, or None: the fields read)
+HEADERS = [
+    ("an include guard", "#ifndef ACT_H\n#define ACT_H\n" + PRIMARY + "#endif\n", None),
+    ("#pragma once", "#pragma once\n" + PRIMARY, None),
+    ("one definition a side of a version guard (review 26's S1)",
+     "#ifdef __METAL_VERSION__\n" + PRIMARY + "#else\n"
+     + PRIMARY.replace("T threshold;\n  T value;", "T value;\n  T threshold;") + "#endif\n",
+     "is defined 2 times"),
+    ("a host-only specialization (review 26's S2)",
+     PRIMARY + "#ifndef __METAL_VERSION__\ntemplate <>\nstruct ThresholdParams<float> {\n"
+     "  float value;\n  float threshold;\n};\n#endif\n", "is defined 2 times"),
+    ("the same definition a side of a version guard", "#ifdef __METAL_VERSION__\n" + PRIMARY + "#else\n"
+     + PRIMARY + "#endif\n", None),
+    ("the one definition under a condition", "#if defined(__METAL_VERSION__) || 1\n" + PRIMARY + "#endif\n",
+     "under a preprocessor condition"),
+]
+
+
+@pytest.mark.parametrize(("text", "says"), [c[1:] for c in HEADERS], ids=[c[0] for c in HEADERS])
+def test_the_struct_is_one_definition_every_reader_reads(text, says):
+    if says is None:
+        assert struct_fields(text, "ThresholdParams") == ["threshold", "value"]
+    else:
+        with pytest.raises(HostCodeUnknown, match=says):
+            struct_fields(text, "ThresholdParams")
+
+
 def test_a_header_without_the_struct_says_so():
     assert struct_fields("struct OtherParams { float x; };", "ThresholdParams") is None

@@ -17,6 +17,8 @@ CASES = [
     ("code moved into a comment", BASE.replace("return x * 0.5f;", "// return x * 0.5f;"), True),
     ("a string's text", BASE.replace("return", 'const char* s = "a";\n  return'), True),
     ("the file deleted", None, True),
+    # the compiler splices the next line into the comment (review 26's C1)
+    ("a comment continued by a backslash", BASE.replace("// Gelu helpers", "// Gelu helpers \\"), True),
 ]
 
 
