@@ -52,8 +52,13 @@ def test_which_cpu_changes_reach_an_op(real_root):
     _edit(real_root, CPU, "return std::hypot(a, b) + 1;\n", "")
     assert set(_gaps(real_root, ops)) == {"hypot"}
     _git(real_root, "checkout", "-q", CPU)
-    # a header porter cannot tie to one op's kernel: neither op is proven
+    # a comment alone is no change a build sees (review 25's H9: every op was not proven)
     _edit(real_root, "aten/src/ATen/native/cpu/zmath.h", "#pragma once", "#pragma once\n// edited")
+    assert _gaps(real_root, ops) == {}
+    _git(real_root, "checkout", "-q", "aten/src/ATen/native/cpu/zmath.h")
+    # a header porter cannot tie to one op's kernel: neither op is proven
+    _edit(real_root, "aten/src/ATen/native/cpu/zmath.h", "#pragma once",
+          "#pragma once\nstatic constexpr int porter_edited = 1;")
     gaps = _gaps(real_root, ops)
     assert set(gaps) == {"hypot", "heaviside"}
     assert "edits CPU code porter cannot tie to one op's kernel (aten/src/ATen/native/cpu/zmath.h:" \
@@ -74,7 +79,7 @@ def test_porter_test_changed_since_is_not_proven_when_the_pr_edits_the_cpu_kerne
     _git(real_root, "commit", "-qm", "heaviside")
     _git(real_root, "tag", "base")
     # the PR changes heaviside's CPU kernel: the wheel's CPU still agrees with the Metal port
-    _edit(real_root, CPU, "heaviside_cpu\", [&]() {", "heaviside_cpu\", [&]() {\n    // changed")
+    _edit(real_root, CPU, "heaviside_cpu\", [&]() {", "heaviside_cpu\", [&]() {\n    (void)0;  // changed")
     args = ("test", "heaviside", "--device", "emulate", "--dtype", "float32", "--json")
     plain = porter(*args, root=real_root)
     # without --changed-since, the base is master's merge base with HEAD (HEAD itself here): the
