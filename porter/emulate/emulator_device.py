@@ -224,6 +224,11 @@ class EmulateBackend:
             readers = (header_readers(self.root, set(headers), host_compile.wheel_include())
                        if headers else {})
             for header in sorted(headers):
+                if _declarations_added(headers[header], root / header):
+                    # lines added, none removed, no directive among them (porter's ternary
+                    # port declares its exec_ternary_kernel overload in MetalShaderLibrary.h):
+                    # the files parsed anyway read them; a macro or a removal is read below
+                    continue
                 # every file that reads it is parsed: a macro or a declaration changed breaks
                 # one reader and not another (review 25's H22: a `#define` that only
                 # UnaryOps.mm's code expands). A file parsed anyway read it as the work tree has it
@@ -923,6 +928,16 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _declarations_added(change, path: Path) -> bool:
+    """Whether a header's change only adds lines, none of them a preprocessor directive."""
+    if change.head is None or change.removed or not path.is_file():
+        return False
+    had = {line.strip() for line in change.head.split("\n")}
+    added = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").split("\n")
+             if line.strip() not in had]
+    return not any(line.startswith(("#", "%:")) for line in added)
 
 
 def _unbuilt(name: str, reason: str) -> str:
