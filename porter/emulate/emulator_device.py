@@ -218,13 +218,15 @@ class EmulateBackend:
             base = found_base[1] if found_base else "HEAD"
             todo = changed_hosts(self.root, base)
             root = Path(self.root)
-            headers = {h: c for h, c in changed_headers(self.root, base).items()
-                       if code_changed(c.head, (root / h).read_text(encoding="utf-8", errors="replace")
-                                       if (root / h).is_file() else None)}
+            changed = changed_headers(self.root, base)
+            # each changed header's work-tree text (None: deleted), read once
+            now = {h: (root / h).read_text(encoding="utf-8", errors="replace")
+                   if (root / h).is_file() else None for h in changed}
+            headers = {h: c for h, c in changed.items() if code_changed(c.head, now[h])}
             readers = (header_readers(self.root, set(headers), host_compile.wheel_include())
                        if headers else {})
             for header in sorted(headers):
-                if _declarations_added(headers[header], root / header):
+                if _declarations_added(headers[header], now[header]):
                     # lines added, none removed, no directive among them (porter's ternary
                     # port declares its exec_ternary_kernel overload in MetalShaderLibrary.h):
                     # the files parsed anyway read them; a macro or a removal is read below
@@ -250,7 +252,7 @@ class EmulateBackend:
             for path, change in sorted(todo.items()):
                 if path in parsed:
                     continue
-                rel = str(path.resolve().relative_to(Path(self.root).resolve()))
+                rel = str(path.resolve().relative_to(root.resolve()))
                 text = path.read_text(encoding="utf-8", errors="replace")
                 found = host_compile.errors(self.root, path, text)
                 if found is None:
@@ -261,9 +263,7 @@ class EmulateBackend:
                 overlay = {h: headers[h].head for h in read if headers[h].head is not None}
                 head = (host_compile.errors(self.root, path, change.head, overlay or None)
                         if change.head is not None else None)
-                texts = {h: ((Path(self.root) / h).read_text(encoding="utf-8", errors="replace")
-                             if (Path(self.root) / h).is_file() else "", laid)
-                         for h, laid in overlay.items()}
+                texts = {h: (now[h] or "", laid) for h, laid in overlay.items()}
                 removed = change.removed.union(*(headers[h].removed for h in read))
                 stops, unproven = introduced(found, rel, change._replace(removed=removed), head,
                                              text, texts)
@@ -930,13 +930,13 @@ class EmulateBackend:
             self._client = None
 
 
-def _declarations_added(change, path: Path) -> bool:
-    """Whether a header's change only adds lines, none of them a preprocessor directive."""
-    if change.head is None or change.removed or not path.is_file():
+def _declarations_added(change, now: str | None) -> bool:
+    """Whether a header's change (`now`: its work-tree text) only adds lines, none of them a
+    preprocessor directive."""
+    if change.head is None or change.removed or now is None:
         return False
     had = {line.strip() for line in change.head.split("\n")}
-    added = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").split("\n")
-             if line.strip() not in had]
+    added = [line.strip() for line in now.split("\n") if line.strip() not in had]
     return not any(line.startswith(("#", "%:")) for line in added)
 
 
