@@ -8,10 +8,13 @@ same file, left every dtype green (review 16's H13, H15, H16, H25), while on a M
 stops and no test runs. Only errors located in the `.mm` file itself are read: the stubbed
 frameworks leave errors inside the wheel's MPS headers, which say nothing of the file.
 
-The headers the file includes take ~9 s to parse, its own code ~0.2 s: the leading directives
-(its `#include` block) are precompiled once and kept in porter's cache by the content of the
-checkout headers they read (checkouts with the same headers share one, ~80 MB), and each file's
-verdict is kept by its content, so an edit of a `.metal` file costs a hash here. Where porter
+The headers the file includes take ~9 s to parse, its own code ~0.2 s: each file's verdict is
+kept by its content, so an edit of a `.metal` file costs a hash here, and where a file is parsed
+again with another text of its own (it is being edited), its leading directives (its `#include`
+block) are precompiled and kept in porter's cache by the content of the checkout headers they
+read (checkouts with the same headers share one, ~80 MB). A file parsed once for a content of its
+headers (the other `*Kernel.mm` files, a changed header's readers) is parsed whole: a prefix
+costs more to build than the parse it saves. Where porter
 cannot parse at all (no libclang: the Metal front end already says "not proven"; no torch
 headers or compiler include directory), nothing is said here.
 """
@@ -251,8 +254,11 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None,
     extra = ["-include", str(forced)] if forced else []
     preamble = _preamble(text)
     store = cache_dir("host_compile")
-    # an overlaid file is read where the checkout has it, never from a prefix's mirror
-    built = None if overlay else _precompiled(root, preamble, base, store)
+    # an overlaid file is read where the checkout has it, never from a prefix's mirror; a
+    # prefix is built for a block whose headers were parsed before with another text of the
+    # file (an edited file: its next parses cost ~0.2 s), never for a one-off
+    built = None if overlay else _precompiled(root, preamble, base, store,
+                                              build=_parsed_before(store, root, preamble))
     unsaved = [(str(mm), text), *((str(root / rel), laid) for rel, laid in (overlay or {}).items())]
     index = ci.Index.create()
     try:
@@ -274,6 +280,8 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None,
     # the verdict holds while the checkout files read hold, and no checkout file comes to
     # stand for a wheel header read, those of the prefix included
     read = _checkout_files(root, unit, mirror)
+    if not built and not overlay and preamble.strip():
+        _mark_parsed(store, root, preamble, read)
     read.update({rel: _file_digest(root / rel)
                  for rel in _facts(store / f"{_head(preamble)}.reads.json") or []})
     wheel = set(_wheel_files(unit))
@@ -367,17 +375,18 @@ def _head(preamble: str) -> str:
 
 
 def _precompiled(root: Path, preamble: str, base: list[str], store: Path,
-                 again: bool = False) -> tuple[Path, Path | None] | None:
-    """(`.pch`, mirror) of the file's leading directives, built when missing (`again`: built
-    anew). The checkout headers it reads are searched in a mirror, a copy of them in the cache
-    kept by their content, so the prefix names no checkout path and every checkout with the
-    same headers shares it: a port's scratch copy of the checkout (porter.harness.measure_port)
-    reads the user's, where each built its own (9 s and 80 MB a port command)."""
+                 again: bool = False, build: bool = True) -> tuple[Path, Path | None] | None:
+    """(`.pch`, mirror) of the file's leading directives, built when missing and `build`
+    (`again`: built anew). The checkout headers it reads are searched in a mirror, a copy of
+    them in the cache kept by their content, so the prefix names no checkout path and every
+    checkout with the same headers shares it: a port's scratch copy of the checkout
+    (porter.harness.measure_port) reads the user's, where each built its own (9 s and 80 MB a
+    port command)."""
     if not preamble.strip():
         return None
     head = _head(preamble)
     found = None if again else _published(store, head, root)
-    if found is not None:
+    if found is not None or not build:
         return found
     store.mkdir(parents=True, exist_ok=True)
     with open(store / f"{head}.lock", "w") as lock:
@@ -390,6 +399,34 @@ def _precompiled(root: Path, preamble: str, base: list[str], store: Path,
 
 # a block with no prefix (`_build`): the whole file is parsed
 _WHOLE = ()
+
+# the contents of a block's headers parsed whole that are remembered (`_mark_parsed`)
+SEEN = 8
+
+
+def _parsed_before(store: Path, root: Path, preamble: str) -> bool:
+    """Whether a file with this include block was parsed whole before with the checkout
+    headers it read holding what they hold now. Only then is the block precompiled: building
+    a prefix costs more than the whole parse it saves (~11 s against ~7.5 s, ~19 s where its
+    reads are not known yet) and 80 MB, and most files are parsed once for a content of their
+    headers (the `*Kernel.mm` files a run parses besides the op's, each reader of a changed
+    header); a file parsed again with another text of its own is one being edited."""
+    head = _head(preamble)
+    seen = _facts(store / f"{head}.seen.json")
+    if not isinstance(seen, dict) or not isinstance(seen.get("reads"), list):
+        return False
+    return _content_key(head, root, seen["reads"]) in seen.get("keys", [])
+
+
+def _mark_parsed(store: Path, root: Path, preamble: str, read: dict[str, str]) -> None:
+    """Remember that a file with this block was parsed whole, by the content of every checkout
+    file the parse read (a superset of the block's: a prefix may be built once for nothing)."""
+    head = _head(preamble)
+    path = store / f"{head}.seen.json"
+    seen = _facts(path)
+    keys = seen.get("keys", []) if isinstance(seen, dict) and seen.get("reads") == sorted(read) else []
+    key = _content_key(head, root, sorted(read))
+    _publish(path, json.dumps({"reads": sorted(read), "keys": [k for k in keys if k != key][-(SEEN - 1):] + [key]}))
 
 
 def _published(store: Path, head: str, root: Path) -> tuple[Path, Path | None] | None:

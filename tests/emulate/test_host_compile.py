@@ -29,22 +29,33 @@ def own_cache(tmp_path, monkeypatch) -> Path:
 
 
 def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real_tree_template, tmp_path,
-                                                                            own_cache):
+                                                                            own_cache, monkeypatch):
     first = Path(shutil.copytree(real_tree_template, tmp_path / "one" / "pytorch"))
     second = Path(shutil.copytree(real_tree_template, tmp_path / "two" / "pytorch"))
     mm = f"{OPERATIONS}/UnaryKernel.mm"
+    builds = []
+    real_build = host_compile._build
+    monkeypatch.setattr(host_compile, "_parsed_apart",
+                        lambda *a: host_compile._parse(*a[:2], a[3], a[2], a[4] or None))
+    monkeypatch.setattr(host_compile, "_build", lambda *a: builds.append(a[1]) or real_build(*a))
+    # a file parsed once for a content of its headers: parsed whole, no prefix built
     assert host_compile.errors(first, first / mm) == []
-    assert len(list(own_cache.glob("*.pch"))) == 1
+    assert (builds, list(own_cache.glob("*.pch"))) == ([], [])
     # the second checkout, at another path, with the same bytes: the first one's verdict, no parse
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(host_compile, "_parsed_apart", lambda *a: pytest.fail("parsed again"))
         assert host_compile.errors(second, second / mm) == []
-    # ... and an edit of the file there: its own parse, from the first one's prefix
+    # ... and an edit of the file there: parsed again with the same headers, so the block is
+    # precompiled (the file is being edited) ...
     (second / mm).write_text((second / mm).read_text() + "\n// edited\n")
     assert host_compile.errors(second, second / mm) == []
-    assert len(list(own_cache.glob("*.pch"))) == 1
-    # an error in a checkout header the prefix reads: a prefix of its own, the error at the
-    # checkout's path (not the cache's copy of the header)
+    assert len(builds) == 1 and len(list(own_cache.glob("*.pch"))) == 1
+    # ... and the first checkout's edit reads that prefix: none built
+    (first / mm).write_text((first / mm).read_text() + "\n// edited there\n")
+    assert host_compile.errors(first, first / mm) == []
+    assert len(builds) == 1 and len(list(own_cache.glob("*.pch"))) == 1
+    # an error in a checkout header the block reads: the error at the checkout's path (not the
+    # cache's copy of the header), from a whole parse (a content of the headers seen once) ...
     header = second / LIBRARY_H
     text = header.read_text()
     line = text[:text.index("namespace")].count("\n") + 1
@@ -52,12 +63,17 @@ def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real
     found = host_compile.errors(second, second / mm)
     assert [e[:2] for e in found] == [[LIBRARY_H, line]], found
     assert host_compile.message(found).startswith(f"{LIBRARY_H} does not build: {LIBRARY_H}:{line}: ")
-    assert len(list(own_cache.glob("*.pch"))) == 2
+    assert len(builds) == 1
+    # ... and from a prefix of its own once the file is edited under it: the same error, where
+    # the prefix's mirror holds the header
+    (second / mm).write_text((second / mm).read_text() + "\n// edited again\n")
+    assert [e[:2] for e in host_compile.errors(second, second / mm)] == [[LIBRARY_H, line]]
+    assert len(builds) == 2 and len(list(own_cache.glob("*.pch"))) == 2
     # mended: the first prefix again, and the first checkout was never touched
     header.write_text(text)
     assert host_compile.errors(second, second / mm) == []
     assert host_compile.errors(first, first / mm) == []
-    assert len(list(own_cache.glob("*.pch"))) == 2
+    assert len(builds) == 2 and len(list(own_cache.glob("*.pch"))) == 2
 
 
 def test_a_checkout_header_that_comes_to_stand_for_a_wheel_header_is_read(real_tree_template, tmp_path,
