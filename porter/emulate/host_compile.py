@@ -470,9 +470,13 @@ def _build(store: Path, head: str, root: Path, preamble: str,
     import clang.cindex as ci
     header = store / f"{head}.preamble.h"
     _publish(header, preamble)
-    # a new prefix (another file's block, an include added) starts from what the others read:
-    # they share most headers, and a file read needlessly costs only its copy
+    # a new prefix starts from what the whole parse of a file with this block read (a
+    # superset of the block's: `_mark_parsed`), else from what the others read (another
+    # file's block, an include added): they share most headers, and a file read needlessly
+    # costs only its copy, where a file missing costs a second parse (~8 s)
+    seen = _facts(store / f"{head}.seen.json")
     reads = sorted(_facts(store / f"{head}.reads.json")
+                   or (seen.get("reads") if isinstance(seen, dict) else None)
                    or {rel for other in store.glob("*.reads.json") for rel in _facts(other) or []})
     for _ in range(3):
         key = _content_key(head, root, reads)
