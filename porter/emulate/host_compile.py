@@ -426,7 +426,8 @@ def _mark_parsed(store: Path, root: Path, preamble: str, read: dict[str, str]) -
     seen = _facts(path)
     keys = seen.get("keys", []) if isinstance(seen, dict) and seen.get("reads") == sorted(read) else []
     key = _content_key(head, root, sorted(read))
-    _publish(path, json.dumps({"reads": sorted(read), "keys": [k for k in keys if k != key][-(SEEN - 1):] + [key]}))
+    kept = [k for k in keys if k != key][-(SEEN - 1):] + [key]
+    _publish(path, json.dumps({"reads": sorted(read), "keys": kept}))
 
 
 def _published(store: Path, head: str, root: Path) -> tuple[Path, Path | None] | None:
