@@ -425,7 +425,8 @@ def _mark_parsed(store: Path, root: Path, preamble: str, read: dict[str, str]) -
     path = store / f"{head}.seen.json"
     seen = _facts(path)
     keys = seen.get("keys", []) if isinstance(seen, dict) and seen.get("reads") == sorted(read) else []
-    key = _content_key(head, root, sorted(read))
+    # the parse's own digests of those files: hashing them again from the disk reads each twice
+    key = _content_key(head, root, sorted(read), read)
     kept = [k for k in keys if k != key][-(SEEN - 1):] + [key]
     _publish(path, json.dumps({"reads": sorted(read), "keys": kept}))
 
@@ -449,10 +450,11 @@ def _published(store: Path, head: str, root: Path) -> tuple[Path, Path | None] |
     return pch, mirror if reads else None
 
 
-def _content_key(head: str, root: Path, reads: list[str]) -> str:
+def _content_key(head: str, root: Path, reads: list[str], digests: dict[str, str] | None = None) -> str:
     """The prefix for this content of the checkout files it reads (clang checks each when it
-    loads the prefix, in the mirror)."""
-    return _digest(head, *(f"{rel}={_file_digest(root / rel)}" for rel in sorted(reads)))
+    loads the prefix, in the mirror); `digests`: theirs where already known."""
+    known = digests or {}
+    return _digest(head, *(f"{rel}={known.get(rel) or _file_digest(root / rel)}" for rel in sorted(reads)))
 
 
 def _facts(path: Path):
