@@ -37,6 +37,40 @@ def _edit(root, rel, old, new):
     path.write_text(text.replace(old, new, 1))
 
 
+# a changed file -> whether the CPU reference may depend on it: the sources the CPU build compiles
+# do; the MPS backend's (parsed as a Mac builds them), c10/metal (the Metal front end's), the
+# CUDA-only ones, the yaml and Python do not (review 26's CP2: a new aten/src/ATen/*.cpp was read
+# by nothing, and its port was green)
+CPU_SIDES = [
+    ("aten/src/ATen/native/cpu/BinaryOpsKernel.cpp", True),
+    ("aten/src/ATen/native/BinaryOps.cpp", True),
+    ("aten/src/ATen/native/Math.h", True),
+    ("aten/src/ATen/cpu/vec/vec_base.h", True),
+    ("c10/util/complex.h", True),
+    ("aten/src/ATen/PorterNew.cpp", True),
+    ("aten/src/ATen/core/Tensor.cpp", True),
+    ("aten/src/ATen/native/sparse/SparseTensor.cpp", True),
+    ("c10/core/ScalarType.h", True),
+    ("torch/csrc/autograd/engine.cpp", True),
+    ("aten/src/ATen/native/mps/operations/BinaryKernel.mm", False),
+    ("aten/src/ATen/native/mps/OperationUtils.h", False),
+    ("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", False),
+    ("aten/src/ATen/mps/MPSDevice.h", False),
+    ("c10/metal/utils.h", False),
+    ("aten/src/ATen/native/cuda/BinaryMiscOpsKernels.cu", False),
+    ("aten/src/ATen/native/cuda/Loops.cuh", False),
+    ("aten/src/ATen/cuda/CUDAContext.h", False),
+    ("aten/src/ATen/native/native_functions.yaml", False),
+    ("torch/testing/_internal/common_mps.py", False),
+]
+
+
+@pytest.mark.parametrize(("rel", "side"), CPU_SIDES)
+def test_which_files_the_cpu_reference_is_built_from(rel, side):
+    from porter.checks.cpu_reference import cpu_side
+    assert cpu_side(rel) is side
+
+
 def test_which_cpu_changes_reach_an_op(real_root):
     git_init(real_root)
     ops = ["hypot", "heaviside"]

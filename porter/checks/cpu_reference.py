@@ -12,8 +12,10 @@ to the CPU side:
   (`REGISTER_DISPATCH(hypot_stub, &hypot_kernel)` in native/cpu/*.cpp), at REF or now: the
   reference is not this checkout's;
 - a changed line sits in another op's registered kernel function only: it does not reach this op;
-- any other CPU-side change (a helper, a header, native/*.cpp, c10/util): porter cannot tell
-  whether the op's kernel calls it, so the reference is not proven to be this checkout's.
+- any other CPU-side change (a helper, a header, native/*.cpp, c10/util, any C++ source of
+  ATen, c10 or torch/csrc outside the MPS backend, c10/metal and the CUDA/HIP folders): porter
+  cannot tell whether the op's kernel calls it, so the reference is not proven to be this
+  checkout's.
 
 Either of the last two reds is "not proven" (exit 1), naming the line, never green.
 """
@@ -29,9 +31,15 @@ from porter.source.cpu_kernel import shared_function_stubs
 from porter.source.native_definitions import impl_stubs
 
 # the files a CPU kernel is built from: its kernel file, the shared functions of native/*.cpp,
-# the headers they include, and c10's scalar math (c10::complex, BFloat16, Half)
+# the headers they include, and c10's scalar math (c10::complex, BFloat16, Half); and every
+# other C++ source of ATen, c10 and torch/csrc, which the build compiles into the library the
+# CPU reference runs (review 26's CP2: a new aten/src/ATen/*.cpp was read by nothing), but the
+# MPS backend's own (porter parses those as a Mac builds them), c10/metal (the Metal front end
+# reads it) and the CUDA/HIP-only sources, which no Mac builds
 CPU_SIDE = re.compile(r"^(?:aten/src/ATen/native/(?:cpu/[^/]+|[^/]+\.(?:cpp|h))"
-                      r"|aten/src/ATen/cpu/.+|c10/util/.+)$")
+                      r"|aten/src/ATen/cpu/.+|c10/util/.+"
+                      r"|(?!aten/src/ATen/(?:native/)?mps/|c10/metal/|.*/(?:cuda|hip|miopen|cudnn)/)"
+                      r"(?:aten/src/ATen|c10|torch/csrc)/.+\.(?:cpp|cc|c|h|hpp))$")
 REGISTER_RE = re.compile(r"\b(?:ALSO_REGISTER_AVX512_|REGISTER_ARCH_|REGISTER_)DISPATCH\(\s*(\w+)\s*,"
                          r"\s*&?\s*([\w:]+)\s*\)")
 

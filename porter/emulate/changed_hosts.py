@@ -181,6 +181,10 @@ def introduced(found: list, rel: str, change: Change, head_found: list | None = 
     stops, unproven = [], []
     for error in found:
         where, line, why, kind = error
+        if kind == "unmodelled" and identity(error, 0) not in had:
+            # code that could set a stub's MPS function as porter does not model
+            # (porter.emulate.host_registrations), which the base had not
+            unproven.append(error)
         if kind not in ("syntax", "error", "stopped"):
             continue
         new = identity(error, 0) not in had
@@ -231,6 +235,8 @@ def _on_changed_lines(found: list, rel: str, lines: set[int], removed: set[str])
     known = {e[2] for e in found if e[0] == rel and e[3] == "error" and e[1] not in lines}
     for error in found:
         where, line, why, kind = error
+        if kind == "unmodelled" and line in lines:
+            unproven.append(error)
         if where != rel or kind not in ("syntax", "error", "stopped"):
             continue
         if kind == "stopped":

@@ -57,6 +57,8 @@ class EmulateBackend:
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
         self._host_builds: dict = {}                        # .mm path -> its compile error
+        self._registrations: dict = {}                      # parsed .mm path -> its registrations
+        self._impls: dict = {}                              # parsed .mm path -> its Library impls
         self._fellows: dict = {}                            # .metal -> another file's error
         self._yaml_others: str | None = None                # another op's row unlike the wheel's
         self._changed: str | None = None                    # a changed .mm file's first error
@@ -97,7 +99,7 @@ class EmulateBackend:
         # a fault porter reads in the op's own host (a function the stub cannot take) says more
         # than the compile error it causes
         fault = next((host.fault for host in self._candidates(op) if host.fault), None)
-        broken = fault or self._host_files_do_not_build(op)
+        broken = fault or self._host_files_do_not_build(op) or self._implemented_by_hand(op)
         if broken:
             return broken
         missing = None if self._candidates(op) else self._stub_without_kernel(op)
@@ -113,6 +115,9 @@ class EmulateBackend:
                         "known here; test it on a Mac (`--device mps`)")
             if host.unmodelled:
                 return host.unmodelled
+            registered = self._registered_otherwise(host)
+            if registered:
+                return registered
             shared = self._device_dependent(op, host)
             if shared:
                 return shared
@@ -193,8 +198,11 @@ class EmulateBackend:
         kernels = sorted((Path(self.root) / OPERATIONS).glob("*Kernel.mm"))
         for path in dict.fromkeys([*(mm for mm in own if mm is not None and mm.is_file()), *kernels]):
             if path not in self._host_builds:
+                found = host_compile.parsed(self.root, path)
+                self._registrations[path] = found.registrations if found else None
+                self._impls[path] = found.impls if found else []
                 self._host_builds[path] = host_compile.message(
-                    host_compile.errors(self.root, path) or [], whole=path.name.endswith("Kernel.mm"))
+                    found.errors if found else [], whole=path.name.endswith("Kernel.mm"))
             if self._host_builds[path]:
                 return self._host_builds[path]
         return self._changed_hosts_do_not_build(set(self._host_builds))
@@ -254,9 +262,12 @@ class EmulateBackend:
                     continue
                 rel = str(path.resolve().relative_to(root.resolve()))
                 text = path.read_text(encoding="utf-8", errors="replace")
-                found = host_compile.errors(self.root, path, text)
-                if found is None:
+                now_parsed = host_compile.parsed(self.root, path, text)
+                if now_parsed is None:
                     continue          # no parse here (no libclang): nothing is said
+                found = now_parsed.errors
+                self._registrations[path] = now_parsed.registrations
+                self._impls[path] = now_parsed.impls
                 read = {h for h in readers.get(path, ()) if h in headers}
                 # the base's text parsed as the file's, with the base's text of each header it
                 # reads that the branch changed: what its parse says too, a Mac built
@@ -275,6 +286,7 @@ class EmulateBackend:
                     self._changed = (
                         f"{rel} does not build: {where}:{line}: {why}; a Mac's build stops there, "
                         f"before any test ({how})" if stops else
+                        f"not proven: {where}:{line}: {why}" if unproven[0][3] == "unmodelled" else
                         f"not proven: {where}:{line}: {why}, "
                         + ("so porter's parse stopped before the lines the branch changes"
                            if unproven[0][3] == "stopped" else
@@ -284,6 +296,68 @@ class EmulateBackend:
                         + f" ({how})")
                     break
         return self._changed or None
+
+    def _implemented_by_hand(self, op: OpNames) -> str | None:
+        """Not proven where code porter parsed registers an implementation of the op with the
+        dispatcher by hand (`m.impl("heaviside", ...)` in a `TORCH_LIBRARY_IMPL` block) for a
+        key that can reach MPS, or one porter cannot read (review 27's H07: a new `.mm` or
+        `.cpp` of the MPS build registering zeros for heaviside left its port green): on a Mac
+        that function runs, not the kernel porter tests."""
+        base = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
+        for path in sorted(self._impls):
+            for where, line, key, name in self._impls[path]:
+                if key is not None and _OTHER_BACKEND.search(key):
+                    continue
+                named = None if name is None else name.split("::")[-1].split(".")[0]
+                if named is None or named in (base, f"{base}_"):
+                    what = f"an implementation of {name}" if name else "an operator porter cannot read"
+                    return (f"not proven: {where}:{line} registers {what} with the dispatcher for "
+                            f"{key or 'a key porter cannot read'}, which runs on MPS instead of the "
+                            f"kernel porter tests (docs/testing.md \"What the host may do\")")
+        return None
+
+    def _registered_otherwise(self, host: HostKernel) -> str | None:
+        """Not proven unless the host files porter parsed (the op's own, every `*Kernel.mm`, the
+        ones the branch changes) register the host function porter read from a
+        REGISTER_DISPATCH line once, in its file, for a stub nothing else registers (review
+        26's M3: a registration porter's pattern does not read ran another function on a
+        Mac). The registrations are clang's (porter.emulate.host_registrations); None where
+        porter could not parse."""
+        if host.impl and not host.function:
+            return None         # the op's impl runs the kernel on *this: no stub, no registration
+        from porter.emulate import host_compile
+        from porter.source.checkout import OPERATIONS
+        own = host_compile.host_file(self.root, host.function) \
+            or Path(self.root) / OPERATIONS / f"{host.metal.stem}.mm"
+        if own not in self._registrations:
+            found = host_compile.parsed(self.root, own)
+            self._registrations[own] = found.registrations if found else None
+        if any(found is None for found in self._registrations.values()):
+            return None
+        every = [r for path in sorted(self._registrations) for r in self._registrations[path]]
+        function = host.function.split(" (")[0]
+        rel = self._rel(str(own))
+        how = "porter reads the registrations clang compiles, docs/testing.md \"What the host may do\""
+        stub = f"{host.stub}_stub"
+        if function:
+            # the stub as written (gelu's GeluKernel), from the function's own registration
+            mine = [r for r in every if r[0] == rel and r[3] == function]
+            if len(mine) > 1:           # one function for two stubs: the op's by its name
+                mine = [r for r in mine if r[2] == stub] or mine
+            if len(mine) != 1:
+                return (f"not proven: {rel} registers {function} for MPS {len(mine)} times in "
+                        f"the code clang compiles, where porter read one REGISTER_DISPATCH line ({how})")
+            stub = mine[0][2]
+        made = [r for r in every if r[2] == stub]
+        if len(made) > 1:
+            places = ", ".join(f"{where}:{line}" for where, line, _, _ in made)
+            return (f"not proven: {stub} is registered for MPS {len(made)} times ({places}): "
+                    f"which function a Mac runs depends on the order the registrations run ({how})")
+        if not made or made[0][0] != rel:
+            elsewhere = made[0][0] if made else "no code porter compiles"
+            return (f"not proven: {stub} is registered for MPS in {elsewhere}, while porter read "
+                    f"its REGISTER_DISPATCH line in {rel} ({how})")
+        return None
 
     def _device_dependent(self, op: OpNames, host: HostKernel) -> str | None:
         """Not proven where the shared function that runs the host's stub (a structured op's
@@ -928,6 +1002,11 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+# dispatch keys of other backends: a Library registration for one never runs on MPS
+_OTHER_BACKEND = re.compile(r"(?:CPU|CUDA|HIP|XLA|XPU|Meta|Lazy|HPU|IPU|MTIA|PrivateUse\d|VE|MAIA|FPGA|"
+                            r"Vulkan|ORT)$")
 
 
 def _declarations_added(change, now: str | None) -> bool:

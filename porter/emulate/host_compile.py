@@ -33,8 +33,9 @@ import tempfile
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
-from porter.emulate import mps_structs
+from porter.emulate import host_registrations, mps_structs
 from porter.runtime.cache_dir import cache_dir
 from porter.runtime.whole_file import write_whole
 
@@ -53,12 +54,30 @@ _APPLE_NAME = re.compile(r"'(?:MTL|MPS|NS|CF|os_|dispatch_|objc_)\w*'|@\w+|Objec
 def errors(root: Path, mm: Path, text: str | None = None,
            overlay: dict[str, str] | None = None) -> list[list] | None:
     """[file, line, clang's message, kind] of each error of the parse of `mm` in the checkout's
-    own files (kind "error", or "apple" for one about Apple's names) and of each error that
-    stopped it ("stopped"); None where porter cannot parse (no libclang, no compiler include
-    directory): nothing is said then. `text`: parse this as `mm`'s text (HEAD's, say).
-    `overlay`: checkout files (relative path) read as these texts instead of the disk's (a
-    branch's base text of a header it changed), parsed whole, without the precompiled prefix,
-    whose mirror holds the disk's."""
+    own files (kind "error", or "apple" for one about Apple's names), of each error that
+    stopped it ("stopped"), and of each construct that could set a stub's MPS function other
+    than as porter models it ("unmodelled": porter.emulate.host_registrations); None where
+    porter cannot parse (no libclang, no compiler include directory): nothing is said then.
+    `text`: parse this as `mm`'s text (HEAD's, say). `overlay`: checkout files (relative path)
+    read as these texts instead of the disk's (a branch's base text of a header it changed),
+    parsed whole, without the precompiled prefix, whose mirror holds the disk's."""
+    found = parsed(root, mm, text, overlay)
+    return None if found is None else found.errors
+
+
+class Parsed(NamedTuple):
+    errors: list[list]              # see errors()
+    # [file, line, stub, function] of each MPS registration the compiled file makes
+    # (porter.emulate.host_registrations), in source order
+    registrations: list[list]
+    # [file, line, dispatch key, operator] of each `torch::Library::impl` call (host_registrations)
+    impls: list[list]
+
+
+def parsed(root: Path, mm: Path, text: str | None = None,
+           overlay: dict[str, str] | None = None) -> Parsed | None:
+    """What the parse of `mm` says (errors() for the arguments); None where porter cannot
+    parse."""
     base = _arguments(Path(root))
     if base is None:
         return None
@@ -81,16 +100,18 @@ def errors(root: Path, mm: Path, text: str | None = None,
         if isinstance(found, dict) and _still_current(Path(root), found):
             if recorded is anywhere:
                 _publish(here, json.dumps(found))
-            return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
+            return Parsed(_deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"],
+                          found["registrations"], found["impls"])
     forced = _kept(store, f"mps-structs-{_digest(declared)}.h", declared) if declared else None
     found = _parsed_apart(Path(root), mm, forced, text, overlay or {})
     if isinstance(found, str):
         # the child died (libclang aborts on a full disk) or failed: nothing is known of the
         # file, and porter goes on
-        return [[rel, 1, f"porter's parse of the file did not finish ({found})", "stopped"]]
+        return Parsed([[rel, 1, f"porter's parse of the file did not finish ({found})", "stopped"]], [], [])
     for recorded in (here, anywhere):
         _publish(recorded, json.dumps(found))
-    return _deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"]
+    return Parsed(_deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"],
+                  found["registrations"], found["impls"])
 
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(?:include|import)\b")
@@ -275,6 +296,10 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None,
     mirror = built[1] if built else None
     listed = (_facts(built[0].with_suffix(".errors.json")) or []) if built else []
     listed = listed + _checkout_errors(root, unit, mirror)
+    # the registrations the compiled file makes, and what else could set a stub's MPS
+    # function (a header's such code is the prefix's, listed with its errors when it is used)
+    registered = host_registrations.read(unit, _placer(root, mirror), str(mm))
+    listed += [u for u in registered.unmodelled if u not in listed]
     if forced:
         listed += _undeclared_signatures(unit, mm, forced, _in_checkout(root, str(mm)) or mm.name)
     # the verdict holds while the checkout files read hold, and no checkout file comes to
@@ -287,7 +312,8 @@ def _parse(root: Path, mm: Path, text: str, forced: Path | None = None,
     wheel = set(_wheel_files(unit))
     if built:
         wheel.update(_facts(built[0].with_suffix(".wheel.json")) or [])
-    return {"errors": listed, "checkout_files": read, "wheel_files": sorted(wheel)}
+    return {"errors": listed, "checkout_files": read, "wheel_files": sorted(wheel),
+            "registrations": registered.registrations, "impls": registered.impls}
 
 
 def _undeclared_signatures(unit, mm: Path, forced: Path, rel: str) -> list[list]:
@@ -367,6 +393,16 @@ def _in_checkout(root: Path, name: str, mirror: Path | None = None) -> str | Non
         except ValueError:
             pass
     return None
+
+
+def _placer(root: Path, mirror: Path | None = None):
+    """`_in_checkout` for many names: a name under neither tree (the wheel's thousands of
+    headers) is told by its start, without resolving it."""
+    trees = [top for top in (root, mirror) if top is not None]
+    if not all(top.is_absolute() for top in trees):
+        return lambda name: _in_checkout(root, name, mirror)
+    tops = tuple({str(p) for top in trees for p in (top, top.resolve())})
+    return lambda name: _in_checkout(root, name, mirror) if name.startswith(tops) else None
 
 
 def _head(preamble: str) -> str:
@@ -500,7 +536,9 @@ def _build(store: Path, head: str, root: Path, preamble: str,
             _publish(store / f"{key}.whole", "")
             return _WHOLE
         # errors in the checkout's own headers the block reads (loading the prefix says none)
-        _publish(store / f"{key}.errors.json", json.dumps(_checkout_errors(root, unit, mirror)))
+        _publish(store / f"{key}.errors.json", json.dumps(
+            _checkout_errors(root, unit, mirror)
+            + host_registrations.read(unit, _placer(root, mirror), str(header)).unmodelled))
         _publish(store / f"{key}.wheel.json", json.dumps(sorted(_wheel_files(unit))))
         fd, staged = tempfile.mkstemp(dir=store, suffix=".pch.tmp")
         os.close(fd)
@@ -632,7 +670,7 @@ def _versions() -> str:
         except metadata.PackageNotFoundError:
             found.append("none")
     stubs = _digest(*(p.read_text() for p in sorted(INCLUDE.rglob("*.h"))))
-    return "|".join(["verdict format 2", *found, stubs])
+    return "|".join(["verdict format 4", *found, stubs])
 
 
 def _arguments(root: Path) -> list[str] | None:
@@ -688,11 +726,12 @@ def _publish(path: Path, text: str) -> None:
 
 def message(found: list, whole: bool = True) -> str | None:
     """The verdict's words for the first error (every dtype fails, as the build stops), or
-    "not proven" where porter's parse stopped or erred on Apple's names; None for none.
-    `whole` False (an MPSGraph `.mm`, which uses far more of Apple's frameworks than porter
-    declares): its syntax errors alone are read."""
+    "not proven" where porter's parse stopped or erred on Apple's names, or the code could set
+    a stub's MPS function as porter does not model; None for none. `whole` False (an MPSGraph
+    `.mm`, which uses far more of Apple's frameworks than porter declares): its syntax errors
+    alone are read, and what could register otherwise."""
     if not whole:
-        found = [e for e in found if e[3] == "syntax"]
+        found = [e for e in found if e[3] in ("syntax", "unmodelled")]
     if not found:
         return None
     stopped = [e for e in found if e[3] == "stopped"]
@@ -711,6 +750,10 @@ def message(found: list, whole: bool = True) -> str | None:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         return (f"{rel} does not build: {rel}:{line}: {why}{more}; a Mac's build stops there, "
                 f"before any test ({how})")
+    unmodelled = [e for e in found if e[3] == "unmodelled"]
+    if unmodelled and not stopped:
+        rel, line, why, _ = unmodelled[0]
+        return f"not proven: {rel}:{line}: {why}"
     rel, line, why, _ = (stopped or found)[0]
     what = ("stopped there, so the rest is unread" if stopped else
             "errs on a name of Apple's frameworks, which porter declares by name only")

@@ -132,7 +132,7 @@ class CachedSource(verdicts.TwoWayNotes):
         return self.backend.skip_reason(self.op)
 
     def build_error(self) -> str | None:
-        return self.backend.build_error(self.op)
+        return self.backend.build_error(self.op) or self.lists.unread_verdict()
 
     def expectations(self, dtype: str):
         """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""

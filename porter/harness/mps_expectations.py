@@ -56,6 +56,9 @@ class Entry:
     value_at: tuple[int, int]
     value_end_at: tuple[int, int]
     macos_before: tuple[int, int] | None = None
+    # the literal gives the key again later: Python's dict holds that value, not this one (an
+    # edit still sees this entry, so that removing the key removes it too)
+    shadowed: bool = False
 
     def covers(self, dtype: str) -> bool:
         return self.dtypes is None or dtype in self.dtypes
@@ -97,7 +100,7 @@ class Expectations:
         macOS version is known and older than X.Y (never on emulate or CUDA)."""
         out = []
         for e in self.for_key(key):
-            if not e.covers(dtype) or not self.applies(e, macos):
+            if e.shadowed or not e.covers(dtype) or not self.applies(e, macos):
                 continue
             out.append(e)
         return out
@@ -157,21 +160,35 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
             lists.add(target)
         if isinstance(value, ast.Set) and target.endswith("SUPPORTED_COMPLEX_OPS"):
             # AFTER_MACOS_14_0_SUPPORTED_COMPLEX_OPS (older trees) is unioned upstream too
-            complex_ops = (complex_ops or set()) | {
-                e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            for e in value.elts:
+                if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
+                    raise PorterError(
+                        f"the list {target} has an element porter does not read: "
+                        f"`{ast.unparse(e)[:60]}`: write it as a string literal", path=rel, line=e.lineno)
+            complex_ops = (complex_ops or set()) | {e.value for e in value.elts}
             continue
         kind = _kind(target, grad=modifier == GRAD_MODIFIER)
         if kind is None or not isinstance(value, ast.Dict):
             continue
         macos = _MACOS_BEFORE.search(target)
-        for k, v in zip(value.keys, value.values):
+        # where each key is given last: Python keeps that value alone (review 27's E2: a key
+        # given twice had both values applied here)
+        last = {k.value: i for i, k in enumerate(value.keys) if isinstance(k, ast.Constant)}
+        for i, (k, v) in enumerate(zip(value.keys, value.values)):
+            if k is None:
+                continue            # `**{...}`: refused below, with the line
             if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                continue
+                # a key Python computes (`"heavi" + "side"`): a Mac's test applies it (review
+                # 27's E1: dropped here, the dtype an unexpected success there)
+                raise PorterError(
+                    f"the expectation list {target} has a key porter does not read: "
+                    f"`{ast.unparse(k)[:60]}`: write it as a string literal", path=rel, line=k.lineno)
             exp.entries.append(Entry(
                 dict_name=target, kind=kind, key=k.value, dtypes=_dtypes(v, rel),
                 line=k.lineno, key_at=(k.lineno, k.col_offset), value_at=(v.lineno, v.col_offset),
                 value_end_at=(v.end_lineno, v.end_col_offset),
-                macos_before=(int(macos.group(1)), int(macos.group(2))) if macos else None))
+                macos_before=(int(macos.group(1)), int(macos.group(2))) if macos else None,
+                shadowed=last[k.value] != i))
     exp.complex_supported = frozenset(complex_ops) if complex_ops is not None else None
     exp.gates = _gates(func)
     _refuse_unread_changes(func, lists, rel)

@@ -166,7 +166,8 @@ class OpDbSource(verdicts.TwoWayNotes):
         return _backend_says(self.backend, "skip_reason", OpNames.of(self.info))
 
     def build_error(self) -> str | None:
-        return _backend_says(self.backend, "build_error", OpNames.of(self.info))
+        return (_backend_says(self.backend, "build_error", OpNames.of(self.info))
+                or self.ctx.lists.unread_verdict())
 
     def expectations(self, name: str):
         return _expectations(self.info, self._dtypes[name], self.ctx, self.device_type)

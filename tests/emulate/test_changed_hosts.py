@@ -38,6 +38,11 @@ CASES = [
      [[REL, 50, "'ATen/native/mps/X.h' file not found", "stopped"]], {9}, set(), ([], [])),
     ("an error in another file",
      [["aten/src/ATen/native/mps/Copy.h", 9, "expected ';'", "syntax"]], {9}, set(), ([], [])),
+    # code that sets a stub's MPS function as porter does not model (host_registrations)
+    ("a RegisterMPSDispatch specialization on a changed line",
+     [[REL, 9, "a RegisterMPSDispatch of the checkout's own", "unmodelled"]], {9}, set(), ([], [9])),
+    ("such code on a line the change leaves", [[REL, 30, "`set_mps_dispatch_ptr` sets", "unmodelled"]],
+     {9}, set(), ([], [])),
 ]
 
 
@@ -68,6 +73,11 @@ AGAINST_HEAD = [
     ("a stop HEAD's parse has too, with a pure deletion after it (review 22's BH4)",
      HEAD.replace("  helper(1);\n", ""), [[REL, 1, "'mach-o/dyld.h' file not found", "stopped"]],
      [[REL, 1, "'mach-o/dyld.h' file not found", "stopped"]], {3}, set(), ([], [1])),
+    ("a RegisterMPSDispatch specialization the base has not", HEAD + "template <> struct R {};\n",
+     [[REL, 6, "a RegisterMPSDispatch of the checkout's own", "unmodelled"]], [], {6}, set(), ([], [6])),
+    ("one the base has too, on a line of the same text", "// a new comment\n" + HEAD,
+     [[REL, 6, "`set_mps_dispatch_ptr` sets", "unmodelled"]],
+     [[REL, 5, "`set_mps_dispatch_ptr` sets", "unmodelled"]], {1}, set(), ([], [])),
     ("a stop HEAD's parse has too, every change before it",
      "// a new comment\n" + HEAD, [[REL, 3, "'x.h' file not found", "stopped"]],
      [[REL, 2, "'x.h' file not found", "stopped"]], {1}, set(), ([], [])),

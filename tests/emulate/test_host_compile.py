@@ -150,7 +150,7 @@ def test_a_tracked_header_deleted_from_the_checkout_is_not_read_from_the_wheel(t
                   f"#include <{LIBRARY_H.removeprefix('aten/src/')}>\n")
     (root / LIBRARY_H).write_text("#pragma once\n")
     wheel = [LIBRARY_H.removeprefix("aten/src/"), "ATen/native/mps/OperationUtils.h", "fmt/format.h"]
-    parsed = {"errors": [], "checkout_files": {}, "wheel_files": wheel}
+    parsed = {"errors": [], "checkout_files": {}, "wheel_files": wheel, "registrations": [], "impls": []}
     monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: parsed)
     monkeypatch.setattr(host_compile, "_arguments", lambda r: ["-I" + str(r / "aten" / "src")])
     monkeypatch.setattr(host_compile, "_fixed_arguments", lambda: ())
@@ -188,7 +188,8 @@ def test_a_header_missing_from_a_folder_the_checkout_holds_in_full_is_not_read_f
     (root / OPERATIONS).mkdir(parents=True)
     mm = root / OPERATIONS / "BinaryKernel.mm"
     mm.write_text("#include <ATen/native/BinaryOps.h>\n")
-    parsed = {"errors": [], "checkout_files": {}, "wheel_files": ["ATen/native/BinaryOps.h", "ATen/ops/add.h"]}
+    parsed = {"errors": [], "checkout_files": {}, "wheel_files": ["ATen/native/BinaryOps.h", "ATen/ops/add.h"],
+              "registrations": [], "impls": []}
     monkeypatch.setattr(host_compile, "_parsed_apart", lambda *a: parsed)
     monkeypatch.setattr(host_compile, "_arguments", lambda r: ["-I" + str(r / "aten" / "src")])
     monkeypatch.setattr(host_compile, "_fixed_arguments", lambda: ())

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 
 from porter.source.checkout import NATIVE_YAML, OPERATIONS  # noqa: E402
-from tests.porter_run import by_dtype, porter  # noqa: E402
+from tests.porter_run import by_dtype, git_init, porter  # noqa: E402
 
 UNARY = f"{OPERATIONS}/UnaryKernel.mm"
 BINARY = f"{OPERATIONS}/BinaryKernel.mm"
@@ -109,6 +109,8 @@ SAME_AS_WRITTEN = [
                  id="a-constexpr-local"),
     pytest.param(ATAN2_CALL, '  lib.exec_binary_kernel(iter, std::string("at") + "an2");\n',
                  id="a-std-string-concatenation"),
+    # the function named without `&`: the same registration in clang's AST
+    pytest.param(ATAN2_REGISTRATION, ATAN2_REGISTRATION.replace("&", ""), id="registered-without-the-ampersand"),
 ]
 
 # ... and their twins that a Mac runs otherwise: another kernel, a name the host may change,
@@ -131,6 +133,23 @@ NOT_THE_SAME = [
     pytest.param(ATAN2_CALL, '#define exec_binary_kernel(IT, ...) exec_binary_kernel(IT, "copysign")\n'
                  + ATAN2_CALL + "#undef exec_binary_kernel\n", "not proven",
                  id="a-macro-rewriting-the-call"),
+    # a registration porter's reading of REGISTER_DISPATCH lines missed, read from clang's AST
+    # (porter.emulate.host_registrations; review 26's M3 was green: a specialization whose
+    # constructor registers another function)
+    pytest.param(ATAN2_REGISTRATION, "template <>\nstruct RegisterMPSDispatch<struct "
+                 "atan2_stub_DECLARE_DISPATCH_type> {\n  RegisterMPSDispatch(atan2_stub_DECLARE_"
+                 "DISPATCH_type& stub, atan2_stub_DECLARE_DISPATCH_type::FnPtr) {\n    stub.set_mps_"
+                 "dispatch_ptr(&copysign_mps_kernel);\n  }\n};\n" + ATAN2_REGISTRATION,
+                 "a RegisterMPSDispatch of the checkout's own", id="a-registrar-specialization"),
+    pytest.param(ATAN2_REGISTRATION, ATAN2_REGISTRATION + "static RegisterMPSDispatch<struct atan2_stub_"
+                 "DECLARE_DISPATCH_type> porter_again(atan2_stub, &copysign_mps_kernel);\n",
+                 "atan2_stub is registered for MPS 2 times", id="a-second-registration-by-hand"),
+    pytest.param(ATAN2_REGISTRATION, ATAN2_REGISTRATION + "static bool porter_set = (atan2_stub.set_mps_"
+                 "dispatch_ptr(&copysign_mps_kernel), true);\n",
+                 "`set_mps_dispatch_ptr` sets a stub's MPS function directly", id="the-pointer-set-directly"),
+    pytest.param(ATAN2_REGISTRATION, "REGISTER_DISPATCH(atan2_stub, (true ? &atan2_mps_kernel : "
+                 "&copysign_mps_kernel))\n", "registers something other than a stub and a function",
+                 id="a-function-computed"),
 ]
 
 
@@ -148,6 +167,60 @@ def test_a_macro_of_an_mps_header_named_in_the_host_function_is_not_proven(porte
     line = line_of(ported, header, end) + 1
     for message in every_dtype_fails(ported, header, end, end + macro, "atan2"):
         assert f"not proven: `exec_binary_kernel` ({header}:{line}) is a macro of the checkout" in message, message
+
+
+def test_a_registrar_unlike_upstreams_is_not_proven(ported):
+    """DispatchStub.h's RegisterMPSDispatch, which every REGISTER_DISPATCH of a `.mm` runs,
+    registering something else (the checkout's copy, read by every host file)."""
+    header = "aten/src/ATen/native/DispatchStub.h"
+    old = "    stub.set_mps_dispatch_ptr(value);\n"
+    for message in every_dtype_fails(ported, header, old, old.replace("value", "nullptr"), "atan2"):
+        assert f"not proven: {header}:" in message, message
+        assert "RegisterMPSDispatch is not upstream's" in message, message
+
+
+OVERRIDE = ("#include <ATen/ATen.h>\n#include <torch/library.h>\n\nnamespace at {{\n"
+            "static Tensor porter_zeros(const Tensor& self, const Tensor& other) {{\n"
+            "  return at::zeros_like(self);\n}}\n"
+            "TORCH_LIBRARY_IMPL(aten, {key}, m) {{\n  m.impl(\"{name}\", TORCH_FN(porter_zeros));\n}}\n"
+            "}} // namespace at\n")
+
+
+# a new source of the MPS build that registers the op with the dispatcher by hand: on a Mac that
+# function runs, not the kernel (review 27's H07, H07b, H07c: zeros registered for heaviside
+# were green); a registration for another backend or another op is no such thing
+@pytest.fixture(scope="module")
+def ported_in_git(ported: Path, tmp_path_factory) -> Path:
+    """`ported`, committed: a new file is the branch's change, which porter parses."""
+    root = Path(shutil.copytree(ported, tmp_path_factory.mktemp("host-model-git") / "pytorch"))
+    git_init(root)
+    return root
+
+
+@pytest.mark.parametrize(("rel", "key", "name", "says"), [
+    ("aten/src/ATen/mps/PorterOverride.mm", "MPS", "atan2",
+     "PorterOverride.mm:9 registers an implementation of atan2 with the dispatcher for MPS"),
+    ("aten/src/ATen/native/mps/PorterOverride.cpp", "MPS", "aten::atan2.out", "atan2.out"),
+    ("aten/src/ATen/mps/PorterOverride.mm", "CompositeImplicitAutograd", "atan2",
+     "with the dispatcher for CompositeImplicitAutograd"),
+    ("aten/src/ATen/mps/PorterOverride.mm", "CPU", "atan2", None),
+    ("aten/src/ATen/mps/PorterOverride.mm", "MPS", "copysign", None),
+])
+def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, name, says):
+    path = ported_in_git / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(OVERRIDE.format(key=key, name=name))
+    try:
+        code, by = outcomes(ported_in_git, "atan2")
+    finally:
+        path.unlink()
+    if says is None:
+        assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, said(by)
+    else:
+        assert code == 1 and by, said(by)
+        for d in by.values():
+            assert d["outcome"] == "fail" and d["message"].startswith("not proven: ") \
+                and says in d["message"], d["message"]
 
 
 @pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)

@@ -51,3 +51,31 @@ def test_a_change_porter_does_not_read_is_refused_at_its_line(statement):
 def test_reads_and_the_sparse_tests_changes_are_accepted(statement):
     text = UPSTREAM.replace(ANCHOR, statement + "\n" + ANCHOR, 1)
     assert mps_expectations.parse(text).entries
+
+
+INSIDE = ANCHOR + "\n"
+
+
+@pytest.mark.parametrize("key", ['"heavi" + "side"', "NAME", 'f"{x}"'])
+def test_a_key_python_computes_is_refused_at_its_line(key):
+    """Review 27's E1: `"heavi" + "side": [torch.float16]` was dropped; a Mac's test applies it
+    and reports the dtype's unexpected success."""
+    text = UPSTREAM.replace(INSIDE, f"{INSIDE}            {key}: [torch.float16],\n", 1)
+    line = UPSTREAM[:UPSTREAM.index(ANCHOR)].count("\n") + 2
+    with pytest.raises(PorterError) as err:
+        mps_expectations.parse(text)
+    assert err.value.line == line
+    assert "has a key porter does not read" in str(err.value) and "string literal" in str(err.value)
+
+
+def test_a_key_given_twice_applies_its_last_value_as_python_does():
+    """Review 27's E2: both values applied, float16 an unexpected pass where Python keeps
+    complex64 alone."""
+    twice = '            "porter_op": [torch.float16],\n            "porter_op": [torch.complex64],\n'
+    exp = mps_expectations.parse(UPSTREAM.replace(INSIDE, INSIDE + twice, 1))
+    assert [e.shadowed for e in exp.for_key("porter_op")] == [True, False]
+    assert exp.active("porter_op", "float16") == []
+    assert [e.dtypes for e in exp.active("porter_op", "complex64")] == [("complex64",)]
+    once = '            "porter_op": [torch.float16],\n'
+    exp = mps_expectations.parse(UPSTREAM.replace(INSIDE, INSIDE + once, 1))
+    assert [e.dtypes for e in exp.active("porter_op", "float16")] == [("float16",)]

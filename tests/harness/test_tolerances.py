@@ -300,6 +300,37 @@ def test_atol_set_in_a_shape_porter_does_not_cut_is_refused_with_the_line():
             f"(test/test_mps.py:{line}), which porter cannot cut out") in lists.source
 
 
+def test_atol_set_in_a_loop_inside_the_sample_loop_is_refused_with_the_line():
+    """Review 27's T1: `for _ in range(1): atol, rtol = 0, 0` inside the sample loop was taken
+    for the sample loop itself ("compares each sample 0 time(s)")."""
+    text = MIXED_CHAIN.replace(
+        "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n",
+        "            for _ in range(1):\n                atol, rtol = 0, 0\n"
+        "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n", 1)
+    lists = _rules_of(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "for _ in range(1)" in t)
+    assert lists.unread == (f"TestConsistency.test_output_match sets atol/rtol inside a for "
+                            f"(test/test_mps.py:{line}), which porter cannot cut out")
+
+
+def test_rules_the_checkout_has_and_porter_cannot_read_are_not_proven(tmp_path):
+    """A Mac compares with the checkout's rules, which may be stricter than porter's table: no
+    dtype is green on the table (review 27's T1 was, exit 0)."""
+    root = Path(shutil.copytree(fixture_root(), tmp_path / "mini"))
+    test = root / TEST_MPS
+    test.write_text(test.read_text().replace("atol, rtol = self._compute_tolerances(op, dtype)",
+                                             "atol, rtol = self._compute_tolerances(op, dtype, pick_device())"))
+    report = _session_json(root, "neg", ["float32"])
+    [case] = report["ops"][0]["dtypes"]
+    assert case["outcome"] == "fail", case
+    assert case["message"].startswith("not proven: test/test_mps.py's tolerance rules of "
+                                      "test_output_match cannot be read (TestConsistency."), case
+    # the miniature without a test_mps.py: a Mac runs none, the table is the documented stand-in
+    test.unlink()
+    [case] = _session_json(root, "neg", ["float32"])["ops"][0]["dtypes"]
+    assert case["outcome"] == "pass", case
+
+
 def _session_json(root: Path, op: str, dtypes: list[str]) -> dict:
     out = io.StringIO()
     run_session(Options(ops=[op], root=str(root), device="cpu-mps", dtypes=dtypes, json=True, out=out))

@@ -840,6 +840,17 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T popcount(T x) {
   return T(__builtin_popcountll((unsigned long long)std::make_unsigned_t<T>(x)));
 }
+// Metal has no bool overload of these: a bool argument is promoted to int, its best match, and
+// the call answers an int (review 27's B08, B13: `auto m = max(a, b)` of bools was a bool here,
+// `m + m` then 1 where a Mac computes 2)
+constexpr inline int max(bool a, bool b) { return max(int(a), int(b)); }
+constexpr inline int min(bool a, bool b) { return min(int(a), int(b)); }
+constexpr inline int abs(bool a) { return int(a); }
+constexpr inline int absdiff(bool a, bool b) { return absdiff(int(a), int(b)); }
+constexpr inline int clamp(bool x, bool lo, bool hi) { return clamp(int(x), int(lo), int(hi)); }
+inline int clz(bool x) { return clz(int(x)); }
+inline int ctz(bool x) { return ctz(int(x)); }
+inline int popcount(bool x) { return popcount(int(x)); }
 
 // The rest of MSL's integer functions ("Integer functions" table), for the integer types the
 // front end declares them for (not bool: a Mac promotes a bool argument to int, so those call
