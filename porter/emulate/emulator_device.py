@@ -141,6 +141,9 @@ class EmulateBackend:
             fellow = self._metallib_fellow_does_not_build(host.metal)
             if fellow:
                 return fellow
+            mode = _math_mode(host.metal)
+            if mode:
+                return f"not proven: {self._rel(mode)}"
             for call in host.calls:
                 # the call's kind and alpha as the host writes them, not the registration's
                 regs = lib.find(call.kernel)
@@ -780,11 +783,33 @@ class EmulateBackend:
         unbuilt = [r for r in matching if not r.built]
         if unbuilt:
             return _unbuilt(name, self._rel(lib.reason(unbuilt[0]) or "?"))
+        # the host names a Mac looks up for it: `heaviside_dense_half_half` and the like
+        metal_out, metal_in = NAME_TO_METAL.get(out, out), NAME_TO_METAL.get(common, common)
+        looked_up = re.compile(rf"{re.escape(host.kernel)}_(?:\w+_)?{metal_out}_{metal_in}")
+        defined = next((where for kernel, where in sorted(self._front_end_kernels(host.metal).items())
+                        if looked_up.fullmatch(kernel)), None)
+        if defined is not None:
+            # instantiated otherwise than through c10/metal's REGISTER_* macros (a file's own
+            # copy of one: review 27's L37 said "MPS raises", where a Mac builds it)
+            return (f"not proven: {defined} defines kernel {name} otherwise than through "
+                    "c10/metal's REGISTER_* macros, the only way porter's emulator builds a "
+                    "kernel: a Mac builds it, what it computes is not known here")
         have = ", ".join(f"{METAL_TO_NAME.get(r.in_type, 'None')}->{METAL_TO_NAME.get(r.out_type, 'None')}"
                          for r in matching)
         where = f" (registered: {have})" if have else ""
         return (f"no kernel {name} registered in {host.metal.name}{where}: MPS raises "
                 f"'Failed to create function state object for: {name}'")
+
+    def _front_end_kernels(self, metal: Path) -> dict[str, str]:
+        """host name -> `file:line` of each kernel the Metal front end reads in `metal` (what
+        a Mac's metallib holds), {} where it cannot say."""
+        from porter.emulate import frontend
+        try:
+            view = frontend.view(metal.read_text(encoding="utf-8", errors="replace"), metal,
+                                 self.root, PRIMARY_VERSION)
+        except Exception:       # noqa: BLE001 (no front end: the emulator's own reading stands)
+            return {}
+        return {name: self._rel(where) for name, where in view.kernels}
 
     def _rel(self, text) -> str:
         return str(text).replace(str(self.root) + "/", "")
@@ -1019,15 +1044,39 @@ def _declarations_added(change, now: str | None) -> bool:
     return not any(line.startswith(("#", "%:")) for line in added)
 
 
+_MATH_MODE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:METAL|clang)[ \t]+fp\b[^\n]*", re.M)
+
+
+def _math_mode(metal: Path) -> str | None:
+    """`file:line: why` where the kernel file sets its floating-point mode by pragma
+    (`#pragma METAL fp math_mode(fast)`: `metal::tanh` is then the fast one on a Mac, review
+    27's N17): porter's emulator builds every file in Metal's default mode, so what such a file
+    computes is not known here."""
+    try:
+        text = metal.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = _MATH_MODE.search(text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return (f"{metal}:{line}: `{m.group(0).strip()}` sets the file's floating-point mode, "
+            "which porter's emulator does not model (it builds every file in Metal's default "
+            "mode)")
+
+
 def _unbuilt(name: str, reason: str) -> str:
     """Why a registered kernel has no emulated build. An "unsupported construct" is the
     emulator's limit, not the file's: porter's Metal front end accepted the file (its errors
-    fail the whole file before any kernel is looked up), so a Mac builds it, and whether it
-    computes right is not proven (review 33's B07 said "does not build" of metal::fmax3)."""
+    fail the whole file before any kernel is looked up), and whether it computes right is not
+    proven (review 33's B07 said "does not build" of metal::fmax3)."""
     if reason.startswith(UNSUPPORTED + ": "):
+        # the front end's known tolerances (frontend_include/README.md) make "a Mac builds it"
+        # a claim porter cannot make (review 27's L40, L42, L43: a Mac rejects those)
         return (f"not proven: kernel {name} is beyond porter's emulator, which cannot build it "
-                f"({reason[len(UNSUPPORTED) + 2:]}); Metal's front end accepts it, so a Mac "
-                "builds it, but porter cannot run it")
+                f"({reason[len(UNSUPPORTED) + 2:]}); porter's Metal front end accepted the "
+                "file, but neither whether a Mac builds this kernel nor what it computes is "
+                "proven here")
     return f"kernel {name} does not build: {reason}"
 
 

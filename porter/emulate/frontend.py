@@ -111,6 +111,12 @@ RULES = {
                "file includes <metal_*> and the checkout's own headers; {spec} §1.5.4)",
     "vla": "Metal has no variable-length array (an array's size must be a constant expression; "
            "C++14 has none, {spec} §1.5.4)",
+    "constant write": "Metal's `constant` address space is read-only ({spec} §4.2)",
+    "bfloat conversion": "Metal converts {what} to bfloat only explicitly (`bfloat(x)`, "
+                         "`static_cast<bfloat>(x)`; {spec} §2.1)",
+    "bool vector": "Metal's `{what}` takes a bool vector, and `{type}` does not convert to one "
+                   "(vectors convert only explicitly; a comparison of vectors is a bool vector; "
+                   "{spec} §6.4)",
     "duplicate name": "kernel name \"{what}\" is also defined at {other}: the files of one "
                       "metallib are linked together and a kernel name must be unique ({spec} "
                       "§5.1.1, host_name)",
@@ -122,6 +128,9 @@ _FOREIGN_KINDS = {22: "double", 23: "double", 11: "long long", 19: "long long",
                   30: "__float128", 31: "__fp16", 40: "__ibm128", 100: "_Complex",
                   **{k: "_Accum" for k in range(33, 39)}}
 _WRAPPING_KINDS = frozenset({101, 103, 104, 112, 113, 114, 115, 116, 176})
+# the argument of Metal's all/any/select that is a bool vector (porter's <metal_relational>
+# takes clang's int-vector comparison results there too)
+_BOOL_VECTOR_ARGUMENT = {"all": 0, "any": 0, "select": 2}
 # builtins Metal code uses (Apple's own guidance names __builtin_expect for Metal shaders)
 _METAL_BUILTINS = frozenset({"__builtin_expect"})
 RULES.update({t: f"Metal has no `{t}` (its scalar types are bool, char, uchar, short, ushort, "
@@ -1011,6 +1020,9 @@ def _worded(message: str) -> str:
         return f"{RULES['rtti'].format(spec=SPEC, what='typeid')}: {message}"
     if "variable length array" in message:
         return f"{RULES['vla'].format(spec=SPEC)}: {message}"
+    if "const-qualified type" in message and "address_space(2)" in message:
+        # the mode's `constant` is const as well (review 27's L42)
+        return f"{RULES['constant write'].format(spec=SPEC)}: {message}"
     return message
 
 
@@ -1147,6 +1159,61 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             return None
         return None
 
+    int_kinds = {getattr(ci.TypeKind, n) for n in ("CHAR_S", "SCHAR", "CHAR_U", "UCHAR", "SHORT",
+                                                   "USHORT", "INT", "UINT", "LONG", "ULONG",
+                                                   "LONGLONG", "ULONGLONG")}
+
+    def int_vector(t) -> bool:
+        """An extended vector of integers (what clang's vector comparison yields)."""
+        try:
+            t = t.get_canonical()
+            return type_kind(t) == ci.TypeKind.EXTVECTOR and type_kind(t.element_type) in int_kinds
+        except Exception:       # noqa: BLE001 (a dependent or unreadable type: not known)
+            return False
+
+    def vector_truth(expr, depth: int = 0) -> bool:
+        """Whether `expr` is what Metal types as a bool vector and clang as an int vector: a
+        comparison, `!`, `&&`/`||` of such, or a local `auto` initialized with one."""
+        while expr.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and depth < 16:
+            inner = list(expr.get_children())
+            if len(inner) != 1:
+                return False
+            expr, depth = inner[0], depth + 1
+        if expr.kind == K.BINARY_OPERATOR:
+            sides = list(expr.get_children())
+            if len(sides) != 2:
+                return False
+            after = [t.spelling for t in expr.get_tokens()
+                     if t.extent.start.offset >= sides[0].extent.end.offset][:1]
+            if after in (["<"], [">"], ["<="], [">="], ["=="], ["!="]):
+                return True
+            return after in (["&&"], ["||"]) and all(vector_truth(x, depth + 1) for x in sides)
+        if expr.kind == K.UNARY_OPERATOR:
+            return [t.spelling for t in expr.get_tokens()][:1] == ["!"]
+        if expr.kind == K.DECL_REF_EXPR and depth < 16:
+            var = expr.referenced
+            if var is None or var.kind != K.VAR_DECL:
+                return False
+            tokens = [t.spelling for t in var.get_tokens()]
+            init = [c for c in var.get_children() if c.kind not in (K.TYPE_REF, K.NAMESPACE_REF)]
+            deduced = var.spelling in tokens and "auto" in tokens[:tokens.index(var.spelling)]
+            return deduced and len(init) == 1 and vector_truth(init[0], depth + 1)
+        return False
+
+    def implicit_to_bfloat(cursor) -> bool:
+        """An implicit conversion of a float or half value to bfloat: clang's cast node spans
+        exactly its operand (an explicit `bfloat(x)` spans the type's name too)."""
+        try:
+            if cursor.type.get_canonical().spelling != "__bf16":
+                return False
+            inner = list(cursor.get_children())
+            if len(inner) != 1 or inner[0].type.get_canonical().spelling not in ("float", "_Float16"):
+                return False
+            here, there = cursor.extent, inner[0].extent
+            return (here.start.offset, here.end.offset) == (there.start.offset, there.end.offset)
+        except Exception:       # noqa: BLE001 (no extent or type: nothing to say)
+            return False
+
     def visit(cursor, in_function: bool, in_class: bool, in_kernel: bool = False):
         kind = cursor.kind
         foreign = foreign_type(cursor)
@@ -1176,8 +1243,22 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             add(cursor, "rtti", what="typeid" if kind == K.CXX_TYPEID_EXPR else "dynamic_cast")
         elif kind == K.UNEXPOSED_EXPR and type_kind(cursor.type) == ci.TypeKind.VOID:
             pass
+        elif kind == K.UNEXPOSED_EXPR and implicit_to_bfloat(cursor):
+            # clang converts float to __bf16 implicitly; Metal only explicitly (review 27's
+            # L40: `T r = float(a);` of bfloat was accepted)
+            add(cursor, "bfloat conversion", what=list(cursor.get_children())[0].type.spelling)
         elif kind == K.CALL_EXPR:
             callee = cursor.referenced
+            wanted = _BOOL_VECTOR_ARGUMENT.get(callee.spelling) if callee is not None else None
+            arguments = list(cursor.get_arguments()) if wanted is not None else []
+            if wanted is not None and len(arguments) > wanted and \
+                    int_vector(arguments[wanted].type) and not vector_truth(arguments[wanted]):
+                # clang's vector comparison is an int vector, which porter's <metal_relational>
+                # accepts for that reason: any other int vector is one Metal refuses (review
+                # 27's L43, L44: all(int2(1, 1)), select(a, b, int2(1, 1)) were accepted)
+                add(arguments[wanted], "bool vector", what=f"metal::{callee.spelling}",
+                    type=re.sub(r"(\w+) __attribute__\(\(ext_vector_type\((\d+)\)\)\)", r"\1\2",
+                                arguments[wanted].type.spelling))
             # a compiler builtin (`__sync_fetch_and_add`, `__atomic_load_n`) is declared by
             # clang where it is first called: no header declares it, so nothing says Metal has it
             if callee is not None and callee.kind == K.FUNCTION_DECL and \

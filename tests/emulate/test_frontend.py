@@ -502,6 +502,21 @@ ISSUE_PLANTED = [
     ("a threadgroup variable in a helper",
      "inline float planted_tg(float x) { threadgroup float s; s = x; return s; }",
      "a `threadgroup` variable (`threadgroup float s`) may be declared only in a kernel function"),
+    # review 27: L34 (a keyword as a name), L42 (a write to `constant`), L43 and L44 (an int
+    # vector where Metal takes a bool vector), L40 (an implicit float to bfloat); each was
+    # accepted, and its kernels "not proven" with the words "a Mac builds it"
+    ("`vertex` as a name", "inline float planted_vx(float a) { float vertex = a; return vertex; }",
+     "expected unqualified-id"),
+    ("a write to `constant` memory",
+     "constant float planted_k = 1.0f;\ninline float planted_w(float a) { planted_k = a; return a; }",
+     "Metal's `constant` address space is read-only"),
+    ("all() of an int vector", "inline bool planted_a(float2 a) { return all(int2(1, 1)); }",
+     "Metal's `metal::all` takes a bool vector, and `int2` does not convert to one"),
+    ("select() on an int vector", "inline float2 planted_s(float2 a) { int2 m = int2(1, 0); "
+                                  "return select(a, a, m); }",
+     "Metal's `metal::select` takes a bool vector, and `int2` does not convert to one"),
+    ("an implicit float to bfloat", "inline bfloat planted_b(float a) { bfloat r = a; return r; }",
+     "Metal converts float to bfloat only explicitly"),
 ]
 
 ISSUE_CLEAN = [
@@ -562,6 +577,14 @@ ISSUE_CLEAN = [
      "inline int clean_b2(int x) { return __builtin_expect(x > 0, 1) ? x : 0; }\n"
      "inline ulong clean_u2(uint x) { return sizeof(x) + ulong(x) + 1UL; }\n"
      "inline half clean_h2(half x) { bfloat b = bfloat(float(x)); return half(float(b)) + 1.0h; }"),
+    ("bool vectors of comparisons, kept or not",
+     "inline float2 clean_v(float2 a, float2 b) { auto m = a < b; bool2 n = bool2(true, false); "
+     "return select(a, b, m) + select(a, b, a > b) + select(a, b, n) "
+     "+ float(all(a == b) || any(!(a != b) && (a < b))); }"),
+    ("explicit bfloat conversions, bfloat arithmetic, a read of `constant` memory",
+     "constant float clean_k = 1.0f;\n"
+     "inline bfloat clean_f2(float a, bfloat b) { float w = b; "
+     "return bfloat(a) * b + static_cast<bfloat>(a * clean_k + w); }"),
     ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
                                  "inline float clean_r(float x) { return [](float y) "
                                  "{ return y; }(x); }\n#endif"),

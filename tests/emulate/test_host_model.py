@@ -223,6 +223,27 @@ def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, n
                 and says in d["message"], d["message"]
 
 
+def test_a_kernel_instantiated_outside_the_register_macros_is_not_proven(ported):
+    """Review 27's L37: atan2's half kernels instantiated through the file's own copy of
+    c10/metal's REGISTER_BINARY_OP_ (the same kernels a Mac builds) said "MPS raises", a false
+    red; the emulator builds kernels through the REGISTER_* macros alone, so it is not proven."""
+    import re
+    indexing = (ported / "c10/metal/indexing.h").read_text()
+    body = re.search(r"^#define REGISTER_BINARY_OP_\(NAME, DTYPEI, DTYPEO, OMT\)((?:[^\n]*\\\n)*[^\n]*\n)",
+                     indexing, re.M)
+    assert body, "c10/metal/indexing.h defines REGISTER_BINARY_OP_"
+    copy = ("#define PORTER_COPY_(NAME, DTYPEI, DTYPEO, OMT)" + body.group(1)
+            + "REGISTER_BINARY_OP(atan2, float, float);\nREGISTER_BINARY_OP(atan2, bfloat, bfloat);\n"
+            "PORTER_COPY_(atan2, half, half, half);\n")
+    metal = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    with edited(ported, metal, "REGISTER_FLOAT_BINARY_OP(atan2);\n", copy):
+        code, by = outcomes(ported, "atan2")
+    assert code == 1 and by["float32"]["outcome"] == "pass", said(by)
+    assert by["float16"]["outcome"] == "fail", said(by)
+    assert "not proven: aten/src/ATen/native/mps/kernels/BinaryKernel.metal:" in by["float16"]["message"] \
+        and "otherwise than through c10/metal's REGISTER_* macros" in by["float16"]["message"], said(by)
+
+
 @pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)
 def test_a_host_written_otherwise_that_runs_the_same_kernel_passes(ported, old, new):
     with edited(ported, BINARY, old, new):

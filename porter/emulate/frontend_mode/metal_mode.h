@@ -105,7 +105,9 @@ using ::__metal_vec_ctor;
 // 4 Address spaces: real qualifiers, so that a mismatch is an error as in Metal. `thread`
 // is clang's default address space (an unqualified pointer in a helper is a thread one).
 #define device __attribute__((address_space(1)))
-#define constant __attribute__((address_space(2)))
+// `constant` memory is read-only (MSL §4.2): const as well, so that a write is an error (review
+// 27's L42: an assignment to a program-scope `constant` variable was accepted)
+#define constant const __attribute__((address_space(2)))
 #define threadgroup __attribute__((address_space(3)))
 #define threadgroup_imageblock __attribute__((address_space(4)))
 // `thread` marks the declaration it opens (clang's default address space is Metal's thread
@@ -117,3 +119,7 @@ using ::__metal_vec_ctor;
 
 // 5.1 Function qualifiers. ([[host_name("..")]] and [[kernel]] are rewritten by the front end.)
 #define kernel __attribute__((annotate("metal_kernel")))
+// vertex and fragment are keywords too (review 27's L34: `float vertex = ...;` was "not proven",
+// its message saying a Mac builds it): a name spelled so does not compile, as on a Mac
+#define vertex __attribute__((annotate("metal_vertex")))
+#define fragment __attribute__((annotate("metal_fragment")))
