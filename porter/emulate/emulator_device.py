@@ -59,6 +59,7 @@ class EmulateBackend:
         self._host_builds: dict = {}                        # .mm path -> its compile error
         self._registrations: dict = {}                      # parsed .mm path -> its registrations
         self._impls: dict = {}                              # parsed .mm path -> its Library impls
+        self._math_modes: dict = {}                         # .metal -> a math-mode pragma's place
         self._fellows: dict = {}                            # .metal -> another file's error
         self._yaml_others: str | None = None                # another op's row unlike the wheel's
         self._changed: str | None = None                    # a changed .mm file's first error
@@ -141,7 +142,7 @@ class EmulateBackend:
             fellow = self._metallib_fellow_does_not_build(host.metal)
             if fellow:
                 return fellow
-            mode = _math_mode(host.metal)
+            mode = self._math_mode(host.metal)
             if mode:
                 return f"not proven: {self._rel(mode)}"
             for call in host.calls:
@@ -299,6 +300,17 @@ class EmulateBackend:
                         + f" ({how})")
                     break
         return self._changed or None
+
+    def _math_mode(self, metal: Path) -> str | None:
+        """`_math_mode` of the kernel file, then of each checkout header it includes (a
+        header's pragma sets the mode of the file it is read into); once per file a run."""
+        if metal not in self._math_modes:
+            from porter.emulate import headers
+            from porter.emulate.include_graph import IncludeGraph
+            dirs = [d for d in headers.include_dirs(self.root) if d != headers.SHIM_DIR]
+            read = sorted(IncludeGraph(self.root, dirs=dirs).reached(metal))
+            self._math_modes[metal] = next(filter(None, map(_math_mode, [metal, *read])), None)
+        return self._math_modes[metal]
 
     def _implemented_by_hand(self, op: OpNames) -> str | None:
         """Not proven where code porter parsed registers an implementation of the op with the

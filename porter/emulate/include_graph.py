@@ -26,10 +26,13 @@ WHEEL_MPS = ("ATen/native/mps/", "ATen/mps/")
 class IncludeGraph:
     """One checkout's include lines, each file read once (a run asks for many sources)."""
 
-    def __init__(self, root: Path, wheel: str | None = None):
+    def __init__(self, root: Path, wheel: str | None = None, dirs: list[Path] | None = None):
         self.root = Path(root)
         self.src = self.root / "aten" / "src"
         self.wheel = wheel
+        # where `<name>` is looked up: the host build's aten/src, or a Metal build's directories
+        # (porter.emulate.headers.include_dirs)
+        self.dirs = [Path(d) for d in dirs] if dirs is not None else [self.src]
         self._direct: dict[Path, list[Path]] = {}
         # file -> (line, text) of its first include of a computed name
         self.computed: dict[Path, tuple[int, str]] = {}
@@ -50,7 +53,7 @@ class IncludeGraph:
                 self.computed.setdefault(path, (text.count("\n", 0, m.start()) + 1, m.group(0).strip()))
         found = []
         for quote, name in (m.groups() for m in _INCLUDE.finditer(text) if live(m)):
-            places = ([path.parent / name] if quote == '"' else []) + [self.src / name]
+            places = ([path.parent / name] if quote == '"' else []) + [d / name for d in self.dirs]
             if self.wheel and name.startswith(WHEEL_MPS):
                 places.append(Path(self.wheel) / name)
             for where in places:

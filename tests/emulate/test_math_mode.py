@@ -29,3 +29,19 @@ def test_a_pragma_setting_the_math_mode_is_said_at_its_line(tmp_path, text, line
     else:
         assert said is not None and said.startswith(f"{metal}:{line}: `#") \
             and "which porter's emulator does not model" in said
+
+
+def test_a_header_the_file_includes_sets_its_mode_too(tmp_path):
+    from porter.emulate.emulator_device import EmulateBackend
+    kernels = tmp_path / "aten/src/ATen/native/mps/kernels"
+    kernels.mkdir(parents=True)
+    (tmp_path / "c10/metal").mkdir(parents=True)
+    (tmp_path / "c10/metal/utils.h").write_text("#pragma once\n#pragma METAL fp math_mode(fast)\n")
+    (tmp_path / "c10/metal/other.h").write_text("#pragma once\n")
+    (tmp_path / "c10/metal/indexing.h").write_text("#pragma once\n")     # the checkout's own c10/metal
+    metal = kernels / "K.metal"
+    metal.write_text("#include <c10/metal/utils.h>\nkernel void k() {}\n")
+    said = EmulateBackend(tmp_path)._math_mode(metal)
+    assert said is not None and said.startswith(f"{tmp_path / 'c10/metal/utils.h'}:2: ")
+    metal.write_text("#include <c10/metal/other.h>\nkernel void k() {}\n")
+    assert EmulateBackend(tmp_path)._math_mode(metal) is None
