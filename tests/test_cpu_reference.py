@@ -60,6 +60,11 @@ CPU_SIDES = [
     ("aten/src/ATen/native/cuda/BinaryMiscOpsKernels.cu", False),
     ("aten/src/ATen/native/cuda/Loops.cuh", False),
     ("aten/src/ATen/cuda/CUDAContext.h", False),
+    ("c10/cuda/CUDAStream.cpp", False),
+    ("torch/csrc/cuda/Module.cpp", False),
+    # a `cuda` folder of CPU code: upstream's build_variables.bzl compiles it into libtorch_cpu
+    # (review 28's C03)
+    ("torch/csrc/jit/codegen/cuda/interface.cpp", True),
     ("aten/src/ATen/native/native_functions.yaml", False),
     ("torch/testing/_internal/common_mps.py", False),
 ]

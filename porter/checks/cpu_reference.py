@@ -35,10 +35,12 @@ from porter.source.native_definitions import impl_stubs
 # other C++ source of ATen, c10 and torch/csrc, which the build compiles into the library the
 # CPU reference runs (review 26's CP2: a new aten/src/ATen/*.cpp was read by nothing), but the
 # MPS backend's own (porter parses those as a Mac builds them), c10/metal (the Metal front end
-# reads it) and the CUDA/HIP-only sources, which no Mac builds
+# reads it) and the CUDA/HIP-only folders, which no Mac builds (a `cuda` folder elsewhere, such
+# as torch/csrc/jit/codegen/cuda, holds CPU code: review 28's C03)
 CPU_SIDE = re.compile(r"^(?:aten/src/ATen/native/(?:cpu/[^/]+|[^/]+\.(?:cpp|h))"
                       r"|aten/src/ATen/cpu/.+|c10/util/.+"
-                      r"|(?!aten/src/ATen/(?:native/)?mps/|c10/metal/|.*/(?:cuda|hip|miopen|cudnn)/)"
+                      r"|(?!aten/src/ATen/(?:native/)?(?:mps|cuda|hip|miopen|cudnn)/|c10/(?:metal|cuda|hip)/"
+                      r"|torch/csrc/cuda/)"
                       r"(?:aten/src/ATen|c10|torch/csrc)/.+\.(?:cpp|cc|c|h|hpp))$")
 REGISTER_RE = re.compile(r"\b(?:ALSO_REGISTER_AVX512_|REGISTER_ARCH_|REGISTER_)DISPATCH\(\s*(\w+)\s*,"
                          r"\s*&?\s*([\w:]+)\s*\)")

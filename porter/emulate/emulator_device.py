@@ -315,9 +315,10 @@ class EmulateBackend:
     def _implemented_by_hand(self, op: OpNames) -> str | None:
         """Not proven where code porter parsed registers an implementation of the op with the
         dispatcher by hand (`m.impl("heaviside", ...)` in a `TORCH_LIBRARY_IMPL` block) for a
-        key that can reach MPS, or one porter cannot read (review 27's H07: a new `.mm` or
-        `.cpp` of the MPS build registering zeros for heaviside left its port green): on a Mac
-        that function runs, not the kernel porter tests."""
+        key a Mac's test reaches (MPS, CPU, an alias), or one porter cannot read (review 27's
+        H07: a new `.mm` or `.cpp` of the MPS build registering zeros for heaviside left its
+        port green): on a Mac that function runs, not the kernel or the reference porter
+        runs."""
         base = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
         for path in sorted(self._impls):
             for where, line, key, name in self._impls[path]:
@@ -326,9 +327,11 @@ class EmulateBackend:
                 named = None if name is None else name.split("::")[-1].split(".")[0]
                 if named is None or named in (base, f"{base}_"):
                     what = f"an implementation of {name}" if name else "an operator porter cannot read"
+                    runs = ("the CPU reference porter compares with" if key and key.endswith("CPU")
+                            else "the kernel porter tests")
                     return (f"not proven: {where}:{line} registers {what} with the dispatcher for "
-                            f"{key or 'a key porter cannot read'}, which runs on MPS instead of the "
-                            f"kernel porter tests (docs/testing.md \"What the host may do\")")
+                            f"{key or 'a key porter cannot read'}, which a Mac runs instead of "
+                            f"{runs} (docs/testing.md \"What the host may do\")")
         return None
 
     def _registered_otherwise(self, host: HostKernel) -> str | None:
@@ -1041,8 +1044,10 @@ class EmulateBackend:
             self._client = None
 
 
-# dispatch keys of other backends: a Library registration for one never runs on MPS
-_OTHER_BACKEND = re.compile(r"(?:CPU|CUDA|HIP|XLA|XPU|Meta|Lazy|HPU|IPU|MTIA|PrivateUse\d|VE|MAIA|FPGA|"
+# dispatch keys of backends a Mac's test never reaches: a Library registration for one runs
+# neither on MPS nor in the CPU reference (a CPU or AutogradCPU one replaces the reference:
+# review 28's R03, C01, C04)
+_OTHER_BACKEND = re.compile(r"(?:CUDA|HIP|XLA|XPU|Lazy|HPU|IPU|MTIA|PrivateUse\d|VE|MAIA|FPGA|"
                             r"Vulkan|ORT)$")
 
 
@@ -1056,7 +1061,9 @@ def _declarations_added(change, now: str | None) -> bool:
     return not any(line.startswith(("#", "%:")) for line in added)
 
 
-_MATH_MODE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:METAL|clang)[ \t]+fp\b[^\n]*", re.M)
+# `#pragma METAL fp ...`, and the same as `_Pragma("METAL fp ...")` (review 28's M02)
+_MATH_MODE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:METAL|clang)[ \t]+fp\b[^\n]*"
+                        r"|\b_Pragma\s*\(\s*\"\s*(?:METAL|clang)\s+fp\b[^\n]*", re.M)
 
 
 def _math_mode(metal: Path) -> str | None:

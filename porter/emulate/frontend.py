@@ -112,6 +112,9 @@ RULES = {
     "vla": "Metal has no variable-length array (an array's size must be a constant expression; "
            "C++14 has none, {spec} §1.5.4)",
     "constant write": "Metal's `constant` address space is read-only ({spec} §4.2)",
+    "keyword": "`{what}` is a Metal keyword (a function qualifier), not a name ({spec} §5.1)",
+    "address space cast": "Metal has no cast of a pointer to another address space (`{what}`; "
+                          "{spec} §4)",
     "bfloat conversion": "Metal converts {what} to bfloat only explicitly (`bfloat(x)`, "
                          "`static_cast<bfloat>(x)`; {spec} §2.1)",
     "bool vector": "Metal's `{what}` takes a bool vector, and `{type}` does not convert to one "
@@ -128,6 +131,16 @@ _FOREIGN_KINDS = {22: "double", 23: "double", 11: "long long", 19: "long long",
                   30: "__float128", 31: "__fp16", 40: "__ibm128", 100: "_Complex",
                   **{k: "_Accum" for k in range(33, 39)}}
 _WRAPPING_KINDS = frozenset({101, 103, 104, 112, 113, 114, 115, 116, 176})
+# metal_mode.h's address spaces by clang's number
+_SPACES = {0: "thread", 1: "device", 2: "constant", 3: "threadgroup"}
+# Metal's function qualifiers, keywords of the language (§5.1)
+_KEYWORDS = frozenset({"kernel", "vertex", "fragment"})
+# declarations a name is given to (clang.cindex's CursorKind names)
+_DECLARATIONS = ("VAR_DECL", "PARM_DECL", "FIELD_DECL", "FUNCTION_DECL", "CXX_METHOD",
+                 "STRUCT_DECL", "CLASS_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL",
+                 "ENUM_CONSTANT_DECL", "NAMESPACE", "FUNCTION_TEMPLATE", "CLASS_TEMPLATE")
+# a C-style, reinterpret or const cast
+_POINTER_CASTS = ("CSTYLE_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR", "CXX_CONST_CAST_EXPR")
 # the argument of Metal's all/any/select that is a bool vector (porter's <metal_relational>
 # takes clang's int-vector comparison results there too)
 _BOOL_VECTOR_ARGUMENT = {"all": 0, "any": 0, "select": 2}
@@ -1095,6 +1108,8 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
     K = ci.CursorKind
     found: list[tuple[str, int, str]] = []
     kernel_attr = "metal_kernel"
+    declarations = frozenset(getattr(K, n) for n in _DECLARATIONS)
+    pointer_casts = frozenset(getattr(K, n) for n in _POINTER_CASTS)
 
     late_found: list[tuple[str, int, str]] = []     # said after the construct rules
 
@@ -1200,6 +1215,29 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             return deduced and len(init) == 1 and vector_truth(init[0], depth + 1)
         return False
 
+    def address_space_cast(cursor) -> tuple[str, str] | None:
+        """(the address space cast to, the one cast from) of a cast of a pointer to a pointer
+        of another address space, else None."""
+        try:
+            operand = [c for c in cursor.get_children() if c.kind not in (K.TYPE_REF, K.TEMPLATE_REF)]
+            if len(operand) != 1 or type_kind(cursor.type.get_canonical()) != ci.TypeKind.POINTER \
+                    or type_kind(operand[0].type.get_canonical()) != ci.TypeKind.POINTER:
+                return None
+            to = address_space(cursor.type.get_pointee())
+            of = address_space(operand[0].type.get_pointee())
+        except Exception:       # noqa: BLE001 (a dependent or unreadable type: not known)
+            return None
+        return None if to == of else (_SPACES.get(to, str(to)), _SPACES.get(of, str(of)))
+
+    def compound_to_bfloat(cursor) -> bool:
+        """`x op= y` of a bfloat x and a float or half y."""
+        try:
+            sides = list(cursor.get_children())
+            return len(sides) == 2 and sides[0].type.get_canonical().spelling == "__bf16" and \
+                sides[1].type.get_canonical().spelling in ("float", "_Float16")
+        except Exception:       # noqa: BLE001
+            return False
+
     def implicit_to_bfloat(cursor) -> bool:
         """An implicit conversion of a float or half value to bfloat: clang's cast node spans
         exactly its operand (an explicit `bfloat(x)` spans the type's name too)."""
@@ -1229,6 +1267,9 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             add(cursor, "threadgroup local", what=f"threadgroup {spelled} {cursor.spelling}")
         if kind == K.NAMESPACE and cursor.spelling == "std":
             add(cursor, "std")
+        if kind in declarations and cursor.spelling in _KEYWORDS:
+            # the mode spells them as macros, which an `#undef` removes (review 28's M16)
+            add(cursor, "keyword", what=cursor.spelling)
         if kind == K.LAMBDA_EXPR and version < CXX17_VERSION:
             add(cursor, "lambda")
         elif kind in (K.CXX_TRY_STMT, K.CXX_CATCH_STMT, K.CXX_THROW_EXPR if hasattr(K, "CXX_THROW_EXPR") else None):
@@ -1243,6 +1284,15 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             add(cursor, "rtti", what="typeid" if kind == K.CXX_TYPEID_EXPR else "dynamic_cast")
         elif kind == K.UNEXPOSED_EXPR and type_kind(cursor.type) == ci.TypeKind.VOID:
             pass
+        elif kind in pointer_casts and address_space_cast(cursor):
+            # clang's C-style and reinterpret casts change a pointer's address space; Metal
+            # refuses it (review 28's M04: a `constant` array written through a `device` cast)
+            to, of = address_space_cast(cursor)
+            add(cursor, "address space cast", what=f"a {of} pointer cast to a {to} one")
+        elif kind == K.COMPOUND_ASSIGNMENT_OPERATOR and compound_to_bfloat(cursor):
+            # `x += 1.0f` of a bfloat x computes in float and stores the float back (review 28's
+            # M10): the implicit conversion Metal refuses, with no cast node of its own
+            add(cursor, "bfloat conversion", what=list(cursor.get_children())[1].type.spelling)
         elif kind == K.UNEXPOSED_EXPR and implicit_to_bfloat(cursor):
             # clang converts float to __bf16 implicitly; Metal only explicitly (review 27's
             # L40: `T r = float(a);` of bfloat was accepted)

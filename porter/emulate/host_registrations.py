@@ -111,6 +111,12 @@ def read(unit, where: Callable[[str], str | None], main: str) -> Read:
                 else:
                     impls.append([rel, child.location.line, _dispatch_key(function),
                                   _literal(arguments[0]) if arguments else None])
+            if child.kind == kinds.CALL_EXPR and _on_class(child, "RegisterOperators"):
+                # the legacy API (`c10::RegisterOperators().op(...)`): an operator's kernel
+                # registered by hand, which porter does not read (review 28's R01)
+                odd(child, rel, "`RegisterOperators` registers an operator's kernel with the "
+                    "dispatcher by hand")
+                continue
             if child.kind in (kinds.MEMBER_REF_EXPR, kinds.DECL_REF_EXPR, kinds.CALL_EXPR) \
                     and spelled in SETTERS:
                 odd(child, rel, f"`{spelled}` sets a stub's MPS function directly")
@@ -137,9 +143,14 @@ def _dispatch_key(function: str) -> str | None:
 
 
 def _on_library(call) -> bool:
+    return _on_class(call, "Library")
+
+
+def _on_class(call, name: str) -> bool:
+    """Whether `call` calls a member (a constructor too) of a class named `name`."""
     target = call.referenced
     parent = target.semantic_parent if target is not None else None
-    return parent is not None and parent.spelling == "Library"
+    return parent is not None and parent.spelling == name
 
 
 def _literal(argument) -> str | None:

@@ -132,7 +132,8 @@ class CachedSource(verdicts.TwoWayNotes):
         return self.backend.skip_reason(self.op)
 
     def build_error(self) -> str | None:
-        return self.backend.build_error(self.op) or self.lists.unread_verdict()
+        return (self.backend.build_error(self.op) or self.lists.unread_verdict()
+                or self.exp.unread_verdict())
 
     def expectations(self, dtype: str):
         """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""

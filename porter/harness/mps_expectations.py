@@ -78,6 +78,13 @@ class Expectations:
     # over the macOS version; None where the loop could not be read (every list applies,
     # MACOS_BEFORE_X_Y by its name)
     gates: dict[str, ast.expr] | None = None
+    # `file:line: why` of test code that changes a Mac's test beyond these lists
+    # (porter.harness.test_code), or None
+    unread: str | None = None
+
+    def unread_verdict(self) -> str | None:
+        """Every dtype's "not proven" where the test code does what porter does not model."""
+        return None if self.unread is None else f"not proven: {self.unread}"
 
     @cached_property
     def _offsets(self):
@@ -120,12 +127,15 @@ class Expectations:
 
 def load(checkout: Checkout) -> Expectations:
     """Expectations of the checkout; empty when it has neither file."""
+    from porter.harness import test_code
+    unread = test_code.unmodelled(checkout)
     for rel in (COMMON_MPS, TEST_MPS):
         if checkout.exists(rel):
             exp = parse(checkout.read(rel), rel)
             if exp is not None:
+                exp.unread = unread
                 return exp
-    return Expectations(path=None)
+    return Expectations(path=None, unread=unread)
 
 
 def load_grad(checkout: Checkout) -> Expectations:

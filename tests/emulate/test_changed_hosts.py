@@ -43,6 +43,9 @@ CASES = [
      [[REL, 9, "a RegisterMPSDispatch of the checkout's own", "unmodelled"]], {9}, set(), ([], [9])),
     ("such code on a line the change leaves", [[REL, 30, "`set_mps_dispatch_ptr` sets", "unmodelled"]],
      {9}, set(), ([], [])),
+    ("such code in a header the new file includes, whatever its line (review 28's R18)",
+     [["aten/src/ATen/native/mps/Reg.h", 30, "an operator registered in a header", "unmodelled"]],
+     {9}, set(), ([], [30])),
 ]
 
 

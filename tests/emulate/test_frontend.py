@@ -517,6 +517,17 @@ ISSUE_PLANTED = [
      "Metal's `metal::select` takes a bool vector, and `int2` does not convert to one"),
     ("an implicit float to bfloat", "inline bfloat planted_b(float a) { bfloat r = a; return r; }",
      "Metal converts float to bfloat only explicitly"),
+    # review 28: M16 (the keyword's macro undefined), M10 (a float added into a bfloat), M04 (a
+    # `constant` array written through a `device` cast)
+    ("`vertex` as a name after #undef", "#undef vertex\n"
+                                        "inline float planted_vu(float a) { float vertex = a; return vertex; }",
+     "`vertex` is a Metal keyword"),
+    ("a float added into a bfloat", "inline bfloat planted_ba(bfloat x) { x += 1.0f; return x; }",
+     "Metal converts float to bfloat only explicitly"),
+    ("a cast to another address space",
+     "constant float planted_ca[2] = {1, 2};\n"
+     "inline float planted_cw(float a) { ((device float*)planted_ca)[0] = a; return a; }",
+     "Metal has no cast of a pointer to another address space (`a constant pointer cast to a device one`"),
 ]
 
 ISSUE_CLEAN = [
@@ -585,6 +596,10 @@ ISSUE_CLEAN = [
      "constant float clean_k = 1.0f;\n"
      "inline bfloat clean_f2(float a, bfloat b) { float w = b; "
      "return bfloat(a) * b + static_cast<bfloat>(a * clean_k + w); }"),
+    ("casts within an address space, bfloat compound assignments of bfloats",
+     "inline float clean_cs(device void* p, float a) { thread float* q = &a; "
+     "return ((device float*)p)[0] + reinterpret_cast<device float*>(p)[1] + *((thread float*)q); }\n"
+     "inline bfloat clean_bc(bfloat x, bfloat y) { x += y; x *= bfloat(2.0f); return x; }"),
     ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
                                  "inline float clean_r(float x) { return [](float y) "
                                  "{ return y; }(x); }\n#endif"),

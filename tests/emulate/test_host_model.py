@@ -203,7 +203,10 @@ def ported_in_git(ported: Path, tmp_path_factory) -> Path:
     ("aten/src/ATen/native/mps/PorterOverride.cpp", "MPS", "aten::atan2.out", "atan2.out"),
     ("aten/src/ATen/mps/PorterOverride.mm", "CompositeImplicitAutograd", "atan2",
      "with the dispatcher for CompositeImplicitAutograd"),
-    ("aten/src/ATen/mps/PorterOverride.mm", "CPU", "atan2", None),
+    # a CPU (or AutogradCPU) kernel replaces the CPU reference on a Mac (review 28's R03, C04)
+    ("aten/src/ATen/mps/PorterOverride.mm", "AutogradCPU", "atan2",
+     "which a Mac runs instead of the CPU reference porter compares with"),
+    ("aten/src/ATen/mps/PorterOverride.mm", "CUDA", "atan2", None),
     ("aten/src/ATen/mps/PorterOverride.mm", "MPS", "copysign", None),
 ])
 def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, name, says):

@@ -14,6 +14,8 @@ CASES = [
     ("// x\n  #  pragma METAL fp contract(fast)\n", 2),
     ("#pragma clang fp contract(fast)\n", 1),
     ("#pragma unroll\nkernel void k() {}\n", None),
+    ('x\n_Pragma("METAL fp math_mode(fast)")\n', 2),              # review 28's M02, M02b
+    ('#define FAST _Pragma ( "clang fp contract(fast)" )\n', 1),
     ("// #pragma METAL fp math_mode(fast) is not used here\n", None),
     ("kernel void k() {}\n", None),
 ]
@@ -27,7 +29,7 @@ def test_a_pragma_setting_the_math_mode_is_said_at_its_line(tmp_path, text, line
     if line is None:
         assert said is None
     else:
-        assert said is not None and said.startswith(f"{metal}:{line}: `#") \
+        assert said is not None and said.startswith(f"{metal}:{line}: `") \
             and "which porter's emulator does not model" in said
 
 

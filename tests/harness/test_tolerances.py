@@ -313,6 +313,19 @@ def test_atol_set_in_a_loop_inside_the_sample_loop_is_refused_with_the_line():
                             f"(test/test_mps.py:{line}), which porter cannot cut out")
 
 
+def test_a_comparison_the_test_class_redefines_is_refused_with_the_line():
+    """Review 28's T01: `def assertEqual(self, a, b, **kw)` in TestConsistency forcing exact
+    tolerances was ignored, and gelu green."""
+    text = MIXED_CHAIN.replace("    def test_output_match(",
+                               "    def assertEqual(self, a, b, **kw):\n        pass\n\n"
+                               "    def test_output_match(", 1)
+    assert text != MIXED_CHAIN
+    lists = _rules_of(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "def assertEqual" in t)
+    assert lists.unread == (f"TestConsistency defines its own assertEqual (test/test_mps.py:{line}), "
+                            "which porter does not model")
+
+
 def test_rules_the_checkout_has_and_porter_cannot_read_are_not_proven(tmp_path):
     """A Mac compares with the checkout's rules, which may be stricter than porter's table: no
     dtype is green on the table (review 27's T1 was, exit 0)."""

@@ -1054,6 +1054,10 @@ inline bool isordered(float x, float y) { return !__builtin_isunordered(x, y); }
 template <typename T, typename U>
 constexpr inline T select(T a, T b, U c) {
   if constexpr (is_vec<U>::value) {
+    // Metal's vector select takes a bool vector and no other vector converts to one: an int
+    // vector a helper returns reached here (review 28's M14); the kernel is then not proven
+    static_assert(std::is_same_v<typename U::value_type, bool>,
+                  "metal::select takes a bool vector condition");
     T r;
     for (int i = 0; i < U::size; ++i) r[i] = c[i] ? b[i] : a[i];
     return r;
