@@ -320,6 +320,13 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     if overridden is not None:
         return Refused(f"{cls.name} defines its own {overridden.name} (test/test_mps.py:"
                        f"{overridden.lineno}), which porter does not model")
+    # the test's own precision decorator floors the tolerances (review 28's T05b: a Mac passed
+    # what porter failed)
+    floor = next((d for d in method.decorator_list for n in ast.walk(d)
+                  if isinstance(n, ast.Name) and n.id in _PRECISION_DECORATORS), None)
+    if floor is not None:
+        return Refused(f"{cls.name}.{test_name} has its own `@{ast.unparse(floor)[:60]}` "
+                       f"(test/test_mps.py:{floor.lineno}), which porter does not model")
     loop = _sample_loop(method)
     if loop is None:
         return Refused(f"{cls.name}.{test_name} has no sample loop that sets atol/rtol")
@@ -429,6 +436,8 @@ def _find_test(tree: ast.Module, test_name: str):
 
 # the comparison of torch's TestCase that test_output_match calls
 _COMPARISONS = frozenset({"assertEqual"})
+# common_device_type's decorators that set a test's precision
+_PRECISION_DECORATORS = frozenset({"precisionOverride", "toleranceOverride"})
 
 
 def _sample_loop(method: ast.FunctionDef) -> ast.For | None:

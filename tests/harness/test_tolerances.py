@@ -326,6 +326,19 @@ def test_a_comparison_the_test_class_redefines_is_refused_with_the_line():
                             "which porter does not model")
 
 
+def test_a_precision_decorator_of_the_test_is_refused_with_the_line():
+    """Review 28's T05b: `@precisionOverride({torch.float32: 1.0})` on test_output_match floors a
+    Mac's tolerances; porter failed what a Mac passes."""
+    text = MIXED_CHAIN.replace("    def test_output_match(",
+                               "    @precisionOverride({torch.float32: 1.0})\n"
+                               "    def test_output_match(", 1)
+    lists = _rules_of(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "@precisionOverride" in t)
+    assert lists.unread == ("TestConsistency.test_output_match has its own `@precisionOverride("
+                            f"{{torch.float32: 1.0}})` (test/test_mps.py:{line}), which porter does "
+                            "not model")
+
+
 def test_rules_the_checkout_has_and_porter_cannot_read_are_not_proven(tmp_path):
     """A Mac compares with the checkout's rules, which may be stricter than porter's table: no
     dtype is green on the table (review 27's T1 was, exit 0)."""
