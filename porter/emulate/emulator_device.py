@@ -116,9 +116,6 @@ class EmulateBackend:
                         "known here; test it on a Mac (`--device mps`)")
             if host.unmodelled:
                 return host.unmodelled
-            registered = self._registered_otherwise(host)
-            if registered:
-                return registered
             shared = self._device_dependent(op, host)
             if shared:
                 return shared
@@ -127,6 +124,10 @@ class EmulateBackend:
                         f"{host.condition}, a condition porter cannot evaluate: a build that "
                         f"does not define it has no kernel ('{host.stub}_stub: missing kernel "
                         f"for mps'); register it unconditionally")
+            # after the condition's words: a registration compiled out has none in clang's AST
+            registered = self._registered_otherwise(host)
+            if registered:
+                return registered
             unbuilt = self._host_library_lacks(host)
             if unbuilt:
                 return unbuilt
