@@ -320,7 +320,7 @@ class EmulateBackend:
         H07: a new `.mm` or `.cpp` of the MPS build registering zeros for heaviside left its
         port green): on a Mac that function runs, not the kernel or the reference porter
         runs."""
-        base = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
+        base = _aten_spelled(op)
         for path in sorted(self._impls):
             for where, line, key, name in self._impls[path]:
                 if key is not None and _OTHER_BACKEND.search(key):
@@ -855,7 +855,7 @@ class EmulateBackend:
         """(the shared kernel, its stub routes) when the yaml sends MPS to a TORCH_IMPL_FUNC
         that runs another stub than the op's own, or under branches (sub_out runs add_stub
         with -alpha; sgn_out runs sign_stub for real inputs): ("", []) otherwise."""
-        name = (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
+        name = _aten_spelled(op)
         if name not in self._routes:
             from porter.source import checkout as co
             from porter.source import native_yaml, stub_route
@@ -1043,6 +1043,12 @@ class EmulateBackend:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _aten_spelled(op: OpNames) -> str:
+    """The op's ATen name as native_functions.yaml and the dispatcher spell it
+    (`nn.functional.gelu` -> `gelu`, `special.erfcx` -> `special_erfcx`)."""
+    return (op.aten_name or op.name).removeprefix("nn.functional.").replace(".", "_", 1)
 
 
 # dispatch keys of backends a Mac's test never reaches: a Library registration for one runs

@@ -100,8 +100,7 @@ def parsed(root: Path, mm: Path, text: str | None = None,
         if isinstance(found, dict) and _still_current(Path(root), found):
             if recorded is anywhere:
                 _publish(here, json.dumps(found))
-            return Parsed(_deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"],
-                          found["registrations"], found["impls"])
+            return _as_parsed(Path(root), rel, text, found)
     forced = _kept(store, f"mps-structs-{_digest(declared)}.h", declared) if declared else None
     found = _parsed_apart(Path(root), mm, forced, text, overlay or {})
     if isinstance(found, str):
@@ -110,7 +109,13 @@ def parsed(root: Path, mm: Path, text: str | None = None,
         return Parsed([[rel, 1, f"porter's parse of the file did not finish ({found})", "stopped"]], [], [])
     for recorded in (here, anywhere):
         _publish(recorded, json.dumps(found))
-    return Parsed(_deleted(Path(root), rel, text, found["wheel_files"]) + found["errors"],
+    return _as_parsed(Path(root), rel, text, found)
+
+
+def _as_parsed(root: Path, rel: str, text: str, found: dict) -> Parsed:
+    """A parse's recorded facts as `parsed` answers them, the deleted headers said again (the
+    verdict may come from a checkout that had them)."""
+    return Parsed(_deleted(root, rel, text, found["wheel_files"]) + found["errors"],
                   found["registrations"], found["impls"])
 
 
