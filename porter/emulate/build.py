@@ -93,6 +93,10 @@ class Library:
     other_versions: list[int] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
+    # a contracted build (contract=True) of one piece: whether g++ fused an a*b+c of the kernel
+    # file's or the checkout's headers' code (False: its answers are the unfused build's);
+    # None where not known
+    fused: bool | None = None
 
     def find(self, name: str, in_type: str | None = None) -> list[Registration]:
         return [r for r in self.registrations
@@ -120,23 +124,28 @@ class Library:
 
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
                strict: bool = True, use_cache: bool = True,
-               version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
+               version: int = PRIMARY_VERSION, contract: bool = False,
+               only: str | None = None) -> Library:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PorterError(f"{path}: cannot read ({err.strerror})") from None
     return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache,
-                        version=version, contract=contract)
+                        version=version, contract=contract, only=only)
 
 
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
-                 version: int = PRIMARY_VERSION, contract: bool = False) -> Library:
+                 version: int = PRIMARY_VERSION, contract: bool = False,
+                 only: str | None = None) -> Library:
     """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
     `version` (__METAL_VERSION__). The primary version's build also checks the file under
     every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,
-    and a syntax pass of each version whose tokens differ."""
+    and a syntax pass of each version whose tokens differ. `only`: a registered name whose
+    piece alone is built (porter.emulate.groups; the whole file where it has no pieces): the
+    contracted build of one kernel, which the verdict asks of every sample, costs one piece's
+    compile, not the file's."""
     import time
     t0 = time.perf_counter()
     root = Path(root) if root is not None else None
@@ -144,7 +153,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     cxx = compiler()
     # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
     flags = version_flags(FLAGS + [opt] + ((contract_flags() or []) if contract else []), version)
-    key = cache_key(text, dirs, flags, cxx)
+    key = cache_key(text if only is None else f"{text}\0only\0{only}", dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
     hit = _held(so_path, meta_path) if use_cache else None
@@ -161,7 +170,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
                       [here(e) for e in meta["metal_errors"]]
                       + _duplicate_names(text, display_path, root, version),
                       {k: here(v) for k, v in meta["functor_errors"].items()}, version,
-                      meta["other_versions"], cached=True)
+                      meta["other_versions"], cached=True, fused=meta.get("fused"))
         lib.seconds = time.perf_counter() - t0
         return lib
 
@@ -178,14 +187,16 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     lines = text.split("\n")
     quarantined: dict[str, str] = {}
     dropped: list[str] = []
+    fused: bool | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
             tmpdir = Path(tmp)
             pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
-                                      strict) if use_cache else None
+                                      strict, only) if use_cache else None
             in_pieces = pieces is not None
             if in_pieces:
-                quarantined, dropped = pieces
+                quarantined, dropped, owners = pieces
+                fused = _fuses(owners, text, only)
                 _raise_if_strict(quarantined, strict)
                 lines = _blanked(text, quarantined, dropped, display_path)
             # one compile more than there are rounds: the last says whether the last round's
@@ -227,11 +238,11 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     write_whole(meta_path, json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
                                        "quarantined": quarantined, "dropped": dropped,
                                        "metal_errors": metal_errors, "functor_errors": functor_errors,
-                                       "other_versions": others}))
+                                       "other_versions": others, "fused": fused}))
     lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
                   metal_errors + _duplicate_names(text, display_path, root, version),
-                  functor_errors, version, others)
+                  functor_errors, version, others, fused=fused)
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
@@ -353,18 +364,27 @@ def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Pa
 
 
 def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so_path: Path,
-                     strict: bool) -> tuple[dict[str, str], list[str]] | None:
+                     strict: bool, only: str | None = None
+                     ) -> tuple[dict[str, str], list[str], bool | None] | None:
     """Build the library from one object per run of functors (porter.emulate.groups), each
     from the cache where its key is there, and link them: (quarantined, dropped) as the
-    whole-file build would have them, or None where the file has no functor pieces. A piece
-    that does not compile is quarantined on its own, as the whole file is (its result cached
-    with its object); what no piece can attribute raises as the whole-file build does."""
+    whole-file build would have them, and whether a contracting build fused an a*b+c
+    (`_fused_here`; None for other builds), or None where the file has no functor pieces. A
+    piece that does not compile is quarantined on its own, as the whole file is (its result
+    cached with its object); what no piece can attribute raises as the whole-file build does.
+    `only`: a registered name; its piece alone is built and linked."""
     from concurrent.futures import ThreadPoolExecutor
 
     parts = groups.pieces(text)
     if len(parts) < 2:
         return None
     functors = [n for p in parts for n in p.names if n != groups.REST]
+    if only is not None:
+        # the piece of the name's functor, else the rest's (a registration of no functor struct)
+        parts = ([p for p in parts if only in p.names] or
+                 [p for p in parts if groups.REST in p.names])
+    contracting = "-ffp-contract=fast" in flags
+    spans = groups.functor_spans(text) if contracting else {}
     pch = precompiled_prelude(cxx, flags, dirs)
     keys = [_piece_key(p, dirs, flags, cxx) for p in parts]
     objects = [cache_dir() / f"piece-{k}.o" for k in keys]
@@ -383,7 +403,8 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             return None                   # evicted by another run meanwhile: built again
         here = lambda m: m.replace(meta["display"], str(display_path))   # noqa: E731
         return {"quarantined": {k: here(v) for k, v in meta["quarantined"].items()},
-                "dropped": [here(d) for d in meta["dropped"]]}
+                "dropped": [here(d) for d in meta["dropped"]],
+                "fused": meta.get("fused", [_ANYWHERE])}
 
     def build_piece(i: int) -> dict:
         piece, here = parts[i], tmpdir / f"piece{i}"
@@ -394,7 +415,9 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             src.write_text(f'#line 1 "{display_path}"\n' + "\n".join(plines))
             (here / "porter_skip.h").write_text(
                 groups.select_header(list(piece.names), functors, list(quarantined)))
-            cmd = [cxx, *[f for f in flags if f != "-shared"], "-c",
+            dump = ([f"-fdump-tree-widening_mul-details-lineno={here / 'fma.dump'}"]
+                    if contracting else [])
+            cmd = [cxx, *[f for f in flags if f != "-shared"], *dump, "-c",
                    *([f"-I{pch}"] if pch else []), f"-I{here}", *(f"-I{d}" for d in dirs),
                    "-include", "porter/prelude.h", "-include", "porter_skip.h", "-x", "c++",
                    str(src), "-o", str(here / "piece.o")]
@@ -409,9 +432,11 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
         held[i] = _publish(here / "piece.o", objects[i])
+        fused = (sorted(_fused_here(here / "fma.dump", display_path, spans))
+                 if contracting else None)
         write_whole(metas[i], json.dumps({"display": str(display_path), "quarantined": quarantined,
-                                          "dropped": dropped}))
-        return {"quarantined": quarantined, "dropped": dropped}
+                                          "dropped": dropped, "fused": fused}))
+        return {"quarantined": quarantined, "dropped": dropped, "fused": fused}
 
     results = [cached(i) for i in range(len(parts))]
     todo = [i for i, r in enumerate(results) if r is None]
@@ -448,7 +473,50 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 continue
             quarantined.setdefault(k, v)
         dropped += [d for d in r["dropped"] if d not in dropped]
-    return quarantined, dropped
+    fused = ({o for r in results for o in (r.get("fused") or [])} if contracting else None)
+    return quarantined, dropped, fused
+
+
+# g++'s fused multiply-adds, as its widening-multiply pass dumps the statements it leaves
+# (`[file:line:col] _5 = .FMS (a_4, a_4, _2);`)
+_FMA_STATEMENT = re.compile(r"^\s*\[([^\]]+?):(\d+):\d+\][^\n]*= \.FN?M[AS] \(", re.M)
+
+
+_ANYWHERE = "*"     # a fused multiply-add outside every functor struct: any kernel may run it
+
+
+def _fused_here(dump: Path, display_path, spans: dict[str, tuple[int, int]]) -> set[str]:
+    """Whose code the dump of a contracting compile holds a fused multiply-add in: the
+    functor structs (groups.functor_spans names) whose lines hold one, and _ANYWHERE for one
+    elsewhere in the kernel file or in a header it includes from the checkout. The shim's own
+    arithmetic is Metal's library, not the kernel's: its fusing changes nothing a Mac's
+    compiler would. {_ANYWHERE} where the dump cannot be read."""
+    try:
+        text = dump.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {_ANYWHERE}
+    shim, kernel = str(headers.SHIM_DIR), str(display_path)
+    owners: set[str] = set()
+    for m in _FMA_STATEMENT.finditer(text):
+        if m.group(1).startswith(shim):
+            continue
+        line = int(m.group(2)) - 1
+        owner = next((name for name, (a, b) in spans.items() if a <= line <= b), None) \
+            if m.group(1) == kernel else None
+        owners.add(owner if owner is not None else _ANYWHERE)
+    return owners
+
+
+def _fuses(owners: set[str] | None, text: str, only: str | None) -> bool | None:
+    """Whether a contracted build's kernels of `only` (every kernel where None) may run a
+    fused multiply-add: None where not known."""
+    if owners is None:
+        return None
+    if only is None or _ANYWHERE in owners:
+        return bool(owners)
+    used = groups.functors_used(text, only)
+    # a registration of no functor struct (the rest's) may call any functor
+    return bool(owners & used) if used else bool(owners)
 
 
 def _publish(built: Path, target: Path) -> Path:

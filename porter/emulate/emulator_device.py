@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from porter.dispatch import kernel_choice
@@ -52,7 +53,9 @@ class EmulateBackend:
         self._orders: dict = {}                             # op name -> its iterator's tensor order
         self._scalar_facts: dict = {}                       # host kernel -> (_host_scalars)
         self._last: tuple | None = None                     # the last sample's kernel call
-        self._contracted: dict = {}                         # (metal, version) -> Library / error
+        # (metal, version, kernel name) -> Library / error, or the Future building it
+        self._contracted: dict = {}
+        self._ahead = None                                  # the executor of those Futures
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
@@ -656,6 +659,7 @@ class EmulateBackend:
         if reg.kind.endswith("alpha"):
             alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.sample_tensors))
         readings: list = []
+        self._contract_ahead(host, lib, reg)
         out = self._answer(run, lib, reg, tensors, alpha, want_out, readings)
         # a Mac compiles the file with its own Metal: a version whose tokens differ (an
         # `#if __METAL_VERSION__ >= 400` branch) is another kernel, run on the same sample
@@ -703,24 +707,32 @@ class EmulateBackend:
 
     def contracted_outputs(self):
         """The last sample's answers with `a * b + c` contracted to one fma (whether a Mac's
-        compiler contracts is not known: porter.harness.verdicts calls a sample red only if it
-        fails both ways): (the primary version's answer, [(version, answer or why none)] for
+        compiler contracts is not known: porter.harness.verdicts calls a sample right only one
+        way not proven): (the primary version's answer, [(version, answer or why none)] for
         the other versions `other_version_outputs` gave), or None where this CPU cannot run
-        such a build. Built only when asked, i.e. when a sample has failed."""
+        such a build or where that build fused no a*b+c of the kernel's code (its answers
+        are the unfused ones). Built when first asked, the kernel's piece alone."""
         from porter.emulate.toolchain import contract_flags
         if self._last is None or contract_flags() is None:
             return None
         run, host, lib, reg, tensors, alpha, want_out = self._last
-        answers, readings = [], []
-        for version in [lib.version, *lib.other_versions]:
-            key = (host.metal, version)
-            if key not in self._contracted:
-                try:
-                    self._contracted[key] = build_file(host.metal, self.root, strict=False,
-                                                       version=version, contract=True)
-                except EmulateBuildError as err:
-                    self._contracted[key] = err
+        versions = [lib.version, *lib.other_versions]
+        self._contract_ahead(host, lib, reg)
+        builds = []
+        for version in versions:
+            key = (host.metal, version, reg.name)
             built = self._contracted[key]
+            if isinstance(built, Future):
+                try:
+                    built = built.result()
+                except EmulateBuildError as err:
+                    built = err
+                self._contracted[key] = built
+            builds.append(built)
+        if all(not isinstance(b, EmulateBuildError) and b.fused is False for b in builds):
+            return None         # g++ fused nothing of the kernel's code: the same answers
+        answers, readings = [], []
+        for version, built in zip(versions, builds):
             if isinstance(built, EmulateBuildError):
                 answers.append(f"{self._rel(host.metal)} does not build: {self._rel(built.message)}")
                 continue
@@ -736,6 +748,22 @@ class EmulateBackend:
         if isinstance(primary, str):
             return None         # the contracted build lacks the kernel: nothing to compare
         return primary, others
+
+    def _contract_ahead(self, host: HostKernel, lib: Library, reg) -> None:
+        """Start the contracted builds of `reg`'s kernel (build.build_source's `only`: its piece
+        alone), one per version, beside the samples' unfused runs: every passing sample asks
+        for them (contracted_outputs), and an edit's piece then compiles both ways at once."""
+        from porter.emulate.toolchain import contract_flags
+        if contract_flags() is None:
+            return
+        for version in [lib.version, *lib.other_versions]:
+            key = (host.metal, version, reg.name)
+            if key not in self._contracted:
+                if self._ahead is None:
+                    self._ahead = ThreadPoolExecutor(max_workers=1)
+                self._contracted[key] = self._ahead.submit(
+                    build_file, host.metal, self.root, strict=False, version=version,
+                    contract=True, only=reg.name)
 
     def other_version_outputs(self) -> list[tuple[int | str, object]]:
         """(__METAL_VERSION__, answer or why none) of the last sample under each other version

@@ -90,6 +90,16 @@ def pieces(text: str) -> list[Piece]:
     return out
 
 
+def functors_used(text: str, name: str) -> set[str]:
+    """The functor structs the registered `name`'s kernels run: its own and those its body
+    names, transitively (set() where `name` has no functor struct)."""
+    spans = functor_spans(text)
+    if name not in spans:
+        return set()
+    lines = text.split("\n")
+    return _closure(name, {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()})
+
+
 def _closure(name: str, bodies: dict[str, str]) -> set[str]:
     """`name` and every functor its struct names, transitively."""
     keep, todo = set(), [name]

@@ -25,8 +25,8 @@ FLAGS = [
     # Metal literals are float; without this `1.0` makes float/half overloads ambiguous.
     "-fsingle-precision-constant",
     # a*b+c rounded twice: whether Apple's compiler contracts it in PyTorch's kernels
-    # (MTLMathModeSafe) is not known, so a failing sample runs again on a contracted build
-    # (contract_flags) and is red only if it fails both ways (porter.harness.verdicts).
+    # (MTLMathModeSafe) is not known, so every sample runs on a contracted build as well
+    # (contract_flags), and one right only one way is not proven (porter.harness.verdicts).
     "-ffp-contract=off",
     # GPU integer arithmetic wraps.
     "-fwrapv",
@@ -58,13 +58,19 @@ def contract_flags() -> list[str] | None:
 
     Whether Apple's compiler contracts in PyTorch's kernels (MTLMathModeSafe) is not documented
     where porter can read it, and an fma rounds once where a*b+c rounds twice: `porter test` runs
-    a failing sample again on this build, and calls it red only if it fails both ways
-    (porter.harness.verdicts). g++ forms fmas in its widening-multiply pass, which runs from -O1
-    with -fexpensive-optimizations; the later -ffp-contract wins over FLAGS' `off`."""
+    every sample on this build as well: a failing one is red only if it fails both ways, and
+    a passing one that fails here is not proven (porter.harness.verdicts). g++ forms fmas in its
+    widening-multiply pass, which runs from -O1 with -fexpensive-optimizations; the later
+    -ffp-contract wins over FLAGS' `off`. Its value numbering (FRE, PRE, the dominator pass)
+    runs first and makes one product of two equal ones, leaving nothing to fuse: clang
+    contracts each expression as written (`fa * fa - fa * fa` is 0 with them, the rounding
+    error of `fa * fa` without: review 27's N16), so they are off."""
     import platform
     machine = platform.machine().lower()
+    as_written = ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast", "-fno-tree-fre",
+                  "-fno-tree-pre", "-fno-tree-dominator-opts"]
     if machine in ("aarch64", "arm64"):
-        return ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast"]
+        return as_written
     if machine in ("x86_64", "amd64"):
         try:
             cpu = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
@@ -73,7 +79,7 @@ def contract_flags() -> list[str] | None:
         flags = next((line for line in cpu.splitlines() if line.startswith("flags")), "")
         if " fma" not in flags:
             return None
-        return ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast", "-mfma"]
+        return [*as_written, "-mfma"]
     return None
 
 

@@ -206,3 +206,24 @@ def test_the_contracted_build_fuses_a_times_b_plus_c(fixture_root, client):
     assert run_registration(client, plain, plain.find("product_error", "float")[0], [x, p]).tolist() == [0.0, 0.0]
     err = run_registration(client, fused, fused.find("product_error", "float")[0], [x, p]).tolist()
     assert err[0] != 0.0 and err[1] == 0.0      # 1.1^2 does not round exactly, 3^2 does
+    # one expression with the product twice: contracted as clang contracts it, not after g++
+    # has made one product of the two (review 27's N16)
+    assert run_registration(client, plain, plain.find("product_twice", "float")[0], [x]).tolist() == [0.0, 0.0]
+    twice = run_registration(client, fused, fused.find("product_twice", "float")[0], [x]).tolist()
+    assert twice == [pytest.approx(e, abs=0) for e in err], (twice, err)
+
+
+@pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
+def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root):
+    # every passing sample asks for the contracted answer too (review 27's N16), so one
+    # kernel's piece is built, and where g++ fused no a*b+c of its functor the answers are the
+    # unfused ones and are not asked. predefined shares its piece with float_three, whose
+    # `fmax3(..) * 0.0f + ..` fuses: the fma is float_three's, not predefined's
+    def fused(name):
+        return build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
+                          contract=True, only=name).fused
+    assert (fused("float_three"), fused("predefined"), fused("product_twice"),
+            fused("fast_max")) == (True, False, True, False)
+    alone = build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
+                       contract=True, only="product_twice")
+    assert {r.name for r in alone.registrations} == {"product_error", "product_twice"}

@@ -221,3 +221,13 @@ struct product_error_functor {
   }
 };
 REGISTER_BINARY_OP(product_error, float, float);
+
+// the same product written twice in one expression: clang contracts it as written, fma(a, a,
+// -(a * a)), the rounding error of a * a; g++'s value numbering made one product of the two
+// first, leaving 0 to every build (review 27's N16)
+struct product_twice_functor {
+  inline float operator()(const float a) {
+    return a * a - a * a;
+  }
+};
+REGISTER_UNARY_OP(product_twice, float, float);
