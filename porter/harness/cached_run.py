@@ -133,7 +133,7 @@ class CachedSource(verdicts.TwoWayNotes):
 
     def build_error(self) -> str | None:
         return (self.backend.build_error(self.op) or self.lists.unread_verdict()
-                or self.exp.unread_verdict())
+                or self.exp.unread_verdict(self.rec["name"]))
 
     def expectations(self, dtype: str):
         """opinfo_run._expectations: the checkout's entries now, the OpInfo's as recorded."""

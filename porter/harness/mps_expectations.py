@@ -81,10 +81,15 @@ class Expectations:
     # `file:line: why` of test code that changes a Mac's test beyond these lists
     # (porter.harness.test_code), or None
     unread: str | None = None
+    # op name (OpInfo.name, test_mps.py's `op.name`) -> `file:line: why` of such code that runs
+    # for that op alone (a branch of `_run_op` under `op.name == "x"`)
+    unread_ops: dict[str, str] = field(default_factory=dict)
 
-    def unread_verdict(self) -> str | None:
-        """Every dtype's "not proven" where the test code does what porter does not model."""
-        return None if self.unread is None else f"not proven: {self.unread}"
+    def unread_verdict(self, op_name: str | None = None) -> str | None:
+        """Every dtype's "not proven" where the test code does what porter does not model, for
+        every op or for `op_name`."""
+        unread = self.unread or (self.unread_ops.get(op_name) if op_name is not None else None)
+        return None if unread is None else f"not proven: {unread}"
 
     @cached_property
     def _offsets(self):
@@ -128,24 +133,29 @@ class Expectations:
 def load(checkout: Checkout) -> Expectations:
     """Expectations of the checkout; empty when it has neither file."""
     from porter.harness import test_code
-    unread = test_code.unmodelled(checkout)
+    run_op, run_op_ops = test_code.run_op_unmodelled(checkout)
+    unread = test_code.unmodelled(checkout) or run_op
     for rel in (COMMON_MPS, TEST_MPS):
         if checkout.exists(rel):
             exp = parse(checkout.read(rel), rel)
             if exp is not None:
-                exp.unread = unread
+                exp.unread, exp.unread_ops = unread, run_op_ops
                 return exp
-    return Expectations(path=None, unread=unread)
+    return Expectations(path=None, unread=unread, unread_ops=run_op_ops)
 
 
 def load_grad(checkout: Checkout) -> Expectations:
     """The expectations of upstream's test_output_grad_match (`mps_ops_grad_modifier`)."""
+    from porter.harness import test_code
+    # the grad test runs the op through `_run_op` too
+    run_op, run_op_ops = test_code.run_op_unmodelled(checkout)
     for rel in (COMMON_MPS, TEST_MPS):
         if checkout.exists(rel):
             exp = parse(checkout.read(rel), rel, GRAD_MODIFIER)
             if exp is not None:
+                exp.unread, exp.unread_ops = run_op, run_op_ops
                 return exp
-    return Expectations(path=None)
+    return Expectations(path=None, unread=run_op, unread_ops=run_op_ops)
 
 
 def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectations | None:

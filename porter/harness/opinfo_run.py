@@ -167,7 +167,7 @@ class OpDbSource(verdicts.TwoWayNotes):
 
     def build_error(self) -> str | None:
         return (_backend_says(self.backend, "build_error", OpNames.of(self.info))
-                or self.ctx.lists.unread_verdict() or self.ctx.expectations.unread_verdict())
+                or self.ctx.lists.unread_verdict() or self.ctx.expectations.unread_verdict(self.info.name))
 
     def expectations(self, name: str):
         return _expectations(self.info, self._dtypes[name], self.ctx, self.device_type)

@@ -7,6 +7,9 @@ of it (the expectation lists, the tolerance rules): then the op's verdict is "no
 - test_output_match's `@ops(mps_ops_modifier(...))` called otherwise than upstream calls it (with
   the op list alone): `sparse=True` applies the sparse lists porter leaves out, `xfail_exclusion`
   drops entries porter applies (review 28's X08, X07).
+- TestConsistency's `_run_op`, which computes what the test compares, doing other than the shapes
+  porter models (`run_op_unmodelled`): a branch for one op returning fixed tensors made a Mac red
+  and porter green (review 28's T06).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ def unmodelled(checkout: Checkout) -> str | None:
         # of test_mps.py, what runs for test_output_match: its module-level code and the
         # TestConsistency classes (upstream's other test classes may use torch.library in
         # their own tests)
+        # TestConsistency classes (upstream's other test classes may use torch.library in
+        # their own tests); module-level functions count, since module code may call them
+        # (review 29's T02)
         scope = tree if rel != TEST_MPS else ast.Module(body=[
-            n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))
-            or isinstance(n, ast.ClassDef) and n.name.startswith("TestConsistency")], type_ignores=[])
+            n for n in tree.body if not isinstance(n, ast.ClassDef)
+            or n.name.startswith("TestConsistency")], type_ignores=[])
         found = _registration(scope) or (_modifier_call(tree) if rel == TEST_MPS else None)
         if found is not None:
             line, why = found
@@ -47,9 +53,14 @@ def _registration(tree: ast.Module) -> tuple[int, str] | None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [a.name for a in node.names]
+            # `from torch import library` too (review 29's T01)
+            if isinstance(node, ast.ImportFrom) and node.module == "torch":
+                names += [f"torch.{a.name}" for a in node.names]
             if any(n == "torch.library" or n.startswith("torch.library.") or n == "Library"
                    for n in names):
                 return node.lineno, _REGISTERS
+        if isinstance(node, ast.Constant) and node.value == "torch.library":
+            return node.lineno, _REGISTERS          # importlib.import_module("torch.library")
         if isinstance(node, ast.Attribute) and node.attr == "library" and \
                 isinstance(node.value, ast.Name) and node.value.id == "torch":
             return node.lineno, _REGISTERS
@@ -62,13 +73,195 @@ _REGISTERS = ("the test code uses torch.library, Python's way to register a kern
 
 
 def _modifier_call(tree: ast.Module) -> tuple[int, str] | None:
-    """test_output_match's `mps_ops_modifier(...)` with more than the op list."""
+    """test_output_match's ops taken otherwise than from `@ops(mps_ops_modifier(<op list>))`:
+    the modifier called with more than the op list, or the ops from anything else (a module
+    variable holding `mps_ops_modifier(..., sparse=True)`: review 29's X04)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == TEST_NAME:
-            for call in (n for d in node.decorator_list for n in ast.walk(d)):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
-                        call.func.id == MODIFIER and (len(call.args) > 1 or call.keywords):
-                    return call.lineno, (f"{TEST_NAME} takes its ops from `{ast.unparse(call)[:80]}`, "
-                                         f"which porter does not model (it reads {MODIFIER} "
-                                         "called with the op list alone, as upstream calls it)")
+            for deco in node.decorator_list:
+                if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and
+                        deco.func.id == "ops"):
+                    continue
+                given = deco.args[0] if deco.args else next(
+                    (k.value for k in deco.keywords if k.arg == "op_list"), deco)
+                modelled = (isinstance(given, ast.Call) and isinstance(given.func, ast.Name) and
+                            given.func.id == MODIFIER and len(given.args) == 1 and
+                            not given.keywords)
+                if not modelled:
+                    return given.lineno, (f"{TEST_NAME} takes its ops from "
+                                          f"`{ast.unparse(given)[:80]}`, which porter does not "
+                                          f"model (it reads {MODIFIER} called with the op list "
+                                          "alone, as upstream calls it)")
+    return None
+
+
+RUN_OP = "_run_op"
+
+
+def run_op_unmodelled(checkout: Checkout) -> tuple[str | None, dict[str, str]]:
+    """What TestConsistency's `_run_op` in test_mps.py does that porter does not model: (`file:
+    line: why` for every op, {op name: why} for a branch of the named ops alone).
+
+    porter runs the op on the sample and on its CPU copy and compares the two, as upstream's
+    `_run_op` does. A positive model of its statements: the CPU copy of the sample
+    (`transform_opinfo_sample_to_cpu(mps_sample, ...)`, `mps_sample.transform(...)`); the op
+    called on a sample's input, args and kwargs; a dtype chosen (`dtype = torch.float32`) and
+    the CPU output cast to the MPS output's dtype (upstream's fallback of a CPU kernel missing
+    for a low precision); warnings silenced; `try`/`except`, `raise` and `if` around those; and a
+    return of the MPS output, the CPU output and the CPU sample. A branch under `op.name ==
+    "x"` (or `in [...]`) runs for those ops alone: for them it is not proven, for the others it
+    does not exist. Anything else is not proven for every op."""
+    if not checkout.exists(TEST_MPS):
+        return None, {}
+    try:
+        tree = ast.parse(checkout.read(TEST_MPS))
+    except SyntaxError:
+        return None, {}         # the expectations' reader says so, with the line
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name.startswith("TestConsistency"):
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == RUN_OP:
+                    return _RunOp(fn).read()
+    return None, {}
+
+
+class _RunOp:
+    """One reading of a `_run_op` method (run_op_unmodelled)."""
+
+    def __init__(self, fn: ast.FunctionDef):
+        params = [a.arg for a in fn.args.args]
+        self.fn = fn
+        self.op = params[1] if len(params) > 1 else None
+        self.sample = params[2] if len(params) > 2 else None
+        self.roles: dict[str, str] = {}     # local name -> mps | cpu | cpu_sample | dtype | ...
+        self.gated: dict[str, str] = {}
+
+    def read(self) -> tuple[str | None, dict[str, str]]:
+        if self.op is None or self.sample is None:
+            return self._why(self.fn, "takes other parameters than (self, op, mps_sample)"), {}
+        self.roles[self.sample] = "mps_sample"
+        if self.fn.args.args[3:]:
+            self.roles[self.fn.args.args[3].arg] = "dtype"
+        found = self._block(self.fn.body)
+        return found, self.gated
+
+    def _why(self, node: ast.AST, what: str) -> str:
+        text = ast.unparse(node).splitlines()[0][:80]
+        return (f"{TEST_MPS}:{node.lineno}: {RUN_OP}'s `{text}` {what}: porter does not model "
+                "it (it runs the op on the sample and on its CPU copy, as upstream's does)")
+
+    def _block(self, stmts: list[ast.stmt]) -> str | None:
+        for stmt in stmts:
+            found = self._stmt(stmt)
+            if found is not None:
+                return found
+        return None
+
+    def _stmt(self, s: ast.stmt) -> str | None:
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            return None                                     # a docstring
+        if isinstance(s, ast.Expr) and _is_warnings_call(s.value):
+            return None
+        if isinstance(s, ast.Pass) or isinstance(s, ast.Raise):
+            return None
+        if isinstance(s, ast.If):
+            names = _op_names(s.test, self.op)
+            if names is not None:
+                for name in names:
+                    self.gated.setdefault(name, self._why(s, "runs for this op"))
+                return self._block(s.orelse)
+            return self._block(s.body) or self._block(s.orelse)
+        if isinstance(s, ast.With) and all(_is_warnings_call(i.context_expr) for i in s.items):
+            return self._block(s.body)
+        if isinstance(s, ast.Try) and not s.finalbody:
+            return (self._block(s.body) or self._block(s.orelse)
+                    or next((f for h in s.handlers for f in [self._block(h.body)] if f), None))
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            # the op and the sample it is given stay what the test passes
+            role = self._role(s.value) if s.targets[0].id not in (self.op, self.sample) else None
+            if role is not None:
+                self.roles[s.targets[0].id] = role
+                return None
+            return self._why(s, "computes a value")
+        if isinstance(s, ast.Return):
+            return None if self._returns(s.value) else self._why(s, "returns another value")
+        return self._why(s, "does more")
+
+    def _role(self, value: ast.expr) -> str | None:
+        """What an assigned value is, or None where it is none of the modelled ones."""
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and \
+                value.value.id == "torch":
+            return "dtype"                                  # dtype = torch.float32
+        if isinstance(value, ast.Call):
+            f = value.func
+            if isinstance(f, ast.Name) and f.id == "transform_opinfo_sample_to_cpu" and \
+                    value.args and self._is(value.args[0], "mps_sample"):
+                return "cpu_sample"
+            if isinstance(f, ast.Attribute) and f.attr == "transform" and self._is(f.value, "mps_sample"):
+                return "cpu_sample"
+            if isinstance(f, ast.Attribute) and f.attr == "to" and self._is(f.value, "cpu") and \
+                    not value.args:
+                return "cpu"                                # cpu_out.to(dtype=mps_out.dtype)
+            return self._op_call(value)
+        return None
+
+    def _op_call(self, call: ast.Call) -> str | None:
+        """mps or cpu for `op(S.input, *S.args, **S.kwargs)` of the sample or its CPU copy."""
+        if not (isinstance(call.func, ast.Name) and call.func.id == self.op):
+            return None
+        if len(call.args) != 2 or len(call.keywords) != 1:
+            return None
+        first, star, kw = call.args[0], call.args[1], call.keywords[0]
+        if not (isinstance(first, ast.Attribute) and first.attr == "input" and
+                isinstance(first.value, ast.Name) and isinstance(star, ast.Starred) and
+                kw.arg is None):
+            return None
+        sample = first.value.id
+        spelled = (isinstance(star.value, ast.Attribute) and star.value.attr == "args" and
+                   _named(star.value.value, sample) and isinstance(kw.value, ast.Attribute) and
+                   kw.value.attr == "kwargs" and _named(kw.value.value, sample))
+        role = self.roles.get(sample)
+        if not spelled or role not in ("mps_sample", "cpu_sample"):
+            return None
+        return "mps" if role == "mps_sample" else "cpu"
+
+    def _returns(self, value: ast.expr | None) -> bool:
+        if not isinstance(value, ast.Tuple) or len(value.elts) != 3:
+            return False
+        roles = [self._role(e) if isinstance(e, ast.Call) else
+                 self.roles.get(e.id) if isinstance(e, ast.Name) else None for e in value.elts]
+        return sorted(r for r in roles if r) == ["cpu", "cpu_sample", "mps"]
+
+    def _is(self, node: ast.expr, role: str) -> bool:
+        return isinstance(node, ast.Name) and self.roles.get(node.id) == role
+
+
+def _named(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_warnings_call(node: ast.expr) -> bool:
+    """`warnings.catch_warnings()`, `warnings.filterwarnings(...)`, `warnings.simplefilter(...)`."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+            _named(node.func.value, "warnings") and
+            node.func.attr in ("catch_warnings", "filterwarnings", "simplefilter"))
+
+
+def _op_names(test: ast.expr, op: str) -> list[str] | None:
+    """The op names a condition holds only for: a conjunct `op.name == "x"` or `op.name in
+    ["x", ...]` (None where it has none, and so may hold for any op)."""
+    conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
+        else [test]
+    for c in conjuncts:
+        if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and
+                isinstance(c.left, ast.Attribute) and c.left.attr == "name" and
+                _named(c.left.value, op)):
+            continue
+        right = c.comparators[0]
+        if isinstance(c.ops[0], ast.Eq) and isinstance(right, ast.Constant) and \
+                isinstance(right.value, str):
+            return [right.value]
+        if isinstance(c.ops[0], ast.In) and isinstance(right, (ast.List, ast.Tuple, ast.Set)) and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts):
+            return [e.value for e in right.elts]
     return None

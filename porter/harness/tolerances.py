@@ -320,6 +320,9 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     if overridden is not None:
         return Refused(f"{cls.name} defines its own {overridden.name} (test/test_mps.py:"
                        f"{overridden.lineno}), which porter does not model")
+    changed = _class_changed(tree, cls)
+    if changed is not None:
+        return Refused(changed)
     # the test's own precision decorator floors the tolerances (review 28's T05b: a Mac passed
     # what porter failed)
     floor = next((d for d in method.decorator_list for n in ast.walk(d)
@@ -424,6 +427,59 @@ class CheckoutRules:
 
 
 # -- reading the test ----------------------------------------------------------------------
+
+# the attributes of torch's TestCase that decide how assertEqual compares (a decorator sets them)
+_PRECISION_ATTRIBUTES = frozenset({"precision", "rel_tol"})
+# the module's calls that may name the class: they make the device-specific test classes
+_INSTANTIATE = frozenset({"instantiate_device_type_tests", "instantiate_parametrized_tests"})
+
+
+def _class_changed(tree: ast.Module, cls: ast.ClassDef) -> str | None:
+    """What else in test_mps.py decides how the class compares, which porter does not model:
+    a base class of the module's own with its own comparison or precision (review 29's T04);
+    the class or a base setting `self.precision`/`self.rel_tol` (T05: a `setUp` loosening
+    them); module code naming the class (T03: `TestConsistency.assertEqual = ...`; T06: its
+    low-precision list changed from outside)."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    todo, seen = [cls], set()
+    while todo:
+        c = todo.pop()
+        if c.name in seen:
+            continue
+        seen.add(c.name)
+        if c is not cls:
+            own = next((f for f in c.body if isinstance(f, ast.FunctionDef)
+                        and f.name in _COMPARISONS), None)
+            if own is not None:
+                return (f"{cls.name}'s base {c.name} defines its own {own.name} "
+                        f"(test/test_mps.py:{own.lineno}), which porter does not model")
+        for node in ast.walk(c):
+            targets = (node.targets if isinstance(node, ast.Assign) else
+                       [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for t in targets:
+                set_here = (isinstance(t, ast.Attribute) and t.attr in _PRECISION_ATTRIBUTES
+                            and isinstance(t.value, ast.Name) and t.value.id == "self") or \
+                    (isinstance(t, ast.Name) and t.id in _PRECISION_ATTRIBUTES and node in c.body)
+                if set_here:
+                    return (f"{c.name} sets {ast.unparse(t)} (test/test_mps.py:{node.lineno}), "
+                            "which decides how assertEqual compares: porter does not model it")
+        todo += [classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in classes]
+    for stmt in tree.body:
+        if stmt is cls:
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == cls.name and \
+                    not _instantiating(stmt, node):
+                return (f"test/test_mps.py:{node.lineno} names {cls.name} outside the class "
+                        f"(`{ast.unparse(stmt).splitlines()[0][:60]}`): it may change how the "
+                        "class compares, which porter does not model")
+    return None
+
+
+def _instantiating(stmt: ast.stmt, name: ast.Name) -> bool:
+    """Whether `name` is an argument of a call that makes the device-specific test classes."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _INSTANTIATE
+               and any(a is name for a in n.args) for n in ast.walk(stmt))
 
 def _find_test(tree: ast.Module, test_name: str):
     for node in ast.walk(tree):

@@ -37,6 +37,14 @@ def test_the_fixtures_test_code_is_modelled(root):
      "takes its ops from `mps_ops_modifier(copy.deepcopy(op_db), sparse=True)`"),
     (TEST_MPS, DECORATOR, "@ops(mps_ops_modifier(copy.deepcopy(op_db), xfail_exclusion=['abs'])",
      "which porter does not model"),
+    # torch.library imported from torch (review 29's T01)
+    (COMMON_MPS, "import torch\n", "import torch\nfrom torch import library as _lib\n",
+     "uses torch.library"),
+    # ... in a module-level function the module calls (T02)
+    (TEST_MPS, "import torch\n", "import torch\n\n\ndef _debug():\n    import torch.library\n\n\n"
+     "_debug()\n", "uses torch.library"),
+    # the ops from a variable holding another call of the modifier (X04)
+    (TEST_MPS, DECORATOR, "@ops(_CONSISTENCY_OPS", "takes its ops from `_CONSISTENCY_OPS`"),
 ])
 def test_test_code_porter_does_not_model_is_said_at_its_line(root, rel, old, new, says):
     path = root / rel
@@ -52,3 +60,82 @@ def test_torch_library_in_another_test_class_is_not_test_output_matchs(root):
     path.write_text(path.read_text() + "\n\nclass TestPorterOther:\n    def test_x(self):\n"
                     "        import torch.library\n")
     assert unmodelled(Checkout.at(root)) is None
+
+
+# TestConsistency._run_op computes what test_output_match compares: porter models its shapes
+# (the CPU copy of the sample, the op on each, a dtype chosen and the CPU output cast, warnings
+# silenced, a return of the two outputs and the CPU sample); review 28's T06 returned fixed
+# tensors for gelu, red on a Mac and green here.
+RUN_OP_HEAD = "    def _run_op(self, op, mps_sample):\n"
+FIXED = ("        if op.name == 'nn.functional.gelu':\n"
+         "            return torch.zeros(1), torch.ones(1), None\n")
+# the shape of upstream's own: a branch for two other ops, warnings silenced, the CPU's missing
+# low-precision kernel retried in float32 and its output cast back
+UPSTREAMS_SHAPE = '''    def _run_op(self, op, mps_sample, dtype=None):
+        if op.name in ("grid_sampler_2d", "grid_sampler_3d") and dtype is None:
+            dtype = torch.float32
+        cpu_sample = transform_opinfo_sample_to_cpu(mps_sample, dtype)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning)
+            mps_out = op(mps_sample.input, *mps_sample.args, **mps_sample.kwargs)
+            try:
+                cpu_out = op(cpu_sample.input, *cpu_sample.args, **cpu_sample.kwargs)
+            except NotImplementedError:
+                if not isinstance(mps_out, torch.Tensor):
+                    raise
+                dtype = torch.float32
+                cpu_sample = transform_opinfo_sample_to_cpu(mps_sample, dtype=torch.float32)
+                cpu_out = op(cpu_sample.input, *cpu_sample.args, **cpu_sample.kwargs)
+        if dtype is not None:
+            cpu_out = cpu_out.to(dtype=mps_out.dtype)
+        return mps_out, cpu_out, cpu_sample
+
+    def _unused(self):
+'''
+FIXTURE_BODY = ("        cpu_sample = mps_sample.transform(\n"
+                "            lambda t: t.detach().cpu().requires_grad_(t.requires_grad) if "
+                "isinstance(t, torch.Tensor) else t)\n")
+FIXTURE_RETURN = "        return op(mps_sample.input, *mps_sample.args, **mps_sample.kwargs), \\\n"
+
+
+def _run_op_read(root: Path, old: str, new: str):
+    from porter.harness.test_code import run_op_unmodelled
+    path = root / TEST_MPS
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    return run_op_unmodelled(Checkout.at(root))
+
+
+# (text replaced, its replacement) -> (every op's finding, gelu's, heaviside's): None or the words
+RUN_OP_TABLE = [
+    # the fixture's own (upstream's shape in porter's words): modelled
+    ((RUN_OP_HEAD, RUN_OP_HEAD), (None, None, None)),
+    # upstream's shape, its branch for grid_sampler: modelled for every other op
+    ((RUN_OP_HEAD, UPSTREAMS_SHAPE), (None, None, None)),
+    # a branch for gelu alone: gelu's is not proven, heaviside's is untouched (T06)
+    ((RUN_OP_HEAD, RUN_OP_HEAD + FIXED), (None, "test/test_mps.py:109: _run_op's `if op.name == "
+                                          "'nn.functional.gelu':` runs for this op", None)),
+    # ... and its `else`, which runs for every other op, does something else
+    ((RUN_OP_HEAD, RUN_OP_HEAD + FIXED.replace("None\n", "None\n        else:\n"
+                                                "            torch.manual_seed(0)\n")),
+     ("test/test_mps.py:112: _run_op's `torch.manual_seed(0)` does more", "runs for this op", None)),
+    # a statement of its own for every op
+    ((RUN_OP_HEAD, RUN_OP_HEAD + "        torch.manual_seed(0)\n"),
+     ("_run_op's `torch.manual_seed(0)` does more", None, None)),
+    # the sample's MPS inputs replaced
+    ((FIXTURE_BODY, FIXTURE_BODY + "        mps_sample = mps_sample.transform(lambda t: t * 0)\n"),
+     ("_run_op's `mps_sample = mps_sample.transform(lambda t: t * 0)` computes a value", None, None)),
+    # the op run on the CPU copy twice: no MPS output compared
+    ((FIXTURE_RETURN, FIXTURE_RETURN.replace("mps_sample", "cpu_sample")),
+     ("returns another value", None, None)),
+]
+
+
+@pytest.mark.parametrize(("edit", "expected"), RUN_OP_TABLE)
+def test_run_op_is_read_as_a_positive_model(root, edit, expected):
+    every, per_op = _run_op_read(root, *edit)
+    found = (every, per_op.get("nn.functional.gelu"), per_op.get("heaviside"))
+    for said, words in zip(found, expected):
+        assert (said is None) == (words is None), (found, expected)
+        assert words is None or words in said, (said, words)

@@ -326,6 +326,40 @@ def test_a_comparison_the_test_class_redefines_is_refused_with_the_line():
                             "which porter does not model")
 
 
+# Code beside the class that decides how it compares (review 29): (text replaced, replacement,
+# what the reason says)
+_AROUND_THE_CLASS = [
+    # T03: the comparison replaced from module code
+    (None, "\n\nTestConsistency.assertEqual = print\n",
+     "names TestConsistency outside the class (`TestConsistency.assertEqual = print`)"),
+    # T06: a class constant changed from module code
+    (None, "\n\nTestConsistency.FP16_LOW_PRECISION_LIST.discard('nn.functional.gelu')\n",
+     "names TestConsistency outside the class (`TestConsistency.FP16_LOW_PRECISION_LIST"),
+    # T04: a base class of the module's own with its own comparison
+    ("class TestConsistency(TestCase):\n",
+     "class _Exact(TestCase):\n    def assertEqual(self, a, b, **kw):\n        pass\n\n\n"
+     "class TestConsistency(_Exact):\n",
+     "TestConsistency's base _Exact defines its own assertEqual"),
+    # T05: setUp loosening the precision assertEqual floors the tolerances with
+    ("    def test_output_match(",
+     "    def setUp(self):\n        self.precision = 0.05\n\n    def test_output_match(",
+     "TestConsistency sets self.precision"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "says"), _AROUND_THE_CLASS)
+def test_code_around_the_class_that_decides_how_it_compares_is_refused(old, new, says):
+    text = MIXED_CHAIN + new if old is None else MIXED_CHAIN.replace(old, new, 1)
+    assert text != MIXED_CHAIN
+    lists = _rules_of(text)
+    assert lists.unread is not None and says in lists.unread, lists.unread
+
+
+def test_the_class_made_per_device_by_the_module_is_not_code_around_it():
+    text = MIXED_CHAIN + "\n\ninstantiate_device_type_tests(TestConsistency, globals(), only_for='mps')\n"
+    assert _rules_of(text).unread is None
+
+
 def test_a_precision_decorator_of_the_test_is_refused_with_the_line():
     """Review 28's T05b: `@precisionOverride({torch.float32: 1.0})` on test_output_match floors a
     Mac's tolerances; porter failed what a Mac passes."""
