@@ -109,8 +109,20 @@ def read(unit, where: Callable[[str], str | None], main: str) -> Read:
                     odd(child, rel, "an operator registered in a header, once for each file that "
                         "includes it")
                 else:
-                    impls.append([rel, child.location.line, _dispatch_key(function),
+                    # `torch::dispatch(DispatchKey::X, fn)` names its own key, which the block's
+                    # must match or libtorch's static init throws (review 29's R01): not read,
+                    # so the key is one porter cannot read
+                    explicit = any(c.kind == kinds.CALL_EXPR and c.spelling == "dispatch"
+                                   for a in arguments[1:] for c in a.walk_preorder())
+                    impls.append([rel, child.location.line,
+                                  None if explicit else _dispatch_key(function),
                                   _literal(arguments[0]) if arguments else None])
+            if child.kind == kinds.CALL_EXPR and spelled.startswith("register") and \
+                    _on_class(child, "Dispatcher"):
+                # the dispatcher's own registration calls (`Dispatcher::singleton()
+                # .registerImpl(...)`): a kernel registered by hand (review 29's R02)
+                odd(child, rel, f"`Dispatcher::{spelled}` registers with the dispatcher by hand")
+                continue
             if child.kind == kinds.CALL_EXPR and _on_class(child, "RegisterOperators"):
                 # the legacy API (`c10::RegisterOperators().op(...)`): an operator's kernel
                 # registered by hand, which porter does not read (review 28's R01)

@@ -182,8 +182,19 @@ def test_a_registrar_unlike_upstreams_is_not_proven(ported):
 OVERRIDE = ("#include <ATen/ATen.h>\n#include <torch/library.h>\n\nnamespace at {{\n"
             "static Tensor porter_zeros(const Tensor& self, const Tensor& other) {{\n"
             "  return at::zeros_like(self);\n}}\n"
-            "TORCH_LIBRARY_IMPL(aten, {key}, m) {{\n  m.impl(\"{name}\", TORCH_FN(porter_zeros));\n}}\n"
+            "TORCH_LIBRARY_IMPL(aten, {key}, m) {{\n  m.impl(\"{name}\", {fn});\n}}\n"
             "}} // namespace at\n")
+# review 29's R02: the dispatcher's own registration call
+BY_DISPATCHER = ("#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n\n"
+                 "namespace at {{\n"
+                 "static Tensor porter_zeros(const Tensor& self, const Tensor& other) {{\n"
+                 "  return at::zeros_like(self);\n}}\n"
+                 "static auto porter_registered = c10::Dispatcher::singleton().registerImpl(\n"
+                 "    c10::OperatorName(\"aten::{name}\", \"\"), c10::DispatchKey::{key},\n"
+                 "    c10::KernelFunction::makeFromUnboxedRuntimeFunction(&porter_zeros), "
+                 "std::nullopt,\n    nullptr, \"porter\");\n"
+                 "}} // namespace at\n")
+ZEROS = "TORCH_FN(porter_zeros)"
 
 
 # a new source of the MPS build that registers the op with the dispatcher by hand: on a Mac that
@@ -200,6 +211,17 @@ def ported_in_git(ported: Path, tmp_path_factory) -> Path:
 @pytest.mark.parametrize(("rel", "key", "name", "says"), [
     ("aten/src/ATen/mps/PorterOverride.mm", "MPS", "atan2",
      "PorterOverride.mm:9 registers an implementation of atan2 with the dispatcher for MPS"),
+    # the key named in the call (review 29's R01: a Mac's static init throws where it is not
+    # the block's): not read, so not proven
+    ("aten/src/ATen/mps/PorterOverride.mm", "CUDA",
+     ("atan2", "torch::dispatch(c10::DispatchKey::MPS, TORCH_FN(porter_zeros))"),
+     "atan2 with the dispatcher for a key porter cannot read"),
+    # the dispatcher's own registration call (R02)
+    ("aten/src/ATen/mps/PorterOverride.mm", "MPS", ("atan2", BY_DISPATCHER),
+     "`Dispatcher::registerImpl` registers with the dispatcher by hand"),
+    # keys test_output_match never dispatches to (R03, R04): the kernel tested still runs
+    ("aten/src/ATen/mps/PorterOverride.mm", "Meta", "atan2", None),
+    ("aten/src/ATen/mps/PorterOverride.mm", "AutocastMPS", "atan2", None),
     ("aten/src/ATen/native/mps/PorterOverride.cpp", "MPS", "aten::atan2.out", "atan2.out"),
     ("aten/src/ATen/mps/PorterOverride.mm", "CompositeImplicitAutograd", "atan2",
      "with the dispatcher for CompositeImplicitAutograd"),
@@ -212,7 +234,9 @@ def ported_in_git(ported: Path, tmp_path_factory) -> Path:
 def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, name, says):
     path = ported_in_git / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(OVERRIDE.format(key=key, name=name))
+    name, fn = name if isinstance(name, tuple) else (name, ZEROS)
+    template = fn if fn.startswith("#include") else OVERRIDE
+    path.write_text(template.format(key=key, name=name, fn=fn))
     try:
         code, by = outcomes(ported_in_git, "atan2")
     finally:
