@@ -306,14 +306,17 @@ class EmulateBackend:
         return self._changed or None
 
     def _math_mode(self, metal: Path) -> str | None:
-        """`_math_mode` of the kernel file, then of each checkout header it includes (a
+        """`_math_mode` of what the kernel file compiles, its checkout headers included (a
         header's pragma sets the mode of the file it is read into); once per file a run."""
         if metal not in self._math_modes:
-            from porter.emulate import headers
-            from porter.emulate.include_graph import IncludeGraph
-            dirs = [d for d in headers.include_dirs(self.root) if d != headers.SHIM_DIR]
-            read = sorted(IncludeGraph(self.root, dirs=dirs).reached(metal))
-            self._math_modes[metal] = next(filter(None, map(_math_mode, [metal, *read])), None)
+            from porter.emulate import frontend
+            try:
+                text = metal.read_text(encoding="utf-8")
+                found = frontend.views(text, str(metal), self.root)
+            except (OSError, UnicodeDecodeError, PorterError):
+                found = []          # the build says why the file cannot be read or checked
+            pragmas = dict.fromkeys(p for view in found for p in view.pragmas)
+            self._math_modes[metal] = _math_mode(pragmas, self._rel)
         return self._math_modes[metal]
 
     def _implemented_by_hand(self, op: OpNames) -> str | None:
@@ -1102,26 +1105,27 @@ def _declarations_added(change, now: str | None) -> bool:
 
 
 # `#pragma METAL fp ...`, and the same as `_Pragma("METAL fp ...")` (review 28's M02)
-_MATH_MODE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:METAL|clang)[ \t]+fp\b[^\n]*"
-                        r"|\b_Pragma\s*\(\s*\"\s*(?:METAL|clang)\s+fp\b[^\n]*", re.M)
+# The pragmas porter knows change nothing a kernel computes: a header's guard, diagnostics,
+# loop unrolling (a loop's iterations run as written). Any other (`METAL fp math_mode(fast)`,
+# `clang fp contract(fast)`, `float_control`, ...) may set how the file's floating point is
+# computed, which the emulator does not model.
+_KNOWN_PRAGMA = re.compile(r"#\s*pragma\s+(?:once|message\b|push_macro\b|pop_macro\b|"
+                           r"(?:clang|GCC)\s+diagnostic\b|GCC\s+system_header\b|unroll\b|"
+                           r"nounroll\b|clang\s+loop\s+(?:unroll|unroll_count)\b)")
 
 
-def _math_mode(metal: Path) -> str | None:
-    """`file:line: why` where the kernel file sets its floating-point mode by pragma
-    (`#pragma METAL fp math_mode(fast)`: `metal::tanh` is then the fast one on a Mac, review
-    27's N17): porter's emulator builds every file in Metal's default mode, so what such a file
-    computes is not known here."""
-    try:
-        text = metal.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    m = _MATH_MODE.search(text)
-    if m is None:
-        return None
-    line = text.count("\n", 0, m.start()) + 1
-    return (f"{metal}:{line}: `{m.group(0).strip()}` sets the file's floating-point mode, "
-            "which porter's emulator does not model (it builds every file in Metal's default "
-            "mode)")
+def _math_mode(pragmas, rel) -> str | None:
+    """`file:line: why` of the first pragma the kernel file compiles that porter does not know
+    (review 27's N17: `#pragma METAL fp math_mode(fast)` makes `metal::tanh` the fast one on a
+    Mac; review 29's F01-F03: one built by a macro, `float_control`, one continued on the next
+    line): porter's emulator builds every file in Metal's default mode, so what such a file
+    computes is not known here. `pragmas`: (file, line, text) as the front end read them."""
+    for file, line, text in pragmas:
+        if not _KNOWN_PRAGMA.match(text):
+            return (f"{rel(file)}:{line}: `{' '.join(text.split())}` is a pragma porter does not "
+                    "model (it may set the file's floating-point mode, and porter's emulator "
+                    "builds every file in Metal's default mode)")
+    return None
 
 
 def _unbuilt(name: str, reason: str) -> str:

@@ -174,6 +174,10 @@ class View(NamedTuple):
     version: int
     errors: tuple[str, ...]              # `file:line: message`
     kernels: tuple[tuple[str, str], ...]  # (host name, `file:line`)
+    # every pragma the file compiles, its headers' included, as the preprocessor leaves it
+    # (`_Pragma("...")` and a macro building one are `#pragma` lines by then): (file, line,
+    # `#pragma ...`)
+    pragmas: tuple[tuple[str, int, str], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -323,12 +327,16 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])))
+    if "pragmas" not in data:
+        return None             # a check of an older porter: checked again
+    return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
+                tuple(map(tuple, data["pragmas"])))
 
 
 def _store(key: str, result: View) -> None:
     cached = cache_dir() / f"frontend-{key}.json"
-    write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels)}))
+    write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels),
+                                    "pragmas": list(result.pragmas)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -755,20 +763,21 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
                      error.strip().splitlines()[0] if error.strip() else "the preprocessor failed")
         return View(version, (_gxx_error(first, display_path, root),), ())
     raw = pre.split("\n")
+    positions = _positions(raw)
     names = template_names(pre)
     base = rewrite(pre, names) if "host_name" not in pre else None
     if base is not None:            # no registration: one parse says it all
         rows: list[tuple[int, ...]] = []
     else:
         # a registration is a line of the kernel file whose macro expansion names a kernel
-        rows = _registrations(raw, _positions(raw), display_path)
+        rows = _registrations(raw, positions, display_path)
         blank = list(raw)
         for i in (i for group in rows for i in group):
             blank[i] = ""
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
     source = base.source.split("\n")
-    cut = _prefix_cut(raw, _positions(raw), display_path)
+    cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
@@ -784,7 +793,9 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
             errors += result[0]
             kernels += [tuple(k) for k in result[1]]
     errors += rules
-    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels))
+    pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
+                    if line.lstrip().startswith("#pragma"))
+    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas)
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:
