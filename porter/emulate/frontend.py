@@ -113,8 +113,8 @@ RULES = {
            "C++14 has none, {spec} §1.5.4)",
     "constant write": "Metal's `constant` address space is read-only ({spec} §4.2)",
     "keyword": "`{what}` is a Metal keyword (a function qualifier), not a name ({spec} §5.1)",
-    "address space cast": "Metal has no cast of a pointer to another address space (`{what}`; "
-                          "{spec} §4)",
+    "address space cast": "Metal has no cast of a pointer or reference to another address "
+                          "space (`{what}`; {spec} §4)",
     "bfloat conversion": "Metal converts {what} to bfloat only explicitly (`bfloat(x)`, "
                          "`static_cast<bfloat>(x)`; {spec} §2.1)",
     "bool vector": "Metal's `{what}` takes a bool vector, and `{type}` does not convert to one "
@@ -1226,16 +1226,33 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             return deduced and len(init) == 1 and vector_truth(init[0], depth + 1)
         return False
 
+    def written_reference(cast, operand) -> bool:
+        """Whether the cast's written type is a reference (`(device float&)x`)."""
+        written = [t.spelling for t in cast.get_tokens()
+                   if t.extent.start.offset < operand.extent.start.offset]
+        return "&" in written or "&&" in written
+
     def address_space_cast(cursor) -> tuple[str, str] | None:
         """(the address space cast to, the one cast from) of a cast of a pointer to a pointer
-        of another address space, else None."""
+        of another address space, or of an object to a reference in another one (review 29's
+        F05: `(device float&)table[0]` of a `constant` table), else None."""
         try:
             operand = [c for c in cursor.get_children() if c.kind not in (K.TYPE_REF, K.TEMPLATE_REF)]
-            if len(operand) != 1 or type_kind(cursor.type.get_canonical()) != ci.TypeKind.POINTER \
-                    or type_kind(operand[0].type.get_canonical()) != ci.TypeKind.POINTER:
+            if len(operand) != 1:
                 return None
-            to = address_space(cursor.type.get_pointee())
-            of = address_space(operand[0].type.get_pointee())
+            if type_kind(cursor.type.get_canonical()) == ci.TypeKind.POINTER and \
+                    type_kind(operand[0].type.get_canonical()) == ci.TypeKind.POINTER:
+                to = address_space(cursor.type.get_pointee())
+                of = address_space(operand[0].type.get_pointee())
+            elif written_reference(cursor, operand[0]):
+                # clang types a cast to a reference as its referent (an lvalue of it); the
+                # object cast is the operand under clang's implicit conversions
+                inner = operand[0]
+                while inner.kind == K.UNEXPOSED_EXPR and len(list(inner.get_children())) == 1:
+                    inner = next(inner.get_children())
+                to, of = address_space(cursor.type), address_space(inner.type)
+            else:
+                return None
         except Exception:       # noqa: BLE001 (a dependent or unreadable type: not known)
             return None
         return None if to == of else (_SPACES.get(to, str(to)), _SPACES.get(of, str(of)))
@@ -1299,7 +1316,10 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             # clang's C-style and reinterpret casts change a pointer's address space; Metal
             # refuses it (review 28's M04: a `constant` array written through a `device` cast)
             to, of = address_space_cast(cursor)
-            add(cursor, "address space cast", what=f"a {of} pointer cast to a {to} one")
+            noun = "pointer" if type_kind(cursor.type.get_canonical()) == ci.TypeKind.POINTER \
+                else "object"
+            add(cursor, "address space cast", what=f"a {of} {noun} cast to a {to} "
+                f"{'one' if noun == 'pointer' else 'reference'}")
         elif kind == K.COMPOUND_ASSIGNMENT_OPERATOR and compound_to_bfloat(cursor):
             # `x += 1.0f` of a bfloat x computes in float and stores the float back (review 28's
             # M10): the implicit conversion Metal refuses, with no cast node of its own

@@ -122,7 +122,7 @@ class Expectations:
         version = macos or NEWEST_MACOS
         if self.gates is not None:
             gate = self.gates.get(e.dict_name, False)
-            return gate is not False and _truth(gate, version)
+            return gate is not False and _truth(gate, version, e.key)
         return not (e.kind == KIND_XFAIL_OLD_MACOS and version >= e.macos_before)
 
     def complex_xfail(self, key: str, dtype: str) -> bool:
@@ -139,7 +139,7 @@ def load(checkout: Checkout) -> Expectations:
         if checkout.exists(rel):
             exp = parse(checkout.read(rel), rel)
             if exp is not None:
-                exp.unread, exp.unread_ops = unread, run_op_ops
+                exp.unread, exp.unread_ops = unread or exp.unread, run_op_ops
                 return exp
     return Expectations(path=None, unread=unread, unread_ops=run_op_ops)
 
@@ -153,7 +153,7 @@ def load_grad(checkout: Checkout) -> Expectations:
         if checkout.exists(rel):
             exp = parse(checkout.read(rel), rel, GRAD_MODIFIER)
             if exp is not None:
-                exp.unread, exp.unread_ops = run_op, run_op_ops
+                exp.unread, exp.unread_ops = run_op or exp.unread, run_op_ops
                 return exp
     return Expectations(path=None, unread=run_op, unread_ops=run_op_ops)
 
@@ -212,6 +212,8 @@ def parse(text: str, rel: str = COMMON_MPS, modifier: str = None) -> Expectation
     exp.complex_supported = frozenset(complex_ops) if complex_ops is not None else None
     exp.gates = _gates(func)
     _refuse_unread_changes(func, lists, rel)
+    exp.unread = _loop_unmodelled(func, {t for t in lists if not t.endswith("SUPPORTED_COMPLEX_OPS")},
+                                  rel, modifier)
     return exp
 
 
@@ -318,16 +320,20 @@ def _key_in(test: ast.expr) -> list[str]:
     return out
 
 
-def _truth(node: ast.expr, version: tuple[int, int]) -> bool:
-    """A gate's value on `version`: membership tests hold (the entry decides them), macOS
-    comparisons and is_macos*_or_newer() are evaluated, anything else is taken as true."""
+def _truth(node: ast.expr, version: tuple[int, int], key: str | None = None) -> bool:
+    """A gate's value on `version` for the entry `key`: membership tests hold (the entry decides
+    them), `key == "x"`/`key != "x"`, macOS comparisons and is_macos*_or_newer() are evaluated;
+    anything else is taken as true (`_loop_unmodelled` has made such a gate not proven)."""
     if isinstance(node, ast.BoolOp):
-        values = [_truth(v, version) for v in node.values]
+        values = [_truth(v, version, key) for v in node.values]
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _truth(node.operand, version)
+        return not _truth(node.operand, version, key)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, right = node.left, node.comparators[0]
+        if key is not None and _is_key(left) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+                and _string(right) is not None:
+            return (key == _string(right)) == isinstance(node.ops[0], ast.Eq)
         if isinstance(left, ast.Name) and left.id in _VERSION_NAMES and _number(right) is not None:
             return _compare(version, node.ops[0], _number(right))
         if isinstance(right, ast.Name) and right.id in _VERSION_NAMES and _number(left) is not None:
@@ -345,6 +351,114 @@ def _truth(node: ast.expr, version: tuple[int, int]) -> bool:
             if len(nums) == 2:
                 return version >= (int(nums[0]), int(nums[1]))
     return True
+
+
+def _is_key(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "key"
+
+
+def _string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _unmodelled_gate(test: ast.expr, lists: set[str]) -> ast.expr | None:
+    """The first part of an `if` of the modifier's loop that `_truth` does not evaluate, or
+    None: `key in NAME`/`key not in NAME` of a list porter reads, `key not in
+    xfail_exclusion` (the test calls the modifier with the op list alone: test_code),
+    `key == "x"`, macOS comparisons, is_macos*_or_newer()."""
+    if isinstance(test, ast.BoolOp):
+        return next(filter(None, (_unmodelled_gate(v, lists) for v in test.values)), None)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _unmodelled_gate(test.operand, lists)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if _is_key(left) and isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, ast.Name) \
+                and (right.id in lists or right.id == "xfail_exclusion" and isinstance(op, ast.NotIn)
+                     or right.id.endswith("SUPPORTED_COMPLEX_OPS")):
+            return None
+        if _is_key(left) and isinstance(op, (ast.Eq, ast.NotEq)) and _string(right) is not None:
+            return None
+        names = {n.id for n in (left, right) if isinstance(n, ast.Name)}
+        if names & _VERSION_NAMES and (_number(left) or _number(right)):
+            return None
+        return test
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and \
+            re.fullmatch(r"is_macos(\d+)?_or_newer", test.func.attr):
+        return None
+    return test
+
+
+# what an `addDecorator` of the loop may hold as literal dtypes, and under which test: the
+# float64 one every op gets (never sent: porter's dtypes leave them out) and the complex one of
+# an op not in SUPPORTED_COMPLEX_OPS (Expectations.complex_xfail)
+_LITERAL_DECORATIONS = {None: {"float64", "complex128"},
+                        "SUPPORTED_COMPLEX_OPS": {"complex32", "complex64"}}
+
+
+def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier: str) -> str | None:
+    """`file:line: why` of a statement of the modifier's `for op in ops:` loop that decorates
+    ops otherwise than porter reads (review 29's X01: `if key == "heaviside": addDecorator(...)`;
+    X02: a list of another name in the `for xfaillist in [...]` loop; X03: a gate porter cannot
+    evaluate), else None. The loop porter models: `key = ...`; `if key in LIST [and gate]:
+    addDecorator(op, DecorateInfo(<skip or expectedFailure>, dtypes=LIST[key]))`, directly or
+    through `for xfaillist in [LIST, ...]`; the float64 and complex decorations; an `if sparse:`
+    branch (the sparse tests')."""
+    loop = next((n for n in func.body if isinstance(n, ast.For)), None)
+    if loop is None:
+        return None
+
+    def why(node: ast.AST, what: str) -> str:
+        return (f"{rel}:{node.lineno}: {modifier}'s `{ast.unparse(node).splitlines()[0][:70]}` "
+                f"{what}, which porter does not model (docs/testing.md)")
+
+    def decoration(call: ast.Call, aliases: dict[str, list[str]], tested: str | None) -> str | None:
+        info = call.args[1] if len(call.args) == 2 and isinstance(call.args[1], ast.Call) else None
+        if info is None or not (isinstance(info.func, ast.Name) and info.func.id == "DecorateInfo"):
+            return why(call, "decorates an op")
+        given = next((k.value for k in info.keywords if k.arg == "dtypes"), None)
+        if isinstance(given, ast.Subscript) and isinstance(given.value, ast.Name) and \
+                _is_key(given.slice):
+            named = aliases.get(given.value.id, [given.value.id])
+            return None if all(n in lists for n in named) else why(call, "decorates with a list")
+        if isinstance(given, (ast.List, ast.Tuple)):
+            dtypes = {canonical_dtype(e.attr) for e in given.elts if isinstance(e, ast.Attribute)}
+            allowed = _LITERAL_DECORATIONS.get(tested, set())
+            if len(dtypes) == len(given.elts) and dtypes <= allowed:
+                return None
+        return why(call, "decorates an op")
+
+    def visit(stmts, aliases: dict[str, list[str]], tested: str | None) -> str | None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_key(stmt.targets[0]):
+                continue
+            if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "sparse":
+                found = visit(stmt.orelse, aliases, tested)    # the body: the sparse tests'
+            elif isinstance(stmt, ast.If):
+                odd = _unmodelled_gate(stmt.test, lists | set(aliases))
+                if odd is not None:
+                    return why(stmt.test, f"decides with `{ast.unparse(odd)[:60]}`")
+                complex_test = any(isinstance(n, ast.Name) and n.id.endswith("SUPPORTED_COMPLEX_OPS")
+                                   for n in ast.walk(stmt.test))
+                found = visit(stmt.body, aliases, "SUPPORTED_COMPLEX_OPS" if complex_test else
+                              "gated") or visit(stmt.orelse, aliases, "gated")
+            elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) and \
+                    isinstance(stmt.iter, (ast.List, ast.Tuple)) and not stmt.orelse:
+                names = [e.id for e in stmt.iter.elts if isinstance(e, ast.Name)]
+                unread = [n for n in names if n not in lists]
+                if len(names) != len(stmt.iter.elts) or unread:
+                    return why(stmt, f"applies {unread[0] if unread else 'a list'} porter does not "
+                                     "read as an expectation list")
+                found = visit(stmt.body, {**aliases, stmt.target.id: names}, tested)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                    isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "addDecorator":
+                found = decoration(stmt.value, aliases, None if tested is None else tested)
+            else:
+                found = why(stmt, "does more")
+            if found is not None:
+                return found
+        return None
+
+    return visit(loop.body, {}, None)
 
 
 def _number(node: ast.expr) -> tuple[int, int] | None:

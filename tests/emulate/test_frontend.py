@@ -527,7 +527,12 @@ ISSUE_PLANTED = [
     ("a cast to another address space",
      "constant float planted_ca[2] = {1, 2};\n"
      "inline float planted_cw(float a) { ((device float*)planted_ca)[0] = a; return a; }",
-     "Metal has no cast of a pointer to another address space (`a constant pointer cast to a device one`"),
+     "Metal has no cast of a pointer or reference to another address space (`a constant pointer cast to a device one`"),
+    # review 29's F05: the same write through a reference cast
+    ("a reference cast to another address space",
+     "constant float planted_cr[2] = {1, 2};\n"
+     "inline float planted_cwr(float a) { (device float&)planted_cr[0] = a; return a; }",
+     "(`a constant object cast to a device reference`"),
 ]
 
 ISSUE_CLEAN = [
@@ -598,7 +603,8 @@ ISSUE_CLEAN = [
      "return bfloat(a) * b + static_cast<bfloat>(a * clean_k + w); }"),
     ("casts within an address space, bfloat compound assignments of bfloats",
      "inline float clean_cs(device void* p, float a) { thread float* q = &a; "
-     "return ((device float*)p)[0] + reinterpret_cast<device float*>(p)[1] + *((thread float*)q); }\n"
+     "return ((device float*)p)[0] + reinterpret_cast<device float*>(p)[1] + *((thread float*)q) "
+     "+ (thread float&)a + (const device float&)((device float*)p)[2]; }\n"
      "inline bfloat clean_bc(bfloat x, bfloat y) { x += y; x *= bfloat(2.0f); return x; }"),
     ("a lambda under Metal 4.0", "#if __METAL_VERSION__ >= 400\n"
                                  "inline float clean_r(float x) { return [](float y) "

@@ -79,3 +79,43 @@ def test_a_key_given_twice_applies_its_last_value_as_python_does():
     once = '            "porter_op": [torch.float16],\n'
     exp = mps_expectations.parse(UPSTREAM.replace(INSIDE, INSIDE + once, 1))
     assert [e.dtypes for e in exp.active("porter_op", "float16")] == [("float16",)]
+
+
+# the modifier's `for op in ops:` loop read as a positive model (review 29): a statement that
+# decorates ops otherwise than porter reads is not proven, at its line
+LOOP = "            if key in SKIPLIST:\n"
+
+
+@pytest.mark.parametrize(("statement", "says"), [
+    # X01: an op decorated by name
+    ("            if key == 'heaviside':\n                addDecorator(op, DecorateInfo("
+     "unittest.expectedFailure, dtypes=[torch.float16]))\n", "decorates an op"),
+    # a gate porter cannot evaluate (X03: the op's name)
+    ("            if key in SKIPLIST and op.name != 'heaviside':\n                pass\n",
+     "decides with `op.name != 'heaviside'`"),
+    # a list applied that porter does not read as one (X02)
+    ("            for lst in [SKIPLIST, HV_PENDING]:\n                pass\n",
+     "applies HV_PENDING porter does not read"),
+    # anything else the loop does
+    ("            op.decorators = ()\n", "does more"),
+])
+def test_a_loop_statement_porter_does_not_model_is_not_proven(statement, says):
+    assert UPSTREAM.count(LOOP) == 1
+    text = UPSTREAM.replace(LOOP, statement + LOOP, 1)
+    line = UPSTREAM[:UPSTREAM.index(LOOP)].count("\n") + 1
+    unread = mps_expectations.parse(text).unread
+    assert unread is not None and unread.startswith(
+        (f"torch/testing/_internal/common_mps.py:{line}: ",
+         f"torch/testing/_internal/common_mps.py:{line + 1}: ")), unread
+    assert says in unread, unread
+
+
+def test_upstreams_loop_and_a_key_compared_with_a_name_are_modelled():
+    assert mps_expectations.parse(UPSTREAM).unread is None
+    # `key != "x"` is evaluated per entry: the skip applies to every key but that one
+    text = UPSTREAM.replace(LOOP, "            if key in SKIPLIST and key != 'abs':\n", 1)
+    exp = mps_expectations.parse(text)
+    assert exp.unread is None
+    assert exp.gates["SKIPLIST"] is not None
+    assert mps_expectations._truth(exp.gates["SKIPLIST"], (26, 0), "abs") is False
+    assert mps_expectations._truth(exp.gates["SKIPLIST"], (26, 0), "sign") is True
