@@ -40,7 +40,8 @@ def unmodelled(checkout: Checkout) -> str | None:
         scope = tree if rel != TEST_MPS else ast.Module(body=[
             n for n in tree.body if not isinstance(n, ast.ClassDef)
             or n.name.startswith("TestConsistency")], type_ignores=[])
-        found = _registration(scope) or (_modifier_call(tree) if rel == TEST_MPS else None)
+        found = _registration(scope) or (
+            (_modifier_call(tree) or _allowed_dtypes(tree)) if rel == TEST_MPS else None)
         if found is not None:
             line, why = found
             return f"{rel}:{line}: {why}"
@@ -70,6 +71,66 @@ def _registration(tree: ast.Module) -> tuple[int, str] | None:
 _REGISTERS = ("the test code uses torch.library, Python's way to register a kernel with the "
               "dispatcher: on a Mac it may replace the MPS kernel or the CPU reference, which "
               "porter does not model")
+
+
+def _allowed_dtypes(tree: ast.Module) -> tuple[int, str] | None:
+    """test_output_match's `allowed_dtypes` where they are not the dtypes porter tests
+    (porter.source.dtypes.MPS_DTYPES, upstream's `[t for t in get_all_dtypes() if t not in
+    MPS_UNSUPPORTED_TYPES]` on a current macOS), or cannot be computed: a Mac generates a test
+    for its dtypes only (review 29's T07: float16 left out, porter's float16 row failed)."""
+    from porter.source.dtypes import MPS_DTYPES
+    method = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                   and n.name == TEST_NAME), None)
+    deco = next((d for d in (method.decorator_list if method else [])
+                 if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "ops"),
+                None)
+    if deco is None:
+        return None             # the modifier's reading says what is missing
+    given = next((k.value for k in deco.keywords if k.arg == "allowed_dtypes"), None)
+    if given is None:
+        return deco.lineno, (f"{TEST_NAME} has no allowed_dtypes, so it runs every dtype of each "
+                             "OpInfo, which porter does not model (it tests MPS_DTYPES)")
+    names = _dtype_names(tree, given)
+    if names is None or names != set(MPS_DTYPES):
+        shown = ", ".join(sorted(names)) if names is not None else "not computed"
+        return given.lineno, (f"{TEST_NAME}'s allowed_dtypes `{ast.unparse(given)[:60]}` "
+                              f"({shown}) are not the dtypes porter tests "
+                              f"({', '.join(MPS_DTYPES)}), which porter does not model")
+    return None
+
+
+def _dtype_names(tree: ast.Module, expr: ast.expr) -> set[str] | None:
+    """The dtype names `expr` (an `allowed_dtypes`) holds, computed from the module-level
+    assignments it reads, with torch, get_all_dtypes and a current macOS (MACOS_VERSION 26.0);
+    None where it reads anything else."""
+    try:
+        import torch
+        from torch.testing._internal.common_dtype import get_all_dtypes
+    except ImportError:
+        return None
+    assigned = {t.id: stmt for stmt in tree.body if isinstance(stmt, ast.Assign)
+                for t in stmt.targets if isinstance(t, ast.Name)}
+    namespace = {"torch": torch, "get_all_dtypes": get_all_dtypes, "MACOS_VERSION": 26.0}
+    needed, order = [expr], []
+    while needed:
+        for name in {n.id for n in ast.walk(needed.pop()) if isinstance(n, ast.Name)}:
+            if name not in namespace and name in assigned and assigned[name] not in order:
+                order.append(assigned[name])
+                needed.append(assigned[name].value)
+    body = sorted(order, key=lambda s: s.lineno) + [
+        ast.Assign(targets=[ast.Name("_porter_dtypes", ast.Store())], value=expr, lineno=0)]
+    scope = {"__builtins__": {"list": list, "tuple": tuple, "set": set, "sorted": sorted},
+             **namespace}
+    try:
+        code = compile(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])),
+                       "test/test_mps.py (allowed_dtypes)", "exec")
+        exec(code, scope)       # noqa: S102 (the checkout's own assignments, as its test runs them)
+        found = list(scope["_porter_dtypes"])
+    except Exception:       # noqa: BLE001 (a name porter cannot supply, any failure: not known)
+        return None
+    if not all(isinstance(d, torch.dtype) for d in found):
+        return None
+    return {str(d).removeprefix("torch.") for d in found}
 
 
 def _modifier_call(tree: ast.Module) -> tuple[int, str] | None:

@@ -45,6 +45,10 @@ def test_the_fixtures_test_code_is_modelled(root):
      "_debug()\n", "uses torch.library"),
     # the ops from a variable holding another call of the modifier (X04)
     (TEST_MPS, DECORATOR, "@ops(_CONSISTENCY_OPS", "takes its ops from `_CONSISTENCY_OPS`"),
+    # the test's dtypes without float16 (T07: porter's float16 row failed where a Mac has none)
+    (TEST_MPS, "torch.float16, torch.bfloat16, torch.float32", "torch.bfloat16, torch.float32",
+     "allowed_dtypes `MPS_DTYPES` (bfloat16, bool, complex64, float32, int16, int32, int64, int8, "
+     "uint8) are not the dtypes porter tests"),
 ])
 def test_test_code_porter_does_not_model_is_said_at_its_line(root, rel, old, new, says):
     path = root / rel
