@@ -91,6 +91,17 @@ def test_a_registration_the_preprocessor_drops_registers_nothing(real_root, wrap
     mm.write_text(text.replace(line, "#if 1\n" + line + "#endif\n"))
     code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
     assert code == 0 and by["float32"]["outcome"] == "pass"
+    # a registration through a macro of the file's own: not read, so not proven, never "MPS
+    # raises" (review 29's H05: a Mac registers it as before)
+    mm.write_text(text.replace(line, "#define PORTER_REGISTER(fn) REGISTER_DISPATCH(heaviside_stub, &fn)\n"
+                                     "PORTER_REGISTER(heaviside_mps_kernel)\n"))
+    try:
+        code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
+    finally:
+        mm.write_text(text)
+    assert code == 1 and by["float32"]["message"].startswith("not proven: "), by
+    assert "names heaviside_stub otherwise than in a REGISTER_DISPATCH line porter reads" \
+        in by["float32"]["message"], by
 
 
 def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):

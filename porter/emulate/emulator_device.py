@@ -551,13 +551,38 @@ class EmulateBackend:
                 spec = resolve(checkout, name)
             except PorterError:
                 pass
-        if spec is not None and spec.state == UNPORTED and spec.stub is not None:
+        named = self._stub_named(spec.stub.name) if spec is not None and spec.stub else None
+        if spec is not None and spec.state == UNPORTED and spec.stub is not None and named:
+            # the planner reads REGISTER_DISPATCH lines as written; a host file naming the stub
+            # otherwise (a file-local macro around REGISTER_DISPATCH: review 29's H05) may
+            # register it all the same
+            why = (f"not proven: {named} names {spec.stub.name} otherwise than in a "
+                   "REGISTER_DISPATCH line porter reads, so whether a Mac registers an MPS "
+                   "kernel for it is not known (docs/testing.md \"What the host may do\")")
+        elif spec is not None and spec.state == UNPORTED and spec.stub is not None:
             why = (f"the yaml routes MPS through {spec.stub.name} "
                    f"({co.NATIVE_YAML}:{rows[0].lineno}), but no *Kernel.mm registers an MPS "
                    f"kernel for it: MPS raises '{spec.stub.name}: missing kernel for mps' "
                    f"(register it, or `porter new-op {spec.op}`)")
         self._stub_checked[key] = why
         return why
+
+    def _stub_named(self, stub: str) -> str | None:
+        """`file:line` of the first mention of `stub` in an MPS host file (`.mm` under
+        native/mps) outside a comment and outside a `REGISTER_DISPATCH(stub, ...)` statement
+        (which the planner reads, under the preprocessor's conditions), or None."""
+        from porter.source.cpp_scan import comments_blanked
+        pattern = re.compile(rf"\b{re.escape(stub)}\b")
+        read = re.compile(rf"^\s*REGISTER_DISPATCH\s*\(\s*{re.escape(stub)}\b")
+        for mm in sorted((self.root / "aten/src/ATen/native/mps").rglob("*.mm")):
+            try:
+                text = comments_blanked(mm.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            for number, line in enumerate(text.split("\n"), 1):
+                if pattern.search(line) and not read.match(line):
+                    return f"{self._rel(mm)}:{number}"
+        return None
 
     def _iterator_order(self, op: OpNames) -> tuple[int, ...] | None:
         """The order the op's meta function's iterator reads its tensors in (porter.source.
@@ -832,7 +857,10 @@ class EmulateBackend:
             return _unbuilt(name, self._rel(lib.reason(unbuilt[0]) or "?"))
         # the host names a Mac looks up for it: `heaviside_dense_half_half` and the like
         metal_out, metal_in = NAME_TO_METAL.get(out, out), NAME_TO_METAL.get(common, common)
-        looked_up = re.compile(rf"{re.escape(host.kernel)}_(?:\w+_)?{metal_out}_{metal_in}")
+        # the layout words of c10/metal/indexing.h's host names only: a looser infix took
+        # `gelu_tanh_bfloat_bfloat` for gelu's (review 29's F12)
+        looked_up = re.compile(rf"{re.escape(host.kernel)}_(?:(?:dense|strided)(?:_[a-z0-9]+)*_)?"
+                               rf"{metal_out}_{metal_in}")
         defined = next((where for kernel, where in sorted(self._front_end_kernels(host.metal).items())
                         if looked_up.fullmatch(kernel)), None)
         if defined is not None:
