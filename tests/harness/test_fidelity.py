@@ -163,9 +163,11 @@ if torch.backends.mps.is_available():
                 if key in xfaillist and key not in xfail_exclusion:
                     addDecorator(op, DecorateInfo(unittest.expectedFailure, dtypes=xfaillist[key]))
             if key in MACOS_BEFORE_14_4_XFAILLIST and (MACOS_VERSION < 14.4):
-                addDecorator(op, DecorateInfo(unittest.expectedFailure))
+                addDecorator(op, DecorateInfo(unittest.expectedFailure,
+                                              dtypes=MACOS_BEFORE_14_4_XFAILLIST[key]))
             if key in MACOS_12_3_XFAILLIST and (not torch.backends.mps.is_macos13_or_newer()):
-                addDecorator(op, DecorateInfo(unittest.expectedFailure))
+                addDecorator(op, DecorateInfo(unittest.expectedFailure,
+                                              dtypes=MACOS_12_3_XFAILLIST[key]))
         return ops
 else:
 
