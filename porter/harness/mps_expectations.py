@@ -395,6 +395,30 @@ _LITERAL_DECORATIONS = {None: {"float64", "complex128"},
                         "SUPPORTED_COMPLEX_OPS": {"complex32", "complex64"}}
 
 
+def _decorator_kind(node: ast.expr) -> str | None:
+    """xfail for `unittest.expectedFailure`, skip for `unittest.skip(...)`, else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "expectedFailure":
+        return "xfail"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "skip":
+        return "skip"
+    if isinstance(node, ast.Attribute) and node.attr == "skip":
+        return "skip"                       # `DecorateInfo(unittest.skip, ...)`, the grad lists'
+    return None
+
+
+_KINDS_OF = {"xfail": (KIND_XFAIL, KIND_XFAIL_OLD_MACOS), "skip": (KIND_SKIP,)}
+
+
+def _upstreams_add(fn: ast.FunctionDef) -> bool:
+    """Whether `addDecorator` only appends the DecorateInfo to the op's decorators, with the
+    device type set where the modifier has one, as upstream's does."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    shapes = {"op.decorators = op.decorators + (d,)",
+              "if device_type is not None:\n    d.device_type = device_type"}
+    return bool(body) and all(ast.unparse(s) in shapes for s in body) and \
+        ast.unparse(body[-1]) == "op.decorators = op.decorators + (d,)"
+
+
 def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier: str) -> str | None:
     """`file:line: why` of a statement of the modifier's `for op in ops:` loop that decorates
     ops otherwise than porter reads (review 29's X01: `if key == "heaviside": addDecorator(...)`;
@@ -411,19 +435,47 @@ def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier:
         return (f"{rel}:{node.lineno}: {modifier}'s `{ast.unparse(node).splitlines()[0][:70]}` "
                 f"{what}, which porter does not model (docs/testing.md)")
 
+    # the modifier's own statements: the lists, `addDecorator` as upstream writes it, the one
+    # loop, the sparse tests' `if sparse:`, `return ops` (review 30's X04: a second loop; X01:
+    # an addDecorator that returns early for one op)
+    for stmt in func.body:
+        if stmt is loop or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if _assignment(stmt)[0] is not None or isinstance(stmt, ast.Return) or \
+                isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "sparse":
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and \
+                isinstance(stmt.value if isinstance(stmt, ast.Assign) else stmt.value, (ast.List, ast.Tuple)):
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "addDecorator" and _upstreams_add(stmt):
+            continue
+        if ast.unparse(stmt) == "if xfail_exclusion is None:\n    xfail_exclusion = []":
+            continue
+        return why(stmt, "is a statement of the modifier")
+
     def decoration(call: ast.Call, aliases: dict[str, list[str]], tested: str | None) -> str | None:
         info = call.args[1] if len(call.args) == 2 and isinstance(call.args[1], ast.Call) else None
         if info is None or not (isinstance(info.func, ast.Name) and info.func.id == "DecorateInfo"):
             return why(call, "decorates an op")
+        # the decorator the list's kind says, and no other argument (review 30's X02:
+        # `active_if=False`; X03, X07: a skip list applied as an expected failure, or the reverse)
+        if any(k.arg != "dtypes" for k in info.keywords) or len(info.args) != 1:
+            return why(call, "decorates with other arguments than the dtypes")
+        applied = _decorator_kind(info.args[0])
         given = next((k.value for k in info.keywords if k.arg == "dtypes"), None)
         if isinstance(given, ast.Subscript) and isinstance(given.value, ast.Name) and \
                 _is_key(given.slice):
             named = aliases.get(given.value.id, [given.value.id])
-            return None if all(n in lists for n in named) else why(call, "decorates with a list")
+            if not all(n in lists for n in named):
+                return why(call, "decorates with a list")
+            if any(_kind(n, grad=modifier == GRAD_MODIFIER) not in _KINDS_OF.get(applied, ())
+                   for n in named):
+                return why(call, "applies another decorator than its list's name says")
+            return None
         if isinstance(given, (ast.List, ast.Tuple)):
             dtypes = {canonical_dtype(e.attr) for e in given.elts if isinstance(e, ast.Attribute)}
             allowed = _LITERAL_DECORATIONS.get(tested, set())
-            if len(dtypes) == len(given.elts) and dtypes <= allowed:
+            if len(dtypes) == len(given.elts) and dtypes <= allowed and applied == "xfail":
                 return None
         return why(call, "decorates an op")
 

@@ -119,3 +119,28 @@ def test_upstreams_loop_and_a_key_compared_with_a_name_are_modelled():
     assert exp.gates["SKIPLIST"] is not None
     assert mps_expectations._truth(exp.gates["SKIPLIST"], (26, 0), "abs") is False
     assert mps_expectations._truth(exp.gates["SKIPLIST"], (26, 0), "sign") is True
+
+
+# review 30: what lies beside the loop's own statements
+@pytest.mark.parametrize(("old", "new", "says"), [
+    # X01: addDecorator returning early for one op
+    ("            op.decorators = op.decorators + (d,)\n",
+     "            if op.name == 'abs':\n                return\n"
+     "            op.decorators = op.decorators + (d,)\n", "def addDecorator"),
+    # X02: a DecorateInfo with another argument than the dtypes
+    ('DecorateInfo(unittest.skip("Skipped!"), dtypes=SKIPLIST[key])',
+     'DecorateInfo(unittest.skip("Skipped!"), dtypes=SKIPLIST[key], active_if=False)',
+     "decorates with other arguments than the dtypes"),
+    # X03: a skip list applied as an expected failure
+    ('DecorateInfo(unittest.skip("Skipped!"), dtypes=SKIPLIST[key])',
+     'DecorateInfo(unittest.expectedFailure, dtypes=SKIPLIST[key])',
+     "applies another decorator than its list's name says"),
+    # X04: a second loop over the ops
+    ("        return ops\n", "        for op in ops:\n            pass\n        return ops\n",
+     "`for op in ops:` is a statement of the modifier"),
+])
+def test_the_modifiers_other_statements_are_not_proven(old, new, says):
+    assert old in UPSTREAM
+    text = UPSTREAM.replace(old, new, 1)
+    unread = mps_expectations.parse(text).unread
+    assert unread is not None and says in unread, unread
