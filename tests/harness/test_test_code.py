@@ -45,6 +45,14 @@ def test_the_fixtures_test_code_is_modelled(root):
      "_debug()\n", "uses torch.library"),
     # the ops from a variable holding another call of the modifier (X04)
     (TEST_MPS, DECORATOR, "@ops(_CONSISTENCY_OPS", "takes its ops from `_CONSISTENCY_OPS`"),
+    # review 30: T09 (another decorator on the test), T12 (torch._C's registration), T13 (a
+    # registration in another class's body, which runs at import)
+    (TEST_MPS, DECORATOR, "@unittest.expectedFailure\n    " + DECORATOR,
+     "has the decorator `@unittest.expectedFailure`"),
+    (COMMON_MPS, "import torch\n", "import torch\n_L = torch._C._dispatch_library('IMPL', 'aten', '')\n",
+     "uses torch.library"),
+    (TEST_MPS, "import torch\n", "import torch\n\n\nclass Other:\n    _l = torch.library.Library('aten', 'IMPL')\n",
+     "uses torch.library"),
     # the test's dtypes without float16 (T07: porter's float16 row failed where a Mac has none)
     (TEST_MPS, "torch.float16, torch.bfloat16, torch.float32", "torch.bfloat16, torch.float32",
      "allowed_dtypes `MPS_DTYPES` (bfloat16, bool, complex64, float32, int16, int32, int64, int8, "
@@ -133,6 +141,20 @@ RUN_OP_TABLE = [
     # the op run on the CPU copy twice: no MPS output compared
     ((FIXTURE_RETURN, FIXTURE_RETURN.replace("mps_sample", "cpu_sample")),
      ("returns another value", None, None)),
+    # review 30's T01: a CPU copy that rounds the inputs
+    ((FIXTURE_BODY, FIXTURE_BODY.replace("t.detach().cpu().requires_grad_",
+                                         "t.detach().cpu().half().requires_grad_")),
+     ("computes a value", None, None)),
+    # T02-T04: the method bound again, decorated, or by an assignment
+    ((RUN_OP_HEAD, "    @staticmethod\n" + RUN_OP_HEAD),
+     ("_run_op is bound otherwise than by one plain definition", None, None)),
+    ((RUN_OP_HEAD, "    _run_op = None\n\n" + RUN_OP_HEAD),
+     ("_run_op is bound otherwise than by one plain definition", None, None)),
+    # T07: the sample loop changes what it compares, for one op
+    (("            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n\n" + RUN_OP_HEAD,
+      "            if op.name == 'nn.functional.gelu':\n                mps_out = mps_out * 0\n"
+      "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n\n" + RUN_OP_HEAD),
+     (None, "test_output_match's `if op.name == 'nn.functional.gelu':` runs for this op", None)),
 ]
 
 
@@ -143,3 +165,13 @@ def test_run_op_is_read_as_a_positive_model(root, edit, expected):
     for said, words in zip(found, expected):
         assert (said is None) == (words is None), (found, expected)
         assert words is None or words in said, (said, words)
+
+
+def test_a_registration_in_the_op_database_module_is_not_proven(root):
+    # review 30's T14: common_methods_invocations.py, which the test imports
+    rel = "torch/testing/_internal/common_methods_invocations.py"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("import torch\n\n_L = torch.library.Library('aten', 'IMPL')\n")
+    found = unmodelled(Checkout.at(root))
+    assert found is not None and found.startswith(f"{rel}:3: ") and "uses torch.library" in found
