@@ -22,7 +22,7 @@ from porter.dispatch.kernel_choice import METAL_TO_NAME, NAME_TO_METAL, OpNames,
 from porter.emulate.build import UNSUPPORTED, EmulateBuildError, Library, build_file
 from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
-from porter.emulate import fast_calls, host_args, host_call, host_dtypes
+from porter.emulate import fast_calls, host_args, host_call, host_dtypes, host_registrations
 from porter.emulate.hostmap import HostKernel, host_kernels, shared_stub_kernels
 from porter.errors import PorterError
 from porter.source import metal_scan
@@ -332,6 +332,11 @@ class EmulateBackend:
                 if key is not None and (_OTHER_BACKEND.search(key) or _OFF_THE_TESTS_PATH.match(key)):
                     continue
                 named = None if name is None else name.split("::")[-1].split(".")[0]
+                if key == host_registrations.DEFINES and (named is None or named in (base, f"{base}_")):
+                    return (f"not proven: {where}:{line} defines the operator "
+                            f"{name or '(one porter cannot read)'} with the dispatcher (`m.def`): "
+                            "a second definition of an aten operator fails libtorch's static "
+                            "init on a Mac (docs/testing.md \"What the host may do\")")
                 if named is None or named in (base, f"{base}_"):
                     what = f"an implementation of {name}" if name else "an operator porter cannot read"
                     runs = ("the CPU reference porter compares with" if key and key.endswith("CPU")

@@ -675,7 +675,10 @@ def _versions() -> str:
         except metadata.PackageNotFoundError:
             found.append("none")
     stubs = _digest(*(p.read_text() for p in sorted(INCLUDE.rglob("*.h"))))
-    return "|".join(["verdict format 4", *found, stubs])
+    # what a parse records of the registrations is host_registrations' reading: a new reading
+    # (a `torch::dispatch` key, `m.def`) must not meet a parse recorded by an older one
+    reader = _digest(Path(host_registrations.__file__).read_text())
+    return "|".join(["verdict format 5", *found, stubs, reader])
 
 
 def _arguments(root: Path) -> list[str] | None:

@@ -103,6 +103,15 @@ def read(unit, where: Callable[[str], str | None], main: str) -> Read:
                 odd(child, rel, f"a {REGISTRAR} of the checkout's own (a specialization runs its "
                     "own constructor, not DispatchStub.h's)")
                 continue
+            if child.kind == kinds.CALL_EXPR and spelled == "def" and _on_library(child):
+                # an operator defined (`m.def("heaviside(Tensor self, ...) -> Tensor")`): a
+                # second definition of an aten operator fails libtorch's static init on a Mac
+                # (review 30's R04); its name, keyed DEFINES
+                arguments = list(child.get_arguments())
+                schema = _literal(arguments[0]) if arguments else None
+                impls.append([rel, child.location.line, DEFINES,
+                              schema.split("(")[0].strip() if schema else None])
+                continue
             if child.kind == kinds.CALL_EXPR and spelled == "impl" and _on_library(child):
                 arguments = list(child.get_arguments())
                 if name != main:
@@ -142,6 +151,9 @@ def read(unit, where: Callable[[str], str | None], main: str) -> Read:
 
     visit(unit.cursor)
     return Read(registrations, unmodelled, impls)
+
+
+DEFINES = "def"        # an impls row's key for `m.def(...)`, an operator defined, not a kernel
 
 
 _LIBRARY_INIT = re.compile(r"^TORCH_LIBRARY_IMPL_init_\w*?_([A-Za-z0-9]+)_\d+$")

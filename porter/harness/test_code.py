@@ -149,8 +149,15 @@ def _dtype_names(tree: ast.Module, expr: ast.expr) -> set[str] | None:
         names += (["complex64", "complex128"] + ["complex32"] * include_complex32) * include_complex
         return [getattr(torch, n) for n in names]
 
-    assigned = {t.id: stmt for stmt in tree.body if isinstance(stmt, ast.Assign)
+    # the decorator runs as its class is made: the assignments before the class, the last of
+    # each name (review 30's T11: one after it counted); a statement before it that changes a
+    # list in place (T10: `MPS_DTYPES.remove(torch.float16)`) is not modelled
+    made = next((c.lineno for c in tree.body if isinstance(c, ast.ClassDef)
+                 and any(n is expr for n in ast.walk(c))), None)
+    before = [stmt for stmt in tree.body if made is None or stmt.lineno < made]
+    assigned = {t.id: stmt for stmt in before if isinstance(stmt, ast.Assign)
                 for t in stmt.targets if isinstance(t, ast.Name)}
+
     namespace = {"torch": torch, "get_all_dtypes": get_all_dtypes, "MACOS_VERSION": 26.0}
     needed, order = [expr], []
     while needed:
@@ -158,6 +165,10 @@ def _dtype_names(tree: ast.Module, expr: ast.expr) -> set[str] | None:
             if name not in namespace and name in assigned and assigned[name] not in order:
                 order.append(assigned[name])
                 needed.append(assigned[name].value)
+    read = {t.id for stmt in order for t in stmt.targets if isinstance(t, ast.Name)}
+    for stmt in before:
+        if stmt not in order and _changes(stmt, read):
+            return None
     body = sorted(order, key=lambda s: s.lineno) + [
         ast.Assign(targets=[ast.Name("_porter_dtypes", ast.Store())], value=expr, lineno=0)]
     scope = {"__builtins__": {"list": list, "tuple": tuple, "set": set, "sorted": sorted},
@@ -184,6 +195,26 @@ def _test_decorators(tree: ast.Module) -> tuple[int, str] | None:
             return deco.lineno, (f"{TEST_NAME} has the decorator `@{ast.unparse(deco)[:60]}`, "
                                  "which porter does not model (it reads its @ops alone)")
     return None
+
+
+def _changes(stmt: ast.stmt, names: set[str]) -> bool:
+    """Whether a module statement changes one of `names` otherwise than by a plain assignment:
+    a method called on it, an augmented or item assignment, `del`."""
+    def base(node: ast.expr) -> str | None:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                base(node.func.value) in names:
+            return True
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, ast.AugAssign) else [])
+        if any(base(t) in names and (not isinstance(t, ast.Name) or isinstance(node, ast.AugAssign))
+               for t in targets):
+            return True
+    return False
 
 
 def _modifier_call(tree: ast.Module) -> tuple[int, str] | None:

@@ -219,6 +219,11 @@ def ported_in_git(ported: Path, tmp_path_factory) -> Path:
     # the dispatcher's own registration call (R02)
     ("aten/src/ATen/mps/PorterOverride.mm", "MPS", ("atan2", BY_DISPATCHER),
      "`Dispatcher::registerImpl` registers with the dispatcher by hand"),
+    # an operator defined again (review 30's R04): libtorch's static init refuses it
+    ("aten/src/ATen/mps/PorterOverride.mm", "MPS",
+     ("atan2", "#include <torch/library.h>\n\nnamespace at {{\nTORCH_LIBRARY_FRAGMENT(aten, m) {{\n"
+      "  m.def(\"{name}(Tensor self, Tensor other) -> Tensor\");\n}}\n}} // namespace at\n"),
+     "PorterOverride.mm:5 defines the operator atan2 with the dispatcher (`m.def`)"),
     # keys test_output_match never dispatches to (R03, R04): the kernel tested still runs
     ("aten/src/ATen/mps/PorterOverride.mm", "Meta", "atan2", None),
     ("aten/src/ATen/mps/PorterOverride.mm", "AutocastMPS", "atan2", None),
