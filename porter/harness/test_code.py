@@ -9,7 +9,10 @@ of it (the expectation lists, the tolerance rules): then the op's verdict is "no
   drops entries porter applies (review 28's X08, X07).
 - TestConsistency's `_run_op`, which computes what the test compares, doing other than the shapes
   porter models (`run_op_unmodelled`): a branch for one op returning fixed tensors made a Mac red
-  and porter green (review 28's T06).
+  and porter green (review 28's T06); likewise the sample loop of test_output_match beyond
+  running `_run_op`, setting atol/rtol and comparing.
+- Another decorator of test_output_match, allowed_dtypes other than the dtypes porter tests, and
+  a registration in the op database modules the test imports (reviews 29, 30).
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ def _dtype_names(tree: ast.Module, expr: ast.expr) -> set[str] | None:
     """The dtype names `expr` (an `allowed_dtypes`) holds, computed from the module-level
     assignments it reads, with torch's dtypes, get_all_dtypes and a current macOS
     (MACOS_VERSION 26.0); None where it reads anything else. torch itself is not imported (a
-    warm verdict imports no torch): its dtypes are tolerances' stand-ins."""
+    warm verdict imports no torch): its dtypes are porter.harness.stand_in_torch's."""
     from porter.harness.stand_in_torch import STAND_IN as torch, Dtype
 
     def get_all_dtypes(include_half=True, include_bfloat16=True, include_bool=True,
@@ -298,6 +301,12 @@ def _sample_loop_unmodelled(cls: ast.ClassDef) -> tuple[str | None, dict[str, st
     if loop is None:
         return None, {}          # the tolerances' reader says the loop is missing
     gated: dict[str, str] = {}
+    # the names the comparison reads: the loop's sample and what `_run_op` gives
+    compared = {loop.target.id} if isinstance(loop.target, ast.Name) else set()
+    for x in ast.walk(loop):
+        if isinstance(x, ast.Assign) and isinstance(x.value, ast.Call) and \
+                isinstance(x.value.func, ast.Attribute) and x.value.func.attr == RUN_OP:
+            compared |= {n.id for t in x.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
     def why(node: ast.AST, what: str) -> str:
         return (f"{TEST_MPS}:{node.lineno}: {TEST_NAME}'s `{ast.unparse(node).splitlines()[0][:70]}` "
@@ -322,6 +331,9 @@ def _sample_loop_unmodelled(cls: ast.ClassDef) -> tuple[str | None, dict[str, st
                 continue
             if tolerance_only([x]):
                 continue
+            if isinstance(x, ast.Assign) and isinstance(x.value, ast.Constant) and all(
+                    isinstance(t, ast.Name) and t.id not in compared for t in x.targets):
+                continue            # a local set to a constant (upstream's `opt_dtype = None`)
             if isinstance(x, ast.If):
                 names = _op_names(x.test, "op")
                 if names is not None:

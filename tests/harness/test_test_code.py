@@ -175,3 +175,31 @@ def test_a_registration_in_the_op_database_module_is_not_proven(root):
     path.write_text("import torch\n\n_L = torch.library.Library('aten', 'IMPL')\n")
     found = unmodelled(Checkout.at(root))
     assert found is not None and found.startswith(f"{rel}:3: ") and "uses torch.library" in found
+
+
+def test_upstreams_sample_loop_shape_is_modelled_beside_its_op_branches():
+    """The 2026 shape of upstream's loop: a local set to a constant and, for one op, to the
+    dtype; `_run_op` given it; the tolerance branches; kthvalue's own comparison."""
+    import ast
+    from porter.harness.test_code import _sample_loop_unmodelled
+    cls = ast.parse('''
+class TestConsistency(TestCase):
+    def test_output_match(self, device, dtype, op):
+        for mps_sample in op.sample_inputs(device, dtype, set_seed=True):
+            opt_dtype = None
+            if op.name == "histc" and not dtype.is_floating_point:
+                opt_dtype = dtype
+            mps_out, cpu_out, cpu_sample = self._run_op(op, mps_sample, opt_dtype)
+            atol, rtol = self._compute_tolerances(op, dtype)
+            if op.name in ["_upsample_bilinear2d_aa"] and mps_sample.kwargs.get("x") == 1:
+                atol, rtol = 2e-5, 2e-6
+            if op.name == "kthvalue":
+                self.assertEqual(cpu_out[0], mps_out[0], atol=atol, rtol=rtol)
+                continue
+            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)
+''').body[0]
+    every, per_op = _sample_loop_unmodelled(cls)
+    assert every is None and sorted(per_op) == ["histc", "kthvalue"], (every, per_op)
+    # the same local given a value the test computes, or an output changed: every op
+    changed = ast.parse(ast.unparse(cls).replace("opt_dtype = None", "opt_dtype = dtype")).body[0]
+    assert "does more than compare" in (_sample_loop_unmodelled(changed)[0] or "")
