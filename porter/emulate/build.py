@@ -176,13 +176,15 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     from concurrent.futures import ThreadPoolExecutor
+    checked = text                  # the front end reads the file as written
+    text = _shim_spelled(text)
 
     # the language and version check (short preprocessor runs) beside the compile
     checker = ThreadPoolExecutor(max_workers=1)
     pending = checker.submit(
-        lambda: dialect.views(text, display_path, root, duplicates=False)
+        lambda: dialect.views(checked, display_path, root, duplicates=False)
         if version == PRIMARY_VERSION
-        else [dialect.view(text, display_path, root, version)])
+        else [dialect.view(checked, display_path, root, version)])
     checker.shutdown(wait=False)
     lines = text.split("\n")
     quarantined: dict[str, str] = {}
@@ -241,11 +243,23 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
                                        "other_versions": others, "fused": fused}))
     lib = Library(held, Path(display_path), regs,
                   {k: _header_gap(v, root) for k, v in quarantined.items()}, dropped,
-                  metal_errors + _duplicate_names(text, display_path, root, version),
+                  metal_errors + _duplicate_names(checked, display_path, root, version),
                   functor_errors, version, others, fused=fused)
     kernel_cache.evict_now_and_then(out_dir)     # a new entry was written: keep to the bound
     lib.seconds = time.perf_counter() - t0
     return lib
+
+
+# `constant const T&` is Metal (a read-only address space spelled const as well); the shim's
+# `#define constant const` makes it `const const`, which g++ refuses (review 30's F07): the g++
+# build reads one `constant`, columns kept
+_CONSTANT_CONST = re.compile(r"\bconstant(\s+)const\b|\bconst(\s+)constant\b")
+
+
+def _shim_spelled(text: str) -> str:
+    return _CONSTANT_CONST.sub(
+        lambda m: ("constant" + " " * (len(m.group(1)) + 5)) if m.group(1) is not None
+        else (" " * (len(m.group(2)) + 5) + "constant"), text)
 
 
 def _c10_metal_gaps(errors: list[str], root) -> list[str]:

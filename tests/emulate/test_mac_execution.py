@@ -227,3 +227,17 @@ def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root
     alone = build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
                        contract=True, only="product_twice")
     assert {r.name for r in alone.registrations} == {"product_error", "product_twice"}
+
+
+def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_root, client):
+    # review 30's F07: `constant const float&` is Metal; the shim's `constant` is `const`, and
+    # g++ refused `const const` ("not proven" where a Mac builds and runs it)
+    text = ("#include <c10/metal/indexing.h>\n#include <metal_stdlib>\nusing namespace metal;\n"
+            "constant float cc_table[2] = {0.0f, 2.0f};\n"
+            "struct cc_functor {\n  inline float operator()(const float a) {\n"
+            "    constant const float& r = cc_table[1];\n    const constant float& q = cc_table[0];\n"
+            "    return a * r + q;\n  }\n};\nREGISTER_UNARY_OP(cc, float, float);\n")
+    lib = build_source(text, tmp_path / "cc.metal", fixture_root, strict=False)
+    assert not lib.build_errors() and lib.find("cc", "float") and lib.find("cc", "float")[0].built
+    out = run_registration(client, lib, lib.find("cc", "float")[0], [torch.tensor([1.5, -1.0])])
+    assert out.tolist() == [3.0, -2.0]
