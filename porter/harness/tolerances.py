@@ -386,7 +386,8 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
         "    " + ast.unparse(s).replace("\n", "\n    ") + "\n" for s in constants + methods) \
         + "    pass\n"
     module_consts = "".join(ast.unparse(s) + "\n" for s in tree.body
-                            if isinstance(s, ast.Assign) and _is_literal(s.value))
+                            if isinstance(s, ast.Assign) and _is_literal(s.value)
+                            and all(isinstance(t, ast.Name) for t in s.targets))
     source = (module_consts + rules_cls +
               f"\n\ndef _tolerances(self, op, dtype, {sample}):\n{aliases}"
               "    atol, rtol = None, None\n" + body + "    return atol, rtol\n")
@@ -473,6 +474,21 @@ def _class_changed(tree: ast.Module, cls: ast.ClassDef) -> str | None:
     for stmt in tree.body:
         if stmt is cls:
             continue
+        targets = (stmt.targets if isinstance(stmt, ast.Assign) else
+                   [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            base = t
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            # an attribute of a class of the module (the instantiated TestConsistencyMPS:
+            # review 30's T05) or of what globals() holds (T06)
+            if base is not t and (isinstance(base, ast.Name) and (
+                    base.id in classes or base.id.startswith(cls.name)) or
+                                  isinstance(base, ast.Call) and isinstance(base.func, ast.Name)
+                                  and base.func.id in ("globals", "vars", "locals")):
+                return (f"test/test_mps.py:{stmt.lineno} assigns `{ast.unparse(t)[:60]}` outside "
+                        "the class: it may change how the class compares, which porter does not "
+                        "model")
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and node.id == cls.name and \
                     not _instantiating(stmt, node):

@@ -331,10 +331,15 @@ def test_a_comparison_the_test_class_redefines_is_refused_with_the_line():
 _AROUND_THE_CLASS = [
     # T03: the comparison replaced from module code
     (None, "\n\nTestConsistency.assertEqual = print\n",
-     "names TestConsistency outside the class (`TestConsistency.assertEqual = print`)"),
+     "assigns `TestConsistency.assertEqual` outside the class"),
     # T06: a class constant changed from module code
     (None, "\n\nTestConsistency.FP16_LOW_PRECISION_LIST.discard('nn.functional.gelu')\n",
      "names TestConsistency outside the class (`TestConsistency.FP16_LOW_PRECISION_LIST"),
+    # review 30's T05, T06: the class made per device, or the class through globals()
+    (None, "\n\nTestConsistencyMPS.FP16_LOW_PRECISION_LIST = set()\n",
+     "assigns `TestConsistencyMPS.FP16_LOW_PRECISION_LIST` outside the class"),
+    (None, "\n\nglobals()['TestConsistency'].FP16_LOW_PRECISION_LIST = set()\n",
+     "outside the class"),
     # T04: a base class of the module's own with its own comparison
     ("class TestConsistency(TestCase):\n",
      "class _Exact(TestCase):\n    def assertEqual(self, a, b, **kw):\n        pass\n\n\n"
