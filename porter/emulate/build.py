@@ -379,11 +379,12 @@ def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Pa
 
 def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so_path: Path,
                      strict: bool, only: str | None = None
-                     ) -> tuple[dict[str, str], list[str], bool | None] | None:
+                     ) -> tuple[dict[str, str], list[str], set[str] | None] | None:
     """Build the library from one object per run of functors (porter.emulate.groups), each
     from the cache where its key is there, and link them: (quarantined, dropped) as the
-    whole-file build would have them, and whether a contracting build fused an a*b+c
-    (`_fused_here`; None for other builds), or None where the file has no functor pieces. A
+    whole-file build would have them, and, of a contracting build, whose code g++ fused an
+    a*b+c in (`_fused_here`; None for other builds), or None where the file has no functor
+    pieces. A
     piece that does not compile is quarantined on its own, as the whole file is (its result
     cached with its object); what no piece can attribute raises as the whole-file build does.
     `only`: a registered name; its piece alone is built and linked."""
