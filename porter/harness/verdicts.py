@@ -331,18 +331,9 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
         # which way it fails. Red either way: only the dtype's first failure, whose message the
         # row shows, is run again contracted (a rerun per failing sample doubled a wrong
         # body's edit-to-verdict time)
-        contracted = _contracted_answer(source)
+        contracted = _contracted_verdict(source, sample, reference, tolerances, floors, name, res)
         if contracted is not None:
-            fused, fused_others = contracted
-            unnoted = getattr(source, "unnoted", contextlib.nullcontext)
-            with unnoted():
-                again, fused_reference, fused_out = _held(source, sample, reference, fused,
-                                                          fused_others, tolerances, floors, name,
-                                                          res, record=False)
-            if again is None:
-                # the contracted answer is held to the same rows: lost precision too (a value
-                # flushed to zero both ways passed upstream's tolerance here and was green)
-                again, _ = _lost(source, sample, fused_reference, fused_out)
+            again = contracted[0]
             if again is None:
                 message = (f"{message} ({CONTRACTED_ONLY}: not proven, since whether Apple's "
                            "compiler contracts it is not known, and a Mac's CPU reference fuses "
@@ -367,29 +358,22 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
     return message
 
 
-def _contracted_answer(source: SampleSource):
-    """The last sample's contracted answers (source.contracted), or None where there is no
-    second build to run (the first way's verdict stands)."""
+def _contracted_verdict(source: SampleSource, sample, reference, tolerances, floors, name: str,
+                        res: DtypeResult):
+    """The last sample's contracted answer (source.contracted) held to the same rows as the
+    unfused one, lost precision included (a value flushed to zero both ways passed upstream's
+    tolerance and was green): (the failure or None, the reference and answer it names, the
+    lost-precision mask), or None where there is no second build to run (the first way's
+    verdict stands)."""
     with source.quiet():
         try:
-            return source.contracted()
+            contracted = source.contracted()
         except source.abandon:
             raise
         except Exception:
-            return None
-
-
-def _unfused_only(source: SampleSource, sample, reference, device_out, tolerances, floors,
-                  name: str, res: DtypeResult):
-    """A sample that passes as built (no a*b+c contracted) run again contracted: (the failure,
-    said "not proven", the reference and answer it names, the lost-precision mask) where it
-    fails so, else (None, the passing reference and answer, None). Apple's compiler may contract within an
-    expression as clang does (whether it does in PyTorch's kernels is not known), so a sample
-    right only unfused is no proof (review 27's N16: `fa * fa - fa * fa` is 0 unfused and the
-    rounding error of `fa * fa` contracted)."""
-    contracted = _contracted_answer(source)
+            contracted = None
     if contracted is None:
-        return None, reference, device_out, None
+        return None
     fused, fused_others = contracted
     unnoted = getattr(source, "unnoted", contextlib.nullcontext)
     with unnoted():
@@ -398,8 +382,21 @@ def _unfused_only(source: SampleSource, sample, reference, device_out, tolerance
     lost = None
     if again is None:
         again, lost = _lost(source, sample, fused_reference, fused_out)
-    if again is None:
+    return again, fused_reference, fused_out, lost
+
+
+def _unfused_only(source: SampleSource, sample, reference, device_out, tolerances, floors,
+                  name: str, res: DtypeResult):
+    """A sample that passes as built (no a*b+c contracted) run again contracted: (the failure,
+    said "not proven", the reference and answer it names, the lost-precision mask) where it
+    fails so, else (None, the passing reference and answer, None). Apple's compiler may
+    contract within an expression as clang does (whether it does in PyTorch's kernels is not
+    known), so a sample right only unfused is no proof (review 27's N16: `fa * fa - fa * fa` is
+    0 unfused and the rounding error of `fa * fa` contracted)."""
+    contracted = _contracted_verdict(source, sample, reference, tolerances, floors, name, res)
+    if contracted is None or contracted[0] is None:
         return None, reference, device_out, None
+    again, fused_reference, fused_out, lost = contracted
     return (f"{again} ({UNFUSED_ONLY}: not proven, since Apple's compiler may contract it, as "
             "clang does within an expression, and whether it does is not known)",
             fused_reference, fused_out, lost)
