@@ -556,11 +556,12 @@ class EmulateBackend:
                 spec = resolve(checkout, name)
             except PorterError:
                 pass
-        named = self._stub_named(spec.stub.name) if spec is not None and spec.stub else None
-        if spec is not None and spec.state == UNPORTED and spec.stub is not None and named:
-            # the planner reads REGISTER_DISPATCH lines as written; a host file naming the stub
-            # otherwise (a file-local macro around REGISTER_DISPATCH: review 29's H05) may
-            # register it all the same
+        # the planner reads REGISTER_DISPATCH lines as written; a host file naming the stub
+        # otherwise (a file-local macro around REGISTER_DISPATCH: review 29's H05) may register
+        # it all the same (the host files are read only where the planner finds none)
+        named = (self._stub_named(spec.stub.name)
+                 if spec is not None and spec.state == UNPORTED and spec.stub is not None else None)
+        if named:
             why = (f"not proven: {named} names {spec.stub.name} otherwise than in a "
                    "REGISTER_DISPATCH line porter reads, so whether a Mac registers an MPS "
                    "kernel for it is not known (docs/testing.md \"What the host may do\")")
@@ -784,8 +785,8 @@ class EmulateBackend:
 
     def _contract_ahead(self, host: HostKernel, lib: Library, reg) -> None:
         """Start the contracted builds of `reg`'s kernel (build.build_source's `only`: its piece
-        alone), one per version, beside the samples' unfused runs: every passing sample asks
-        for them (contracted_outputs), and an edit's piece then compiles both ways at once."""
+        alone), one per version, while the first sample runs unfused: every passing sample
+        asks for them (contracted_outputs)."""
         from porter.emulate.toolchain import contract_flags
         if contract_flags() is None:
             return

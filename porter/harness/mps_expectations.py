@@ -444,8 +444,7 @@ def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier:
         if _assignment(stmt)[0] is not None or isinstance(stmt, ast.Return) or \
                 isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "sparse":
             continue
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and \
-                isinstance(stmt.value if isinstance(stmt, ast.Assign) else stmt.value, (ast.List, ast.Tuple)):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.List, ast.Tuple)):
             continue
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "addDecorator" and _upstreams_add(stmt):
             continue
@@ -503,7 +502,7 @@ def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier:
                 found = visit(stmt.body, {**aliases, stmt.target.id: names}, tested)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
                     isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "addDecorator":
-                found = decoration(stmt.value, aliases, None if tested is None else tested)
+                found = decoration(stmt.value, aliases, tested)
             else:
                 found = why(stmt, "does more")
             if found is not None:
