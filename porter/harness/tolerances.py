@@ -314,13 +314,8 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
     if found is None:
         return Refused(f"test/test_mps.py has no TestConsistency.{test_name}")
     cls, method = found
-    # a comparison of the class's own (review 28's T01: an assertEqual forcing exact tolerances)
-    # decides what the rules' atol/rtol mean
-    overridden = next((item for item in cls.body if isinstance(item, ast.FunctionDef)
-                       and item.name in _COMPARISONS), None)
-    if overridden is not None:
-        return Refused(f"{cls.name} defines its own {overridden.name} (test/test_mps.py:"
-                       f"{overridden.lineno}), which porter does not model")
+    # a comparison of the class's own or of a base (review 28's T01: an assertEqual forcing
+    # exact tolerances) decides what the rules' atol/rtol mean, and so does code around it
     changed = _class_changed(tree, cls)
     if changed is not None:
         return Refused(changed)
@@ -437,8 +432,9 @@ _INSTANTIATE = frozenset({"instantiate_device_type_tests", "instantiate_parametr
 
 
 def _class_changed(tree: ast.Module, cls: ast.ClassDef) -> str | None:
-    """What else in test_mps.py decides how the class compares, which porter does not model:
-    a base class of the module's own with its own comparison or precision (review 29's T04);
+    """What in test_mps.py decides how the class compares, which porter does not model: a
+    comparison of the class's own (review 28's T01) or of a base class of the module's own
+    (review 29's T04);
     the class or a base setting `self.precision`/`self.rel_tol` (T05: a `setUp` loosening
     them); module code naming the class (T03: `TestConsistency.assertEqual = ...`; T06: its
     low-precision list changed from outside)."""
@@ -449,12 +445,12 @@ def _class_changed(tree: ast.Module, cls: ast.ClassDef) -> str | None:
         if c.name in seen:
             continue
         seen.add(c.name)
-        if c is not cls:
-            own = next((f for f in c.body if isinstance(f, ast.FunctionDef)
-                        and f.name in _COMPARISONS), None)
-            if own is not None:
-                return (f"{cls.name}'s base {c.name} defines its own {own.name} "
-                        f"(test/test_mps.py:{own.lineno}), which porter does not model")
+        own = next((f for f in c.body if isinstance(f, ast.FunctionDef)
+                    and f.name in _COMPARISONS), None)
+        if own is not None:
+            whose = cls.name if c is cls else f"{cls.name}'s base {c.name}"
+            return (f"{whose} defines its own {own.name} (test/test_mps.py:{own.lineno}), "
+                    "which porter does not model")
         for node in ast.walk(c):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                     node.func.id in ("setattr", "delattr"):
