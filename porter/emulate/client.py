@@ -240,7 +240,8 @@ class WorkerClient:
 
     def call(self, request: dict) -> bytes | bytearray:
         """The call's output bytes; `undefined` is then the worker's other reading ([bits,
-        bytes]: porter/emulate/worker.py) or None where the kernel reached no undefined answer."""
+        bytes, the fast:: function porter does not model that ran]: porter/emulate/worker.py)
+        or None where the kernel reached no undefined answer."""
         self.undefined = None
         if self._recorded is not None:
             if "inputs" not in request or "out_nbytes" not in request or self.sample is None:

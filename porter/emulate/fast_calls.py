@@ -6,7 +6,9 @@ answer Metal leaves undefined (both readings run). Every other `fast::` function
 precise one (porter/emulate/include/porter/metal.h), while a Mac's answers only stay within the
 bound Metal's specification gives fast math (fast::sin: 2^-13 absolute in [-pi, pi]). A
 kernel green here on such a call is not proven (review 23's N02): the op says so, naming the
-call, where `porter check` only warned (PORTER050).
+call, where `porter check` only warned (PORTER050). This reading of the functor's text finds the
+call before any sample runs; the shim itself notes every unmodelled fast:: function a sample
+runs (`ran`), however it is spelled (review 30's F04: a using-declaration).
 """
 
 from __future__ import annotations
@@ -61,6 +63,16 @@ METAL_MATH = frozenset({
     "divide", "exp", "exp10", "exp2", "fabs", "fdim", "floor", "fma", "fmod", "fract", "frexp",
     "ldexp", "log", "log10", "log2", "modf", "pow", "powr", "rint", "round", "rsqrt", "sin",
     "sincos", "sinh", "sinpi", "sqrt", "tan", "tanh", "tanpi", "trunc"})
+
+
+def ran(name: str) -> str:
+    """Why a sample on which the kernel ran the fast:: function `name` (porter/metal.h's
+    detail::fast_ran, whichever way the call was spelled: a using-declaration, a helper outside
+    the functor) is not proven."""
+    return (f"the kernel ran `fast::{name}`, whose answers on a Mac are only within the bound "
+            "Metal's specification gives fast math, and porter runs it as the precise one: "
+            "whether a Mac's answers pass is not known here; call the precise:: one, or test it "
+            "on a Mac (`--device mps`)")
 
 
 def reason(metal: Path, rel: str, kernel: str) -> str | None:

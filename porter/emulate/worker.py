@@ -8,9 +8,11 @@ Request: {"lib": path, "index": i, "entry": (name, in type, out type) the parent
          with the parent (the file descriptor in argv[1]; porter.emulate.client writes the
          inputs there and reads the output back).
 Or {"batch": [request, ...]}, each in its own regions, answered {"batch": [response, ...]}.
-Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes] where the
-          kernel reached an answer Metal leaves undefined (porter/metal.h's porter_reached):
-          the output region holds IEEE's reading, the bytes the NaN reading (porter_reading 1).
+Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes, fast]
+          where the kernel reached an answer Metal leaves undefined (porter/metal.h's
+          porter_reached): the output region holds IEEE's reading, the bytes the NaN reading
+          (porter_reading 1; None where only bit 4 was reached); `fast` names the fast::
+          function porter does not model that ran (bit 4), else None.
 A kernel that faults kills this process; the parent reports the signal.
 """
 
@@ -48,7 +50,8 @@ def _lib(path):
         lib.porter_kernel_info.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         try:
             flags = (ctypes.c_int.in_dll(lib, "porter_reading"),
-                     ctypes.c_int.in_dll(lib, "porter_reached"))
+                     ctypes.c_int.in_dll(lib, "porter_reached"),
+                     ctypes.c_char_p.in_dll(lib, "porter_fast_ran"))
         except ValueError:          # a library with no undefined answer to read
             flags = None
         found = _libs[path] = (lib, flags)
@@ -111,14 +114,23 @@ def handle(req):
     resp = {"out_at": req["out_at"]}
     reached = flags[1].value if flags is not None else 0
     if reached:
+        fast = (flags[2].value or b"").decode() if reached & _UNMODELLED_FAST else None
+        resp["undefined"] = [reached, None, fast]
+    if reached & _NAN_READINGS:
         # the same sample with Metal's undefined answers read as NaN; IEEE's stays in place
         first = ctypes.string_at(out, n)
         ctypes.memset(out, 0, max(1, n))
         run(1)
-        resp["undefined"] = [reached, ctypes.string_at(out, n)]
+        resp["undefined"][1] = ctypes.string_at(out, n)
         ctypes.memmove(out, first, n)
         flags[0].value = 0
     return resp
+
+
+# porter/metal.h's porter_reached bits: the families read both ways, and a fast:: function
+# porter runs as the precise one (no second reading: the sample is not proven)
+_NAN_READINGS = 1 | 2
+_UNMODELLED_FAST = 4
 
 
 def _handled(req):

@@ -72,3 +72,22 @@ def test_a_fast_sin_kernel_is_not_proven_and_its_precise_twin_green(real_root):
     result = porter(*run, root=real_root)
     assert result.code == 1, result.out
     assert "UnaryKernel.metal:" in result.out and ": `fast::sin` is a fast:: function" in result.out
+
+
+@pytest.mark.parametrize(("space", "code"), [("fast", 1), ("precise", 0)])
+def test_a_fast_call_the_text_does_not_show_is_caught_as_it_runs(real_root, space, code):
+    """Review 30's F04: `fast::sin` reached through a using-declaration in a helper outside the
+    functor; no reading of the functor's text finds it, and the shim itself says it ran
+    (porter/metal.h's detail::fast_ran). Its precise:: twin stays green."""
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    helper = (f"inline float porter_sine(float x) {{\n  using metal::{space}::sin;\n"
+              "  return sin(x);\n}\n\n")
+    first = text.index("struct sin_functor")
+    path.write_text(text[:first] + helper + text[first:].replace(
+        "precise::sin(float(x))", "porter_sine(float(x))", 1))
+    result = porter("test", "sin", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == code, result.out
+    if code:
+        assert "not proven: the kernel ran `fast::sin`" in result.out, result.out
+        assert "is a fast:: function" not in result.out     # the text alone did not show it

@@ -619,12 +619,16 @@ inline To as_type(const From& from) {
 // ignored, as fmax does), 1 gives NaN, and porter_harness's verdict holds the kernel to both.
 // `porter_reached` says which family ran into one (a bit each), so a sample that never reaches
 // one runs once. Weak: each piece of a file built in pieces carries them; one is kept.
+// Bit 4 (UNMODELLED_FAST) says the kernel ran a fast:: function porter runs as the precise one
+// (a Mac's answer is only within fast math's bound), and `porter_fast_ran` names it: however
+// the call was spelled (a using-declaration, a helper, a macro), the sample is not proven.
 extern "C" {
 __attribute__((visibility("default"), weak)) int porter_reading = 0;
 __attribute__((visibility("default"), weak)) int porter_reached = 0;
+__attribute__((visibility("default"), weak)) const char* porter_fast_ran = nullptr;
 }
 namespace detail {
-enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2 };
+enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4 };
 // `ieee` where no operand is NaN; else the reading's answer, and the family is noted
 inline float undefined_on_nan(bool any_nan, float ieee, int family) {
   if (!any_nan) return ieee;
@@ -640,6 +644,22 @@ inline float fast_min(float x, float y) {
 inline float fast_clamp(float x, float lo, float hi) {
   return undefined_on_nan(x != x || lo != lo || hi != hi,
                           __builtin_fminf(__builtin_fmaxf(x, lo), hi), UNDEFINED_FAST_NAN);
+}
+// the fast:: functions whose answers porter models (porter/emulate/fast_calls.py's MODELLED):
+// fast::tanh as Apple's formula, the NaN answers of min/max/fmin/fmax both ways
+constexpr bool same_name(const char* a, const char* b) {
+  return *a == *b && (*a == 0 || same_name(a + 1, b + 1));
+}
+constexpr bool fast_modelled(const char* name) {
+  return same_name(name, "tanh") || same_name(name, "fmax") || same_name(name, "fmin");
+}
+// a fast:: function's answer, noting the function where porter does not model it
+inline float fast_ran(const char* name, float answer) {
+  if (!fast_modelled(name)) {
+    porter_reached |= UNMODELLED_FAST;
+    porter_fast_ran = name;
+  }
+  return answer;
 }
 // the median as fmin/fmax compose it: with no NaN, the middle value
 inline float median3(float x, float y, float z, int family) {
@@ -1147,12 +1167,17 @@ namespace fast {
 #undef PORTER_FMIN
 #define PORTER_FMAX(x, y) detail::fast_max(x, y)
 #define PORTER_FMIN(x, y) detail::fast_min(x, y)
-PORTER_MATH_TABLE(PORTER_MATH1_F, PORTER_MATH2_F)
+// every other fast:: function runs as the precise one and says so (detail::fast_ran)
+#define PORTER_FAST1(NAME, EXPR) PORTER_MATH1_F(NAME, detail::fast_ran(#NAME, EXPR))
+#define PORTER_FAST2(NAME, EXPR) PORTER_MATH2_F(NAME, detail::fast_ran(#NAME, EXPR))
+PORTER_MATH_TABLE(PORTER_FAST1, PORTER_FAST2)
+#undef PORTER_FAST1
+#undef PORTER_FAST2
 PORTER_MATH2_F(max, detail::fast_max(x, y))
 PORTER_MATH2_F(min, detail::fast_min(x, y))
-inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
-inline float divide(float x, float y) { return x / y; }
+inline float fma(float a, float b, float c) { return detail::fast_ran("fma", __builtin_fmaf(a, b, c)); }
+inline float sincos(float x, float& c) { return detail::fast_ran("sincos", ::metal::sincos(x, c)); }
+inline float divide(float x, float y) { return detail::fast_ran("divide", x / y); }
 PORTER_MATH3_F(fmax3, detail::undefined_on_nan(x != x || y != y || z != z,
                                                __builtin_fmaxf(x, __builtin_fmaxf(y, z)),
                                                detail::UNDEFINED_FAST_NAN))
