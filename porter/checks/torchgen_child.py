@@ -73,15 +73,8 @@ def parse_raw(root) -> dict:
     root = Path(root)
     if not (root / TAGS_YAML).is_file():
         return {"kind": "skip", "note": f"{TAGS_YAML} is missing: PORTER040 skipped"}
-    # The module-global cache is keyed by path: a second check of an edited file at the same
-    # path would return the stale verdict.
-    cache = getattr(gen, "_GLOBAL_PARSE_NATIVE_YAML_CACHE", {})
-    cache.clear()
     try:
-        parsed = gen.parse_native_yaml(path=str(root / NATIVE_YAML), tags_yaml_path=str(root / TAGS_YAML))
-        # codegen's next step groups each op's variants (functional, inplace, out), asserting
-        # what the parse lets through: `heaviside_` without its structured_delegate (review 17's Y09)
-        gen.get_grouped_native_functions(parsed.native_functions)
+        parse_and_group(root)
         return {"kind": "ok"}
     except AssertionError as err:
         return {"kind": "assert", "text": str(err)}
@@ -89,5 +82,41 @@ def parse_raw(root) -> dict:
         mark = getattr(err, "problem_mark", None)
         return {"kind": "error", "type": type(err).__name__, "text": str(err),
                 "problem": getattr(err, "problem", None), "line": mark.line + 1 if mark else None}
-    finally:
+
+
+# the last parse of this process: (the two files' digest, (parsed, grouped) or what it raised)
+_LAST: list = []
+
+
+def parse_and_group(root: Path):
+    """torchgen's parse of the checkout's native_functions.yaml and tags.yaml, and its
+    grouping of each op's variants (codegen's next step, which asserts what the parse lets
+    through: `heaviside_` without its structured_delegate, review 17's Y09): (parsed, grouped),
+    or what torchgen raised, raised again. One parse per content of the two files in a process:
+    the verdict (parse_raw) and the MPS declarations (porter.emulate.mps_structs) each parsed the
+    27k-line file, ~3 s apiece on two busy cores, after every edit of the yaml."""
+    import hashlib
+
+    import torchgen.gen as gen
+    root = Path(root)
+    digest = hashlib.sha256()
+    for rel in (NATIVE_YAML, TAGS_YAML):
+        digest.update((root / rel).read_bytes() + b"\0")
+    key = digest.hexdigest()
+    if not _LAST or _LAST[0] != key:
+        # torchgen's module-global cache is keyed by path: an edited file at the same path
+        # would be answered stale
+        cache = getattr(gen, "_GLOBAL_PARSE_NATIVE_YAML_CACHE", {})
         cache.clear()
+        try:
+            parsed = gen.parse_native_yaml(path=str(root / NATIVE_YAML),
+                                           tags_yaml_path=str(root / TAGS_YAML))
+            found = (parsed, gen.get_grouped_native_functions(parsed.native_functions))
+        except Exception as err:
+            found = err
+        finally:
+            cache.clear()
+        _LAST[:] = [key, found]
+    if isinstance(_LAST[1], Exception):
+        raise _LAST[1]
+    return _LAST[1]

@@ -63,21 +63,15 @@ def _declarations(root: Path) -> dict:
     kernel is not also a CPU or CUDA kernel (those the wheel's headers declare); {} where
     torchgen cannot parse the yaml (its verdict says so elsewhere)."""
     try:
-        import torchgen.gen as gen
         from torchgen.dest.native_functions import compute_native_function_declaration
         from torchgen.model import DispatchKey, NativeFunctionsGroup
     except ImportError:
         return {}
-    from porter.source.checkout import NATIVE_YAML, TAGS_YAML
-    cache = getattr(gen, "_GLOBAL_PARSE_NATIVE_YAML_CACHE", {})
-    cache.clear()            # keyed by path: an edited yaml at the same path would be stale
+    from porter.checks.torchgen_child import parse_and_group
     try:
-        parsed = gen.parse_native_yaml(path=str(root / NATIVE_YAML), tags_yaml_path=str(root / TAGS_YAML))
-        grouped = gen.get_grouped_native_functions(parsed.native_functions)
+        parsed, grouped = parse_and_group(root)
     except Exception:        # torchgen's rejection is porter.emulate.yaml_verdict's to report
         return {}
-    finally:
-        cache.clear()
     indices = parsed.backend_indices
     mps = indices.get(DispatchKey.MPS)
     if mps is None:
