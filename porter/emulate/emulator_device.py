@@ -63,6 +63,7 @@ class EmulateBackend:
         self._registrations: dict = {}                      # parsed .mm path -> its registrations
         self._impls: dict = {}                              # parsed .mm path -> its Library impls
         self._math_modes: dict = {}                         # .metal -> a math-mode pragma's place
+        self._unlike: dict = {}                             # .metal -> where g++ reads it otherwise
         self._fellows: dict = {}                            # .metal -> another file's error
         self._yaml_others: str | None = None                # another op's row unlike the wheel's
         self._changed: str | None = None                    # a changed .mm file's first error
@@ -149,6 +150,9 @@ class EmulateBackend:
             mode = self._math_mode(host.metal)
             if mode:
                 return f"not proven: {self._rel(mode)}"
+            unlike = self._unlike_gxx(host.metal)
+            if unlike:
+                return unlike
             for call in host.calls:
                 # the call's kind and alpha as the host writes them, not the registration's
                 regs = lib.find(call.kernel)
@@ -318,6 +322,27 @@ class EmulateBackend:
             pragmas = dict.fromkeys(p for view in found for p in view.pragmas)
             self._math_modes[metal] = _math_mode(pragmas, self._rel)
         return self._math_modes[metal]
+
+    def _unlike_gxx(self, metal: Path) -> str | None:
+        """Not proven where the emulator's g++ build may read the kernel file or a header it
+        includes otherwise than Apple's Metal compiler (porter.emulate.two_compilers: a
+        condition on a macro porter does not give both alike, a g++ macro in code, an
+        attribute such as GCC's `optimize`); once per file a run."""
+        if metal not in self._unlike:
+            from porter.emulate import headers, two_compilers
+            from porter.emulate.toolchain import compiler
+            found = None
+            try:
+                text = metal.read_text(encoding="utf-8")
+                dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
+                files = [(str(metal), text)] + [(str(p), t)
+                                                for p, t in two_compilers.files_read(text, dirs)]
+                found = two_compilers.first_unlike(files, compiler())
+            except (OSError, UnicodeDecodeError, PorterError):
+                pass                # the build says why the file cannot be read
+            self._unlike[metal] = (f"not proven: {self._rel(found[0])}:{found[1]}: {found[2]}"
+                                   if found else None)
+        return self._unlike[metal]
 
     def _implemented_by_hand(self, op: OpNames) -> str | None:
         """Not proven where code porter parsed registers an implementation of the op with the

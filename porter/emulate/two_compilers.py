@@ -1,0 +1,197 @@
+"""Where the emulator's g++ build would read a kernel file otherwise than Apple's Metal compiler.
+
+The front end (porter.emulate.frontend) checks a kernel file under Metal's macros; the emulator
+then runs what g++ builds of the same text. Both agree where the text asks only what porter
+gives both compilers alike. A positive model of that, over the kernel file and every checkout
+header it includes (review 31):
+
+- a conditional directive (`#if`, `#ifdef`, ...) may test the macros porter defines for both
+  (`__METAL_VERSION__`, `__METAL__`, `__METAL_MACOS__`, `__HAVE_BFLOAT__`), a macro the files
+  define or undefine themselves, and a name outside the implementation's reserved names (no
+  compiler predefines one); anything else (`__clang__`, `__linux__`, `__cplusplus`,
+  `__has_include(<cmath>)`) may take another branch in g++ than on a Mac (L05-L09);
+- code may not use a macro g++ predefines (`__x86_64__`, `__GNUC__`): its value is g++'s there;
+- an attribute is one of Metal's, a C++ standard one, or one both compilers read alike without
+  changing a value; GCC's `optimize` (clang ignores it, g++ folds `x != x` under
+  `finite-math-only`) and any other is not proven (L03, L04, L11).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from porter.source.cpp_scan import code_mask
+
+# what porter defines for the front end (frontend.defines) and the shim (porter/metal.h) alike
+AGREED = frozenset({"__METAL_VERSION__", "__METAL__", "__METAL_MACOS__", "__HAVE_BFLOAT__"})
+
+# attributes whose reading is the same in both, or that only Metal reads (g++ ignores them):
+# Metal's (MSL §5.2-§5.9, §4), C++'s standard ones, and clang/GCC ones that change no value
+ATTRIBUTES = frozenset({
+    # Metal: arguments, kernels, functions
+    "buffer", "texture", "sampler", "threadgroup", "thread_position_in_grid",
+    "thread_position_in_threadgroup", "thread_index_in_threadgroup",
+    "threadgroup_position_in_grid", "threads_per_grid", "threads_per_threadgroup",
+    "threadgroups_per_grid", "thread_index_in_simdgroup", "thread_index_in_quadgroup",
+    "simdgroup_index_in_threadgroup", "quadgroup_index_in_threadgroup",
+    "simdgroups_per_threadgroup", "quadgroups_per_threadgroup", "threads_per_simdgroup",
+    "dispatch_threads_per_threadgroup", "dispatch_simdgroups_per_threadgroup",
+    "dispatch_quadgroups_per_threadgroup", "grid_origin", "grid_size", "stage_in",
+    "host_name", "kernel", "visible", "stitchable", "user", "function_constant", "id",
+    "max_total_threads_per_threadgroup", "required_threads_per_threadgroup", "raster_order_group",
+    "position", "payload", "thread_execution_width",
+    # C++ (§9.12 of C++17, C++20's likely/unlikely)
+    "maybe_unused", "nodiscard", "noreturn", "deprecated", "fallthrough", "likely", "unlikely",
+    "carries_dependency",
+    # clang/GCC ones that change what is inlined or kept, never a value
+    "always_inline", "noinline", "unused", "used", "visibility", "aligned", "packed",
+    # porter's front end spells Metal's address spaces and kernels with these
+    "address_space", "annotate",
+})
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_RESERVED = re.compile(r"^(?:__|_[A-Z])")
+_GNU_ATTRIBUTE = re.compile(r"__attribute__\s*\(\(")
+_STD_ATTRIBUTE = re.compile(r"\[\[")
+
+
+def _reserved(name: str) -> bool:
+    return bool(_RESERVED.match(name))
+
+
+@lru_cache(maxsize=4)
+def gxx_predefined(cxx: str) -> frozenset:
+    """The macros g++ predefines for the emulator's build (-std=c++17)."""
+    try:
+        done = subprocess.run([cxx, "-std=c++17", "-dM", "-E", "-x", "c++", "/dev/null"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(m.group(1) for m in _DEFINE.finditer(done.stdout))
+
+
+def _joined(mask: str) -> str:
+    """Continued lines joined, the line count kept (a directive's rest read as one line)."""
+    out, held = [], 0
+    lines = mask.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        held = 0
+        while line.endswith("\\") and i + held + 1 < len(lines):
+            held += 1
+            line = line[:-1] + " " + lines[i + held]
+        out.append(line)
+        out.extend([""] * held)
+        i += held + 1
+    return "\n".join(out)
+
+
+def files_read(text: str, dirs: list[Path]) -> list[tuple[Path, str]]:
+    """(path, text) of each header `text` includes, directly or not, found in `dirs` (the
+    checkout's and the installed c10/metal; the shim's are porter's own, and read alike)."""
+    seen: dict[Path, str] = {}
+    todo = [text]
+    while todo:
+        for name in _INCLUDE.findall(code_mask_keep_includes(todo.pop())):
+            for d in dirs:
+                path = d / name
+                if path.is_file():
+                    if path.resolve() not in seen:
+                        try:
+                            seen[path.resolve()] = (path, path.read_text(encoding="utf-8",
+                                                                         errors="replace"))
+                        except OSError:
+                            break
+                        todo.append(seen[path.resolve()][1])
+                    break
+    return list(seen.values())
+
+
+def code_mask_keep_includes(text: str) -> str:
+    """Comments blanked, the include lines kept as written (a header's name is a string)."""
+    mask = code_mask(text)
+    lines, kept = mask.split("\n"), text.split("\n")
+    return "\n".join(k if re.match(r'^[ \t]*#[ \t]*include\b', m) else m
+                     for m, k in zip(lines, kept))
+
+
+def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str] | None:
+    """(file, line, why) of the first place where g++ may build the text otherwise than
+    Metal's compiler, over `files` ((display name, text), the kernel file first), or None."""
+    masks = [(name, _joined(code_mask(text))) for name, text in files]
+    defined = {m.group(1) for _, mask in masks for m in _DEFINE.finditer(mask)}
+    predefined = None
+    for name, mask in masks:
+        for number, line in enumerate(mask.split("\n"), 1):
+            directive = _DIRECTIVE.match(line)
+            if directive:
+                for word in _NAME.findall(directive.group(2)):
+                    if word == "defined" or word in AGREED or word in defined:
+                        continue
+                    if _reserved(word):
+                        what = (f"`{word}`, which Apple's Metal compiler may answer otherwise "
+                                "than the emulator's g++" if word.startswith("__has_") else
+                                f"`{word}`, which Apple's Metal compiler is not known to "
+                                "predefine as the emulator's g++ does (or not at all)")
+                        return (name, number,
+                                f"`#{directive.group(1)}` tests {what}: the branch a Mac builds "
+                                "is not known here; test `__METAL_VERSION__`, `__HAVE_BFLOAT__` "
+                                "or a macro of the file")
+                continue
+            if line.lstrip().startswith("#") and not re.match(r"^[ \t]*#[ \t]*define\b", line):
+                continue
+            for word in _NAME.findall(line):
+                if not _reserved(word) or word in AGREED or word in defined:
+                    continue
+                if predefined is None:
+                    predefined = gxx_predefined(cxx)
+                if word in predefined:
+                    return (name, number,
+                            f"`{word}` is a macro g++ predefines: the emulator's build reads g++'s "
+                            "value, and what Apple's Metal compiler gives it is not known here")
+            found = _attribute(line)
+            if found:
+                return (name, number,
+                        f"the attribute `{found}` is not one porter knows Metal's compiler and g++ "
+                        "to read alike (g++ honours GCC's `optimize`, which clang ignores): what a "
+                        "Mac builds is not known here; remove it")
+    return None
+
+
+def _attribute(line: str) -> str | None:
+    """The first attribute of the line outside ATTRIBUTES, or None."""
+    for opener, close in ((_GNU_ATTRIBUTE, "))"), (_STD_ATTRIBUTE, "]]")):
+        for m in opener.finditer(line):
+            end = line.find(close, m.end())
+            body = line[m.end():end if end >= 0 else len(line)]
+            # `using ns:` prefixes, then each attribute's name (its arguments skipped)
+            body = re.sub(r"^\s*using\s+\w+\s*:", "", body)
+            depth, names, current = 0, [], ""
+            for ch in body:
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    depth -= 1
+                elif depth == 0:
+                    if ch == ",":
+                        names.append(current)
+                        current = ""
+                    else:
+                        current += ch
+            names.append(current)
+            for raw in names:
+                spelled = raw.strip()
+                if not spelled:
+                    continue
+                base = spelled.split("::")[-1].strip().strip("_")
+                if base not in ATTRIBUTES or ("::" in spelled and spelled.split("::")[0].strip()
+                                              not in ("metal", "clang")):
+                    return spelled
+    return None
