@@ -336,10 +336,23 @@ def isolate(text: str, test_name: str = TEST_NAME, check: int = 0) -> Isolated |
                        f"not {check + 1}")
     # the rules decide the names `atol`/`rtol`; a comparison passing anything else (`atol=0`)
     # compares with tolerances the rules do not give
-    for kw in loop.body[compares[check]].value.keywords:
+    comparison = loop.body[compares[check]].value
+    for kw in comparison.keywords:
         if kw.arg in _TOLS and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
             return Refused(f"{cls.name}.{test_name} compares with {kw.arg}={ast.unparse(kw.value)} "
                            f"(test/test_mps.py:{kw.value.lineno}), which porter does not model")
+        # the comparison porter runs is assertEqual's own, tolerances aside: a keyword that
+        # makes it stricter (review 31's T02: `exact_device=True` fails every sample on a Mac)
+        # is another one
+        if kw.arg not in _TOLS and not _as_lenient(kw):
+            spelled = f"{kw.arg}=" if kw.arg else "**"
+            return Refused(f"{cls.name}.{test_name} compares with {spelled}"
+                           f"{ast.unparse(kw.value)[:60]} (test/test_mps.py:{kw.value.lineno}), "
+                           "which porter does not model")
+    if len(comparison.args) > 3 or any(isinstance(a, ast.Starred) for a in comparison.args):
+        return Refused(f"{cls.name}.{test_name} passes its comparison more than the two values "
+                       f"and a message (test/test_mps.py:{comparison.lineno}), which porter does "
+                       "not model")
     kept = []
     for stmt in loop.body[:compares[check]]:
         if _is_tolerance_stmt(stmt):
@@ -510,6 +523,21 @@ def _find_test(tree: ast.Module, test_name: str):
 
 # the comparison of torch's TestCase that test_output_match calls
 _COMPARISONS = frozenset({"assertEqual"})
+# assertEqual's keywords that change only what a failure says, or only loosen what porter
+# compares (its comparison checks dtypes exactly: upstream's gradient check passes
+# `exact_dtype=equal_input_types`)
+_AS_LENIENT = frozenset({"msg", "exact_dtype"})
+# ... and those written with assertEqual's own default
+_DEFAULTS = {"equal_nan": True, "exact_device": False, "exact_layout": False,
+             "exact_stride": False, "exact_is_coalesced": False}
+
+
+def _as_lenient(kw: ast.keyword) -> bool:
+    """Whether the comparison keyword `kw` compares no more strictly than porter does."""
+    if kw.arg in _AS_LENIENT:
+        return True
+    return (kw.arg in _DEFAULTS and isinstance(kw.value, ast.Constant)
+            and kw.value.value is _DEFAULTS[kw.arg])
 # common_device_type's decorators that set a test's precision
 _PRECISION_DECORATORS = frozenset({"precisionOverride", "toleranceOverride"})
 

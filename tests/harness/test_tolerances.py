@@ -288,6 +288,28 @@ def test_a_comparison_with_other_tolerances_than_the_rules_is_refused():
     assert not _rules_of(text).approximate
 
 
+@pytest.mark.parametrize(("change", "refused"), [
+    # review 31's T02: every sample fails on a Mac ('device' cpu != mps:0)
+    (", exact_device=True)", "exact_device=True"),
+    (", equal_nan=False)", "equal_nan=False"),
+    (", exact_layout=strict)", "exact_layout=strict"),
+    (", **extra)", "**extra"),
+    # what changes only a failure's words, or compares no more strictly than porter does
+    (", msg='values differ')", None),
+    (", exact_dtype=False)", None),
+    (", exact_device=False, equal_nan=True)", None),
+])
+def test_a_comparison_with_another_keyword_is_refused(change, refused):
+    text = (fixture_root() / TEST_MPS).read_text()
+    compare = "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n"
+    changed = text.replace(compare, compare.replace(")\n", change + "\n"), 1)
+    assert changed != text
+    lists = _rules_of(changed)
+    assert lists.approximate == (refused is not None)
+    if refused:
+        assert f"compares with {refused}" in lists.source, lists.source
+
+
 def test_atol_set_in_a_shape_porter_does_not_cut_is_refused_with_the_line():
     text = MIXED_CHAIN.replace(
         "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n",
