@@ -177,3 +177,28 @@ def test_plain_porter_test_on_a_branch_that_changed_the_cpu_kernel_is_not_proven
     # and no git at all: the same
     shutil.rmtree(real_root / ".git")
     assert porter(*args, root=real_root).code == 0
+
+
+def test_a_cpu_change_committed_on_main_since_the_wheels_commit_is_not_proven(real_root, monkeypatch):
+    """Review 31's H05: a CPU kernel edit committed on master itself (the merge base is then
+    HEAD, and nothing seemed changed): where the repository holds the commit the installed
+    torch was built from, that commit is the base, and the edit is a change of the reference."""
+    from porter.commands.test import default_reference_gaps
+    from porter.source import git_base
+    git_init(real_root)                                   # on master
+    wheel = subprocess.run(["git", "rev-parse", "HEAD"], cwd=real_root, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    _edit(real_root, CPU, "return a == 0 ? b : static_cast<scalar_t>(a > 0);",
+          "return a == 0 ? 0 : static_cast<scalar_t>(a > 0);")
+    _git(real_root, "commit", "-qam", "heaviside's CPU kernel at zero")
+    # the installed torch's commit unknown here: the merge base (HEAD) is all porter has
+    monkeypatch.setattr(git_base, "wheel_git_version", lambda: None)
+    assert default_reference_gaps(real_root, ["heaviside"]) == []
+    monkeypatch.setattr(git_base, "wheel_git_version", lambda: wheel)
+    [gap] = default_reference_gaps(real_root, ["heaviside"])
+    assert gap.startswith("heaviside: the CPU reference is not this checkout's: the change since "
+                          f"the installed torch's commit (merge base {wheel[:12]}) edits "
+                          f"heaviside's CPU kernel ({CPU}:"), gap
+    # a commit the repository lacks is no base
+    monkeypatch.setattr(git_base, "wheel_git_version", lambda: "0" * 40)
+    assert default_reference_gaps(real_root, ["heaviside"]) == []

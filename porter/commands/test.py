@@ -179,16 +179,21 @@ def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
 
 
 def default_reference_gaps(root, ops: list[str]) -> list[str]:
-    """reference_gaps since the base `porter pr` uses (the merge base of HEAD with origin/main,
+    """reference_gaps since the commit the installed torch was built from, where the repository
+    holds it, else since the base `porter pr` uses (the merge base of HEAD with origin/main,
     upstream/main, main, origin/master or master): a branch, or uncommitted work, that edits an
     op's CPU kernel leaves its reference unproven even without --changed-since, since the
     installed torch's CPU is at best the base's. None of those refs, or no git: [] (nothing
     to compare with; the reference is the installed torch's, as ever)."""
     from porter.checks import changed, cpu_reference
     from porter.harness.session import resolve_checkout
-    from porter.source.git_base import default_base
+    from porter.source.git_base import default_base, wheel_commit
     checkout = resolve_checkout(root)
-    found = default_base(checkout.root) if checkout is not None else None
+    if checkout is None:
+        return []
+    # the installed torch's own commit, where the repository has it: what the reference runs
+    wheel = wheel_commit(checkout.root)
+    found = ("the installed torch's commit", wheel) if wheel else default_base(checkout.root)
     if found is None:
         return []
     import copy

@@ -24,3 +24,35 @@ def default_base(root: Path) -> tuple[str, str] | None:
             base = git("merge-base", "HEAD", ref)
             return (ref, base) if base else None
     return None
+
+
+def wheel_commit(root: Path) -> str | None:
+    """The commit the installed torch was built from (torch/version.py's git_version), where the
+    repository of `root` holds it: the CPU kernels porter's reference runs are that commit's,
+    so a change since it, committed on the branch itself included, is a change of the
+    reference (review 31's H05: a CPU edit committed on main, the merge base then HEAD, left
+    the wheel's CPU standing for the checkout's). None: no torch, or no such commit here."""
+    sha = wheel_git_version()
+    if sha is None:
+        return None
+    proc = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"],
+                          capture_output=True, text=True)
+    return sha if proc.returncode == 0 else None
+
+
+def wheel_git_version() -> str | None:
+    """torch/version.py's git_version of the installed torch, read without importing torch."""
+    import importlib.util
+    import re
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    try:
+        text = (Path(spec.origin).parent / "version.py").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r"^git_version\s*=\s*['\"]([0-9a-f]{40})['\"]", text, re.M)
+    return found.group(1) if found else None
