@@ -67,6 +67,55 @@ def test_test_code_porter_does_not_model_is_said_at_its_line(root, rel, old, new
     assert found is not None and found.startswith(f"{rel}:") and says in found, found
 
 
+CLASS_LINE = "class TestConsistency(TestCase):\n"
+INSTANTIATE = 'instantiate_device_type_tests(TestConsistency, globals(), allow_mps=True, only_for="mps")'
+DEVICE = '        self.assertEqual(device, "mps:0")\n'
+
+# review 31's T05-T14: what decides whether a per-op MPS test exists and reaches the sample loop
+COLLECTION_TABLE = [
+    (CLASS_LINE, "@unittest.skip('flaky')\n" + CLASS_LINE, "has the decorator `@unittest.skip('flaky')`"),
+    (CLASS_LINE, CLASS_LINE + "    def setUp(self):\n        self.skipTest('off')\n\n",
+     "defines `setUp`, unittest's own"),
+    (CLASS_LINE, CLASS_LINE + "    def _callTestMethod(self, method):\n        pass\n\n",
+     "defines `_callTestMethod`, unittest's own"),
+    ("    def _run_op(self, op, mps_sample):\n",
+     "    def test_output_match(self, device):\n        pass\n\n    def _run_op(self, op, mps_sample):\n",
+     "binds test_output_match 2 times"),
+    (DEVICE, DEVICE.replace("mps:0", "mps:1"), "`self.assertEqual(device, 'mps:1')` runs outside"),
+    (DEVICE, DEVICE + "        if op.name == 'heaviside':\n            return\n", "`if op.name == 'heaviside':` runs outside"),
+    ("requires_grad=(dtype.is_floating_point or dtype.is_complex)):",
+     "requires_grad=(dtype.is_floating_point or dtype.is_complex))[:0]:",
+     "`for mps_sample in op.sample_inputs(device, dtype, set_seed=True, requi` runs outside"),
+    (INSTANTIATE, INSTANTIATE.replace('only_for="mps"', 'only_for="cpu"'), "may make no MPS test (only_for='cpu')"),
+    (INSTANTIATE, INSTANTIATE.replace(", allow_mps=True", ""), "makes no MPS test without allow_mps=True"),
+    (INSTANTIATE, INSTANTIATE + "\ndel TestConsistencyMPS", "`del TestConsistencyMPS` names a TestConsistency class"),
+    (INSTANTIATE, "pass", "no `instantiate_device_type_tests(TestConsistency, globals(), ...)`"),
+    ("import unittest\n", "import unittest\nimport pytest\npytestmark = pytest.mark.skip('x')\n",
+     "binds `pytestmark`"),
+    ("import unittest\n", "import unittest\n\n\ndef load_tests(loader, tests, pattern):\n    return tests\n",
+     "binds `load_tests`"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "says"), COLLECTION_TABLE, ids=[r[2][:40] for r in COLLECTION_TABLE])
+def test_what_makes_and_reaches_the_mps_test_is_a_positive_model(root, old, new, says):
+    path = root / TEST_MPS
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    found = unmodelled(Checkout.at(root))
+    assert found is not None and found.startswith(f"{TEST_MPS}:") and says in found, found
+
+
+def test_upstreams_test_output_match_head_is_modelled(root):
+    """Upstream's own lines before the loop: a local the loop passes to sample_inputs."""
+    path = root / TEST_MPS
+    text = path.read_text()
+    path.write_text(text.replace(DEVICE, DEVICE + "        include_conjugated_inputs = "
+                                 "dtype.is_complex and op.test_conjugated_samples\n", 1))
+    assert unmodelled(Checkout.at(root)) is None
+
+
 def test_torch_library_in_another_test_class_is_not_test_output_matchs(root):
     path = root / TEST_MPS
     path.write_text(path.read_text() + "\n\nclass TestPorterOther:\n    def test_x(self):\n"
