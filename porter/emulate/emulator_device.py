@@ -740,6 +740,8 @@ class EmulateBackend:
             if len(undefined) > 2 and undefined[2]:
                 # however it was spelled, a fast:: call porter runs as the precise one ran
                 readings.append(("not proven", fast_calls.ran(undefined[2])))
+            if undefined[0] & _UNDEFINED_CONVERSION:
+                readings.append(("not proven", _CONVERTED_OUT_OF_RANGE))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1210,6 +1212,14 @@ def _unbuilt(name: str, reason: str) -> str:
 _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefined under fast "
                   "math"),
               (2, "fmedian3 got a NaN, which the specification does not define"))
+
+
+# porter/metal.h's detail::UNDEFINED_CONVERSION (toolchain.FLAGS' float-cast-overflow check)
+_UNDEFINED_CONVERSION = 8
+_CONVERTED_OUT_OF_RANGE = (
+    "the kernel converted a float outside an integer type's range, or a NaN, to that type: "
+    "undefined in Metal, the least integer on this CPU, and not known on an Apple GPU (which may "
+    "saturate); keep the value in range first (clamp it), or test it on a Mac (`--device mps`)")
 
 
 def undefined_reading(bits: int) -> str:

@@ -127,8 +127,9 @@ def handle(req):
     return resp
 
 
-# porter/metal.h's porter_reached bits: the families read both ways, and a fast:: function
-# porter runs as the precise one (no second reading: the sample is not proven)
+# porter/metal.h's porter_reached bits: the families read both ways; a fast:: function porter
+# runs as the precise one (4) and a float converted out of an integer type's range (8): no
+# second reading, the sample is not proven
 _NAN_READINGS = 1 | 2
 _UNMODELLED_FAST = 4
 

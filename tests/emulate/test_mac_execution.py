@@ -241,3 +241,32 @@ def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_r
     assert not lib.build_errors() and lib.find("cc", "float") and lib.find("cc", "float")[0].built
     out = run_registration(client, lib, lib.find("cc", "float")[0], [torch.tensor([1.5, -1.0])])
     assert out.tolist() == [3.0, -2.0]
+
+
+TO_INT = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct to_int_functor {
+  inline int operator()(const float x) {
+    return int(x);
+  }
+};
+REGISTER_UNARY_OP(to_int, float, int);
+"""
+
+
+@pytest.mark.parametrize(("value", "noted"), [(3.5, False), (-2147483648.0, False),
+                                              (3e9, True), (float("inf"), True), (float("nan"), True)])
+def test_a_float_converted_out_of_an_integer_range_is_noted(fixture_root, tmp_path, client, value,
+                                                            noted):
+    """Review 31's N01: x86 converts +inf or 3e9 to the least int, an Apple GPU may saturate;
+    Metal leaves it undefined. The shim's float-cast-overflow handler notes it (bit 8), and
+    porter's verdict says the sample is not proven; a value in range is no such conversion."""
+    lib = build_source(TO_INT, tmp_path / "i.metal", fixture_root, strict=False)
+    reg = lib.find("to_int", "float")[0]
+    out = run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.float32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 8) == noted, (value, client.undefined)
+    if not noted:
+        assert out.tolist() == [int(value)]

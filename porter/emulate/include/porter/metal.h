@@ -628,7 +628,22 @@ __attribute__((visibility("default"), weak)) int porter_reached = 0;
 __attribute__((visibility("default"), weak)) const char* porter_fast_ran = nullptr;
 }
 namespace detail {
-enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4 };
+enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
+             UNDEFINED_CONVERSION = 8 };
+}
+// Bit 8 (UNDEFINED_CONVERSION): a float converted to an integer type outside its range, or a
+// NaN (toolchain.FLAGS' -fsanitize=float-cast-overflow calls these instead of libubsan's; hidden,
+// so each library binds its own). x86 answers the least integer; what an Apple GPU answers
+// is not known here, and the sample is not proven.
+extern "C" {
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overflow(void*, void*) {
+  porter_reached |= ::metal::detail::UNDEFINED_CONVERSION;
+}
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overflow_abort(void*, void*) {
+  porter_reached |= ::metal::detail::UNDEFINED_CONVERSION;
+}
+}
+namespace detail {
 // `ieee` where no operand is NaN; else the reading's answer, and the family is noted
 inline float undefined_on_nan(bool any_nan, float ieee, int family) {
   if (!any_nan) return ieee;
