@@ -742,6 +742,8 @@ class EmulateBackend:
                 readings.append(("not proven", fast_calls.ran(undefined[2])))
             if undefined[0] & _UNDEFINED_CONVERSION:
                 readings.append(("not proven", _CONVERTED_OUT_OF_RANGE))
+            if undefined[0] & _NAN_SIGN:
+                readings.append(("not proven", _NAN_SIGN_READ))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1215,7 +1217,13 @@ _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefine
 
 
 # porter/metal.h's detail::UNDEFINED_CONVERSION (toolchain.FLAGS' float-cast-overflow check)
+# and detail::NAN_SIGN
 _UNDEFINED_CONVERSION = 8
+_NAN_SIGN = 16
+_NAN_SIGN_READ = (
+    "the kernel read the sign of a NaN an invalid operation made (0/0, inf - inf): negative on "
+    "this CPU, positive on an Apple GPU as on ARM; test with `isnan` first, or test it on a Mac "
+    "(`--device mps`)")
 _CONVERTED_OUT_OF_RANGE = (
     "the kernel converted a float outside an integer type's range, or a NaN, to that type: "
     "undefined in Metal, the least integer on this CPU, and not known on an Apple GPU (which may "

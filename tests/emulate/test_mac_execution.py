@@ -270,3 +270,37 @@ def test_a_float_converted_out_of_an_integer_range_is_noted(fixture_root, tmp_pa
     assert bool(bits & 8) == noted, (value, client.undefined)
     if not noted:
         assert out.tolist() == [int(value)]
+
+
+NAN_SIGN = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct nan_sign_functor {
+  inline float operator()(const float x) {
+    const float made = (x - x) / (x - x);
+    return EXPR;
+  }
+};
+REGISTER_UNARY_OP(nan_sign, float, float);
+"""
+
+
+@pytest.mark.parametrize(("expr", "value", "noted"), [
+    ("signbit(made) ? 1.0f : 0.0f", 2.0, True),          # 0/0: x86's default NaN
+    ("copysign(1.0f, made)", 2.0, True),
+    ("float(as_type<uint>(made) >> 31)", 2.0, True),
+    ("signbit(x) ? 1.0f : 0.0f", -2.0, False),           # no NaN
+    ("copysign(1.0f, x)", float("nan"), False),           # torch's NaN: positive on both
+    ("isnan(made) ? 0.0f : 1.0f", 2.0, False),            # the NaN tested, not its sign
+])
+def test_reading_the_sign_of_a_nan_an_operation_made_is_noted(fixture_root, tmp_path, client,
+                                                              expr, value, noted):
+    """Review 31's N06: x86 makes 0/0 a negative NaN, an Apple GPU (as ARM) a positive one;
+    a kernel that reads that sign is not proven (porter/metal.h's detail::NAN_SIGN)."""
+    lib = build_source(NAN_SIGN.replace("EXPR", expr), tmp_path / "n.metal", fixture_root,
+                       strict=False)
+    reg = lib.find("nan_sign", "float")[0]
+    run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.float32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 16) == noted, (expr, client.undefined)

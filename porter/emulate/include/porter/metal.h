@@ -603,9 +603,13 @@ template <> struct numeric_limits<bfloat> {
   static constexpr bfloat denorm_min() { return bfloat::from_bits(0x0001); }
 };
 
+namespace detail {
+inline float nan_sign_read(float x);
+}
 template <typename To, typename From>
 inline To as_type(const From& from) {
   static_assert(sizeof(To) == sizeof(From), "as_type: size mismatch");
+  if constexpr (std::is_same_v<From, float>) detail::nan_sign_read(from);
   To to;
   __builtin_memcpy(&to, &from, sizeof(To));
   return to;
@@ -629,7 +633,15 @@ __attribute__((visibility("default"), weak)) const char* porter_fast_ran = nullp
 }
 namespace detail {
 enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
-             UNDEFINED_CONVERSION = 8 };
+             UNDEFINED_CONVERSION = 8, NAN_SIGN = 16 };
+// Bit 16 (NAN_SIGN): the sign of x86's default NaN read (signbit, copysign's sign, as_type's
+// bits): an invalid operation (0/0, inf - inf) makes it negative here, and an Apple GPU, as
+// ARM does, makes it positive (review 31's N06). A NaN of the inputs (torch's is positive)
+// keeps its sign on both, and is not noted.
+inline float nan_sign_read(float x) {
+  if (__builtin_bit_cast(unsigned int, x) == 0xffc00000u) porter_reached |= NAN_SIGN;
+  return x;
+}
 }
 // Bit 8 (UNDEFINED_CONVERSION): a float converted to an integer type outside its range, or a
 // NaN (toolchain.FLAGS' -fsanitize=float-cast-overflow calls these instead of libubsan's; hidden,
@@ -808,7 +820,7 @@ inline half nextafter_half(half from, half to) {
   M1(tanpi, detail::sinpi(x) / detail::cospi(x))                                \
   M1(trunc, __builtin_truncf(x))                                                \
   M2(atan2, __builtin_atan2f(x, y))                                             \
-  M2(copysign, __builtin_copysignf(x, y))                                       \
+  M2(copysign, __builtin_copysignf(x, detail::nan_sign_read(y)))               \
   M2(fdim, __builtin_fdimf(x, y))                                               \
   M2(fmax, PORTER_FMAX(x, y))                                                   \
   M2(fmin, PORTER_FMIN(x, y))                                                   \
@@ -1080,7 +1092,7 @@ PORTER_CLASSIFY(isnan, __builtin_isnan(x))
 PORTER_CLASSIFY(isinf, __builtin_isinf(x))
 PORTER_CLASSIFY(isfinite, __builtin_isfinite(x))
 PORTER_CLASSIFY(isnormal, __builtin_isnormal(x))
-PORTER_CLASSIFY(signbit, __builtin_signbit(x))
+PORTER_CLASSIFY(signbit, __builtin_signbit(detail::nan_sign_read(x)))
 #undef PORTER_CLASSIFY
 inline bool isunordered(float x, float y) { return __builtin_isunordered(x, y); }
 inline bool isunordered(half x, half y) { return __builtin_isunordered(float(x), float(y)); }
