@@ -19,7 +19,7 @@ from pathlib import Path
 
 from porter.dispatch import kernel_choice
 from porter.dispatch.kernel_choice import METAL_TO_NAME, NAME_TO_METAL, OpNames, is_floating_or_complex
-from porter.emulate.build import UNSUPPORTED, EmulateBuildError, Library, build_file
+from porter.emulate.build import BUILD_ERROR, UNSUPPORTED, EmulateBuildError, Library, build_file
 from porter.emulate.toolchain import PRIMARY_VERSION
 from porter.emulate.client import WorkerClient
 from porter.emulate import fast_calls, host_args, host_call, host_dtypes, host_registrations
@@ -140,6 +140,10 @@ class EmulateBackend:
             except EmulateBuildError as err:
                 return f"{self._rel(host.metal)} does not build: {self._rel(err.message)}"
             errors = lib.build_errors()
+            if errors and lib.refused_by_gxx_alone():
+                return (f"not proven: the emulator's compiler (g++) cannot build "
+                        f"{self._rel(errors[0]).removeprefix(BUILD_ERROR + ': ')}, which porter's "
+                        "Metal front end accepts: whether a Mac builds it is not known here")
             if errors:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
                 return (f"{self._rel(host.metal)} does not build: "
