@@ -656,7 +656,14 @@ def _parse(source: str, version: int, pch: str | None = None):
     if pch is not None:
         # the prefix's key is its content: clang's check of the .hh's time stamp is not needed
         args += ["-include-pch", pch, "-Xclang", "-fno-validate-pch"]
-    tu = _index().parse(_UNIT, args=args, unsaved_files=[(_UNIT, source)])
+    try:
+        tu = _index().parse(_UNIT, args=args, unsaved_files=[(_UNIT, source)])
+    except _clang().TranslationUnitLoadError:
+        if pch is None:
+            raise
+        # the prefix evicted by another run between its lookup and this load (four runs on
+        # one small cache: an internal error): the whole text is parsed instead
+        return None
     if pch is not None and any(d.severity >= _clang().Diagnostic.Fatal and
                                ("precompiled" in d.spelling or "PCH" in d.spelling or
                                 "AST file" in d.spelling) for d in tu.diagnostics):
