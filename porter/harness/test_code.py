@@ -425,8 +425,122 @@ def run_op_unmodelled(checkout: Checkout) -> tuple[str | None, dict[str, str]]:
                         "definition in the class, which porter does not model"), {}
             every, gated = _RunOp(defined[0]).read() if defined else (None, {})
             loop_every, loop_gated = _sample_loop_unmodelled(cls)
-            return every or loop_every, {**loop_gated, **gated}
+            db_every, db_gated = _op_database(tree)
+            return every or loop_every or db_every, {**db_gated, **loop_gated, **gated}
     return None, {}
+
+
+_DB_SOURCES = ("common_methods_invocations", "opinfo")
+# calls that read an op list without changing an entry (upstream's `_ref_test_ops =
+# tuple(filter(lambda op: ..., op_db))`)
+_READING_CALLS = frozenset({"tuple", "list", "filter", "isinstance", "sorted", "len", "set",
+                            "frozenset", "any", "all"})
+
+
+def _op_database(tree: ast.Module) -> tuple[str | None, dict[str, str]]:
+    """What test_mps.py's module code does to the op database test_output_match's `@ops`
+    takes, as a positive model of upstream's (review 32's D03b, D09: an entry's `.op` replaced,
+    heaviside filtered out of `op_db`, each green): (why for every op, {op: why}).
+    - the lists are `op_db` as imported and names bound once to `copy.deepcopy(<list>)`;
+    - the modifier's argument is one of them, or `copy.deepcopy(<one of them>)`;
+    - other module code may read a list into another name with calls that change nothing
+      (`tuple(filter(lambda op: ..., op_db))`);
+    - a loop over a list whose first statement is `if op.name != "x": continue` acts on op x
+      alone (upstream's `_upsample_bicubic2d_aa`): not proven for x, unless its body names a
+      list otherwise than to `append` to it;
+    anything else that names a list is not proven for every op."""
+    lists = {a.asname or a.name for s in tree.body if isinstance(s, ast.ImportFrom)
+             and s.module and any(m in s.module for m in _DB_SOURCES)
+             for a in s.names if a.name == "op_db"}
+    if not lists:
+        return None, {}
+
+    def why(node: ast.AST, what: str) -> str:
+        return (f"{TEST_MPS}:{node.lineno}: `{ast.unparse(node).splitlines()[0][:70]}` {what}, "
+                "which porter does not model")
+
+    def copy_of(value: ast.expr) -> str | None:
+        if isinstance(value, ast.Name) and value.id in lists:
+            return value.id
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr == "deepcopy" and _named(value.func.value, "copy") and \
+                len(value.args) == 1 and not value.keywords and \
+                isinstance(value.args[0], ast.Name) and value.args[0].id in lists:
+            return value.args[0].id
+        return None
+
+    def names_a_list(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in lists for n in ast.walk(node))
+
+    gated: dict[str, str] = {}
+    for s in tree.body:
+        if isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(s, ast.ClassDef):
+            continue            # test_output_match's own `@ops` is read below
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            target = s.targets[0].id
+            if target in lists:
+                return why(s, "binds an op list again"), {}
+            if copy_of(s.value) is not None:
+                lists.add(target)
+                continue
+            if names_a_list(s.value) and not _only_reads(s.value):
+                return why(s, "may change the op database"), {}
+            continue
+        if isinstance(s, ast.For) and isinstance(s.iter, ast.Name) and s.iter.id in lists:
+            name = _skipped_unless(s)
+            if name is not None and not _names_lists_otherwise(s.body[1:], lists):
+                gated.setdefault(name, why(s, "acts on this op's entry"))
+                continue
+            return why(s, "may change the op database"), {}
+        if names_a_list(s):
+            return why(s, "may change the op database"), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == TEST_NAME:
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and _named(deco.func, "ops") and deco.args and \
+                        isinstance(deco.args[0], ast.Call) and deco.args[0].args and \
+                        copy_of(deco.args[0].args[0]) is None:
+                    return why(deco, "takes another op list than op_db or a copy of it"), {}
+    return None, gated
+
+
+def _only_reads(value: ast.expr) -> bool:
+    """Whether `value` calls only what reads a list (no method of an entry, no assignment)."""
+    for n in ast.walk(value):
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _READING_CALLS):
+            return False
+        if isinstance(n, ast.NamedExpr):
+            return False
+    return True
+
+
+def _skipped_unless(loop: ast.For) -> str | None:
+    """x of a loop whose first statement is `if <var>.name != "x": continue`, else None."""
+    first = loop.body[0] if loop.body else None
+    if not (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1
+            and isinstance(first.body[0], ast.Continue) and isinstance(loop.target, ast.Name)):
+        return None
+    test = first.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq) \
+            and isinstance(test.left, ast.Attribute) and test.left.attr == "name" \
+            and _named(test.left.value, loop.target.id) and isinstance(test.comparators[0], ast.Constant) \
+            and isinstance(test.comparators[0].value, str):
+        return test.comparators[0].value
+    return None
+
+
+def _names_lists_otherwise(stmts: list[ast.stmt], lists: set[str]) -> bool:
+    """Whether `stmts` name an op list otherwise than as `<list>.append(...)`."""
+    appended = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                    n.func.attr == "append" and isinstance(n.func.value, ast.Name):
+                appended.add(id(n.func.value))
+    return any(isinstance(n, ast.Name) and n.id in lists and id(n) not in appended
+               for s in stmts for n in ast.walk(s))
 
 
 def _sample_loop_unmodelled(cls: ast.ClassDef) -> tuple[str | None, dict[str, str]]:

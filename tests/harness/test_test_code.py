@@ -252,3 +252,47 @@ class TestConsistency(TestCase):
     # the same local given a value the test computes, or an output changed: every op
     changed = ast.parse(ast.unparse(cls).replace("opt_dtype = None", "opt_dtype = dtype")).body[0]
     assert "does more than compare" in (_sample_loop_unmodelled(changed)[0] or "")
+
+
+UPSTREAM_DB = '''
+test_consistency_op_db = copy.deepcopy(op_db)
+
+for op in op_db:
+    if op.name != "_upsample_bilinear2d_aa":
+        continue
+    op = copy.deepcopy(op)
+    op.name = "_upsample_bicubic2d_aa"
+    op.op = torch.ops.aten._upsample_bicubic2d_aa
+    test_consistency_op_db.append(op)
+    break
+
+_ref_test_ops = tuple(filter(lambda op: op.ref is not None, op_db))
+'''
+
+
+@pytest.mark.parametrize(("module_code", "every", "gated"), [
+    # upstream's own module code: a copy, the bicubic entry added from bilinear's, a list read
+    (UPSTREAM_DB, None, {"_upsample_bilinear2d_aa"}),
+    # review 32's D09: heaviside filtered out, no test of it on a Mac
+    ("op_db = [o for o in op_db if o.name != 'heaviside']\n", "binds an op list again", set()),
+    # D03b: an entry's op replaced in place
+    ("for o in op_db:\n    if o.name == 'heaviside':\n        o.op = lambda a, b: torch.heaviside(b, a)\n",
+     "may change the op database", set()),
+    ("op_db[0].op = None\n", "may change the op database", set()),
+    ("_first = op_db.pop()\n", "may change the op database", set()),
+    # the gated loop that names the list otherwise than to append to it acts on every op
+    (UPSTREAM_DB.replace("test_consistency_op_db.append(op)", "op_db.clear()"),
+     "may change the op database", set()),
+])
+def test_the_op_database_module_code_is_a_positive_model(root, module_code, every, gated):
+    from porter.harness.test_code import run_op_unmodelled
+    path = root / TEST_MPS
+    text = path.read_text()
+    anchor = "\nclass TestFallbackWarning"
+    assert anchor in text
+    path.write_text(text.replace(anchor, "\n" + module_code + anchor, 1))
+    found, ops = run_op_unmodelled(Checkout.at(root))
+    assert (found is None) == (every is None) and (every is None or every in found), found
+    assert set(ops) >= gated, ops
+    if gated:
+        assert all("acts on this op's entry" in ops[name] for name in gated)

@@ -294,6 +294,8 @@ def test_a_comparison_with_other_tolerances_than_the_rules_is_refused():
     (", equal_nan=False)", "equal_nan=False"),
     (", exact_layout=strict)", "exact_layout=strict"),
     (", **extra)", "**extra"),
+    # review 32's D04: an output converted before the comparison
+    ("COMPARED(cpu_out.float(), mps_out", "cpu_out.float(), mps_out"),
     # what changes only a failure's words, or compares no more strictly than porter does
     (", msg='values differ')", None),
     (", exact_dtype=False)", None),
@@ -302,12 +304,15 @@ def test_a_comparison_with_other_tolerances_than_the_rules_is_refused():
 def test_a_comparison_with_another_keyword_is_refused(change, refused):
     text = (fixture_root() / TEST_MPS).read_text()
     compare = "            self.assertEqual(cpu_out, mps_out, atol=atol, rtol=rtol)\n"
-    changed = text.replace(compare, compare.replace(")\n", change + "\n"), 1)
+    changed = (text.replace(compare, compare.replace("(cpu_out, mps_out", change[8:]), 1)
+               if change.startswith("COMPARED") else
+               text.replace(compare, compare.replace(")\n", change + "\n"), 1))
     assert changed != text
     lists = _rules_of(changed)
     assert lists.approximate == (refused is not None)
     if refused:
-        assert f"compares with {refused}" in lists.source, lists.source
+        assert f"compares with {refused}" in lists.source or \
+            f"compares {refused} (test/test_mps.py" in lists.source, lists.source
 
 
 def test_atol_set_in_a_shape_porter_does_not_cut_is_refused_with_the_line():
