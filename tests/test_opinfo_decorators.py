@@ -111,3 +111,30 @@ def test_porter_pr_says_the_same_not_proven_as_porter_test(real_root):
     assert res.code == 1, res.out[-1500:]
     assert "not proven: the checkout's OpInfo for heaviside" in res.out
     assert "the verdict is proven" in res.err
+
+
+@needs_compiler
+@pytest.mark.parametrize(("where", "added", "says"), [
+    # review 32's D05b: module code at the end of the file giving heaviside other samples
+    ("end", "\n\nfor _o in op_db:\n    if _o.name == 'heaviside':\n        _o.supports_out = False\n",
+     "the checkout's OpInfo file runs `for _o in op_db:` at import"),
+    # D20: a variant of the tested op the installed torch lacks
+    ("before", "    BinaryUfuncInfo('heaviside',\n                    variant_test_name='subnormal',\n"
+     "                    dtypes=floating_types_and(torch.float16, torch.bfloat16),\n"
+     "                    supports_autograd=False),\n",
+     "adds a variant of heaviside, 'subnormal'"),
+    # the clean twin: a definition alone (read through the OpInfo that names it, none does)
+    ("end", "\n\ndef _porter_unused(op_info, device, dtype, requires_grad, **kwargs):\n    yield None\n",
+     None),
+])
+def test_module_code_or_a_variant_the_checkout_adds_is_not_proven(real_root, where, added, says):
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    path = real_root / OPINFOS
+    text = path.read_text()
+    path.write_text(text + added if where == "end" else text.replace(HEAD, added + HEAD, 1))
+    result = porter("test", "heaviside", "--device", "emulate", "--dtype", "float32",
+                    "--samples-only", root=real_root)
+    if says is None:
+        assert result.code == 0 and "not proven" not in result.out, result.out
+    else:
+        assert result.code == 1 and says in result.out, result.out

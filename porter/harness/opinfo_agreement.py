@@ -77,6 +77,19 @@ def unproven(checkout, results, db) -> list[str]:
                 tested.add(tuple(full.rsplit(".", 1)))
     found: list[str] = []
     found += _untested_dtypes(checkout, results, db)
+    found += _module_code_differs(checkout, installed, db)
+    for name in sorted({n for n, _ in tested}):
+        # a variant the checkout adds is a test a Mac runs and this run does not (review 32's
+        # D20: `heaviside` gained a `subnormal` variant, every dtype of it red on a Mac)
+        theirs = {o.variant_test_name for o in find(installed, {name}) if not o.is_ref}
+        for o in find(checkout, {name}):
+            if not o.is_ref and theirs and o.variant_test_name not in theirs:
+                found.append(f"the checkout's OpInfo file adds a variant of {name}, "
+                             f"'{o.variant_test_name}' ({o.path}:{o.line}), which the installed "
+                             f"torch {db.torch_version} lacks: a Mac runs its test_output_match, "
+                             "this run does not (build the checkout's torch, or install one whose "
+                             "OpInfo is the checkout's)")
+                break
     for name, variant in sorted(tested):
         mine = [o for o in find(checkout, {name}) if not o.is_ref and o.variant_test_name == variant]
         theirs = [o for o in find(installed, {name}) if not o.is_ref
@@ -104,6 +117,78 @@ def unproven(checkout, results, db) -> list[str]:
                      "the installed one's (build the checkout's torch, or install one whose "
                      "OpInfo is the checkout's)")
     return found
+
+
+def _module_code_differs(checkout: Checkout, installed: Checkout, db) -> list[str]:
+    """The first module-level statement of a checkout's OpInfo file that the installed
+    torch's same file lacks, other than a definition (a sample function is read through the
+    OpInfo that names it) and an import: code that runs as the op database is imported, and may
+    change any entry (review 32's D05b: a loop giving heaviside another sample function)."""
+    import hashlib
+    import json
+
+    from porter.runtime.cache_dir import cache_dir
+    from porter.runtime.whole_file import write_whole
+    for rel in opinfo_files(checkout):
+        try:
+            text = checkout.read(rel)
+        except (OSError, ValueError):
+            continue
+        try:
+            other = installed.read(rel)
+        except (OSError, ValueError):
+            other = ""
+        # two parses of the 1.3 MB op database cost seconds: the answer is kept by content
+        digest = hashlib.sha256(b"module-code-1\0" + text.encode() + b"\0" + other.encode())
+        kept = cache_dir("opinfo") / f"module-{digest.hexdigest()[:32]}.json"
+        try:
+            answer = json.loads(kept.read_text())
+        except (OSError, ValueError):
+            answer = _first_new_statement(text, other)
+            try:
+                write_whole(kept, json.dumps(answer))
+            except OSError:
+                pass
+        if answer:
+            line, code = answer
+            return [f"{rel}:{line}: the checkout's OpInfo file runs `{code}` at import, which "
+                    f"the installed torch {db.torch_version}'s does not: it may change any "
+                    "entry a Mac tests (build the checkout's torch, or install one whose OpInfo "
+                    "is the checkout's)"]
+    return []
+
+
+def _first_new_statement(text: str, other: str) -> list | None:
+    """[line, code] of `text`'s first module statement `other` lacks (see
+    _module_code_differs), or None."""
+    try:
+        mine = ast.parse(text)
+    except SyntaxError:
+        return None             # the OpInfo reader says so
+    try:
+        theirs = ast.parse(other)
+    except SyntaxError:
+        theirs = ast.Module(body=[], type_ignores=[])
+    known = {_code_of(s) for s in theirs.body}
+    for s in mine.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                          ast.ImportFrom)):
+            continue
+        if _code_of(s) in known or _op_list(s):
+            continue            # the OpInfos themselves are compared one by one
+        return [s.lineno, ast.unparse(s).splitlines()[0][:70]]
+    return None
+
+
+def _code_of(stmt: ast.stmt) -> str:
+    return ast.dump(stmt, annotate_fields=False)
+
+
+def _op_list(stmt: ast.stmt) -> bool:
+    """`op_db: list[OpInfo] = [...]` and the like: a list of OpInfo calls bound to a name."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return isinstance(value, (ast.List, ast.Tuple)) and bool(value.elts) and all(
+        isinstance(e, ast.Call) or isinstance(e, ast.Starred) for e in value.elts)
 
 
 def _untested_dtypes(checkout, results, db) -> list[str]:
