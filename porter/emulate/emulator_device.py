@@ -748,6 +748,10 @@ class EmulateBackend:
                 readings.append(("not proven", _CONVERTED_OUT_OF_RANGE))
             if undefined[0] & _NAN_SIGN:
                 readings.append(("not proven", _NAN_SIGN_READ))
+            if undefined[0] & _UNDEFINED_SHIFT:
+                readings.append(("not proven", _SHIFTED_PAST_WIDTH))
+            if undefined[0] & _OUT_OF_BOUNDS:
+                readings.append(("not proven", _INDEXED_PAST_BOUND))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1224,6 +1228,14 @@ _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefine
 # and detail::NAN_SIGN
 _UNDEFINED_CONVERSION = 8
 _NAN_SIGN = 16
+_UNDEFINED_SHIFT = 32
+_OUT_OF_BOUNDS = 64
+_SHIFTED_PAST_WIDTH = (
+    "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
+    "the count masked on this CPU, and not known on an Apple GPU; test the count first")
+_INDEXED_PAST_BOUND = (
+    "the kernel indexed an array past its bound: undefined in Metal, the next bytes on this CPU, "
+    "and not known on an Apple GPU")
 _NAN_SIGN_READ = (
     "the kernel read the sign of a NaN an invalid operation made (0/0, inf - inf): negative on "
     "this CPU, positive on an Apple GPU as on ARM; test with `isnan` first, or test it on a Mac "

@@ -304,3 +304,34 @@ def test_reading_the_sign_of_a_nan_an_operation_made_is_noted(fixture_root, tmp_
     run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.float32)])
     bits = client.undefined[0] if client.undefined else 0
     assert bool(bits & 16) == noted, (expr, client.undefined)
+
+
+UNDEFINED_INT = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct pair_of { float v[2]; float w; };
+struct u_functor {
+  inline int operator()(const int x) {
+    pair_of s = {{1.0f, 2.0f}, 3.0f};
+    return EXPR;
+  }
+};
+REGISTER_UNARY_OP(u, int, int);
+"""
+
+
+@pytest.mark.parametrize(("expr", "value", "bit"), [
+    ("1 << x", 3, 0), ("1 << x", 32, 32), ("1 << x", -1, 32),     # review 32's L03
+    ("int(s.v[x])", 1, 0), ("int(s.v[x])", 2, 64),                # L09: the next field here
+])
+def test_a_shift_past_the_width_or_an_index_past_the_bound_is_noted(fixture_root, tmp_path,
+                                                                    client, expr, value, bit):
+    """Undefined in Metal as in C++: x86 masks the count and reads the next field; what an
+    Apple GPU answers is not known, so porter/metal.h's handlers note it (bits 32, 64)."""
+    lib = build_source(UNDEFINED_INT.replace("EXPR", expr), tmp_path / "u.metal", fixture_root,
+                       strict=False)
+    reg = lib.find("u", "int")[0]
+    run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bits & (32 | 64) == bit, (expr, value, client.undefined)

@@ -633,7 +633,8 @@ __attribute__((visibility("default"), weak)) const char* porter_fast_ran = nullp
 }
 namespace detail {
 enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
-             UNDEFINED_CONVERSION = 8, NAN_SIGN = 16 };
+             UNDEFINED_CONVERSION = 8, NAN_SIGN = 16, UNDEFINED_SHIFT = 32,
+             OUT_OF_BOUNDS = 64 };
 // Bit 16 (NAN_SIGN): the sign of x86's default NaN read (signbit, copysign's sign, as_type's
 // bits): an invalid operation (0/0, inf - inf) makes it negative here, and an Apple GPU, as
 // ARM does, makes it positive (review 31's N06). A NaN of the inputs (torch's is positive)
@@ -653,6 +654,20 @@ __attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overf
 }
 __attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overflow_abort(void*, void*) {
   porter_reached |= ::metal::detail::UNDEFINED_CONVERSION;
+}
+// Bits 32 and 64: a shift by a negative count or one of at least the width, an index past an
+// array of known bound (-fsanitize=shift-exponent,bounds)
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_shift_out_of_bounds(void*, void*, void*) {
+  porter_reached |= ::metal::detail::UNDEFINED_SHIFT;
+}
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_shift_out_of_bounds_abort(void*, void*, void*) {
+  porter_reached |= ::metal::detail::UNDEFINED_SHIFT;
+}
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_out_of_bounds(void*, void*) {
+  porter_reached |= ::metal::detail::OUT_OF_BOUNDS;
+}
+__attribute__((visibility("hidden"), weak)) void __ubsan_handle_out_of_bounds_abort(void*, void*) {
+  porter_reached |= ::metal::detail::OUT_OF_BOUNDS;
 }
 }
 namespace detail {
