@@ -238,6 +238,14 @@ def nothing_tested(results) -> str | None:
         return (f"porter: error: nothing was tested: the MPS test of {what} sends none of "
                 f"{', '.join(dict.fromkeys(asked))}; pass --dtype with one it sends "
                 f"({', '.join(sent)}), or none for all of them")
+    listed = {e for r in results for d in r.dtypes for e in (d.expected_by or ())}
+    if all(d.message and d.message.startswith("skipped by ") for r in results for d in r.dtypes) \
+            and asked and listed:
+        # the checkout's own expectations skip every dtype (review 32's D21: porter advised
+        # porting an op already ported): a Mac's test skips it too, and tests nothing
+        return (f"porter: error: nothing was tested: the checkout's expectations skip every "
+                f"dtype of {what} ({sorted(listed)[0]}), so a Mac's test skips it too, and a run "
+                "that tests nothing is not green; remove the entry to test the port")
     return (f"porter: error: nothing was tested: every dtype of {what} was skipped (reasons "
             f"above), and a run that tests nothing is not green; port it first: `porter "
             f"migrate-from-mpsgraph {op}` for an op on MPSGraph, else `porter new-op {op}` "
