@@ -315,7 +315,9 @@ class EmulateBackend:
 
     def _math_mode(self, metal: Path) -> str | None:
         """`_math_mode` of what the kernel file compiles, its checkout headers included (a
-        header's pragma sets the mode of the file it is read into); once per file a run."""
+        header's pragma sets the mode of the file it is read into), else a call of the file
+        whose arguments change state in two places (the front end's View.unsequenced: review
+        31's L12); once per file a run."""
         if metal not in self._math_modes:
             from porter.emulate import frontend
             try:
@@ -325,6 +327,14 @@ class EmulateBackend:
                 found = []          # the build says why the file cannot be read or checked
             pragmas = dict.fromkeys(p for view in found for p in view.pragmas)
             self._math_modes[metal] = _math_mode(pragmas, self._rel)
+            calls = [c for view in found for c in view.unsequenced]
+            if calls and not self._math_modes[metal]:
+                file, line, callee = calls[0]
+                self._math_modes[metal] = (
+                    f"{file}:{line}: `{callee}(...)` is given two arguments that change state: "
+                    "C++ leaves the order of a call's arguments unspecified, and g++ (the "
+                    "emulator's, right to left) and Apple's compiler (clang, left to right) "
+                    "differ; compute them in statements of their own first")
         return self._math_modes[metal]
 
     def _unlike_gxx(self, metal: Path) -> str | None:

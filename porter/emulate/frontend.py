@@ -178,6 +178,10 @@ class View(NamedTuple):
     # (`_Pragma("...")` and a macro building one are `#pragma` lines by then): (file, line,
     # `#pragma ...`)
     pragmas: tuple[tuple[str, int, str], ...] = ()
+    # calls of the kernel file whose arguments change state in two places: C++ leaves their
+    # order unspecified, and g++ (right to left) and Apple's clang (left to right) differ
+    # (review 31's L12): (file, line, the call's text)
+    unsequenced: tuple[tuple[str, int, str], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -327,16 +331,17 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "pragmas" not in data:
+    if "unsequenced" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
-                tuple(map(tuple, data["pragmas"])))
+                tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])))
 
 
 def _store(key: str, result: View) -> None:
     cached = cache_dir() / f"frontend-{key}.json"
     write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels),
-                                    "pragmas": list(result.pragmas)}))
+                                    "pragmas": list(result.pragmas),
+                                    "unsequenced": list(result.unsequenced)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -792,6 +797,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
                          for f, ln, rule in dict.fromkeys(base.types) if namer.checked(f)]
     errors += [namer.diagnostic(d) for d in _errors(tu, namer)]
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
+    unsequenced = _unsequenced_calls(tu, namer)
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
@@ -802,7 +808,66 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     errors += rules
     pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
                     if line.lstrip().startswith("#pragma"))
-    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas)
+    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced)
+
+
+_ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
+                        ">>="})
+
+
+def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
+    """Each call of the kernel file itself with two or more arguments that change state (an
+    assignment, `++`/`--`, or a call of a function taking a non-const reference or pointer):
+    C++ leaves the order of a call's arguments unspecified ([expr.call]), and g++, which runs
+    the emulator's build, evaluates them right to left where Apple's clang goes left to
+    right."""
+    ci = _clang()
+    K = ci.CursorKind
+
+    def changes_state(arg) -> bool:
+        try:
+            if any(tok.kind == ci.TokenKind.PUNCTUATION and tok.spelling in _ASSIGNING
+                   for tok in arg.get_tokens()):
+                return True
+        except Exception:       # noqa: BLE001 (no extent: nothing to read)
+            return False
+        for node in arg.walk_preorder():
+            if node.kind != K.CALL_EXPR or node.referenced is None:
+                continue
+            for param in node.referenced.get_arguments():
+                kind = param.type.get_canonical().kind
+                if kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.POINTER) and \
+                        not param.type.get_pointee().is_const_qualified():
+                    return True
+        return False
+
+    def own(cursor) -> bool:
+        return cursor.location.file is not None and cursor.location.file.name == _UNIT and \
+            namer.where(cursor.location)[0] == namer.display
+
+    def tops(cursor):
+        # the file's own declarations only: the headers' (a precompiled prefix's too) are
+        # upstream's c10/metal and Metal's library, walked by nothing here
+        for c in cursor.get_children():
+            if c.kind == K.NAMESPACE:
+                yield from tops(c)
+            elif own(c):
+                yield c
+
+    found = []
+    for top in tops(tu.cursor):
+        for cursor in top.walk_preorder():
+            if cursor.kind != K.CALL_EXPR:
+                continue
+            args = list(cursor.get_arguments())
+            if len(args) >= 2 and sum(changes_state(a) for a in args) >= 2:
+                f, line = namer.where(cursor.location)
+                try:
+                    callee = cursor.spelling or next(cursor.get_tokens()).spelling
+                except StopIteration:
+                    callee = "a call"
+                found.append((f, line, callee))
+    return tuple(dict.fromkeys(found))
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:

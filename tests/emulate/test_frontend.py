@@ -895,3 +895,39 @@ def test_the_front_ends_index_is_disposed_of_after_cindexs_globals_are_gone():
             "ci.conf = None; del f._INDEX_LOCAL.index")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "Exception ignored" not in run.stderr, run.stderr
+
+
+UNSEQUENCED = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+inline int bump(thread int& k) { return k++; }
+inline float pick(int p, int q, float right, float wrong) { return p > q ? right : wrong; }
+struct u_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    int k = 0;
+    BODY
+  }
+};
+REGISTER_UNARY_OP(u, float, float);
+"""
+
+
+@pytest.mark.parametrize(("body", "line"), [
+    # review 31's L12: g++ evaluates the two bumps right to left, Apple's clang left to right
+    ("return T(pick(bump(k), bump(k), float(x), -float(x)));", 10),
+    ("return T(pick(k++, k++, float(x), -float(x)));", 10),
+    # sequenced in statements of their own: one order everywhere
+    ("const int p = bump(k);\n    const int q = bump(k);\n    return T(pick(p, q, float(x), -float(x)));",
+     None),
+    # one argument that changes state: no other one to order it against
+    ("return T(pick(bump(k), 0, float(x), -float(x)));", None),
+])
+def test_a_call_whose_arguments_change_state_twice_is_noted(fixture_root, tmp_path, body, line):
+    from porter.emulate import frontend
+    text = UNSEQUENCED.replace("BODY", body)
+    views = frontend.views(text, tmp_path / "u.metal", fixture_root, use_cache=False)
+    assert all(not v.errors for v in views), [v.errors for v in views]
+    found = {c[1] for v in views for c in v.unsequenced}
+    assert found == ({line} if line else set()), found
