@@ -762,6 +762,8 @@ class EmulateBackend:
                 readings.append(("not proven", _SHIFTED_PAST_WIDTH))
             if undefined[0] & _OUT_OF_BOUNDS:
                 readings.append(("not proven", _INDEXED_PAST_BOUND))
+            if undefined[0] & _UNDEFINED_ARGUMENT:
+                readings.append(("not proven", _ARGUMENT_UNDEFINED))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1240,6 +1242,11 @@ _UNDEFINED_CONVERSION = 8
 _NAN_SIGN = 16
 _UNDEFINED_SHIFT = 32
 _OUT_OF_BOUNDS = 64
+_UNDEFINED_ARGUMENT = 128
+_ARGUMENT_UNDEFINED = (
+    "the kernel called clamp with its lower bound above its upper one, or extract_bits/"
+    "insert_bits past the type's width: Metal leaves the answer undefined, and what an Apple "
+    "GPU answers is not known here")
 _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")

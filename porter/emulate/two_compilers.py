@@ -25,8 +25,20 @@ from pathlib import Path
 
 from porter.source.cpp_scan import code_mask
 
-# what porter defines for the front end (frontend.defines) and the shim (porter/metal.h) alike
-AGREED = frozenset({"__METAL_VERSION__", "__METAL__", "__METAL_MACOS__", "__HAVE_BFLOAT__"})
+# what porter defines for the front end (frontend.defines) and the shim (porter/metal.h) alike,
+# with the value Apple's compiler gives it (a version number)
+AGREED = frozenset({"__METAL_VERSION__"})
+# ... and those whose being defined is modelled, not their value (`#if __HAVE_BFLOAT__ == 1`
+# asks what porter does not know: review 33's C30, C31); `__METAL_MACOS__` under every version
+# is not known either (C33: a measurement says metal4.0 does not define it)
+DEFINED_ONLY = frozenset({"__METAL__", "__HAVE_BFLOAT__"})
+# macros whose value differs between a Mac's build and the emulator's whatever the compiler
+# (the file's path, the build's time), and `__COUNTER__`, which counts differently per build
+_BUILD_VALUED = frozenset({"__FILE__", "__BASE_FILE__", "__FILE_NAME__", "__DATE__", "__TIME__",
+                           "__TIMESTAMP__", "__COUNTER__"})
+# a trigraph: replaced in C++14 (Metal 3.x, as the front end reads it), kept in C++17 (the
+# emulator's g++), review 33's C32
+_TRIGRAPH = re.compile(r"\?\?[=/'()!<>\-]")
 
 # attributes whose reading is the same in both, or that only Metal reads (g++ ignores them):
 # Metal's (MSL §5.2-§5.9, §4), C++'s standard ones, and clang/GCC ones that change no value
@@ -125,6 +137,13 @@ def code_mask_keep_includes(text: str) -> str:
 def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str] | None:
     """(file, line, why) of the first place where g++ may build the text otherwise than
     Metal's compiler, over `files` ((display name, text), the kernel file first), or None."""
+    for name, text in files:
+        trigraph = _TRIGRAPH.search(text)
+        if trigraph:
+            return (name, text.count("\n", 0, trigraph.start()) + 1,
+                    f"the trigraph `{trigraph.group()}` is replaced under Metal 3.x (C++14) and "
+                    "kept by the emulator's g++ (C++17): the two read other code; write it "
+                    "otherwise")
     masks = [(name, _joined(code_mask(text))) for name, text in files]
     defined = {m.group(1) for _, mask in masks for m in _DEFINE.finditer(mask)}
     predefined = None
@@ -132,8 +151,11 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
         for number, line in enumerate(mask.split("\n"), 1):
             directive = _DIRECTIVE.match(line)
             if directive:
-                for word in _NAME.findall(directive.group(2)):
-                    if word == "defined" or word in AGREED or word in defined:
+                rest = directive.group(2)
+                asked = _defined_only(directive.group(1), rest)
+                for word in _NAME.findall(rest):
+                    if word == "defined" or word in AGREED or word in defined or \
+                            word in DEFINED_ONLY and word in asked:
                         continue
                     if _reserved(word):
                         what = (f"`{word}`, which Apple's Metal compiler may answer otherwise "
@@ -148,6 +170,11 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
             if line.lstrip().startswith("#") and not re.match(r"^[ \t]*#[ \t]*define\b", line):
                 continue
             for word in _NAME.findall(line):
+                if word in _BUILD_VALUED:
+                    return (name, number,
+                            f"`{word}` differs between a Mac's build and the emulator's (the "
+                            "file's path, the build's time): what a Mac computes from it is not "
+                            "known here")
                 if not _reserved(word) or word in AGREED or word in defined:
                     continue
                 if predefined is None:
@@ -163,6 +190,19 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
                         "to read alike (g++ honours GCC's `optimize`, which clang ignores): what a "
                         "Mac builds is not known here; remove it")
     return None
+
+
+def _defined_only(kind: str, rest: str) -> set[str]:
+    """The names a condition asks only whether they are defined (`#ifdef X`, `defined(X)`),
+    never their value."""
+    if kind in ("ifdef", "ifndef", "elifdef", "elifndef"):
+        return set(_NAME.findall(rest)[:1])
+    inside = {a or b for a, b in _DEFINED.findall(rest)}
+    valued = set(_NAME.findall(_DEFINED.sub(" ", rest)))
+    return inside - valued
+
+
+_DEFINED = re.compile(r"\bdefined\s*\(\s*([A-Za-z_]\w*)\s*\)|\bdefined\s+([A-Za-z_]\w*)")
 
 
 def _attribute(line: str) -> str | None:

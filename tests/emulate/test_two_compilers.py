@@ -48,6 +48,13 @@ TABLE = [
     ("g++ macro in code", _file(body="    if (__x86_64__) return b;\n" + BODY), 5),
     ("g++ macro in a define", _file(after="#define WIDE __SIZEOF_LONG__\n"), 2),
     ("__LINE__ is everyone's", _file(body="    (void)__LINE__;\n" + BODY), None),
+    # review 33: the file's path (C07); a value porter does not model (C30, C31); the macOS
+    # macro, not known under every version (C33); a trigraph C++14 replaces and C++17 keeps (C32)
+    ("__FILE__", _file(body="    if (__FILE__[1] == 'U') return b;\n" + BODY), 5),
+    ("__HAVE_BFLOAT__'s value", _file(body=_branch("if __HAVE_BFLOAT__ + 0 == 1")), 5),
+    ("__METAL__ as defined", _file(body=_branch("if defined(__METAL__) && defined(__HAVE_BFLOAT__)")), None),
+    ("__METAL_MACOS__", _file(body=_branch("ifdef __METAL_MACOS__")), 5),
+    ("trigraph", _file(body="    // the end??/\n" + BODY), 5),
     # attributes
     ("optimize", _file(after="__attribute__((optimize(\"finite-math-only\"))) inline bool n(float x) "
                        "{ return x != x; }\n"), 2),

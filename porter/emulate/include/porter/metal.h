@@ -634,7 +634,7 @@ __attribute__((visibility("default"), weak)) const char* porter_fast_ran = nullp
 namespace detail {
 enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
              UNDEFINED_CONVERSION = 8, NAN_SIGN = 16, UNDEFINED_SHIFT = 32,
-             OUT_OF_BOUNDS = 64 };
+             OUT_OF_BOUNDS = 64, UNDEFINED_ARGUMENT = 128 };
 // Bit 16 (NAN_SIGN): the sign of x86's default NaN read (signbit, copysign's sign, as_type's
 // bits): an invalid operation (0/0, inf - inf) makes it negative here, and an Apple GPU, as
 // ARM does, makes it positive (review 31's N06). A NaN of the inputs (torch's is positive)
@@ -683,7 +683,9 @@ inline float fast_max(float x, float y) {
 inline float fast_min(float x, float y) {
   return undefined_on_nan(x != x || y != y, __builtin_fminf(x, y), UNDEFINED_FAST_NAN);
 }
+inline void undefined_argument(bool undefined);
 inline float fast_clamp(float x, float lo, float hi) {
+  undefined_argument(lo > hi);
   return undefined_on_nan(x != x || lo != lo || hi != hi,
                           __builtin_fminf(__builtin_fmaxf(x, lo), hi), UNDEFINED_FAST_NAN);
 }
@@ -878,8 +880,24 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T abs(T a) { return a < 0 ? T(-a) : a; }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
+namespace detail {
+// Bit 128 (UNDEFINED_ARGUMENT): a call whose arguments Metal leaves the answer of undefined
+// (clamp with minval > maxval; extract_bits/insert_bits past the width): a Mac answers
+// something porter cannot know, so the sample is not proven (review 33's C01-C03)
+inline void undefined_argument(bool undefined) {
+  if (undefined) porter_reached |= UNDEFINED_ARGUMENT;
+}
+template <typename T> constexpr bool greater(const T& a, const T& b) { return a > b; }
+template <typename T, int N> inline bool greater(const vec<T, N>& a, const vec<T, N>& b) {
+  for (int i = 0; i < N; ++i) if (a[i] > b[i]) return true;
+  return false;
+}
+}
 template <typename T, std::enable_if_t<!std::is_same_v<T, bfloat>, bool> = true>
-constexpr inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+inline T clamp(T x, T lo, T hi) {
+  detail::undefined_argument(detail::greater(lo, hi));
+  return min(max(x, lo), hi);
+}
 // Metal has no bfloat clamp: a bfloat call takes float's (bfloat converts to float) and
 // answers a float, as max and min of bfloat do here
 inline float clamp(bfloat x, bfloat lo, bfloat hi) { return clamp(float(x), float(lo), float(hi)); }
@@ -909,7 +927,7 @@ constexpr inline int max(bool a, bool b) { return max(int(a), int(b)); }
 constexpr inline int min(bool a, bool b) { return min(int(a), int(b)); }
 constexpr inline int abs(bool a) { return int(a); }
 constexpr inline int absdiff(bool a, bool b) { return absdiff(int(a), int(b)); }
-constexpr inline int clamp(bool x, bool lo, bool hi) { return clamp(int(x), int(lo), int(hi)); }
+inline int clamp(bool x, bool lo, bool hi) { return clamp(int(x), int(lo), int(hi)); }
 inline int clz(bool x) { return clz(int(x)); }
 inline int ctz(bool x) { return ctz(int(x)); }
 inline int popcount(bool x) { return popcount(int(x)); }
@@ -956,6 +974,7 @@ PORTER_MSL_INT constexpr inline T median3(T x, T y, T z) {
 // T and copies of bit offset + bits - 1 for a signed T; 0 when bits is 0 (MSL). offset + bits
 // past the width is undefined in Metal: computed here on the wide value.
 PORTER_MSL_INT inline T extract_bits(T x, uint offset, uint bits) {
+  detail::undefined_argument(offset + bits > sizeof(T) * 8);
   if (bits == 0) return T(0);
   using U = std::make_unsigned_t<T>;
   detail::uwide field = (detail::uwide(U(x)) >> offset) & ((detail::uwide(1) << bits) - 1);
@@ -964,6 +983,7 @@ PORTER_MSL_INT inline T extract_bits(T x, uint offset, uint bits) {
 }
 // base with bits [offset, offset + bits - 1] replaced by the low `bits` bits of insert (MSL).
 PORTER_MSL_INT inline T insert_bits(T base, T insert, uint offset, uint bits) {
+  detail::undefined_argument(offset + bits > sizeof(T) * 8);
   if (bits == 0) return base;
   using U = std::make_unsigned_t<T>;
   detail::uwide mask = ((detail::uwide(1) << bits) - 1) << offset;
