@@ -157,6 +157,9 @@ class EmulateBackend:
             unlike = self._unlike_gxx(host.metal)
             if unlike:
                 return unlike
+            elsewhere = self._library_unmodelled(host)
+            if elsewhere:
+                return elsewhere
             for call in host.calls:
                 # the call's kind and alpha as the host writes them, not the registration's
                 regs = lib.find(call.kernel)
@@ -336,6 +339,34 @@ class EmulateBackend:
                     "emulator's, right to left) and Apple's compiler (clang, left to right) "
                     "differ; compute them in statements of their own first")
         return self._math_modes[metal]
+
+    def _library_unmodelled(self, host) -> str | None:
+        """Not proven where the object a host function's exec_*_kernel call runs on is not the
+        bundled metallib (`static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();`,
+        declared once in the `.mm`), the one the kernel files are built into: a library built
+        at run time from a string holds other kernels (review 33's H02, H02b)."""
+        from porter.emulate import host_compile
+        from porter.source.cpp_scan import code_mask
+        mm = host_compile.host_file(self.root, host.function) if host.function else None
+        if mm is None or not host.calls:
+            return None
+        try:
+            text = mm.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        mask = code_mask(text)
+        for name in dict.fromkeys(_RECEIVER.findall(mask)):
+            bundled = re.findall(_BUNDLED.format(re.escape(name)), mask, re.M)
+            # every declaration of the name (a type, then the name, then `=`, `(`, `{` or `;`)
+            declared = [m.group(1) for m in re.finditer(
+                rf"\b([A-Za-z_][\w:]*(?:\s*<[^;{{}}]*>)?)\s*[&*]*\s*\b{re.escape(name)}\s*[=({{;]",
+                mask) if m.group(1) not in ("return", "else", "case", "throw", "delete")]
+            if len(bundled) != 1 or len(declared) != 1:
+                return (f"not proven: {self._rel(mm)}: the kernel call runs on `{name}`, which "
+                        "the file does not declare once as the bundled metallib (`static auto& "
+                        f"{name} = mps::MetalShaderLibrary::getBundledLibrary();`), the library "
+                        "the kernel files are built into: porter does not model another")
+        return None
 
     def _unlike_gxx(self, metal: Path) -> str | None:
         """Not proven where the emulator's g++ build may read the kernel file or a header it
@@ -1234,6 +1265,12 @@ def _unbuilt(name: str, reason: str) -> str:
 _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefined under fast "
                   "math"),
               (2, "fmedian3 got a NaN, which the specification does not define"))
+
+
+# the object a host's kernel call runs on, and its declaration as the bundled metallib
+_RECEIVER = re.compile(r"\b(\w+)\s*(?:\.|->)\s*exec_(?:unary|binary|ternary)_kernel")
+_BUNDLED = (r"^[ \t]*static\s+auto\s*&\s*{}\s*=\s*(?:(?:::)?at::native::)?(?:mps::)?"
+            r"MetalShaderLibrary::getBundledLibrary\(\)\s*;")
 
 
 # porter/metal.h's detail::UNDEFINED_CONVERSION (toolchain.FLAGS' float-cast-overflow check)

@@ -434,3 +434,27 @@ def test_an_mps_row_sent_to_another_function_is_not_proven(ported):
                                 "to threshold_out, the shared CPU/CUDA function whose stub runs it: a "
                                 "Mac runs threshold_out_mps for threshold.out, not the Metal kernel "
                                 "porter runs"), d["message"]
+
+
+@pytest.mark.parametrize(("declaration", "renamed", "code"), [
+    # review 33's H02: a library built at run time from a string holds other kernels
+    ('static mps::MetalShaderLibrary lib("kernel void copysign_dense_float_float() {}");', False, 1),
+    # the bundled library declared a second time under the name
+    ("static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
+     "static auto& lib2 = lib;", False, 0),
+])
+def test_the_kernel_call_runs_on_the_bundled_metallib(real_root, declaration, renamed, code):
+    path = real_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+    text = path.read_text()
+    bundled = "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();"
+    assert bundled in text
+    text = text.replace(bundled, declaration)
+    if renamed:
+        text = text.replace("lib.exec_", "bundled.exec_")
+    path.write_text(text)
+    result = porter("test", "copysign", "--device", "emulate", "--dtype", "float32",
+                    "--samples-only", root=real_root)
+    assert result.code == code, result.out
+    if code:
+        assert "the kernel call runs on `lib`, which the file does not declare once as the " \
+               "bundled metallib" in result.out, result.out
