@@ -139,7 +139,7 @@ def _module_code_differs(checkout: Checkout, installed: Checkout, db) -> list[st
         except (OSError, ValueError):
             other = ""
         # two parses of the 1.3 MB op database cost seconds: the answer is kept by content
-        digest = hashlib.sha256(b"module-code-1\0" + text.encode() + b"\0" + other.encode())
+        digest = hashlib.sha256(b"module-code-2\0" + text.encode() + b"\0" + other.encode())
         kept = cache_dir("opinfo") / f"module-{digest.hexdigest()[:32]}.json"
         try:
             answer = json.loads(kept.read_text())
@@ -174,7 +174,7 @@ def _first_new_statement(text: str, other: str) -> list | None:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
                           ast.ImportFrom)):
             continue
-        if _code_of(s) in known or _op_list(s):
+        if _code_of(s) in known or _op_list(s) or _imports_only(s):
             continue            # the OpInfos themselves are compared one by one
         return [s.lineno, ast.unparse(s).splitlines()[0][:70]]
     return None
@@ -185,10 +185,29 @@ def _code_of(stmt: ast.stmt) -> str:
 
 
 def _op_list(stmt: ast.stmt) -> bool:
-    """`op_db: list[OpInfo] = [...]` and the like: a list of OpInfo calls bound to a name."""
-    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    """`op_db: list[OpInfo] = [...]`, `op_db += [...]` and the like: a list of OpInfo calls bound
+    to a name or added to one, or another module's list added to one (`op_db +=
+    opinfo_definitions.op_db`): entries the OpInfo reader finds and compares one by one."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
+    if isinstance(stmt, ast.AugAssign) and (not isinstance(stmt.op, ast.Add)
+                                            or not isinstance(stmt.target, ast.Name)):
+        return False
+    if isinstance(stmt, ast.AugAssign) and isinstance(value, (ast.Name, ast.Attribute)):
+        return True
     return isinstance(value, (ast.List, ast.Tuple)) and bool(value.elts) and all(
         isinstance(e, ast.Call) or isinstance(e, ast.Starred) for e in value.elts)
+
+
+def _imports_only(stmt: ast.stmt) -> bool:
+    """An `if`/`try` that only imports (the miniature's `if TEST_SCIPY: import scipy.special`)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.If):
+        return all(map(_imports_only, stmt.body + stmt.orelse))
+    if isinstance(stmt, ast.Try):
+        return all(map(_imports_only, stmt.body + stmt.orelse + stmt.finalbody
+                       + [s for h in stmt.handlers for s in h.body]))
+    return False
 
 
 def _untested_dtypes(checkout, results, db) -> list[str]:
