@@ -57,7 +57,11 @@ WRITTEN_BY = {"frac": "migrate-from-mpsgraph", "sign": "migrate-from-mpsgraph",
 # disagree; float16 also rounds each CPU operation to half (2944 where float gives 2940)
 # special.log_ndtr: c10::metal::erfc is 1 - erf, zero past x = 5.5 in float, where the CPU's
 # log1p(-erfc(x/sqrt 2)/2) is a normal number (docs/red.md, "Lost precision, a real red")
+# the two special polynomials: a NaN or infinite float32 degree converted to int64, undefined in
+# Metal (x86's least integer here, an Apple GPU may saturate): not proven on float32
 REFERENCE_FAILS = {"tanh_backward": ("float32",),
+                   "special.laguerre_polynomial_l": ("float32",),
+                   "special.legendre_polynomial_p": ("float32",),
                    "special.log_ndtr": ("uint8", "int8", "int16", "int32", "int64", "float32"),
                    "logit_backward": ("float32", "float16", "bfloat16")}
 # verified ports whose own test writes them and runs `--reference-inputs` on every dtype
@@ -104,7 +108,8 @@ def _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree
     # inputs, with the first failing dtype
     fails = {v.op: v.failed_dtype for v in by_status.get(verifymod.FAILS, [])}
     assert fails == {"logit_backward": "float16", "tanh_backward": "float32",
-                     "special_log_ndtr": "uint8"}, fails
+                     "special_log_ndtr": "uint8", "special_laguerre_polynomial_l": "float32",
+                     "special_legendre_polynomial_p": "float32"}, fails
     assert all("(reference inputs)" in v.detail for v in by_status[verifymod.FAILS])
     refused = {v.op: v.detail for v in by_status[verifymod.REFUSED]}
     for op, why in REFUSED_AS_INCOMPLETE.items():
@@ -112,7 +117,7 @@ def _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree
     assert by_status.get(verifymod.NOT_RUN, []) == []
     # the counts the README states
     counts = {k: len(v) for k, v in by_status.items()}
-    assert counts == {"verified": 28, "fails": 3, "refused": 7}, counts
+    assert counts == {"verified": 26, "fails": 5, "refused": 7}, counts
     assert {v.op for v in by_status["verified"]} == {"frac", "sign", "signbit", "heaviside",
                                                      "softplus", "sub",
                                                      "logical_and", "logical_or", "logical_xor",
