@@ -5,12 +5,15 @@ then runs what g++ builds of the same text. Both agree where the text asks only 
 gives both compilers alike. A positive model of that, over the kernel file and every checkout
 header it includes (review 31):
 
-- a conditional directive (`#if`, `#ifdef`, ...) may test the macros porter defines for both
-  (`__METAL_VERSION__`, `__METAL__`, `__METAL_MACOS__`, `__HAVE_BFLOAT__`), a macro the files
-  define or undefine themselves, and a name outside the implementation's reserved names (no
-  compiler predefines one); anything else (`__clang__`, `__linux__`, `__cplusplus`,
-  `__has_include(<cmath>)`) may take another branch in g++ than on a Mac (L05-L09);
+- a conditional directive (`#if`, `#ifdef`, ...) may test `__METAL_VERSION__`, whether
+  `__METAL__` or `__HAVE_BFLOAT__` is defined (not their values: review 33's C30, C31), a macro
+  the files define or undefine themselves, and a name outside the implementation's reserved
+  names (no compiler predefines one); anything else (`__clang__`, `__linux__`, `__cplusplus`,
+  `__has_include(<cmath>)`, `__METAL_MACOS__`) may take another branch in g++ than on a Mac
+  (L05-L09; C33);
 - code may not use a macro g++ predefines (`__x86_64__`, `__GNUC__`): its value is g++'s there;
+  nor one whose value is the build's (`__FILE__`, `__DATE__`: C07); a trigraph is read
+  otherwise by C++14 and C++17 (C32);
 - an attribute is one of Metal's, a C++ standard one, or one both compilers read alike without
   changing a value; GCC's `optimize` (clang ignores it, g++ folds `x != x` under
   `finite-math-only`) and any other is not proven (L03, L04, L11).
