@@ -99,12 +99,7 @@ COLLECTION_TABLE = [
 
 @pytest.mark.parametrize(("old", "new", "says"), COLLECTION_TABLE, ids=[r[2][:40] for r in COLLECTION_TABLE])
 def test_what_makes_and_reaches_the_mps_test_is_a_positive_model(root, old, new, says):
-    path = root / TEST_MPS
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-    found = unmodelled(Checkout.at(root))
-    assert found is not None and found.startswith(f"{TEST_MPS}:") and says in found, found
+    test_test_code_porter_does_not_model_is_said_at_its_line(root, TEST_MPS, old, new, says)
 
 
 def test_upstreams_test_output_match_head_is_modelled(root):
