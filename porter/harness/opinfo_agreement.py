@@ -44,9 +44,54 @@ def notes(checkout, results, db) -> list[str]:
             where = f"{opinfos[0].path}:{opinfos[0].line}"
             found.append(f"the checkout's OpInfo for {name} ({where}) sends "
                          f"{', '.join(sorted(planned))} on MPS, {installed} sends "
-                         f"{', '.join(sorted(sent))}: a port registers the checkout's, this run "
-                         "tests the installed one's (build the checkout's torch to test its own)")
+                         f"{', '.join(sorted(sent))}: a port registers the checkout's, and the "
+                         "others are skipped, as a Mac's test_mps.py does not run them")
     return found
+
+
+def drop_unsent(checkout, results, db) -> None:
+    """Skip, in `results`, the dtypes the checkout's OpInfo stopped sending on MPS (a narrower
+    `dtypesIfMPS=` than the tested op database's): a Mac's test_output_match never runs them,
+    so they can neither pass nor fail the port (review 31's O03 was red on them). Only what
+    the two sources' static readings differ in, both read soundly, is dropped: a dtype the
+    reading misses in both stays tested. A wider checkout is unproven()'s."""
+    if checkout is None or getattr(db, "source", "") == "checkout":
+        return
+    torch_path = getattr(db, "torch_path", None)
+    if not torch_path or same_sources(checkout, torch_path):
+        return
+    from porter.harness.verdicts import SKIP, DtypeResult
+    from porter.source.opinfo_source import for_op, mps_dtypes
+
+    installed = Checkout(Path(torch_path).parent)
+    gone: dict[str, tuple] = {}
+    for r in results:
+        if getattr(r, "via", None):
+            continue        # a backward op's dtypes are its forward OpInfo's gradient ones
+        if r.name not in gone:
+            gone[r.name] = _dropped(checkout, installed, r.name, for_op, mps_dtypes)
+        dropped, where = gone[r.name]
+        for d in r.dtypes:
+            if d.dtype in dropped and d.outcome != SKIP:
+                # as a Mac reports it: not run (what this run measured would read as a verdict)
+                replace = DtypeResult(d.dtype, SKIP, expected_by=[where], seconds=d.seconds)
+                vars(d).update(vars(replace))
+                d.message = (f"not sent: the checkout's OpInfo for {r.name} ({where}) no longer "
+                             "sends these on MPS, so a Mac's test_mps.py does not run them")
+
+
+def _dropped(checkout, installed, name: str, for_op, mps_dtypes) -> tuple[set, str]:
+    """(dtypes the installed OpInfo of `name` sends on MPS and the checkout's does not, where)."""
+    op = name.removeprefix("nn.functional.").replace(".", "_", 1)
+    mine, _ = for_op(checkout, op)
+    theirs, _ = for_op(installed, op)
+    if not mine or not theirs or _unreadable_dtypes(mine, installed) is not None:
+        return set(), ""
+    if any(k.arg is None for o in theirs for k in o.node.keywords):
+        return set(), ""
+    if any(o.dtypes(k) is None for o in theirs for k in _DTYPE_KEYWORDS if k in o.kwargs):
+        return set(), ""
+    return set(mps_dtypes(theirs)) - set(mps_dtypes(mine)), f"{mine[0].path}:{mine[0].line}"
 
 
 def unproven(checkout, results, db) -> list[str]:

@@ -80,6 +80,7 @@ def run(opts: Options) -> int:
     header_gaps = backend.header_gaps() if hasattr(backend, "header_gaps") else []
     reference_gaps = list(opts.reference_gaps)
     from porter.harness import opinfo_agreement
+    opinfo_agreement.drop_unsent(checkout, results, ctx.db)
     reference_gaps += opinfo_agreement.unproven(checkout, results, ctx.db)
     upstream_note = None
     if opts.upstream:

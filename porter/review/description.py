@@ -124,6 +124,7 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
         # older than the kernel file, a checkout OpInfo that differs from the tested one
         from porter.harness import opinfo_agreement
         gaps = list(backend.header_gaps()) if hasattr(backend, "header_gaps") else []
+        opinfo_agreement.drop_unsent(checkout, results, ctx.db)
         gaps += opinfo_agreement.unproven(checkout, results, ctx.db)
     finally:
         close = getattr(backend, "close", None)

@@ -49,6 +49,31 @@ def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
     assert len(data["opinfo_source"]) == 1
 
 
+KERNELS = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+HYPOT_BODY = "c10::metal::hypot(::metal::fabs(float(a)), ::metal::fabs(float(b))));"
+
+
+@needs_cxx
+@pytest.mark.parametrize("wrong_on, code", [("is_same_v<T, half>", 0), ("is_same_v<T, float>", 1)])
+def test_a_dtype_the_checkout_no_longer_sends_is_skipped_as_a_mac_skips_it(real_root, wrong_on, code):
+    # review 31's O03 (a false red): the checkout's OpInfo narrows the MPS dtypes to float32, a
+    # Mac's test sends float32 alone; a functor wrong on half is green there, on float32 red
+    edit_cmi(real_root, HYPOT, HYPOT.replace("floating_types_and(torch.bfloat16, torch.half)",
+                                             "floating_types()"))
+    path = real_root / KERNELS
+    text = path.read_text()
+    assert text.count(HYPOT_BODY) == 1
+    path.write_text(text.replace(HYPOT_BODY, HYPOT_BODY.replace("float(b))))",
+                                                                f"float(b)) + ({wrong_on} ? 1 : 0)))")))
+    res = porter("test", "hypot", "--device", "emulate", "--samples-only", root=real_root)
+    assert res.code == code, res.out
+    assert ("skip float16, bfloat16: not sent: the checkout's OpInfo for hypot (torch/testing/"
+            "_internal/common_methods_invocations.py:") in res.out
+    assert "no longer sends these on MPS, so a Mac's test_mps.py does not run them" in res.out
+    assert ("FAIL float32" in res.out) is (code == 1)
+    assert "FAIL float16" not in res.out
+
+
 @needs_cxx
 def test_a_dtype_the_checkout_sends_and_the_run_did_not_test_is_not_proven(real_root):
     # the other way round from the test above: a Mac's test sends int32, this run cannot
