@@ -24,22 +24,31 @@ from porter.testing.trees import build_real_tree, fixture_root
 
 
 def pytest_addoption(parser):
-    parser.addoption("--quick", action="store_true",
-                     help="skip the slow end-to-end sweeps (marked `sweep`); CI runs them")
+    parser.addoption("--full", action="store_true",
+                     help="also run the tests marked `slow` (end-to-end ports and sweeps with "
+                          "the emulator's full verdict, seconds to minutes each); CI runs them")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "sweep: a slow end-to-end sweep over many ops "
-                                       "(skipped by --quick; CI runs every one)")
+    config.addinivalue_line("markers", "slow: an end-to-end run of seconds to minutes (a port "
+                                       "and its full verdict, a sweep over many ops): left "
+                                       "out unless --full; CI runs every one")
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--quick"):
+    """Without --full, the slow tests are deselected (pytest's summary counts them), so a
+    plain `python -m pytest tests` is the few-minute suite a contributor runs before a push."""
+    if config.getoption("--full"):
         return
-    skip = pytest.mark.skip(reason="a slow sweep: --quick leaves it out (CI runs it)")
-    for item in items:
-        if "sweep" in item.keywords:
-            item.add_marker(skip)
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_report_header(config):
+    if not config.getoption("--full"):
+        return "slow tests deselected: --full runs them (CI does)"
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

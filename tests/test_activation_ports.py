@@ -41,6 +41,7 @@ def _all(outcomes: dict, outcome: str, reference: bool) -> bool:
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_softplus_backward_gets_a_params_struct_kernel_in_the_activation_file(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "softplus_backward", root=real_root)
@@ -65,6 +66,7 @@ def test_softplus_backward_gets_a_params_struct_kernel_in_the_activation_file(re
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_one_shrink_backward_kernel_serves_both_shrink_backward_ops(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     first = porter("new-op", "hardshrink_backward", root=real_root)
@@ -111,6 +113,7 @@ def test_one_shrink_backward_kernel_serves_both_shrink_backward_ops(real_root, t
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_bool_the_stub_never_takes_is_left_to_the_meta_function(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     result = porter("new-op", "leaky_relu_backward", root=real_root)
@@ -139,6 +142,7 @@ def test_a_stub_that_takes_the_bool_is_refused(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_backward_op_without_an_out_overload_joins_its_function(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
@@ -219,6 +223,7 @@ def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, s
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tmp_path, monkeypatch):
     # threshold_backward_out runs threshold_stub with (threshold, 0) on an iterator reading self,
     # then grad: one threshold kernel, its params struct carrying the stub's two scalars, its
@@ -253,6 +258,7 @@ def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tm
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_both(
         real_root, tmp_path, monkeypatch):
     # threshold_stub serves threshold (every dtype, bool and integers included) and
@@ -278,6 +284,7 @@ def test_threshold_after_threshold_backward_finds_the_shared_kernel_written_for_
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_params_struct_the_family_header_already_declares_is_reused(real_root, tmp_path, monkeypatch):
     # upstream keeps ActivationKernel.metal's params structs in kernels/Activation.h (ELUParams,
     # ThresholdParams), which the kernel file includes: a port reuses the struct there, adding
@@ -323,6 +330,7 @@ _TWO_BRANCH_THRESHOLD = """void threshold_kernel(TensorIteratorBase& iter, const
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_root, tmp_path, monkeypatch):
     # threshold's iterator reads self twice: its CPU lambdas `(x, other)` become one-tensor
     # functors, the integer case's (`x <= threshold ? value : other`) as well as the
@@ -362,6 +370,7 @@ def test_threshold_before_threshold_backward_folds_its_integer_lambda_too(real_r
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_an_integer_scalar_taken_through_a_float_by_the_host_fails_the_reference_inputs(
         real_root, tmp_path, monkeypatch):
     # the host fills threshold's integer params with the scalars' to<int64_t>(); one that takes
@@ -380,6 +389,7 @@ def test_an_integer_scalar_taken_through_a_float_by_the_host_fails_the_reference
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_emulate_check_holds_the_ported_backward_kernels_to_their_ops(real_root, tmp_path, monkeypatch):
     """`porter emulate check` compares every registered kernel with torch on CPU: the backward
     kernels porter writes (params structs, operands in their iterator's order) included. Before:
@@ -461,6 +471,7 @@ def test_a_build_file_that_lists_the_hosts_by_name_gets_the_new_one_beside_them(
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_created_activation_host_file_builds_and_runs_its_kernel(real_root, tmp_path, monkeypatch):
     (real_root / ACT_HOST).unlink()
     git_init(real_root)

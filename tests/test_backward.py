@@ -69,6 +69,7 @@ def test_a_checkouts_own_derivatives_yaml_comes_first(mini_root):
 
 @needs_compiler
 @pytest.mark.parametrize("op", sorted(BODIES))
+@pytest.mark.slow
 def test_shared_row_port_runs_the_emulated_backward_test(real_root, tmp_path, monkeypatch, op):
     git_init(real_root)
     migrated = porter("migrate-from-mpsgraph", op, "--body", BODIES[op], root=real_root)
@@ -98,6 +99,7 @@ def test_shared_row_port_runs_the_emulated_backward_test(real_root, tmp_path, mo
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_wrong_body_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     assert porter("migrate-from-mpsgraph", "sigmoid_backward", "--body", "grad_output * output",
@@ -119,6 +121,7 @@ TORCH_IMPL_FUNC(tanh_backward_out_mps)(const Tensor& grad_output, const Tensor& 
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_in_place_port_keeps_the_row_and_runs_the_kernel_from_the_impl(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     before = snapshot(real_root)
@@ -189,6 +192,7 @@ def test_a_body_in_the_forward_names_is_refused(real_root):
     assert "uses a and b, but the functor's arguments are grad_output and output" in result.err
 
 
+@pytest.mark.slow
 def test_backward_op_on_cpu_compares_the_cpu_op_with_itself(real_root, tmp_path):
     junit = tmp_path / "junit.xml"
     result = porter("test", "sigmoid_backward", "--device", "cpu", "--json", "--junit", str(junit),
@@ -298,6 +302,7 @@ TORCH_IMPL_FUNC(other_out_mps)(const Tensor& self, const Tensor& out) {
     assert in_place.has_library(with_lib)
 
 
+@pytest.mark.slow
 def test_porter_test_runs_where_expecttest_is_not_installed(tmp_path):
     """The CUDA machine the README's --grad command targets has torch but no expecttest."""
     import subprocess

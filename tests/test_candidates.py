@@ -73,6 +73,7 @@ def test_real_tree_finds_the_known_ops(real_root):
 
 
 @pytest.mark.parametrize("tree", ["mini_root"])
+@pytest.mark.slow
 def test_automatic_agrees_with_the_commands(tree, request):
     """AUTO says yes exactly when the command writes the body itself (no --body, no skeleton)."""
     root = request.getfixturevalue(tree)

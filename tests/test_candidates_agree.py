@@ -53,7 +53,7 @@ def _check_static(row: dict, root) -> str:
     return "refuses"
 
 
-@pytest.mark.sweep     # a full verdict twice (~1-3 min): --quick skips it, CI runs it
+@pytest.mark.slow      # a full verdict twice (~1-3 min): --full runs it, CI does
 @needs_emulator
 def test_a_measured_green_port_says_yes_and_its_command_is_green(mini_root):
     pytest.importorskip("torch")
@@ -100,7 +100,7 @@ def test_a_measured_red_port_says_fails_and_a_stale_record_says_nothing(mini_roo
     assert rows["sign"]["auto"] == "unverified" and rows["frac"]["auto"] == "unverified"
 
 
-@pytest.mark.sweep     # slow (minutes): --quick skips it, CI runs it
+@pytest.mark.slow      # minutes: --full runs it, CI does
 @needs_emulator
 def test_every_candidate_agrees_with_its_commands_dry_run_and_real_verdict(mini_root, tmp_path):
     # the done-when line: for every candidate of the miniature, AUTO (measured by --verify and

@@ -168,6 +168,7 @@ aten/src/ATen/native/mps/kernels/BinaryKernel.metal:83: PORTER014 skeleton-funct
 """)
 
 
+@pytest.mark.slow
 def test_a_kernel_only_complex_inputs_reach_misses_no_real_dtype(mini_root, capsys):
     """sgn_out runs sign_stub for real inputs and sgn_stub for complex ones: sgn's kernel,
     registered for float2 and half2 alone, misses nothing (PORTER011 said it lacked every real
@@ -494,6 +495,7 @@ def test_a_changed_c10_metal_header_touches_the_ops_of_the_files_including_it(re
     assert "c10/metal/utils.h" in out and "hypot, used by functor hypot of BinaryKernel.metal" in out
 
 
+@pytest.mark.slow
 def test_three_ports_list_exactly_the_ported_ops(real_root, capsys):
     # issue 23: after new-op heaviside, migrate sign and migrate softplus, the list held `std`,
     # `take` and `to`, from identifiers in softplus's deleted MPSGraph code

@@ -33,6 +33,7 @@ def recorded(real_root):
     return real_root
 
 
+@pytest.mark.slow
 def test_a_recorded_tree_is_clean_and_a_new_mistake_is_found(recorded):
     code, out, err = _check(recorded, "--baseline", ".porter-baseline.json")
     # paths given to --baseline are the user's: relative to where porter runs

@@ -111,6 +111,7 @@ def runner_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_check_and_emulate_jobs_run_on_a_pull_request(mini_root, tmp_path, runner_env):
     fork_with_pr(mini_root)
     workflow = yaml.safe_load(render_workflow(porter_spec="porter-mps @ git+https://github.com/example/porter@0123456789abcdef0123456789abcdef01234567"))

@@ -47,6 +47,7 @@ def test_the_port_writes_the_complex_overload_and_its_routine_into_utils_h(real_
 
 @needs_gxx
 @pytest.mark.parametrize("op", ["acosh", "asinh", "atanh"])
+@pytest.mark.slow
 def test_ported_from_the_cpu_lambda_green_with_reference_inputs(real_root, op):
     # every dtype the MPS test sends, complex64 included, with the reference inputs: signed
     # zeros on the branch cuts, +-inf and NaN in both parts, values up to 1e20 and max/4
@@ -67,6 +68,7 @@ def _planned(root, op):
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_wrong_on_purpose_a_naive_z_squared_overflows_and_fails_complex64(real_root):
     # asinh without its log(2z) branch computes z * z + 1 for |z| = 1e20 (the reference inputs'
     # large values): NaN, where the CPU gives 46.75 + i pi/4
@@ -81,6 +83,7 @@ def test_wrong_on_purpose_a_naive_z_squared_overflows_and_fails_complex64(real_r
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_wrong_on_purpose_a_lost_signed_zero_on_the_cut_fails_complex64(real_root):
     # asinh(-0 + 2i) = -1.317 + i pi/2: the sign of the zero real part picks the side of the cut.
     # Putting the sign back by comparison (x < 0) reads -0 as +0 and lands on the other side
@@ -96,6 +99,7 @@ def test_wrong_on_purpose_a_lost_signed_zero_on_the_cut_fails_complex64(real_roo
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_wrong_on_purpose_the_routine_missing_from_c10_metal_is_a_build_error_naming_it(real_root):
     from porter.harness.measure_port import measure
     pytest.importorskip("torch")
@@ -117,6 +121,7 @@ def test_without_c10_metal_in_the_checkout_the_complex_body_is_still_asked_for(m
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_reference_inputs_say_where_a_macs_cpu_reference_is_no_answer(real_root):
     # a Mac's CPU computes asinh of a complex<float> by libc++'s formula, which cancels for a
     # negative real part and overflows beyond 1.8e19: porter's reference inputs are held to the

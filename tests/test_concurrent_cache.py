@@ -18,9 +18,9 @@ from tests.porter_run import git_init, porter
 REPO = Path(__file__).resolve().parents[1]
 DTYPES = ("int32", "float32")
 
-# five porter runs, each building every kernel under eviction: a sweep (--quick skips it)
+# five porter runs, each building every kernel under eviction: slow (--full runs it)
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++"),
-              pytest.mark.sweep]
+              pytest.mark.slow]
 
 
 def _start(root: Path, cache: Path) -> subprocess.Popen:
@@ -43,6 +43,7 @@ def _verdicts(proc: subprocess.Popen) -> tuple[int, dict[str, str]]:
     return proc.returncode, rows
 
 
+@pytest.mark.slow
 def test_four_runs_on_one_evicting_cache_give_the_verdicts_of_a_lone_run(mini_root, tmp_path):
     git_init(mini_root)
     assert porter("new-op", "heaviside", root=mini_root).code == 0

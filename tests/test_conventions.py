@@ -61,6 +61,7 @@ def test_the_reference_exit_code_table_is_the_module():
     assert {name: int(code) for code, name in rows} == module
 
 
+@pytest.mark.slow
 def test_no_command_or_error_class_spells_an_exit_code_as_a_number():
     numbered = []
     for path in sorted((REPO / "porter").rglob("*.py")):

@@ -109,6 +109,7 @@ def test_which_cpu_changes_reach_an_op(real_root):
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+@pytest.mark.slow
 def test_porter_test_changed_since_is_not_proven_when_the_pr_edits_the_cpu_kernel(real_root, tmp_path,
                                                                                   monkeypatch):
     monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
@@ -143,6 +144,7 @@ def test_porter_test_changed_since_is_not_proven_when_the_pr_edits_the_cpu_kerne
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+@pytest.mark.slow
 def test_plain_porter_test_on_a_branch_that_changed_the_cpu_kernel_is_not_proven(real_root):
     # review34 finding 5: a branch commits a change to heaviside's CPU lambda; plain `porter test`
     # compared the port with the installed torch's CPU and said green (exit 0, no note), where a

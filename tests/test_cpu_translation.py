@@ -106,6 +106,7 @@ def test_wrong_on_purpose_a_local_read_through_another_local_is_kept():
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_hardsigmoid_keeps_nan_where_metals_bare_min_loses_it(real_root):
     # hardsigmoid off MPS (as before upstream's port): porter's port from the CPU lambda passes
     # the reference inputs (NaN among them); the same port with Metal's bare min/max (what
@@ -146,6 +147,7 @@ def test_a_math_h_helper_becomes_a_metal_function_with_the_helpers_it_calls(real
     assert "inline T calc_ndtri(T y0) {" in text and "::precise::log(y)" in text
 
 
+@pytest.mark.slow
 def test_the_port_defines_the_helper_in_special_math_h(real_root):
     from tests.porter_run import porter
     result = porter("new-op", "special_ndtri", "--dry-run", root=real_root)
@@ -198,6 +200,7 @@ def test_wrong_on_purpose_another_op_of_the_stub_keeps_both_tensors(real_tree_te
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_logical_not_is_one_truth_template_complex_included(real_root):
     # logical_not's lambda `static_cast<scalar_t>(!a)` (self_t in, the output's dtype out): one
     # template reading x as a truth value, complex64 registered -> bool, and the emulated test
@@ -285,6 +288,7 @@ def test_wrong_on_purpose_lambdas_chosen_by_the_tensors_are_not_a_scalar_branch(
 
 
 @needs_gxx
+@pytest.mark.slow
 def test_wrong_on_purpose_logit_with_its_branch_inverted_fails_the_reference_inputs(real_root):
     # the port of logit from its two CPU lambdas passes the reference inputs; the same functor
     # with the scalar's branch inverted (the clamp taken when eps < 0) fails them
@@ -345,6 +349,7 @@ def test_wrong_on_purpose_complex_arithmetic_in_a_helper_is_refused(real_root, o
      "the CPU's each part times 1 / |z|: at 8.5e37-8.5e37i the GPU flushes 1 / |z| (8.3e-39) "
      "to 0 and answers 0 where the CPU keeps it and answers 0.707-0.707i"),
 ], ids=["zero-gives-nan", "signed-parts", "no-division", "scaled-by-a-flushed-reciprocal"])
+@pytest.mark.slow
 def test_wrong_on_purpose_sgn_without_what_the_cpu_formula_says_is_red(real_root, wrong, replacement, why):
     # after sign's port, sgn's complex64 kernel from sgn_impl passes the samples and reference
     # inputs; without its zero test, with the parts' signs in the magnitude, without the

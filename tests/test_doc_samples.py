@@ -20,7 +20,7 @@ def test_the_pages_with_samples_include_the_walk_and_the_red_page():
     assert {"README.md", "red.md"} <= names, names
 
 
-@pytest.mark.sweep          # minutes: every documented command, ports and full verdicts included
+@pytest.mark.slow           # minutes: every documented command, ports and full verdicts included
 @pytest.mark.parametrize("page", CHECKED, ids=lambda p: p.name)
 def test_the_samples_are_real_output(page, tmp_path):
     pytest.importorskip("torch")

@@ -13,6 +13,7 @@ from tests.porter_run import git_init, porter
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
 
 
+@pytest.mark.slow
 def test_ported_functors_match_cpu_under_emulation(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     for op in ("heaviside", "special_log_ndtr"):
@@ -47,6 +48,7 @@ SGN_COMPLEX_BODY = ("(x.x == 0 && x.y == 0) ? float2(0, 0) : "
                     "float2(x) / precise::sqrt(float(x.x) * float(x.x) + float(x.y) * float(x.y))")
 
 
+@pytest.mark.slow
 def test_a_migration_with_a_complex_body_passes_the_complex_test(mini_root, tmp_path, monkeypatch):
     # sgn is in SUPPORTED_COMPLEX_OPS: its MPS test sends complex64 (through the VEC2 macro)
     git_init(mini_root)

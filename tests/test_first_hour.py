@@ -59,6 +59,7 @@ def test_the_dependencies_cover_what_test_and_formatting_import():
     assert "torch" not in names       # the user's own install (README, "Set up")
 
 
+@pytest.mark.slow
 def test_device_auto_is_the_default_and_means_emulate_off_a_mac(mini_root, monkeypatch):
     from porter.commands import common
 
@@ -217,6 +218,7 @@ def wrong_heaviside(mini_root):
     return mini_root
 
 
+@pytest.mark.slow
 def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wrong_heaviside, tmp_path):
     result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", root=wrong_heaviside)
     assert result.code == 1
@@ -244,6 +246,7 @@ def test_a_wrong_functor_shows_the_inputs_and_values_of_its_first_mismatches(wro
     assert github.code == 1 and github.out.startswith("::error title=porter test heaviside int32%3A fail::")
 
 
+@pytest.mark.slow
 def test_sample_n_prints_that_samples_shapes_and_arguments(wrong_heaviside):
     result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", "--sample", "1",
                     root=wrong_heaviside)
@@ -251,6 +254,7 @@ def test_sample_n_prints_that_samples_shapes_and_arguments(wrong_heaviside):
     assert "input int32 (" in line and "args[0] int32 (" in line and "[" in line
 
 
+@pytest.mark.slow
 def test_a_right_functor_shows_no_mismatch_table(mini_root):
     assert porter("new-op", "heaviside", "--allow-dirty", root=mini_root).code == 0
     result = porter("test", "heaviside", "--device", "emulate", "--dtype", "int32", root=mini_root)
@@ -260,6 +264,7 @@ def test_a_right_functor_shows_no_mismatch_table(mini_root):
     assert data["ops"][0]["dtypes"][0]["mismatches"] == []
 
 
+@pytest.mark.slow
 def test_test_says_it_is_running_with_v_off_a_terminal_and_nothing_otherwise(mini_root):
     loud = porter("test", "neg", "--device", "emulate", "--dtype", "float32", "-v", root=mini_root)
     assert loud.code == 0 and "porter test neg: running on emulate ...\n" in loud.err
@@ -267,6 +272,7 @@ def test_test_says_it_is_running_with_v_off_a_terminal_and_nothing_otherwise(min
     assert plain.code == 0 and "running on" not in plain.err
 
 
+@pytest.mark.slow
 def test_test_colours_its_verdicts_only_when_asked_off_a_terminal(mini_root):
     painted = porter("test", "neg", "--device", "emulate", "--dtype", "float32", "--color", "always",
                      root=mini_root)
@@ -320,6 +326,7 @@ def test_what_the_readme_says_of_a_port_without_torch_and_of_checks_summary(mini
     assert "$ porter check                   # findings on stdout; this summary line on stderr" in readme
 
 
+@pytest.mark.slow
 def test_a_reference_input_failure_shows_the_float64_value_and_stays_red(wrong_heaviside):
     # porter's own reference inputs: the table adds the op's float64 value and which side is
     # within tolerance of it; the planted functor (heaviside(0, b) answers 0) is the side off

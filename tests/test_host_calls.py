@@ -56,6 +56,7 @@ def outcomes(root: Path, op: str, *dtypes: str) -> tuple[int, dict[str, dict]]:
     return res.code, by_dtype(data)
 
 
+@pytest.mark.slow
 def test_the_ports_as_written_pass(ported):
     """The baseline each edit below breaks."""
     for op, dtypes in (("logit", ("float16", "float32")), ("nan_to_num", ("bfloat16", "float32")),
@@ -73,6 +74,7 @@ def test_the_ports_as_written_pass(ported):
                  id="if-0"),
     pytest.param("  return;\n" + LOGIT_CALL, "follows the unconditional return on line 43", id="after-return"),
 ])
+@pytest.mark.slow
 def test_a_host_function_whose_call_never_runs_fails(ported, new, says):
     """A Mac runs no kernel: the output is never written. porter read the call from the raw
     text and ran the kernel: every dtype passed."""
@@ -93,6 +95,7 @@ def test_a_host_function_whose_call_never_runs_fails(ported, new, says):
     assert says in findings[0]["message"]
 
 
+@pytest.mark.slow
 def test_a_call_under_an_undecidable_condition_is_not_proven(ported):
     with edited(ported, UNARY, LOGIT_CALL, "#if PORTER_FLAG\n" + LOGIT_CALL + "#endif\n"):
         code, by = outcomes(ported, "logit", "float32")
@@ -102,6 +105,7 @@ def test_a_call_under_an_undecidable_condition_is_not_proven(ported):
         "under `#if PORTER_FLAG` (operations/UnaryKernel.mm:44)"), by["float32"]["message"]
 
 
+@pytest.mark.slow
 def test_a_scalar_type_the_call_names_picks_the_kernel(ported):
     """`exec_unary_kernel(iter, "logit", eps, ScalarType::Float)` on half looks up
     `logit_dense_half_half_float` (upstream: the alpha's type is the one named, else the common
@@ -146,6 +150,7 @@ def test_a_scalar_type_the_call_names_picks_the_kernel(ported):
                  "UnaryKernel.metal registers with REGISTER_UNARY_ALPHA_OP",
                  id="no-scalar-for-an-alpha-kernel"),
 ])
+@pytest.mark.slow
 def test_a_call_of_another_kind_than_the_kernel_fails(ported, rel, op, old, new, says):
     with edited(ported, rel, old, new):
         code, by = outcomes(ported, op, "float32")
@@ -153,6 +158,7 @@ def test_a_call_of_another_kind_than_the_kernel_fails(ported, rel, op, old, new,
     assert says in by["float32"]["message"], by["float32"]["message"]
 
 
+@pytest.mark.slow
 def test_a_host_function_the_stub_cannot_take_fails(ported):
     """`porter check` reports PORTER022; a Mac does not compile the REGISTER_DISPATCH."""
     head = "static void logit_kernel(TensorIteratorBase& iter, const Scalar& eps) {"
@@ -171,6 +177,7 @@ NAN_DISPATCH = "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, iter.common_dt
 NAN_CALL = '  lib.exec_unary_kernel_with_params(iter, "nan_to_num"'
 
 
+@pytest.mark.slow
 def test_a_dtype_the_host_dispatch_drops_fails(ported):
     """nan_to_num's host dispatches on the iterator's dtype; without kBFloat16 a Mac raises
     `"nan_to_num_mps" not implemented for 'BFloat16'`. porter passed bfloat16."""
@@ -192,6 +199,7 @@ def test_a_dtype_the_host_dispatch_drops_fails(ported):
                  "not proven: nan_to_num_kernel (operations/UnaryKernel.mm:61): `TORCH_CHECK(nan.value_or(0.) "
                  "< 1e6, ...)` is a check porter does not evaluate", id="a-check-porter-cannot-evaluate"),
 ])
+@pytest.mark.slow
 def test_a_host_check_refuses_or_is_not_proven(ported, check, failing, says):
     with edited(ported, UNARY, NAN_CALL, f"  {check}\n{NAN_CALL}"):
         code, by = outcomes(ported, "nan_to_num", "bfloat16", "float32", "int32")
@@ -203,6 +211,7 @@ def test_a_host_check_refuses_or_is_not_proven(ported, check, failing, says):
     assert by["int32"]["outcome"] == "pass"
 
 
+@pytest.mark.slow
 def test_a_yaml_row_sent_back_to_a_deleted_mps_function_fails(ported):
     """The migration deleted logit_out_mps (MPSGraph) and routed logit.out to the shared
     logit_out; a row restored to `MPS: logit_out_mps` does not link on a Mac. porter ran the
@@ -217,6 +226,7 @@ def test_a_yaml_row_sent_back_to_a_deleted_mps_function_fails(ported):
             "fails to link") in by["float32"]["message"]
 
 
+@pytest.mark.slow
 def test_other_host_code_for_a_dtype_is_not_proven(ported):
     """A branch that runs code of its own and returns before the kernel call: for the dtypes
     taking it, MPS does not run the kernel porter runs. porter passed bfloat16 on the kernel."""
@@ -229,6 +239,7 @@ def test_other_host_code_for_a_dtype_is_not_proven(ported):
             "(iter.common_dtype() == kBFloat16)` leaves before the kernel call") in by["bfloat16"]["message"]
 
 
+@pytest.mark.slow
 def test_a_host_that_ignores_posinf_fails_the_reference_inputs(ported):
     """upstream's nan_to_num samples pass none of nan, posinf, neginf: a host that always sends
     the dtype's max for +inf passed every row, as it passes a Mac's test, yet answers 65504 where
@@ -245,6 +256,7 @@ def test_a_host_that_ignores_posinf_fails_the_reference_inputs(ported):
                                         ("shapes", "float32"): "pass", ("shapes", "float16"): "pass"}, by
 
 
+@pytest.mark.slow
 def test_a_bare_return_for_one_dtype_fails_it(ported):
     """`if (dtype == kHalf) return;` before the kernel call leaves a half output unwritten."""
     old = "  NanToNumParams<float> params;\n"

@@ -73,6 +73,7 @@ def outcomes(root: Path, op: str, *args: str) -> tuple[int, dict[str, dict]]:
 
 @pytest.mark.parametrize("wrap", [("#if 0\n", "#endif\n"), ("#if 1\n#else\n", "#endif\n")],
                          ids=["if-0", "else-of-if-1"])
+@pytest.mark.slow
 def test_a_registration_the_preprocessor_drops_registers_nothing(real_root, wrap):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     code, by = outcomes(real_root, "heaviside", "--dtype", "float32")
@@ -104,6 +105,7 @@ def test_a_registration_the_preprocessor_drops_registers_nothing(real_root, wrap
         in by["float32"]["message"], by
 
 
+@pytest.mark.slow
 def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
     assert SUB_OUT in (real_root / NATIVE / "BinaryOps.cpp").read_text()
     route_mps_to_shared(real_root, "    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA, MPS: sub_out\n")
@@ -127,6 +129,7 @@ def test_sub_runs_the_add_kernel_with_minus_alpha(real_root):
     assert "MPS raises 'add_stub: missing kernel for mps'" in by["float32"]["message"]
 
 
+@pytest.mark.slow
 def test_sub_is_ported_as_its_row_joining_sub_out_which_runs_add_with_minus_alpha(real_root):
     """sub_out runs add_stub with -alpha, and add_stub has its MPS kernel (add_alpha): the port
     is sub.out's MPS row joining sub_out, nothing in the kernel or host files; the test runs
@@ -160,6 +163,7 @@ def test_migrating_sub_is_refused_while_add_stub_has_no_mps_kernel(real_root):
     assert "the add_alpha kernel aten/src/ATen/native/mps/kernels/BinaryKernel.metal registers" in res.err
 
 
+@pytest.mark.slow
 def test_sgn_is_ported_with_sign_while_sign_has_no_kernel_and_follows_sign_stub(real_root):
     # the tree's UnaryOps.cpp carries sgn_out as upstream writes it (SGN_OUT)
     assert SGN_OUT in (real_root / NATIVE / "UnaryOps.cpp").read_text()
@@ -216,6 +220,7 @@ def test_sgn_is_ported_with_sign_while_sign_has_no_kernel_and_follows_sign_stub(
     assert "REGISTER_UNARY_OP(sgn, float, float)" not in res.out
 
 
+@pytest.mark.slow
 def test_branches_porter_cannot_read_are_not_proven(real_root):
     edit_function(real_root, "BinaryOps.cpp", SUB_CALL,
                   "  if (alpha.isIntegral(false)) {\n    add_stub(device_type(), *this, -alpha);\n"
@@ -235,6 +240,7 @@ def test_branches_porter_cannot_read_are_not_proven(real_root):
 @pytest.mark.parametrize("condition", ["#if PORTER_SOME_BUILD_FLAG\n", "#ifdef PORTER_SOME_BUILD_FLAG\n",
                                        "#if defined(PORTER_A) && PORTER_B > 2\n"],
                          ids=["if-unknown", "ifdef-unknown", "if-expression"])
+@pytest.mark.slow
 def test_a_registration_under_a_condition_porter_cannot_evaluate_is_not_proven(real_root, condition):
     """Whether a REGISTER_DISPATCH under `#if FLAG` registers depends on what the build defines:
     with FLAG undefined (as the C preprocessor reads it, 0) a Mac says 'missing kernel'.
@@ -263,6 +269,7 @@ def test_a_registration_under_a_condition_porter_cannot_evaluate_is_not_proven(r
     assert "next: porter check\n" in status.out
 
 
+@pytest.mark.slow
 def test_a_kernel_registration_under_a_build_flag_is_not_counted_by_check_or_status(real_root):
     """The .metal side: `REGISTER_INTEGER_BINARY_OP(heaviside)` under `#ifdef FLAG` makes no
     integer kernel in a build without FLAG; check and status counted the integers as
@@ -336,6 +343,7 @@ def test_a_port_whose_shared_kernel_has_no_body_here_is_not_proven(real_root, op
     # a name computed at run time (gelu's shape)
     '  const char* name = iter.numel() < 1000 ? "heaviside" : "heaviside_large";\n'
     '  lib.exec_binary_kernel(iter, name);\n'], ids=["if-else", "computed-name"])
+@pytest.mark.slow
 def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, body):
     """`heaviside_large` is no kernel of the file: a Mac fails every large input, while porter
     ran `heaviside` on every sample and said pass (if-else), or skipped (computed name)."""
@@ -354,6 +362,7 @@ def test_a_host_that_picks_its_kernel_name_at_run_time_is_not_proven(real_root, 
 
 
 @pytest.mark.parametrize("second", ["same-file", "other-file", "mpsgraph-file"])
+@pytest.mark.slow
 def test_a_stub_registered_twice_is_not_green(real_root, second):
     """Wrong on purpose: a second REGISTER_DISPATCH of heaviside_stub, on another function
     that runs the wrong kernel. porter ran the first registration and said pass, exit 0. In

@@ -10,6 +10,7 @@ import pytest
 from porter.emulate import client
 
 
+@pytest.mark.slow
 def test_a_kernel_that_never_returns_fails_after_the_watchdog(tmp_path, monkeypatch):
     hang = tmp_path / "worker.py"
     hang.write_text("import time\ntime.sleep(120)\n")
@@ -23,6 +24,7 @@ def test_a_kernel_that_never_returns_fails_after_the_watchdog(tmp_path, monkeypa
     worker.close()
 
 
+@pytest.mark.slow
 def test_the_limit_is_cpu_time_so_a_loaded_machine_does_not_fail_a_kernel(tmp_path, monkeypatch):
     """Wrong on purpose for a wall-clock watchdog: this worker takes 3 s of wall time but
     almost no CPU (as a kernel does when the machine's other processes hold the cores): a

@@ -54,6 +54,7 @@ def _emulated(root, op: str, *extra: str):
 
 
 @pytest.mark.parametrize("op", sorted(FUNCTORS))
+@pytest.mark.slow
 def test_migrated_logical_op_builds_and_passes_every_dtype_with_reference_inputs(
         real_root, tmp_path, monkeypatch, op):
     git_init(real_root)
@@ -142,6 +143,7 @@ def test_the_generated_files_of_logical_and(real_root):
 """)
 
 
+@pytest.mark.slow
 def test_a_complex_body_that_reads_the_real_part_only_fails_the_reference_inputs(
         real_root, tmp_path, monkeypatch):
     """MPSGraph's old mistake (a complex input cast to bool by its real part): upstream's own
@@ -156,6 +158,7 @@ def test_a_complex_body_that_reads_the_real_part_only_fails_the_reference_inputs
     assert code == 1
 
 
+@pytest.mark.slow
 def test_a_float_output_registration_fails_every_dtype(real_root, tmp_path, monkeypatch):
     """A hand edit that registers the bool functor float -> float: the file does not build on a
     Mac (the registration's static_assert), so every dtype fails and porter test exits 1."""

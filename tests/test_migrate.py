@@ -533,6 +533,7 @@ def test_json_output(mini_root):
      "#include <ATen/ops/asinh_native.h>"),
 ])
 @pytest.mark.parametrize("tree", ["mini_root", "real_root"])
+@pytest.mark.slow
 def test_end_to_end(op, gone, include, tree, request):
     root = request.getfixturevalue(tree)
     git_init(root)

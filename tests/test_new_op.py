@@ -305,6 +305,7 @@ def test_untranslatable_lambda_gives_failing_skeleton(mini_root):
     ("special_log_ndtr", {YAML, UNARY_METAL, UNARY_MM, COMMON_MPS, SPECIAL}),
 ])
 @pytest.mark.parametrize("tree", ["mini_root", "real_root"])
+@pytest.mark.slow
 def test_end_to_end(op, files, tree, request):
     root = request.getfixturevalue(tree)
     git_init(root)
@@ -454,6 +455,7 @@ def test_ops_with_arguments_a_functor_cannot_take_are_refused(real_tree_template
     assert result.code == 2 and says in result.err, result.err
 
 
+@pytest.mark.slow
 def test_a_hand_written_functor_that_cannot_take_the_tests_dtypes_is_refused(real_tree_template):
     """The fixture's BinaryKernel.metal has upstream's complex-only mul_functor (float2, half2):
     porter registers the dtypes mul's MPS test sends, the build shows the functor does not take
@@ -484,6 +486,7 @@ def test_a_rerun_registers_the_dtypes_a_port_lacks(real_root):
     assert "nothing to do" in porter("new-op", "heaviside", root=real_root).out
 
 
+@pytest.mark.slow
 def test_a_registration_under_if_0_is_no_registration(real_root):
     """Wrong on purpose: sign's bool registration put under `#if 0` (a Mac compiles none).
     Before, porter's scan counted it: `check` said nothing, `status` listed bool -> bool and a
@@ -591,6 +594,7 @@ def test_a_rerun_on_an_already_registered_kernel(real_tree_template, op, code, s
     assert says in result.out + result.err
 
 
+@pytest.mark.slow
 def test_a_port_without_numpy_is_written_and_untested_not_red(mini_root, tmp_path):
     # without numpy, torch warned "Failed to initialize NumPy" and the port was called red
     # (exit 1, "table above") though nothing ran: it is an environment to fix (exit 2)

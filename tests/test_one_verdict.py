@@ -19,6 +19,7 @@ WRONG_AT_ZERO_FOR_FLOATS = "    return a == 0 && T(1) / T(2) == T(0) ? b : stati
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_functor_wrong_at_zero_for_floats_is_red_in_every_command_but_samples_only(real_root):
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     metal = real_root / KERNELS / "BinaryKernel.metal"
@@ -80,6 +81,7 @@ def test_watch_and_the_plain_run_are_given_the_same_options():
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_an_answer_metal_leaves_undefined_is_held_both_ways(real_root):
     """Review 15's N13: a NaN into fast::fmax has no defined answer (fast math, MSL §6.5), and
     porter ran IEEE's fmax alone: green, whatever a Mac answers. Both readings must pass now;
@@ -99,6 +101,7 @@ def test_an_answer_metal_leaves_undefined_is_held_both_ways(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_the_cached_run_says_what_the_op_db_run_says_of_a_wrong_body(real_root):
     """The same verdict, failures, tables and notes whichever way the run gets its samples: a
     wrong functor, run through op_db (--no-cache, which records nothing) and from the cache.

@@ -32,6 +32,7 @@ def _refusal(call) -> str:
     return ""
 
 
+@pytest.mark.slow
 def test_every_out_and_grad_input_overload_gets_the_same_reason_everywhere(real_tree_template):
     checkout = Checkout.at(real_tree_template)
     tree = Tree(checkout)

@@ -22,6 +22,7 @@ XFAIL = ("                        DecorateInfo(unittest.expectedFailure, 'TestCo
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_decorator_the_checkout_adds_to_a_tested_opinfo_is_not_proven(real_root):
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     path = real_root / OPINFOS
@@ -78,6 +79,7 @@ def test_an_empty_decorator_list_is_no_decorator():
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_backward_op_reads_its_forward_opinfos_decorators(real_root):
     """softplus_backward is tested through nn.functional.softplus's OpInfo: a decorator the
     checkout adds there for test_output_grad_match acts on it on a Mac."""
@@ -95,6 +97,7 @@ def test_a_backward_op_reads_its_forward_opinfos_decorators(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_porter_pr_says_the_same_not_proven_as_porter_test(real_root):
     """One verdict: `porter pr` read only the verdict table and said green (exit 0) for the
     planted decorator that `porter test` calls not proven."""
@@ -127,6 +130,7 @@ def test_porter_pr_says_the_same_not_proven_as_porter_test(real_root):
     ("end", "\n\ndef _porter_unused(op_info, device, dtype, requires_grad, **kwargs):\n    yield None\n",
      None),
 ])
+@pytest.mark.slow
 def test_module_code_or_a_variant_the_checkout_adds_is_not_proven(real_root, where, added, says):
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     path = real_root / OPINFOS

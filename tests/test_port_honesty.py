@@ -121,6 +121,7 @@ def test_a_port_into_a_file_that_already_fails_to_build_is_refused(real_root):
 
 
 @pytest.mark.parametrize("command", ["new-op", "migrate-from-mpsgraph"])
+@pytest.mark.slow
 def test_nothing_to_do_is_not_said_of_a_port_whose_kernel_file_no_longer_builds(real_root, command):
     """Wrong on purpose: sign is ported, then a `;` goes missing in neg_functor, which the port
     does not touch. Before, a rerun printed "nothing to do", exit 0: nothing was planned, so
@@ -183,6 +184,7 @@ def test_no_compiler_is_said_and_exits_1_unless_no_build(real_root, monkeypatch)
     ("x ? 1", "expected ':'"),
     ("foo(x)", "use of undeclared identifier 'foo'"),
 ])
+@pytest.mark.slow
 def test_a_body_that_is_not_an_expression_is_bad_input(real_root, body, words):
     result = refused(real_root, "migrate-from-mpsgraph", "signbit", "--body", body, code=2)
     assert result.err.startswith(f"porter: error: --body {body!r} for signbit does not compile as "
@@ -190,6 +192,7 @@ def test_a_body_that_is_not_an_expression_is_bad_input(real_root, body, words):
     assert "static_cast<T>(return" not in result.out
 
 
+@pytest.mark.slow
 def test_a_complex_body_is_compiled_with_float2(real_root):
     result = refused(real_root, "migrate-from-mpsgraph", "asinh", "--body", "::precise::asinh(x)",
                      "--complex-body", "x.z", code=2)
@@ -338,6 +341,7 @@ def _run_next(root, op: str, bodies: dict) -> tuple[str, int]:
     return line, result.code
 
 
+@pytest.mark.slow
 def test_every_next_command_status_prints_succeeds(real_root, monkeypatch):
     """status's "next:" for an op in each state: run it as printed (EXPR filled in) and it
     succeeds (logical_and's too, now that its shared function is in the tree)."""
@@ -429,6 +433,7 @@ def test_decorators_about_behaviour_stay_listed_with_a_mac_command(real_root):
 
 # --- verdicts: a stub the yaml routes MPS through, registered by no host file, fails ---------
 
+@pytest.mark.slow
 def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
     """After a port, the yaml sends MPS to sign_out and its sign_stub; a hand edit drops the
     host's registration. A Mac raises 'missing kernel' for every dtype: porter test must fail
@@ -448,6 +453,7 @@ def test_a_deregistered_stub_fails_every_dtype_not_skips(real_root):
 
 
 
+@pytest.mark.slow
 def test_a_deregistered_stub_of_a_namespaced_op_fails_too(real_root):
     """special.erfcx: the yaml spells it special_erfcx, the OpInfo special.erfcx; its stub's
     registration dropped, a Mac raises 'missing kernel'. The emulator must find the yaml row
@@ -512,6 +518,7 @@ REGISTER_FLOAT_BINARY_OP(floor_halved);
 """
 
 
+@pytest.mark.slow
 def test_a_kernel_file_newer_than_the_wheels_headers_is_not_called_green(real_root):
     """Upstream's BinaryKernel.metal calls c10::metal::div_floor, which torch 2.13's headers
     lack. In a checkout without c10/metal of its own, the emulator builds with the wheel's: the
@@ -533,6 +540,7 @@ def test_a_kernel_file_newer_than_the_wheels_headers_is_not_called_green(real_ro
     assert data["ok"] is False and data["not_proven"]
 
 
+@pytest.mark.slow
 def test_a_kernel_file_its_own_c10_metal_cannot_build_fails_every_dtype(real_root):
     """With the checkout's own c10/metal lacking the function, a Mac building this checkout
     fails the whole file: every dtype of every op in it fails, naming the headers."""

@@ -20,6 +20,7 @@ if shutil.which(os.environ.get("CXX", "g++")) is None:
     pytest.skip("no C++ compiler for the Metal emulator", allow_module_level=True)
 
 
+@pytest.mark.slow
 def test_a_green_port_ends_with_its_passing_table(real_root):
     res = porter("new-op", "heaviside", "--test", root=real_root)
     assert res.code == 0, res.out + res.err
@@ -32,6 +33,7 @@ def test_a_green_port_ends_with_its_passing_table(real_root):
     assert "red" not in res.err
 
 
+@pytest.mark.slow
 def test_a_port_that_builds_but_computes_wrong_is_red(real_root):
     # `x < 0` builds and is complete, but says signbit(-0.0) is false: the reference inputs
     # (±0) catch it, and the command says the files were written and are red
@@ -58,6 +60,7 @@ def test_no_test_writes_without_testing_and_says_so(real_root):
     assert "porter test:" not in porter("new-op", "heaviside", "--dry-run", root=real_root).out
 
 
+@pytest.mark.slow
 def test_json_keeps_stdout_one_document_and_the_exit_code_tells(real_root):
     res = porter("migrate-from-mpsgraph", "signbit", "--body", "x < 0", "--json", "--test", root=real_root)
     data = json.loads(res.out)
@@ -73,6 +76,7 @@ def test_json_keeps_stdout_one_document_and_the_exit_code_tells(real_root):
     assert "the files were written and are red" in res.err
 
 
+@pytest.mark.slow
 def test_json_of_a_green_port_is_ok_with_its_verdict(real_root):
     res = porter("new-op", "heaviside", "--json", "--test", root=real_root)
     data = json.loads(res.out)

@@ -66,6 +66,7 @@ def _pr_verdicts(data):
             for v in data["verdicts"] for kind in KINDS if v[kind] is not None}
 
 
+@pytest.mark.slow
 def test_pr_of_heaviside_and_threshold(real_root, tmp_path, monkeypatch):
     _port_both(real_root, tmp_path, monkeypatch)
     result = porter("pr", "heaviside", "threshold", "--format", "json", root=real_root)
@@ -158,6 +159,7 @@ def _assert_upstream_names(data):
         assert any(pattern in n for n in haystack), pattern
 
 
+@pytest.mark.slow
 def test_pr_of_a_wrong_port_is_red(real_root, tmp_path, monkeypatch):
     # `<` for `<=`: wrong exactly where x equals the threshold, which only the integer
     # dtypes' samples hit (the float samples' thresholds are not among their values)
@@ -179,6 +181,7 @@ def test_pr_of_a_wrong_port_is_red(real_root, tmp_path, monkeypatch):
     assert code == 1 and _pr_verdicts(data) == tested
 
 
+@pytest.mark.slow
 def test_pr_names_a_review_finding(real_root, tmp_path, monkeypatch):
     _port_both(real_root, tmp_path, monkeypatch)
     metal = real_root / "aten/src/ATen/native/mps/kernels/ActivationKernel.metal"
@@ -203,6 +206,7 @@ def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, m
     assert result.code == 2 and "heaviside: the branch changed nothing of it" in result.err
 
 
+@pytest.mark.slow
 def test_pr_after_committing_on_main_warns_that_its_base_is_head(real_root, tmp_path, monkeypatch):
     """The port committed on main itself: main's merge base with HEAD is HEAD, so the
     description listed no file and no moved code, silently. It says so, and how to pass the
@@ -281,6 +285,7 @@ def test_pr_files_are_the_ports_not_every_untracked_file(tmp_path):
         ("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", "modified")]
 
 
+@pytest.mark.slow
 def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeypatch):
     # `--device auto` is every command's default; pr answered "unknown device 'auto'"
     git_init(mini_root)
@@ -296,6 +301,7 @@ HEAVISIDE_RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
 HEAVISIDE_WRONG_AT_ZERO = "return static_cast<T>(a >= 0);"
 
 
+@pytest.mark.slow
 def test_pr_tests_the_commit_not_the_working_tree(real_root, tmp_path, monkeypatch):
     """The committed heaviside is wrong at zero (float samples never hit 0, the reference
     inputs do); the fix sits uncommitted. Before, porter pr tested the working tree and said
@@ -356,6 +362,7 @@ def test_pr_of_an_uncommitted_port_says_to_commit_it(real_root, tmp_path, monkey
     assert "commit the port first: porter pr describes the commit HEAD" in result.err
 
 
+@pytest.mark.slow
 def test_pr_of_a_green_backward_port_is_green_as_porter_test_says(real_root, tmp_path, monkeypatch):
     """One verdict: `porter pr threshold_backward` exited 1 ("shapes ...: not run: no shape
     sample reached a kernel") where `porter test` and the port command said green, because a

@@ -13,6 +13,7 @@ import pytest
 pexpect = pytest.importorskip("pexpect")
 
 
+@pytest.mark.slow
 def test_the_elapsed_line_is_cleared_before_the_header(mini_root, tmp_path):
     env = {**os.environ, "PORTER_CACHE_DIR": str(tmp_path / "cold"), "TERM": "xterm",
            "COLUMNS": "200"}
@@ -62,6 +63,7 @@ _ARGS = ["test", "hypot", "--device", "emulate", "--dtype", "float32", "--dtype"
          "--samples-only"]
 
 
+@pytest.mark.slow
 def test_the_first_dtype_row_is_on_screen_while_the_next_dtype_runs(mini_root, tmp_path):
     child = pexpect.spawn(sys.executable, ["-c", _GATED, *_ARGS, "--root", str(mini_root)],
                           env=_env(tmp_path), encoding="utf-8", timeout=600, dimensions=(50, 200))

@@ -66,6 +66,7 @@ def _emulated(root, name: str, *, reference: bool = False, dtypes=()) -> tuple[i
 
 
 @pytest.mark.parametrize("op,name,extra,dtypes", PORTS)
+@pytest.mark.slow
 def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, monkeypatch,
                                                           op, name, extra, dtypes):
     git_init(real_root)
@@ -82,6 +83,7 @@ def test_migrated_port_builds_and_passes_the_emulated_test(real_root, tmp_path, 
     assert code == 0
 
 
+@pytest.mark.slow
 def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_path, monkeypatch):
     # softplus without its beta: the samples' beta reaches the kernel through the params struct,
     # so the wrong body is caught (what porter prints if the port were wrong)
@@ -92,6 +94,7 @@ def test_a_body_that_ignores_a_scalar_fails_the_emulated_test(real_root, tmp_pat
     assert code == 1 and {outcomes[d] for d in FLOATS} == {"fail"}, outcomes
 
 
+@pytest.mark.slow
 def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     # the samples with eps (0.2) clamp their inputs; a body that ignores eps fails them
     git_init(real_root)
@@ -101,6 +104,7 @@ def test_logit_samples_eps_reaches_the_kernel(real_root, tmp_path, monkeypatch):
     assert code == 1 and "fail" in outcomes.values(), outcomes
 
 
+@pytest.mark.slow
 def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # the standard samples hold no inf, so they pass the swap; the reference inputs' ±inf do not
     git_init(real_root)
@@ -116,6 +120,7 @@ def test_nan_to_num_with_posinf_and_neginf_swapped_fails_the_reference_inputs(re
     assert code == 1
 
 
+@pytest.mark.slow
 def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_root):
     # no OpInfo sample of nan_to_num passes values of its own (bfloat16's explicit posinf/neginf
     # are its dtype's extremes, what None gives too), so a host ignoring them would pass
@@ -139,6 +144,7 @@ def test_nan_to_num_host_passes_explicit_nan_posinf_neginf_to_the_kernel(real_ro
         backend.close()
 
 
+@pytest.mark.slow
 def test_logit_treating_a_missing_eps_as_zero_fails_the_reference_inputs(real_root, tmp_path, monkeypatch):
     # eps=None must not clamp (the CPU's eps < 0); clamping to [0, 1] instead agrees on the
     # standard samples, all inside logit's domain, but not on the reference inputs' -inf and
@@ -431,6 +437,7 @@ def _logit_through_the_helper(root) -> None:
     path.write_text(text[:start] + UPSTREAM_HELPER + text[end:])
 
 
+@pytest.mark.slow
 def test_logit_handing_its_stub_to_upstreams_helper_is_ported_and_green(real_root, tmp_path, monkeypatch):
     _logit_through_the_helper(real_root)
     git_init(real_root)

@@ -53,6 +53,7 @@ def _ported(root, op: str) -> None:
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_gelu_is_ported_as_upstream_wrote_it(real_root):
     before = snapshot(real_root)
     dry = porter("migrate-from-mpsgraph", "gelu", "--dry-run", root=real_root)
@@ -134,6 +135,7 @@ def test_gelu_is_ported_as_upstream_wrote_it(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_gelu_backward_is_ported_after_gelu_and_the_shared_helper_goes(real_root):
     _ported(real_root, "gelu")
     subprocess_commit(real_root)
@@ -182,6 +184,7 @@ def _edit(root, rel: str, old: str, new: str) -> None:
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_host_that_runs_the_wrong_kernel_for_a_value_is_red(real_root):
     _ported(real_root, "gelu")
     # wrong on purpose 1: the two names swapped in the host's ternary: every sample runs the
@@ -204,6 +207,7 @@ def test_a_host_that_runs_the_wrong_kernel_for_a_value_is_red(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_wrong_tanh_functor_is_red_on_the_tanh_samples_only(real_root):
     _ported(real_root, "gelu")
     metal = (real_root / ACT_METAL).read_text()
@@ -218,6 +222,7 @@ def test_a_wrong_tanh_functor_is_red_on_the_tanh_samples_only(real_root):
 
 @needs_compiler
 @pytest.mark.parametrize("functor", ["gelu_functor", "gelu_tanh_functor"])
+@pytest.mark.slow
 def test_a_gelu_that_loses_nan_is_red_on_the_reference_inputs(real_root, functor):
     """upstream's gelu samples hold no NaN: only porter's edge values (gelu is a plain OpInfo,
     its aten op tagged pointwise) tell a kernel that answers 0 for NaN, in either branch."""
@@ -238,6 +243,7 @@ def test_a_gelu_that_loses_nan_is_red_on_the_reference_inputs(real_root, functor
     ("if (::metal::isinf(float(x)) && float(x) > 0) return T(NAN);", "inf"),
     ("if (float(x) > 1e38f) return T(INFINITY);", "e+38"),
 ], ids=["nan-at-inf", "overflow-near-max"])
+@pytest.mark.slow
 def test_a_gelu_wrong_where_onednn_answers_apart_is_red_on_the_reference_inputs(real_root, wrong, value):
     """x86's oneDNN gelu (torch's CPU path for a whole float32 tensor here) answers NaN at inf
     and inf near FLT_MAX; a Mac's torch has no oneDNN and answers inf and x, as torch's own
@@ -253,6 +259,7 @@ def test_a_gelu_wrong_where_onednn_answers_apart_is_red_on_the_reference_inputs(
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_gelu_tanh_backward_that_loses_nan_in_self_is_red_on_the_reference_inputs(real_root):
     """gelu_backward's edge values for approximate='tanh' were in grad_output only (the first
     operand): `self`, the operand whose NaN and inf the tanh formula reads, held upstream's
@@ -271,6 +278,7 @@ def test_a_gelu_tanh_backward_that_loses_nan_in_self_is_red_on_the_reference_inp
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_choice_porter_cannot_read_is_not_proven(real_root):
     _ported(real_root, "gelu")
     _edit(real_root, ACT_HOST, "(approximate == GeluType::Tanh)", "(iter.numel() > 3)")
@@ -323,6 +331,7 @@ def test_status_names_the_command_that_ports_it(real_root):
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_tanh_branch_written_from_the_erf_formula_ports_red_on_the_tanh_samples(real_root):
     # wrong on purpose in the CPU source: its Tanh branch computes the erf formula. porter
     # translates each branch as written, so the gelu_tanh kernel is erf's, and the verdict
@@ -339,6 +348,7 @@ def test_a_tanh_branch_written_from_the_erf_formula_ports_red_on_the_tanh_sample
 
 
 @needs_compiler
+@pytest.mark.slow
 def test_a_host_that_picks_by_if_else_is_read_too(real_root):
     _ported(real_root, "gelu")
     _edit(real_root, ACT_HOST, GELU_CALL + "  lib.exec_unary_kernel(iter, name);\n",

@@ -75,6 +75,7 @@ def ported(real_root):
     return real_root
 
 
+@pytest.mark.slow
 def test_addcmul_port_is_upstreams_shape(real_root):
     _declare_scalar_overload(real_root)
     git_init(real_root)
@@ -161,6 +162,7 @@ def test_addcmul_port_is_upstreams_shape(real_root):
     assert "+kernel void ternary_alpha_dense(" in indexing
 
 
+@pytest.mark.slow
 def test_ported_addcmul_and_addcdiv_pass_every_dtype_their_mps_test_sends(ported):
     code, rows = _outcomes(ported, "addcmul")
     assert (code, rows) == (0, _all_pass(ADDCMUL))
@@ -253,6 +255,7 @@ void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter, const std
 """
 
 
+@pytest.mark.slow
 def test_porter_writes_the_missing_library_overload_from_the_checkouts_own(real_root, tmp_path, monkeypatch):
     (real_root / OPERATION_UTILS).write_text(SCALAR_FREE_DEFINITION)
     git_init(real_root)
@@ -342,6 +345,7 @@ def test_a_library_definition_porter_cannot_read_keeps_the_port_incomplete(real_
                           text=True).stdout == ""
 
 
+@pytest.mark.slow
 def test_a_port_written_anyway_is_red_for_want_of_the_overload(real_root):
     git_init(real_root)
     written = porter("migrate-from-mpsgraph", "addcmul", "--allow-incomplete", root=real_root)
@@ -359,6 +363,7 @@ def _functor_body(root, op: str, expression: str) -> None:
     path.write_text(text[:ret] + f"return static_cast<T>({expression})" + text[end:])
 
 
+@pytest.mark.slow
 def test_a_functor_that_drops_the_value_is_red(ported):
     _functor_body(ported, "addcmul", "op_t(a) + c10::metal::mul(op_t(b), op_t(c))")
     code, rows = _outcomes(ported, "addcmul", "float32", "int64", "complex64")
@@ -366,6 +371,7 @@ def test_a_functor_that_drops_the_value_is_red(ported):
     assert code == 1 and {rows[d] for d in ("float32", "int64", "complex64")} == {"fail"}
 
 
+@pytest.mark.slow
 def test_a_registration_missing_a_dtype_the_test_sends_is_red(ported):
     path = ported / METAL
     path.write_text(path.read_text().replace(
@@ -383,6 +389,7 @@ def test_a_registration_missing_a_dtype_the_test_sends_is_red(ported):
     assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, int, int, int);" in path.read_text()
 
 
+@pytest.mark.slow
 def test_a_header_without_the_ternary_alpha_macro_does_not_build(ported):
     # the prelude models the macro only where the checkout's indexing.h defines it, as Metal
     subprocess.run(["git", "checkout", "HEAD~2", "--", INDEXING], cwd=ported, check=True)
@@ -404,6 +411,7 @@ def _emulated(root, op, *tensors, value):
         backend.close()
 
 
+@pytest.mark.slow
 def test_the_value_multiplies_tensor1_first_as_on_cpu(ported):
     # value * t1 * t2 in that order: 1e-20 * 1e20 * 1e20 is 1e20 in float32, while t1 * t2
     # first overflows to inf; no upstream sample or reference input reaches it
@@ -419,6 +427,7 @@ def test_the_value_multiplies_tensor1_first_as_on_cpu(ported):
 
 
 
+@pytest.mark.slow
 def test_a_body_reads_as_the_cpu_form_and_metal_star_on_float2_is_red(real_root):
     # --body in a, b, c and the schema's scalar: a sum of products is read as the CPU's lambda is
     # (complex-aware c10::metal::mul), anything else is Metal as written; there `*` on float2

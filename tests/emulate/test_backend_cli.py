@@ -39,6 +39,7 @@ def _registered_dtypes(backend, opinfo) -> set:
     return dtypes
 
 
+@pytest.mark.slow
 def test_registered_dtypes_and_what_the_backend_cannot_run(backend):
     assert backend.unavailable_reason() is None
     assert _registered_dtypes(backend, _op("hypot")) == {torch.float32, torch.float16, torch.bfloat16}
@@ -51,6 +52,7 @@ def test_registered_dtypes_and_what_the_backend_cannot_run(backend):
     assert backend.build_error(OpNames.of(_op("hypot"))) is None
 
 
+@pytest.mark.slow
 def test_run_promotes_broadcasts_and_uses_the_kernel_output_dtype(backend):
     a = torch.randn(3, 4)
     b = torch.randn(4, dtype=torch.float16)

@@ -168,6 +168,7 @@ def test_a_function_the_wheels_c10_metal_lacks_is_named_as_such(fixture_root):
         "c10/metal headers that define it (newer ones)")
 
 
+@pytest.mark.slow
 def test_a_function_the_checkouts_own_c10_metal_lacks_is_a_build_error(fixture_root, tmp_path):
     """With the checkout's own c10/metal (what a Mac compiles against too), the same call is a
     build error of the checkout, and the message says whose headers they are."""

@@ -210,6 +210,7 @@ REPLACED = [
 ]
 
 
+@pytest.mark.slow
 def test_a_migration_and_its_changes_to_mpsgraph_files(migrated):
     run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
     clean = porter(*run, root=migrated)
@@ -258,6 +259,7 @@ HEADER_PLANTS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_header_only_an_mpsgraph_file_reads(migrated):
     run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
     for _, rel, code, verdict, named in HEADER_PLANTS:
@@ -276,6 +278,7 @@ def test_a_header_only_an_mpsgraph_file_reads(migrated):
             assert result.code == 1 and verdict in result.out and named in result.out, result.out
 
 
+@pytest.mark.slow
 def test_a_change_committed_on_the_branch_is_read_as_an_uncommitted_one(migrated):
     """The branch's commits since its base (the merge base with main or master, as `porter pr`
     takes it) are what a Mac builds too: a missing `;` committed on a branch fails every dtype,

@@ -62,6 +62,7 @@ def test_only_the_kernels_own_functor_is_read():
     assert unmodelled(FILE.replace("CALL", "precise::sin"), "tan") is None
 
 
+@pytest.mark.slow
 def test_a_fast_sin_kernel_is_not_proven_and_its_precise_twin_green(real_root):
     path = real_root / KERNELS / "UnaryKernel.metal"
     text = path.read_text()
@@ -75,6 +76,7 @@ def test_a_fast_sin_kernel_is_not_proven_and_its_precise_twin_green(real_root):
 
 
 @pytest.mark.parametrize(("space", "code"), [("fast", 1), ("precise", 0)])
+@pytest.mark.slow
 def test_a_fast_call_the_text_does_not_show_is_caught_as_it_runs(real_root, space, code):
     """Review 30's F04: `fast::sin` reached through a using-declaration in a helper outside the
     functor; no reading of the functor's text finds it, and the shim itself says it ran

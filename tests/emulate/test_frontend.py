@@ -169,6 +169,7 @@ def test_the_corpus_has_thirty_planted_constructs():
 
 
 @pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR, ids=[p for p, _ in IN_FUNCTOR])
+@pytest.mark.slow
 def test_a_non_metal_construct_in_a_functor_is_a_build_error_at_its_line(planted, message,
                                                                           fixture_root):
     text = FUNCTOR.replace("PLANTED", planted)
@@ -178,6 +179,7 @@ def test_a_non_metal_construct_in_a_functor_is_a_build_error_at_its_line(planted
 
 
 @pytest.mark.parametrize(("planted", "message"), FILE_LEVEL, ids=[p[:40] for p, _ in FILE_LEVEL])
+@pytest.mark.slow
 def test_a_non_metal_construct_outside_functors_is_a_build_error_at_its_line(planted, message,
                                                                              fixture_root):
     error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
@@ -226,6 +228,7 @@ def test_the_full_build_reports_a_metal_language_error_and_check_fails_the_kerne
 
 @pytest.mark.parametrize(("planted", "message"), IN_FUNCTOR + FILE_LEVEL,
                          ids=[p[:40] for p, _ in IN_FUNCTOR + FILE_LEVEL])
+@pytest.mark.slow
 def test_the_full_build_names_the_construct_and_metal_rule_whatever_gxx_makes_of_it(
         planted, message, fixture_root):
     """What `porter test` and `emulate check` say: a `throw` made g++ fail every instantiation
@@ -394,6 +397,7 @@ def test_a_kernel_file_with_no_registration_loads_with_no_kernels(fixture_root, 
 
 # --- the issue's cases, end to end on the real-size tree -------------------------------------
 
+@pytest.mark.slow
 def test_a_double_in_a_ported_functor_fails_porter_test_and_the_rerun(real_root):
     """Issue 21's first row: `double d = ...` inside sign_functor printed 9 pass, exit 0."""
     from porter.source.checkout import KERNELS
@@ -414,6 +418,7 @@ def test_a_double_in_a_ported_functor_fails_porter_test_and_the_rerun(real_root)
     assert f"UnaryKernel.metal:{line}: Metal has no `double`" in rerun.err
 
 
+@pytest.mark.slow
 def test_a_float_shift_in_a_ported_functor_is_a_build_error_not_nothing_to_do(real_root):
     """Also seen: a float `a >> 0` was filed "unsupported", and `porter new-op heaviside` said
     `nothing to do`, exit 0; a Mac's compiler rejects `>>` on a float."""
@@ -614,6 +619,7 @@ ISSUE_CLEAN = [
 
 @pytest.mark.parametrize(("planted", "message"), [c[1:] for c in ISSUE_PLANTED],
                          ids=[c[0] for c in ISSUE_PLANTED])
+@pytest.mark.slow
 def test_the_issues_planted_cases_are_build_errors_at_their_line(planted, message, fixture_root):
     error = probe_source(_at_file_level(planted), "planted.metal", fixture_root, ["planted"])
     first_line = 4 + planted.split("\n").index(next(
@@ -626,6 +632,7 @@ def test_the_issues_planted_cases_are_build_errors_at_their_line(planted, messag
 
 
 @pytest.mark.parametrize("clean", [c[1] for c in ISSUE_CLEAN], ids=[c[0] for c in ISSUE_CLEAN])
+@pytest.mark.slow
 def test_the_issues_clean_twins_pass_the_front_end(clean, fixture_root):
     """The front end's verdict (what a Mac compiles). The emulator's g++ build of a file is
     another matter: its shim has no `.yx` swizzle or `mem_flags` yet (execution's part)."""
@@ -662,12 +669,14 @@ UNARY_REL = f"{KERNELS}/UnaryKernel.metal"
 BINARY_REL = f"{KERNELS}/BinaryKernel.metal"
 
 
+@pytest.mark.slow
 def test_the_real_headers_and_kernel_files_pass_the_front_end(own_tree):
     for path in sorted((own_tree / KERNELS).glob("*.metal")):
         rel = str(path.relative_to(own_tree))
         assert _errors_of(own_tree, rel) == [], rel
 
 
+@pytest.mark.slow
 def test_a_duplicate_register_line_is_a_build_error(own_tree):
     path = own_tree / UNARY_REL
     text = path.read_text()
@@ -678,6 +687,7 @@ def test_a_duplicate_register_line_is_a_build_error(own_tree):
     assert "duplicate explicit instantiation" in errors[0], errors
 
 
+@pytest.mark.slow
 def test_the_same_kernel_name_in_two_files_of_one_metallib_is_a_build_error(own_tree):
     unary = (own_tree / UNARY_REL).read_text()
     line = next(ln for ln in unary.split("\n") if ln.startswith("REGISTER_UNARY_OP("))
@@ -703,6 +713,7 @@ REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
 """
 
 
+@pytest.mark.slow
 def test_a_name_another_kernel_file_takes_fails_this_files_cached_build(own_tree):
     """Review 33's L14: UnaryKernel.metal registers a kernel name ActivationKernel.metal has
     (leaky_relu_float_float_float): a Mac links every kernels/*.metal into one metallib, which
@@ -728,6 +739,7 @@ def test_a_name_another_kernel_file_takes_fails_this_files_cached_build(own_tree
     assert build_file(activation, own_tree, strict=False).build_errors() == []
 
 
+@pytest.mark.slow
 def test_an_instantiation_error_in_indexing_h_is_a_build_error_at_the_header(own_tree):
     path = own_tree / "c10/metal/indexing.h"
     text = path.read_text()
@@ -782,6 +794,7 @@ def test_an_edit_of_one_functor_instantiates_that_functors_registrations_alone(o
     assert precompiled == [True, True]
 
 
+@pytest.mark.slow
 def test_metal_3_1_and_3_2_are_parsed_once_unless_the_file_names_what_differs(own_tree,
                                                                                monkeypatch):
     """Metal 3.2's library adds names to 3.1's (memory_order_acquire, thread_scope,

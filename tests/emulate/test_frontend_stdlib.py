@@ -271,6 +271,7 @@ TABLE = [
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize(("code", "accepted", "message"),
                          [pytest.param(c, a, m, id=i) for i, c, a, m in TABLE])
+@pytest.mark.slow
 def test_a_call_resolves_exactly_where_metal_resolves_it(code, accepted, message, version):
     statement = code if code.startswith("static_assert") else f"(void)({code})"
     tu = parse("probe.metal", PROBE.format(code=statement), version)
@@ -406,6 +407,7 @@ _LIST_HEAD = """\
 """
 
 
+@pytest.mark.slow
 def test_every_call_the_library_resolves_is_executed_by_the_shim_or_listed():
     expected = _LIST_HEAD + "".join(line + "\n" for line in not_executable())
     if os.environ.get("EXPECTTEST_ACCEPT"):

@@ -49,6 +49,7 @@ def _errors(root: Path, rel: str = UNARY) -> list[str]:
 
 @pytest.mark.parametrize(("code", "offset", "message"), PLANTED,
                          ids=["double", "long-double", "goto", "std"])
+@pytest.mark.slow
 def test_a_non_metal_construct_in_special_math_h_fails_the_kernel_file_at_the_header_line(
         real_root, code, offset, message):
     first = _plant(real_root / "c10/metal/special_math.h", "namespace metal {", code)
@@ -60,6 +61,7 @@ def test_a_non_metal_construct_in_special_math_h_fails_the_kernel_file_at_the_he
 
 @pytest.mark.parametrize("header", ["c10/metal/utils.h", "c10/metal/indexing.h",
                                     f"{KERNELS}/UnaryKernel.h"])
+@pytest.mark.slow
 def test_a_double_in_a_header_of_the_precompiled_prelude_or_the_kernels_fails_too(real_root,
                                                                                    header):
     """utils.h and indexing.h are parsed once into the precompiled prelude, so the kernel
@@ -79,6 +81,7 @@ def test_a_system_include_in_a_header_is_named_at_the_header(real_root):
     assert "#include <vector>" in error, error
 
 
+@pytest.mark.slow
 def test_a_header_the_kernel_file_does_not_include_is_not_its_error(real_root):
     """random.h is in c10/metal but UnaryKernel.metal includes neither it nor a header that
     does: a Mac building UnaryKernel.metal never compiles it."""
@@ -125,6 +128,7 @@ inline float halved(float y0) {
 """
 
 
+@pytest.mark.slow
 def test_idioms_upstream_headers_build_with_are_not_errors(real_root):
     _plant(real_root / "c10/metal/special_math.h", "namespace metal {", VALID_HEADER)
     assert _errors(real_root) == []
@@ -143,6 +147,7 @@ def test_the_real_headers_and_kernel_files_have_no_language_error(real_root):
         assert _errors(real_root, str(path.relative_to(real_root))) == [], path.name
 
 
+@pytest.mark.slow
 def test_a_double_in_calc_ndtri_fails_porter_test_at_the_header_line(real_root):
     """The reviewer's case end to end: `porter new-op special_ndtri` writes calc_ndtri into
     c10/metal/special_math.h; `double y = y0;` there printed all green."""

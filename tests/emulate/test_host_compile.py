@@ -28,6 +28,7 @@ def own_cache(tmp_path, monkeypatch) -> Path:
     return cache / "host_compile"
 
 
+@pytest.mark.slow
 def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real_tree_template, tmp_path,
                                                                             own_cache, monkeypatch):
     first = Path(shutil.copytree(real_tree_template, tmp_path / "one" / "pytorch"))
@@ -76,6 +77,7 @@ def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real
     assert len(builds) == 2 and len(list(own_cache.glob("*.pch"))) == 2
 
 
+@pytest.mark.slow
 def test_a_checkout_header_that_comes_to_stand_for_a_wheel_header_is_read(real_tree_template, tmp_path,
                                                                           own_cache):
     """The real-size tree has no mps/OperationUtils.h, so the parse read the wheel's; a checkout
@@ -119,6 +121,7 @@ def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_templat
     assert not list(own_cache.glob("*.json"))       # asked again next run
 
 
+@pytest.mark.slow
 def test_quoted_includes_beside_the_mm_and_beside_a_checkout_header_are_found(real_tree_template,
                                                                               tmp_path, own_cache):
     """A quoted include is looked up beside its includer: review 18's H12 (`#include "X.h"` in

@@ -78,6 +78,7 @@ def line_of(root: Path, rel: str, text: str) -> int:
     return source[:source.index(text)].count("\n") + 1
 
 
+@pytest.mark.slow
 def test_the_clean_twins_pass(ported):
     """Each op below as porter (or the fixture) wrote it: green on every dtype."""
     for op in ("logit", "atan2", "gelu", "nn.functional.hardshrink"):
@@ -154,11 +155,13 @@ NOT_THE_SAME = [
 
 
 @pytest.mark.parametrize(("old", "new", "says"), NOT_THE_SAME)
+@pytest.mark.slow
 def test_a_host_that_runs_another_kernel_or_none_is_not_green(ported, old, new, says):
     for message in every_dtype_fails(ported, BINARY, old, new, "atan2"):
         assert says in message, message
 
 
+@pytest.mark.slow
 def test_a_macro_of_an_mps_header_named_in_the_host_function_is_not_proven(ported):
     """A header of the MPS backend the host includes defines the call's name as a macro."""
     header = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
@@ -169,6 +172,7 @@ def test_a_macro_of_an_mps_header_named_in_the_host_function_is_not_proven(porte
         assert f"not proven: `exec_binary_kernel` ({header}:{line}) is a macro of the checkout" in message, message
 
 
+@pytest.mark.slow
 def test_a_registrar_unlike_upstreams_is_not_proven(ported):
     """DispatchStub.h's RegisterMPSDispatch, which every REGISTER_DISPATCH of a `.mm` runs,
     registering something else (the checkout's copy, read by every host file)."""
@@ -236,6 +240,7 @@ def ported_in_git(ported: Path, tmp_path_factory) -> Path:
     ("aten/src/ATen/mps/PorterOverride.mm", "CUDA", "atan2", None),
     ("aten/src/ATen/mps/PorterOverride.mm", "MPS", "copysign", None),
 ])
+@pytest.mark.slow
 def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, name, says):
     path = ported_in_git / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -255,6 +260,7 @@ def test_an_op_registered_with_the_dispatcher_by_hand(ported_in_git, rel, key, n
                 and says in d["message"], d["message"]
 
 
+@pytest.mark.slow
 def test_a_kernel_instantiated_outside_the_register_macros_is_not_proven(ported):
     """Review 27's L37: atan2's half kernels instantiated through the file's own copy of
     c10/metal's REGISTER_BINARY_OP_ (the same kernels a Mac builds) said "MPS raises", a false
@@ -277,6 +283,7 @@ def test_a_kernel_instantiated_outside_the_register_macros_is_not_proven(ported)
 
 
 @pytest.mark.parametrize(("old", "new"), SAME_AS_WRITTEN)
+@pytest.mark.slow
 def test_a_host_written_otherwise_that_runs_the_same_kernel_passes(ported, old, new):
     with edited(ported, BINARY, old, new):
         code, by = outcomes(ported, "atan2")
@@ -293,6 +300,7 @@ NEVER_RUNS = [
 
 
 @pytest.mark.parametrize("new", NEVER_RUNS)
+@pytest.mark.slow
 def test_a_return_before_the_kernel_call_in_a_block_runs_no_kernel(ported, new):
     with edited(ported, BINARY, ATAN2_CALL, new):
         code, by = outcomes(ported, "atan2")
@@ -310,6 +318,7 @@ REJECTED_YAML = [
 
 
 @pytest.mark.parametrize(("new", "says"), REJECTED_YAML)
+@pytest.mark.slow
 def test_a_yaml_torchgen_rejects_fails_every_dtype(ported, new, says):
     with edited(ported, NATIVE_YAML, "    CPU, CUDA, MPS: hardshrink_out\n", new):
         code, by = outcomes(ported, "nn.functional.hardshrink")
@@ -333,11 +342,13 @@ UNLIKE_THE_WHEEL = [
 
 
 @pytest.mark.parametrize(("old", "new", "says"), UNLIKE_THE_WHEEL)
+@pytest.mark.slow
 def test_a_row_unlike_the_installed_torchs_is_not_proven(ported, old, new, says):
     for message in every_dtype_fails(ported, NATIVE_YAML, old, new, "nn.functional.hardshrink"):
         assert message.startswith(f"not proven: {NATIVE_YAML}:") and says in message, message
 
 
+@pytest.mark.slow
 def test_an_escape_that_spells_another_kernel_runs_that_one(ported):
     # the planted twin of the escapes above: "at\x62n2" is "atbn2", a kernel no file registers
     with edited(ported, BINARY, ATAN2_CALL, '  lib.exec_binary_kernel(iter, "at\\x62n2");\n'):
@@ -360,6 +371,7 @@ DOES_NOT_COMPILE = [
 
 
 @pytest.mark.parametrize(("old", "new", "statement", "says"), DOES_NOT_COMPILE)
+@pytest.mark.slow
 def test_a_host_file_that_does_not_compile_fails_every_dtype(ported, old, new, statement, says):
     with edited(ported, BINARY, old, new):
         line = line_of(ported, BINARY, statement)
@@ -408,6 +420,7 @@ PLANTED = [
 
 
 @pytest.mark.parametrize(("op", "rel", "old", "new", "statement", "where", "says"), PLANTED)
+@pytest.mark.slow
 def test_a_planted_host_change_is_not_proven(ported, op, rel, old, new, statement, where, says):
     with edited(ported, rel, old, new):
         line = line_of(ported, rel, statement)
@@ -420,6 +433,7 @@ def test_a_planted_host_change_is_not_proven(ported, op, rel, old, new, statemen
         assert says.format(rel=rel, line=line) in d["message"], d["message"]
 
 
+@pytest.mark.slow
 def test_an_mps_row_sent_to_another_function_is_not_proven(ported):
     """threshold_backward's port registers threshold_stub, which threshold shares; threshold.out's
     row still sends MPS to threshold_out_mps (MPSGraph), which a Mac runs instead of the kernel.
@@ -443,6 +457,7 @@ def test_an_mps_row_sent_to_another_function_is_not_proven(ported):
     ("static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
      "static auto& lib2 = lib;", False, 0),
 ])
+@pytest.mark.slow
 def test_the_kernel_call_runs_on_the_bundled_metallib(real_root, declaration, renamed, code):
     path = real_root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
     text = path.read_text()

@@ -62,6 +62,7 @@ def test_fresh_entries_stay_whatever_the_size(tmp_path):
     assert kernel_cache.evict(d, limit=0, now=time.time() + 2 * kernel_cache.RECENT_S) == (2, 8000)
 
 
+@pytest.mark.slow
 def test_a_cache_hit_is_a_use_and_a_new_build_evicts_what_was_not_used(fixture_root, own_cache,
                                                                        monkeypatch):
     binary = (fixture_root / KERNELS / "BinaryKernel.metal").read_text()
@@ -132,6 +133,7 @@ def test_a_scan_at_most_once_an_hour(tmp_path, monkeypatch):
     assert kernel_cache.evict_now_and_then(d) == (1, 4000) and not old.exists()
 
 
+@pytest.mark.slow
 def test_a_porter_that_checks_more_does_not_read_an_older_porters_cached_verdict(
         fixture_root, own_cache, monkeypatch):
     """Wrong on purpose: a functor with a static local, built first by a porter whose Metal rules

@@ -53,6 +53,7 @@ PLANTS = {
 
 @pytest.mark.skipif(torch_include_dir() is None, reason="needs the installed torch's c10/metal")
 @pytest.mark.parametrize("kernel", sorted(PLANTS))
+@pytest.mark.slow
 def test_a_changed_kernel_template_is_not_proven_and_its_revert_green(real_root, kernel):
     path = real_root / INDEXING
     before = path.read_text()

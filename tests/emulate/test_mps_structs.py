@@ -47,6 +47,7 @@ def test_the_declarations_follow_the_checkouts_yaml(real_root: Path):
     assert renamed is not None and "struct TORCH_API structured_sign_out_mps_renamed :" in renamed
 
 
+@pytest.mark.slow
 def test_a_non_structured_kernel_is_declared_with_the_yamls_signature(real_tree_template):
     declared = header(real_tree_template, "Tensor mish_backward_mps(const Tensor& g, const Tensor& s) {}\n")
     assert declared is not None

@@ -37,6 +37,7 @@ def _edit_body(text: str, name: str, old: str, new: str) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache):
     text = _binary(fixture_root)
     parts = groups.pieces(text)
@@ -70,6 +71,7 @@ def _checked_before_and_after_wrong_hypot(fixture_root, tmp_path, text):
     return before, after
 
 
+@pytest.mark.slow
 def test_the_edited_functor_runs_its_new_code(fixture_root, own_cache, tmp_path):
     """Wrong on purpose: hypot's body edited to a + b; hypot fails, the cached pieces match."""
     before, results = _checked_before_and_after_wrong_hypot(fixture_root, tmp_path,
@@ -86,6 +88,7 @@ def test_the_edited_functor_runs_its_new_code(fixture_root, own_cache, tmp_path)
     (("    return", "    (void)(a >> 0);\n    return", None, None),
      "invalid operands to binary expression"),
 ])
+@pytest.mark.slow
 def test_the_build_of_one_piece_still_catches_an_error_in_another_functor(
         fixture_root, own_cache, broken, words):
     text = _binary(fixture_root)
@@ -111,6 +114,7 @@ def test_the_build_of_one_piece_still_catches_an_error_in_another_functor(
     assert all(r.built for r in lib.registrations if r.name == "hypot")
 
 
+@pytest.mark.slow
 def test_a_fixed_functor_is_not_held_red_by_another_pieces_cached_error(fixture_root, own_cache):
     """Wrong on purpose, then fixed: copysign's body calls an undeclared function. Every piece
     compiles the whole file, so hypot's piece set copysign aside too and cached that with its
@@ -128,6 +132,7 @@ def test_a_fixed_functor_is_not_held_red_by_another_pieces_cached_error(fixture_
     assert all(r.built for r in lib.registrations if r.name == "copysign")
 
 
+@pytest.mark.slow
 def test_a_file_without_functor_structs_is_built_whole(fixture_root, own_cache):
     text = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
@@ -143,6 +148,7 @@ REGISTER_UNARY_OP(neg, float, float);
 
 
 @pytest.mark.parametrize("where", ["file", "header"])
+@pytest.mark.slow
 def test_a_non_inline_function_outside_the_functors_builds_in_pieces(
         fixture_root, own_cache, tmp_path, where):
     """Metal builds a .metal as one translation unit: a plain (non-inline, non-template)
@@ -202,6 +208,7 @@ def test_a_functor_that_code_outside_the_functors_calls_is_in_every_pieces_key(f
     assert sum(a.key_text != b.key_text for a, b in zip(plain, changed)) == 1
 
 
+@pytest.mark.slow
 def test_an_edited_functor_that_outside_code_calls_runs_its_new_code(fixture_root, own_cache,
                                                                      tmp_path):
     """Wrong on purpose, after a warm build: a stale inline copy of hypot in another piece's

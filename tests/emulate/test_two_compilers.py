@@ -89,6 +89,7 @@ def test_a_header_the_file_includes_is_read_too(real_root):
 
 
 @pytest.mark.parametrize(("condition", "code"), [("ifdef __linux__", 1), ("ifdef __METAL__", 0)])
+@pytest.mark.slow
 def test_a_branch_g_plus_plus_takes_otherwise_is_not_proven(real_root, condition, code):
     """Review 31's L06: the right body under `#ifdef __linux__`, the wrong one under `#else`:
     a Mac builds the wrong one; the emulator ran g++'s. Its `__METAL__` twin is green."""

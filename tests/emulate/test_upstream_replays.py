@@ -24,6 +24,7 @@ def _reference_rows(out: str) -> str:
     return out[out.index("(reference inputs:"):]
 
 
+@pytest.mark.slow
 def test_nextafter_before_190481_is_red_in_bfloat16(real_root):
     replay_ops.lay_nextafter(real_root, replay_ops.NEXTAFTER_BEFORE)
     res = porter("test", "nextafter", "--device", "emulate", "--reference-inputs", root=real_root)
@@ -35,6 +36,7 @@ def test_nextafter_before_190481_is_red_in_bfloat16(real_root):
     assert "0x7f7f    0x7f80" in rows
 
 
+@pytest.mark.slow
 def test_nextafter_after_190481_is_green(real_root):
     replay_ops.lay_nextafter(real_root, replay_ops.NEXTAFTER_AFTER)
     res = porter("test", "nextafter", "--device", "emulate", "--reference-inputs", root=real_root)
@@ -50,6 +52,7 @@ def gelu_root(real_root):
     return real_root
 
 
+@pytest.mark.slow
 def test_gelu_tanh_before_186286_is_red_in_half_and_bfloat16(gelu_root):
     replay_ops.swap_gelu_tanh(gelu_root, replay_ops.GELU_TANH_BEFORE)
     res = porter("test", "nn.functional.gelu", "--device", "emulate", "--reference-inputs",
@@ -61,6 +64,7 @@ def test_gelu_tanh_before_186286_is_red_in_half_and_bfloat16(gelu_root):
     assert "100.5    100.5    nan" in rows
 
 
+@pytest.mark.slow
 def test_gelu_tanh_after_186286_is_green(gelu_root):
     replay_ops.swap_gelu_tanh(gelu_root, replay_ops.GELU_TANH_AFTER)
     res = porter("test", "nn.functional.gelu", "--device", "emulate", "--reference-inputs",

@@ -23,6 +23,7 @@ def _branch(root, under_400: str) -> None:
                                  + "#else\n" + HEAVISIDE + "#endif\n"))
 
 
+@pytest.mark.slow
 def test_a_functor_wrong_only_under_metal_4_fails(real_root):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     # wrong on purpose, under Metal 4.0 only: heaviside(0, b) is 0 there, not b
@@ -34,6 +35,7 @@ def test_a_functor_wrong_only_under_metal_4_fails(real_root):
             "are not equal!") in res.out
 
 
+@pytest.mark.slow
 def test_a_branch_that_computes_the_same_passes(real_root):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     # the clean twin: other tokens under 4.0, the same values
@@ -48,6 +50,7 @@ def test_a_branch_that_computes_the_same_passes(real_root):
     assert "summary: 6 pass, 0 fail, 0 xfail, 0 xpass; 0 skip" in res.out
 
 
+@pytest.mark.slow
 def test_a_kernel_missing_under_another_version_fails(real_root):
     assert porter("new-op", "heaviside", root=real_root).code == 0
     path = real_root / KERNELS / "BinaryKernel.metal"

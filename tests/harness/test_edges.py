@@ -80,6 +80,7 @@ def test_edge_samples_only_for_elementwise_ops_and_only_what_the_cpu_accepts():
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+@pytest.mark.slow
 def test_an_integer_sign_through_short_fails_the_reference_inputs(real_root):
     res = porter("migrate-from-mpsgraph", "sign", root=real_root)
     assert res.code == 0, res.out + res.err
@@ -126,6 +127,7 @@ def test_a_binary_op_meets_each_critical_pair_once():
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+@pytest.mark.slow
 def test_a_heaviside_that_loses_a_nan_of_b_fails_the_reference_inputs(real_root):
     assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
     metal = real_root / KERNELS / "BinaryKernel.metal"
@@ -227,6 +229,7 @@ def test_scalar_samples_are_few_and_only_where_there_are_scalars():
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+@pytest.mark.slow
 def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float16(real_root):
     """Metal's clamp/min/max return the non-NaN operand: logit(NaN, eps) came out as
     logit(eps). Only `porter check` (PORTER051) said so; now the reference inputs do."""
@@ -249,6 +252,7 @@ def test_a_logit_clamp_that_loses_nan_fails_the_reference_inputs_on_float16(real
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+@pytest.mark.slow
 def test_a_threshold_with_lt_for_le_fails_the_reference_inputs_on_float32_and_int32(real_root):
     assert porter("migrate-from-mpsgraph", "threshold", root=real_root).code == 0
     metal = real_root / KERNELS / "ActivationKernel.metal"

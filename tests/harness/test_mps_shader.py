@@ -43,6 +43,7 @@ def shader(root, fake) -> MpsShaderBackend:
     return MpsShaderBackend(root, mps=fake, device="cpu")
 
 
+@pytest.mark.slow
 def test_same_table_as_emulate(mini_root, fake):
     # without its int8 (char) kernel, add fails for int8 as on a Mac, on both devices
     metal = mini_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -56,6 +57,7 @@ def test_same_table_as_emulate(mini_root, fake):
     assert got[("add", "int8")] == ("fail", 11) and got[("hypot", "float16")] == ("pass", 9)
 
 
+@pytest.mark.slow
 def test_dense_entry_points_and_dispatch_arithmetic(mini_root, fake):
     import torch
     backend = shader(mini_root, fake)
@@ -76,6 +78,7 @@ def test_dense_entry_points_and_dispatch_arithmetic(mini_root, fake):
                               "arg_casts": None}
 
 
+@pytest.mark.slow
 def test_source_carries_the_checkouts_headers(mini_root, fake):
     """A checkout's own c10/metal wins over the installed torch's, as in the emulator."""
     from porter.emulate.headers import torch_include_dir
@@ -92,6 +95,7 @@ def test_source_carries_the_checkouts_headers(mini_root, fake):
     assert source.count("// porter-inline-begin c10/metal/utils.h") == 1
 
 
+@pytest.mark.slow
 def test_a_wrong_functor_fails_as_under_emulation(mini_root, fake):
     kernel = mini_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     kernel.write_text(kernel.read_text().replace(

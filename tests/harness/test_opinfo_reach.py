@@ -52,6 +52,7 @@ def _installed() -> Checkout:
 
 @pytest.mark.parametrize(("rel", "old", "new", "named"), [e[1:] for e in EDITS],
                          ids=[e[0] for e in EDITS])
+@pytest.mark.slow
 def test_the_first_difference_of_what_hypots_opinfo_reaches(real_root, rel, old, new, named):
     path = real_root / rel
     text = path.read_text()
@@ -67,6 +68,7 @@ def test_the_first_difference_of_what_hypots_opinfo_reaches(real_root, rel, old,
         assert said is not None and said.startswith(named), said
 
 
+@pytest.mark.slow
 def test_a_sample_function_of_the_checkouts_own_makes_the_run_not_proven(real_root):
     path = real_root / CMI
     text = path.read_text()

@@ -28,6 +28,7 @@ def edit_cmi(root, old, new):
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_the_same_source_says_nothing(real_root):
     # --samples-only: the fixture's hypot is red on porter's reference inputs for a true reason
     # (hypot(inf, nan) is nan, the CPU's inf); these tests are about the OpInfo's source
@@ -36,6 +37,7 @@ def test_the_same_source_says_nothing(real_root):
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_a_checkout_opinfo_that_differs_from_the_tested_one_is_named(real_root):
     edit_cmi(real_root, HYPOT, HYPOT.replace("floating_types_and(torch.bfloat16, torch.half)",
                                              "floating_types()"))
@@ -55,6 +57,7 @@ HYPOT_BODY = "c10::metal::hypot(::metal::fabs(float(a)), ::metal::fabs(float(b))
 
 @needs_cxx
 @pytest.mark.parametrize("wrong_on, code", [("is_same_v<T, half>", 0), ("is_same_v<T, float>", 1)])
+@pytest.mark.slow
 def test_a_dtype_the_checkout_no_longer_sends_is_skipped_as_a_mac_skips_it(real_root, wrong_on, code):
     # review 31's O03 (a false red): the checkout's OpInfo narrows the MPS dtypes to float32, a
     # Mac's test sends float32 alone; a functor wrong on half is green there, on float32 red
@@ -75,6 +78,7 @@ def test_a_dtype_the_checkout_no_longer_sends_is_skipped_as_a_mac_skips_it(real_
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_a_dtype_the_checkout_sends_and_the_run_did_not_test_is_not_proven(real_root):
     # the other way round from the test above: a Mac's test sends int32, this run cannot
     edit_cmi(real_root, HYPOT, HYPOT.replace("floating_types_and(torch.bfloat16, torch.half)",
@@ -89,6 +93,7 @@ def test_a_dtype_the_checkout_sends_and_the_run_did_not_test_is_not_proven(real_
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_dtypes_the_checkout_hides_from_a_static_reading_are_not_proven(real_root):
     # a review's false green: `dtypesIfMPS` through a `**` splat was not read at all
     edit_cmi(real_root, HYPOT, HYPOT + "                    **{'dtypesIfMPS': "
@@ -100,6 +105,7 @@ def test_dtypes_the_checkout_hides_from_a_static_reading_are_not_proven(real_roo
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_a_checkout_without_the_opinfo_says_so(real_root):
     edit_cmi(real_root, HYPOT, HYPOT.replace("'hypot'", "'hypot_elsewhere'"))
     res = porter("test", "hypot", "--device", "emulate", "--dtype", "float32", "--samples-only", root=real_root)

@@ -76,6 +76,7 @@ def _registered_ops(root: Path) -> list[str]:
                    ("UnaryKernel.metal", "BinaryKernel.metal")})
 
 
+@pytest.mark.slow
 def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_root, cache,
                                                                           monkeypatch):
     ops = _registered_ops(real_root)
@@ -107,6 +108,7 @@ def test_cached_and_uncached_tables_are_identical_for_every_registered_op(real_r
     # add (its kernel takes alpha) is not proven on the tree: its MPS row names add_out_mps
     ("atan2", 9),
 ])
+@pytest.mark.slow
 def test_warm_run_imports_neither_the_op_database_nor_torch(real_root, cache, op, passes):
     _table(real_root, [op])                                     # fills the cache in-process
     # os.environ carries the `cache` fixture's kernel and reference caches: the child builds
@@ -192,6 +194,7 @@ def _plant_sqrt_off(root: Path) -> None:
     metal.write_text(text.replace(exact, "    return T(re * 1.00002f, copysign(im, b) * 1.00002f);\n", 1))
 
 
+@pytest.mark.slow
 def test_expectation_and_tolerance_lists_are_read_on_every_cached_run(real_root, cache, monkeypatch):
     """They change with every port, so they are never cached: a stale cache cannot turn a
     red verdict green, and an edit to them shows on the next (still cached) run."""
@@ -244,6 +247,7 @@ def test_lru_eviction_and_cache_clear(cache, capsys, tmp_path, monkeypatch):
     assert refcache.entries() == []
 
 
+@pytest.mark.slow
 def test_a_record_evicted_alone_is_recorded_again_by_the_next_run(real_root, cache, monkeypatch):
     """evict() removes files one at a time: with one dtype's samples gone, every later run of
     the op missed the cache and took the op_db way, since the recorder saw the op's record
@@ -261,6 +265,7 @@ def test_a_record_evicted_alone_is_recorded_again_by_the_next_run(real_root, cac
         assert _table(real_root, ["atan2"]) == (code, cold)
 
 
+@pytest.mark.slow
 def test_a_backward_op_is_recorded_and_a_changed_formula_is_a_miss(real_root, cache, monkeypatch):
     """A backward op's runs all took the op_db way (8 s where a forward op's warm run takes
     1 s): the recorder looked its name up in op_db, which has no OpInfo of it. Its samples
@@ -317,6 +322,7 @@ def _ctrl_c_as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
     _table(real_root, ["hypot"])                                 # the watcher's first round is warm
     # os.environ carries the `cache` fixture's PORTER_CACHE_DIR (the session's kernel cache) and
@@ -380,6 +386,7 @@ def test_watched_files_are_the_kernel_sources_and_their_includes(real_root):
     assert "c10/metal/README.md" not in files and not any(f.endswith(".py") and "opinfo" in f for f in files)
 
 
+@pytest.mark.slow
 def test_checkout_sample_keywords_other_than_the_recorded_ones_bypass_the_cache(real_root, cache):
     """The cache records upstream's built-in sample keywords; a checkout whose test asks
     sample_inputs with other keywords gets other samples on a Mac, so its run is never
@@ -400,6 +407,7 @@ def test_checkout_sample_keywords_other_than_the_recorded_ones_bypass_the_cache(
         test_mps.write_text(plain)
 
 
+@pytest.mark.slow
 def test_the_checkouts_per_sample_tolerance_rules_apply_to_cached_runs(real_root, cache, monkeypatch):
     """A cached run applies the checkout's rules per sample, as the uncached run does; a rule
     reading the sample's tensors (which the cache holds as arrays) sends the run uncached."""
@@ -443,6 +451,7 @@ def test_the_cache_key_changes_with_the_cpu_capability(monkeypatch):
     assert unset is not None and refcache.environment(None, "mps") != unset
 
 
+@pytest.mark.slow
 def test_a_cached_run_asks_for_a_macs_cpu_reference_only_where_its_record_says(real_root, cache,
                                                                                monkeypatch):
     # a Mac's CPU computes asinh of a complex<float> otherwise than this machine's (porter.
@@ -488,6 +497,7 @@ def _warm_subprocess(root: Path, cache: Path, op: str) -> tuple[int, dict, set[s
 @pytest.mark.parametrize("op, wrong", [("atan2", False), ("hypot", HYPOT_WRONG),
                                        ("hypot", HYPOT_WRONG_PAST_4)],
                          ids=["passing", "planted-wrong-functor", "wrong-at-a-few-elements"])
+@pytest.mark.slow
 def test_a_warm_full_verdict_equals_the_cold_one_and_imports_no_torch(real_root, cache, op, wrong):
     """The full verdict (upstream's samples, porter's reference inputs with their edge values,
     the layouts) from the cache after an edit: the same table, notes and mismatch rows as the
@@ -526,6 +536,7 @@ def test_porters_own_rows_are_in_the_cache_key():
             "harness/sample_rules.py"} <= set(refcache._PORTER_SOURCES)
 
 
+@pytest.mark.slow
 def test_a_number_input_among_the_reference_inputs_is_recorded_and_read_back_green(real_root, cache,
                                                                                  monkeypatch):
     """sub's reference inputs include a Number `self` (sub(2.5, t)): recording their per-element
@@ -543,6 +554,7 @@ def test_a_number_input_among_the_reference_inputs_is_recorded_and_read_back_gre
     assert _table(real_root, ["sub"], reference_inputs=True, dtypes=["float32"]) == (cold_code, cold)
 
 
+@pytest.mark.slow
 def test_a_rows_calls_made_in_one_round_trip_give_the_verdicts_of_one_call_each(real_root, cache,
                                                                                 monkeypatch):
     """porter.emulate.emulator_device.prefetch runs a cached row's kernel calls in a few round

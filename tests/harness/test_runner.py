@@ -284,6 +284,7 @@ def _timeless(ops: list[dict]) -> list[dict]:
                    for op in ops), key=lambda op: (op["key"], op["op"]))
 
 
+@pytest.mark.slow
 def test_audit_xfails_shards_merge_into_the_two_job_run(tmp_path, capsys, monkeypatch):
     import multiprocessing.context
 
@@ -372,6 +373,7 @@ else:
 @pytest.mark.parametrize("command", [
     ("test", "neg", "--device", "cpu-mps", "--prune-xfails"),
     ("audit-xfails", "--device", "cpu", "--prune")])
+@pytest.mark.slow
 def test_a_dry_run_prune_leaves_the_stale_entry_and_exits_1(tmp_path, capsys, command):
     """The only xpass is one the prune can remove: a dry run shows the edit but writes nothing,
     so the entry is still stale (exit 1); the applied prune resolves it (exit 0)."""

@@ -38,6 +38,7 @@ def _shapes_run(root):
     return result.code, report, rows
 
 
+@pytest.mark.slow
 def test_shapes_rows_run_every_layout_and_pass_a_correct_port(real_root, tmp_path, monkeypatch):
     _port_threshold(real_root, tmp_path, monkeypatch)
     code, report, rows = _shapes_run(real_root)
@@ -106,6 +107,7 @@ def test_the_run_generates_every_layout():
     assert len(list(generate_samples(info, torch.float32, reference=True))) > 0
 
 
+@pytest.mark.slow
 def test_a_kernel_that_reads_views_as_contiguous_fails_only_the_shapes(real_root, tmp_path, monkeypatch):
     # The wrong-on-purpose case: the host hands the kernel a view's storage as if it were dense
     # (the dense entry point on a non-contiguous tensor). Upstream's threshold samples are all

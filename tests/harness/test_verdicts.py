@@ -71,6 +71,7 @@ def verdicts(root: Path, *args: str) -> tuple[int, dict[str, dict], str]:
     return res.code, {d["dtype"]: d for op in data["ops"] for d in op["dtypes"]}, data
 
 
+@pytest.mark.slow
 def test_case2_registrations_the_file_rejects_fail_every_dtype(real_root):
     # case 1's port: a bool functor registered float->float, long->long, ...: the file's
     # static_assert stops BinaryKernel.metal compiling, so a Mac fails every dtype
@@ -94,6 +95,7 @@ def test_case2_registrations_the_file_rejects_fail_every_dtype(real_root):
     assert human.out.count("does not build") == 1
 
 
+@pytest.mark.slow
 def test_case2_a_body_that_does_not_compile_fails_with_the_compilers_words(real_root):
     port_logical_and(real_root, LOGICAL_AND_BOOL.replace("return a && b;", "return static_cast<bool>(return a;);"),
                      "REGISTER_BINARY_OP(logical_and, float, bool);")
@@ -106,6 +108,7 @@ def test_case2_a_body_that_does_not_compile_fails_with_the_compilers_words(real_
     assert ": expected expression" in by_dtype["float32"]["message"]
 
 
+@pytest.mark.slow
 def test_case2_a_dtype_without_a_kernel_fails_with_the_gpus_error(real_root):
     # a right functor, but kernels for float and long inputs only
     port_logical_and(real_root, LOGICAL_AND_BOOL,
@@ -122,6 +125,7 @@ def test_case2_a_dtype_without_a_kernel_fails_with_the_gpus_error(real_root):
     assert data["summary"]["skip"] == 0
 
 
+@pytest.mark.slow
 def test_case2_a_kernel_with_the_wrong_output_dtype_fails(real_root):
     # registered float->float for an op whose output is bool: the host looks the kernel up
     # by the output dtype, finds none
@@ -207,6 +211,7 @@ def port_mish(root: Path, dtypes: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize("spelling", ["nn.functional.mish", "mish"])
+@pytest.mark.slow
 def test_case9_the_aten_and_the_opinfo_name_find_the_kernel(real_root, spelling):
     port_mish(real_root, ("float", "half", "bfloat"))
     code, by_dtype, data = verdicts(real_root, spelling, "--samples-only")
@@ -218,6 +223,7 @@ def test_case9_the_aten_and_the_opinfo_name_find_the_kernel(real_root, spelling)
         "bool": "xfail", "uint8": "xfail", "int8": "xfail", "int16": "xfail", "int32": "xfail"}
 
 
+@pytest.mark.slow
 def test_case9_a_float_dtype_left_out_fails_under_either_name(real_root):
     port_mish(real_root, ("float", "bfloat"))
     for spelling in ("mish", "nn.functional.mish"):
@@ -227,6 +233,7 @@ def test_case9_a_float_dtype_left_out_fails_under_either_name(real_root):
         assert "no kernel mish_float16_float16 registered" in by_dtype["float16"]["message"]
 
 
+@pytest.mark.slow
 def test_case9_status_suggests_a_test_command_that_finds_the_op(real_root):
     port_mish(real_root, ("float", "half", "bfloat"))
     status = porter("status", "mish", root=real_root)
@@ -264,6 +271,7 @@ def port_signbit(root: Path, body: str, types: tuple[str, ...] = ("float", "half
     yaml.write_text(rows.replace(old_row, "    CUDA: signbit_out\n    MPS: signbit_out\n", 1))
 
 
+@pytest.mark.slow
 def test_reference_inputs_catch_a_signbit_written_as_less_than_zero(real_root):
     port_signbit(real_root, "x < 0")
     # upstream's samples hold no -0.0: the port passes them
@@ -285,6 +293,7 @@ def test_reference_inputs_catch_a_signbit_written_as_less_than_zero(real_root):
     assert "repro: porter test signbit --device emulate --dtype float32 --reference-inputs --sample" in human.out
 
 
+@pytest.mark.slow
 def test_reference_inputs_pass_a_signbit_that_reads_the_sign_bit(real_root):
     # Metal's signbit takes floating types: `signbit(long)` is ambiguous there as under g++
     # (a build error of the file), so this body is registered for the floating types only

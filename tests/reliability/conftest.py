@@ -50,6 +50,15 @@ def mini_scenarios(work_dir, _no_validator_fork) -> list[harness.Scenario]:
 
 
 @pytest.fixture(scope="package")
+def mini_scenario(work_dir, _no_validator_fork) -> harness.Scenario:
+    """mini_scenarios' first alone, learnt by one dry run rather than every command's (~15 s):
+    what a test of one edit's faults needs."""
+    found = harness.discover(fixture_root(), work_dir / "mini-first", "mini", git=True, first_only=True)
+    assert found, "no editing scenario on the fixture checkout"
+    return found[0]
+
+
+@pytest.fixture(scope="package")
 def real_scenarios(request, work_dir, _no_validator_fork) -> list[harness.Scenario]:
     """The same on the real-size tree (skipped without the torch wheel)."""
     template = request.getfixturevalue("real_tree_template")

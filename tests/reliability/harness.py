@@ -174,9 +174,10 @@ def learn_steps(argv: list[str]) -> tuple[Result, list[tuple[int, str, str]]]:
 
 
 def discover(template: Path, work: Path, label: str, git: bool = False,
-             commands: list[str] | None = None) -> list[Scenario]:
+             commands: list[str] | None = None, first_only: bool = False) -> list[Scenario]:
     """Every (editing command, op) of OPS_FOR, in a clean copy of `template` each; a clean run
-    that fails or edits nothing is an error, not a scenario fewer."""
+    that fails or edits nothing is an error, not a scenario fewer. `first_only`: the first of
+    them alone (one dry run, for a test about one edit)."""
     scenarios = []
     for command in commands or editing_commands():
         if command in NOT_SCENARIOS:
@@ -196,6 +197,8 @@ def discover(template: Path, work: Path, label: str, git: bool = False,
                 f"{result.err.strip()}")
             sc.reset()
             scenarios.append(sc)
+            if first_only:
+                return scenarios
     return scenarios
 
 

@@ -196,6 +196,7 @@ def test_only_files_still_to_write_are_asked_about(repo):
     assert read_tree(repo) == new
 
 
+@pytest.mark.slow
 def test_every_editing_command_honours_the_rule(mini_scenarios):
     by_command = {}
     for sc in mini_scenarios:

@@ -34,6 +34,7 @@ def _with_fault(monkeypatch, spec: str, argv: list[str]) -> harness.Result:
         monkeypatch.delenv("PORTER_FAULT")
 
 
+@pytest.mark.slow
 def test_an_error_at_any_step_leaves_the_tree_untouched(scenario_reset, monkeypatch):
     r = harness.rng("errno")
     stats, failures = harness.Stats(), []
@@ -83,8 +84,9 @@ def _first_per_command(scenarios, label: str = "mini"):
     return list(seen.values())
 
 
-def test_disk_full_message_names_the_file(mini_scenarios, monkeypatch):
-    sc = mini_scenarios[0]
+@pytest.mark.slow
+def test_disk_full_message_names_the_file(mini_scenario, monkeypatch):
+    sc = mini_scenario
     sc.reset()
     n, _, path = next(s for s in sc.steps if s[1] == "write")
     result = _with_fault(monkeypatch, f"enospc@{n}", sc.argv)
@@ -93,10 +95,10 @@ def test_disk_full_message_names_the_file(mini_scenarios, monkeypatch):
     assert sc.read() == sc.old
 
 
-def test_a_failed_restore_keeps_the_old_text_aside(mini_scenarios, monkeypatch):
+def test_a_failed_restore_keeps_the_old_text_aside(mini_scenario, monkeypatch):
     """A replace fails, then restoring an already replaced file fails too: each file is still
     whole, the old text of the unrestored one is saved beside it, and a re-run completes."""
-    sc = mini_scenarios[0]
+    sc = mini_scenario
     sc.reset()
     replaces = sc.numbered("replace")
     result = _with_fault(monkeypatch, f"eio@{replaces[2]},eio@{replaces[2] + 1}", sc.argv)
@@ -119,6 +121,7 @@ def test_a_failed_restore_keeps_the_old_text_aside(mini_scenarios, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["edit", "rename", "delete"])
+@pytest.mark.slow
 def test_a_target_changed_between_planning_and_applying(scenario_reset, monkeypatch, kind):
     """The stale-plan guard: someone edits, renames away or deletes a target after porter
     read it; porter writes nothing and says which file."""
@@ -189,6 +192,7 @@ def mode_set(path, mode: int):
         path.chmod(old)
 
 
+@pytest.mark.slow      # every scenario, the real-size tree's too (~30 s to discover)
 def test_read_only_target_file(scenario_reset):
     tried = 0
     for sc in _first_per_command(scenario_reset):
@@ -203,8 +207,8 @@ def test_read_only_target_file(scenario_reset):
     assert tried >= 2                    # every command's first scenario, each target it writes
 
 
-def test_read_only_directory(mini_scenarios):
-    sc = mini_scenarios[0]
+def test_read_only_directory(mini_scenario):
+    sc = mini_scenario
     sc.reset()
     with mode_set(sc.tree / sc.targets[-1].rsplit("/", 1)[0], 0o555):
         result = porter(*sc.argv)
@@ -213,9 +217,9 @@ def test_read_only_directory(mini_scenarios):
     assert sc.read() == sc.old
 
 
-def test_killed_runs_temporary_files_are_swept(mini_scenarios):
+def test_killed_runs_temporary_files_are_swept(mini_scenario):
     """What a SIGKILL leaves behind goes on the next apply, even one with nothing to do."""
-    sc = mini_scenarios[0]
+    sc = mini_scenario
     sc.reset()
     assert porter(*sc.argv).code == 0
     stale = [sc.tree / "aten/src/ATen/native/.native_functions.yaml.x1y2.porter-tmp",
@@ -232,10 +236,10 @@ def test_killed_runs_temporary_files_are_swept(mini_scenarios):
     sc.reset()
 
 
-def test_a_second_porter_waits_for_the_first(mini_scenarios, monkeypatch):
+def test_a_second_porter_waits_for_the_first(mini_scenario, monkeypatch):
     """One writer per checkout: while a porter is stopped inside apply, another refuses;
     once the first is killed the lock is gone and a re-run completes."""
-    sc = mini_scenarios[0]
+    sc = mini_scenario
     sc.reset()
     monkeypatch.setattr(changes_mod, "LOCK_WAIT_S", 0.2)
     seen = {}
@@ -254,8 +258,8 @@ def test_a_second_porter_waits_for_the_first(mini_scenarios, monkeypatch):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_and_sigterm_wait_until_the_edit_is_whole(mini_scenarios, sig):
-    sc = mini_scenarios[0]
+def test_ctrl_c_and_sigterm_wait_until_the_edit_is_whole(mini_scenario, sig):
+    sc = mini_scenario
     sc.reset()
     assert harness.read_tree(sc.tree) == sc.old
     replace = sc.numbered("replace")[1]
@@ -274,8 +278,8 @@ def test_ctrl_c_and_sigterm_wait_until_the_edit_is_whole(mini_scenarios, sig):
     sc.reset()
 
 
-def test_symlinked_target_stays_a_link(mini_scenarios, tmp_path):
-    sc = mini_scenarios[0]
+def test_symlinked_target_stays_a_link(mini_scenario, tmp_path):
+    sc = mini_scenario
     sc.reset()
     rel = "aten/src/ATen/native/native_functions.yaml"
     real = tmp_path / "native_functions.yaml"
@@ -308,6 +312,7 @@ def test_fault_hook_is_off_by_default_and_checks_its_spec(monkeypatch, tmp_path)
 DISK_FULL = Path(__file__).with_name("disk_full.py")
 
 
+@pytest.mark.slow
 def test_a_really_full_disk(mini_scenarios, tmp_path, request):
     """A small tmpfs filled to leave less room than the edit needs: mounted inside a private
     user and mount namespace (`unshare -rm`), so it needs no root and leaves nothing mounted.

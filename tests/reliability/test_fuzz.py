@@ -148,6 +148,7 @@ names = st.one_of(st.text(max_size=40), st.sampled_from(PATHS),
 
 @fuzz_settings(ci=300, soak=3000)
 @given(data=st.data())
+@pytest.mark.slow
 def test_op_names(tree, commands, outcomes, data):
     command = data.draw(st.sampled_from(commands), label="command")
     name = data.draw(names, label="op")
@@ -255,6 +256,7 @@ def apply_mutation(root: Path, rel: str, kind: str, where: float, noise: str, ju
 
 @fuzz_settings(ci=300, soak=5000)
 @given(data=st.data())
+@pytest.mark.slow
 def test_damaged_checkout(tree, commands, outcomes, data):
     command = data.draw(st.sampled_from(commands), label="command")
     op = data.draw(st.sampled_from(OPS), label="op")

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.reliability import harness
 from tests.reliability.harness import Stats, check_whole, forked_porter, rerun_completes
 
@@ -30,6 +32,7 @@ def _clean_seconds(sc: harness.Scenario, cache: dict) -> float:
     return cache[sc.name]
 
 
+@pytest.mark.slow
 def test_sigkill_during_apply(scenarios):
     r = harness.rng("kill")
     stats, failures, durations = Stats(), [], {}
@@ -91,9 +94,9 @@ def test_sigkill_during_apply(scenarios):
     assert ran["mini"] > 0 and ran["real"] > 0, ran
 
 
-def test_sigkill_of_a_real_porter_process(mini_scenarios):
+def test_sigkill_of_a_real_porter_process(mini_scenario):
     """The same through `python -m porter` (the real entry point), a few times."""
-    sc = mini_scenarios[0]
+    sc = mini_scenario
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo)}
     for n in (sc.numbered("write")[1], sc.numbered("check")[-1], sc.numbered("replace")[2]):

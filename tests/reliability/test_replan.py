@@ -8,6 +8,8 @@ exactly the tree of a clean run, and one more run must say "nothing to do".
 
 from __future__ import annotations
 
+import pytest
+
 from tests.reliability import harness
 
 
@@ -16,6 +18,7 @@ def _prefixes(sc: harness.Scenario) -> list[list[str]]:
     return [order[:k] for k in range(1, len(order))]
 
 
+@pytest.mark.slow      # every editing command's scenario (~15 s to learn them)
 def test_every_prefix_of_the_apply_order_replans_to_the_same_tree(mini_scenarios, request):
     scenarios = list(mini_scenarios)
     if harness.SOAK:         # the soak asked for the real-size tree: skipped, saying why, without it

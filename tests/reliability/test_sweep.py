@@ -23,7 +23,7 @@ def _out_ops(root) -> list[str]:
     return ops
 
 
-@pytest.mark.sweep     # slow: --quick skips it, CI runs it
+@pytest.mark.slow      # --full runs it, CI does
 def test_every_op_gets_a_plan_or_a_one_line_refusal(real_tree_template):
     ops = _out_ops(real_tree_template)
     assert len(ops) > 300
