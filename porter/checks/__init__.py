@@ -24,7 +24,7 @@ FAMILIES = (
     (("PORTER001", "PORTER002", "PORTER003", "PORTER023"), "dispatch"),
     (("PORTER010", "PORTER011", "PORTER012", "PORTER013", "PORTER014"), "kernels"),
     (("PORTER020", "PORTER021", "PORTER022", "PORTER024"), "registrations"),
-    (("PORTER030", "PORTER031"), "expectations"),
+    (("PORTER030", "PORTER031", "PORTER032"), "expectations"),
     (("PORTER050", "PORTER051", "PORTER052", "PORTER053"), "review"),
     (("PORTER040",), "torchgen_yaml"),
 )

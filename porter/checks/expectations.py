@@ -7,6 +7,7 @@ plus its variant_test_name with no separator (`rounddecimals_0`).
 
 from __future__ import annotations
 
+import ast
 import difflib
 
 from porter.source import checkout as co
@@ -18,7 +19,48 @@ UNIMPLEMENTED = "UNIMPLEMENTED_XFAILLIST"
 
 
 def check(tree: Tree) -> list[Finding]:
-    return unknown_keys(tree) + stale_unimplemented(tree)
+    return unknown_keys(tree) + stale_unimplemented(tree) + fallback_example(tree)
+
+
+FALLBACK_EXAMPLE = "_get_not_implemented_op"
+
+
+def fallback_example(tree: Tree) -> list[Finding]:
+    """test_mps.py's TestFallbackWarning runs an op that must have no MPS kernel (upstream
+    changes it whenever a port gives that op one): an op it names, by an `aten::NAME` schema
+    string or a `torch.NAME` call, that has an MPS row now fails the test on a Mac (review 34;
+    the port commands say so as they port it, porter.port.plan)."""
+    if not tree.checkout.exists(co.TEST_MPS):
+        return []
+    try:
+        module = ast.parse(tree.read(co.TEST_MPS))
+    except SyntaxError:
+        return []
+    found = []
+    for fn in ast.walk(module):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name == FALLBACK_EXAMPLE):
+            continue
+        named = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.startswith("aten::"):
+                named.append(node.value.removeprefix("aten::").split(".")[0])
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "torch":       # upstream's `torch.lcm` form
+                named.append(node.attr)
+        for op in dict.fromkeys(named):
+            row = _mps_row(tree, op)
+            if row is None:
+                continue
+            entry, dispatch = row
+            found.append(Finding(
+                "PORTER032", co.TEST_MPS, fn.lineno,
+                f"TestFallbackWarning.{FALLBACK_EXAMPLE} runs {op} as an op without an MPS "
+                f"kernel, but {entry.full_name} has one ({co.NATIVE_YAML}:{dispatch.lineno} "
+                f"'{dispatch.text.strip()}'): on a Mac the fallback warning it waits for never "
+                "comes", f"name another op that has no MPS kernel there (its `aten::` schema "
+                "string and the call), as upstream does when it ports the one named", op))
+    return found
 
 
 def _list_entries(tree: Tree):

@@ -43,6 +43,9 @@ CHECKS: dict[str, tuple[str, str, str]] = {
                   "a common_mps.py key names no OpInfo (name + variant_test_name)"),
     "PORTER031": ("stale-unimplemented-xfail", WARNING,
                   "an UNIMPLEMENTED_XFAILLIST entry for an op that now has an MPS kernel"),
+    "PORTER032": ("fallback-example-has-kernel", ERROR,
+                  "test_mps.py's TestFallbackWarning names, as its op without an MPS kernel, an op "
+                  "that now has one"),
     "PORTER040": ("torchgen-rejects-yaml", ERROR,
                   "torchgen's parse_native_yaml rejects native_functions.yaml"),
     "PORTER050": ("fast-math-in-functor", ERROR,

@@ -32,7 +32,7 @@ from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, REGISTERED_AS, cache_dir, cache_key,
     compiler, diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude,
-    site_line, version_flags, contract_flags, wrong_output)
+    site_line, version_flags, contract_flags, wrong_output, FOLDING_FLAGS)
 from porter.errors import PorterError
 from porter.runtime.whole_file import write_whole
 
@@ -134,20 +134,20 @@ class Library:
 def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "-O0",
                strict: bool = True, use_cache: bool = True,
                version: int = PRIMARY_VERSION, contract: bool = False,
-               only: str | None = None) -> Library:
+               only: str | None = None, folding: bool = False) -> Library:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PorterError(f"{path}: cannot read ({err.strerror})") from None
     return build_source(text, path, root, opt=opt, strict=strict, use_cache=use_cache,
-                        version=version, contract=contract, only=only)
+                        version=version, contract=contract, only=only, folding=folding)
 
 
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
                  version: int = PRIMARY_VERSION, contract: bool = False,
-                 only: str | None = None) -> Library:
+                 only: str | None = None, folding: bool = False) -> Library:
     """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
     `version` (__METAL_VERSION__). The primary version's build also checks the file under
     every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,
@@ -161,7 +161,9 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     dirs = headers.include_dirs(root)
     cxx = compiler()
     # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
-    flags = version_flags(FLAGS + [opt] + ((contract_flags() or []) if contract else []), version)
+    # folding: toolchain.FOLDING_FLAGS' build, which assumes no signed overflow (its own -O2)
+    flags = version_flags((FOLDING_FLAGS if folding else FLAGS + [opt])
+                          + ((contract_flags() or []) if contract else []), version)
     key = cache_key(text if only is None else f"{text}\0only\0{only}", dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"

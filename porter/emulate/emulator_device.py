@@ -55,6 +55,7 @@ class EmulateBackend:
         self._last: tuple | None = None                     # the last sample's kernel call
         # (metal, version, kernel name) -> Library / error, or the Future building it
         self._contracted: dict = {}
+        self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
@@ -135,11 +136,20 @@ class EmulateBackend:
             unbuilt = self._host_library_lacks(host)
             if unbuilt:
                 return unbuilt
+            apple = self._apple_header(host.metal)
+            if apple:
+                return apple
             try:
                 lib = self._library(host.metal)
             except EmulateBuildError as err:
                 return f"{self._rel(host.metal)} does not build: {self._rel(err.message)}"
             errors = lib.build_errors()
+            unmodelled = next((m for m in map(_UNMODELLED_TYPE.search, errors) if m), None)
+            if unmodelled:
+                return (f"not proven: {self._rel(host.metal)} uses Metal's type "
+                        f"`{unmodelled.group(1)}` (MSL §2.2.3 packed vectors, §2.3 matrices), "
+                        "which porter's model of Metal does not declare: whether and how a Mac "
+                        "builds and runs it is not known here; test it on a Mac (`--device mps`)")
             if errors and lib.refused_by_gxx_alone():
                 return (f"not proven: the emulator's compiler (g++) cannot build "
                         f"{self._rel(errors[0]).removeprefix(BUILD_ERROR + ': ')}, which porter's "
@@ -367,6 +377,24 @@ class EmulateBackend:
                         f"{name} = mps::MetalShaderLibrary::getBundledLibrary();`), the library "
                         "the kernel files are built into: porter does not model another")
         return None
+
+    def _apple_header(self, metal: Path) -> str | None:
+        """Not proven where the kernel file, or a checkout header it includes, includes an
+        Apple SDK header Metal's compiler finds and porter does not model (two_compilers.
+        apple_header): before the build, whose "No such file" would say a Mac cannot build it."""
+        from porter.emulate import headers, two_compilers
+        try:
+            text = metal.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None             # the build says why the file cannot be read
+        dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
+        found = two_compilers.apple_header(
+            [(str(metal), text)] + [(str(p), t) for p, t in two_compilers.files_read(text, dirs)])
+        if found is None:
+            return None
+        return (f"not proven: {self._rel(found[0])}:{found[1]}: <{found[2]}> is a header of "
+                "Apple's SDK that Metal's compiler finds and porter does not model: what a Mac "
+                "builds with it is not known here; test it on a Mac (`--device mps`)")
 
     def _unlike_gxx(self, metal: Path) -> str | None:
         """Not proven where the emulator's g++ build may read the kernel file or a header it
@@ -764,7 +792,7 @@ class EmulateBackend:
             alpha = run.pack_alpha(reg.alpha_type, self._scalar(host, sample, reg, choice.sample_tensors))
         readings: list = []
         self._contract_ahead(host, lib, reg)
-        out = self._answer(run, lib, reg, tensors, alpha, want_out, readings)
+        out = self._answer(run, lib, reg, tensors, alpha, want_out, readings, host.metal)
         # a Mac compiles the file with its own Metal: a version whose tokens differ (an
         # `#if __METAL_VERSION__ >= 400` branch) is another kernel, run on the same sample
         self._version_outputs = [(v, self._other_version_answer(run, host, v, reg, tensors,
@@ -773,10 +801,12 @@ class EmulateBackend:
         self._last = (run, host, lib, reg, tensors, alpha, want_out)
         return out
 
-    def _answer(self, run, lib: Library, reg, tensors, alpha, want_out, readings=None):
+    def _answer(self, run, lib: Library, reg, tensors, alpha, want_out, readings=None,
+                metal: Path | None = None):
         """The call's answer; where the kernel reached an answer Metal leaves undefined (a NaN
         into fast::fmax, fmedian3: porter/metal.h), (why, the other reading) joins `readings`,
-        a way a Mac may answer that the verdict holds to the reference too."""
+        a way a Mac may answer that the verdict holds to the reference too. `metal`: the
+        kernel file, whose folding build answers a sample that overflowed a signed integer."""
         worker = self._worker()
         worker.undefined = None          # an empty output makes no call
         out = run.run_registration(worker, lib, reg, tensors, alpha)
@@ -798,7 +828,30 @@ class EmulateBackend:
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
+            if undefined[0] & _SIGNED_OVERFLOW and metal is not None:
+                readings.append((_FOLDED, self._folded_answer(run, metal, lib, reg, tensors,
+                                                              alpha, want_out)))
         return self._read_as_host(run, out, want_out)
+
+    def _folded_answer(self, run, metal: Path, lib: Library, reg, tensors, alpha, want_out):
+        """The answer of the kernel file's folding build (toolchain.FOLDING_FLAGS: signed
+        overflow assumed away, as clang may), or why there is none (a string)."""
+        key = (metal, lib.version, reg.name)
+        built = self._folding.get(key)
+        if built is None:
+            try:
+                built = build_file(metal, self.root, strict=False, version=lib.version,
+                                   only=reg.name, folding=True)
+            except EmulateBuildError as err:
+                built = err
+            self._folding[key] = built
+        if isinstance(built, EmulateBuildError):
+            return f"not proven: {self._rel(metal)} does not build so: {self._rel(built.message)}"
+        same = [r for r in built.find(reg.name, reg.in_type) if r.out_type == reg.out_type
+                and getattr(r, "built", True)]
+        if not same:
+            return f"not proven: kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built so"
+        return self._answer(run, built, same[0], tensors, alpha, want_out)
 
     @staticmethod
     def _read_as_host(run, out, want_out):
@@ -861,7 +914,8 @@ class EmulateBackend:
                 continue
             # the primary version's other readings, as `_run` gives them uncontracted
             answers.append(self._answer(run, built, same[0], tensors, alpha, want_out,
-                                        readings if version == lib.version else None))
+                                        readings if version == lib.version else None,
+                                        host.metal))
         primary, others = answers[0], list(zip(lib.other_versions, answers[1:])) + readings
         if isinstance(primary, str):
             return None         # the contracted build lacks the kernel: nothing to compare
@@ -1264,13 +1318,24 @@ def _unbuilt(name: str, reason: str) -> str:
 # porter/metal.h's families of undefined answers (detail::UNDEFINED_*), as a verdict names them
 _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefined under fast "
                   "math"),
-              (2, "fmedian3 got a NaN, which the specification does not define"))
+              (2, "fmedian3 got a NaN, which the specification does not define"),
+              (512, "fmax/fmin got zeros of both signs: the other zero, as the specification's "
+                    "text answers (`y if x < y, otherwise x`), where IEEE's maximumNumber "
+                    "orders -0 below +0"))
 
 
 # the object a host's kernel call runs on, and its declaration as the bundled metallib
 _RECEIVER = re.compile(r"\b(\w+)\s*(?:\.|->)\s*exec_(?:unary|binary|ternary)_kernel")
 _BUNDLED = (r"^[ \t]*static\s+auto\s*&\s*{}\s*=\s*(?:(?:::)?at::native::)?(?:mps::)?"
             r"MetalShaderLibrary::getBundledLibrary\(\)\s*;")
+
+
+# Metal's types porter's front end and shim do not declare (review 34's L05, L08: a Mac builds
+# them, so the front end's "unknown type name" is no Mac's error)
+_UNMODELLED_TYPE = re.compile(
+    r"(?:unknown type name|use of undeclared identifier|no template named) '("
+    r"packed_(?:bool|char|uchar|short|ushort|int|uint|long|ulong|half|bfloat|float)[234]|"
+    r"(?:half|bfloat|float)[234]x[234])'")
 
 
 # porter/metal.h's detail::UNDEFINED_CONVERSION (toolchain.FLAGS' float-cast-overflow check)
@@ -1280,6 +1345,10 @@ _NAN_SIGN = 16
 _UNDEFINED_SHIFT = 32
 _OUT_OF_BOUNDS = 64
 _UNDEFINED_ARGUMENT = 128
+_SIGNED_OVERFLOW = 256
+# the reading a sample that overflowed a signed integer is held to as well (_folded_answer)
+_FOLDED = ("assuming no signed integer overflow, as Apple's compiler may (it is undefined in "
+           "Metal; g++ -O2 folds on the same assumption; not proven)")
 _ARGUMENT_UNDEFINED = (
     "the kernel called clamp with its lower bound above its upper one, or extract_bits/"
     "insert_bits past the type's width: Metal leaves the answer undefined, and what an Apple "
@@ -1291,9 +1360,10 @@ _INDEXED_PAST_BOUND = (
     "the kernel indexed an array past its bound: undefined in Metal, the next bytes on this CPU, "
     "and not known on an Apple GPU")
 _NAN_SIGN_READ = (
-    "the kernel read the sign of a NaN an invalid operation made (0/0, inf - inf): negative on "
-    "this CPU, positive on an Apple GPU as on ARM; test with `isnan` first, or test it on a Mac "
-    "(`--device mps`)")
+    "the kernel read the sign of a NaN with x86's default bits (0xffc00000: what an invalid "
+    "operation such as 0/0 or inf - inf makes here, negative, where an Apple GPU makes it "
+    "positive as ARM does; a negated input NaN has the same bits, and porter cannot tell the "
+    "two apart); test with `isnan` first, or test it on a Mac (`--device mps`)")
 _CONVERTED_OUT_OF_RANGE = (
     "the kernel converted a float outside an integer type's range, or a NaN, to that type: "
     "undefined in Metal, the least integer on this CPU, and not known on an Apple GPU (which may "
@@ -1303,5 +1373,8 @@ _CONVERTED_OUT_OF_RANGE = (
 def undefined_reading(bits: int) -> str:
     """The phrase a verdict puts before a failure of the NaN reading (`_answer`)."""
     why = "; ".join(text for bit, text in _UNDEFINED if bits & bit) or "an undefined answer"
+    if not bits & 3:
+        return (f"with Metal's unsettled answer read the other way ({why}, MSL §6.5; porter "
+                "holds the kernel to both answers, not knowing a Mac's)")
     return (f"with Metal's undefined answer read as NaN ({why}, MSL §6.5; porter holds the "
             "kernel to IEEE's answer and to NaN, not knowing a Mac's)")

@@ -1209,6 +1209,16 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
             m = re.search(r"address_space\((\d+)\)", t.get_canonical().spelling)
             return int(m.group(1)) if m else 0
 
+    def variable_template_outside_constant(cursor) -> bool:
+        """A variable template (`template <...> constexpr T name = ...;`, the one template
+        declaration libclang leaves unexposed) not declared in the `constant` address space
+        (which the mode spells `__attribute__((address_space(2)))`)."""
+        words = [t.spelling for t in cursor.get_tokens()]
+        if words[:1] != ["template"] or "=" not in words and "{" not in words:
+            return False
+        head = words[:words.index("=")] if "=" in words else words
+        return not any(head[i:i + 3] == ["address_space", "(", "2"] for i in range(len(head)))
+
     def unqualified(t) -> bool:
         """A pointer or reference type whose pointee has no address space, as clang spells it."""
         return address_space(t.get_pointee()) == 0 and not re.search(
@@ -1455,6 +1465,11 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                 add(cursor, "program scope")
             elif not in_function and in_class and space != 2:
                 add(cursor, "static member")
+        if kind == K.UNEXPOSED_DECL and not in_function and variable_template_outside_constant(cursor):
+            # a variable template (libclang exposes no kind of its own): its instantiations
+            # are program-scope variables all the same (review 34's L01); c10/metal writes
+            # its traits `constexpr constant`
+            add(cursor, "static member" if in_class else "program scope")
         class_like = kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE,
                               K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
         for c in cursor.get_children():

@@ -7,10 +7,13 @@ header it includes (review 31):
 
 - a conditional directive (`#if`, `#ifdef`, ...) may test `__METAL_VERSION__`, whether
   `__METAL__` or `__HAVE_BFLOAT__` is defined (not their values: review 33's C30, C31), a macro
-  the files define or undefine themselves, and a name outside the implementation's reserved
-  names (no compiler predefines one); anything else (`__clang__`, `__linux__`, `__cplusplus`,
-  `__has_include(<cmath>)`, `__METAL_MACOS__`) may take another branch in g++ than on a Mac
-  (L05-L09; C33);
+  both stand-ins define as Metal's specification does (`FLT_MAX`), a macro the files define or
+  undefine themselves, and a name that neither stand-in defines and that lies outside Apple's
+  (reserved names and `METAL_*`); anything else (`__clang__`, `__linux__`, `__cplusplus`,
+  `__has_include(<cmath>)`, `__METAL_MACOS__`, `METAL_FUNC`, a libc macro such as
+  `SIG_ATOMIC_MAX` that only g++'s shim sees, a keyword such as `device` that the stand-ins
+  spell as a macro) may take another branch in g++ than on a Mac (L05-L09; C33; review 34's
+  P01, P02, P05);
 - code may not use a macro g++ predefines (`__x86_64__`, `__GNUC__`): its value is g++'s there;
   nor one whose value is the build's (`__FILE__`, `__DATE__`: C07); a trigraph is read
   otherwise by C++14 and C++17 (C32);
@@ -137,6 +140,23 @@ def code_mask_keep_includes(text: str) -> str:
                      for m, k in zip(lines, kept))
 
 
+# headers of Apple's SDK that Metal's compiler finds and porter's front end does not model
+# (review 34's L03: <simd/simd.h>, shared between a .metal file and host code); a Mac builds
+# them, so "does not build" would be a false red and green a guess
+_APPLE_HEADER = re.compile(r"^simd/")
+
+
+def apple_header(files: list[tuple[str, str]]) -> tuple[str, int, str] | None:
+    """(file, line, header) of the first include of an Apple SDK header porter does not
+    model, over `files` ((display name, text), the kernel file first), or None."""
+    for name, text in files:
+        mask = code_mask_keep_includes(text)
+        for m in _INCLUDE.finditer(mask):
+            if _APPLE_HEADER.match(m.group(1)):
+                return name, mask.count("\n", 0, m.start()) + 1, m.group(1)
+    return None
+
+
 def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str] | None:
     """(file, line, why) of the first place where g++ may build the text otherwise than
     Metal's compiler, over `files` ((display name, text), the kernel file first), or None."""
@@ -157,14 +177,11 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
                 rest = directive.group(2)
                 asked = _defined_only(directive.group(1), rest)
                 for word in _NAME.findall(rest):
-                    if word == "defined" or word in AGREED or word in defined or \
+                    if word == "defined" or word in AGREED or \
                             word in DEFINED_ONLY and word in asked:
                         continue
-                    if _reserved(word):
-                        what = (f"`{word}`, which Apple's Metal compiler may answer otherwise "
-                                "than the emulator's g++" if word.startswith("__has_") else
-                                f"`{word}`, which Apple's Metal compiler is not known to "
-                                "predefine as the emulator's g++ does (or not at all)")
+                    what = _unknown_macro(word, defined, cxx)
+                    if what:
                         return (name, number,
                                 f"`#{directive.group(1)}` tests {what}: the branch a Mac builds "
                                 "is not known here; test `__METAL_VERSION__`, `__HAVE_BFLOAT__` "
@@ -193,6 +210,62 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
                         "to read alike (g++ honours GCC's `optimize`, which clang ignores): what a "
                         "Mac builds is not known here; remove it")
     return None
+
+
+def _unknown_macro(word: str, defined: set[str], cxx: str) -> str | None:
+    """Why a Mac may answer a condition on `word` otherwise than the emulator's g++ (what
+    follows "tests"), or None where both answer alike. Known alike: a macro both stand-ins
+    define as Metal's specification does (`FLT_MAX`, `INFINITY`, `M_PI_F`), a macro of the files
+    themselves, and a name nobody defines outside Apple's own (reserved names and `METAL_*`,
+    which its <metal_stdlib> uses: `METAL_FUNC`, review 34's P05). The stand-ins' spellings of
+    Metal's keywords (`device`: a macro here, a keyword there: P02), a macro only one of them
+    defines (`SIG_ATOMIC_MAX` from the libc headers g++'s shim includes: P01) and any other
+    reserved name are not known alike."""
+    metal, gxx = stand_in_macros(cxx)
+    if word in metal and word.islower():
+        return (f"`{word}`, a keyword of Metal that porter's stand-ins define as a macro and "
+                "Apple's compiler does not")
+    if word in gxx and word not in metal:
+        return (f"`{word}`, which the emulator's g++ build gets from the C++ library headers "
+                "its shim includes and Metal's headers do not define")
+    if word in metal and word not in gxx:
+        return (f"`{word}`, which porter's model of Metal's headers defines and the emulator's "
+                "g++ build does not")
+    if word in metal and not _reserved(word) or word in defined:
+        return None
+    if word.startswith("__has_"):
+        return f"`{word}`, which Apple's Metal compiler may answer otherwise than the emulator's g++"
+    if word in metal or word in gxx:
+        return (f"`{word}`, whose value porter does not model as Apple's Metal compiler gives it")
+    if _reserved(word) or word.startswith("METAL_"):
+        return (f"`{word}`, which Apple's Metal compiler or its <metal_stdlib> may define "
+                "(reserved names and `METAL_*` are theirs) and porter's stand-ins do not")
+    return None
+
+
+@lru_cache(maxsize=4)
+def stand_in_macros(cxx: str) -> tuple[frozenset, frozenset]:
+    """(the macros porter's model of Metal defines once <metal_stdlib> is included: the front
+    end's Metal mode; those the emulator's g++ build sees from its shim and the C++ library
+    headers the shim includes), c10/metal's left out of both (they are the files' own)."""
+    from porter.emulate import frontend, headers
+    version = frontend.CXX17_VERSION - 90          # any version PyTorch builds: names alike
+    runs = {
+        "metal": ([frontend.compiler(), "-dM", "-E", "-x", "c++", frontend.std(version), "-undef",
+                   "-nostdinc", "-nostdinc++", *frontend.defines(version), "-include",
+                   str(frontend.MODE_HEADER), f"-I{frontend.LIBRARY_DIR}", "-"],
+                  "#include <metal_stdlib>\n"),
+        "gxx": ([cxx, "-std=c++17", "-dM", "-E", "-x", "c++", f"-I{headers.SHIM_DIR}",
+                 f"-D__METAL_VERSION__={version}", "-include", "porter/metal.h", "-"], ""),
+    }
+    found = {}
+    for key, (cmd, text) in runs.items():
+        try:
+            done = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=60)
+            found[key] = frozenset(m.group(1) for m in _DEFINE.finditer(done.stdout))
+        except (OSError, subprocess.SubprocessError):
+            found[key] = frozenset()
+    return found["metal"], found["gxx"]
 
 
 def _defined_only(kind: str, rest: str) -> set[str]:

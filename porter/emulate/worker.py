@@ -117,7 +117,7 @@ def handle(req):
         fast = (flags[2].value or b"").decode() if reached & _UNMODELLED_FAST else None
         resp["undefined"] = [reached, None, fast]
     if reached & _NAN_READINGS:
-        # the same sample with Metal's undefined answers read as NaN; IEEE's stays in place
+        # the same sample with Metal's undefined answers read the other way; IEEE's stays in place
         first = ctypes.string_at(out, n)
         ctypes.memset(out, 0, max(1, n))
         run(1)
@@ -127,10 +127,11 @@ def handle(req):
     return resp
 
 
-# porter/metal.h's porter_reached bits: the families read both ways; a fast:: function porter
+# porter/metal.h's porter_reached bits: the families read both ways (NaN operands, zeros of
+# both signs); a fast:: function porter
 # runs as the precise one (4) and a float converted out of an integer type's range (8): no
 # second reading, the sample is not proven
-_NAN_READINGS = 1 | 2
+_NAN_READINGS = 1 | 2 | 512
 _UNMODELLED_FAST = 4
 
 

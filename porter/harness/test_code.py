@@ -261,10 +261,53 @@ def _test_body(method: ast.FunctionDef) -> tuple[int, str] | None:
         if isinstance(s, ast.For) and isinstance(s.iter, ast.Call) and \
                 isinstance(s.iter.func, ast.Attribute) and s.iter.func.attr == "sample_inputs" and \
                 _named(s.iter.func.value, "op") and not s.orelse and loops == 0:
+            unlike = _sample_call_unlike(s.iter, method)
+            if unlike:
+                return s.lineno, unlike
             loops += 1
             continue
         return s.lineno, (f"{TEST_NAME}'s `{ast.unparse(s).splitlines()[0][:70]}` runs outside "
                           "its one loop over `op.sample_inputs(...)`, which porter does not model")
+    return None
+
+
+# how upstream's test_output_match asks for samples, as porter.harness.sample_rules passes it:
+# `requires_grad` absent, False, or upstream's expression (review 34's T01: `requires_grad=True`
+# makes torch 2.13's sample functions raise on bool and integer dtypes, where porter asked
+# with upstream's expression and was green)
+_GRAD_EXPRESSION = ast.dump(ast.parse("dtype.is_floating_point or dtype.is_complex", mode="eval").body)
+_CONJUGATED_EXPRESSION = ast.dump(ast.parse("dtype.is_complex and op.test_conjugated_samples",
+                                            mode="eval").body)
+
+
+def _sample_call_unlike(call: ast.Call, method: ast.FunctionDef) -> str | None:
+    """Why test_output_match's `op.sample_inputs(...)` is not a call porter passes as written
+    (sample_rules), or None: the arguments `device, dtype`, `set_seed=True`, `requires_grad`
+    absent, False or upstream's expression, `include_conjugated_inputs` absent, a constant, or
+    a local holding upstream's expression."""
+    def why(what: str) -> str:
+        return (f"{TEST_NAME} asks `op.sample_inputs` with {what}, which porter does not pass as "
+                "a Mac's test does (porter passes `device, dtype`, `set_seed=True`, "
+                "`requires_grad=(dtype.is_floating_point or dtype.is_complex)` or False, and "
+                "upstream's conjugated inputs)")
+
+    if len(call.args) != 2 or not (_named(call.args[0], "device") and _named(call.args[1], "dtype")):
+        return why("other positional arguments")
+    locals_ = {t.id: n.value for n in method.body if isinstance(n, ast.Assign)
+               for t in n.targets if isinstance(t, ast.Name)}
+    for k in call.keywords:
+        v = k.value
+        if k.arg == "set_seed" and isinstance(v, ast.Constant) and v.value is True:
+            continue
+        if k.arg == "requires_grad" and (isinstance(v, ast.Constant) and v.value is False
+                                         or ast.dump(v) == _GRAD_EXPRESSION):
+            continue
+        if k.arg == "include_conjugated_inputs":
+            held = locals_.get(v.id) if isinstance(v, ast.Name) else v
+            if isinstance(held, ast.Constant) and isinstance(held.value, bool) or \
+                    held is not None and ast.dump(held) == _CONJUGATED_EXPRESSION:
+                continue
+        return why(f"`{ast.unparse(k)[:70]}`" if k.arg else "a `**` argument")
     return None
 
 

@@ -33,6 +33,9 @@ TABLE = [
     # powr(x, y) = exp2(y * log2(x)): NaN for a negative base (SPIRV-Cross #2206); pow is 4
     ("power_r", F32, [[-2.0, 2.0, 0.5], [2.0, 2.0, 3.0]], [NAN, 4.0, 0.125], [4.0, 4.0, 0.125]),
     ("power", F32, [[-2.0, 2.0, 0.5], [2.0, 2.0, 3.0]], [4.0, 4.0, 0.125], [4.0, 4.0, 0.125]),
+    # ... and so are 0 * inf in y * log2(x) and a NaN operand (review 34's B02)
+    ("power_r", F32, [[0.0, math.inf, 1.0, 1.0], [0.0, 0.0, math.inf, NAN]], [NAN, NAN, NAN, NAN],
+     [1.0, 1.0, 1.0, 1.0]),
     # clamp of bfloat is float's (it did not build: a twin of what both compute)
     ("clamp01", BF16, [[-2.0, 0.5, 3.0]], [0.0, 0.5, 1.0], [0.0, 0.5, 1.0]),
     ("clamp01", F32, [[-2.0, 0.5, 3.0]], [0.0, 0.5, 1.0], [0.0, 0.5, 1.0]),
@@ -41,6 +44,8 @@ TABLE = [
     # bfloat nextafter goes through float's: most inputs come back unchanged (upstream #190476)
     ("step", BF16, [[1.0, 0.0, -2.0], [2.0, 1.0, 0.0]], [1.0, 0.0, -2.0], [1.0078125, 9.18e-41, -1.9921875]),
     ("step", F32, [[1.0], [2.0]], [1.0000001192092896], [1.0000001192092896]),
+    # a step into float32's subnormals is a zero on an Apple GPU (upstream #125051; B03)
+    ("step", F32, [[0.0], [1.0]], [0.0], [1.401298464324817e-45]),
     ("step_bits", BF16, [[1.0, -2.0], [2.0, 0.0]], [1.0078125, -1.9921875], [1.0078125, -1.9921875]),
     # float32 and bfloat subnormals read as zero and results flush; half keeps its subnormals
     ("positive", F32, [[SUB32, 1e-30]], [False, True], [True, True]),
@@ -154,6 +159,23 @@ def test_an_answer_metal_leaves_undefined_is_run_both_ways(lib, client, name, a,
     bits, raw, fast = client.undefined
     assert bits == family and fast is None
     torch.testing.assert_close(like(out, raw), torch.tensor(nan_reading), equal_nan=True)
+
+
+@pytest.mark.parametrize(("a", "b"), [(-0.0, 0.0), (0.0, -0.0)])
+def test_fmax_of_zeros_of_both_signs_is_run_both_ways(lib, client, a, b):
+    """Review 34's B01: IEEE's maximumNumber answers +0, the specification's text ("y if x < y,
+    otherwise x") answers x; a Mac's is not known, so the worker runs the other reading too
+    (bit 512), and the verdict holds the kernel to both. Same signs are one answer."""
+    from porter.emulate.torch_run import like
+    reg = lib.find("ieee_max", "float")[0]
+    out = run_registration(client, lib, reg, [torch.tensor([a, 1.0]), torch.tensor([b, -0.0])])
+    assert out.tolist() == [0.0, 1.0] and not out[0].signbit()
+    bits, raw, _ = client.undefined
+    assert bits == 512
+    other = like(out, raw)
+    assert other[0].signbit() == (math.copysign(1.0, a) < 0) and other[1].item() == 1.0
+    run_registration(client, lib, reg, [torch.tensor([0.0]), torch.tensor([0.0])])
+    assert client.undefined is None
 
 
 def test_the_library_metal_has_and_the_shim_does_not_run_is_not_proven(fixture_root, tmp_path):
@@ -335,3 +357,75 @@ def test_a_shift_past_the_width_or_an_index_past_the_bound_is_noted(fixture_root
     run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.int32)])
     bits = client.undefined[0] if client.undefined else 0
     assert bits & (32 | 64) == bit, (expr, value, client.undefined)
+
+
+@pytest.mark.parametrize(("expr", "value", "noted", "folded"), [
+    ("x + 1 < x ? 1 : 0", 2147483647, True, 0),        # review 34's N01: wraps here, folds there
+    ("x + 1 < x ? 1 : 0", 5, False, 0),
+    ("-x", -2147483647 - 1, True, -2147483647 - 1),     # N04's negation of the least int
+    ("x * 2", 1 << 30, True, None),                     # wraps on both: the same answer
+    ("x * 2", 7, False, None),
+])
+def test_a_signed_overflow_is_noted_and_run_again_assuming_none(fixture_root, tmp_path, client,
+                                                                expr, value, noted, folded):
+    """Signed overflow is undefined in Metal: the build goes on wrapped and notes it (bit 256),
+    and the folding build (toolchain.FOLDING_FLAGS) answers as a compiler that assumes none
+    may; the verdict holds that answer to the reference too."""
+    text = UNDEFINED_INT.replace("EXPR", expr)
+    lib = build_source(text, tmp_path / "o.metal", fixture_root, strict=False)
+    reg = lib.find("u", "int")[0]
+    wrapped = run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 256) == noted, (expr, value, client.undefined)
+    if expr == "x * 2":
+        assert wrapped.tolist() == [torch.tensor([value * 2]).to(torch.int32).item()]
+    if folded is not None:
+        folding = build_source(text, tmp_path / "o.metal", fixture_root, strict=False, folding=True)
+        again = run_registration(client, folding, folding.find("u", "int")[0],
+                                 [torch.tensor([value], dtype=torch.int32)])
+        assert again.tolist() == [folded]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("guard", "code"), [("x + T(1) < x", 1), ("true", 0)])
+def test_a_functor_right_only_if_signed_overflow_wraps_is_not_proven(real_root, guard, code):
+    """Review 34's N01 through `porter test`: neg's functor right at INT_MAX only when
+    `x + 1 < x` wraps to true was green (the emulator wrapped); a Mac's clang may fold it to
+    false. Its twin, which never asks, is right on every value and green."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    old = "  inline T operator()(const T x) {\n    return T(-x);"
+    assert text.count(old) == 1
+    new = ("  inline T operator()(const T x) {\n    if (is_same_v<T, int>)\n      return "
+           f"({guard}) || x != numeric_limits<T>::max() ? T(-x) : T(0);\n    return T(-x);")
+    path.write_text(text.replace(old, new))
+    result = porter("test", "neg", "--device", "emulate", "--dtype", "int32", root=real_root)
+    assert result.code == code, result.out
+    if code:
+        assert "assuming no signed integer overflow, as Apple's compiler may" in result.out
+
+
+HALF_FMA = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct hfma_functor {
+  inline half operator()(const half a, const half b) {
+    return fma(a, b, half(5.9604644775390625e-08));
+  }
+};
+REGISTER_BINARY_OP(hfma, half, half);
+"""
+
+
+def test_a_half_fma_rounds_once(fixture_root, tmp_path, client):
+    """Review 34's N02: 1.5 * 0.6669921875 + 2^-24 lies just above the half midpoint between 1
+    and 1 + 2^-10; a fused half fma (a GPU's, LLVM's folding) answers 1 + 2^-10. Through float
+    the shim rounded twice: float's tie 1 + 2^-11, then half's even 1.0."""
+    lib = build_source(HALF_FMA, tmp_path / "f.metal", fixture_root, strict=False)
+    reg = lib.find("hfma", "half")[0]
+    out = run_registration(client, lib, reg, [torch.tensor([1.5, 2.0], dtype=F16),
+                                              torch.tensor([0.6669921875, 3.0], dtype=F16)])
+    assert out.tolist() == [1.0009765625, 6.0]

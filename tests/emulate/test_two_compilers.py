@@ -55,6 +55,14 @@ TABLE = [
     ("__METAL__ as defined", _file(body=_branch("if defined(__METAL__) && defined(__HAVE_BFLOAT__)")), None),
     ("__METAL_MACOS__", _file(body=_branch("ifdef __METAL_MACOS__")), 5),
     ("trigraph", _file(body="    // the end??/\n" + BODY), 5),
+    # review 34: a macro only g++'s shim sees through the libc headers (P01), a keyword the
+    # stand-ins spell as a macro (P02), Apple's own `METAL_*` (P05); Metal's specification's
+    # macros both stand-ins define read alike
+    ("libc's macro", _file(body=_branch("ifdef SIG_ATOMIC_MAX")), 5),
+    ("libc's macro, negated", _file(body=_branch("ifndef INT32_MAX")), 5),
+    ("a keyword", _file(body=_branch("ifndef device")), 5),
+    ("Apple's METAL_FUNC", _file(body=_branch("ifdef METAL_FUNC")), 5),
+    ("the specification's FLT_MAX", _file(body=_branch("if FLT_MAX > 1 && defined(INFINITY)")), None),
     # attributes
     ("optimize", _file(after="__attribute__((optimize(\"finite-math-only\"))) inline bool n(float x) "
                        "{ return x != x; }\n"), 2),

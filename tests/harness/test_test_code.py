@@ -86,6 +86,13 @@ COLLECTION_TABLE = [
     ("requires_grad=(dtype.is_floating_point or dtype.is_complex)):",
      "requires_grad=(dtype.is_floating_point or dtype.is_complex))[:0]:",
      "`for mps_sample in op.sample_inputs(device, dtype, set_seed=True, requi` runs outside"),
+    # review 34's T01: the sample call's keywords are passed as a Mac's test passes them
+    ("requires_grad=(dtype.is_floating_point or dtype.is_complex)):", "requires_grad=True):",
+     "asks `op.sample_inputs` with `requires_grad=True`"),
+    ("set_seed=True,", "set_seed=False,", "asks `op.sample_inputs` with `set_seed=False`"),
+    ("requires_grad=(dtype.is_floating_point or dtype.is_complex)):",
+     "requires_grad=(dtype.is_floating_point or dtype.is_complex), include_conjugated_inputs=dtype.is_complex):",
+     "asks `op.sample_inputs` with `include_conjugated_inputs=dtype.is_complex`"),
     (INSTANTIATE, INSTANTIATE.replace('only_for="mps"', 'only_for="cpu"'), "may make no MPS test (only_for='cpu')"),
     (INSTANTIATE, INSTANTIATE.replace(", allow_mps=True", ""), "makes no MPS test without allow_mps=True"),
     (INSTANTIATE, INSTANTIATE + "\ndel TestConsistencyMPS", "`del TestConsistencyMPS` names a TestConsistency class"),
@@ -106,8 +113,14 @@ def test_upstreams_test_output_match_head_is_modelled(root):
     """Upstream's own lines before the loop: a local the loop passes to sample_inputs."""
     path = root / TEST_MPS
     text = path.read_text()
-    path.write_text(text.replace(DEVICE, DEVICE + "        include_conjugated_inputs = "
-                                 "dtype.is_complex and op.test_conjugated_samples\n", 1))
+    text = text.replace(DEVICE, DEVICE + "        include_conjugated_inputs = "
+                        "dtype.is_complex and op.test_conjugated_samples\n", 1)
+    path.write_text(text)
+    assert unmodelled(Checkout.at(root)) is None
+    # ... and passes it, as upstream's call does, with requires_grad=False (plain samples)
+    path.write_text(text.replace("requires_grad=(dtype.is_floating_point or dtype.is_complex)):",
+                                 "requires_grad=False,\n include_conjugated_inputs="
+                                 "include_conjugated_inputs):", 1))
     assert unmodelled(Checkout.at(root)) is None
 
 
