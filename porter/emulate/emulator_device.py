@@ -55,6 +55,7 @@ class EmulateBackend:
         self._last: tuple | None = None                     # the last sample's kernel call
         # (metal, version, kernel name) -> Library / error, or the Future building it
         self._contracted: dict = {}
+        self._file_views: dict = {}     # .metal -> the front end's views (_views)
         self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
@@ -164,6 +165,9 @@ class EmulateBackend:
             mode = self._math_mode(host.metal)
             if mode:
                 return f"not proven: {self._rel(mode)}"
+            unsequenced = self._unsequenced(host.metal)
+            if unsequenced:
+                return f"not proven: {self._rel(unsequenced)}"
             unlike = self._unlike_gxx(host.metal)
             if unlike:
                 return unlike
@@ -326,29 +330,37 @@ class EmulateBackend:
                     break
         return self._changed or None
 
-    def _math_mode(self, metal: Path) -> str | None:
-        """`_math_mode` of what the kernel file compiles, its checkout headers included (a
-        header's pragma sets the mode of the file it is read into), else a call of the file
-        whose arguments change state in two places (the front end's View.unsequenced: review
-        31's L12); once per file a run."""
-        if metal not in self._math_modes:
+    def _views(self, metal: Path) -> list:
+        """The front end's views of the kernel file under each version (cached by content in
+        porter.emulate.frontend); once per file a run."""
+        if metal not in self._file_views:
             from porter.emulate import frontend
             try:
                 text = metal.read_text(encoding="utf-8")
-                found = frontend.views(text, str(metal), self.root)
+                self._file_views[metal] = frontend.views(text, str(metal), self.root)
             except (OSError, UnicodeDecodeError, PorterError):
-                found = []          # the build says why the file cannot be read or checked
-            pragmas = dict.fromkeys(p for view in found for p in view.pragmas)
+                self._file_views[metal] = []    # the build says why it cannot be read or checked
+        return self._file_views[metal]
+
+    def _math_mode(self, metal: Path) -> str | None:
+        """`_math_mode` of what the kernel file compiles, its checkout headers included (a
+        header's pragma sets the mode of the file it is read into)."""
+        if metal not in self._math_modes:
+            pragmas = dict.fromkeys(p for view in self._views(metal) for p in view.pragmas)
             self._math_modes[metal] = _math_mode(pragmas, self._rel)
-            calls = [c for view in found for c in view.unsequenced]
-            if calls and not self._math_modes[metal]:
-                file, line, callee = calls[0]
-                self._math_modes[metal] = (
-                    f"{file}:{line}: `{callee}(...)` is given two arguments that change state: "
-                    "C++ leaves the order of a call's arguments unspecified, and g++ (the "
-                    "emulator's, right to left) and Apple's compiler (clang, left to right) "
-                    "differ; compute them in statements of their own first")
         return self._math_modes[metal]
+
+    def _unsequenced(self, metal: Path) -> str | None:
+        """A call of the kernel file given two arguments that change state (the front end's
+        View.unsequenced: review 31's L12): g++ and clang evaluate them in other orders."""
+        calls = [c for view in self._views(metal) for c in view.unsequenced]
+        if not calls:
+            return None
+        file, line, callee = calls[0]
+        return (f"{file}:{line}: `{callee}(...)` is given two arguments that change state: C++ "
+                "leaves the order of a call's arguments unspecified, and g++ (the emulator's, "
+                "right to left) and Apple's compiler (clang, left to right) differ; compute them "
+                "in statements of their own first")
 
     def _library_unmodelled(self, host) -> str | None:
         """Not proven where the object a host function's exec_*_kernel call runs on is not the

@@ -944,3 +944,23 @@ def test_a_call_whose_arguments_change_state_twice_is_noted(fixture_root, tmp_pa
     assert all(not v.errors for v in views), [v.errors for v in views]
     found = {c[1] for v in views for c in v.unsequenced}
     assert found == ({line} if line else set()), found
+
+
+@pytest.mark.slow
+def test_a_port_whose_functor_orders_state_changes_by_argument_order_is_not_proven(real_root):
+    """The front end's finding above through `porter test` (emulator_device._unsequenced)."""
+    from porter.source.checkout import KERNELS
+    from tests.porter_run import porter
+    path = real_root / KERNELS / "UnaryKernel.metal"
+    text = path.read_text()
+    old = "  inline T operator()(const T x) {\n    return T(-x);"
+    assert text.count(old) == 1
+    helpers = ("inline int bump(thread int& k) { return ++k; }\n"
+               "template <typename U>\ninline U pick(int a, int b, U x, U y) { return a < b ? x : y; }\n")
+    text = text.replace("struct neg_functor {", helpers + "struct neg_functor {")
+    path.write_text(text.replace(old, "  inline T operator()(const T x) {\n    int k = 0;\n"
+                                      "    return pick(bump(k), bump(k), T(-x), T(x));"))
+    result = porter("test", "neg", "--device", "emulate", "--dtype", "float32", root=real_root)
+    assert result.code == 1, result.out
+    assert "not proven: aten/src/ATen/native/mps/kernels/UnaryKernel.metal:" in result.out
+    assert "`pick(...)` is given two arguments that change state" in result.out
