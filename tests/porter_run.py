@@ -95,3 +95,15 @@ def without_cpu_kernel(root: Path, stub: str) -> None:
             path.write_text(new)
             return
     raise AssertionError(f"no CPU kernel registered for {stub}")
+
+
+def fallback_example_is(root: Path, op: str) -> None:
+    """test_mps.py's TestFallbackWarning made to run `op` as its op without an MPS kernel (the
+    fixture's is cummax, which no test ports): a port of `op` says so (porter.port.plan), and
+    `porter check` finds it once `op` has a kernel (PORTER032)."""
+    path = root / "test" / "test_mps.py"
+    text = path.read_text()
+    old = '(torch.cummax, torch.tensor([-1.0, 0.0, 2.0], device="mps"), 0,\n                "aten::cummax")'
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, f'(torch.{op}, torch.tensor([-1.0, 0.0, 2.0], device="mps"),'
+                                      f' torch.tensor([0.5], device="mps"), "aten::{op}.out")'))

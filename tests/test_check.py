@@ -14,6 +14,7 @@ import pytest
 
 from porter.source.checkout import COMMON_MPS, KERNELS, NATIVE, NATIVE_YAML, OPERATIONS, TEST_MPS
 from porter.cli import main
+from tests.porter_run import fallback_example_is
 
 T = expecttest.TestCase()
 
@@ -274,7 +275,6 @@ def test_stale_unimplemented_xfail(mini_root, capsys):
     assert code == 1
     T.assertExpectedInline(out, """\
 aten/src/ATen/native/native_functions.yaml:478: PORTER023 unregistered-mps-stub: 'heaviside.out' sends MPS to the shared heaviside_out, which runs heaviside_stub, but no MPS host file registers it: every MPS call fails with 'heaviside_stub: missing kernel for mps' (register a Metal kernel on it (porter new-op heaviside), or route MPS to an implementation of its own)
-test/test_mps.py:18: PORTER032 fallback-example-has-kernel: TestFallbackWarning._get_not_implemented_op runs heaviside as an op without an MPS kernel, but heaviside.out has one (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out'): on a Mac the fallback warning it waits for never comes (name another op that has no MPS kernel there (its `aten::` schema string and the call), as upstream does when it ports the one named)
 torch/testing/_internal/common_mps.py:42: PORTER031 stale-unimplemented-xfail: 'heaviside' is xfailed as unimplemented (every dtype), but heaviside.out has an MPS kernel (aten/src/ATen/native/native_functions.yaml:478 'CPU, CUDA, MPS: heaviside_out') (confirm with `porter test heaviside --prune-xfails`, or drop the entry)
 """)
 
@@ -284,6 +284,7 @@ def test_the_fallback_warnings_example_op_with_a_kernel_is_found(mini_root, caps
     """Review 34: test_mps.py's TestFallbackWarning runs heaviside as its op without an MPS
     kernel; once heaviside has one, that test fails on a Mac. Its schema string or its call
     names the op; an op without an MPS row there is clean."""
+    fallback_example_is(mini_root, "heaviside")
     if spelled.startswith("torch."):
         edit(mini_root, TEST_MPS, '"aten::heaviside.out"', '"x"')
     code, out = check(mini_root, capsys, "--select", "PORTER032")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.porter_run import porter
+from tests.porter_run import fallback_example_is, porter
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,6 +137,7 @@ def test_json_is_an_alias_of_format_json_on_every_command(mini_root):
 
 
 def test_notes_go_to_stderr_and_q_silences_them(mini_root):
+    fallback_example_is(mini_root, "heaviside")
     result = porter("new-op", "heaviside", "--dry-run", root=mini_root)
     assert result.code == 0 and "note: test/test_mps.py:18:" in result.err and "note:" not in result.out
     quiet = porter("new-op", "heaviside", "--dry-run", "-q", root=mini_root)

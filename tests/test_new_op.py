@@ -11,7 +11,7 @@ import pytest
 from expecttest import assert_expected_inline
 
 from porter.source.checkout import NATIVE_YAML, TAGS_YAML
-from tests.porter_run import added_lines, changed_files, file_diff, git_init, porter, snapshot
+from tests.porter_run import added_lines, changed_files, fallback_example_is, file_diff, git_init, porter, snapshot
 
 YAML = NATIVE_YAML
 BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -164,6 +164,7 @@ def test_opinfo_and_ref_decorators_removed(heaviside_dry):
 
 
 def test_notes_name_what_was_left(mini_root):
+    fallback_example_is(mini_root, "heaviside")
     result = porter("new-op", "heaviside", "--dry-run", root=mini_root)
     notes = [line for line in result.err.splitlines() if line.startswith("note:")]
     assert_expected_inline("\n".join(notes), """note: test/test_mps.py:18: TestFallbackWarning uses heaviside as its not-implemented example; change it to an op that still lacks MPS""")

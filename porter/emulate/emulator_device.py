@@ -843,7 +843,29 @@ class EmulateBackend:
             if undefined[0] & _SIGNED_OVERFLOW and metal is not None:
                 readings.append((_FOLDED, self._folded_answer(run, metal, lib, reg, tensors,
                                                               alpha, want_out)))
+        if readings is not None and metal is not None:
+            contracted = self._narrow_mul_add(metal, reg)
+            if contracted:
+                readings.append(("not proven", contracted))
         return self._read_as_host(run, out, want_out)
+
+    def _narrow_mul_add(self, metal: Path, reg) -> str | None:
+        """Why a half or bfloat kernel's answer is not proven where its functor computes
+        `a * b + c` in that type (the front end's View.mul_adds): Apple's compiler may contract
+        it to one fma, and porter's g++ build rounds after each operation (review 35's N10)."""
+        narrow = {"half": "half", "bfloat": "bfloat"}.get(reg.in_type)
+        if narrow is None:
+            return None
+        functor = f"{reg.name}_functor"
+        for view in self._views(metal):
+            for file, line, name, kind in view.mul_adds:
+                if name == functor and kind in (narrow, "T"):
+                    return (f"{self._rel(file)}:{line}: {functor} computes `a * b + c` in "
+                            f"{narrow}, which Apple's compiler may contract to one fma (as "
+                            "clang does within an expression) and the emulator rounds after "
+                            "each operation: compute it in float (`float(a) * float(b) + "
+                            "float(c)`), whose contraction porter runs both ways")
+        return None
 
     def _folded_answer(self, run, metal: Path, lib: Library, reg, tensors, alpha, want_out):
         """The answer of the kernel file's folding build (toolchain.FOLDING_FLAGS: signed

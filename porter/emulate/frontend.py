@@ -182,6 +182,10 @@ class View(NamedTuple):
     # order unspecified, and g++ (right to left) and Apple's clang (left to right) differ
     # (review 31's L12): (file, line, the call's text)
     unsequenced: tuple[tuple[str, int, str], ...] = ()
+    # `a * b + c` in half or bfloat arithmetic inside a functor (review 35's N10): Apple's
+    # compiler may contract it to one fma, which porter's g++ build never does for them:
+    # (file, line, functor, "half", "bfloat" or "T" where the type is the template's)
+    mul_adds: tuple[tuple[str, int, str, str], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -331,17 +335,19 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "unsequenced" not in data:
+    if "unsequenced" not in data or "mul_adds" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
-                tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])))
+                tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
+                tuple(map(tuple, data["mul_adds"])))
 
 
 def _store(key: str, result: View) -> None:
     cached = cache_dir() / f"frontend-{key}.json"
     write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels),
                                     "pragmas": list(result.pragmas),
-                                    "unsequenced": list(result.unsequenced)}))
+                                    "unsequenced": list(result.unsequenced),
+                                    "mul_adds": list(result.mul_adds)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -798,6 +804,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     errors += [namer.diagnostic(d) for d in _errors(tu, namer)]
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     unsequenced = _unsequenced_calls(tu, namer)
+    mul_adds = _narrow_mul_adds(tu, namer)
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
@@ -808,7 +815,8 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     errors += rules
     pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
                     if line.lstrip().startswith("#pragma"))
-    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced)
+    return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced,
+                mul_adds)
 
 
 _ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
@@ -867,6 +875,76 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
                 except StopIteration:
                     callee = "a call"
                 found.append((f, line, callee))
+    return tuple(dict.fromkeys(found))
+
+
+_NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
+
+
+def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
+    """Each `a * b + c` (or `-`, `+=`, `-=`) of the kernel file's functors whose product is
+    half or bfloat, or of a template's type parameter (instantiated with them where the file
+    registers them): clang contracts such an expression to one fma (`-ffp-contract=on`), in
+    half as in float, and the emulator's g++ rounds half and bfloat after each operation
+    whatever its contraction flag, so one reading is not run."""
+    ci = _clang()
+    K = ci.CursorKind
+
+    def bare(c):
+        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+            kids = list(c.get_children())
+            if len(kids) != 1:
+                break
+            c = kids[0]
+        return c
+
+    def operator(c) -> str | None:
+        kids = list(c.get_children())
+        if len(kids) != 2:
+            return None
+        try:
+            tokens = [t.spelling for t in c.get_tokens()]
+            n = sum(1 for _ in kids[0].get_tokens())
+        except Exception:       # noqa: BLE001 (no extent: nothing to read)
+            return None
+        return tokens[n] if n < len(tokens) else None
+
+    def narrow(t) -> str | None:
+        canonical = t.get_canonical()
+        spelled = canonical.spelling.replace("const ", "").strip()
+        if spelled in _NARROW:
+            return _NARROW[spelled]
+        if canonical.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.DEPENDENT) or \
+                "type-parameter" in spelled:
+            return "T"
+        return None
+
+    def own(cursor) -> bool:
+        return cursor.location.file is not None and cursor.location.file.name == _UNIT and \
+            namer.where(cursor.location)[0] == namer.display
+
+    def functors(cursor):
+        for c in cursor.get_children():
+            if c.kind == K.NAMESPACE:
+                yield from functors(c)
+            elif own(c) and c.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
+                    c.spelling.endswith("_functor"):
+                yield c
+
+    found = []
+    for functor in functors(tu.cursor):
+        for c in functor.walk_preorder():
+            if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
+                    operator(c) not in ("+", "-", "+=", "-="):
+                continue
+            for side in c.get_children():
+                side = bare(side)
+                if side.kind == K.BINARY_OPERATOR and operator(side) == "*":
+                    kind = narrow(side.type)
+                    if kind is not None:
+                        f, line = namer.where(c.location)
+                        found.append((f, line, functor.spelling, kind))
+                        break
     return tuple(dict.fromkeys(found))
 
 

@@ -435,6 +435,15 @@ def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier:
         return (f"{rel}:{node.lineno}: {modifier}'s `{ast.unparse(node).splitlines()[0][:70]}` "
                 f"{what}, which porter does not model (docs/testing.md)")
 
+    # the function's head as upstream's (review 35's T22: `device_type="cuda"` by default
+    # stamps every DecorateInfo with CUDA, which a Mac's MPS test ignores), the loop over every
+    # op (T18, T19, T21: `ops[:10]`, a filter), upstream's key (T20), and each list bound
+    # once, before the loop, which reads the binding of its time (T15: a list bound again after
+    # it decorates nothing)
+    odd = _head_unmodelled(func, loop, lists)
+    if odd is not None:
+        return why(*odd)
+
     # the modifier's own statements: the lists, `addDecorator` as upstream writes it, the one
     # loop, the sparse tests' `if sparse:`, `return ops` (review 30's X04: a second loop; X01:
     # an addDecorator that returns early for one op)
@@ -510,6 +519,49 @@ def _loop_unmodelled(func: ast.FunctionDef, lists: set[str], rel: str, modifier:
         return None
 
     return visit(loop.body, {}, None)
+
+
+# upstream's parameters and the defaults porter reads them with: the device the DecorateInfos
+# act on (None: any, the MPS test included), the exclusions, the sparse tests' switch
+_PARAMETER_DEFAULTS = {"device_type": ("mps", None), "xfail_exclusion": (None,), "sparse": (False,)}
+_KEY = "key = op.name + op.variant_test_name"
+
+
+def _head_unmodelled(func: ast.FunctionDef, loop: ast.For, lists: set[str]) -> tuple[ast.AST, str] | None:
+    """(node, what) where the modifier's head, loop header, key or list bindings are not
+    upstream's, else None."""
+    args = func.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if not params or args.vararg or args.kwarg or args.kwonlyargs:
+        return func, "takes other parameters"
+    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
+    for name in params[1:]:
+        given = defaults.get(name)
+        if name not in _PARAMETER_DEFAULTS or not isinstance(given, ast.Constant) or not any(
+                given.value is a or type(given.value) is type(a) and given.value == a
+                for a in _PARAMETER_DEFAULTS[name]):
+            return func, f"takes `{name}`{' = ' + ast.unparse(given) if given is not None else ''}"
+    if not (isinstance(loop.target, ast.Name) and loop.target.id == "op" and
+            isinstance(loop.iter, ast.Name) and loop.iter.id == params[0]) or loop.orelse:
+        return loop, "loops over other ops than every op it is given"
+    keys = [s for s in loop.body if isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_key(s.targets[0])]
+    if len(keys) != 1 or ast.unparse(keys[0]) != _KEY or loop.body[0] is not keys[0]:
+        odd = next((k for k in keys if ast.unparse(k) != _KEY), keys[0] if keys else loop)
+        return odd, f"keys the lists otherwise than `{_KEY}`"
+    bound: set[str] = set()
+    after = False
+    for stmt in func.body:
+        if stmt is loop:
+            after = True
+            continue
+        name, _ = _assignment(stmt)
+        if name in lists and (after or name in bound):
+            return stmt, "binds a list after the loop" if after else "binds a list again"
+        bound.add(name)
+    last = func.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == params[0]):
+        return last, "returns other ops than it was given"
+    return None
 
 
 def _number(node: ast.expr) -> tuple[int, int] | None:

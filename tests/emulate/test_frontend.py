@@ -964,3 +964,38 @@ def test_a_port_whose_functor_orders_state_changes_by_argument_order_is_not_prov
     assert result.code == 1, result.out
     assert "not proven: aten/src/ATen/native/mps/kernels/UnaryKernel.metal:" in result.out
     assert "`pick(...)` is given two arguments that change state" in result.out
+
+
+MUL_ADD = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct m_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    BODY
+  }
+};
+REGISTER_BINARY_OP(m, half, half);
+REGISTER_BINARY_OP(m, float, float);
+"""
+
+
+@pytest.mark.parametrize(("body", "found"), [
+    # review 35's N10: a product of the template's type added or subtracted: half's answer
+    # may be contracted on a Mac, which the emulator never runs
+    ("return a * a - a * a;", {(7, "T")}),
+    ("T p = a * b;\n    p += a * b;\n    return p;", {(8, "T")}),
+    # a product of halves inside the template: libclang leaves it unresolved there, so read as
+    # the template's type (flagged for half and bfloat alike)
+    ("return half(a) * half(b) + half(1);", {(7, "T")}),
+    # float arithmetic: the contracted build runs it both ways; a product alone is one rounding
+    ("return T(float(a) * float(b) + 1.0f);", set()),
+    ("return a * b;", set()),
+])
+def test_a_narrow_multiply_add_is_found(fixture_root, tmp_path, body, found):
+    from porter.emulate import frontend
+    views = frontend.views(MUL_ADD.replace("BODY", body), tmp_path / "m.metal", fixture_root,
+                           use_cache=False)
+    assert all(not v.errors for v in views), [v.errors for v in views]
+    assert {(line, kind) for v in views for _, line, _, kind in v.mul_adds} == found

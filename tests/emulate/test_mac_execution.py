@@ -429,3 +429,50 @@ def test_a_half_fma_rounds_once(fixture_root, tmp_path, client):
     out = run_registration(client, lib, reg, [torch.tensor([1.5, 2.0], dtype=F16),
                                               torch.tensor([0.6669921875, 3.0], dtype=F16)])
     assert out.tolist() == [1.0009765625, 6.0]
+
+
+LIBRARY_EDGES = """\
+#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct sine_functor {
+  inline float operator()(const float x) {
+    float c;
+    const float s = sincos(x, c);
+    return s;
+  }
+};
+struct mix_to_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return mix(a, b, T(1));
+  }
+};
+REGISTER_UNARY_OP(sine, float, float);
+REGISTER_BINARY_OP(mix_to, half, half);
+REGISTER_BINARY_OP(mix_to, float, float);
+"""
+
+
+@pytest.fixture(scope="module")
+def edges(fixture_root, tmp_path_factory):
+    return build_source(LIBRARY_EDGES, tmp_path_factory.mktemp("edges") / "e.metal", fixture_root,
+                        strict=False)
+
+
+def test_sincos_flushes_as_every_float_function_does(edges, client):
+    """Review 35's B10g: glibc's sinf returns a tiny argument's bits; an Apple GPU reads the
+    float32 subnormal as zero, sin(0) = 0 (as the shim's sin already answered)."""
+    reg = edges.find("sine", "float")[0]
+    out = run_registration(client, edges, reg, [torch.tensor([SUB32, 0.5])])
+    assert out[0].item() == 0.0 and out[1].item() == pytest.approx(math.sin(0.5), rel=1e-6)
+
+
+@pytest.mark.parametrize(("dtype", "mac"), [(F16, 2047.0), (F32, 2048.0)])
+def test_half_mix_is_computed_in_half(edges, client, dtype, mac):
+    """Review 35's N12: MSL §6.2's `x + (y - x) * a`; in half `2048 - -1` rounds to 2048, so
+    mix(-1, 2048, 1) is 2047 (through float, as the shim did, 2048)."""
+    reg = edges.find("mix_to", {F16: "half", F32: "float"}[dtype])[0]
+    out = run_registration(client, edges, reg, [torch.tensor([-1.0], dtype=dtype),
+                                                torch.tensor([2048.0], dtype=dtype)])
+    assert out.tolist() == [mac]

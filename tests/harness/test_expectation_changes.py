@@ -138,6 +138,15 @@ def test_upstreams_loop_and_a_key_compared_with_a_name_are_modelled():
     # X04: a second loop over the ops
     ("        return ops\n", "        for op in ops:\n            pass\n        return ops\n",
      "`for op in ops:` is a statement of the modifier"),
+    # review 35: a list bound again after the loop (T15), the loop over some ops (T18, T19),
+    # another key (T20), a default device the MPS test does not match (T22), other ops returned
+    ("        return ops\n", "        SKIPLIST = {}\n        return ops\n", "binds a list after the loop"),
+    ("        for op in ops:\n", "        for op in ops[:10]:\n", "loops over other ops than every op"),
+    ("        for op in ops:\n", "        for op in filter(None, ops):\n", "loops over other ops than every op"),
+    ("            key = op.name + op.variant_test_name\n",
+     "            key = op.name + '_' + op.variant_test_name\n", "keys the lists otherwise"),
+    ('device_type: str = "mps"', 'device_type: str = "cuda"', "takes `device_type` = 'cuda'"),
+    ("        return ops\n", "        return ops[:1]\n", "returns other ops than it was given"),
 ])
 def test_the_modifiers_other_statements_are_not_proven(old, new, says):
     assert old in UPSTREAM

@@ -1137,7 +1137,9 @@ PORTER_MSL_INT_VEC inline vec<T, N> insert_bits(const vec<T, N>& base, const vec
 #undef PORTER_INT_VEC3
 #undef PORTER_MSL_INT_VEC
 
-inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline float fma(float a, float b, float c) {
+  return detail::ftz(__builtin_fmaf(detail::ftz(a), detail::ftz(b), detail::ftz(c)));
+}
 // rounded once, to half, as a GPU's fp16 fma and LLVM's folding of one give it: through float
 // it rounded twice (review 34's N02: 1.5h * 0.6669921875h + 2^-24 is 1.0009765625, float's tie
 // 1 + 2^-11 then rounded to 1.0). A product of halves is exact in double, and so is its sum
@@ -1153,16 +1155,20 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
 }
 inline float mad(float a, float b, float c) { return a * b + c; }
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }
-inline half mix(half x, half y, half a) { return half(mix(float(x), float(y), float(a))); }
+// MSL §6.2's `x + (y - x) * a` in half, as an fp16 ALU computes it: through float, `y - x` kept
+// bits half rounds away (review 35's N12: mix(-1, 2048, 1) is 2047 in half, 2048 in float)
+inline half mix(half x, half y, half a) { return x + (y - x) * a; }
 inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
 inline half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
 inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
 inline half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
 inline int ilogb(float x) { return __builtin_ilogbf(detail::ftz(x)); }
 inline float modf(float x, float& ip) { return __builtin_modff(detail::ftz(x), &ip); }
+// flushed like every float argument and answer of the library (review 35's B10g)
 inline float sincos(float x, float& c) {
-  c = __builtin_cosf(x);
-  return __builtin_sinf(x);
+  x = detail::ftz(x);
+  c = detail::ftz(__builtin_cosf(x));
+  return detail::ftz(__builtin_sinf(x));
 }
 inline half sincos(half x, half& c) {
   c = half(__builtin_cosf(float(x)));
