@@ -266,6 +266,7 @@ def test_a_bare_return_for_one_dtype_fails_it(ported):
         assert "returns before the kernel call: the output is never written" in by["float16"]["message"]
 
 
+@pytest.mark.slow
 def test_a_host_whose_jit_library_lacks_its_kernel_fails(ported):
     """JIT-shader builds (PYTORCH_JIT_COMPILE_SHADERS, a Mac without the Metal toolchain) give a
     host file only the kernels of the .metal files whose *_metallib.h it includes: UnaryKernel.mm

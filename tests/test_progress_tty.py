@@ -94,6 +94,7 @@ def test_the_first_dtype_row_is_on_screen_while_the_next_dtype_runs(mini_root, t
     assert re.search(r"hypot\s+\(xfail key", rest[wiped:])
 
 
+@pytest.mark.slow
 def test_no_row_off_a_terminal_or_with_quiet_or_json(mini_root, tmp_path):
     import subprocess
 
@@ -114,6 +115,7 @@ def test_no_row_off_a_terminal_or_with_quiet_or_json(mini_root, tmp_path):
     assert strip(loud.stdout) == strip(piped.stdout)
 
 
+@pytest.mark.slow
 def test_quiet_and_json_on_a_terminal_show_no_row(mini_root, tmp_path):
     for pre, extra in ((("-q",), ()), ((), ("--json",))):
         child = pexpect.spawn(sys.executable, ["-m", "porter", *pre, *_ARGS, "--root", str(mini_root),

@@ -9,7 +9,8 @@ import pytest
 from tests.reliability import harness
 
 
-@pytest.mark.parametrize("tree", ["mini", pytest.param("real", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("tree", ["mini", "real"])
+@pytest.mark.slow      # every editing command on every op of a tree
 def test_every_scenario_runs_on_each_tree(tree, request):
     found = request.getfixturevalue(f"{tree}_scenarios")
     assert sorted((sc.command, sc.op) for sc in found) == sorted(
