@@ -44,8 +44,9 @@ def notes(checkout, results, db) -> list[str]:
             where = f"{opinfos[0].path}:{opinfos[0].line}"
             found.append(f"the checkout's OpInfo for {name} ({where}) sends "
                          f"{', '.join(sorted(planned))} on MPS, {installed} sends "
-                         f"{', '.join(sorted(sent))}: a port registers the checkout's, and the "
-                         "others are skipped, as a Mac's test_mps.py does not run them")
+                         f"{', '.join(sorted(sent))}: a port registers the checkout's, and a "
+                         "dtype it no longer sends is skipped where porter reads both OpInfos "
+                         "(a Mac's test_mps.py does not run it)")
     return found
 
 
