@@ -649,64 +649,34 @@ inline float nan_sign_read(float x) {
 // NaN (toolchain.FLAGS' -fsanitize=float-cast-overflow calls these instead of libubsan's; hidden,
 // so each library binds its own). x86 answers the least integer; what an Apple GPU answers
 // is not known here, and the sample is not proven.
+// Each check's handler and its _abort twin (what a check built without recovery calls) note
+// the family's bit.
+#define PORTER_UBSAN_NOTES(CHECK, BIT, ...)                                                 \
+  __attribute__((visibility("hidden"), weak)) void __ubsan_handle_##CHECK(__VA_ARGS__) {    \
+    porter_reached |= ::metal::detail::BIT;                                                 \
+  }                                                                                         \
+  __attribute__((visibility("hidden"), weak)) void __ubsan_handle_##CHECK##_abort(__VA_ARGS__) { \
+    porter_reached |= ::metal::detail::BIT;                                                 \
+  }
 extern "C" {
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overflow(void*, void*) {
-  porter_reached |= ::metal::detail::UNDEFINED_CONVERSION;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_float_cast_overflow_abort(void*, void*) {
-  porter_reached |= ::metal::detail::UNDEFINED_CONVERSION;
-}
+PORTER_UBSAN_NOTES(float_cast_overflow, UNDEFINED_CONVERSION, void*, void*)
 // Bits 32 and 64: a shift by a negative count or one of at least the width, an index past an
 // array of known bound (-fsanitize=shift-exponent,bounds)
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_shift_out_of_bounds(void*, void*, void*) {
-  porter_reached |= ::metal::detail::UNDEFINED_SHIFT;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_shift_out_of_bounds_abort(void*, void*, void*) {
-  porter_reached |= ::metal::detail::UNDEFINED_SHIFT;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_out_of_bounds(void*, void*) {
-  porter_reached |= ::metal::detail::OUT_OF_BOUNDS;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_out_of_bounds_abort(void*, void*) {
-  porter_reached |= ::metal::detail::OUT_OF_BOUNDS;
-}
+PORTER_UBSAN_NOTES(shift_out_of_bounds, UNDEFINED_SHIFT, void*, void*, void*)
+PORTER_UBSAN_NOTES(out_of_bounds, OUT_OF_BOUNDS, void*, void*)
 // Bit 256: a signed integer operation overflowed (-fsanitize=signed-integer-overflow). The
 // instrumented operation goes on with the wrapped value, as a GPU's adder gives it; but the
 // overflow is undefined in Metal, and clang may fold code on the assumption that it never
 // happens (`a + 1 < a` is false), so such a sample is run again on a build that assumes it
-// too (porter.emulate.emulator_device: review 34's N01, N04)
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_add_overflow(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
+// too (porter.emulate.emulator_device: review 34's N01, N04). The least integer divided by
+// -1 is one too (x86 traps on it next, which a run reports not proven).
+PORTER_UBSAN_NOTES(add_overflow, SIGNED_OVERFLOW, void*, void*, void*)
+PORTER_UBSAN_NOTES(sub_overflow, SIGNED_OVERFLOW, void*, void*, void*)
+PORTER_UBSAN_NOTES(mul_overflow, SIGNED_OVERFLOW, void*, void*, void*)
+PORTER_UBSAN_NOTES(negate_overflow, SIGNED_OVERFLOW, void*, void*)
+PORTER_UBSAN_NOTES(divrem_overflow, SIGNED_OVERFLOW, void*, void*, void*)
 }
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_sub_overflow(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_mul_overflow(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_negate_overflow(void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_add_overflow_abort(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_sub_overflow_abort(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_mul_overflow_abort(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_negate_overflow_abort(void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-// the least integer divided by -1 (x86 traps on it next, which a run reports not proven)
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_divrem_overflow(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-__attribute__((visibility("hidden"), weak)) void __ubsan_handle_divrem_overflow_abort(void*, void*, void*) {
-  porter_reached |= ::metal::detail::SIGNED_OVERFLOW;
-}
-}
+#undef PORTER_UBSAN_NOTES
 namespace detail {
 // `ieee` where no operand is NaN; else the reading's answer, and the family is noted
 inline float undefined_on_nan(bool any_nan, float ieee, int family) {
