@@ -823,6 +823,19 @@ _ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=
                         ">>="})
 
 
+def _own_declarations(cursor, namer: "_Namer"):
+    """The kernel file's own top-level declarations, through its namespaces: the headers'
+    (a precompiled prefix's too) are upstream's c10/metal and Metal's library, which the
+    file-level findings do not walk."""
+    K = _clang().CursorKind
+    for c in cursor.get_children():
+        if c.kind == K.NAMESPACE:
+            yield from _own_declarations(c, namer)
+        elif c.location.file is not None and c.location.file.name == _UNIT and \
+                namer.where(c.location)[0] == namer.display:
+            yield c
+
+
 def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
     """Each call of the kernel file itself with two or more arguments that change state (an
     assignment, `++`/`--`, or a call of a function taking a non-const reference or pointer):
@@ -849,21 +862,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
                     return True
         return False
 
-    def own(cursor) -> bool:
-        return cursor.location.file is not None and cursor.location.file.name == _UNIT and \
-            namer.where(cursor.location)[0] == namer.display
-
-    def tops(cursor):
-        # the file's own declarations only: the headers' (a precompiled prefix's too) are
-        # upstream's c10/metal and Metal's library, walked by nothing here
-        for c in cursor.get_children():
-            if c.kind == K.NAMESPACE:
-                yield from tops(c)
-            elif own(c):
-                yield c
-
     found = []
-    for top in tops(tu.cursor):
+    for top in _own_declarations(tu.cursor, namer):
         for cursor in top.walk_preorder():
             if cursor.kind != K.CALL_EXPR:
                 continue
@@ -919,20 +919,11 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
             return "T"
         return None
 
-    def own(cursor) -> bool:
-        return cursor.location.file is not None and cursor.location.file.name == _UNIT and \
-            namer.where(cursor.location)[0] == namer.display
-
-    def functors(cursor):
-        for c in cursor.get_children():
-            if c.kind == K.NAMESPACE:
-                yield from functors(c)
-            elif own(c) and c.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
-                    c.spelling.endswith("_functor"):
-                yield c
-
     found = []
-    for functor in functors(tu.cursor):
+    for functor in _own_declarations(tu.cursor, namer):
+        if functor.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) or \
+                not functor.spelling.endswith("_functor"):
+            continue
         for c in functor.walk_preorder():
             if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
                     operator(c) not in ("+", "-", "+=", "-="):
