@@ -7,10 +7,10 @@ plus its variant_test_name with no separator (`rounddecimals_0`).
 
 from __future__ import annotations
 
-import ast
 import difflib
 
 from porter.source import checkout as co
+from porter.source import fallback_example as fallback_example_mod
 from porter.checks.model import Finding
 from porter.checks.tree import Tree
 from porter.source.dtypes import ALIASES, METAL
@@ -22,44 +22,29 @@ def check(tree: Tree) -> list[Finding]:
     return unknown_keys(tree) + stale_unimplemented(tree) + fallback_example(tree)
 
 
-FALLBACK_EXAMPLE = "_get_not_implemented_op"
-
-
 def fallback_example(tree: Tree) -> list[Finding]:
     """test_mps.py's TestFallbackWarning runs an op that must have no MPS kernel (upstream
-    changes it whenever a port gives that op one): an op it names, by an `aten::NAME` schema
-    string or a `torch.NAME` call, that has an MPS row now fails the test on a Mac (review 34;
-    the port commands say so as they port it, porter.port.plan)."""
+    changes it whenever a port gives that op one): an op it names that has an MPS row now fails
+    the test on a Mac (review 34; the port commands say so as they port it, porter.port.plan)."""
     if not tree.checkout.exists(co.TEST_MPS):
         return []
-    try:
-        module = ast.parse(tree.read(co.TEST_MPS))
-    except SyntaxError:
+    example = fallback_example_mod.named_ops(tree.read(co.TEST_MPS))
+    if example is None:
         return []
+    line, named = example
     found = []
-    for fn in ast.walk(module):
-        if not (isinstance(fn, ast.FunctionDef) and fn.name == FALLBACK_EXAMPLE):
+    for op in named:
+        row = _mps_row(tree, op)
+        if row is None:
             continue
-        named = []
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                    node.value.startswith("aten::"):
-                named.append(node.value.removeprefix("aten::").split(".")[0])
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                    node.value.id == "torch":       # upstream's `torch.lcm` form
-                named.append(node.attr)
-        for op in dict.fromkeys(named):
-            row = _mps_row(tree, op)
-            if row is None:
-                continue
-            entry, dispatch = row
-            found.append(Finding(
-                "PORTER032", co.TEST_MPS, fn.lineno,
-                f"TestFallbackWarning.{FALLBACK_EXAMPLE} runs {op} as an op without an MPS "
-                f"kernel, but {entry.full_name} has one ({co.NATIVE_YAML}:{dispatch.lineno} "
-                f"'{dispatch.text.strip()}'): on a Mac the fallback warning it waits for never "
-                "comes", f"name another op that has no MPS kernel there (its `aten::` schema "
-                "string and the call), as upstream does when it ports the one named", op))
+        entry, dispatch = row
+        found.append(Finding(
+            "PORTER032", co.TEST_MPS, line,
+            f"TestFallbackWarning.{fallback_example_mod.FUNCTION} runs {op} as an op without an "
+            f"MPS kernel, but {entry.full_name} has one ({co.NATIVE_YAML}:{dispatch.lineno} "
+            f"'{dispatch.text.strip()}'): on a Mac the fallback warning it waits for never "
+            "comes", "name another op that has no MPS kernel there (its `aten::` schema "
+            "string and the call), as upstream does when it ports the one named", op))
     return found
 
 

@@ -10,7 +10,7 @@ import re
 
 from porter.source import checkout as co
 from porter.port import complex_helpers, completeness, family_host, formatting, helpers, validate
-from porter.source import metal_scan
+from porter.source import fallback_example, metal_scan
 from porter.source.c10_metal import available_functions
 from porter.source.cpu_kernel import dispatches_floating_only
 from porter.apply.changes import ChangeSet
@@ -644,18 +644,13 @@ def _plan_expectations(checkout, spec: OpSpec, read, write, plan: Plan) -> None:
 
 
 def _note_fallback_example(checkout, spec: OpSpec, plan: Plan) -> None:
-    """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it."""
+    """TestFallbackWarning needs an op with no MPS kernel; porting the one it uses breaks it
+    (`porter check` finds it afterwards: PORTER032)."""
     if not checkout.exists(co.TEST_MPS):
         return
-    text = checkout.read(co.TEST_MPS)
-    at = text.find("def _get_not_implemented_op")
-    if at < 0:
-        return
-    body_end = text.find("\n    def ", at + 1)
-    body = text[at:body_end if body_end > 0 else len(text)]
-    if re.search(rf"\btorch\.{re.escape(spec.op)}\b|aten::{re.escape(spec.op)}\b", body):
-        line = text.count("\n", 0, at) + 1
-        plan.notes.append(f"{co.TEST_MPS}:{line}: TestFallbackWarning uses {spec.op} as its "
+    example = fallback_example.named_ops(checkout.read(co.TEST_MPS))
+    if example is not None and spec.op in example[1]:
+        plan.notes.append(f"{co.TEST_MPS}:{example[0]}: TestFallbackWarning uses {spec.op} as its "
                           "not-implemented example; change it to an op that still lacks MPS")
 
 
