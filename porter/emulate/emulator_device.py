@@ -56,6 +56,7 @@ class EmulateBackend:
         # (metal, version, kernel name) -> Library / error, or the Future building it
         self._contracted: dict = {}
         self._file_views: dict = {}     # .metal -> the front end's views (_views)
+        self._read: dict = {}           # .metal -> it and its headers' texts (_files_read)
         self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
@@ -390,18 +391,28 @@ class EmulateBackend:
                         "the kernel files are built into: porter does not model another")
         return None
 
+    def _files_read(self, metal: Path) -> list[tuple[str, str]]:
+        """(path, text) of the kernel file and every checkout header it includes
+        (two_compilers.files_read), or [] where the file cannot be read (the build says why);
+        once per file a run."""
+        if metal not in self._read:
+            from porter.emulate import headers, two_compilers
+            try:
+                text = metal.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._read[metal] = []
+                return []
+            dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
+            self._read[metal] = [(str(metal), text)] + [
+                (str(p), t) for p, t in two_compilers.files_read(text, dirs)]
+        return self._read[metal]
+
     def _apple_header(self, metal: Path) -> str | None:
         """Not proven where the kernel file, or a checkout header it includes, includes an
         Apple SDK header Metal's compiler finds and porter does not model (two_compilers.
         apple_header): before the build, whose "No such file" would say a Mac cannot build it."""
-        from porter.emulate import headers, two_compilers
-        try:
-            text = metal.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None             # the build says why the file cannot be read
-        dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
-        found = two_compilers.apple_header(
-            [(str(metal), text)] + [(str(p), t) for p, t in two_compilers.files_read(text, dirs)])
+        from porter.emulate import two_compilers
+        found = two_compilers.apple_header(self._files_read(metal))
         if found is None:
             return None
         return (f"not proven: {self._rel(found[0])}:{found[1]}: <{found[2]}> is a header of "
@@ -414,17 +425,14 @@ class EmulateBackend:
         condition on a macro porter does not give both alike, a g++ macro in code, an
         attribute such as GCC's `optimize`); once per file a run."""
         if metal not in self._unlike:
-            from porter.emulate import headers, two_compilers
+            from porter.emulate import two_compilers
             from porter.emulate.toolchain import compiler
             found = None
             try:
-                text = metal.read_text(encoding="utf-8")
-                dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
-                files = [(str(metal), text)] + [(str(p), t)
-                                                for p, t in two_compilers.files_read(text, dirs)]
-                found = two_compilers.first_unlike(files, compiler())
-            except (OSError, UnicodeDecodeError, PorterError):
-                pass                # the build says why the file cannot be read
+                files = self._files_read(metal)
+                found = two_compilers.first_unlike(files, compiler()) if files else None
+            except PorterError:
+                pass                # no compiler: the build says so
             self._unlike[metal] = (f"not proven: {self._rel(found[0])}:{found[1]}: {found[2]}"
                                    if found else None)
         return self._unlike[metal]
