@@ -102,6 +102,11 @@ class Library:
         return [r for r in self.registrations
                 if r.name == name and (in_type is None or r.in_type == in_type)]
 
+    def twins(self, reg: Registration) -> list[Registration]:
+        """This library's registrations of `reg`'s kernel with its input and output types: the
+        same kernel in another build of its file (a version's, the contracted, the folding)."""
+        return [r for r in self.find(reg.name, reg.in_type) if r.out_type == reg.out_type]
+
     def reason(self, reg: Registration) -> str | None:
         return (self.quarantined.get(f"{reg.name}|{reg.in_type}")
                 or self.quarantined.get(f"{reg.name}|*"))

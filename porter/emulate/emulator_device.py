@@ -889,8 +889,7 @@ class EmulateBackend:
             self._folding[key] = built
         if isinstance(built, EmulateBuildError):
             return f"not proven: {self._rel(metal)} does not build so: {self._rel(built.message)}"
-        same = [r for r in built.find(reg.name, reg.in_type) if r.out_type == reg.out_type
-                and getattr(r, "built", True)]
+        same = [r for r in built.twins(reg) if getattr(r, "built", True)]
         if not same:
             return f"not proven: kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built so"
         return self._answer(run, built, same[0], tensors, alpha, want_out)
@@ -910,7 +909,7 @@ class EmulateBackend:
             lib = self._library(host.metal, version)
         except EmulateBuildError as err:
             return f"{self._rel(host.metal)} does not build: {self._rel(err.message)}"
-        same = [r for r in lib.find(reg.name, reg.in_type) if r.out_type == reg.out_type]
+        same = lib.twins(reg)
         if not same:
             return (f"no kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is registered in "
                     f"{host.metal.name} under this version")
@@ -949,8 +948,7 @@ class EmulateBackend:
             if isinstance(built, EmulateBuildError):
                 answers.append(f"{self._rel(host.metal)} does not build: {self._rel(built.message)}")
                 continue
-            same = [r for r in built.find(reg.name, reg.in_type) if r.out_type == reg.out_type
-                    and getattr(r, "built", True)]
+            same = [r for r in built.twins(reg) if getattr(r, "built", True)]
             if not same:
                 answers.append(f"kernel {reg.name} ({reg.in_type} -> {reg.out_type}) is not built")
                 continue
