@@ -62,7 +62,6 @@ def drop_unsent(checkout, results, db) -> None:
     if not torch_path or same_sources(checkout, torch_path):
         return
     from porter.harness.verdicts import SKIP, DtypeResult
-    from porter.source.opinfo_source import for_op, mps_dtypes
 
     installed = Checkout(Path(torch_path).parent)
     gone: dict[str, tuple] = {}
@@ -70,19 +69,21 @@ def drop_unsent(checkout, results, db) -> None:
         if getattr(r, "via", None):
             continue        # a backward op's dtypes are its forward OpInfo's gradient ones
         if r.name not in gone:
-            gone[r.name] = _dropped(checkout, installed, r.name, for_op, mps_dtypes)
+            gone[r.name] = _dropped(checkout, installed, r.name)
         dropped, where = gone[r.name]
         for d in r.dtypes:
             if d.dtype in dropped and d.outcome != SKIP:
                 # as a Mac reports it: not run (what this run measured would read as a verdict)
-                replace = DtypeResult(d.dtype, SKIP, expected_by=[where], seconds=d.seconds)
-                vars(d).update(vars(replace))
-                d.message = (f"not sent: the checkout's OpInfo for {r.name} ({where}) no longer "
-                             "sends these on MPS, so a Mac's test_mps.py does not run them")
+                vars(d).update(vars(DtypeResult(
+                    d.dtype, SKIP, expected_by=[where], seconds=d.seconds,
+                    message=(f"not sent: the checkout's OpInfo for {r.name} ({where}) no longer "
+                             "sends these on MPS, so a Mac's test_mps.py does not run them"))))
 
 
-def _dropped(checkout, installed, name: str, for_op, mps_dtypes) -> tuple[set, str]:
+def _dropped(checkout, installed, name: str) -> tuple[set, str]:
     """(dtypes the installed OpInfo of `name` sends on MPS and the checkout's does not, where)."""
+    from porter.source.opinfo_source import for_op, mps_dtypes
+
     op = name.removeprefix("nn.functional.").replace(".", "_", 1)
     mine, _ = for_op(checkout, op)
     theirs, _ = for_op(installed, op)
