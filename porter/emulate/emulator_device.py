@@ -1283,6 +1283,11 @@ class EmulateBackend:
         return self._client
 
     def close(self) -> None:
+        # contracted builds not yet started are dropped: the interpreter joins an executor's
+        # threads at exit, so queued g++ runs would hold a Ctrl-C'd `--watch` for every one
+        if self._ahead is not None:
+            self._ahead.shutdown(wait=False, cancel_futures=True)
+            self._ahead = None
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -328,7 +328,9 @@ def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
     # os.environ carries the `cache` fixture's PORTER_CACHE_DIR (the session's kernel cache) and
     # PORTER_REFCACHE_DIR, so the watcher's first round reuses what _table built: pointing its
     # kernel cache at the references folder made it rebuild every kernel cold (over 90 s on CI)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    # PYTHONFAULTHANDLER: a watcher still alive after Ctrl-C is sent SIGABRT, which prints every
+    # thread's stack, so the failure says where it hung (CI saw one once)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "porter", "test", "hypot", "--device", "emulate",
                              "--watch", "--samples-only", "--root", str(real_root)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env,
@@ -367,7 +369,14 @@ def test_watch_reruns_on_save_and_stops_on_ctrl_c(real_root, cache):
         metal.write_text(good)
         wait_for("porter: exit 0")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(timeout=30)
+            stacks = "".join(iter(lambda: lines.get(timeout=30), ""))
+            raise AssertionError(f"the watcher outlived Ctrl-C by 30 s; it printed:\n{stacks}") from None
+        assert proc.returncode == 0
         rest = "".join(iter(lambda: lines.get(timeout=30), ""))   # to the reader's end mark
         assert "porter: watch stopped" in rest and "Traceback" not in "".join(seen) + rest
     finally:
