@@ -8,6 +8,7 @@ editing command's start-up stays small.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -66,6 +67,13 @@ PRIMARY_VERSION = METAL_VERSIONS[0]
 
 
 def contract_flags() -> list[str] | None:
+    """A copy of _contract_flags(): asked for every sample, and the CPU does not change."""
+    flags = _contract_flags()
+    return None if flags is None else list(flags)
+
+
+@functools.cache
+def _contract_flags() -> tuple[str, ...] | None:
     """The flags of a build that contracts `a * b + c` into one fused multiply-add wherever it can,
     or None where this CPU cannot run such a build.
 
@@ -83,7 +91,7 @@ def contract_flags() -> list[str] | None:
     as_written = ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast", "-fno-tree-fre",
                   "-fno-tree-pre", "-fno-tree-dominator-opts"]
     if machine in ("aarch64", "arm64"):
-        return as_written
+        return tuple(as_written)
     if machine in ("x86_64", "amd64"):
         try:
             cpu = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
@@ -92,7 +100,7 @@ def contract_flags() -> list[str] | None:
         flags = next((line for line in cpu.splitlines() if line.startswith("flags")), "")
         if " fma" not in flags:
             return None
-        return [*as_written, "-mfma"]
+        return (*as_written, "-mfma")
     return None
 
 
