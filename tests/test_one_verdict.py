@@ -124,3 +124,24 @@ def test_the_cached_run_says_what_the_op_db_run_says_of_a_wrong_body(real_root):
     assert body(fresh.out) == body(cached.out)
     notes = re.findall(r"note (\w+): (\d+) element\(s\) of subnormal", cached.out)
     assert sorted(notes) == [("bfloat16", "8"), ("float32", "12")], notes
+
+
+NOT_PROVEN_BRANCH = ("#ifdef SIG_ATOMIC_MAX\n" + RIGHT + "#else\n"
+                     + RIGHT.replace("a > 0", "a < 0") + "#endif\n")
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_a_port_red_only_where_porter_cannot_tell_says_not_proven_not_red(real_root):
+    """The rerun's last line tells a port porter cannot judge (a branch on a macro g++'s
+    library defines and Metal's does not) from one that fails: both exit 1, neither is green,
+    and the summary counts the dtypes that are only "not proven"."""
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    metal.write_text(metal.read_text().replace(RIGHT, NOT_PROVEN_BRANCH))
+    again = porter("new-op", "heaviside", "--test", root=real_root)
+    assert again.code == 1, again.out
+    assert "summary: 0 pass, 27 fail (27 not proven), 0 xfail" in again.out
+    assert ("the port was written before and is not proven, so not green: whether heaviside "
+            "passes on a Mac is not known on emulate") in again.err
+    assert "is red" not in again.err

@@ -24,11 +24,13 @@ def run_op_tests(op, root=None, backend="cpu", dtypes=None, sample=None):
     return _run(op, root, backend, dtypes=dtypes, sample=sample)
 
 
-def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool = False) -> int:
+def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool = False,
+                   verdict_counts: dict | None = None) -> int:
     """The test that ends `porter new-op` / `migrate-from-mpsgraph` (and a rerun of either):
     test `op` right after the edit was applied, with the full verdict
     (porter.harness.verdict_scope.FULL, what `porter test` runs); prints the report and returns
-    the exit code (0 pass, 1 fail, xpass or nothing tested, 2 device unavailable)."""
+    the exit code (0 pass, 1 fail, xpass or nothing tested, 2 device unavailable);
+    `verdict_counts` (porter.harness.session.Options) is filled with the red dtypes' kinds."""
     from porter.errors import PorterError
     from porter.harness.session import Options, run
     from porter.harness.verdict_scope import FULL
@@ -36,7 +38,7 @@ def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool 
     try:
         return run(Options(ops=[op], root=str(root) if root is not None else None,
                            device=device, out=out, reference_inputs=FULL.reference_inputs,
-                           shapes=FULL.shapes, json=json))
+                           shapes=FULL.shapes, json=json, verdict_counts=verdict_counts))
     except PorterError as err:
         print(f"porter: error: {err}", file=sys.stderr)
         return err.exit_code

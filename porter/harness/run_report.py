@@ -38,10 +38,21 @@ def summary_counts(results: list[OpResult]) -> Counter:
     return Counter(d.outcome for r in results for d in r.dtypes)
 
 
+def not_proven_count(results: list[OpResult]) -> int:
+    """The failing dtypes whose reason is "not proven" (what porter cannot model, never a
+    mismatch seen): a port red only on these is not known to be wrong, and the user's next
+    step differs (docs/testing.md)."""
+    return sum(1 for r in results for d in r.dtypes
+               if d.outcome == FAIL and (d.message or "").startswith("not proven"))
+
+
 def summary_line(results: list[OpResult]) -> str:
     """Verdicts first; skips apart: they are what porter did not run, not a result."""
     counts = summary_counts(results)
-    verdicts = ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES if o != SKIP)
+    unproven = not_proven_count(results)
+    verdicts = ", ".join(f"{counts.get(o, 0)} {o}"
+                         + (f" ({unproven} not proven)" if o == FAIL and unproven else "")
+                         for o in OUTCOMES if o != SKIP)
     skipped = counts.get(SKIP, 0)
     return verdicts + (f"; {skipped} skip (not run, reasons above)" if skipped else "; 0 skip")
 

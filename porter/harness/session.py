@@ -49,6 +49,9 @@ class Options:
     # --changed-since REF: "op: why" for each op whose CPU reference is not proven to be this
     # checkout's (porter.checks.cpu_reference, computed by the command): not proven, exit 1
     reference_gaps: list[str] = field(default_factory=list)
+    # filled by run() for a caller that words its own last line (the port commands): the
+    # failing dtypes, and how many of them are "not proven" rather than a mismatch seen
+    verdict_counts: dict | None = None
 
 
 def resolve_checkout(root: str | None) -> Checkout | None:
@@ -132,6 +135,13 @@ def run(opts: Options) -> int:
     if source_notes:
         meta["opinfo_source"] = source_notes
     untested = nothing_tested(results)
+    if opts.verdict_counts is not None:
+        unproven = run_report.not_proven_count(results)
+        # only "not proven" where nothing else makes it red: no mismatch, no XPASS, and
+        # something ran
+        opts.verdict_counts.update(only_not_proven=not untested and unproven == sum(
+            1 for r in results for d in r.dtypes if d.outcome in (FAIL, XPASS))
+            and unproven + len(header_gaps) + len(reference_gaps) > 0)
     code = max(exit_code(results, pruned, applied),
                exit_codes.FAILED if header_gaps or reference_gaps or untested else exit_codes.OK)
     if opts.json:

@@ -1,0 +1,28 @@
+"""The summary line counts the failing dtypes whose reason is "not proven" apart from those
+that failed a comparison: both are red, but the next step differs."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.harness.run_report import summary_line
+from porter.harness.verdicts import DtypeResult, OpResult
+
+MISMATCH = "Tensor-likes are not close!"
+NOT_PROVEN = "not proven: `#ifdef` tests `SIG_ATOMIC_MAX`"
+
+
+@pytest.mark.parametrize("rows, line", [
+    ([("pass", None), ("pass", None)], "2 pass, 0 fail, 0 xfail, 0 xpass; 0 skip"),
+    ([("fail", MISMATCH), ("pass", None)], "1 pass, 1 fail, 0 xfail, 0 xpass; 0 skip"),
+    ([("fail", NOT_PROVEN), ("pass", None)], "1 pass, 1 fail (1 not proven), 0 xfail, 0 xpass; 0 skip"),
+    ([("fail", NOT_PROVEN), ("fail", MISMATCH), ("xfail", NOT_PROVEN)],
+     "0 pass, 2 fail (1 not proven), 1 xfail, 0 xpass; 0 skip"),
+    # a skip's reason is never counted: it did not run
+    ([("skip", NOT_PROVEN)], "0 pass, 0 fail, 0 xfail, 0 xpass; 1 skip (not run, reasons above)"),
+])
+def test_summary_line(rows, line):
+    result = OpResult(op="heaviside", name="heaviside", variant="", key="heaviside", device="emulate",
+                      dtypes=[DtypeResult(dtype=f"d{i}", outcome=o, message=m)
+                              for i, (o, m) in enumerate(rows)])
+    assert summary_line([result]) == line
