@@ -845,6 +845,8 @@ class EmulateBackend:
                 readings.append(("not proven", _INDEXED_PAST_BOUND))
             if undefined[0] & _UNDEFINED_ARGUMENT:
                 readings.append(("not proven", _ARGUMENT_UNDEFINED))
+            if undefined[0] & _NARROW_VECTOR_OVERFLOW:
+                readings.append(("not proven", _NARROW_VECTOR_OVERFLOWED))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1391,6 +1393,12 @@ _UNDEFINED_SHIFT = 32
 _OUT_OF_BOUNDS = 64
 _UNDEFINED_ARGUMENT = 128
 _SIGNED_OVERFLOW = 256
+_NARROW_VECTOR_OVERFLOW = 1024
+_NARROW_VECTOR_OVERFLOWED = (
+    "a vector of char or short elements computed an answer its element cannot hold (`char2(-128) "
+    "/ char2(-1)`, a signed overflow): Metal's vectors compute in the element's width, where "
+    "that is undefined, and what an Apple GPU answers is not known here; compute in int "
+    "vectors (`int2(a) / int2(b)`)")
 # the reading a sample that overflowed a signed integer is held to as well (_folded_answer)
 _FOLDED = ("assuming no signed integer overflow, as Apple's compiler may (it is undefined in "
            "Metal; g++ -O2 folds on the same assumption; not proven)")
@@ -1402,7 +1410,7 @@ _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")
 _INDEXED_PAST_BOUND = (
-    "the kernel indexed an array past its bound: undefined in Metal, the next bytes on this CPU, "
+    "the kernel indexed an array or a vector past its bound: undefined in Metal, the next bytes on this CPU, "
     "and not known on an Apple GPU")
 _NAN_SIGN_READ = (
     "the kernel read the sign of a NaN with x86's default bits (0xffc00000: what an invalid "

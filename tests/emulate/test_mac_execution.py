@@ -54,6 +54,9 @@ TABLE = [
     ("halve", F32, [[2e-38, 1e-30]], [0.0, 5e-31], [1e-38, 5e-31]),
     ("halve", BF16, [[2e-38]], [0.0], [1e-38]),
     ("halve", F16, [[1.2e-7]], [5.96e-8], [5.96e-8]),
+    # half fract stays below 1 (review 36's K02)
+    ("fraction", F16, [[-0.0001, 0.25]], [0.00048828125, 0.75], [0.0, 0.75]),
+    ("fraction2", F16, [[-0.0001]], [0.00048828125], [0.0]),
     # Metal's defines hold; g++ alone defines neither
     ("predefined", F32, [[1.5]], [1.5], [-1.5]),
 ]
@@ -248,7 +251,14 @@ def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root
             fused("fast_max")) == (True, False, True, False)
     alone = build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
                        contract=True, only="product_twice")
-    assert {r.name for r in alone.registrations} == {"product_error", "product_twice"}
+    # its piece's registrations alone (porter.emulate.groups: which functors share a piece
+    # follows the file's functor count)
+    from porter.emulate import groups
+    piece = next(p for p in groups.pieces((DATA / "mac_execution.metal").read_text())
+                 if "product_twice" in p.names)
+    assert {r.name for r in alone.registrations} == set(piece.names)
+    assert len(piece.names) < len({r.name for r in build_file(
+        DATA / "mac_execution.metal", fixture_root, strict=False).registrations})
 
 
 def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_root, client):
@@ -357,6 +367,33 @@ def test_a_shift_past_the_width_or_an_index_past_the_bound_is_noted(fixture_root
     run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.int32)])
     bits = client.undefined[0] if client.undefined else 0
     assert bits & (32 | 64) == bit, (expr, value, client.undefined)
+
+
+@pytest.mark.parametrize(("expr", "value", "bit"), [
+    # review 36's K06: a vector index past the vector (the shim's operator[] was `(&x)[i]`)
+    ("int(float2(1.0f, 2.0f)[x])", 1, 0), ("int(float2(1.0f, 2.0f)[x])", 2, 64),
+    ("int(int4(5)[x])", -1, 64),
+    # K11: a uchar2 shift computes in 8 bits on a Mac; the shim promoted to int (512 -> 0)
+    ("int((uchar2(1) << uchar2(x)).x)", 7, 0), ("int((uchar2(1) << uchar2(x)).x)", 9, 32),
+    ("int((short2(1) >> short2(x)).y)", 16, 32), ("int((int2(1) << int2(x)).x)", 9, 0),
+    # K18: char2(-128) / char2(-1) overflows an 8-bit element; an unsigned one wraps as defined
+    ("int((char2(-128, 1) / char2(x, 1)).x)", -1, 1024), ("int((char2(-128, 1) / char2(x, 1)).x)", 2, 0),
+    ("int((char2(100) + char2(x)).x)", 100, 1024), ("int(-char2(x).x)", -128, 0),
+    ("int((-char2(x)).x)", -128, 1024), ("int((ushort2(65535) * ushort2(x)).x)", 65535, 0),
+])
+def test_a_vector_element_metal_leaves_undefined_is_noted(fixture_root, tmp_path, client,
+                                                           expr, value, bit):
+    """Metal's vectors are clang's extended vectors: their elements are not promoted, so a
+    narrow element's overflow (bit 1024) or a shift count past its width (32) is undefined, as
+    an index past the vector is (64); the shim computes each element promoted, so it notes
+    them itself (porter/metal.h's detail::vector_element). A scalar `-char` promotes to int
+    in Metal as in C++: defined."""
+    lib = build_source(UNDEFINED_INT.replace("EXPR", expr), tmp_path / "v.metal", fixture_root,
+                       strict=False)
+    reg = lib.find("u", "int")[0]
+    run_registration(client, lib, reg, [torch.tensor([value], dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bits & (32 | 64 | 1024) == bit, (expr, value, client.undefined)
 
 
 @pytest.mark.parametrize(("expr", "value", "noted", "folded"), [

@@ -231,3 +231,19 @@ struct product_twice_functor {
   }
 };
 REGISTER_UNARY_OP(product_twice, float, float);
+
+// fract's answer is below 1 in half too (review 36's K02): a float fract just below 1, rounded
+// to half, was 1.0 (what is left below 1 shows it)
+struct fraction_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(1) - fract(x);
+  }
+};
+struct fraction2_functor {
+  inline half operator()(const half x) {
+    return half(1) - fract(half2(x, x)).y;
+  }
+};
+REGISTER_UNARY_OP(fraction, half, half);
+REGISTER_UNARY_OP(fraction2, half, half);

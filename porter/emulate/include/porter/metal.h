@@ -280,11 +280,44 @@ constexpr decltype(auto) as_vector(const T& v) {
 template <typename U>
 constexpr bool is_splat_scalar_v = std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>;
 
+// Vector element operations as Metal computes them (review 36's K06, K11, K18). clang's
+// extended vectors, which Metal's are, do not promote their elements: `char2 / char2` and
+// `uchar2 << uchar2` compute in 8 bits, where the promoted C++ operation of each element here
+// is defined, so the sanitizers see nothing. A signed element operation whose answer does not
+// fit the element (LLVM's `sdiv <2 x i8>` of -128 by -1, `add nsw`), a shift count at or past
+// the element's width or negative, and an index past the vector are undefined on a Mac: each
+// notes its family's bit (below, after porter_reached), and the sample is not proven.
+namespace detail {
+inline void note_vector_undefined(int bit);
+enum : int { VEC_PLAIN = 0, VEC_OVERFLOWS = 1, VEC_SHIFT = 2 };
+template <typename T>
+constexpr bool narrow_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int);
+// the element of `T` that `v` (the promoted answer of its operation) is, noting an answer
+// Metal leaves undefined: `count` is the right operand, read by a shift
+template <typename T, typename R, typename C>
+constexpr T vector_element(R v, C count, int kind) {
+  if constexpr (narrow_integer_v<T>) {
+    if (kind == VEC_OVERFLOWS && std::is_signed_v<T> &&
+        (v < R(std::numeric_limits<T>::min()) || v > R(std::numeric_limits<T>::max())))
+      note_vector_undefined(1024);      // NARROW_VECTOR_OVERFLOW
+    if (kind == VEC_SHIFT && (count < 0 || count >= C(8 * sizeof(T))))
+      note_vector_undefined(32);        // UNDEFINED_SHIFT
+  }
+  return T(v);
+}
+}  // namespace detail
+
 #define PORTER_VEC_COMMON(N)                                                    \
   using value_type = T;                                                         \
   static constexpr int size = N;                                                \
-  constexpr T& operator[](int i) { return (&x)[i]; }                            \
-  constexpr const T& operator[](int i) const { return (&x)[i]; }                \
+  constexpr T& operator[](int i) {                                              \
+    if (i < 0 || i >= N) { detail::note_vector_undefined(64); i = 0; }          \
+    return (&x)[i];                                                             \
+  }                                                                             \
+  constexpr const T& operator[](int i) const {                                  \
+    if (i < 0 || i >= N) { detail::note_vector_undefined(64); i = 0; }          \
+    return (&x)[i];                                                             \
+  }                                                                             \
   /* scalar -> vector replicates (half2(h), float2(x)); implicit as in Metal */ \
   template <typename U, std::enable_if_t<is_splat_scalar_v<U>, bool> = true>    \
   constexpr vec(U s) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
@@ -382,25 +415,28 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
 };
 #undef PORTER_VEC_COMMON
 
-#define PORTER_VEC_ARITH(OP)                                                    \
+#define PORTER_VEC_ARITH(OP, KIND)                                              \
   template <typename T, int N>                                                  \
   constexpr vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {     \
     vec<T, N> r;                                                                \
-    for (int i = 0; i < N; ++i) r[i] = T(a[i] OP b[i]);                         \
+    for (int i = 0; i < N; ++i)                                                 \
+      r[i] = detail::vector_element<T>(a[i] OP b[i], b[i], detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
             std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<T, N> operator OP(const vec<T, N>& a, S b) {                    \
     vec<T, N> r;                                                                \
-    for (int i = 0; i < N; ++i) r[i] = T(a[i] OP T(b));                         \
+    for (int i = 0; i < N; ++i)                                                 \
+      r[i] = detail::vector_element<T>(a[i] OP T(b), T(b), detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
             std::enable_if_t<!is_vec<S>::value && !is_swizzle<S>::value, bool> = true>                   \
   constexpr vec<T, N> operator OP(S a, const vec<T, N>& b) {                    \
     vec<T, N> r;                                                                \
-    for (int i = 0; i < N; ++i) r[i] = T(T(a) OP b[i]);                         \
+    for (int i = 0; i < N; ++i)                                                 \
+      r[i] = detail::vector_element<T>(T(a) OP b[i], b[i], detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S>                                      \
@@ -412,16 +448,16 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
   constexpr auto operator OP(const A& a, const B& b) {                          \
     return as_vector(a) OP as_vector(b);                                        \
   }
-PORTER_VEC_ARITH(+)
-PORTER_VEC_ARITH(-)
-PORTER_VEC_ARITH(*)
-PORTER_VEC_ARITH(/)
-PORTER_VEC_ARITH(%)
-PORTER_VEC_ARITH(&)
-PORTER_VEC_ARITH(|)
-PORTER_VEC_ARITH(^)
-PORTER_VEC_ARITH(<<)
-PORTER_VEC_ARITH(>>)
+PORTER_VEC_ARITH(+, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(-, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(*, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(/, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(%, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(&, VEC_PLAIN)
+PORTER_VEC_ARITH(|, VEC_PLAIN)
+PORTER_VEC_ARITH(^, VEC_PLAIN)
+PORTER_VEC_ARITH(<<, VEC_SHIFT)
+PORTER_VEC_ARITH(>>, VEC_SHIFT)
 #undef PORTER_VEC_ARITH
 
 #define PORTER_VEC_CMP(OP)                                                      \
@@ -463,7 +499,7 @@ PORTER_VEC_CMP(||)
 template <typename T, int N>
 constexpr vec<T, N> operator-(const vec<T, N>& a) {
   vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = T(-a[i]);
+  for (int i = 0; i < N; ++i) r[i] = detail::vector_element<T>(-a[i], 0, detail::VEC_OVERFLOWS);
   return r;
 }
 template <typename T, int N>
@@ -635,7 +671,10 @@ namespace detail {
 enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
              UNDEFINED_CONVERSION = 8, NAN_SIGN = 16, UNDEFINED_SHIFT = 32,
              OUT_OF_BOUNDS = 64, UNDEFINED_ARGUMENT = 128, SIGNED_OVERFLOW = 256,
-             SIGNED_ZEROS = 512 };
+             SIGNED_ZEROS = 512, NARROW_VECTOR_OVERFLOW = 1024 };
+inline void note_vector_undefined(int bit) { porter_reached |= bit; }
+static_assert(UNDEFINED_SHIFT == 32 && OUT_OF_BOUNDS == 64 && NARROW_VECTOR_OVERFLOW == 1024,
+              "vector_element and operator[] name these bits before the enum");
 // Bit 16 (NAN_SIGN): the sign of x86's default NaN read (signbit, copysign's sign, as_type's
 // bits): an invalid operation (0/0, inf - inf) makes it negative here, and an Apple GPU, as
 // ARM does, makes it positive (review 31's N06). A NaN of the inputs (torch's is positive)
@@ -798,15 +837,29 @@ inline half nextafter_half(half from, half to) {
 
 // One-argument functions: float and half in metal::, float only in precise::
 // and fast:: (upstream relies on precise:: taking bfloat without ambiguity).
-#define PORTER_MATH1_F(NAME, EXPR)                                              \
-  inline float NAME(float x) { x = detail::ftz(x); return detail::ftz(EXPR); }  \
+#define PORTER_MATH1_SCALAR(NAME, EXPR)                                         \
+  inline float NAME(float x) { x = detail::ftz(x); return detail::ftz(EXPR); }
+// a half vector's elements go through the half overload where there is one (declared first)
+#define PORTER_MATH1_VEC(NAME)                                                  \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& v) {                                   \
-    return detail::map(v, [](T e) { return NAME(float(e)); });                  \
+    return detail::map(v, [](T e) {                                             \
+      if constexpr (std::is_same_v<T, half>) return NAME(e);                    \
+      else return NAME(float(e));                                               \
+    });                                                                         \
   }
+#define PORTER_MATH1_F(NAME, EXPR) PORTER_MATH1_SCALAR(NAME, EXPR) PORTER_MATH1_VEC(NAME)
+// The half overload computes in float and rounds once to half; fract's answer then stays
+// below 1 as Metal's does ([0, 1): OpenCL's fmin(x - floor(x), 0x1.ffcp-1h) for half),
+// where a float fract just below 1 rounds up to half's 1.0 (review 36's K02)
 #define PORTER_MATH1(NAME, EXPR)                                                \
-  PORTER_MATH1_F(NAME, EXPR)                                                    \
-  inline half NAME(half h) { return half(NAME(float(h))); }
+  PORTER_MATH1_SCALAR(NAME, EXPR)                                               \
+  inline half NAME(half h) {                                                    \
+    half r = half(NAME(float(h)));                                              \
+    if constexpr (detail::same_name(#NAME, "fract")) r = r < half(1) ? r : half(0x1.ffcp-1f); \
+    return r;                                                                   \
+  }                                                                             \
+  PORTER_MATH1_VEC(NAME)
 
 #define PORTER_MATH2_F(NAME, EXPR)                                              \
   inline float NAME(float x, float y) {                                         \
