@@ -96,6 +96,9 @@ RULES = {
                 "Mac building it is not proven; a template parameter pack is Metal's way)",
     "static": "Metal has no static local variable outside the `constant` address space "
               "(`constant T name = ...;`, or a plain local; {spec} §4.2)",
+    "constant initializer": "a program-scope variable's initializer must be a compile-time "
+                            "constant ({spec} §4.2): a call of a function that is not "
+                            "constexpr, as Metal's library functions are not, is not one",
     "program scope": "Metal has no program-scope variable outside the `constant` address space "
                      "(`constant T name = ...;`; {spec} §4.2)",
     "kernel pointer": "a kernel's pointer or reference argument `{what}` needs an address space "
@@ -160,6 +163,9 @@ _CLANG_ARGS = ["-x", "c++", "-nostdinc", "-nostdinc++", "-fsyntax-only",
                "-cl-single-precision-constant",
                # C++14 has no VLA: clang takes one as an extension, Metal refuses it
                "-Werror=vla-extension", "-Werror=vla",
+               # a program-scope variable's initializer is a compile-time constant ({spec}
+               # §4.2): one that needs code run first is an error (review 36's K20)
+               "-Werror=global-constructors",
                # unknown attributes ([[buffer(0)]], [[thread_position_in_grid]]) are Metal's
                "-Wno-unknown-attributes", "-Wno-ignored-attributes",
                # `register` is the AST rule's (one message under every version)
@@ -1188,6 +1194,8 @@ def _worded(message: str) -> str:
     if "const-qualified type" in message and "address_space(2)" in message:
         # the mode's `constant` is const as well (review 27's L42)
         return f"{RULES['constant write'].format(spec=SPEC)}: {message}"
+    if "requires a global constructor" in message:
+        return f"{RULES['constant initializer'].format(spec=SPEC)}: {message}"
     return message
 
 

@@ -126,6 +126,11 @@ FILE_LEVEL = [
      "Metal has no static data member outside the `constant` address space"),
     ("template <typename T> struct planted_t { static const int n = 1; };",
      "Metal has no static data member outside the `constant` address space"),
+    # a program-scope constant's initializer is a compile-time constant (review 36's K20)
+    ("constant float planted_one = metal::sqrt(float(2));",
+     "a program-scope variable's initializer must be a compile-time constant"),
+    ("inline float planted_f() { return 2.0f; } constant float planted_two = planted_f();",
+     "a program-scope variable's initializer must be a compile-time constant"),
     ("inline float planted_v(float x, ...) { return x; }", "Metal has no C variadic function"),
     ("template <typename U> U planted_v(U x, ...) { return x; }",
      "Metal has no C variadic function"),
@@ -148,6 +153,10 @@ ACCEPTED = [
     ("T (*pick)(T, T) = nullptr; (void)pick;", True),
     ("if constexpr (sizeof(T) == 4) { (void)x; }", True),
     ("using unary_fn = float (*)(float);", False),
+    # its twins: constant initializers
+    ("constant float planted_one = 1.0f + 0.5f; constant float planted_t[2] = {planted_one, 2};", False),
+    ("constexpr inline float planted_f() { return 2.0f; } constant float planted_two = planted_f();",
+     False),
     ("inline float fact(float n) { return n <= 1 ? 1 : n * fact(n - 1); }", False),
     ("template <typename T> inline T tfact(T n) { return n <= 1 ? T(1) : n * tfact(n - 1); }\n"
      "inline float use_tfact(float n) { return tfact(n); }", False),
