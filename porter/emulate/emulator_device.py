@@ -585,6 +585,16 @@ class EmulateBackend:
             cpu = next((d.kernel for d in entry.dispatch if "CPU" in d.keys), "")
             path = ", ".join(sorted(impls)) if impls and not any(not h.impl for h in hosts) \
                 else (f"{cpu}, " if cpu else "") + "the shared CPU/CUDA function whose stub runs it"
+            from porter.source.mps_definitions import defined_names, mps_source_paths
+            checkout = co.Checkout(self.root)
+            if kernel not in defined_names(checkout.read(rel) for rel in mps_source_paths(checkout)):
+                # the checkout may lack the source (a tree without MPSGraph files): not proven,
+                # but worded as what a Mac does with the row as it reads here (review 36's H08)
+                return (f"not proven: {co.NATIVE_YAML}:{row.lineno} sends MPS to {row.kernel}, "
+                        f"not to {path}, and no {co.MPS}/ source of this checkout defines "
+                        f"{kernel}: a Mac's build fails to link unless a source porter does not "
+                        f"read defines it, and never runs the Metal kernel porter runs; send MPS "
+                        f"to {path.split(', the shared')[0] if cpu else 'the function that runs it'}")
             return (f"not proven: {co.NATIVE_YAML}:{row.lineno} sends MPS to {row.kernel}, not to "
                     f"{path}: a Mac runs {row.kernel} for {entry.full_name}, not the Metal kernel "
                     "porter runs")

@@ -450,6 +450,22 @@ def test_an_mps_row_sent_to_another_function_is_not_proven(ported):
                                 "porter runs"), d["message"]
 
 
+@pytest.mark.slow
+def test_an_mps_row_sent_to_a_function_no_source_defines_says_the_link_fails(ported):
+    """Review 36's H08: the row's function is defined nowhere: a Mac's link fails. Not proven
+    still (a tree may lack the source that defines it), but not worded as if a Mac ran it."""
+    with edited(ported, NATIVE_YAML, "    MPS: threshold_out_mps\n", "    MPS: threshold_out_mps_gone\n"):
+        line = line_of(ported, NATIVE_YAML, "    MPS: threshold_out_mps_gone")
+        code, by = outcomes(ported, "threshold")
+    assert code == 1 and by
+    for d in by.values():
+        assert d["outcome"] == "fail"
+        assert d["message"].startswith(f"not proven: {NATIVE_YAML}:{line} sends MPS to threshold_out_mps_gone"), d
+        assert ("no aten/src/ATen/native/mps/ source of this checkout defines threshold_out_mps_gone: "
+                "a Mac's build fails to link") in d["message"], d["message"]
+        assert "a Mac runs threshold_out_mps_gone" not in d["message"]
+
+
 @pytest.mark.parametrize(("declaration", "renamed", "code"), [
     # review 33's H02: a library built at run time from a string holds other kernels
     ('static mps::MetalShaderLibrary lib("kernel void copysign_dense_float_float() {}");', False, 1),
