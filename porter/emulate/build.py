@@ -17,6 +17,7 @@ source, every header it can include, the flags and the compiler binary.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import re
@@ -533,6 +534,9 @@ def _fused_here(dump: Path, display_path, spans: dict[str, tuple[int, int]]) -> 
     owners: set[str] = set()
     for m in _FMA_STATEMENT.finditer(text):
         if m.group(1).startswith(shim):
+            name = _may_contract_lines(m.group(1)).get(int(m.group(2)))
+            if name is not None:
+                owners.add(_LIBRARY + name)     # Metal's own formula: a Mac may fuse it or not
             continue
         line = int(m.group(2)) - 1
         owner = next((name for name, (a, b) in spans.items() if a <= line <= b), None) \
@@ -541,16 +545,53 @@ def _fused_here(dump: Path, display_path, spans: dict[str, tuple[int, int]]) -> 
     return owners
 
 
+_LIBRARY = "lib:"    # a fused multiply-add of the shim's formula of this Metal function
+_MAY_CONTRACT = re.compile(r"//\s*porter: may contract (\w+)")
+
+
+@functools.cache
+def _may_contract_lines(path: str) -> dict[int, str]:
+    """1-based line -> Metal function, for the lines of a shim header marked `porter: may
+    contract NAME`: multiply-adds of Metal's own formulas (mad, mix, dot), which Apple's
+    library may run as one fma or not."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return {}
+    return {i: m.group(1) for i, line in enumerate(lines, 1) if (m := _MAY_CONTRACT.search(line))}
+
+
 def _fuses(owners: set[str] | None, text: str, only: str | None) -> bool | None:
     """Whether a contracted build's kernels of `only` (every kernel where None) may run a
-    fused multiply-add: None where not known."""
+    fused multiply-add: None where not known. A fusing inside the library's formula of a
+    Metal function counts for a kernel whose functors, or the code outside every functor,
+    call that function by name."""
     if owners is None:
         return None
+    library = {o[len(_LIBRARY):] for o in owners if o.startswith(_LIBRARY)}
+    owners = owners - {_LIBRARY + n for n in library}
     if only is None or _ANYWHERE in owners:
-        return bool(owners)
+        return bool(owners or library)
     used = groups.functors_used(text, only)
     # a registration of no functor struct (the rest's) may call any functor
-    return bool(owners & used) if used else bool(owners)
+    if not used:
+        return bool(owners or library)
+    if owners & used:
+        return True
+    if not library:
+        return False
+    spans = groups.functor_spans(text)
+    lines = text.split("\n")
+    read = [i for name, (a, b) in spans.items() if name in used for i in range(a, b + 1)]
+    inside = {i for a, b in spans.values() for i in range(a, b + 1)}
+    read += [i for i in range(len(lines)) if i not in inside]
+    code = "\n".join(lines[i] for i in read)
+
+    def calls(name: str, where: str) -> bool:
+        return re.search(rf"\b{name}\s*\(", where) is not None
+    # a formula no line of the file calls by name came through a header's helper, which any
+    # kernel of the piece may call: counted as fused (a contracted run more, never a miss)
+    return any(calls(name, code) or not calls(name, text) for name in library)
 
 
 def _publish(built: Path, target: Path) -> Path:

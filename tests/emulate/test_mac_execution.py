@@ -239,7 +239,7 @@ def test_the_contracted_build_fuses_a_times_b_plus_c(fixture_root, client):
 
 
 @pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
-def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root):
+def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root, client):
     # every passing sample asks for the contracted answer too (review 27's N16), so one
     # kernel's piece is built, and where g++ fused no a*b+c of its functor the answers are the
     # unfused ones and are not asked. predefined shares its piece with float_three, whose
@@ -248,9 +248,16 @@ def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root
         return build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
                           contract=True, only=name).fused
     assert (fused("float_three"), fused("predefined"), fused("product_twice"),
-            fused("fast_max")) == (True, False, True, False)
+            fused("fast_max"), fused("library_dot")) == (True, False, True, False, True)
     alone = build_file(DATA / "mac_execution.metal", fixture_root, strict=False,
                        contract=True, only="product_twice")
+    # the library's dot fused: the rounding error of a * a, where the unfused build gives 0
+    dot = build_file(DATA / "mac_execution.metal", fixture_root, strict=False, contract=True,
+                     only="library_dot")
+    plain = build_file(DATA / "mac_execution.metal", fixture_root, strict=False)
+    x = [torch.tensor([1.1])]
+    assert run_registration(client, plain, plain.find("library_dot", "float")[0], x).tolist() == [0.0]
+    assert run_registration(client, dot, dot.find("library_dot", "float")[0], x).item() != 0.0
     # its piece's registrations alone (porter.emulate.groups: which functors share a piece
     # follows the file's functor count)
     from porter.emulate import groups

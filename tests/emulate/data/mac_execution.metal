@@ -247,3 +247,12 @@ struct fraction2_functor {
 };
 REGISTER_UNARY_OP(fraction, half, half);
 REGISTER_UNARY_OP(fraction2, half, half);
+
+// Metal's dot is its library's formula: whether a Mac runs it as one fma is not documented, so
+// a contracted build's fusing inside it counts (review 36's K03t): a * a - a * a, as dot
+struct library_dot_functor {
+  inline float operator()(const float a) {
+    return dot(float2(a, a), float2(a, -a));
+  }
+};
+REGISTER_UNARY_OP(library_dot, float, float);

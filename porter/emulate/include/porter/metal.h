@@ -1176,11 +1176,15 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
   for (int i = 0; i < N; ++i) r[i] = T(fma(a[i], b[i], c[i]));
   return r;
 }
-inline float mad(float a, float b, float c) { return a * b + c; }
-inline float mix(float x, float y, float a) { return x + (y - x) * a; }
+// A multiply-add of Metal's own formula (mad, mix, dot): whether Apple's library runs it as
+// one fma is not documented, so the contracted build's fusing of a line marked
+// `porter: may contract NAME` counts as the kernel's that calls NAME (porter.emulate.build._fused_here; review 36's
+// K03, K05)
+inline float mad(float a, float b, float c) { return a * b + c; }  // porter: may contract mad
+inline float mix(float x, float y, float a) { return x + (y - x) * a; }  // porter: may contract mix
 // MSL §6.2's `x + (y - x) * a` in half, as an fp16 ALU computes it: through float, `y - x` kept
 // bits half rounds away (review 35's N12: mix(-1, 2048, 1) is 2047 in half, 2048 in float)
-inline half mix(half x, half y, half a) { return x + (y - x) * a; }
+inline half mix(half x, half y, half a) { return x + (y - x) * a; }  // porter: may contract mix
 inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
 inline half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
 inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
@@ -1244,7 +1248,7 @@ constexpr inline T select(T a, T b, U c) {
 template <typename T, int N>
 inline auto dot(const vec<T, N>& a, const vec<T, N>& b) {
   T r = T(0);
-  for (int i = 0; i < N; ++i) r = T(r + a[i] * b[i]);
+  for (int i = 0; i < N; ++i) r = T(r + a[i] * b[i]);  // porter: may contract dot
   return r;
 }
 template <typename T, int N>
