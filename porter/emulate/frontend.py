@@ -885,6 +885,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
 
 
 _NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
+# the library functions whose definition is a multiply-add (MSL §6.2, §6.11)
+_FORMULA_CALLS = ("dot", "mix", "mad")
 
 
 def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
@@ -931,6 +933,17 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
                 not functor.spelling.endswith("_functor"):
             continue
         for c in functor.walk_preorder():
+            if c.kind == K.CALL_EXPR and c.spelling in _FORMULA_CALLS:
+                # Metal's own multiply-add formula (`dot`, `mix`, `mad`) in half or bfloat:
+                # Apple's library may run it as one fma in that type (review 36's K03)
+                kind = narrow(c.type)
+                if kind is None:
+                    element = c.type.get_canonical().spelling
+                    kind = next((v for k, v in _NARROW.items() if k in element), None)
+                if kind is not None:
+                    f, line = namer.where(c.location)
+                    found.append((f, line, functor.spelling, kind))
+                continue
             if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
                     operator(c) not in ("+", "-", "+=", "-="):
                 continue

@@ -1001,6 +1001,11 @@ REGISTER_BINARY_OP(m, float, float);
     # float arithmetic: the contracted build runs it both ways; a product alone is one rounding
     ("return T(float(a) * float(b) + 1.0f);", set()),
     ("return a * b;", set()),
+    # review 36's K03: Metal's own multiply-add formulas called in half (and their float twins)
+    ("return dot(half2(a, a), half2(a, -a));", {(7, "half")}),
+    ("return T(mix(half(a), half(b), half(0.5f)));", {(7, "half")}),
+    ("return T(dot(float2(a, a), float2(b, b)));", set()),
+    ("return T(mix(float(a), float(b), 0.5f));", set()),
 ])
 def test_a_narrow_multiply_add_is_found(fixture_root, tmp_path, body, found):
     from porter.emulate import frontend
