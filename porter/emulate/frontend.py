@@ -887,6 +887,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
 _NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
 # the library functions whose definition is a multiply-add (MSL §6.2, §6.11)
 _FORMULA_CALLS = ("dot", "mix", "mad")
+# the type words a call left unresolved in a template may compute in half or bfloat with
+_NARROW_WORDS = {f"{t}{n}" for t in ("half", "bfloat") for n in ("", "2", "3", "4")} | {"T"}
 
 
 def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
@@ -927,19 +929,40 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
             return "T"
         return None
 
+    def formula(call) -> bool:
+        """A call of dot, mix or mad: resolved (its spelling) or left to a template's
+        instantiation (its callee an overload set of that name)."""
+        if call.spelling:
+            return call.spelling in _FORMULA_CALLS
+        callee = next(iter(call.get_children()), None)
+        while callee is not None and callee.kind in (K.UNEXPOSED_EXPR, K.DECL_REF_EXPR) and \
+                not callee.spelling:
+            callee = next(iter(callee.get_children()), None)
+        return callee is not None and callee.kind == K.OVERLOADED_DECL_REF and \
+            callee.spelling in _FORMULA_CALLS
+
     found = []
     for functor in _own_declarations(tu.cursor, namer):
         if functor.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) or \
                 not functor.spelling.endswith("_functor"):
             continue
         for c in functor.walk_preorder():
-            if c.kind == K.CALL_EXPR and c.spelling in _FORMULA_CALLS:
+            if c.kind == K.CALL_EXPR and formula(c):
                 # Metal's own multiply-add formula (`dot`, `mix`, `mad`) in half or bfloat:
                 # Apple's library may run it as one fma in that type (review 36's K03)
-                kind = narrow(c.type)
-                if kind is None:
+                kind = narrow(c.type) if c.spelling else None
+                if kind is None and c.spelling:
                     element = c.type.get_canonical().spelling
                     kind = next((v for k, v in _NARROW.items() if k in element), None)
+                elif not c.spelling:
+                    # a call a template leaves unresolved: its type is the template's, as for
+                    # a product there, unless its tokens name only float types
+                    try:
+                        words = {t.spelling for t in c.get_tokens()}
+                    except Exception:       # noqa: BLE001 (no extent: nothing to read)
+                        words = set()
+                    if words & _NARROW_WORDS:
+                        kind = "T"
                 if kind is not None:
                     f, line = namer.where(c.location)
                     found.append((f, line, functor.spelling, kind))
