@@ -45,6 +45,21 @@ def test_clean_fixture_passes(mini_root, capsys):
     assert (code, out) == (0, "")
 
 
+def test_a_skipped_torchgen_check_is_not_counted_among_the_clean_ones(mini_root, capsys,
+                                                                    monkeypatch):
+    """New user's M6 (issue 36's first hour): without torchgen, PORTER040 is a note, and the
+    summary counted it among the checks that ran clean."""
+    from porter.checks import torchgen_yaml
+    from porter.checks.model import CHECKS
+    monkeypatch.setattr(torchgen_yaml.Pending, "result", lambda self: {
+        "kind": "skip", "note": "torchgen is not importable (it ships with torch): PORTER040 skipped"})
+    capsys.readouterr()
+    assert main(["check", "--root", str(mini_root)]) == 0
+    err = capsys.readouterr().err
+    assert "note: torchgen is not importable (it ships with torch): PORTER040 skipped" in err
+    assert f"porter check: clean ({len(CHECKS) - 1} checks)" in err, err
+
+
 def test_quiet_prints_the_findings_alone(mini_root):
     # -q, before or after the subcommand: stdout keeps the findings, stderr is empty (no notes, no
     # summary line), and the exit status still tells clean from not

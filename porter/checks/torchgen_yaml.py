@@ -24,8 +24,10 @@ def check(tree: Tree) -> list[Finding]:
     return findings(tree, parse_raw(tree.checkout.root))
 
 
-def collect(tree: Tree, pending: Pending) -> list[Finding]:
-    return findings(tree, pending.result())
+def collect(tree: Tree, pending: Pending) -> tuple[list[Finding], bool]:
+    """The findings, and whether the validation ran (a skip is a note, not a clean check)."""
+    raw = pending.result()
+    return findings(tree, raw), raw["kind"] != "skip"
 
 
 def start(tree: Tree) -> Pending:
