@@ -11,8 +11,10 @@ HELP = "show or empty porter's caches (OpInfo samples and CPU references, built 
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("action", metavar="ACTION", choices=("info", "clear"),
-                        help="info: where the caches are and their size; clear: empty them")
+    parser.add_argument("action", metavar="ACTION", choices=("info", "clear"), nargs="?",
+                        default="info",
+                        help="info (the default): where the caches are and their size; clear: "
+                             "empty them")
     from porter.commands.terminal import add_format
     add_format(parser)
 

@@ -120,7 +120,8 @@ def get_backend(name: str, root=None) -> Backend:
     factory = _FACTORIES.get(name)
     if factory is None:
         raise PorterError(f"unknown device {name!r}",
-                          hint=f"choose one of {', '.join(PUBLIC_DEVICES)}")
+                          hint=f"choose one of auto (the default: mps on a Mac, else emulate), "
+                               f"{', '.join(PUBLIC_DEVICES)}")
     backend = factory(root)
     for attr, default in (("device_type", "mps" if name in ("emulate", "mps-shader") else name),
                           ("mps_expectations", name in ("mps", "emulate", "mps-shader"))):

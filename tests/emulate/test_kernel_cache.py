@@ -91,7 +91,11 @@ def test_a_cache_hit_is_a_use_and_a_new_build_evicts_what_was_not_used(fixture_r
 def test_cache_info_names_the_kernel_cache_bound(own_cache, capsys, monkeypatch):
     monkeypatch.setenv("PORTER_KERNEL_CACHE_MB", "300")
     assert cli.main(["cache", "info"]) == 0
-    assert "the kernel cache keeps at most 300 MB (PORTER_KERNEL_CACHE_MB)" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "the kernel cache keeps at most 300 MB (PORTER_KERNEL_CACHE_MB)" in shown
+    # `porter cache` alone shows the same (its help says "show or empty"; a new user's L3)
+    assert cli.main(["cache"]) == 0
+    assert capsys.readouterr().out == shown
 
 
 def test_cache_clear_empties_the_cache_but_not_a_live_runs_pins(own_cache, capsys):
