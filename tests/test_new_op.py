@@ -629,3 +629,22 @@ def test_a_broken_body_of_a_scalar_op_is_refused_with_an_example_in_its_own_name
     assert result.code == 2 and result.out == "", result.err
     assert result.err.count("\n") == 1 and example in result.err, result.err
     assert snapshot(real_root) == before
+
+
+def test_ctrl_c_during_the_test_after_writing_says_the_files_are_written(mini_root, capsys,
+                                                                         monkeypatch):
+    """A new user's L5 (issue 36's first hour): Ctrl-C in the test that ends new-op printed only
+    "porter: interrupted", though the port's files were written and stay so."""
+    from porter import exit_codes, harness
+    from porter.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(harness, "run_after_edit", interrupted)
+    capsys.readouterr()
+    assert main(["new-op", "heaviside", "--root", str(mini_root)]) == exit_codes.INTERRUPTED
+    err = capsys.readouterr().err
+    assert ("porter: the files were written; the test of heaviside was interrupted before its "
+            "verdict (`porter test heaviside --device emulate` runs it)") in err, err
+    assert err.rstrip().endswith("porter: interrupted")
+    assert "heaviside_functor" in (mini_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()

@@ -172,7 +172,14 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
         rows = contextlib.nullcontext() if args.json else terminal.live_rows(elapsed)
         with rows:
             counts: dict = {}
-            code = run_after_edit(op, root, device, out=out, json=args.json, verdict_counts=counts)
+            try:
+                code = run_after_edit(op, root, device, out=out, json=args.json,
+                                      verdict_counts=counts)
+            except KeyboardInterrupt:
+                # the files stay as written; say so before the CLI's "interrupted" (a new user's L5)
+                print(f"porter: the files were written; the test of {op} was interrupted before "
+                      f"its verdict (`porter test {op} --device {device}` runs it)", file=sys.stderr)
+                raise
     verdict: dict = {"tested": True, "device": device, "ok": code == exit_codes.OK}
     if out is not None and out.getvalue().strip():
         report = json.loads(out.getvalue())
