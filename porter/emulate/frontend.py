@@ -842,6 +842,15 @@ def _own_declarations(cursor, namer: "_Namer"):
             yield c
 
 
+def _type_kind(t):
+    """The type's kind, or None for one this binding has no name for (clang's `_Float16` is
+    kind 32 to the wheel's cindex.py, which raises on it: review 37's N21-N25)."""
+    try:
+        return t.kind
+    except ValueError:
+        return None
+
+
 def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
     """Each call of the kernel file itself with two or more arguments that change state (an
     assignment, `++`/`--`, or a call of a function taking a non-const reference or pointer):
@@ -862,7 +871,7 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
             if node.kind != K.CALL_EXPR or node.referenced is None:
                 continue
             for param in node.referenced.get_arguments():
-                kind = param.type.get_canonical().kind
+                kind = _type_kind(param.type.get_canonical())
                 if kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.POINTER) and \
                         not param.type.get_pointee().is_const_qualified():
                     return True
@@ -924,7 +933,7 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
         spelled = canonical.spelling.replace("const ", "").strip()
         if spelled in _NARROW:
             return _NARROW[spelled]
-        if canonical.kind in (ci.TypeKind.UNEXPOSED, ci.TypeKind.DEPENDENT) or \
+        if _type_kind(canonical) in (ci.TypeKind.UNEXPOSED, ci.TypeKind.DEPENDENT) or \
                 "type-parameter" in spelled:
             return "T"
         return None
@@ -1337,13 +1346,7 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
         return address_space(t.get_pointee()) == 0 and not re.search(
             r"address_space|\b(device|constant|threadgroup)\b", t.spelling)
 
-    def type_kind(t):
-        """The type's kind, or None for one this binding has no name for (clang's `_Float16`
-        is kind 32 to the wheel's cindex.py, which raises on it)."""
-        try:
-            return t.kind
-        except ValueError:
-            return None
+    type_kind = _type_kind
 
     def spelled_pointer(cursor) -> str | None:
         """`pointer` or `reference` where the declaration spells one with no address space

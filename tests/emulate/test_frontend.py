@@ -152,6 +152,9 @@ ACCEPTED = [
     ("float (*fp)(float) = nullptr; (void)fp;", True),
     ("T (*pick)(T, T) = nullptr; (void)pick;", True),
     ("if constexpr (sizeof(T) == 4) { (void)x; }", True),
+    # a call of two or more arguments, one a half reference: the binding has no name for
+    # clang's _Float16 type kind and raised (review 37's N21-N25: exit 70)
+    ("half ip; half f = modf(half(-2.5h), ip); (void)f;", True),
     ("using unary_fn = float (*)(float);", False),
     # its twins: constant initializers
     ("constant float planted_one = 1.0f + 0.5f; constant float planted_t[2] = {planted_one, 2};", False),

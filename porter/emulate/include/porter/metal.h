@@ -1191,6 +1191,13 @@ inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e
 inline half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
 inline int ilogb(float x) { return __builtin_ilogbf(detail::ftz(x)); }
 inline float modf(float x, float& ip) { return __builtin_modff(detail::ftz(x), &ip); }
+// both parts of a half are halves exactly (review 37's N21: Metal has the half overload)
+inline half modf(half x, half& ip) {
+  float whole;
+  half frac = half(__builtin_modff(float(x), &whole));
+  ip = half(whole);
+  return frac;
+}
 // flushed like every float argument and answer of the library (review 35's B10g)
 inline float sincos(float x, float& c) {
   x = detail::ftz(x);
