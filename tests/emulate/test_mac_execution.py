@@ -386,6 +386,8 @@ def test_a_shift_past_the_width_or_an_index_past_the_bound_is_noted(fixture_root
     # K18: char2(-128) / char2(-1) overflows an 8-bit element; an unsigned one wraps as defined
     ("int((char2(-128, 1) / char2(x, 1)).x)", -1, 1024), ("int((char2(-128, 1) / char2(x, 1)).x)", 2, 0),
     ("int((char2(100) + char2(x)).x)", 100, 1024), ("int(-char2(x).x)", -128, 0),
+    # review 37's N13: the remainder of the least char by -1 overflows too, though it is 0
+    ("int((char2(-128, 1) % char2(x, 1)).x)", -1, 1024), ("int((char2(-127, 1) % char2(x, 1)).x)", -1, 0),
     ("int((-char2(x)).x)", -128, 1024), ("int((ushort2(65535) * ushort2(x)).x)", 65535, 0),
 ])
 def test_a_vector_element_metal_leaves_undefined_is_noted(fixture_root, tmp_path, client,

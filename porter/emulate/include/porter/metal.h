@@ -289,16 +289,19 @@ constexpr bool is_splat_scalar_v = std::is_arithmetic_v<U> || std::is_same_v<U, 
 // notes its family's bit (below, after porter_reached), and the sample is not proven.
 namespace detail {
 inline void note_vector_undefined(int bit);
-enum : int { VEC_PLAIN = 0, VEC_OVERFLOWS = 1, VEC_SHIFT = 2 };
+enum : int { VEC_PLAIN = 0, VEC_OVERFLOWS = 1, VEC_SHIFT = 2, VEC_REMAINDER = 3 };
 template <typename T>
 constexpr bool narrow_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int);
 // the element of `T` that `v` (the promoted answer of its operation) is, noting an answer
-// Metal leaves undefined: `count` is the right operand, read by a shift
-template <typename T, typename R, typename C>
-constexpr T vector_element(R v, C count, int kind) {
+// Metal leaves undefined: `left` and `count` are the operands (a shift reads the count); the
+// least element's remainder by -1 overflows as its quotient does, though it is 0 (review 37's
+// N13)
+template <typename T, typename R, typename L, typename C>
+constexpr T vector_element(R v, L left, C count, int kind) {
   if constexpr (narrow_integer_v<T>) {
-    if (kind == VEC_OVERFLOWS && std::is_signed_v<T> &&
-        (v < R(std::numeric_limits<T>::min()) || v > R(std::numeric_limits<T>::max())))
+    if ((kind == VEC_OVERFLOWS || kind == VEC_REMAINDER) && std::is_signed_v<T> &&
+        (v < R(std::numeric_limits<T>::min()) || v > R(std::numeric_limits<T>::max()) ||
+         (kind == VEC_REMAINDER && left == L(std::numeric_limits<T>::min()) && count == C(-1))))
       note_vector_undefined(1024);      // NARROW_VECTOR_OVERFLOW
     if (kind == VEC_SHIFT && (count < 0 || count >= C(8 * sizeof(T))))
       note_vector_undefined(32);        // UNDEFINED_SHIFT
@@ -420,7 +423,7 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
   constexpr vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {     \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i)                                                 \
-      r[i] = detail::vector_element<T>(a[i] OP b[i], b[i], detail::KIND);       \
+      r[i] = detail::vector_element<T>(a[i] OP b[i], a[i], b[i], detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
@@ -428,7 +431,7 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
   constexpr vec<T, N> operator OP(const vec<T, N>& a, S b) {                    \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i)                                                 \
-      r[i] = detail::vector_element<T>(a[i] OP T(b), T(b), detail::KIND);       \
+      r[i] = detail::vector_element<T>(a[i] OP T(b), a[i], T(b), detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S,                                      \
@@ -436,7 +439,7 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
   constexpr vec<T, N> operator OP(S a, const vec<T, N>& b) {                    \
     vec<T, N> r;                                                                \
     for (int i = 0; i < N; ++i)                                                 \
-      r[i] = detail::vector_element<T>(T(a) OP b[i], b[i], detail::KIND);       \
+      r[i] = detail::vector_element<T>(T(a) OP b[i], T(a), b[i], detail::KIND);       \
     return r;                                                                   \
   }                                                                             \
   template <typename T, int N, typename S>                                      \
@@ -452,7 +455,7 @@ PORTER_VEC_ARITH(+, VEC_OVERFLOWS)
 PORTER_VEC_ARITH(-, VEC_OVERFLOWS)
 PORTER_VEC_ARITH(*, VEC_OVERFLOWS)
 PORTER_VEC_ARITH(/, VEC_OVERFLOWS)
-PORTER_VEC_ARITH(%, VEC_OVERFLOWS)
+PORTER_VEC_ARITH(%, VEC_REMAINDER)
 PORTER_VEC_ARITH(&, VEC_PLAIN)
 PORTER_VEC_ARITH(|, VEC_PLAIN)
 PORTER_VEC_ARITH(^, VEC_PLAIN)
@@ -499,7 +502,7 @@ PORTER_VEC_CMP(||)
 template <typename T, int N>
 constexpr vec<T, N> operator-(const vec<T, N>& a) {
   vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = detail::vector_element<T>(-a[i], 0, detail::VEC_OVERFLOWS);
+  for (int i = 0; i < N; ++i) r[i] = detail::vector_element<T>(-a[i], a[i], 0, detail::VEC_OVERFLOWS);
   return r;
 }
 template <typename T, int N>
