@@ -14,9 +14,14 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-# a decimal floating literal with Metal's half suffix; not part of a name or another number
+# a decimal floating literal with Metal's half suffix, C++14's digit separators allowed (review
+# 37's N06t); not part of a name or another number
+_DIGITS = r"\d(?:'?\d)*"
 _HALF_LITERAL = re.compile(
-    r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[hH](?!\w)")
+    rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+    rf"|{_DIGITS}[eE][+-]?{_DIGITS})[hH](?!\w)")
+
+_SEPARATOR = re.compile(r"(?<=[0-9a-fA-F])'(?=[0-9a-fA-F])")
 
 _MANTISSA_BITS = 10
 _MIN_EXPONENT = -14          # of a normal half; below it the spacing stays 2^-24
@@ -48,12 +53,15 @@ def exact_half_literals(text: str, code: str | None = None) -> str:
     hexadecimal half it rounds to."""
     if "h" not in text and "H" not in text:
         return text
-    if code is None:
+    if code is None or "'" in text:
         from porter.source.cpp_scan import code_mask
-        code = code_mask(text)
+        # a digit separator read as a digit: the mask takes it for a character literal's quote
+        code = code_mask(_SEPARATOR.sub("0", text))
     out, at = [], 0
-    for m in _HALF_LITERAL.finditer(code):
-        value = Fraction(m.group(1))
+    for m in _HALF_LITERAL.finditer(text):
+        if code[m.start()] != text[m.start()]:
+            continue                        # in a comment or a string
+        value = Fraction(m.group(1).replace("'", ""))
         half = nearest_half(value)
         if half == value:
             continue                        # exact: both roundings agree

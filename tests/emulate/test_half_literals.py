@@ -33,6 +33,10 @@ def test_nearest_half(decimal, half):
     ("z = 0.1h; // 0.1h", "z = 0x1.9980000000000p-4h; // 0.1h"),      # the comment kept
     ("w = v.h + a1.5h + 1e5h;", "w = v.h + a1.5h + __builtin_inff16();"),
     ("u = 0.1f + 0.1;", "u = 0.1f + 0.1;"),
+    # C++14's digit separators: one literal (review 37's N06t: its tail was rewritten alone)
+    ("t = 1.000'488'281'250'000'000'000'9h;", "t = 0x1.0040000000000p+0h;"),
+    ("s = 1'024.5h + 0.000'1h; // 0.1h", "s = 0x1.0000000000000p+10h + 0x1.a380000000000p-14h; // 0.1h"),
+    ("c = 'a' + 0.1h + '0';", "c = 'a' + 0x1.9980000000000p-4h + '0';"),
 ])
 def test_exact_half_literals(before, after):
     assert exact_half_literals(before) == after
