@@ -460,8 +460,12 @@ def _preprocessed_now(text: str, display_path: str, root: Path | None,
 
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
 _SCALARS = "bool|char|uchar|short|ushort|int|uint|long|ulong|half|bfloat|float"
-_FLOAT_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
-_HALF_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[hH]\b")
+# C++14's digit separators kept inside one literal (review 37's N06t: `1.000'4h` lost its tail)
+_DIGITS = r"\d(?:'?\d)*"
+_FLOAT_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+                            rf"|{_DIGITS}[eE][+-]?{_DIGITS})(?![\w.'])")
+_HALF_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS}|{_DIGITS})"
+                           rf"(?:[eE][+-]?{_DIGITS})?)[hH]\b")
 _HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)\s*\]\]')
 _KERNEL_ATTR = re.compile(r"\[\[\s*kernel\s*\]\]")
 _AS = r"__attribute__\(\(address_space\([23]\)\)\)"

@@ -155,6 +155,8 @@ ACCEPTED = [
     # a call of two or more arguments, one a half reference: the binding has no name for
     # clang's _Float16 type kind and raised (review 37's N21-N25: exit 70)
     ("half ip; half f = modf(half(-2.5h), ip); (void)f;", True),
+    # C++14's digit separators in half and float literals (review 37's N06t)
+    ("half h = 1.000'5h; float f = 2'000.5 + 1'0e1'0f; (void)h; (void)f;", True),
     ("using unary_fn = float (*)(float);", False),
     # its twins: constant initializers
     ("constant float planted_one = 1.0f + 0.5f; constant float planted_t[2] = {planted_one, 2};", False),
