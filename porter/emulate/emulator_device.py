@@ -844,19 +844,19 @@ class EmulateBackend:
         if undefined is not None and readings is not None:
             if len(undefined) > 2 and undefined[2]:
                 # however it was spelled, a fast:: call porter runs as the precise one ran
-                readings.append(("not proven", fast_calls.ran(undefined[2])))
+                readings.append((_UNDEFINED_TAG, fast_calls.ran(undefined[2])))
             if undefined[0] & _UNDEFINED_CONVERSION:
-                readings.append(("not proven", _CONVERTED_OUT_OF_RANGE))
+                readings.append((_UNDEFINED_TAG, _CONVERTED_OUT_OF_RANGE))
             if undefined[0] & _NAN_SIGN:
-                readings.append(("not proven", _NAN_SIGN_READ))
+                readings.append((_UNDEFINED_TAG, _NAN_SIGN_READ))
             if undefined[0] & _UNDEFINED_SHIFT:
-                readings.append(("not proven", _SHIFTED_PAST_WIDTH))
+                readings.append((_UNDEFINED_TAG, _SHIFTED_PAST_WIDTH))
             if undefined[0] & _OUT_OF_BOUNDS:
-                readings.append(("not proven", _INDEXED_PAST_BOUND))
+                readings.append((_UNDEFINED_TAG, _INDEXED_PAST_BOUND))
             if undefined[0] & _UNDEFINED_ARGUMENT:
-                readings.append(("not proven", _ARGUMENT_UNDEFINED))
+                readings.append((_UNDEFINED_TAG, _ARGUMENT_UNDEFINED))
             if undefined[0] & _NARROW_VECTOR_OVERFLOW:
-                readings.append(("not proven", _NARROW_VECTOR_OVERFLOWED))
+                readings.append((_UNDEFINED_TAG, _NARROW_VECTOR_OVERFLOWED))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1404,6 +1404,16 @@ _UNDEFINED_SHIFT = 32
 _OUT_OF_BOUNDS = 64
 _UNDEFINED_ARGUMENT = 128
 _SIGNED_OVERFLOW = 256
+
+
+class _Undefined(str):
+    """The tag of a reading that says the kernel reached an answer Metal leaves undefined:
+    printed "not proven"; a verdict that sees it on a failing sample calls the sample not
+    proven, not red (porter.harness.verdicts._held)."""
+    undefined = True
+
+
+_UNDEFINED_TAG = _Undefined("not proven")
 _NARROW_VECTOR_OVERFLOW = 1024
 _NARROW_VECTOR_OVERFLOWED = (
     "a vector of char or short elements computed an answer its element cannot hold (`char2(-128) "

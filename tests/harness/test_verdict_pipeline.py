@@ -352,3 +352,22 @@ def test_a_reference_input_the_cpu_refuses_is_left_out_with_a_note_not_failed():
     upstream = verdicts.run_op(RefusingCpu(False, dtypes=("bool",)))
     assert upstream.dtypes[0].outcome == FAIL
     assert upstream.dtypes[0].message.startswith("CPU reference error: NotImplementedError")
+
+
+class _UndefinedTag(str):
+    undefined = True        # what porter.emulate.emulator_device tags such a reading with
+
+
+@pytest.mark.parametrize("tag, outcome_message", [
+    # review 37's K06, N10: the kernel reached an answer Metal leaves undefined, and the answer
+    # this CPU gave fails: a Mac's answer is not known, so not proven, never plain red
+    (_UndefinedTag("not proven"), "not proven: indexed past the vector (the answer this CPU gave "
+                                  "there fails: 3 != 2)"),
+    # any other reading (another Metal version's answer) leaves the failure red as it was
+    ("under __METAL_VERSION__ 320", "3 != 2"),
+])
+def test_a_failing_sample_that_reached_an_undefined_answer_is_not_proven(tag, outcome_message):
+    source = Source(samples=(2,), device=lambda x: x + 1, dtypes=("float32",))
+    source.other_versions = lambda: [(tag, "indexed past the vector")]
+    row = verdicts.run_op(source).dtypes[0]
+    assert (row.outcome, row.message) == (FAIL, outcome_message)
