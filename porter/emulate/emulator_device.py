@@ -881,7 +881,7 @@ class EmulateBackend:
             for file, line, name, kind in view.mul_adds:
                 if name == functor and kind in (narrow, "T"):
                     return (f"{self._rel(file)}:{line}: {functor} computes `a * b + c` (or "
-                            f"calls dot, mix or mad, Metal's multiply-adds) in "
+                            f"calls dot, mix, mad or a function built on dot, Metal's multiply-adds) in "
                             f"{narrow}, which Apple's compiler may contract to one fma (as "
                             "clang does within an expression) and the emulator rounds after "
                             "each operation: compute it in float (`float(a) * float(b) + "

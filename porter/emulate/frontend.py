@@ -899,7 +899,7 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
 
 _NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
 # the library functions whose definition is a multiply-add (MSL §6.2, §6.11)
-_FORMULA_CALLS = ("dot", "mix", "mad")
+_FORMULA_CALLS = ("dot", "mix", "mad", "length", "length_squared", "distance", "normalize")
 # the type words a call left unresolved in a template may compute in half or bfloat with
 _NARROW_WORDS = {f"{t}{n}" for t in ("half", "bfloat") for n in ("", "2", "3", "4")} | {"T"}
 

@@ -1012,6 +1012,8 @@ REGISTER_BINARY_OP(m, float, float);
     ("return T(mix(half(a), half(b), half(0.5f)));", {(7, "T")}),
     # resolved: arguments of a type the template does not change
     ("half2 u = half2(1.0h, 2.0h);\n    return T(dot(u, u));", {(8, "half")}),
+    # built on dot (review 37's N02)
+    ("half2 u = half2(1.0h, 2.0h);\n    return T(length_squared(u));", {(8, "half")}),
     ("return T(dot(float2(a, a), float2(b, b)));", set()),
     ("return T(mix(float(a), float(b), 0.5f));", set()),
 ])
