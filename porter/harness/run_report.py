@@ -45,7 +45,9 @@ def is_not_proven(message: str | None) -> bool:
     text = message or ""
     return (text.startswith("not proven") or f"{UNFUSED_ONLY}: not proven" in text
             # (a long message is cut short in the row: its "not proven" may be lost)
-            or (text.startswith("emulate error: KernelCrashed") and "Metal leaves undefined" in text))
+            # a shapes row names its layout first (`RuntimeError: transposed: KernelCrashed`)
+            or (text.startswith("emulate error: ") and "KernelCrashed" in text
+                and "Metal leaves undefined" in text))
 
 
 def not_proven_count(results: list[OpResult]) -> int:

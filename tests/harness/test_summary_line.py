@@ -26,6 +26,9 @@ NOT_PROVEN = "not proven: `#ifdef` tests `SIG_ATOMIC_MAX`"
      "0 pass, 1 fail (1 not proven), 0 xfail, 0 xpass; 0 skip"),
     ([("fail", "emulate error: KernelCrashed: kernel crashed (signal 8, SIGFPE): ... whose answer "
                "Metal leaves undefined: not prove")], "0 pass, 1 fail (1 not proven), 0 xfail, 0 xpass; 0 skip"),
+    ([("fail", "emulate error: RuntimeError: transposed: KernelCrashed: kernel crashed (signal 8, "
+               "SIGFPE): ... whose answer Metal leaves undefined: not proven")],
+     "0 pass, 1 fail (1 not proven), 0 xfail, 0 xpass; 0 skip"),
     ([("fail", "emulate error: KernelCrashed: kernel crashed (signal 11, SIGSEGV)")],
      "0 pass, 1 fail, 0 xfail, 0 xpass; 0 skip"),
     ([("fail", "Scalars are not close! (passes only with a*b+c contracted to one fma: not proven, "
