@@ -881,8 +881,8 @@ class EmulateBackend:
             for file, line, name, kind in view.mul_adds:
                 if name == functor and kind in (narrow, "T"):
                     return (f"{self._rel(file)}:{line}: {functor} computes `a * b + c` (or "
-                            f"calls dot, mix, mad or a function built on dot, Metal's multiply-adds) in "
-                            f"{narrow}, which Apple's compiler may contract to one fma (as "
+                            "calls dot, mix, mad or a function built on dot, Metal's "
+                            f"multiply-adds) in {narrow}, which Apple's compiler may contract to one fma (as "
                             "clang does within an expression) and the emulator rounds after "
                             "each operation: compute it in float (`float(a) * float(b) + "
                             "float(c)`), whose contraction porter runs both ways")
@@ -1431,8 +1431,8 @@ _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")
 _INDEXED_PAST_BOUND = (
-    "the kernel indexed an array or a vector past its bound: undefined in Metal, the next bytes on this CPU, "
-    "and not known on an Apple GPU")
+    "the kernel indexed an array or a vector past its bound: undefined in Metal, the next "
+    "bytes on this CPU, and not known on an Apple GPU")
 _NAN_SIGN_READ = (
     "the kernel read the sign of a NaN with x86's default bits (0xffc00000: what an invalid "
     "operation such as 0/0 or inf - inf makes here, negative, where an Apple GPU makes it "

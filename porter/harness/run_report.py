@@ -43,9 +43,9 @@ def is_not_proven(message: str | None) -> bool:
     answer: it starts "not proven", or the sample passes unfused and fails only contracted,
     or the kernel crashed where a GPU answers something undefined (review 37's M01, M03)."""
     text = message or ""
+    # a trapped kernel's message may be cut short in the row (its "not proven" lost), and a
+    # shapes row names its layout first (`RuntimeError: transposed: KernelCrashed`)
     return (text.startswith("not proven") or f"{UNFUSED_ONLY}: not proven" in text
-            # (a long message is cut short in the row: its "not proven" may be lost)
-            # a shapes row names its layout first (`RuntimeError: transposed: KernelCrashed`)
             or (text.startswith("emulate error: ") and "KernelCrashed" in text
                 and "Metal leaves undefined" in text))
 

@@ -49,8 +49,8 @@ class Options:
     # --changed-since REF: "op: why" for each op whose CPU reference is not proven to be this
     # checkout's (porter.checks.cpu_reference, computed by the command): not proven, exit 1
     reference_gaps: list[str] = field(default_factory=list)
-    # filled by run() for a caller that words its own last line (the port commands): the
-    # failing dtypes, and how many of them are "not proven" rather than a mismatch seen
+    # filled by run() for a caller that words its own last line (the port commands):
+    # "only_not_proven", whether every red row is "not proven" rather than a mismatch seen
     verdict_counts: dict | None = None
 
 
