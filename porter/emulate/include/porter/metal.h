@@ -291,7 +291,8 @@ namespace detail {
 inline void note_vector_undefined(int bit);
 enum : int { VEC_PLAIN = 0, VEC_OVERFLOWS = 1, VEC_SHIFT = 2, VEC_REMAINDER = 3 };
 template <typename T>
-constexpr bool narrow_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int);
+constexpr bool narrow_integer_v =
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int);
 // the element of `T` that `v` (the promoted answer of its operation) is, noting an answer
 // Metal leaves undefined: `left` and `count` are the operands (a shift reads the count); the
 // least element's remainder by -1 overflows as its quotient does, though it is 0 (review 37's
@@ -1181,8 +1182,8 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
 }
 // A multiply-add of Metal's own formula (mad, mix, dot): whether Apple's library runs it as
 // one fma is not documented, so the contracted build's fusing of a line marked
-// `porter: may contract NAME` counts as the kernel's that calls NAME (porter.emulate.build._fused_here; review 36's
-// K03, K05)
+// `porter: may contract NAME` counts as the kernel's that calls NAME
+// (porter.emulate.build._fused_here; review 36's K03t)
 inline float mad(float a, float b, float c) { return a * b + c; }  // porter: may contract mad
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }  // porter: may contract mix
 // MSL §6.2's `x + (y - x) * a` in half, as an fp16 ALU computes it: through float, `y - x` kept
