@@ -546,8 +546,6 @@ def _fused_here(dump: Path, display_path, spans: dict[str, tuple[int, int]]) -> 
 
 
 _LIBRARY = "lib:"    # a fused multiply-add of the shim's formula of this Metal function
-# the Metal functions whose shim definition reaches each marked formula
-_FORMULA_CALLERS = {"dot": ("dot", "length", "length_squared", "distance", "normalize")}
 _MAY_CONTRACT = re.compile(r"//\s*porter: may contract (\w+)")
 
 
@@ -592,7 +590,8 @@ def _fuses(owners: set[str] | None, text: str, only: str | None) -> bool | None:
     def calls(name: str, where: str) -> bool:
         """Whether `where` calls the formula `name` or a Metal function built on it (length,
         distance, normalize: on dot; review 37's N03)."""
-        callers = "|".join(_FORMULA_CALLERS.get(name, (name,)))
+        from porter.emulate.metal_builtins import MULTIPLY_ADD_FORMULAS
+        callers = "|".join(MULTIPLY_ADD_FORMULAS.get(name, (name,)))
         return re.search(rf"\b(?:{callers})\s*\(", where) is not None
     # a formula no line of the file calls by name came through a header's helper, which any
     # kernel of the piece may call: counted as fused (a contracted run more, never a miss)

@@ -60,6 +60,7 @@ class EmulateBackend:
         self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
         self._refusals: dict = {}                           # (body, line, dtype) -> HostRefusal
+        self._mps_defined: frozenset | None = None          # what the mps/ sources define
         self._device_tests: dict = {}                       # (stub, op) -> _device_dependent
         self._yaml_rejected: str | None = None              # torchgen's reason, "" when none
         self._host_builds: dict = {}                        # .mm path -> its compile error
@@ -522,6 +523,17 @@ class EmulateBackend:
                 "runs on a Mac and never in the CPU reference, and porter runs the kernel alone")
         return self._device_tests[key]
 
+    def _defined_in_mps_sources(self) -> frozenset:
+        """The functions the checkout's mps/ sources define, read once a run: three yaml checks
+        ask it of every op."""
+        if self._mps_defined is None:
+            from porter.source import checkout as co
+            from porter.source.mps_definitions import defined_names, mps_source_paths
+            checkout = co.Checkout(self.root)
+            self._mps_defined = frozenset(
+                defined_names(checkout.read(rel) for rel in mps_source_paths(checkout)))
+        return self._mps_defined
+
     def _mps_row_undefined(self, op: OpNames) -> str | None:
         """An op with a Metal kernel on its stub whose yaml still sends MPS to an `_mps` function
         no mps/ source defines (the MPSGraph impl deleted, its row restored): a Mac build fails
@@ -530,7 +542,6 @@ class EmulateBackend:
             return None         # only a port on the stub (REGISTER_DISPATCH) is read here
         from porter.source import checkout as co
         from porter.source import native_yaml
-        from porter.source.mps_definitions import defined_names, mps_source_paths
         name = (op.aten_name or op.name).removeprefix("nn.functional.")
         spelled = name.replace(".", "_", 1) if name.startswith(("special.", "linalg.", "fft.")) else name
         checkout = co.Checkout(self.root)
@@ -543,7 +554,7 @@ class EmulateBackend:
             # only a family half routed to the shared kernel is read: where every row names an
             # `_mps` function, one missing here may be a source this checkout lacks
             return None
-        defined = defined_names(checkout.read(rel) for rel in mps_source_paths(checkout))
+        defined = self._defined_in_mps_sources()
         for row in own:
             kernel = row.kernel.split("::")[-1]
             if kernel not in defined:
@@ -585,9 +596,7 @@ class EmulateBackend:
             cpu = next((d.kernel for d in entry.dispatch if "CPU" in d.keys), "")
             path = ", ".join(sorted(impls)) if impls and not any(not h.impl for h in hosts) \
                 else (f"{cpu}, " if cpu else "") + "the shared CPU/CUDA function whose stub runs it"
-            from porter.source.mps_definitions import defined_names, mps_source_paths
-            checkout = co.Checkout(self.root)
-            if kernel not in defined_names(checkout.read(rel) for rel in mps_source_paths(checkout)):
+            if kernel not in self._defined_in_mps_sources():
                 # the checkout may lack the source (a tree without MPSGraph files): not proven,
                 # but worded as what a Mac does with the row as it reads here (review 36's H08)
                 return (f"not proven: {co.NATIVE_YAML}:{row.lineno} sends MPS to {row.kernel}, "
@@ -629,8 +638,7 @@ class EmulateBackend:
         found = rows_unlike_the_wheel(self.root)
         said = ""
         if found["mps"]:
-            from porter.source.mps_definitions import defined_names, mps_source_paths
-            defined = defined_names(checkout.read(rel) for rel in mps_source_paths(checkout))
+            defined = self._defined_in_mps_sources()
             missing = next((row for row in found["mps"] if row[2] not in defined), None)
             if missing:
                 said = (f"{co.NATIVE_YAML}:{missing[0]}: {missing[1]}'s MPS row names {missing[2]}, "

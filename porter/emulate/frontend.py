@@ -45,6 +45,8 @@ from porter import exit_codes
 from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
 from porter.runtime.whole_file import write_whole
+from porter.emulate.half_literals import DIGITS as _DIGITS
+from porter.emulate.metal_builtins import MULTIPLY_ADD_FORMULAS
 from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, metal_type, wrong_output
 
 MODE_HEADER = Path(__file__).parent / "frontend_mode" / "metal_mode.h"
@@ -461,7 +463,6 @@ def _preprocessed_now(text: str, display_path: str, root: Path | None,
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
 _SCALARS = "bool|char|uchar|short|ushort|int|uint|long|ulong|half|bfloat|float"
 # C++14's digit separators kept inside one literal (review 37's N06t: `1.000'4h` lost its tail)
-_DIGITS = r"\d(?:'?\d)*"
 _FLOAT_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
                             rf"|{_DIGITS}[eE][+-]?{_DIGITS})(?![\w.'])")
 _HALF_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS}|{_DIGITS})"
@@ -898,8 +899,7 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
 
 
 _NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
-# the library functions whose definition is a multiply-add (MSL §6.2, §6.11)
-_FORMULA_CALLS = ("dot", "mix", "mad", "length", "length_squared", "distance", "normalize")
+_FORMULA_CALLS = frozenset(n for names in MULTIPLY_ADD_FORMULAS.values() for n in names)
 # the type words a call left unresolved in a template may compute in half or bfloat with
 _NARROW_WORDS = {f"{t}{n}" for t in ("half", "bfloat") for n in ("", "2", "3", "4")} | {"T"}
 

@@ -16,10 +16,10 @@ from fractions import Fraction
 
 # a decimal floating literal with Metal's half suffix, C++14's digit separators allowed (review
 # 37's N06t); not part of a name or another number
-_DIGITS = r"\d(?:'?\d)*"
+DIGITS = r"\d(?:'?\d)*"          # a literal's digits (porter.emulate.frontend's rewrites too)
 _HALF_LITERAL = re.compile(
-    rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
-    rf"|{_DIGITS}[eE][+-]?{_DIGITS})[hH](?!\w)")
+    rf"(?<![\w.'])((?:{DIGITS}\.(?:{DIGITS})?|\.{DIGITS})(?:[eE][+-]?{DIGITS})?"
+    rf"|{DIGITS}[eE][+-]?{DIGITS})[hH](?!\w)")
 
 _SEPARATOR = re.compile(r"(?<=[0-9a-fA-F])'(?=[0-9a-fA-F])")
 
