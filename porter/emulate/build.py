@@ -17,7 +17,6 @@ source, every header it can include, the flags and the compiler binary.
 from __future__ import annotations
 
 import ctypes
-import functools
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from porter import exit_codes
 from porter.emulate import dialect, groups, headers, kernel_cache, metal_builtins
+from porter.emulate.fused_kernels import ANYWHERE, fused_registrations
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
     FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, REGISTERED_AS, cache_dir, cache_key,
@@ -215,7 +215,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
             in_pieces = pieces is not None
             if in_pieces:
                 quarantined, dropped, owners = pieces
-                fused = _fuses(owners, text, only)
+                fused = _fuses(owners, only)
                 _raise_if_strict(quarantined, strict)
                 lines = _blanked(text, quarantined, dropped, display_path)
             # one compile more than there are rounds: the last says whether the last round's
@@ -403,7 +403,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     """Build the library from one object per run of functors (porter.emulate.groups), each
     from the cache where its key is there, and link them: (quarantined, dropped) as the
     whole-file build would have them, and, of a contracting build, whose code g++ fused an
-    a*b+c in (`_fused_here`; None for other builds), or None where the file has no functor
+    a*b+c in (porter.emulate.fused_kernels; None for other builds), or None where the file has no functor
     pieces. A
     piece that does not compile is quarantined on its own, as the whole file is (its result
     cached with its object); what no piece can attribute raises as the whole-file build does.
@@ -419,7 +419,6 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         parts = ([p for p in parts if only in p.names] or
                  [p for p in parts if groups.REST in p.names])
     contracting = "-ffp-contract=fast" in flags
-    spans = groups.functor_spans(text) if contracting else {}
     pch = precompiled_prelude(cxx, flags, dirs)
     keys = [_piece_key(p, dirs, flags, cxx) for p in parts]
     objects = [cache_dir() / f"piece-{k}.o" for k in keys]
@@ -439,7 +438,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         here = lambda m: m.replace(meta["display"], str(display_path))   # noqa: E731
         return {"quarantined": {k: here(v) for k, v in meta["quarantined"].items()},
                 "dropped": [here(d) for d in meta["dropped"]],
-                "fused": meta.get("fused", [_ANYWHERE])}
+                "fused": meta.get("fused", [ANYWHERE])}
 
     def build_piece(i: int) -> dict:
         piece, here = parts[i], tmpdir / f"piece{i}"
@@ -450,8 +449,8 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             src.write_text(f'#line 1 "{display_path}"\n' + "\n".join(plines))
             (here / "porter_skip.h").write_text(
                 groups.select_header(list(piece.names), functors, list(quarantined)))
-            dump = ([f"-fdump-tree-widening_mul-details-lineno={here / 'fma.dump'}"]
-                    if contracting else [])
+            dump = ([f"-fdump-tree-widening_mul-details-lineno={here / 'fma.dump'}",
+                     f"-fdump-ipa-whole-program={here / 'symbols.dump'}"] if contracting else [])
             cmd = [cxx, *[f for f in flags if f != "-shared"], *dump, "-c",
                    *([f"-I{pch}"] if pch else []), f"-I{here}", *(f"-I{d}" for d in dirs),
                    "-include", "porter/prelude.h", "-include", "porter_skip.h", "-x", "c++",
@@ -467,7 +466,8 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
         held[i] = _publish(here / "piece.o", objects[i])
-        fused = (sorted(_fused_here(here / "fma.dump", display_path, spans))
+        fused = (sorted(fused_registrations(here / "fma.dump", here / "symbols.dump",
+                                            str(headers.SHIM_DIR)))
                  if contracting else None)
         write_whole(metas[i], json.dumps({"display": str(display_path), "quarantined": quarantined,
                                           "dropped": dropped, "fused": fused}))
@@ -512,90 +512,14 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     return quarantined, dropped, fused
 
 
-# g++'s fused multiply-adds, as its widening-multiply pass dumps the statements it leaves
-# (`[file:line:col] _5 = .FMS (a_4, a_4, _2);`)
-_FMA_STATEMENT = re.compile(r"^\s*\[([^\]]+?):(\d+):\d+\][^\n]*= \.FN?M[AS] \(", re.M)
-
-
-_ANYWHERE = "*"     # a fused multiply-add outside every functor struct: any kernel may run it
-
-
-def _fused_here(dump: Path, display_path, spans: dict[str, tuple[int, int]]) -> set[str]:
-    """Whose code the dump of a contracting compile holds a fused multiply-add in: the
-    functor structs (groups.functor_spans names) whose lines hold one, and _ANYWHERE for one
-    elsewhere in the kernel file or in a header it includes from the checkout. The shim's own
-    arithmetic is Metal's library, not the kernel's: its fusing changes nothing a Mac's
-    compiler would. {_ANYWHERE} where the dump cannot be read."""
-    try:
-        text = dump.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {_ANYWHERE}
-    shim, kernel = str(headers.SHIM_DIR), str(display_path)
-    owners: set[str] = set()
-    for m in _FMA_STATEMENT.finditer(text):
-        if m.group(1).startswith(shim):
-            name = _may_contract_lines(m.group(1)).get(int(m.group(2)))
-            if name is not None:
-                owners.add(_LIBRARY + name)     # Metal's own formula: a Mac may fuse it or not
-            continue
-        line = int(m.group(2)) - 1
-        owner = next((name for name, (a, b) in spans.items() if a <= line <= b), None) \
-            if m.group(1) == kernel else None
-        owners.add(owner if owner is not None else _ANYWHERE)
-    return owners
-
-
-_LIBRARY = "lib:"    # a fused multiply-add of the shim's formula of this Metal function
-_MAY_CONTRACT = re.compile(r"//\s*porter: may contract (\w+)")
-
-
-@functools.cache
-def _may_contract_lines(path: str) -> dict[int, str]:
-    """1-based line -> Metal function, for the lines of a shim header marked `porter: may
-    contract NAME`: multiply-adds of Metal's own formulas (mad, mix, dot), which Apple's
-    library may run as one fma or not."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except OSError:
-        return {}
-    return {i: m.group(1) for i, line in enumerate(lines, 1) if (m := _MAY_CONTRACT.search(line))}
-
-
-def _fuses(owners: set[str] | None, text: str, only: str | None) -> bool | None:
+def _fuses(owners: set[str] | None, only: str | None) -> bool | None:
     """Whether a contracted build's kernels of `only` (every kernel where None) may run a
-    fused multiply-add: None where not known. A fusing inside the library's formula of a
-    Metal function counts for a kernel whose functors, or the code outside every functor,
-    call that function by name."""
+    fused multiply-add (porter.emulate.fused_kernels): None where not known."""
     if owners is None:
         return None
-    library = {o[len(_LIBRARY):] for o in owners if o.startswith(_LIBRARY)}
-    owners = owners - {_LIBRARY + n for n in library}
-    if only is None or _ANYWHERE in owners:
-        return bool(owners or library)
-    used = groups.functors_used(text, only)
-    # a registration of no functor struct (the rest's) may call any functor
-    if not used:
-        return bool(owners or library)
-    if owners & used:
-        return True
-    if not library:
-        return False
-    spans = groups.functor_spans(text)
-    lines = text.split("\n")
-    read = [i for name, (a, b) in spans.items() if name in used for i in range(a, b + 1)]
-    inside = {i for a, b in spans.values() for i in range(a, b + 1)}
-    read += [i for i in range(len(lines)) if i not in inside]
-    code = "\n".join(lines[i] for i in read)
-
-    def calls(name: str, where: str) -> bool:
-        """Whether `where` calls the formula `name` or a Metal function built on it (length,
-        distance, normalize: on dot; review 37's N03)."""
-        from porter.emulate.metal_builtins import MULTIPLY_ADD_FORMULAS
-        callers = "|".join(MULTIPLY_ADD_FORMULAS.get(name, (name,)))
-        return re.search(rf"\b(?:{callers})\s*\(", where) is not None
-    # a formula no line of the file calls by name came through a header's helper, which any
-    # kernel of the piece may call: counted as fused (a contracted run more, never a miss)
-    return any(calls(name, code) or not calls(name, text) for name in library)
+    if only is None or ANYWHERE in owners:
+        return bool(owners)
+    return only in owners
 
 
 def _publish(built: Path, target: Path) -> Path:

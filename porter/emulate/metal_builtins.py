@@ -86,7 +86,7 @@ def _listed(plain: str) -> bool:
 
 # Metal's library functions whose definition is a multiply-add (MSL §6.2, §6.11), keyed by the
 # formula the shim marks `porter: may contract NAME`, with the functions built on it: whether
-# Apple's library runs one as a single fma is not documented (porter.emulate.build._fuses,
+# Apple's library runs one as a single fma is not documented (porter.emulate.fused_kernels,
 # porter.emulate.frontend's narrow multiply-adds)
 MULTIPLY_ADD_FORMULAS = {"dot": ("dot", "length", "length_squared", "distance", "normalize"),
                          "mix": ("mix",), "mad": ("mad",)}

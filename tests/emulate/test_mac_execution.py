@@ -268,6 +268,45 @@ def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root
         DATA / "mac_execution.metal", fixture_root, strict=False).registrations})
 
 
+CALLED_HELPERS = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+float ch_fused(float a) { return a * a + 1.0f; }
+float ch_helper(float a) { return ch_fused(a) * 2.0f; }
+float ch_uncalled(float a, float b) { return a * b - 1.0f; }
+struct via_helper_functor {
+  inline float operator()(const float a) { return ch_helper(a); }
+};
+struct plain_functor {
+  inline float operator()(const float a) { return a * 2.0f; }
+};
+struct squared_length_functor {
+  inline float operator()(const float a) { return length_squared(float2(a, 1.0f)); }
+};
+struct named_dot_functor {
+  inline float operator()(const float a) { return dot(float2(a, a), float2(a, 1.0f)); }
+};
+REGISTER_UNARY_OP(via_helper, float, float);
+REGISTER_UNARY_OP(plain, float, float);
+REGISTER_UNARY_OP(squared_length, float, float);
+REGISTER_UNARY_OP(named_dot, float, float);
+"""
+
+
+@pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
+def test_a_fusing_counts_for_the_kernels_that_call_it(tmp_path, fixture_root):
+    # read from g++'s call graph, not from where the text sits: a helper's fma counts for the
+    # functor that calls it through another helper, an fma of a function no registration calls
+    # counts for none (upstream's BinaryKernel.metal: the complex multiply of its hand-written
+    # kernels made every kernel of the file "fused"), and the library's dot counts through
+    # length_squared whether or not another functor calls dot by name (review 37's N03)
+    def fused(name):
+        return build_source(CALLED_HELPERS, tmp_path / "h.metal", fixture_root,
+                            contract=True, only=name).fused
+    assert [fused(n) for n in ("via_helper", "plain", "squared_length", "named_dot")] == \
+        [True, False, True, True]
+
+
 def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_root, client):
     # review 30's F07: `constant const float&` is Metal; the shim's `constant` is `const`, and
     # g++ refused `const const` ("not proven" where a Mac builds and runs it)

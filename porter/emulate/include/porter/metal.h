@@ -1182,8 +1182,8 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
 }
 // A multiply-add of Metal's own formula (mad, mix, dot): whether Apple's library runs it as
 // one fma is not documented, so the contracted build's fusing of a line marked
-// `porter: may contract NAME` counts as the kernel's that calls NAME
-// (porter.emulate.build._fused_here; review 36's K03t)
+// `porter: may contract NAME` counts for the kernels whose code calls it
+// (porter.emulate.fused_kernels; review 36's K03t)
 inline float mad(float a, float b, float c) { return a * b + c; }  // porter: may contract mad
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }  // porter: may contract mix
 // MSL §6.2's `x + (y - x) * a` in half, as an fp16 ALU computes it: through float, `y - x` kept

@@ -290,7 +290,8 @@ __attribute__((visibility("default"), weak)) int porter_run(int i, int strided, 
 #define PORTER_REGISTER_IF_0(...) static_assert(true, "")
 #define PORTER_REGISTER_IF_1(O, NAME, KIND, IN, OUT, ALPHA, OPMATH, ...)          \
   __attribute__((section("porter_kernels"), used, aligned(8)))                   \
-  static constexpr ::porter::Entry PORTER_CAT(porter_registration_, __COUNTER__) = { \
+  static constexpr ::porter::Entry PORTER_CAT(PORTER_CAT(porter_registration_, NAME), \
+                                             PORTER_CAT(__, __COUNTER__)) = {         \
       #NAME, KIND, #IN, #OUT, ALPHA, OPMATH, __LINE__,                             \
       ::porter::Reg<::porter::skipped(#NAME, #IN)>::template elem<__VA_ARGS__, O>(), \
       ::porter::Reg<::porter::skipped(#NAME, #IN)>::template arity<__VA_ARGS__>,     \
