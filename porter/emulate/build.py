@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from porter import exit_codes
-from porter.emulate import dialect, groups, headers, kernel_cache, metal_builtins
+from porter.emulate import dialect, frontend, groups, headers, kernel_cache, metal_builtins
 from porter.emulate.fused_kernels import ANYWHERE, fused_registrations
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
@@ -195,6 +195,8 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     from concurrent.futures import ThreadPoolExecutor
     checked = text                  # the front end reads the file as written
     text = _shim_spelled(text)
+    if contract:
+        text = _lone_products_set_apart(text, frontend.view(checked, display_path, root, version))
 
     # the language and version check (short preprocessor runs) beside the compile
     checker = ThreadPoolExecutor(max_workers=1)
@@ -282,6 +284,40 @@ def _shim_spelled(text: str) -> str:
         else (" " * (len(m.group(2)) + 5) + "constant"), text))
 
 
+def _lone_products_set_apart(text: str, view) -> str:
+    """The contracted build's text: each product the front end found no sum of its own
+    expression takes (frontend.View.lone_products) wrapped in the shim's `__porter_lone`,
+    which g++'s fma pass does not fuse through, so that g++ contracts as clang does, within
+    one expression. A product the text does not spell with the front end's tokens (a macro's,
+    one the front end's rewrite respelled) is left as it was: fused wherever g++ fuses it."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    events: list[tuple[int, int, int, str]] = []
+    for line, tokens, k in view.lone_products:
+        if not 0 < line <= len(lines):
+            continue
+        pattern = r"\s*".join(re.escape(t) for t in tokens)
+        if re.match(r"[\w.]", tokens[0]):
+            pattern = r"(?<![\w.])" + pattern
+        if re.search(r"[\w.]$", tokens[-1]):
+            pattern += r"(?![\w.])"
+        found = [m for m in re.compile(pattern).finditer(text, starts[line - 1])
+                 if m.start() < starts[line]]
+        if k < len(found):
+            a, b = found[k].span()
+            # at one place: closings before openings, the outer of two nested spans first open
+            events += [(a, 1, -(b - a), "__porter_lone("), (b, 0, b - a, ")")]
+    if not events:
+        return text
+    out, at = [], 0
+    for pos, _, _, piece in sorted(events):
+        out += [text[at:pos], piece]
+        at = pos
+    return "".join(out) + text[at:]
+
+
 def _c10_metal_gaps(errors: list[str], root) -> list[str]:
     """The front end's errors, a `c10::metal` function the headers lack in porter's words: the
     checkout's own c10/metal lacking it is a build error; the installed torch's (standing in
@@ -311,7 +347,6 @@ def _duplicate_names(text: str, display_path, root, version: int) -> list[str]:
     defines fails ActivationKernel's cached build too, as the Mac's metallib fails to link)."""
     if version != PRIMARY_VERSION:
         return []
-    from porter.emulate import frontend
     return frontend.duplicate_names(text, display_path, root)
 
 

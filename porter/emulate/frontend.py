@@ -194,6 +194,12 @@ class View(NamedTuple):
     # compiler may contract it to one fma, which porter's g++ build never does for them:
     # (file, line, functor, "half", "bfloat" or "T" where the type is the template's)
     mul_adds: tuple[tuple[str, int, str, str], ...] = ()
+    # each product of the kernel file that no `+`/`-` of its own expression takes: clang
+    # (`-ffp-contract=on`) contracts a*b+c within one expression and never a product that
+    # reaches its sum through a variable, a return or a call; g++'s contracted build fuses it
+    # wherever the value flows, so that build sets each apart (build._lone_products_set_apart):
+    # (line, the product's tokens, which of the line's products with those tokens it is)
+    lone_products: tuple[tuple[int, tuple[str, ...], int], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -343,11 +349,12 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "unsequenced" not in data or "mul_adds" not in data:
+    if "lone_products" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
                 tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
-                tuple(map(tuple, data["mul_adds"])))
+                tuple(map(tuple, data["mul_adds"])),
+                tuple((ln, tuple(tokens), k) for ln, tokens, k in data["lone_products"]))
 
 
 def _store(key: str, result: View) -> None:
@@ -355,7 +362,8 @@ def _store(key: str, result: View) -> None:
     write_whole(cached, json.dumps({"errors": list(result.errors), "kernels": list(result.kernels),
                                     "pragmas": list(result.pragmas),
                                     "unsequenced": list(result.unsequenced),
-                                    "mul_adds": list(result.mul_adds)}))
+                                    "mul_adds": list(result.mul_adds),
+                                    "lone_products": list(result.lone_products)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -816,6 +824,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
+    lone = _lone_products(tu, namer)
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
@@ -827,7 +836,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
                     if line.lstrip().startswith("#pragma"))
     return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced,
-                mul_adds)
+                mul_adds, lone)
 
 
 _ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
@@ -992,6 +1001,65 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
                         found.append((f, line, functor.spelling, kind))
                         break
     return tuple(dict.fromkeys(found))
+
+
+# what clang's contraction sees through: a product inside parentheses or a cast is still the
+# fmul its sum's fadd takes (tryEmitFMulAdd reads the emitted values, not the AST)
+_SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR",
+                "CXX_STATIC_CAST_EXPR")
+
+
+def _lone_products(tu, namer: "_Namer") -> tuple[tuple[int, tuple[str, ...], int], ...]:
+    """The kernel file's products (`a * b`) that no `+`, `-`, `+=` or `-=` of their own
+    expression takes, each as (line, tokens, k): the k-th product of that line spelled with
+    those tokens (build.py finds it in the text by them)."""
+    ci = _clang()
+    K = ci.CursorKind
+    through = {getattr(K, n) for n in _SEE_THROUGH}
+    sums = {"+", "-", "+=", "-="}
+
+    def operator(c) -> str | None:
+        kids = list(c.get_children())
+        if len(kids) != 2:
+            return None
+        try:
+            tokens = [t.spelling for t in c.get_tokens()]
+            n = sum(1 for _ in kids[0].get_tokens())
+        except Exception:       # noqa: BLE001 (no extent: nothing to read)
+            return None
+        return tokens[n] if n < len(tokens) else None
+
+    found: list[tuple[int, tuple[str, ...], bool]] = []
+
+    def visit(c, taker: str | None):
+        kind = c.kind
+        if kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR):
+            op = operator(c)
+            if op == "*" and kind == K.BINARY_OPERATOR:
+                f, line = namer.where(c.extent.start)
+                if f == namer.display:
+                    try:
+                        tokens = tuple(t.spelling for t in c.get_tokens())
+                    except Exception:       # noqa: BLE001
+                        tokens = ()
+                    if tokens:
+                        found.append((line, tokens, taker not in sums))
+            for kid in c.get_children():
+                visit(kid, op)
+            return
+        keep = taker if kind in through else None
+        for kid in c.get_children():
+            visit(kid, keep)
+
+    for top in _own_declarations(tu.cursor, namer):
+        visit(top, None)
+    out, seen = [], {}
+    for line, tokens, lone in found:
+        k = seen.get((line, tokens), 0)
+        seen[(line, tokens)] = k + 1
+        if lone:
+            out.append((line, tokens, k))
+    return tuple(out)
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:

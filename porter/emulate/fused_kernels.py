@@ -30,8 +30,10 @@ ANYWHERE = "*"      # an fma no registration can be told apart from: every kerne
 
 # `;; Function float k(float, float) (_Z1kff, funcdef_no=989, ..., symbol_order=948)`
 _FUNCTION = re.compile(r"^;; Function .*? \((\S+?), funcdef_no=\d+.*?symbol_order=(\d+)", re.M)
-# `  [file:line:col] _5 = .FMA (a_2(D), b_3(D), 1.0e+0);` (.FMS, .FNMA, .FNMS alike)
-_FMA = re.compile(r"^\s*\[([^\]]+?):(\d+):\d+\][^\n]*= \.FN?M[AS] \(", re.M)
+# `  [file:line:col] _5 = .FMA (a_2(D), b_3(D), 1.0e+0);` (.FMS, .FNMA, .FNMS alike); a
+# statement g++ folded as it fused (`x + (y - x) * a` with x negated: `_21 = .FMS (...)`) has
+# no location, and counts wherever it is
+_FMA = re.compile(r"^\s*(?:\[([^\]]+?):(\d+):\d+\] )?[\w.]+ = \.FN?M[AS] \(", re.M)
 # a symbol table node: `_Z4elemI1AEfff/1000 (float elem...) @0x...`, a variable's
 # `_ZL27porter_registration_heaviside__3/945 (...)`
 _NODE = re.compile(r"^(\S.*?)/(\d+) \(")
@@ -68,8 +70,9 @@ def _fused_functions(dump: str, shim_dir: str) -> set[tuple[int, str]]:
     heads = [(m.start(), int(m.group(2)), m.group(1)) for m in _FUNCTION.finditer(dump)]
     out = set()
     for m in _FMA.finditer(dump):
-        file, line = m.group(1), int(m.group(2))
-        if file.startswith(shim_dir) and line not in _may_contract_lines(file):
+        file = m.group(1)
+        if file is not None and file.startswith(shim_dir) and \
+                int(m.group(2)) not in _may_contract_lines(file):
             continue
         owner = next((h for h in reversed(heads) if h[0] < m.start()), None)
         out.add((owner[1], owner[2]) if owner is not None else (-1, ""))

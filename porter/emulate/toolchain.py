@@ -142,7 +142,8 @@ def compiler_id(cxx: str) -> str:
 # entries (objects, quarantines, Metal-language findings) are of porter's code too, so a porter
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
-                  "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py")
+                  "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py",
+                  "fused_kernels.py", "half_literals.py")
 _code_digest: str | None = None
 
 

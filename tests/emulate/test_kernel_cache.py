@@ -169,6 +169,32 @@ def test_every_module_the_code_digest_names_exists():
     assert [m for m in toolchain._BUILD_MODULES if not (here / m).is_file()] == []
 
 
+def test_the_code_digest_holds_every_module_a_build_runs():
+    """A cached build (its registrations, what it quarantined, whether it fused) is as good as
+    the code that made it: every module of porter.emulate that build.py imports, directly or
+    through another, is in the key (half_literals.py and fused_kernels.py were not: a cached
+    contracted build said "nothing fused" after the code that reads the dump had changed).
+    kernel_cache keeps files and makes none of what is in them."""
+    import ast
+    from pathlib import Path
+
+    from porter.emulate import toolchain
+    here = Path(toolchain.__file__).parent
+    seen, todo = set(), ["build.py"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((here / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "porter.emulate":
+                    todo += [f"{a.name}.py" for a in node.names]
+                elif node.module.startswith("porter.emulate."):
+                    todo.append(node.module.split(".")[2] + ".py")
+    assert sorted(seen - {"kernel_cache.py"} - set(toolchain._BUILD_MODULES)) == []
+
+
 def test_a_file_a_run_is_writing_is_not_evicted_until_it_is_old(tmp_path, monkeypatch):
     """A staged `.tmp` file is another run's write in flight: evicting it failed that run's
     publish ("No such file or directory", four runs on one evicting cache). One a killed run

@@ -307,6 +307,39 @@ def test_a_fusing_counts_for_the_kernels_that_call_it(tmp_path, fixture_root):
         [True, False, True, True]
 
 
+SPLIT_PRODUCT = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct split_functor {
+  inline float operator()(const float a) {
+    float u = a * a;
+    float r1 = u - 1.21f;
+    float r2 = (a * a) - 1.21f;
+    return r1 - r2;
+  }
+};
+struct kept_functor {
+  inline float operator()(const float a) { return a * 3.0f; }
+};
+REGISTER_UNARY_OP(split, float, float);
+REGISTER_UNARY_OP(kept, float, float);
+"""
+
+
+@pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
+def test_the_contracted_build_contracts_within_one_expression_only(tmp_path, fixture_root, client):
+    # review 36's K05: clang contracts `(a * a) - 1.21f` and not `u - 1.21f` where `u = a * a`
+    # is a statement before; g++'s -ffp-contract=fast fused both, so the two spellings agreed
+    # in both of porter's builds and a functor comparing them was green where a Mac is not
+    x = [torch.tensor([1.1, 3.0])]
+    plain = build_source(SPLIT_PRODUCT, tmp_path / "s.metal", fixture_root)
+    fused = build_source(SPLIT_PRODUCT, tmp_path / "s.metal", fixture_root, contract=True,
+                         only="split")
+    assert run_registration(client, plain, plain.find("split", "float")[0], x).tolist() == [0.0, 0.0]
+    err = run_registration(client, fused, fused.find("split", "float")[0], x).tolist()
+    assert err[0] != 0.0 and err[1] == 0.0      # 1.1^2 does not round exactly, 3^2 does
+
+
 def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_root, client):
     # review 30's F07: `constant const float&` is Metal; the shim's `constant` is `const`, and
     # g++ refused `const const` ("not proven" where a Mac builds and runs it)

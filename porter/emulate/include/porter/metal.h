@@ -1393,3 +1393,22 @@ PORTER_VEC_TYPEDEFS(unsigned long, ulong)
 // `using namespace metal;` is in effect; keep them reachable without it too.
 namespace precise = ::metal::precise;
 namespace fast = ::metal::fast;
+
+// Apple's clang contracts `a * b + c` to one fma within one expression (`-ffp-contract=on`),
+// never a product that reaches its sum through a variable, a return or a call; g++'s
+// contracted build (`-ffp-contract=fast`) fuses wherever the value flows. That build wraps each
+// product of the kernel file that no sum of its own expression takes (the front end's
+// lone_products) in this barrier, which g++'s fma pass does not look through (review 36's K05).
+template <typename T>
+constexpr T __porter_lone(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return __builtin_assoc_barrier(x);
+  } else {
+    return x;
+  }
+}
+template <typename T, int N>
+constexpr ::metal::vec<T, N> __porter_lone(::metal::vec<T, N> x) {
+  for (int i = 0; i < N; ++i) x[i] = __porter_lone(T(x[i]));
+  return x;
+}
