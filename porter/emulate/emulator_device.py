@@ -56,6 +56,7 @@ class EmulateBackend:
         # (metal, version, kernel name) -> Library / error, or the Future building it
         self._contracted: dict = {}
         self._file_views: dict = {}     # .metal -> the front end's views (_views)
+        self._fma_free: dict = {}       # (.metal, registered name) -> _cannot_fuse
         self._read: dict = {}           # .metal -> it and its headers' texts (_files_read)
         self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
@@ -343,6 +344,23 @@ class EmulateBackend:
             except (OSError, UnicodeDecodeError, PorterError):
                 self._file_views[metal] = []    # the build says why it cannot be read or checked
         return self._file_views[metal]
+
+    def _cannot_fuse(self, metal: Path, reg) -> bool:
+        """Whether no build can fuse a multiply-add of `reg`'s kernel: every functor it runs
+        has no product and calls nothing but conversions and constructors under every
+        version (the front end's View.fma_free), so its contracted answers are its plain
+        ones, known without the contracted build (a -O1 compile an edit, waited for)."""
+        key = (metal, reg.name)
+        if key not in self._fma_free:
+            from porter.emulate import groups
+            views = self._views(metal)
+            try:
+                used = groups.functors_used(metal.read_text(encoding="utf-8"), reg.name)
+            except (OSError, UnicodeDecodeError):
+                used = set()
+            self._fma_free[key] = bool(views and used) and \
+                all(used <= set(view.fma_free) for view in views)
+        return self._fma_free[key]
 
     def _math_mode(self, metal: Path) -> str | None:
         """`_math_mode` of what the kernel file compiles, its checkout headers included (a
@@ -949,6 +967,8 @@ class EmulateBackend:
         if self._last is None or contract_flags() is None:
             return None
         run, host, lib, reg, tensors, alpha, want_out = self._last
+        if self._cannot_fuse(host.metal, reg):
+            return None         # nothing to fuse: the same answers, and no build to wait for
         versions = [lib.version, *lib.other_versions]
         self._contract_ahead(host, lib, reg)
         builds = []
@@ -987,7 +1007,7 @@ class EmulateBackend:
         alone), one per version, while the first sample runs unfused: every passing sample
         asks for them (contracted_outputs)."""
         from porter.emulate.toolchain import contract_flags
-        if contract_flags() is None:
+        if contract_flags() is None or self._cannot_fuse(host.metal, reg):
             return
         for version in [lib.version, *lib.other_versions]:
             key = (host.metal, version, reg.name)

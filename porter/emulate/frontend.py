@@ -30,6 +30,7 @@ functor's registrations by what they depend on (_check); the versions parse in t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -200,6 +201,10 @@ class View(NamedTuple):
     # wherever the value flows, so that build sets each apart (build._lone_products_set_apart):
     # (line, the product's tokens, which of the line's products with those tokens it is)
     lone_products: tuple[tuple[int, tuple[str, ...], int], ...] = ()
+    # the functor structs (by the name before `_functor`) whose code has no product and calls
+    # nothing but conversions and constructors: no build can fuse a multiply-add of theirs,
+    # so a kernel that runs only them needs no contracted build (emulator_device)
+    fma_free: tuple[str, ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -349,12 +354,13 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "lone_products" not in data:
+    if "fma_free" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
                 tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
                 tuple(map(tuple, data["mul_adds"])),
-                tuple((ln, tuple(tokens), k) for ln, tokens, k in data["lone_products"]))
+                tuple((ln, tuple(tokens), k) for ln, tokens, k in data["lone_products"]),
+                tuple(data["fma_free"]))
 
 
 def _store(key: str, result: View) -> None:
@@ -363,7 +369,8 @@ def _store(key: str, result: View) -> None:
                                     "pragmas": list(result.pragmas),
                                     "unsequenced": list(result.unsequenced),
                                     "mul_adds": list(result.mul_adds),
-                                    "lone_products": list(result.lone_products)}))
+                                    "lone_products": list(result.lone_products),
+                                    "fma_free": list(result.fma_free)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -824,7 +831,8 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
-    lone = _lone_products(tu, namer)
+    lone, fma_free = _products(tu, namer)
+    namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
@@ -836,21 +844,29 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
                     if line.lstrip().startswith("#pragma"))
     return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced,
-                mul_adds, lone)
+                mul_adds, lone, fma_free)
 
 
 _ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
                         ">>="})
 
 
-def _own_declarations(cursor, namer: "_Namer"):
+def _own_declarations(cursor, namer: "_Namer") -> list:
     """The kernel file's own top-level declarations, through its namespaces: the headers'
     (a precompiled prefix's too) are upstream's c10/metal and Metal's library, which the
-    file-level findings do not walk."""
+    file-level findings do not walk. Found once per parse: each finding walks them, and
+    telling them apart reads the location of every declaration of the headers."""
+    key = cursor.hash
+    if key not in namer.own:
+        namer.own[key] = list(_own_declarations_now(cursor, namer))
+    return namer.own[key]
+
+
+def _own_declarations_now(cursor, namer: "_Namer"):
     K = _clang().CursorKind
     for c in cursor.get_children():
         if c.kind == K.NAMESPACE:
-            yield from _own_declarations(c, namer)
+            yield from _own_declarations_now(c, namer)
         elif c.location.file is not None and c.location.file.name == _UNIT and \
                 namer.where(c.location)[0] == namer.display:
             yield c
@@ -907,6 +923,45 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
     return tuple(dict.fromkeys(found))
 
 
+# clang's CXBinaryOperatorKind (clang-c/Index.h, libclang 17 on): the operators the findings ask for
+_BINARY_KINDS = {3: "*", 4: "/", 6: "+", 7: "-", 22: "=", 23: "*=", 24: "/=", 26: "+=", 27: "-="}
+
+
+def _operator(c) -> str | None:
+    """The operator of a binary or compound-assignment expression: libclang's own answer
+    where the library has it (one call), else read from the tokens after the left operand's
+    (a walk of the expression's tokens, per operator)."""
+    kind = _binary_kind()
+    if kind is not None:
+        found = kind(c)
+        if found in _BINARY_KINDS:
+            return _BINARY_KINDS[found]
+        if found != 0:
+            return "?"          # another operator: none the findings ask about
+    kids = list(c.get_children())
+    if len(kids) != 2:
+        return None
+    try:
+        tokens = [t.spelling for t in c.get_tokens()]
+        n = sum(1 for _ in kids[0].get_tokens())
+    except Exception:       # noqa: BLE001 (no extent: nothing to read)
+        return None
+    return tokens[n] if n < len(tokens) else None
+
+
+@functools.cache
+def _binary_kind():
+    """libclang's clang_getCursorBinaryOperatorKind, or None where the library lacks it."""
+    import ctypes
+    ci = _clang()
+    try:
+        function = ci.conf.lib.clang_getCursorBinaryOperatorKind
+    except AttributeError:
+        return None
+    function.argtypes, function.restype = [ci.Cursor], ctypes.c_int
+    return function
+
+
 _NARROW = {"_Float16": "half", "half": "half", "__bf16": "bfloat", "bfloat": "bfloat"}
 _FORMULA_CALLS = frozenset(n for names in MULTIPLY_ADD_FORMULAS.values() for n in names)
 # the type words a call left unresolved in a template may compute in half or bfloat with
@@ -930,16 +985,7 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
             c = kids[0]
         return c
 
-    def operator(c) -> str | None:
-        kids = list(c.get_children())
-        if len(kids) != 2:
-            return None
-        try:
-            tokens = [t.spelling for t in c.get_tokens()]
-            n = sum(1 for _ in kids[0].get_tokens())
-        except Exception:       # noqa: BLE001 (no extent: nothing to read)
-            return None
-        return tokens[n] if n < len(tokens) else None
+    operator = _operator
 
     def narrow(t) -> str | None:
         canonical = t.get_canonical()
@@ -1009,32 +1055,50 @@ _SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
                 "CXX_STATIC_CAST_EXPR")
 
 
-def _lone_products(tu, namer: "_Namer") -> tuple[tuple[int, tuple[str, ...], int], ...]:
+def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], int], ...],
+                                            tuple[str, ...]]:
     """The kernel file's products (`a * b`) that no `+`, `-`, `+=` or `-=` of their own
     expression takes, each as (line, tokens, k): the k-th product of that line spelled with
-    those tokens (build.py finds it in the text by them)."""
+    those tokens (build.py finds it in the text by them); and the functors that have no
+    product and call nothing but conversions and constructors (View.fma_free)."""
     ci = _clang()
     K = ci.CursorKind
     through = {getattr(K, n) for n in _SEE_THROUGH}
     sums = {"+", "-", "+=", "-="}
+    # a call that computes nothing a multiply-add could be made of: a conversion or a
+    # constructor, of a Metal type or of a template's type parameter
+    converting = _CONVERTED_NAMES | set(_SCALARS.split("|")) | {"__metal_convert", "__metal_vec_ctor"}
 
-    def operator(c) -> str | None:
-        kids = list(c.get_children())
-        if len(kids) != 2:
-            return None
+    operator = _operator
+
+    def callee(call) -> str:
+        """The called name: resolved, its spelling; left to a template's instantiation, the
+        last name its tokens spell before the arguments (`::metal::copysign(`)."""
+        if call.spelling:
+            return call.spelling
+        name = ""
         try:
-            tokens = [t.spelling for t in c.get_tokens()]
-            n = sum(1 for _ in kids[0].get_tokens())
-        except Exception:       # noqa: BLE001 (no extent: nothing to read)
-            return None
-        return tokens[n] if n < len(tokens) else None
+            for t in call.get_tokens():
+                if t.spelling in ("(", "<"):
+                    break
+                name = t.spelling
+        except Exception:       # noqa: BLE001 (no extent: a call of something unknown)
+            return ""
+        return name
 
     found: list[tuple[int, tuple[str, ...], bool]] = []
+    # per functor being walked: whether it has a product or a call (the last entry)
+    computes: list[bool] = []
 
     def visit(c, taker: str | None):
         kind = c.kind
+        if computes and not computes[-1] and kind == K.CALL_EXPR and \
+                callee(c) not in converting:
+            computes[-1] = True
         if kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR):
             op = operator(c)
+            if computes and op in ("*", "*="):
+                computes[-1] = True
             if op == "*" and kind == K.BINARY_OPERATOR:
                 f, line = namer.where(c.extent.start)
                 if f == namer.display:
@@ -1051,15 +1115,22 @@ def _lone_products(tu, namer: "_Namer") -> tuple[tuple[int, tuple[str, ...], int
         for kid in c.get_children():
             visit(kid, keep)
 
+    free = []
     for top in _own_declarations(tu.cursor, namer):
+        functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
+            top.spelling.endswith("_functor")
+        if functor:
+            computes.append(False)
         visit(top, None)
+        if functor and not computes.pop():
+            free.append(top.spelling[:-len("_functor")])
     out, seen = [], {}
     for line, tokens, lone in found:
         k = seen.get((line, tokens), 0)
         seen[(line, tokens)] = k + 1
         if lone:
             out.append((line, tokens, k))
-    return tuple(out)
+    return tuple(out), tuple(free)
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:
@@ -1323,6 +1394,7 @@ class _Namer:
 
     def __init__(self, display_path: str, root: Path | None, lines=()):
         self.display, self.root, self.lines = display_path, root, lines
+        self.own: dict = {}     # _own_declarations of the parse being read
         self.allowed = [root] if root is not None else []
         self.allowed.append(headers.c10_metal_parent(root) / "c10" / "metal")
         self._memo: dict[str, bool] = {}

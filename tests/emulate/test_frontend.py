@@ -1023,3 +1023,24 @@ def test_a_narrow_multiply_add_is_found(fixture_root, tmp_path, body, found):
                            use_cache=False)
     assert all(not v.errors for v in views), [v.errors for v in views]
     assert {(line, kind) for v in views for _, line, _, kind in v.mul_adds} == found
+
+
+@pytest.mark.parametrize(("body", "free"), [
+    # nothing a multiply-add could be made of: comparisons, sums, conversions, constructors
+    ("return a == 0 ? b : static_cast<T>(a > 0);", True),
+    ("return T(float(a) + float(b)) - b;", True),
+    ("return T(float2(a, b).x);", True),
+    # a product, or a call that may hold one (Metal's library, a helper, a formula)
+    ("return a * b;", False),
+    ("T p = a;\n    p *= b;\n    return p;", False),
+    ("return T(metal::abs(float(a)) + 1.0f);", False),
+    ("return T(mix(float(a), float(b), 0.5f));", False),
+])
+def test_a_functor_without_products_or_calls_is_fma_free(fixture_root, tmp_path, body, free):
+    # such a functor's contracted answers are its plain ones: the emulator skips the
+    # contracted build (a -O1 compile an edit) for kernels that run only such functors
+    from porter.emulate import frontend
+    views = frontend.views(MUL_ADD.replace("BODY", body), tmp_path / "m.metal", fixture_root,
+                           use_cache=False)
+    assert all(not v.errors for v in views), [v.errors for v in views]
+    assert {("m" in v.fma_free) for v in views} == {free}
