@@ -288,34 +288,67 @@ def _lone_products_set_apart(text: str, view) -> str:
     """The contracted build's text: each product the front end found no sum of its own
     expression takes (frontend.View.lone_products) wrapped in the shim's `__porter_lone`,
     which g++'s fma pass does not fuse through, so that g++ contracts as clang does, within
-    one expression. A product the text does not spell with the front end's tokens (a macro's,
-    one the front end's rewrite respelled) is left as it was: fused wherever g++ fuses it."""
+    one expression; `x *= y` written `x = __porter_lone((x) * (y))` (an x with a side effect
+    is left: it would run twice). A product the text does not spell with the front end's
+    tokens (a macro's, one the front end's rewrite respelled) is left as it was: fused
+    wherever g++ fuses it."""
     lines = text.split("\n")
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
+    # (where, closings first, the outer of two nested spans first, text to insert), and the
+    # spans to leave out (a `*=`)
     events: list[tuple[int, int, int, str]] = []
-    for line, tokens, k in view.lone_products:
-        if not 0 < line <= len(lines):
+    cut: list[tuple[int, int]] = []
+    for line, tokens, k, left in view.lone_products:
+        if not 0 < line <= len(lines) or not tokens:
             continue
-        pattern = r"\s*".join(re.escape(t) for t in tokens)
+        spelled = [re.escape(t) for t in tokens]
+        if left:
+            if left >= len(tokens) - 1 or tokens[left] != "*=" or \
+                    set(tokens[:left]) & {"++", "--", "(", "=", "+=", "-=", "*=", "/="}:
+                continue
+            pattern = (r"(" + r"\s*".join(spelled[:left]) + r")\s*(\*=)\s*("
+                       + r"\s*".join(spelled[left + 1:]) + r")")
+        else:
+            pattern = r"\s*".join(spelled)
         if re.match(r"[\w.]", tokens[0]):
             pattern = r"(?<![\w.])" + pattern
         if re.search(r"[\w.]$", tokens[-1]):
             pattern += r"(?![\w.])"
         found = [m for m in re.compile(pattern).finditer(text, starts[line - 1])
                  if m.start() < starts[line]]
-        if k < len(found):
-            a, b = found[k].span()
-            # at one place: closings before openings, the outer of two nested spans first open
+        if k >= len(found):
+            continue
+        m = found[k]
+        a, b = m.span()
+        if left:
+            # x *= y  ->  x = __porter_lone((x) * (y))
+            cut.append(m.span(2))
+            events += [(m.start(2), 1, 0, f"= __porter_lone(({m.group(1)}) * ("),
+                       (b, 0, b - a, "))")]
+        else:
             events += [(a, 1, -(b - a), "__porter_lone("), (b, 0, b - a, ")")]
     if not events:
         return text
     out, at = [], 0
     for pos, _, _, piece in sorted(events):
-        out += [text[at:pos], piece]
+        out.append(_without(text, at, pos, cut))
+        out.append(piece)
         at = pos
-    return "".join(out) + text[at:]
+    return "".join(out) + _without(text, at, len(text), cut)
+
+
+def _without(text: str, a: int, b: int, cut: list[tuple[int, int]]) -> str:
+    """text[a:b] less the spans of `cut`."""
+    out = []
+    for x, y in sorted(cut):
+        if y <= a or x >= b:
+            continue
+        out.append(text[a:max(a, x)])
+        a = max(a, y)
+    out.append(text[a:b])
+    return "".join(out)
 
 
 def _c10_metal_gaps(errors: list[str], root) -> list[str]:

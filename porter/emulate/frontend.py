@@ -199,8 +199,9 @@ class View(NamedTuple):
     # (`-ffp-contract=on`) contracts a*b+c within one expression and never a product that
     # reaches its sum through a variable, a return or a call; g++'s contracted build fuses it
     # wherever the value flows, so that build sets each apart (build._lone_products_set_apart):
-    # (line, the product's tokens, which of the line's products with those tokens it is)
-    lone_products: tuple[tuple[int, tuple[str, ...], int], ...] = ()
+    # (line, the product's tokens, which of the line's products with those tokens it is, 0);
+    # a `x *= y` as (line, its tokens, k, how many of them are x's)
+    lone_products: tuple[tuple[int, tuple[str, ...], int, int], ...] = ()
     # the functor structs (by the name before `_functor`) whose code has no product and calls
     # nothing but conversions and constructors: no build can fuse a multiply-add of theirs,
     # so a kernel that runs only them needs no contracted build (emulator_device)
@@ -354,12 +355,12 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "fma_free" not in data:
+    if "products" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
                 tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
                 tuple(map(tuple, data["mul_adds"])),
-                tuple((ln, tuple(tokens), k) for ln, tokens, k in data["lone_products"]),
+                tuple((ln, tuple(tokens), k, n) for ln, tokens, k, n in data["products"]),
                 tuple(data["fma_free"]))
 
 
@@ -369,7 +370,7 @@ def _store(key: str, result: View) -> None:
                                     "pragmas": list(result.pragmas),
                                     "unsequenced": list(result.unsequenced),
                                     "mul_adds": list(result.mul_adds),
-                                    "lone_products": list(result.lone_products),
+                                    "products": list(result.lone_products),
                                     "fma_free": list(result.fma_free)}))
 
 
@@ -1086,7 +1087,7 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
             return ""
         return name
 
-    found: list[tuple[int, tuple[str, ...], bool]] = []
+    found: list[tuple[int, tuple[str, ...], bool, int]] = []
     # per functor being walked: whether it has a product or a call (the last entry)
     computes: list[bool] = []
 
@@ -1099,15 +1100,18 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
             op = operator(c)
             if computes and op in ("*", "*="):
                 computes[-1] = True
-            if op == "*" and kind == K.BINARY_OPERATOR:
+            if op == "*" and kind == K.BINARY_OPERATOR or op == "*=":
                 f, line = namer.where(c.extent.start)
                 if f == namer.display:
                     try:
                         tokens = tuple(t.spelling for t in c.get_tokens())
+                        # `x *= y`: the product is stored, and read back by a later sum
+                        left = (sum(1 for _ in next(c.get_children()).get_tokens())
+                                if op == "*=" else 0)
                     except Exception:       # noqa: BLE001
                         tokens = ()
                     if tokens:
-                        found.append((line, tokens, taker not in sums))
+                        found.append((line, tokens, op == "*=" or taker not in sums, left))
             for kid in c.get_children():
                 visit(kid, op)
             return
@@ -1125,11 +1129,11 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
         if functor and not computes.pop():
             free.append(top.spelling[:-len("_functor")])
     out, seen = [], {}
-    for line, tokens, lone in found:
+    for line, tokens, lone, left in found:
         k = seen.get((line, tokens), 0)
         seen[(line, tokens)] = k + 1
         if lone:
-            out.append((line, tokens, k))
+            out.append((line, tokens, k, left))
     return tuple(out), tuple(free)
 
 

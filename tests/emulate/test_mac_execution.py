@@ -327,14 +327,16 @@ REGISTER_UNARY_OP(kept, float, float);
 
 
 @pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
-def test_the_contracted_build_contracts_within_one_expression_only(tmp_path, fixture_root, client):
+@pytest.mark.parametrize("product", ["float u = a * a;", "float u = a;\n    u *= a;"])
+def test_the_contracted_build_contracts_within_one_expression_only(tmp_path, fixture_root, client,
+                                                                   product):
     # review 36's K05: clang contracts `(a * a) - 1.21f` and not `u - 1.21f` where `u = a * a`
     # is a statement before; g++'s -ffp-contract=fast fused both, so the two spellings agreed
     # in both of porter's builds and a functor comparing them was green where a Mac is not
     x = [torch.tensor([1.1, 3.0])]
-    plain = build_source(SPLIT_PRODUCT, tmp_path / "s.metal", fixture_root)
-    fused = build_source(SPLIT_PRODUCT, tmp_path / "s.metal", fixture_root, contract=True,
-                         only="split")
+    text = SPLIT_PRODUCT.replace("float u = a * a;", product)
+    plain = build_source(text, tmp_path / "s.metal", fixture_root)
+    fused = build_source(text, tmp_path / "s.metal", fixture_root, contract=True, only="split")
     assert run_registration(client, plain, plain.find("split", "float")[0], x).tolist() == [0.0, 0.0]
     err = run_registration(client, fused, fused.find("split", "float")[0], x).tolist()
     assert err[0] != 0.0 and err[1] == 0.0      # 1.1^2 does not round exactly, 3^2 does
