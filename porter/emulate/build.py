@@ -277,11 +277,10 @@ _CONSTANT_CONST = re.compile(r"\bconstant(\s+)const\b|\bconst(\s+)constant\b")
 
 def _shim_spelled(text: str) -> str:
     """The kernel file as g++ builds it with the shim: `constant const` once (the shim's
-    `constant` is `const`), and half literals rounded once (porter.emulate.half_literals)."""
-    from porter.emulate.half_literals import exact_half_literals
-    return exact_half_literals(_CONSTANT_CONST.sub(
+    `constant` is `const`). Half literals are the shim's to round (porter/half_literal.h)."""
+    return _CONSTANT_CONST.sub(
         lambda m: ("constant" + " " * (len(m.group(1)) + 5)) if m.group(1) is not None
-        else (" " * (len(m.group(2)) + 5) + "constant"), text))
+        else (" " * (len(m.group(2)) + 5) + "constant"), text)
 
 
 def _lone_products_set_apart(text: str, view) -> str:

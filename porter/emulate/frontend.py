@@ -46,7 +46,6 @@ from porter import exit_codes
 from porter.emulate import headers, kernel_cache
 from porter.errors import PorterError
 from porter.runtime.whole_file import write_whole
-from porter.emulate.half_literals import DIGITS as _DIGITS
 from porter.emulate.metal_builtins import MULTIPLY_ADD_FORMULAS
 from porter.emulate.toolchain import METAL_VERSIONS, cache_dir, compiler, metal_type, wrong_output
 
@@ -478,7 +477,9 @@ def _preprocessed_now(text: str, display_path: str, root: Path | None,
 
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
 _SCALARS = "bool|char|uchar|short|ushort|int|uint|long|ulong|half|bfloat|float"
-# C++14's digit separators kept inside one literal (review 37's N06t: `1.000'4h` lost its tail)
+# a literal's digits: C++14's separators kept inside one literal (review 37's N06t: `1.000'4h`
+# lost its tail)
+_DIGITS = r"\d(?:'?\d)*"
 _FLOAT_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
                             rf"|{_DIGITS}[eE][+-]?{_DIGITS})(?![\w.'])")
 _HALF_LITERAL = re.compile(rf"(?<![\w.'])((?:{_DIGITS}\.(?:{_DIGITS})?|\.{_DIGITS}|{_DIGITS})"

@@ -45,10 +45,7 @@
 #define fragment
 
 typedef _Float16 half;
-// Metal's half literals (0.5h, 1.0H): the literal rounded to half once, from its exact value.
-// Literal suffixes without `_` are reserved in C++ (a warning, silenced by -w); Metal's own.
-constexpr inline half operator""h(long double v) { return static_cast<half>(v); }
-constexpr inline half operator""H(long double v) { return static_cast<half>(v); }
+#include <porter/half_literal.h>
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
