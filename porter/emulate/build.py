@@ -169,7 +169,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
     # folding: toolchain.FOLDING_FLAGS' build, which assumes no signed overflow (its own -O2)
     flags = version_flags((FOLDING_FLAGS if folding else FLAGS + [opt])
-                          + ((contract_flags() or []) if contract else []), version)
+                          + ((contract_flags() or []) if contract else []), version, display_path)
     key = cache_key(text if only is None else f"{text}\0only\0{only}", dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
@@ -429,7 +429,7 @@ def _other_versions(lines: list[str], display_path, root, quarantined: dict[str,
     for v in versions:
         select, passed = None, []
         if in_pieces:
-            select, passed = _unchecked_pieces(text, root, v)
+            select, passed = _unchecked_pieces(text, root, v, display_path)
             if not select:
                 continue
         error = probe_source(text, display_path, root, None, skip=list(quarantined), version=v,
@@ -447,12 +447,13 @@ def _piece_key(piece: groups.Piece, dirs, flags, cxx) -> str:
     return cache_key(f"piece\0{piece.name}\0{piece.key_text}", dirs, flags, cxx)
 
 
-def _unchecked_pieces(text: str, root, version: int) -> tuple[list[str], list[Path]]:
+def _unchecked_pieces(text: str, root, version: int,
+                      display_path=None) -> tuple[list[str], list[Path]]:
     """The pieces of `text` whose syntax pass under `version` is not on record, and the
     markers to set once it passes."""
     dirs = headers.include_dirs(Path(root) if root is not None else None)
     cxx = compiler()
-    flags = version_flags(FLAGS + ["-O0", "-fsyntax-only"], version)
+    flags = version_flags(FLAGS + ["-O0", "-fsyntax-only"], version, display_path)
     select, markers = [], []
     for piece in groups.pieces(text):
         marker = cache_dir() / f"syntax-{_piece_key(piece, dirs, flags, cxx)}.ok"

@@ -80,7 +80,7 @@ def _fingerprint(text: str, display_path, root: Path | None, version: int, *,
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
-    flags = version_flags(FLAGS + ["-O0"], version)
+    flags = version_flags(FLAGS + ["-O0"], version, display_path)
     key = cache_key(f"dialect3\0{display_path}\0{text}", dirs, flags, cxx)
     cached = cache_dir() / f"dialect-{key}.json"
     if use_cache and cached.is_file():

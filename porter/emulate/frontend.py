@@ -392,9 +392,12 @@ def _dirs(root: Path | None) -> list[Path]:
     return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
 
 
-def _headers_digest(root: Path | None) -> str:
+def _headers_digest(root: Path | None, display_path=None) -> str:
+    """The headers the file may include: the checkout's, and those beside the file (a quoted
+    include's first place)."""
     h = hashlib.sha256()
-    for f in headers.header_files(_dirs(root)):
+    beside = headers.beside(display_path)
+    for f in headers.header_files(_dirs(root)) + (headers.quoted_headers(beside) if beside else []):
         h.update(str(f).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
@@ -403,7 +406,7 @@ def _key(text: str, display_path, root: Path | None, version: int) -> str:
     h = hashlib.sha256(f"frontend2\0{display_path}\0{root}\0{version}\0".encode())
     h.update(_mode_digest().encode())
     h.update(text.encode())
-    h.update(_headers_digest(root).encode())
+    h.update(_headers_digest(root, display_path).encode())
     return h.hexdigest()[:32]
 
 
@@ -443,7 +446,7 @@ def _preprocess(text: str, display_path: str, root: Path | None,
     by content, as a build's check of the versions and its kernel names' pass (kernel_names,
     on the main thread after the check) ask for the same text."""
     key = hashlib.sha256("\0".join([str(display_path), str(root), str(version),
-                                     _headers_digest(root), text]).encode()).hexdigest()
+                                     _headers_digest(root, display_path), text]).encode()).hexdigest()
     with _PREPROCESSED_LOCK:
         found = _PREPROCESSED.get(key)
         if found is not None:
@@ -465,7 +468,7 @@ def _preprocessed_now(text: str, display_path: str, root: Path | None,
         src.write_text(f'#line 1 "{display_path}"\n{text}')
         cmd = [compiler(), "-E", "-x", "c++", std(version), "-undef", "-nostdinc", "-nostdinc++",
                *defines(version), "-include", str(MODE_HEADER), f"-I{LIBRARY_DIR}",
-               *(f"-I{d}" for d in dirs), str(src)]
+               *headers.quote_flags(display_path), *(f"-I{d}" for d in dirs), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True,
                               env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:
@@ -508,6 +511,22 @@ _CONVERTED_NAMES = _VECTOR_NAMES | {"half", "bfloat"}
 _ALIAS_TEMPLATE = re.compile(r"template\s*<[^<>]*>\s*using\s+(\w+)\s*=")
 _TEMPLATE_PARAM = re.compile(r"(?:typename|class)\s+(\w+)\s*(?=[,>=])")
 _CAST = re.compile(r"\bstatic_cast\s*<")
+
+
+# a string literal, or a character literal (a quote after a digit is C++14's digit separator)
+_TEXT_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![0-9A-Fa-f])\'(?:[^\'\\\n]|\\.)*\'')
+
+
+def _outside_literals(text: str, change) -> str:
+    """`change` applied to the code of `text` between its string and character literals."""
+    if '"' not in text and "'" not in text:
+        return change(text)
+    out, at = [], 0
+    for m in _TEXT_LITERAL.finditer(text):
+        out += [change(text[at:m.start()]), m.group(0)]
+        at = m.end()
+    out.append(change(text[at:]))
+    return "".join(out)
 
 
 def _casts(raw: str) -> str:
@@ -618,11 +637,12 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
         text = _CALL.sub(call, text)
         if alias_call is not None:
             text = alias_calls(text)
-        text = _HALF_LITERAL.sub(r"\1f16", text)
         # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
         # them so only where clang parses them, not where a template's instantiation rebuilds
-        # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates)
-        text = _FLOAT_LITERAL.sub(r"\1f", text)
+        # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates).
+        # Not inside a string or character literal: `"1.5"` is 4 bytes (review 38's L24)
+        text = _outside_literals(text, lambda code: _FLOAT_LITERAL.sub(
+            r"\1f", _HALF_LITERAL.sub(r"\1f16", code)))
         if "address_space" in text:
             text = _AS_OBJECT.sub(r"\1\2static \3", text)
         out.append(text)
@@ -1220,7 +1240,7 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
         by_functors.setdefault(_functors_named("\n".join(raw[i] for i in group)),
                                []).extend(group)
     common = hashlib.sha256(f"frontend-piece1\0{display_path}\0{root}\0{version}\0".encode())
-    common.update(_mode_digest().encode() + _headers_digest(root).encode())
+    common.update(_mode_digest().encode() + _headers_digest(root, display_path).encode())
     out = []
     for functors, its_rows in by_functors.items():
         covers = set()
@@ -1838,7 +1858,7 @@ def kernel_names(text: str, display_path, root) -> list[tuple[str, str]]:
     root = Path(root) if root is not None else None
     version = METAL_VERSIONS[0]
     key = hashlib.sha256(f"frontend-names1\0{display_path}\0{root}\0{version}\0".encode())
-    key.update(_mode_digest().encode() + _headers_digest(root).encode() + text.encode())
+    key.update(_mode_digest().encode() + _headers_digest(root, display_path).encode() + text.encode())
     cached = cache_dir() / f"frontend-names-{key.hexdigest()[:32]}.json"
     if cached.is_file():
         kernel_cache.touch(cached)

@@ -72,6 +72,29 @@ def include_dirs(root: Path | None) -> list[Path]:
     return dirs
 
 
+def beside(display_path) -> Path | None:
+    """The kernel file's own directory, where a quoted `#include "x.h"` is looked up first (a
+    Mac's metallib build compiles the file where it lies; porter compiles a copy elsewhere, so
+    it names the directory with `-iquote`); None for a bare name or one naming no directory."""
+    if display_path is None:
+        return None
+    parent = Path(display_path).parent
+    return parent if parent != Path(".") and parent.is_dir() else None
+
+
+def quote_flags(display_path) -> list[str]:
+    d = beside(display_path)
+    return ["-iquote", str(d)] if d is not None else []
+
+
+def quoted_headers(directory: Path) -> list[Path]:
+    """The headers a quoted include may reach under the kernel file's directory (for cache keys)."""
+    try:
+        return sorted(p for p in Path(directory).rglob("*.h") if p.is_file())
+    except OSError:
+        return []
+
+
 def header_files(dirs: list[Path]) -> list[Path]:
     """Every header a kernel file could pull in from these directories (for the cache key)."""
     files: list[Path] = []

@@ -58,7 +58,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     dirs = headers.include_dirs(root)
     cxx = compiler()
     # the build's flags (so the build's precompiled prelude serves), minus linking
-    build_flags = version_flags(FLAGS + ["-O0"], version)
+    build_flags = version_flags(FLAGS + ["-O0"], version, display_path)
     flags = [f for f in build_flags if f != "-shared"] + ["-fsyntax-only"]
     if select is not None:
         from porter.emulate import groups

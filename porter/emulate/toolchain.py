@@ -104,8 +104,11 @@ def _contract_flags() -> tuple[str, ...] | None:
     return None
 
 
-def version_flags(flags: list[str], version: int = PRIMARY_VERSION) -> list[str]:
-    return [*flags, f"-D__METAL_VERSION__={version}"]
+def version_flags(flags: list[str], version: int = PRIMARY_VERSION,
+                  display_path=None) -> list[str]:
+    """`flags` for a build under `version`; with the kernel file's directory as the first place
+    a quoted include is looked up (headers.beside) where `display_path` names one."""
+    return [*flags, f"-D__METAL_VERSION__={version}", *headers.quote_flags(display_path)]
 
 
 # g++'s (and the front end's clang's) spelling of a type in diagnostics -> Metal's name.
@@ -188,6 +191,11 @@ def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) ->
     for f in headers.header_files(dirs):
         h.update(str(f.name).encode())
         h.update(f.read_bytes())
+    # the headers a quoted include may reach beside the kernel file (version_flags' -iquote)
+    for i, flag in enumerate(flags[:-1]):
+        if flag == "-iquote":
+            for f in headers.quoted_headers(Path(flags[i + 1])):
+                h.update(str(f).encode() + b"\0" + f.read_bytes())
     h.update(source_text.encode())
     return h.hexdigest()[:32]
 

@@ -1044,3 +1044,14 @@ def test_a_functor_without_products_or_calls_is_fma_free(fixture_root, tmp_path,
                            use_cache=False)
     assert all(not v.errors for v in views), [v.errors for v in views]
     assert {("m" in v.fma_free) for v in views} == {free}
+
+
+def test_a_number_inside_a_string_is_left_as_written(fixture_root, tmp_path):
+    # review 38's L24: the rewrite that makes Metal's unsuffixed floating literals float ran
+    # inside string literals too ("1.5" became "1.5f", 5 bytes): a false build error
+    from porter.emulate import frontend
+    text = ('#include <metal_stdlib>\nconstant char tag[] = "1.5";\n'
+            'static_assert(sizeof(tag) == 4, "four bytes");\n'
+            "static_assert(1'024.5 > 1000.0, \"a digit separator is no quote\");\n")
+    views = frontend.views(text, tmp_path / "s.metal", fixture_root, use_cache=False)
+    assert [v.errors for v in views] == [()] * len(views)

@@ -596,3 +596,61 @@ def test_half_mix_is_computed_in_half(edges, client, dtype, mac):
     out = run_registration(client, edges, reg, [torch.tensor([-1.0], dtype=dtype),
                                                 torch.tensor([2048.0], dtype=dtype)])
     assert out.tolist() == [mac]
+
+
+QUOTED_INCLUDE = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+#include "local/scale.h"
+using namespace metal;
+struct scaled_functor {
+  inline float operator()(const float a) { return a * local_scale(); }
+};
+REGISTER_UNARY_OP(scaled, float, float);
+"""
+
+
+def test_a_quoted_include_is_found_beside_the_kernel_file(tmp_path, fixture_root, client):
+    # review 38's L22: porter compiles a copy of the file elsewhere, so `#include "x.h"` next
+    # to the kernel file was "No such file or directory" where a Mac builds it; and the header
+    # is part of what a cached build depends on
+    (tmp_path / "local").mkdir()
+    header = tmp_path / "local" / "scale.h"
+    header.write_text("#pragma once\ninline float local_scale() { return 2.0f; }\n")
+    x = [torch.tensor([1.5, -3.0])]
+    lib = build_source(QUOTED_INCLUDE, tmp_path / "q.metal", fixture_root)
+    assert lib.build_errors() == []
+    assert run_registration(client, lib, lib.find("scaled", "float")[0], x).tolist() == [3.0, -6.0]
+    header.write_text("#pragma once\ninline float local_scale() { return 3.0f; }\n")
+    lib = build_source(QUOTED_INCLUDE, tmp_path / "q.metal", fixture_root)
+    assert run_registration(client, lib, lib.find("scaled", "float")[0], x).tolist() == [4.5, -9.0]
+
+
+INTEGER_EDGES = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct edges_functor {
+  inline int operator()(const int a, const int b) { return int(absdiff(a, b)); }
+};
+struct magnitude_functor {
+  inline int operator()(const int a) { return abs(a); }
+};
+REGISTER_BINARY_OP(edges, int, int);
+REGISTER_UNARY_OP(magnitude, int, int);
+"""
+
+
+def test_absdiff_is_exact_and_abs_of_the_least_value_is_undefined(tmp_path, fixture_root, client):
+    # review 38's B18: MSL's absdiff is |x - y| "without modulo overflow"; the shim computed
+    # INT_MAX - INT_MIN in int, an overflow of its own charged to the kernel. B02: abs(INT_MIN)
+    # has no int answer: Metal leaves it undefined, and the sample is not proven
+    lib = build_source(INTEGER_EDGES, tmp_path / "e.metal", fixture_root)
+    big, least = 2 ** 31 - 1, -2 ** 31
+    a = torch.tensor([big, 5, least], dtype=torch.int32)
+    b = torch.tensor([least, 7, least], dtype=torch.int32)
+    assert run_registration(client, lib, lib.find("edges", "int")[0], [a, b]).tolist() == [-1, 2, 0]
+    assert not client.undefined or not client.undefined[0] & (128 | 256)
+    magnitude = lib.find("magnitude", "int")[0]
+    run_registration(client, lib, magnitude, [torch.tensor([-5], dtype=torch.int32)])
+    assert not client.undefined or not client.undefined[0] & 128
+    run_registration(client, lib, magnitude, [torch.tensor([least], dtype=torch.int32)])
+    assert client.undefined and client.undefined[0] & 128      # UNDEFINED_ARGUMENT

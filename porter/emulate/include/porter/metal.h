@@ -953,17 +953,31 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T max(T a, T b) { return a < b ? b : a; }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
 constexpr inline T min(T a, T b) { return b < a ? b : a; }
-template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
-constexpr inline T abs(T a) { return a < 0 ? T(-a) : a; }
-template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
-constexpr inline T absdiff(T a, T b) { return a > b ? T(a - b) : T(b - a); }
 namespace detail {
 // Bit 128 (UNDEFINED_ARGUMENT): a call whose arguments Metal leaves the answer of undefined
-// (clamp with minval > maxval; extract_bits/insert_bits past the width): a Mac answers
-// something porter cannot know, so the sample is not proven (review 33's C01-C03)
+// (clamp with minval > maxval; extract_bits/insert_bits past the width; abs of the least
+// value, whose |x| the type cannot hold): a Mac answers something porter cannot know, so the
+// sample is not proven (review 33's C01-C03; review 38's B02)
 inline void undefined_argument(bool undefined) {
   if (undefined) porter_reached |= UNDEFINED_ARGUMENT;
 }
+}  // namespace detail
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T abs(T a) {
+  if constexpr (std::is_signed_v<T>) {
+    detail::undefined_argument(a == std::numeric_limits<T>::min());
+    if (a == std::numeric_limits<T>::min()) return a;
+  }
+  return a < 0 ? T(-a) : a;
+}
+// MSL §6.3: |x - y| "without modulo overflow": the difference of the unsigned type, whose
+// arithmetic wraps where the signed one would overflow (review 38's B18: INT_MAX, INT_MIN)
+template <typename T, std::enable_if_t<std::is_integral_v<T>, bool> = true>
+constexpr inline T absdiff(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return a > b ? T(U(U(a) - U(b))) : T(U(U(b) - U(a)));
+}
+namespace detail {
 template <typename T> constexpr bool greater(const T& a, const T& b) { return a > b; }
 template <typename T, int N> inline bool greater(const vec<T, N>& a, const vec<T, N>& b) {
   for (int i = 0; i < N; ++i) if (a[i] > b[i]) return true;
