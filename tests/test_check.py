@@ -409,6 +409,15 @@ def test_paths_limit_the_report(mini_root, capsys):
     assert check(mini_root, capsys, COMMON_MPS)[0] == 1
 
 
+def test_a_path_that_names_no_file_is_bad_input(mini_root, capsys):
+    # review 38's H20: `porter check heaviside` (the op name, as `porter test` takes it)
+    # filtered every finding away and said "clean" on a broken port
+    _one_finding(mini_root)
+    assert main(["check", "--root", str(mini_root), "heaviside"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file: heaviside" in err and "porter status OP" in err
+
+
 def test_skip_and_bad_ids(mini_root, capsys):
     _one_finding(mini_root)
     assert check(mini_root, capsys, "--skip", "unknown-expectation-key") == (0, "")

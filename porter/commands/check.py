@@ -202,6 +202,14 @@ def _paths(values: list[str], root: Path) -> set[str] | None:
             except OSError as err:
                 raise PorterError(f"cannot read the paths file: {err.strerror}", path=value[1:]) from None
         else:
+            # a PATH that names nothing filters every finding away: "clean" on a broken port
+            # (review 38's H20: `porter check heaviside`, the op name as `porter test` takes it).
+            # A paths file's entries may name files a change deleted, so only these are held.
+            if not (root / value).exists() and not Path(value).exists():
+                raise PorterError(f"no such file: {value}",
+                                  hint="PATH names a file of the checkout, e.g. aten/src/ATen/"
+                                       "native/mps/kernels/BinaryKernel.metal; `porter status OP` "
+                                       "shows where one op stands")
             items.append(value)
     out = set()
     for item in items:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import math
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Protocol
@@ -300,7 +301,7 @@ def _check_sample(source: SampleSource, sample, name: str, floors, res: DtypeRes
         except source.abandon:
             raise
         except Exception as exc:
-            return f"{source.device} error: {one_line(exc)}"
+            return _device_error(source.device, exc)
         try:
             reference = source.reference(sample, device_out)
         except RecordedFailure as exc:
@@ -454,13 +455,16 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
             where = (version if isinstance(version, str) else
                      f"under __METAL_VERSION__ {version} (the kernel file's tokens differ there; "
                      "a Mac whose Metal is that version builds them)")
+            # a reading's failure (or a reading that could not run) leaves the sample's answer
+            # on a Mac unknown: not proven, as the row and the summary say (review 38's L11)
+            proven = "" if not isinstance(version, str) else "not proven: "
             if isinstance(other, str):
-                return f"{where}: {other}", reference, device_out
+                return f"{proven}{where}: {other}", reference, device_out
             if record:
                 source.record_errors(res, reference, other)
             message = source.compare(sample, reference, other, tolerances, floors, name, brief)
             if message is not None:
-                return f"{where}: {message}", reference, other
+                return f"{proven}{where}: {message}", reference, other
     if message is None:
         # a Mac's test compares with a Mac's CPU: where that reference is not this machine's,
         # the kernel is held to both (a row they put farther apart than the tolerance is red)
@@ -544,6 +548,24 @@ def raise_max(res: DtypeResult, attr: str, value: float) -> None:
         value = math.inf
     old = getattr(res, attr)
     setattr(res, attr, value if old is None else max(old, value))
+
+
+# a shapes row names its layout first (`transposed: RuntimeError: not proven: ...`)
+_LAYOUT_NOT_PROVEN = re.compile(r"^([\w ,()-]+): (?:\w+: )?(not proven: .*)$")
+
+
+def _device_error(device: str, exc: BaseException) -> str:
+    """A sample's failure where the device raised: what the device says it cannot tell ("not
+    proven: ...", a kernel the emulator cannot build that the Metal front end accepts, a host
+    check it does not evaluate) reads as it says, so that the row and the summary count it
+    so (review 38's L09, H12); any other error is the device's, with its type."""
+    reason = " ".join(str(exc).split())
+    if reason.startswith("not proven"):
+        return reason if len(reason) <= 300 else reason[:297] + "..."
+    layout = _LAYOUT_NOT_PROVEN.match(reason)
+    if layout:
+        return f"{layout.group(2)[:280]} ({layout.group(1)})"
+    return f"{device} error: {one_line(exc)}"
 
 
 def one_line(exc: BaseException) -> str:

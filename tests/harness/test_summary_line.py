@@ -41,3 +41,22 @@ def test_summary_line(rows, line):
                       dtypes=[DtypeResult(dtype=f"d{i}", outcome=o, message=m)
                               for i, (o, m) in enumerate(rows)])
     assert summary_line([result]) == line
+
+
+@pytest.mark.parametrize(("raised", "row"), [
+    # review 38's L09, H12: what the device says it cannot tell reads as it says, so the
+    # summary counts it "not proven" (a kernel g++ cannot build that the front end accepts, a
+    # host check porter does not evaluate), a shapes row with its layout after it
+    (RuntimeError("not proven: kernel k is beyond porter's emulator"),
+     "not proven: kernel k is beyond porter's emulator"),
+    (RuntimeError("transposed: RuntimeError: not proven: a check porter does not evaluate"),
+     "not proven: a check porter does not evaluate (transposed)"),
+    (RuntimeError("no kernel k registered"), "emulate error: RuntimeError: no kernel k registered"),
+])
+def test_a_device_error_that_says_not_proven_is_counted_so(raised, row):
+    from porter.harness.verdicts import _device_error
+    assert _device_error("emulate", raised) == row
+    result = OpResult(op="k", name="k", variant="", key="k", device="emulate",
+                      dtypes=[DtypeResult(dtype="float32", outcome="fail", message=row)])
+    assert summary_line([result]).startswith(
+        "0 pass, 1 fail (1 not proven)" if row.startswith("not proven") else "0 pass, 1 fail, ")
