@@ -92,3 +92,26 @@ def test_one_watchdog_serves_every_call_and_a_kill_is_charged_to_its_own_call(tm
         worker.close()
     dog.join(timeout=5)          # closing the client ends its watchdog
     assert not dog.is_alive()
+
+
+def test_a_kernel_stopped_once_is_not_run_again_and_is_not_proven(tmp_path, monkeypatch):
+    """Review 38's U26: a functor whose loop never ends for one dtype cost the whole limit on
+    every sample (no verdict after 240 s); and whether a Mac answers (clang may delete a loop
+    without side effects) or aborts is not known: not proven, never green."""
+    echo = tmp_path / "echo_worker.py"
+    echo.write_text(ECHO)
+    monkeypatch.setattr(client, "WORKER", echo)
+    monkeypatch.setenv("PORTER_KERNEL_TIMEOUT", "1")
+    worker = client.WorkerClient()
+    try:
+        with pytest.raises(client.KernelTimedOut, match="Metal leaves undefined: not proven"):
+            worker.call({"lib": "k.so", "index": 3, "n": -1, "spin": True})
+        start = time.monotonic()
+        with pytest.raises(client.KernelTimedOut, match="did so before: not run again"):
+            worker.call({"lib": "k.so", "index": 3, "n": 1})
+        assert time.monotonic() - start < 0.5
+        assert worker.call({"lib": "k.so", "index": 4, "n": 2}) == 2
+    finally:
+        worker.close()
+    from porter.harness.run_report import is_not_proven
+    assert is_not_proven(f"emulate error: KernelTimedOut: {client.KernelTimedOut(60)}")

@@ -46,13 +46,18 @@ class KernelCrashed(RuntimeError):
 
 
 class KernelTimedOut(KernelCrashed):
-    """The kernel ran past the watchdog: a Mac's GPU aborts such a command buffer with an
-    error, so the sample fails rather than the run hanging."""
+    """The kernel ran past the watchdog. What a Mac does is not known: a loop that never ends
+    and has no side effect is undefined in C++ and Metal (forward progress: clang may delete
+    it, and the kernel answers), and one that runs on is aborted by the GPU's watchdog with an
+    error (review 38's U26): not proven, never green, and the run does not hang."""
 
-    def __init__(self, seconds: float):
-        RuntimeError.__init__(self, f"kernel ran past {seconds:g} s of CPU time and was stopped (a "
-                                    f"Mac's GPU watchdog aborts it; PORTER_KERNEL_TIMEOUT sets the "
-                                    f"limit)")
+    def __init__(self, seconds: float, again: bool = False):
+        RuntimeError.__init__(self, (
+            f"kernel ran past {seconds:g} s of CPU time and was stopped"
+            + (" (it did so before: not run again)" if again else "")
+            + "; a loop that never ends is undefined in Metal when it has no side effect, and a "
+              "Mac's GPU watchdog aborts one that has: whose answer Metal leaves undefined: "
+              "not proven (PORTER_KERNEL_TIMEOUT sets the limit)"))
         self.signum = None
 
 
@@ -218,6 +223,7 @@ class WorkerClient:
         self._answered: dict[int, tuple] = {}
         self.sample = None        # the sample whose calls are made now (emulator_device)
         self._fired = False       # the last exchange's worker was stopped by the watchdog
+        self._timed_out: set = set()   # (library, index) of kernels the watchdog stopped
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -262,14 +268,21 @@ class WorkerClient:
                 self.undefined = undefined
                 return out
             held[1].clear()           # another path than the dry run's: run as always
+        kernel = (request["lib"], request.get("index")) if "lib" in request else None
+        limit = timeout_seconds()
+        if kernel is not None and kernel in self._timed_out:
+            # a kernel that ran past the limit once is not run again this session: each of
+            # its samples would cost the whole limit (6 dtypes x 9 samples x 60 s)
+            raise KernelTimedOut(limit, again=True)
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
             request = self._through_shared(request)
-        limit = timeout_seconds()
         resp = self._exchange(proc, request, limit)
         if resp is None:
             rc = proc.returncode
             if self._fired:
+                if kernel is not None:
+                    self._timed_out.add(kernel)
                 raise KernelTimedOut(limit) from None
             raise KernelCrashed(-rc if rc < 0 else None, rc) from None
         if "error" in resp:
@@ -369,6 +382,13 @@ class WorkerClient:
         # each with its own limit
         resp = self._exchange(proc, {"batch": sent}, timeout_seconds())
         if resp is None:
+            kernels = {(r["lib"], r.get("index")) for _, r in batch if "lib" in r}
+            if self._fired and len(kernels) == 1 and all("lib" in r for _, r in batch):
+                # one kernel's calls ran past the limit together (review 38's U26: an endless
+                # loop). Each alone would cost the limit again before the kernel is known to
+                # run on: answered at once as stopped (call). A slow kernel the batch's sum
+                # put past it is not proven rather than green; PORTER_KERNEL_TIMEOUT raises it
+                self._timed_out |= kernels
             return False
         ended: set[int] = set()
         with memoryview(self._shared.map) as shared:

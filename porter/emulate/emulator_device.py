@@ -883,6 +883,8 @@ class EmulateBackend:
                 readings.append((_UNDEFINED_TAG, _ARGUMENT_UNDEFINED))
             if undefined[0] & _NARROW_VECTOR_OVERFLOW:
                 readings.append((_UNDEFINED_TAG, _NARROW_VECTOR_OVERFLOWED))
+            if undefined[0] & _DIVIDE_OVERFLOW:
+                readings.append((_UNDEFINED_TAG, _DIVIDED_LEAST_BY_MINUS_ONE))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1448,6 +1450,11 @@ _NARROW_VECTOR_OVERFLOWED = (
     "/ char2(-1)`, a signed overflow): Metal's vectors compute in the element's width, where "
     "that is undefined, and what an Apple GPU answers is not known here; compute in int "
     "vectors (`int2(a) / int2(b)`)")
+_DIVIDE_OVERFLOW = 2048
+_DIVIDED_LEAST_BY_MINUS_ONE = (
+    "the kernel divided a signed type's least value by -1 (or took that remainder): undefined "
+    "in Metal (LLVM folds it to poison where it sees the operands), trapping on this CPU only "
+    "where g++ did not fold it, and not known on an Apple GPU; test the divisor first")
 # the reading a sample that overflowed a signed integer is held to as well (_folded_answer)
 _FOLDED = ("assuming no signed integer overflow, as Apple's compiler may (it is undefined in "
            "Metal; g++ -O2 folds on the same assumption; not proven)")

@@ -46,7 +46,8 @@ def is_not_proven(message: str | None) -> bool:
     # a trapped kernel's message may be cut short in the row (its "not proven" lost), and a
     # shapes row names its layout first (`RuntimeError: transposed: KernelCrashed`)
     return (text.startswith("not proven") or f"{UNFUSED_ONLY}: not proven" in text
-            or (text.startswith("emulate error: ") and "KernelCrashed" in text
+            or (text.startswith("emulate error: ")
+                and ("KernelCrashed" in text or "KernelTimedOut" in text)
                 and "Metal leaves undefined" in text))
 
 

@@ -457,7 +457,8 @@ def _held(source: SampleSource, sample, reference, device_out, others, tolerance
                      "a Mac whose Metal is that version builds them)")
             # a reading's failure (or a reading that could not run) leaves the sample's answer
             # on a Mac unknown: not proven, as the row and the summary say (review 38's L11)
-            proven = "" if not isinstance(version, str) else "not proven: "
+            proven = ("not proven: " if isinstance(version, str)
+                      and not where.startswith("not proven") else "")
             if isinstance(other, str):
                 return f"{proven}{where}: {other}", reference, device_out
             if record:
