@@ -57,6 +57,7 @@ class EmulateBackend:
         self._contracted: dict = {}
         self._file_views: dict = {}     # .metal -> the front end's views (_views)
         self._fma_free: dict = {}       # (.metal, registered name) -> _cannot_fuse
+        self._mixed: dict = {}          # (.metal, registered name) -> _mixed_halves
         self._read: dict = {}           # .metal -> it and its headers' texts (_files_read)
         self._folding: dict = {}        # (file, version, kernel) -> its folding build
         self._ahead = None                                  # the executor of those Futures
@@ -354,10 +355,7 @@ class EmulateBackend:
         if key not in self._fma_free:
             from porter.emulate import groups
             views = self._views(metal)
-            try:
-                used = groups.functors_used(metal.read_text(encoding="utf-8"), reg.name)
-            except (OSError, UnicodeDecodeError):
-                used = set()
+            used = self._functors(metal, reg.name, groups)
             self._fma_free[key] = bool(views and used) and \
                 all(used <= set(view.fma_free) for view in views)
         return self._fma_free[key]
@@ -895,6 +893,9 @@ class EmulateBackend:
             contracted = self._narrow_mul_add(metal, reg)
             if contracted:
                 readings.append(("not proven", contracted))
+            mixed = self._mixed_halves(metal, reg)
+            if mixed:
+                readings.append(("not proven", mixed))
         return self._read_as_host(run, out, want_out)
 
     def _narrow_mul_add(self, metal: Path, reg) -> str | None:
@@ -915,6 +916,31 @@ class EmulateBackend:
                             "each operation: compute it in float (`float(a) * float(b) + "
                             "float(c)`), whose contraction porter runs both ways")
         return None
+
+    def _mixed_halves(self, metal: Path, reg) -> str | None:
+        """Why a kernel's answer is not proven where code it may run computes with a bfloat and
+        a half together (the front end's View.mixed_halves; review 38's L34, L35): Metal
+        converts a bfloat implicitly to float alone, and what a Mac's compiler makes of the
+        mixture (an error, or which type it computes in) is not known here."""
+        from porter.emulate import groups
+        key = (metal, reg.name)
+        if key not in self._mixed:
+            found = [(f, ln) for view in self._views(metal)
+                     for f, ln, owner in view.mixed_halves
+                     if owner == "*" or owner in self._functors(metal, reg.name, groups)]
+            self._mixed[key] = (
+                f"{self._rel(found[0][0])}:{found[0][1]}: computes with a bfloat and a half "
+                "together, which Metal converts to no common type implicitly (a bfloat converts "
+                "to float alone): whether a Mac builds it, and in which type it computes, is not "
+                "known here; convert both to float (`float(b) + float(h)`)") if found else None
+        return self._mixed[key]
+
+    def _functors(self, metal: Path, name: str, groups) -> set[str]:
+        """The functor structs registered `name`'s kernels run (groups.functors_used)."""
+        try:
+            return groups.functors_used(metal.read_text(encoding="utf-8"), name)
+        except (OSError, UnicodeDecodeError):
+            return set()
 
     def _folded_answer(self, run, metal: Path, lib: Library, reg, tensors, alpha, want_out):
         """The answer of the kernel file's folding build (toolchain.FOLDING_FLAGS: signed

@@ -205,6 +205,11 @@ class View(NamedTuple):
     # nothing but conversions and constructors: no build can fuse a multiply-add of theirs,
     # so a kernel that runs only them needs no contracted build (emulator_device)
     fma_free: tuple[str, ...] = ()
+    # arithmetic of a bfloat with a half (review 38's L34, L35): Metal converts bfloat
+    # implicitly to float only, and what it makes of the mixture is not known here (clang
+    # computes it in 16 bits, the shim in float): (file, line, the functor's name before
+    # `_functor`, or "*" for code outside every functor, which any kernel may call)
+    mixed_halves: tuple[tuple[str, int, str], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -354,13 +359,13 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "products" not in data:
+    if "mixed_halves" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
                 tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
                 tuple(map(tuple, data["mul_adds"])),
                 tuple((ln, tuple(tokens), k, n) for ln, tokens, k, n in data["products"]),
-                tuple(data["fma_free"]))
+                tuple(data["fma_free"]), tuple(map(tuple, data["mixed_halves"])))
 
 
 def _store(key: str, result: View) -> None:
@@ -370,7 +375,8 @@ def _store(key: str, result: View) -> None:
                                     "unsequenced": list(result.unsequenced),
                                     "mul_adds": list(result.mul_adds),
                                     "products": list(result.lone_products),
-                                    "fma_free": list(result.fma_free)}))
+                                    "fma_free": list(result.fma_free),
+                                    "mixed_halves": list(result.mixed_halves)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -853,7 +859,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
-    lone, fma_free = _products(tu, namer)
+    lone, fma_free, mixed = _products(tu, namer)
     namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
@@ -866,7 +872,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     pragmas = tuple((f, ln, line.strip()) for (f, ln), line in zip(positions, raw)
                     if line.lstrip().startswith("#pragma"))
     return View(version, tuple(dict.fromkeys(errors)), tuple(kernels), pragmas, unsequenced,
-                mul_adds, lone, fma_free)
+                mul_adds, lone, fma_free, mixed)
 
 
 _ASSIGNING = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
@@ -1077,12 +1083,12 @@ _SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
                 "CXX_STATIC_CAST_EXPR")
 
 
-def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], int], ...],
-                                            tuple[str, ...]]:
+def _products(tu, namer: "_Namer") -> tuple:
     """The kernel file's products (`a * b`) that no `+`, `-`, `+=` or `-=` of their own
     expression takes, each as (line, tokens, k): the k-th product of that line spelled with
-    those tokens (build.py finds it in the text by them); and the functors that have no
-    product and call nothing but conversions and constructors (View.fma_free)."""
+    those tokens (build.py finds it in the text by them); the functors that have no product
+    and call nothing but conversions and constructors (View.fma_free); and each arithmetic of
+    a bfloat with a half (View.mixed_halves)."""
     ci = _clang()
     K = ci.CursorKind
     through = {getattr(K, n) for n in _SEE_THROUGH}
@@ -1111,6 +1117,17 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
     found: list[tuple[int, tuple[str, ...], bool, int]] = []
     # per functor being walked: whether it has a product or a call (the last entry)
     computes: list[bool] = []
+    mixed: list[tuple[str, int, str]] = []
+    owner: list[str] = ["*"]
+
+    def written_type(c) -> str:
+        """An operand's type before the implicit conversion to the operation's type."""
+        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+            kids = list(c.get_children())
+            if len(kids) != 1:
+                break
+            c = kids[0]
+        return c.type.get_canonical().spelling
 
     def visit(c, taker: str | None):
         kind = c.kind
@@ -1121,6 +1138,13 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
             op = operator(c)
             if computes and op in ("*", "*="):
                 computes[-1] = True
+            if op is not None and op not in ("=", "?"):
+                kinds = [written_type(k) for k in c.get_children()]
+                if len(kinds) == 2 and any("__bf16" in t for t in kinds) and \
+                        any("_Float16" in t for t in kinds):
+                    f, line = namer.where(c.location)
+                    if f == namer.display:
+                        mixed.append((f, line, owner[-1]))
             if op == "*" and kind == K.BINARY_OPERATOR or op == "*=":
                 f, line = namer.where(c.extent.start)
                 if f == namer.display:
@@ -1146,7 +1170,9 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
             top.spelling.endswith("_functor")
         if functor:
             computes.append(False)
+        owner.append(top.spelling[:-len("_functor")] if functor else "*")
         visit(top, None)
+        owner.pop()
         if functor and not computes.pop():
             free.append(top.spelling[:-len("_functor")])
     out, seen = [], {}
@@ -1155,7 +1181,7 @@ def _products(tu, namer: "_Namer") -> tuple[tuple[tuple[int, tuple[str, ...], in
         seen[(line, tokens)] = k + 1
         if lone:
             out.append((line, tokens, k, left))
-    return tuple(out), tuple(free)
+    return tuple(out), tuple(free), tuple(dict.fromkeys(mixed))
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:

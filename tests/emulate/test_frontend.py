@@ -1055,3 +1055,18 @@ def test_a_number_inside_a_string_is_left_as_written(fixture_root, tmp_path):
             "static_assert(1'024.5 > 1000.0, \"a digit separator is no quote\");\n")
     views = frontend.views(text, tmp_path / "s.metal", fixture_root, use_cache=False)
     assert [v.errors for v in views] == [()] * len(views)
+
+
+@pytest.mark.parametrize(("helper", "body", "found"), [
+    # review 38's L34, L35: a bfloat with a half, in the functor or in a helper it calls
+    ("", "return T(float(bfloat(1.0f) + half(1.0h)));", {(7, "m")}),
+    ("inline float hv_mix(bfloat b, half h) { return b + h; }\n", "return T(hv_mix(1.0f, 1.0h));",
+     {(4, "*")}),
+    # the twin: both converted to float first
+    ("", "return T(float(bfloat(1.0f)) + float(half(1.0h)));", set()),
+])
+def test_a_bfloat_with_a_half_is_found(fixture_root, tmp_path, helper, body, found):
+    from porter.emulate import frontend
+    text = MUL_ADD.replace("struct m_functor", helper + "struct m_functor").replace("BODY", body)
+    views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
+    assert {(line, owner) for v in views for _, line, owner in v.mixed_halves} == found
