@@ -1435,7 +1435,11 @@ _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefine
               (2, "fmedian3 got a NaN, which the specification does not define"),
               (512, "fmax/fmin got zeros of both signs: the other zero, as the specification's "
                     "text answers (`y if x < y, otherwise x`), where IEEE's maximumNumber "
-                    "orders -0 below +0"))
+                    "orders -0 below +0"),
+              (4096, "an answer the specification leaves open: an integer past 2^24 converted to "
+                     "bfloat rounded once (through float it rounds twice), ilogb of zero or NaN "
+                     "(the least or the greatest int), frexp of a float subnormal taken apart "
+                     "(an Apple GPU may flush it)"))
 
 
 # the object a host's kernel call runs on, and its declaration as the bundled metallib

@@ -128,10 +128,10 @@ def handle(req):
 
 
 # porter/metal.h's porter_reached bits: the families read both ways (NaN operands, zeros of
-# both signs); a fast:: function porter
+# both signs, the library's unsettled answers); a fast:: function porter
 # runs as the precise one (4) and a float converted out of an integer type's range (8): no
 # second reading, the sample is not proven
-_NAN_READINGS = 1 | 2 | 512
+_NAN_READINGS = 1 | 2 | 512 | 4096
 _UNMODELLED_FAST = 4
 
 

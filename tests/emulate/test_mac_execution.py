@@ -667,3 +667,27 @@ def test_the_least_value_divided_by_minus_one_is_undefined_even_where_folded(fix
                        strict=False)
     run_registration(client, lib, lib.find("u", "int")[0], [torch.tensor([3], dtype=torch.int32)])
     assert client.undefined and client.undefined[0] & 2048, client.undefined
+
+
+@pytest.mark.parametrize(("expr", "value", "first", "other"), [
+    # review 38's U08: an integer past 2^24 to bfloat: through float (two roundings), or once
+    ("int(float(bfloat(x)))", 16842753, 16777216, 16908288),
+    ("int(float(bfloat(x)))", 16777216, None, None),           # float holds it: one answer
+    # B13: ilogb of zero, FP_ILOGB0 the least int (glibc) or -INT_MAX
+    ("ilogb(float(x) * 0.0f)", 3, -2147483648, -2147483647),
+    # B10: frexp of a float subnormal, flushed first (exponent 0) or taken apart (-148)
+    ("int e = 0;\n    frexp(as_type<float>(uint(x)), e);\n    return e", 1, 0, -148),
+    ("int e = 0;\n    frexp(float(x), e);\n    return e", 3, None, None),
+])
+def test_an_answer_the_specification_leaves_open_is_read_both_ways(fixture_root, tmp_path, client,
+                                                                   expr, value, first, other):
+    text = UNDEFINED_INT.replace("return EXPR", expr if "return" in expr else f"return {expr}")
+    lib = build_source(text, tmp_path / "o.metal", fixture_root, strict=False)
+    out = run_registration(client, lib, lib.find("u", "int")[0],
+                           [torch.tensor([value], dtype=torch.int32)])
+    if first is None:
+        assert not client.undefined or not client.undefined[0] & 4096
+        return
+    assert out.item() == first
+    bits, reading = client.undefined[0], client.undefined[1]
+    assert bits & 4096 and int.from_bytes(reading[:4], "little", signed=True) == other

@@ -371,3 +371,22 @@ def test_a_failing_sample_that_reached_an_undefined_answer_is_not_proven(tag, ou
     source.other_versions = lambda: [(tag, "indexed past the vector")]
     row = verdicts.run_op(source).dtypes[0]
     assert (row.outcome, row.message) == (FAIL, outcome_message)
+
+
+@pytest.mark.parametrize("others, outcome, message", [
+    # review 38's U08, B10: where Metal leaves the answer open, a Mac gives one of the two
+    # readings: the first failing and the other passing is not proven, as the first passing
+    # and the other failing is; both failing is red
+    ([("with the other reading", 2)], FAIL,
+     "not proven: 3 != 2 (it passes with the other reading: a Mac gives one of the two)"),
+    ([("with the other reading", 4)], FAIL, "3 != 2"),
+    # another Metal version is another Mac: each must pass, so its passing rescues nothing
+    ([(320, 2)], FAIL, "3 != 2"),
+])
+def test_a_sample_right_only_in_the_other_reading_is_not_proven(others, outcome, message):
+    source = Source(samples=(2,), device=lambda x: x + 1, dtypes=("float32",))
+    source.other_versions = lambda: others
+    row = verdicts.run_op(source).dtypes[0]
+    assert (row.outcome, row.message) == (outcome, message)
+    from porter.harness.run_report import is_not_proven
+    assert is_not_proven(row.message) == message.startswith("not proven")

@@ -55,8 +55,36 @@ typedef unsigned long ulong;
 typedef decltype(sizeof(0)) size_t;
 typedef decltype(static_cast<int*>(nullptr) - static_cast<int*>(nullptr)) ptrdiff_t;
 
+// the readings' switches (defined with the library's undefined answers, below)
+extern "C" int porter_reading;
+extern "C" int porter_reached;
+
 struct bfloat {
   unsigned short bits;
+  // An integer float cannot hold exactly (past 2^24) converted to bfloat: through float, as
+  // the shim's other conversions go, it rounds twice; LLVM's sitofp to bfloat rounds once.
+  // Which an Apple GPU does is not documented: where the two differ, bit 4096
+  // (UNSETTLED_LIBRARY) and reading 1 gives the once-rounded (review 38's U08).
+  template <typename U>
+  static constexpr unsigned short from_integer(U v) {
+    const unsigned short twice = from_float(static_cast<float>(v));
+    if (__builtin_is_constant_evaluated()) return twice;
+    long double x = static_cast<long double>(v);       // exact: 64 bits of mantissa
+    const bool negative = x < 0;
+    if (negative) x = -x;
+    if (x < 16777216.0L) return twice;                 // float holds it: one rounding either way
+    int e = 0;
+    __builtin_frexpl(x, &e);                           // 2^(e-1) <= x < 2^e
+    const long double unit = __builtin_ldexpl(1.0L, e - 8);   // bfloat's spacing there
+    long double q = __builtin_floorl(x / unit);
+    const long double rest = x - q * unit;
+    if (rest > unit / 2 || (rest == unit / 2 && __builtin_fmodl(q, 2.0L) != 0)) q += 1;
+    const float once_f = static_cast<float>(q * unit) * (negative ? -1.0f : 1.0f);
+    const unsigned short once = from_float(once_f);
+    if (once == twice) return twice;
+    porter_reached |= 4096;
+    return porter_reading ? once : twice;
+  }
 
   static constexpr unsigned short from_float(float f) {
     unsigned int u = __builtin_bit_cast(unsigned int, f);
@@ -73,7 +101,9 @@ struct bfloat {
   constexpr bfloat() : bits(0) {}
   template <typename U,
             std::enable_if_t<std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>, bool> = true>
-  constexpr explicit bfloat(U v) : bits(from_float(static_cast<float>(v))) {}
+  constexpr explicit bfloat(U v)
+      : bits(std::is_integral_v<U> && sizeof(U) >= 4 ? from_integer(v)
+                                                     : from_float(static_cast<float>(v))) {}
   // a value that converts to float (one component of a swizzle, `v.yx.x`), as Metal's
   // static_cast<bfloat> takes any scalar
   template <typename U,
@@ -672,7 +702,18 @@ namespace detail {
 enum : int { UNDEFINED_FAST_NAN = 1, UNDEFINED_MEDIAN_NAN = 2, UNMODELLED_FAST = 4,
              UNDEFINED_CONVERSION = 8, NAN_SIGN = 16, UNDEFINED_SHIFT = 32,
              OUT_OF_BOUNDS = 64, UNDEFINED_ARGUMENT = 128, SIGNED_OVERFLOW = 256,
-             SIGNED_ZEROS = 512, NARROW_VECTOR_OVERFLOW = 1024, DIVIDE_OVERFLOW = 2048 };
+             SIGNED_ZEROS = 512, NARROW_VECTOR_OVERFLOW = 1024, DIVIDE_OVERFLOW = 2048,
+             UNSETTLED_LIBRARY = 4096 };
+// Bit 4096 (UNSETTLED_LIBRARY): an answer of Metal's library or conversions the specification
+// leaves open, read both ways (reading 1 the other answer): an integer past 2^24 to bfloat
+// (bfloat::from_integer), ilogb of zero or NaN (C's FP_ILOGB0/FP_ILOGBNAN are either least or
+// greatest int; glibc's are INT_MIN), frexp of a float subnormal (flushed as Apple GPUs flush
+// the library's arguments, or not) (review 38's U08, B13, B10)
+inline int unsettled(int here, int other) {
+  if (here == other) return here;
+  porter_reached |= UNSETTLED_LIBRARY;
+  return porter_reading ? other : here;
+}
 inline void note_vector_undefined(int bit) { porter_reached |= bit; }
 static_assert(UNDEFINED_SHIFT == 32 && OUT_OF_BOUNDS == 64 && NARROW_VECTOR_OVERFLOW == 1024,
               "vector_element and operator[] name these bits before the enum");
@@ -791,6 +832,37 @@ inline vec<T, N> map2(const vec<T, N>& a, const vec<T, N>& b, F f) {
 // bits. So every float argument of the library, and every float answer, passes through here.
 inline float ftz(float x) {
   return (__builtin_bit_cast(unsigned int, x) & 0x7f800000u) == 0 ? __builtin_copysignf(0.0f, x) : x;
+}
+// frexp of a float subnormal: flushed first (0, exponent 0), or taken apart as it is: which
+// an Apple GPU answers is not documented (bit 4096, reading 1 the exact one)
+inline float frexp_either(float x, int& e) {
+  int flushed_e = 0, exact_e = 0;
+  const float flushed = __builtin_frexpf(ftz(x), &flushed_e);
+  float exact = flushed;
+  exact_e = flushed_e;
+  const unsigned int u = __builtin_bit_cast(unsigned int, x);
+  if ((u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0) {
+    // taken apart from its bits: libm's frexpf reads it as zero under the worker's DAZ
+    const unsigned int f = u & 0x7fffffu;
+    const int k = 32 - __builtin_clz(f);          // f < 2^k: x = (f / 2^k) x 2^(k - 149)
+    exact = __builtin_copysignf(float(f) / float(1u << k), x);
+    exact_e = k - 149;
+  }
+  if (flushed == exact && flushed_e == exact_e) {
+    e = flushed_e;
+    return flushed;
+  }
+  const bool other = unsettled(0, 1) == 1;     // noted; reading 1 is the exact one
+  e = other ? exact_e : flushed_e;
+  return other ? exact : flushed;
+}
+// ilogb of zero (a flushed subnormal too) or NaN: FP_ILOGB0 / FP_ILOGBNAN are the least or
+// the greatest int as the implementation chooses (glibc: INT_MIN for both)
+inline int ilogb_either(float x) {
+  const int here = __builtin_ilogbf(ftz(x));
+  if (ftz(x) == 0.0f) return unsettled(here, -2147483647);
+  if (x != x) return unsettled(here, 2147483647);
+  return here;
 }
 // sinpi/cospi are exact at integers and half-integers in Metal (lgamma's reflection
 // formula relies on sinpi(n) == 0 to return inf at the poles).
@@ -1203,9 +1275,9 @@ inline float mix(float x, float y, float a) { return x + (y - x) * a; }  // port
 inline half mix(half x, half y, half a) { return x + (y - x) * a; }  // porter: may contract mix
 inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
 inline half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
-inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
+inline float frexp(float x, int& e) { return detail::frexp_either(x, e); }
 inline half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
-inline int ilogb(float x) { return __builtin_ilogbf(detail::ftz(x)); }
+inline int ilogb(float x) { return detail::ilogb_either(x); }
 inline float modf(float x, float& ip) { return __builtin_modff(detail::ftz(x), &ip); }
 // both parts of a half are halves exactly (review 37's N21: Metal has the half overload)
 inline half modf(half x, half& ip) {
@@ -1333,7 +1405,7 @@ PORTER_MATH2_F(min, __builtin_fminf(x, y))
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float sincos(float x, float& c) { return ::metal::sincos(x, c); }
 inline float ldexp(float x, int k) { return detail::ftz(__builtin_ldexpf(detail::ftz(x), k)); }
-inline float frexp(float x, int& e) { return __builtin_frexpf(detail::ftz(x), &e); }
+inline float frexp(float x, int& e) { return detail::frexp_either(x, e); }
 inline float divide(float x, float y) { return x / y; }
 PORTER_MATH3_F(fmax3, __builtin_fmaxf(x, __builtin_fmaxf(y, z)))
 PORTER_MATH3_F(fmin3, __builtin_fminf(x, __builtin_fminf(y, z)))
