@@ -487,3 +487,27 @@ def test_a_reference_input_failure_is_filed_under_the_cause_its_values_show():
                                             "(reference inputs)", "status": "ok",
                                     "finding": "reference inputs pass on int64"}
     assert items()["edge values"]["status"] == "todo"
+
+
+def test_the_last_line_says_not_proven_where_every_failing_row_does():
+    # review 37's note: `porter pr` called a port red whose rows all said "not proven", where
+    # `porter test` and the port commands say "is not proven, so not green"
+    from porter.commands.pr import _why_red
+    row = {"opinfo": "heaviside", "samples": "fail", "reference": "pass", "shapes": "pass"}
+    data = {"verdicts": [dict(row, proven_red=False)], "checklist": []}
+    assert "heaviside not proven on the tested commit" in _why_red(data)
+    assert "red on" not in _why_red(data)
+    data = {"verdicts": [dict(row, proven_red=True)], "checklist": []}
+    assert "heaviside red on the tested commit" in _why_red(data)
+
+
+def test_a_row_is_proven_red_unless_its_failure_says_not_proven():
+    from porter.harness.verdicts import DtypeResult, OpResult
+    from porter.review.description import _rows
+
+    def result(message):
+        return OpResult(op="heaviside", name="heaviside", variant="", key="heaviside",
+                        device="emulate", dtypes=[DtypeResult("float32", "fail", message=message)])
+    assert [r["proven_red"] for r in _rows([result("not proven: a check porter does not "
+                                                   "evaluate")], "mps")] == [False]
+    assert [r["proven_red"] for r in _rows([result("3 != 2")], "mps")] == [True]

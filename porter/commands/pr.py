@@ -85,9 +85,15 @@ def run(args) -> int:
 def _why_red(data: dict) -> str:
     """One line: what in the description keeps the branch from green."""
     from porter.review.description import KINDS, NOT_RUN, RED
-    red = sorted({v["opinfo"] for v in data["verdicts"] for k in KINDS if v[k] in RED})
+    failing = [v for v in data["verdicts"] if any(v[k] in RED for k in KINDS)]
+    red = sorted({v["opinfo"] for v in failing if v.get("proven_red", True)})
+    # an op whose failing rows all say "not proven" is not known to be red: the words differ
+    # as `porter test`'s do (review 37's note: pr called such a port red)
+    unproven = sorted({v["opinfo"] for v in failing} - set(red))
     open_items = [item["item"] for item in data["checklist"] if item["status"] in ("fail", NOT_RUN)]
     parts = ([f"{', '.join(red)} red on the tested commit (the verdict table)"] if red else []) + \
+        ([f"{', '.join(unproven)} not proven on the tested commit (the rows say why)"]
+         if unproven else []) + \
         ([f"{len(open_items)} checklist item(s) open: {'; '.join(open_items[:3])}"
           + (" ..." if len(open_items) > 3 else "")] if open_items else [])
     return ("the pull request is not green: " + "; ".join(parts or ["see the description"])

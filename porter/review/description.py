@@ -137,15 +137,19 @@ def _verdicts(checkout: co.Checkout, ops: list[str], device: str, dtypes: list[s
 
 
 def _rows(results, device_name: str) -> list[dict]:
+    from porter.harness.run_report import is_not_proven
     rows: dict[tuple[str, str], dict] = {}
     for r in results:
         kind = "reference" if r.reference else "shapes" if r.shapes else "samples"
         for d in r.dtypes:
             row = rows.setdefault((r.op, d.dtype), {
                 "opinfo": r.op, "dtype": d.dtype, **{k: None for k in KINDS},
-                **{f"{k}_count": 0 for k in KINDS}, "message": None,
+                **{f"{k}_count": 0 for k in KINDS}, "message": None, "proven_red": False,
                 "upstream_test": _upstream_test(r, d.dtype, device_name)})
             row[kind], row[f"{kind}_count"] = d.outcome, d.samples
+            # red that porter saw, not a row whose reason is "not proven" (what it cannot model)
+            if d.outcome in RED and not (d.outcome == "fail" and is_not_proven(d.message)):
+                row["proven_red"] = True
             if d.message and d.outcome != PASS and row["message"] is None:
                 row["message"] = f"{kind}: {d.message}"
     return list(rows.values())
