@@ -212,6 +212,9 @@ def _shape_of(request: dict) -> tuple:
             tuple(_bytes_of(b).nbytes for b in request["inputs"]))
 
 
+_TIMED_OUT: set = set()
+
+
 class WorkerClient:
     def __init__(self):
         self.undefined: list | None = None
@@ -223,7 +226,10 @@ class WorkerClient:
         self._answered: dict[int, tuple] = {}
         self.sample = None        # the sample whose calls are made now (emulator_device)
         self._fired = False       # the last exchange's worker was stopped by the watchdog
-        self._timed_out: set = set()   # (library, index) of kernels the watchdog stopped
+        # (library, index) of the kernels the watchdog stopped, kept for the process: every
+        # row (upstream's samples, the reference inputs, the shapes) has a client of its own,
+        # and a library's name is its content's (a rebuilt kernel is a new name)
+        self._timed_out = _TIMED_OUT
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:

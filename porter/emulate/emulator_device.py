@@ -926,8 +926,9 @@ class EmulateBackend:
         key = (metal, reg.name)
         if key not in self._mixed:
             found = [(f, ln) for view in self._views(metal)
-                     for f, ln, owner in view.mixed_halves
-                     if owner == "*" or owner in self._functors(metal, reg.name, groups)]
+                     for f, ln, owner, dtypes in view.mixed_halves
+                     if (owner == "*" or owner in self._functors(metal, reg.name, groups))
+                     and dtypes in ("*", reg.in_type, f"{reg.in_type}2", f"{reg.in_type}4")]
             self._mixed[key] = (
                 f"{self._rel(found[0][0])}:{found[0][1]}: computes with a bfloat and a half "
                 "together, which Metal converts to no common type implicitly (a bfloat converts "

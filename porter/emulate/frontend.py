@@ -208,8 +208,9 @@ class View(NamedTuple):
     # arithmetic of a bfloat with a half (review 38's L34, L35): Metal converts bfloat
     # implicitly to float only, and what it makes of the mixture is not known here (clang
     # computes it in 16 bits, the shim in float): (file, line, the functor's name before
-    # `_functor`, or "*" for code outside every functor, which any kernel may call)
-    mixed_halves: tuple[tuple[str, int, str], ...] = ()
+    # `_functor` or "*" for code outside every functor, which any kernel may call, the
+    # registration dtype it mixes in or "*"): frontend._mixed_halves
+    mixed_halves: tuple[tuple[str, int, str, str], ...] = ()
 
 
 class NoFrontEnd(PorterError):
@@ -359,13 +360,13 @@ def _cached(key: str, version: int) -> View | None:
         return None
     kernel_cache.touch(cached)
     data = json.loads(cached.read_text())
-    if "mixed_halves" not in data:
+    if "mixed_halves2" not in data:
         return None             # a check of an older porter: checked again
     return View(version, tuple(data["errors"]), tuple(map(tuple, data["kernels"])),
                 tuple(map(tuple, data["pragmas"])), tuple(map(tuple, data["unsequenced"])),
                 tuple(map(tuple, data["mul_adds"])),
                 tuple((ln, tuple(tokens), k, n) for ln, tokens, k, n in data["products"]),
-                tuple(data["fma_free"]), tuple(map(tuple, data["mixed_halves"])))
+                tuple(data["fma_free"]), tuple(map(tuple, data["mixed_halves2"])))
 
 
 def _store(key: str, result: View) -> None:
@@ -376,7 +377,7 @@ def _store(key: str, result: View) -> None:
                                     "mul_adds": list(result.mul_adds),
                                     "products": list(result.lone_products),
                                     "fma_free": list(result.fma_free),
-                                    "mixed_halves": list(result.mixed_halves)}))
+                                    "mixed_halves2": list(result.mixed_halves)}))
 
 
 _MODE_DIGEST: list[str] = []
@@ -859,7 +860,8 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     rules = _ast_rules(tu, namer, version, cut if pch is not None else 0)
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
-    lone, fma_free, mixed = _products(tu, namer)
+    lone, fma_free = _products(tu, namer)
+    mixed = _mixed_halves(tu, namer)
     namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
@@ -1083,12 +1085,97 @@ _SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
                 "CXX_STATIC_CAST_EXPR")
 
 
+_HEADER_MIXED: dict[str, tuple] = {}     # a checkout header's content -> its mixed_halves rows
+
+
+def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
+    """Each arithmetic of a bfloat with a half in code a kernel may run (View.mixed_halves):
+    the kernel file's own and the checkout's headers' (one beside the file included with
+    quotes, c10/metal), as (file, line, owner, dtypes): the owner is the functor's name before
+    `_functor`, or "*" for code outside every functor; dtypes "*" where both types are
+    written, else the registration dtype a template's type parameter makes the mixture with
+    (`x + h` of a `T x` and a half: "bfloat")."""
+    ci = _clang()
+    K = ci.CursorKind
+
+    def written_type(c) -> str:
+        """An operand's type before the implicit conversion to the operation's type; "T"
+        for a template's type parameter."""
+        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+            kids = list(c.get_children())
+            if len(kids) != 1:
+                break
+            c = kids[0]
+        canonical = c.type.get_canonical()
+        spelled = canonical.spelling
+        if "__bf16" in spelled or "_Float16" in spelled:
+            return spelled              # (clang's _Float16 has no kind this binding names)
+        if _type_kind(canonical) in (ci.TypeKind.UNEXPOSED, ci.TypeKind.DEPENDENT) or \
+                "type-parameter" in spelled:
+            return "T"
+        return spelled
+
+    def walk(cursor, owner: str, out: list) -> None:
+        for c in cursor.walk_preorder():
+            if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
+                    _operator(c) in (None, "="):
+                continue
+            kinds = [written_type(k) for k in c.get_children()]
+            if len(kinds) != 2:
+                continue
+            bf = any("__bf16" in t for t in kinds)
+            hf = any("_Float16" in t for t in kinds)
+            # a functor's type parameter is the registration's dtype; a helper's may be
+            # bound to anything (`hv_mix<bfloat>` called from any kernel: review 39's P02)
+            dtypes = ("*" if bf and hf or (owner == "*" and (bf or hf) and "T" in kinds)
+                      else "bfloat" if hf and "T" in kinds
+                      else "half" if bf and "T" in kinds else None)
+            if dtypes is not None:
+                f, line = namer.where(c.location)
+                if f is not None:
+                    out.append((f, line, owner, dtypes))
+
+    found: list = []
+    for top in _own_declarations(tu.cursor, namer):
+        functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
+            top.spelling.endswith("_functor")
+        walk(top, top.spelling[:-len("_functor")] if functor else "*", found)
+    # the checkout's headers, once per content in a process (a header's code is the same
+    # whichever file includes it)
+    by_header: dict[str, list] = {}
+
+    def headers_of(cursor):
+        for c in cursor.get_children():
+            f, _ = namer.where(c.location)
+            if f is None or f == namer.display or not namer.checked(f):
+                if c.kind == K.NAMESPACE:
+                    headers_of(c)
+                continue
+            by_header.setdefault(f, []).append(c)
+
+    headers_of(tu.cursor)
+    for f, cursors in by_header.items():
+        try:
+            key = f + "\0" + hashlib.sha256(Path(f).read_bytes()).hexdigest()
+        except OSError:
+            key = None
+        if key is None or key not in _HEADER_MIXED:
+            rows: list = []
+            for c in cursors:
+                walk(c, "*", rows)
+            if key is not None:
+                _HEADER_MIXED[key] = tuple(rows)
+            found += rows
+        else:
+            found += list(_HEADER_MIXED[key])
+    return tuple(dict.fromkeys(found))
+
+
 def _products(tu, namer: "_Namer") -> tuple:
     """The kernel file's products (`a * b`) that no `+`, `-`, `+=` or `-=` of their own
     expression takes, each as (line, tokens, k): the k-th product of that line spelled with
-    those tokens (build.py finds it in the text by them); the functors that have no product
-    and call nothing but conversions and constructors (View.fma_free); and each arithmetic of
-    a bfloat with a half (View.mixed_halves)."""
+    those tokens (build.py finds it in the text by them); and the functors that have no
+    product and call nothing but conversions and constructors (View.fma_free)."""
     ci = _clang()
     K = ci.CursorKind
     through = {getattr(K, n) for n in _SEE_THROUGH}
@@ -1117,17 +1204,6 @@ def _products(tu, namer: "_Namer") -> tuple:
     found: list[tuple[int, tuple[str, ...], bool, int]] = []
     # per functor being walked: whether it has a product or a call (the last entry)
     computes: list[bool] = []
-    mixed: list[tuple[str, int, str]] = []
-    owner: list[str] = ["*"]
-
-    def written_type(c) -> str:
-        """An operand's type before the implicit conversion to the operation's type."""
-        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-            kids = list(c.get_children())
-            if len(kids) != 1:
-                break
-            c = kids[0]
-        return c.type.get_canonical().spelling
 
     def visit(c, taker: str | None):
         kind = c.kind
@@ -1138,13 +1214,6 @@ def _products(tu, namer: "_Namer") -> tuple:
             op = operator(c)
             if computes and op in ("*", "*="):
                 computes[-1] = True
-            if op is not None and op not in ("=", "?"):
-                kinds = [written_type(k) for k in c.get_children()]
-                if len(kinds) == 2 and any("__bf16" in t for t in kinds) and \
-                        any("_Float16" in t for t in kinds):
-                    f, line = namer.where(c.location)
-                    if f == namer.display:
-                        mixed.append((f, line, owner[-1]))
             if op == "*" and kind == K.BINARY_OPERATOR or op == "*=":
                 f, line = namer.where(c.extent.start)
                 if f == namer.display:
@@ -1170,9 +1239,7 @@ def _products(tu, namer: "_Namer") -> tuple:
             top.spelling.endswith("_functor")
         if functor:
             computes.append(False)
-        owner.append(top.spelling[:-len("_functor")] if functor else "*")
         visit(top, None)
-        owner.pop()
         if functor and not computes.pop():
             free.append(top.spelling[:-len("_functor")])
     out, seen = [], {}
@@ -1181,7 +1248,7 @@ def _products(tu, namer: "_Namer") -> tuple:
         seen[(line, tokens)] = k + 1
         if lone:
             out.append((line, tokens, k, left))
-    return tuple(out), tuple(free), tuple(dict.fromkeys(mixed))
+    return tuple(out), tuple(free)
 
 
 def _positions(raw: list[str]) -> list[tuple[str, int]]:
@@ -1448,6 +1515,9 @@ class _Namer:
         self.own: dict = {}     # _own_declarations of the parse being read
         self.allowed = [root] if root is not None else []
         self.allowed.append(headers.c10_metal_parent(root) / "c10" / "metal")
+        beside = headers.beside(display_path)     # a quoted include's first place: the user's
+        if beside is not None:
+            self.allowed.append(beside)
         self._memo: dict[str, bool] = {}
 
     def checked(self, name: str) -> bool:

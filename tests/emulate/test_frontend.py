@@ -1062,11 +1062,18 @@ def test_a_number_inside_a_string_is_left_as_written(fixture_root, tmp_path):
     ("", "return T(float(bfloat(1.0f) + half(1.0h)));", {(7, "m")}),
     ("inline float hv_mix(bfloat b, half h) { return b + h; }\n", "return T(hv_mix(1.0f, 1.0h));",
      {(4, "*")}),
+    # review 39's P02: a template helper, bound to bfloat by its call, whatever the dtype
+    ("template <typename U> inline float hv_mix(U x, half h) { return x + h; }\n",
+     "return T(hv_mix(bfloat(1.0f), half(1.0h)));", {(4, "*")}),
+    # review 39's P01: in a header beside the kernel file
+    ('#include "local_mix.h"\n', "return T(local_mix(1.0f, 1.0h));", {(2, "*")}),
     # the twin: both converted to float first
     ("", "return T(float(bfloat(1.0f)) + float(half(1.0h)));", set()),
 ])
 def test_a_bfloat_with_a_half_is_found(fixture_root, tmp_path, helper, body, found):
     from porter.emulate import frontend
+    (tmp_path / "local_mix.h").write_text(
+        "#pragma once\ninline float local_mix(bfloat b, half h) { return b + h; }\n")
     text = MUL_ADD.replace("struct m_functor", helper + "struct m_functor").replace("BODY", body)
     views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
-    assert {(line, owner) for v in views for _, line, owner in v.mixed_halves} == found
+    assert {(line, owner) for v in views for _, line, owner, _ in v.mixed_halves} == found
