@@ -979,6 +979,17 @@ def _operator(c) -> str | None:
     return tokens[n] if n < len(tokens) else None
 
 
+def _bare(c):
+    """An expression without its parentheses and implicit conversions (one child each)."""
+    K = _clang().CursorKind
+    while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
+        kids = list(c.get_children())
+        if len(kids) != 1:
+            break
+        c = kids[0]
+    return c
+
+
 @functools.cache
 def _binary_kind():
     """libclang's clang_getCursorBinaryOperatorKind, or None where the library lacks it."""
@@ -1006,14 +1017,6 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
     whatever its contraction flag, so one reading is not run."""
     ci = _clang()
     K = ci.CursorKind
-
-    def bare(c):
-        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-            kids = list(c.get_children())
-            if len(kids) != 1:
-                break
-            c = kids[0]
-        return c
 
     operator = _operator
 
@@ -1069,7 +1072,7 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
                     operator(c) not in ("+", "-", "+=", "-="):
                 continue
             for side in c.get_children():
-                side = bare(side)
+                side = _bare(side)
                 if side.kind == K.BINARY_OPERATOR and operator(side) == "*":
                     kind = narrow(side.type)
                     if kind is not None:
@@ -1101,12 +1104,7 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
     def written_type(c) -> str:
         """An operand's type before the implicit conversion to the operation's type; "T"
         for a template's type parameter."""
-        while c.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-            kids = list(c.get_children())
-            if len(kids) != 1:
-                break
-            c = kids[0]
-        canonical = c.type.get_canonical()
+        canonical = _bare(c).type.get_canonical()
         spelled = canonical.spelling
         if "__bf16" in spelled or "_Float16" in spelled:
             return spelled              # (clang's _Float16 has no kind this binding names)
