@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from porter import exit_codes
-from porter.emulate import dialect, frontend, groups, headers, kernel_cache, metal_builtins
+from porter.emulate import (dialect, frontend, groups, guarded_arrays, headers, kernel_cache,
+                            metal_builtins)
 from porter.emulate.fused_kernels import ANYWHERE, fused_registrations
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
@@ -194,7 +195,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     out_dir.mkdir(parents=True, exist_ok=True)
     from concurrent.futures import ThreadPoolExecutor
     checked = text                  # the front end reads the file as written
-    text = _shim_spelled(text)
+    text = guarded_arrays.guarded(_shim_spelled(text))
     if contract:
         text = _lone_products_set_apart(text, frontend.view(checked, display_path, root, version))
 

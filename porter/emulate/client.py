@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from porter.emulate import toolchain
+
 WORKER = Path(__file__).with_name("worker.py")
 
 
@@ -236,7 +238,10 @@ class WorkerClient:
             if self._shared is None:
                 self._shared = _Shared()
             fd = self._shared.fd
-            self._proc = subprocess.Popen([sys.executable, str(WORKER), str(fd)], pass_fds=(fd,),
+            guard = toolchain.guard_runtime()
+            self._proc = subprocess.Popen([sys.executable, str(WORKER), str(fd),
+                                           str(guard) if guard is not None else ""],
+                                          pass_fds=(fd,),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL)
         return self._proc

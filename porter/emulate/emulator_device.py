@@ -1437,10 +1437,12 @@ _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefine
               (512, "fmax/fmin got zeros of both signs: the other zero, as the specification's "
                     "text answers (`y if x < y, otherwise x`), where IEEE's maximumNumber "
                     "orders -0 below +0"),
-              (4096, "an answer the specification leaves open: an integer past 2^24 converted to "
-                     "bfloat rounded once (through float it rounds twice), ilogb of zero or NaN "
-                     "(the least or the greatest int), frexp of a float subnormal taken apart "
-                     "(an Apple GPU may flush it)"))
+              (4096, "an answer the specification leaves open: a library function it holds to a "
+                     "bound in ulp, not to correct rounding (sin, exp, rsqrt, pow, ...: MSL §7.4), "
+                     "answering the other float around the exact value; an integer past 2^24 "
+                     "converted to bfloat rounded once (through float it rounds twice), ilogb of "
+                     "zero or NaN (the least or the greatest int), frexp of a float subnormal taken "
+                     "apart (an Apple GPU may flush it)"))
 
 
 # the object a host's kernel call runs on, and its declaration as the bundled metallib
@@ -1498,8 +1500,9 @@ _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")
 _INDEXED_PAST_BOUND = (
-    "the kernel indexed an array or a vector past its bound: undefined in Metal, the next "
-    "bytes on this CPU, and not known on an Apple GPU")
+    "the kernel indexed an array or a vector past its bound, or read past a program-scope "
+    "`constant` array (porter's guard page stops that read, and the kernel's answer with it): "
+    "undefined in Metal, the next bytes on this CPU, and not known on an Apple GPU")
 _NAN_SIGN_READ = (
     "the kernel read the sign of a NaN with x86's default bits (0xffc00000: what an invalid "
     "operation such as 0/0 or inf - inf makes here, negative, where an Apple GPU makes it "

@@ -146,7 +146,7 @@ def compiler_id(cxx: str) -> str:
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
                   "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py",
-                  "fused_kernels.py")
+                  "fused_kernels.py", "guarded_arrays.py")
 _code_digest: str | None = None
 
 
@@ -316,3 +316,32 @@ def first_error(stderr: str, display_path) -> str:
         return f"{display_path}: compiler failed: {stderr.strip()[:300]}"
     m = LOCATION_RE.match(blocks[0][-1])
     return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}" if m else blocks[0][-1]
+
+
+GUARD_SOURCE = Path(__file__).with_name("guard") / "guard_pages.c"
+
+
+def guard_runtime() -> Path | None:
+    """The guard pages' library (porter/emulate/guard/guard_pages.c: a read past a program-scope
+    `constant` array faults, and the kernel's answer is not proven), built once per cache and
+    compiler; None where it cannot be built (the worker then runs kernels as before, and the
+    arrays stay where the kernel library put them)."""
+    try:
+        cxx = compiler()
+        source = GUARD_SOURCE.read_bytes()
+    except (PorterError, OSError):
+        return None
+    digest = hashlib.sha256(b"guard-v1\0" + compiler_id(cxx).encode() + b"\0" + source)
+    target = cache_dir() / f"guard-{digest.hexdigest()[:24]}.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+    proc = subprocess.run([cxx, "-x", "c", "-O2", "-fPIC", "-shared", str(GUARD_SOURCE),
+                           "-o", str(staged)], capture_output=True, text=True,
+                          env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        staged.unlink(missing_ok=True)
+        return None
+    os.replace(staged, target)
+    return target

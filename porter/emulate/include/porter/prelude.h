@@ -236,6 +236,17 @@ static const Entry* entries = __start_porter_kernels;
 static int n_entries_() {
   return __start_porter_kernels ? int(__stop_porter_kernels - __start_porter_kernels) : 0;
 }
+// A program-scope `constant` array of the kernel file, as the build writes it
+// (porter/emulate/guarded_arrays.py): the worker's guard pages copy it to the end of pages an
+// inaccessible page follows, so that a read past its end is seen (porter/emulate/guard/
+// guard_pages.c). Loaded where that library is not (the parent reading the registrations), the
+// array stays where it is.
+extern "C" const void* porter_guard_copy(const void* src, unsigned long size) __attribute__((weak));
+template <typename A>
+const A& guarded(const A& a) {
+  if (!porter_guard_copy) return a;
+  return *static_cast<const A*>(porter_guard_copy(&a, sizeof(A)));
+}
 } // namespace porter
 extern "C" {
 // weak: each piece of a file built in pieces (porter.emulate.groups) carries them; one is kept

@@ -1,0 +1,93 @@
+// porter's guard pages (porter/emulate/guarded_arrays.py): each program-scope `constant`
+// array of a kernel file is copied, when its library loads in the worker, to the end of
+// pages an inaccessible page follows, so that a read past its end faults on this CPU, where it
+// read the next object's bytes (review 36's K07, 37's N29: a pointer into a `constant` table
+// stepped past it was green). porter_guarded_run turns that fault into the kernel's
+// OUT_OF_BOUNDS note (undefined in Metal: not proven), and any other fault into the crash it
+// was. Built once per cache by porter.emulate.toolchain.guard_runtime, loaded RTLD_GLOBAL by
+// porter/emulate/worker.py before any kernel library (which finds porter_guard_copy weakly).
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_GUARDS 65536
+
+static char* guards[MAX_GUARDS];
+static int n_guards;
+static long page;
+static sigjmp_buf past_end;
+static volatile sig_atomic_t armed;
+static struct sigaction before;
+
+__attribute__((visibility("default"))) const void* porter_guard_copy(const void* src,
+                                                                    unsigned long size) {
+  if (!page) page = sysconf(_SC_PAGESIZE);
+  if (size == 0 || n_guards >= MAX_GUARDS) return src;
+  const unsigned long data = (size + page - 1) / page * page;
+  char* base = mmap(0, data + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return src;
+  // the array ends where the guard begins; its alignment holds, as its size is a multiple
+  // of its element's alignment and the guard is page-aligned
+  char* at = base + data - size;
+  memcpy(at, src, size);
+  mprotect(base, data, PROT_READ);
+  mprotect(base + data, page, PROT_NONE);
+  guards[n_guards++] = base + data;
+  return at;
+}
+
+static void on_fault(int sig, siginfo_t* info, void* context) {
+  (void)sig;
+  (void)context;
+  const char* at = (const char*)info->si_addr;
+  if (armed)
+    for (int i = 0; i < n_guards; ++i)
+      if (at >= guards[i] && at < guards[i] + page) {
+        armed = 0;
+        siglongjmp(past_end, 1);
+      }
+  // not a guard's: the fault repeats under the handler that was there, and crashes as before
+  sigaction(SIGSEGV, &before, 0);
+}
+
+typedef int (*run_fn)(int, int, void*, const void* const*, const void*, long, int,
+                      const long*, const long* const*);
+
+// porter_run's arguments after `run`; -2 where the kernel read a guard page
+__attribute__((visibility("default"))) int porter_guarded_run(
+    run_fn run, int i, int strided, void* out, const void* const* ins, const void* alpha,
+    long numel, int ndim, const long* sizes, const long* const* strides) {
+  if (n_guards == 0) return run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+  static int installed;
+  if (!installed) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &before);
+    installed = 1;
+  }
+  // the kernel's loop flushes subnormals with the CPU's switches and restores them on the way
+  // out; a jump past it restores them here
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned int switches = __builtin_ia32_stmxcsr();
+#elif defined(__aarch64__)
+  const unsigned long switches = __builtin_aarch64_get_fpcr();
+#endif
+  if (sigsetjmp(past_end, 1)) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_ldmxcsr(switches);
+#elif defined(__aarch64__)
+    __builtin_aarch64_set_fpcr(switches);
+#endif
+    return -2;
+  }
+  armed = 1;
+  const int r = run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+  armed = 0;
+  return r;
+}

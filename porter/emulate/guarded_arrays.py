@@ -1,0 +1,153 @@
+"""The kernel file's program-scope `constant` arrays, as the g++ build writes them: each behind
+a guard page (porter/emulate/guard/guard_pages.c), so that a read past its end is seen.
+
+On this CPU a pointer stepped past a `constant` table reads the next object's bytes, and the
+sample's verdict was whatever those bytes made of it (review 36's K07: `constant int* p = tab;
+p[2]` of a two-element table; review 37's N29: `p += 1 + k`). On an Apple GPU the read is
+undefined. So `constant T name[N] = {...};` at namespace scope is built as
+
+    constant T porter_init_name[N] = {...}; static const auto& name = ::porter::guarded(porter_init_name);
+
+on the same line: the worker copies each array to the end of pages an inaccessible page
+follows, and a read past it is the kernel's OUT_OF_BOUNDS note (not proven). Only what this
+module can read as one such declaration is guarded: a `constexpr` array (whose elements a
+constant expression may read, which a reference to a copy cannot give), one of several
+declarators, or one a macro spells keeps its place, and a read past it is this CPU's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "porter_init_"
+
+# one declaration at namespace scope, comments blanked: qualifiers with `constant` among them,
+# the element type, the name, its dimensions and a braced initializer
+_DECLARATION = re.compile(
+    r"\s*(?P<head>(?:[\w:<>,]+\s+)+?)(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\[\]]*\]\s*)+)"
+    r"=\s*\{", re.S)
+
+
+def guarded(text: str) -> str:
+    """`text` with each program-scope `constant` array it declares on its own built behind a
+    guard page (the module's docstring); the line structure is kept."""
+    edits: list[tuple[int, str]] = []
+    for start, end in _namespace_statements(text):
+        statement = text[start:end]
+        m = _DECLARATION.match(statement)
+        if m is None:
+            continue
+        words = m.group("head").split()
+        if "constant" not in words or "constexpr" in words or "typedef" in words \
+                or "using" in words or "extern" in words:
+            continue
+        close = _matching_brace(statement, m.end() - 1)
+        if close is None or statement[close + 1:].strip() != ";":
+            continue                               # several declarators, or not one array
+        name = m.group("name")
+        edits.append((start + m.start("name"), PREFIX))
+        edits.append((end, f" static const auto& {name} = ::porter::guarded({PREFIX}{name});"))
+    if not edits:
+        return text
+    out, at = [], 0
+    for pos, piece in sorted(edits):
+        out += [text[at:pos], piece]
+        at = pos
+    return "".join(out) + text[at:]
+
+
+def _namespace_statements(text: str):
+    """(start, end) of each statement at namespace scope: `end` just past its `;`. Comments,
+    literals and preprocessor lines are skipped; a brace a `namespace` (or `extern "C"`) opens
+    is namespace scope, any other is inside a statement."""
+    blank = _blanked(text)
+    stack: list[bool] = []          # True: a namespace's brace
+    start = 0
+    i, n = 0, len(blank)
+    while i < n:
+        c = blank[i]
+        if c == "{":
+            opens_namespace = bool(re.search(r"(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s+\"C\")\s*$",
+                                             blank[start:i]))
+            if opens_namespace and all(stack):
+                start = i + 1
+            stack.append(opens_namespace)
+        elif c == "}":
+            if stack:
+                was_namespace = stack.pop()
+                if all(stack) and (was_namespace or not _continues(blank, i + 1)):
+                    start = i + 1       # a namespace's end, or a function body's
+        elif c == ";" and all(stack):
+            yield start, i + 1
+            start = i + 1
+        i += 1
+
+
+def _continues(blank: str, i: int) -> bool:
+    """Whether the statement goes on after a `}` (an initializer's: `= {...};`)."""
+    rest = blank[i:].lstrip()
+    return rest[:1] in (";", ",", ")")
+
+
+def _matching_brace(text: str, i: int) -> int | None:
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _blanked(text: str) -> str:
+    """`text` with comments, string and character literals and preprocessor lines turned into
+    spaces (newlines kept), so that braces and semicolons are the code's."""
+    out = list(text)
+    i, n = 0, len(text)
+    line_start = True
+    while i < n:
+        c = text[i]
+        if line_start and c in " \t":
+            i += 1
+            continue
+        if line_start and c == "#":
+            j = i
+            while j < n and (text[j] != "\n" or text[j - 1] == "\\"):
+                j += 1
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+            continue
+        line_start = c == "\n"
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+            continue
+        if c == "'" and i > 0 and text[i - 1].isalnum():
+            i += 1                      # a digit separator (1'000), not a character literal
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i, min(j + 1, n)):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j + 1
+            continue
+        i += 1
+    return "".join(out)

@@ -1,0 +1,54 @@
+"""porter.emulate.guarded_arrays.guarded: which program-scope `constant` arrays the g++ build
+puts behind a guard page, line for line (before -> after tables)."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.emulate.guarded_arrays import guarded
+
+GUARD = " static const auto& {0} = ::porter::guarded(porter_init_{0});"
+
+_cases = (
+    pytest.param("constant int tab[2] = {7, 7};",
+                 "constant int porter_init_tab[2] = {7, 7};" + GUARD.format("tab"),
+                 id="a table at file scope"),
+    pytest.param("namespace a { namespace b {\nconstant float c[] = {1.0f, 2.0f};\n}}",
+                 "namespace a { namespace b {\nconstant float porter_init_c[] = {1.0f, 2.0f};"
+                 + GUARD.format("c") + "\n}}", id="in a namespace, its size from the initializer"),
+    pytest.param("static constant float4 v[2] = {float4(1), float4(2)};",
+                 "static constant float4 porter_init_v[2] = {float4(1), float4(2)};" + GUARD.format("v"),
+                 id="static, of vectors"),
+    pytest.param("constant float t[2][2] = {{1, 2}, {3, 4}};",
+                 "constant float porter_init_t[2][2] = {{1, 2}, {3, 4}};" + GUARD.format("t"),
+                 id="two dimensions"),
+    pytest.param("constant int big[1'000] = {1};",
+                 "constant int porter_init_big[1'000] = {1};" + GUARD.format("big"),
+                 id="a digit separator is no character literal"),
+    # a constant expression may read a constexpr array's elements: a reference to a copy
+    # cannot give them, so it keeps its place
+    pytest.param("constexpr constant int cx[2] = {1, 2};", "constexpr constant int cx[2] = {1, 2};",
+                 id="constexpr stays"),
+    pytest.param("constant int a[2] = {1, 2}, b[2] = {3, 4};",
+                 "constant int a[2] = {1, 2}, b[2] = {3, 4};", id="several declarators stay"),
+    pytest.param("constant float scale = 2.0f;", "constant float scale = 2.0f;",
+                 id="a scalar stays"),
+    pytest.param("struct f {\n  inline int operator()(int x) { constant int* p = tab; return p[x]; }\n};",
+                 "struct f {\n  inline int operator()(int x) { constant int* p = tab; return p[x]; }\n};",
+                 id="inside a function stays"),
+    pytest.param('const char* s = "constant int z[2] = {1, 2};"; // constant int w[1] = {0};',
+                 'const char* s = "constant int z[2] = {1, 2};"; // constant int w[1] = {0};',
+                 id="in a literal or a comment stays"),
+    pytest.param("template <typename T> T g(T x) { return x; }\nconstant int k[1] = {3};",
+                 "template <typename T> T g(T x) { return x; }\nconstant int porter_init_k[1] = {3};"
+                 + GUARD.format("k"), id="after a function body"),
+    pytest.param("#define TABLE constant int m[1] = {0};\nTABLE", "#define TABLE constant int m[1] = {0};\nTABLE",
+                 id="a macro's stays"),
+)
+
+
+@pytest.mark.parametrize(("before", "after"), _cases)
+def test_guarded(before, after):
+    out = guarded(before)
+    assert out == after
+    assert out.count("\n") == before.count("\n")
