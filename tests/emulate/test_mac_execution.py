@@ -688,6 +688,12 @@ def test_the_least_value_divided_by_minus_one_is_undefined_even_where_folded(fix
     # a half overload brackets at half's precision (0x389e and 0x389f around 0.57735)
     ("int(as_type<ushort>(rsqrt(half(x))))", 3, 0x389e, 0x389f),
     ("int(as_type<uint>(pow(float(x), 0.5f)))", 2, 0x3fb504f3, 0x3fb504f4),
+    # two calls with one exact value do not move together (every other call of an element
+    # moves: review 40's B17), and sincos's answers are sin's and cos's (V13)
+    ("int(pow(float(x), -0.5f) == rsqrt(float(x)))", 3, 1, 0),
+    ("float c = 0.0f;\n    return int(sincos(float(x) / 6.0f, c) == sin(float(x) / 6.0f))", 3, 1, 0),
+    # pow's and powr's exact answers are read below too (Apple's powr is exp2(y * log2(x)): V15)
+    ("int(powr(float(x), 5.0f))", 3, 243, 242),
     # an exact answer has one float, and correctly rounded functions are not read twice
     ("int(as_type<uint>(sqrt(float(x))))", 4, None, None),
     ("int(as_type<uint>(exp(float(x) - 3.0f)))", 3, None, None),

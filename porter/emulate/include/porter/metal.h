@@ -915,32 +915,43 @@ inline half nextafter_half(half from, half to) {
 // `rsqrt`, `pow`, ...), may answer either float around the exact value. `r` is this CPU's
 // answer, `exact` the value in double: where they differ, reading 1 is the other float around
 // it, so a functor that compares such bits exactly (`rsqrt(3) == 1 / sqrt(3)`, review 38's
-// B09) is not proven, and one within a tolerance passes both ways. An answer farther off,
-// which a bound of several ulp allows, is not modelled. A half overload reads at half's
-// spacing (Metal's half functions have bounds of their own): half_bracket. Exact answers
-// (exp(0), sqrt(4)) and answers past the type's range have one reading, and so has
-// fast::tanh, whose formula porter runs (detail::fast_tanh).
+// B09) is not proven, and one within a tolerance passes both ways. Reading 1 moves every other
+// call of an element (the first, the third, ...: bracket_calls, reset per element by
+// prelude.h's run_loop), so that two calls with one exact value (`pow(3, -0.5) == rsqrt(3)`,
+// review 40's B17) do not move together. An answer farther off, which a bound of several ulp
+// allows, is not modelled. A half overload reads at half's spacing (Metal's half functions
+// have bounds of their own): half_bracket. Exact answers (exp(0), sqrt(4)) and answers past
+// the type's range have one reading, but pow's and powr's (review 40's B04, V15: Apple's powr
+// is exp2(y * log2(x)), 242.99997 for powr(3, 5)): their other reading is the float below
+// in magnitude. fast::tanh, whose formula porter runs (detail::fast_tanh), has one reading.
 inline int bracket_half_depth = 0;
+inline int bracket_calls = 0;
 struct half_bracket {
   half_bracket() { ++bracket_half_depth; }
   ~half_bracket() { --bracket_half_depth; }
 };
-inline float within_ulps(float r, double exact) {
+inline float bracket_read(float r, float other) {
+  porter_reached |= UNSETTLED_LIBRARY;
+  const bool moves = bracket_calls++ % 2 == 0;
+  return porter_reading && moves ? other : r;
+}
+inline float within_ulps(float r, double exact, bool exact_may_move = false) {
   if (!__builtin_isfinite(r) || !__builtin_isfinite(exact)) return r;
   if (bracket_half_depth > 0) {
     const half h = (half)r;
     const double hd = (double)(float)h;
-    if (!__builtin_isfinite(hd) || hd == exact) return r;
-    const half other = nextafter_half(h, exact > hd ? (half)65504.0f : (half)-65504.0f);
+    if (!__builtin_isfinite(hd) || hd == 0.0 || (hd == exact && !exact_may_move)) return r;
+    const half toward = hd == exact ? (half)0.0f : exact > hd ? (half)65504.0f : (half)-65504.0f;
+    const half other = nextafter_half(h, toward);
     if (other == h) return r;
-    porter_reached |= UNSETTLED_LIBRARY;
-    return porter_reading ? (float)other : r;
+    return bracket_read(r, (float)other);
   }
-  if ((double)r == exact) return r;
-  const float other = __builtin_nextafterf(r, exact > (double)r ? __builtin_inff() : -__builtin_inff());
+  if (r == 0.0f || ((double)r == exact && !exact_may_move)) return r;
+  const float toward = (double)r == exact ? 0.0f
+                       : exact > (double)r ? __builtin_inff() : -__builtin_inff();
+  const float other = __builtin_nextafterf(r, toward);
   if (!__builtin_isfinite(other)) return r;
-  porter_reached |= UNSETTLED_LIBRARY;
-  return porter_reading ? other : r;
+  return bracket_read(r, other);
 }
 } // namespace detail
 
@@ -994,6 +1005,7 @@ inline float within_ulps(float r, double exact) {
 // float around the exact value, detail::within_ulps); the others are correctly rounded or
 // exact there (ceil, fabs, fmax, fmod, ...) and answer this CPU's bits.
 #define PORTER_ULPS(r, exact) detail::within_ulps(r, exact)
+#define PORTER_ULPS_POW(r, exact) detail::within_ulps(r, exact, true)
 #define PORTER_MATH_TABLE(M1, M2)                                                                             \
   M1(acos, PORTER_ULPS(__builtin_acosf(x), __builtin_acos(x)))                                                \
   M1(acosh, PORTER_ULPS(__builtin_acoshf(x), __builtin_acosh(x)))                                             \
@@ -1036,8 +1048,8 @@ inline float within_ulps(float r, double exact) {
   M2(fmax, PORTER_FMAX(x, y))                                                                                 \
   M2(fmin, PORTER_FMIN(x, y))                                                                                 \
   M2(fmod, __builtin_fmodf(x, y))                                                                             \
-  M2(pow, PORTER_ULPS(__builtin_powf(x, y), __builtin_pow(x, y)))                                             \
-  M2(powr, PORTER_ULPS(detail::powr(x, y), __builtin_pow(x, y)))                                              \
+  M2(pow, PORTER_ULPS_POW(__builtin_powf(x, y), __builtin_pow(x, y)))                                             \
+  M2(powr, PORTER_ULPS_POW(detail::powr(x, y), __builtin_pow(x, y)))                                              \
   M2(step, (y < x ? 0.0f : 1.0f))
 
 PORTER_MATH_TABLE(PORTER_MATH1, PORTER_MATH2)
@@ -1331,14 +1343,14 @@ inline half modf(half x, half& ip) {
   return frac;
 }
 // flushed like every float argument and answer of the library (review 35's B10g)
+// sin's and cos's answers, each within its bound (review 40's V13: sincos was read once)
 inline float sincos(float x, float& c) {
-  x = detail::ftz(x);
-  c = detail::ftz(__builtin_cosf(x));
-  return detail::ftz(__builtin_sinf(x));
+  c = ::metal::cos(x);
+  return ::metal::sin(x);
 }
 inline half sincos(half x, half& c) {
-  c = half(__builtin_cosf(float(x)));
-  return half(__builtin_sinf(float(x)));
+  c = ::metal::cos(x);
+  return ::metal::sin(x);
 }
 // flushed like every float answer of the library (detail::ftz): on an Apple GPU a step into the
 // subnormals is a signed zero (upstream #125051: `nextafter(0, 1) > 0` is false on MPS; review
@@ -1488,6 +1500,7 @@ PORTER_MATH3_F(fmedian3, detail::median3(x, y, z, detail::UNDEFINED_FAST_NAN | d
 
 #undef PORTER_MATH_TABLE
 #undef PORTER_ULPS
+#undef PORTER_ULPS_POW
 #undef PORTER_TANH
 #undef PORTER_FMAX
 #undef PORTER_FMIN

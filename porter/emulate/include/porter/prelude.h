@@ -180,6 +180,7 @@ static void run_loop(const Entry& e, void* out, const void* const* ins, const vo
       for (int k = 0; k < e.arity; ++k)
         p[k] = static_cast<const char*>(ins[k]) + i * e.in_size;
     }
+    ::metal::detail::bracket_calls = 0;       // each element's library calls, from the first
     e.elem(static_cast<char*>(out) + o0, p, alpha);
   }
 }
