@@ -238,9 +238,9 @@ class WorkerClient:
             if self._shared is None:
                 self._shared = _Shared()
             fd = self._shared.fd
-            guard = toolchain.guard_runtime()
+            runtime = toolchain.worker_runtime()
             self._proc = subprocess.Popen([sys.executable, str(WORKER), str(fd),
-                                           str(guard) if guard is not None else ""],
+                                           str(runtime) if runtime is not None else ""],
                                           pass_fds=(fd,),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL)

@@ -883,6 +883,8 @@ class EmulateBackend:
                 readings.append((_UNDEFINED_TAG, _NARROW_VECTOR_OVERFLOWED))
             if undefined[0] & _DIVIDE_OVERFLOW:
                 readings.append((_UNDEFINED_TAG, _DIVIDED_LEAST_BY_MINUS_ONE))
+            if undefined[0] & _UNINITIALIZED:
+                readings.append((_UNDEFINED_TAG, _READ_BEFORE_WRITTEN))
             if undefined[1] is not None:
                 readings.append((undefined_reading(undefined[0]),
                                  self._read_as_host(run, run.like(out, undefined[1]), want_out)))
@@ -1488,6 +1490,13 @@ _DIVIDED_LEAST_BY_MINUS_ONE = (
     "the kernel divided a signed type's least value by -1 (or took that remainder): undefined "
     "in Metal (LLVM folds it to poison where it sees the operands), trapping on this CPU only "
     "where g++ did not fold it, and not known on an Apple GPU; test the divisor first")
+# the worker's own bit: the answer changed with the stack's filling (porter/emulate/
+# worker_runtime.c)
+_UNINITIALIZED = 32768
+_READ_BEFORE_WRITTEN = (
+    "the kernel read a local variable (or an element of a vector, an array or a struct) before "
+    "writing it: undefined in Metal, and its answer changed with what the stack held here "
+    "(porter runs each sample on two fillings of it); initialize it (`float2 acc = 0.0f;`)")
 # the reading a sample that overflowed a signed integer is held to as well (_folded_answer)
 _FOLDED = ("assuming no signed integer overflow, as Apple's compiler may (it is undefined in "
            "Metal; g++ -O2 folds on the same assumption; not proven)")

@@ -1,5 +1,5 @@
 """The kernel file's program-scope `constant` arrays, as the g++ build writes them: each behind
-a guard page (porter/emulate/guard/guard_pages.c), so that a read past its end is seen.
+a guard page (porter/emulate/worker_runtime.c), so that a read past its end is seen.
 
 On this CPU a pointer stepped past a `constant` table reads the next object's bytes, and the
 sample's verdict was whatever those bytes made of it (review 36's K07: `constant int* p = tab;

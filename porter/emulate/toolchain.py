@@ -39,10 +39,12 @@ FLAGS = [
     # the sample runs again on FOLDING_FLAGS' build (review 34's N01, N04).
     SANITIZE,
     "-fsigned-char",
-    # A local read before it is written is undefined on a Mac (LLVM may fold it to any value);
-    # here it would read whatever the stack held, often a 0 that passes: a pattern (a float of
-    # -1.7e38, an int of -16843010) makes such a read fail every time instead.
-    "-ftrivial-auto-var-init=pattern",
+    # A local read before it is written is undefined on a Mac (LLVM may fold it to any value).
+    # This -O0 build keeps every local in the stack frame, uninitialized, and the worker runs
+    # each sample on two fillings of the stack (0xfe bytes, then zeros: porter/emulate/
+    # worker_runtime.c): where the answers differ, the kernel read one, and the sample is not
+    # proven (review 40's U01, U02, U19, U20, U25). The optimizing builds, whose locals live in
+    # registers, fill them with a pattern instead (PATTERN_FILLED).
     # Metal attributes ([[buffer(0)]], [[host_name(..)]]) and `#pragma unroll` are unknown to g++.
     "-w",
     "-fno-diagnostics-show-caret",
@@ -56,8 +58,9 @@ FLAGS = [
 # The build a sample that overflowed a signed integer runs on again: the overflow is undefined,
 # g++ at -O2 folds code on the assumption that it never happens as clang may (`a + 1 < a`
 # false, an abs of a negation never negative); the other families stay noted.
+PATTERN_FILLED = "-ftrivial-auto-var-init=pattern"
 FOLDING_FLAGS = [SANITIZE.replace(",signed-integer-overflow", "") if f == SANITIZE else f
-                 for f in FLAGS] + ["-O2"]
+                 for f in FLAGS] + ["-O2", PATTERN_FILLED]
 
 # The Metal language versions PyTorch builds its kernel files with (macOS 14: 3.1, macOS 15: 3.2,
 # macOS 26: 4.0). The emulator's library is built under the first; a file is checked under each
@@ -89,7 +92,7 @@ def _contract_flags() -> tuple[str, ...] | None:
     import platform
     machine = platform.machine().lower()
     as_written = ["-O1", "-fexpensive-optimizations", "-ffp-contract=fast", "-fno-tree-fre",
-                  "-fno-tree-pre", "-fno-tree-dominator-opts"]
+                  "-fno-tree-pre", "-fno-tree-dominator-opts", PATTERN_FILLED]
     if machine in ("aarch64", "arm64"):
         return tuple(as_written)
     if machine in ("x86_64", "amd64"):
@@ -318,26 +321,27 @@ def first_error(stderr: str, display_path) -> str:
     return f"{m.group('file')}:{m.group('line')}: {m.group('msg')}" if m else blocks[0][-1]
 
 
-GUARD_SOURCE = Path(__file__).with_name("guard") / "guard_pages.c"
+RUNTIME_SOURCE = Path(__file__).with_name("worker_runtime.c")
 
 
-def guard_runtime() -> Path | None:
-    """The guard pages' library (porter/emulate/guard/guard_pages.c: a read past a program-scope
-    `constant` array faults, and the kernel's answer is not proven), built once per cache and
-    compiler; None where it cannot be built (the worker then runs kernels as before, and the
-    arrays stay where the kernel library put them)."""
+def worker_runtime() -> Path | None:
+    """The worker's runtime library (porter/emulate/worker_runtime.c: guard pages after the
+    kernel file's program-scope `constant` arrays, and the stack filled before each run), built
+    once per cache and compiler; None where it cannot be built (the worker then runs kernels
+    directly: the arrays stay where the kernel library put them, and a local read before it is
+    written reads what the stack held)."""
     try:
         cxx = compiler()
-        source = GUARD_SOURCE.read_bytes()
+        source = RUNTIME_SOURCE.read_bytes()
     except (PorterError, OSError):
         return None
-    digest = hashlib.sha256(b"guard-v1\0" + compiler_id(cxx).encode() + b"\0" + source)
-    target = cache_dir() / f"guard-{digest.hexdigest()[:24]}.so"
+    digest = hashlib.sha256(b"runtime-v1\0" + compiler_id(cxx).encode() + b"\0" + source)
+    target = cache_dir() / f"runtime-{digest.hexdigest()[:24]}.so"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-    proc = subprocess.run([cxx, "-x", "c", "-O2", "-fPIC", "-shared", str(GUARD_SOURCE),
+    proc = subprocess.run([cxx, "-x", "c", "-O2", "-fPIC", "-shared", str(RUNTIME_SOURCE),
                            "-o", str(staged)], capture_output=True, text=True,
                           env={**os.environ, "LC_ALL": "C"})
     if proc.returncode != 0:

@@ -27,25 +27,26 @@ _shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 else None, "map": None, "
            "anchor": None, "base": 0}
 
 
-def _guard_pages():
-    """porter_guarded_run of the guard pages' library (argv[2]: porter/emulate/guard/
-    guard_pages.c), loaded before any kernel library so that their program-scope `constant`
-    arrays end at an inaccessible page; None where the parent built none."""
+def _runtime():
+    """porter_guarded_run of the worker's runtime (argv[2]: porter/emulate/worker_runtime.c),
+    loaded before any kernel library so that their program-scope `constant` arrays end at an
+    inaccessible page, and each run starts on a filled stack; None where the parent built
+    none."""
     if len(sys.argv) < 3 or not sys.argv[2]:
         return None
     try:
-        guard = ctypes.CDLL(sys.argv[2], mode=ctypes.RTLD_GLOBAL)
+        runtime = ctypes.CDLL(sys.argv[2], mode=ctypes.RTLD_GLOBAL)
     except OSError:
         return None
-    run = guard.porter_guarded_run
+    run = runtime.porter_guarded_run
     run.restype = ctypes.c_int
-    run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+    run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int,
                     ctypes.c_void_p, ctypes.c_void_p]
     return run
 
 
-_guarded_run = _guard_pages()
+_guarded_run = _runtime()
 # porter_guarded_run's answer where the kernel read past a guarded array
 _READ_PAST_GUARD = -2
 
@@ -126,7 +127,7 @@ def handle(req):
     c_strides = (ctypes.c_void_p * max(1, len(stride_arrays)))(
         *[ctypes.addressof(a) for a in stride_arrays])
 
-    def run(reading):
+    def run(reading, fill=_FILLED):
         if flags is not None:
             flags[0].value, flags[1].value = reading, 0
         args = (req["index"], int(strided), out, ins,
@@ -134,7 +135,7 @@ def handle(req):
                 req["numel"], ndim, c_sizes, c_strides)
         if _guarded_run is None:
             return lib.porter_run(*args)
-        rc = _guarded_run(ctypes.cast(lib.porter_run, ctypes.c_void_p), *args)
+        rc = _guarded_run(ctypes.cast(lib.porter_run, ctypes.c_void_p), fill, *args)
         if rc == _READ_PAST_GUARD:
             # a read past a program-scope `constant` array: porter/metal.h's OUT_OF_BOUNDS
             if flags is not None:
@@ -146,6 +147,15 @@ def handle(req):
         return {"error": f"kernel {req['index']} is not built"}
     resp = {"out_at": req["out_at"]}
     reached = flags[1].value if flags is not None else 0
+    if _guarded_run is not None and n:
+        # the same sample on a stack of zeros: an answer that changes read a local before it
+        # was written (worker_runtime.c)
+        first = ctypes.string_at(out, n)
+        ctypes.memset(out, 0, n)
+        run(0, _ZEROED)
+        if ctypes.string_at(out, n) != first:
+            reached |= _UNINITIALIZED
+        ctypes.memmove(out, first, n)
     if reached:
         fast = (flags[2].value or b"").decode() if reached & _UNMODELLED_FAST else None
         resp["undefined"] = [reached, None, fast]
@@ -170,6 +180,10 @@ def handle(req):
 _NAN_READINGS = 1 | 2 | 512 | 4096
 _UNMODELLED_FAST = 4
 _OUT_OF_BOUNDS = 64
+# the worker's own: the answer changed with the stack's filling (porter.emulate.
+# emulator_device's _READ_BEFORE_WRITTEN); the fillings, the first as g++'s pattern
+_UNINITIALIZED = 32768
+_FILLED, _ZEROED = 0xFE, 0x00
 
 
 def _handled(req):

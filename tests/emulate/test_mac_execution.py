@@ -746,3 +746,26 @@ def test_a_read_past_a_constant_array_is_not_proven(fixture_root, tmp_path, clie
     # the worker survives the stopped read, with the CPU's switches as they were
     out = run_registration(client, lib, stepped, [torch.tensor([1], dtype=torch.int32)])
     assert out.tolist() == [9] and (not client.undefined or not client.undefined[0] & 64)
+
+
+@pytest.mark.parametrize(("expr", "read"), [
+    # review 40's U25: a forgotten accumulator, a vector (the shim's vectors were zeroed)
+    ("float2 acc;\n    acc += float2(float(x), 1.0f);\n    return int(acc.x)", True),
+    # U01: a local right only for a negative value (g++'s pattern was -16843010)
+    ("int k;\n    if (x > 100) k = 1;\n    return k < 0 ? 1 : 0", True),
+    # U02, U19: an array's element, a struct's member
+    ("int a[2];\n    a[0] = x;\n    return a[1] < 0 ? 1 : 0", True),
+    ("pair_of p;\n    p.w = 1.0f;\n    return p.v[0] < 0.0f ? 1 : 0", True),
+    # clean twins: written first, or value-initialized (zero, as in Metal)
+    ("float2 acc = 0.0f;\n    acc += float2(float(x), 1.0f);\n    return int(acc.x)", False),
+    ("float2 acc = float2();\n    acc += float2(float(x), 1.0f);\n    return int(acc.x)", False),
+    ("int a[2] = {};\n    a[0] = x;\n    return a[1] < 0 ? 1 : 0", False),
+])
+def test_a_local_read_before_it_is_written_is_not_proven(fixture_root, tmp_path, client, expr, read):
+    # the -O0 build leaves locals uninitialized and the worker runs each sample on two fillings
+    # of the stack: an answer that changes read one (bit 32768)
+    text = UNDEFINED_INT.replace("return EXPR", expr)
+    lib = build_source(text, tmp_path / "r.metal", fixture_root, strict=False)
+    run_registration(client, lib, lib.find("u", "int")[0], [torch.tensor([3, 4], dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 32768) == read, client.undefined

@@ -217,6 +217,11 @@ namespace metal {
 // ---------------------------------------------------------------- vectors
 template <typename T, int N>
 struct vec;
+// A vector declared without an initializer (`float2 acc;`) is uninitialized, as in Metal: its
+// default constructor is trivial, so that the worker's two fillings of the stack tell a read
+// of it (review 40's U25, U03t); `float2()` and `float2{}` are zero, as value-initialization
+// is. The other constructors start from zero through this tag.
+struct vec_zero {};
 // Each vector has Metal's size and alignment (MSL §2.2, the table of vector data types): a
 // 2- or 4-vector is aligned to its size, a 3-vector has a 4-vector's size and alignment
 // (float3: 16 bytes, half3: 8), so sizeof and alignof answer as on a Mac (review 20's N14-N17)
@@ -351,13 +356,13 @@ constexpr T vector_element(R v, L left, C count, int kind) {
   }                                                                             \
   /* scalar -> vector replicates (half2(h), float2(x)); implicit as in Metal */ \
   template <typename U, std::enable_if_t<is_splat_scalar_v<U>, bool> = true>    \
-  constexpr vec(U s) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
-  constexpr explicit vec(bfloat s) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
+  constexpr vec(U s) : vec(vec_zero{}) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
+  constexpr explicit vec(bfloat s) : vec(vec_zero{}) { for (int i = 0; i < N; ++i) (*this)[i] = T(s); } \
   template <typename U>                                                         \
-  constexpr explicit vec(const vec<U, N>& o) : vec() {                          \
+  constexpr explicit vec(const vec<U, N>& o) : vec(vec_zero{}) {                          \
     for (int i = 0; i < N; ++i) (*this)[i] = T(o[i]);                           \
   }                                                                             \
-  constexpr vec(const vec& o) : vec() { for (int i = 0; i < N; ++i) (*this)[i] = o[i]; } \
+  constexpr vec(const vec& o) : vec(vec_zero{}) { for (int i = 0; i < N; ++i) (*this)[i] = o[i]; } \
   constexpr vec& operator=(const vec& o) {                                      \
     for (int i = 0; i < N; ++i) (*this)[i] = o[i];                              \
     return *this;                                                               \
@@ -370,7 +375,8 @@ struct alignas(2 * sizeof(T)) vec<T, 2> {
     struct { T r, g; };
     PORTER_SWIZZLES_2
   };
-  constexpr vec() : x(), y() {}
+  vec() = default;
+  constexpr explicit vec(vec_zero) : x(), y() {}
   template <typename A, typename B>
   constexpr vec(A a, B b) : x(T(a)), y(T(b)) {}
   PORTER_VEC_COMMON(2)
@@ -382,14 +388,15 @@ struct alignas(4 * sizeof(T)) vec<T, 3> {
     struct { T r, g, b; };
     PORTER_SWIZZLES_3
   };
-  constexpr vec() : x(), y(), z() {}
+  vec() = default;
+  constexpr explicit vec(vec_zero) : x(), y(), z() {}
   template <typename A, typename B, typename C>
   constexpr vec(A a, B b, C c) : x(T(a)), y(T(b)), z(T(c)) {}
   // float3(v.xy, z), float3(x, v.yz): a vector argument gives its components in order
   template <typename A, typename B,
             std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value !=
                              is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
-  constexpr vec(const A& a, const B& b) : vec() { fill(as_vector(a), as_vector(b)); }
+  constexpr vec(const A& a, const B& b) : vec(vec_zero{}) { fill(as_vector(a), as_vector(b)); }
   PORTER_VEC_COMMON(3)
  private:
   template <typename A, typename B>
@@ -414,19 +421,20 @@ struct alignas(4 * sizeof(T)) vec<T, 4> {
     struct { T r, g, b, a; };
     PORTER_SWIZZLES_4
   };
-  constexpr vec() : x(), y(), z(), w() {}
+  vec() = default;
+  constexpr explicit vec(vec_zero) : x(), y(), z(), w() {}
   template <typename A, typename B, typename C, typename D>
   constexpr vec(A a, B b, C c, D d) : x(T(a)), y(T(b)), z(T(c)), w(T(d)) {}
   // float4(v.xy, u.zw), float4(v.xyz, w), float4(x, y, v.zw): vector arguments in order
   template <typename A, typename B,
             std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
                              is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value, bool> = true>
-  constexpr vec(const A& a, const B& b) : vec() { put(0, as_vector(a), as_vector(b)); }
+  constexpr vec(const A& a, const B& b) : vec(vec_zero{}) { put(0, as_vector(a), as_vector(b)); }
   template <typename A, typename B, typename C,
             std::enable_if_t<is_vec<std::decay_t<decltype(as_vector(std::declval<A>()))>>::value ||
                              is_vec<std::decay_t<decltype(as_vector(std::declval<B>()))>>::value ||
                              is_vec<std::decay_t<decltype(as_vector(std::declval<C>()))>>::value, bool> = true>
-  constexpr vec(const A& a, const B& b, const C& c) : vec() {
+  constexpr vec(const A& a, const B& b, const C& c) : vec(vec_zero{}) {
     put(0, as_vector(a), as_vector(b), as_vector(c));
   }
   PORTER_VEC_COMMON(4)

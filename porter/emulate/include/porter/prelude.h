@@ -239,8 +239,8 @@ static int n_entries_() {
 }
 // A program-scope `constant` array of the kernel file, as the build writes it
 // (porter/emulate/guarded_arrays.py): the worker's guard pages copy it to the end of pages an
-// inaccessible page follows, so that a read past its end is seen (porter/emulate/guard/
-// guard_pages.c). Loaded where that library is not (the parent reading the registrations), the
+// inaccessible page follows, so that a read past its end is seen (porter/emulate/
+// worker_runtime.c). Loaded where that library is not (the parent reading the registrations), the
 // array stays where it is.
 extern "C" const void* porter_guard_copy(const void* src, unsigned long size) __attribute__((weak));
 template <typename A>

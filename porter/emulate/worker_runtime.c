@@ -1,11 +1,17 @@
-// porter's guard pages (porter/emulate/guarded_arrays.py): each program-scope `constant`
-// array of a kernel file is copied, when its library loads in the worker, to the end of
-// pages an inaccessible page follows, so that a read past its end faults on this CPU, where it
-// read the next object's bytes (review 36's K07, 37's N29: a pointer into a `constant` table
-// stepped past it was green). porter_guarded_run turns that fault into the kernel's
-// OUT_OF_BOUNDS note (undefined in Metal: not proven), and any other fault into the crash it
-// was. Built once per cache by porter.emulate.toolchain.guard_runtime, loaded RTLD_GLOBAL by
-// porter/emulate/worker.py before any kernel library (which finds porter_guard_copy weakly).
+// The worker's runtime (porter/emulate/worker.py loads it RTLD_GLOBAL before any kernel
+// library; porter.emulate.toolchain.worker_runtime builds it once per cache and compiler).
+//
+// Guard pages (porter/emulate/guarded_arrays.py): each program-scope `constant` array of a
+// kernel file is copied, when its library loads, to the end of pages an inaccessible page
+// follows, so that a read past its end faults on this CPU, where it read the next object's
+// bytes (review 36's K07, 37's N29: a pointer into a `constant` table stepped past it was
+// green). porter_guarded_run turns that fault into -2 (the kernel's OUT_OF_BOUNDS note: not
+// proven), and any other fault into the crash it was.
+//
+// The stack's filling: the kernel library is built at -O0 without an initializing pattern, so a
+// local read before it is written reads the stack; porter_guarded_run fills the stack below it
+// with `fill` first, and the worker runs each sample with two fillings: answers that differ read
+// such a local (undefined in Metal: review 40's U01, U02, U19, U20, U25).
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
@@ -14,6 +20,8 @@
 #include <unistd.h>
 
 #define MAX_GUARDS 65536
+// deeper than the frames of a kernel at -O0 (a functor, c10/metal's helpers, the run loop)
+#define FILLED_STACK 65536
 
 static char* guards[MAX_GUARDS];
 static int n_guards;
@@ -56,11 +64,27 @@ static void on_fault(int sig, siginfo_t* info, void* context) {
 typedef int (*run_fn)(int, int, void*, const void* const*, const void*, long, int,
                       const long*, const long* const*);
 
-// porter_run's arguments after `run`; -2 where the kernel read a guard page
+// the stack below the caller's frame filled with `fill`: the kernel's frames come next
+__attribute__((noinline)) static void fill_stack(int fill) {
+  volatile unsigned char below[FILLED_STACK];
+  memset((void*)below, fill, sizeof below);
+  __asm__ volatile("" : : "r"(below) : "memory");
+}
+
+__attribute__((noinline)) static int run_filled(run_fn run, int fill, int i, int strided,
+                                                void* out, const void* const* ins,
+                                                const void* alpha, long numel, int ndim,
+                                                const long* sizes, const long* const* strides) {
+  fill_stack(fill);
+  return run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+}
+
+// porter_run's arguments after `run` and `fill`; -2 where the kernel read a guard page
 __attribute__((visibility("default"))) int porter_guarded_run(
-    run_fn run, int i, int strided, void* out, const void* const* ins, const void* alpha,
-    long numel, int ndim, const long* sizes, const long* const* strides) {
-  if (n_guards == 0) return run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+    run_fn run, int fill, int i, int strided, void* out, const void* const* ins,
+    const void* alpha, long numel, int ndim, const long* sizes, const long* const* strides) {
+  if (n_guards == 0)
+    return run_filled(run, fill, i, strided, out, ins, alpha, numel, ndim, sizes, strides);
   static int installed;
   if (!installed) {
     struct sigaction sa;
@@ -87,7 +111,7 @@ __attribute__((visibility("default"))) int porter_guarded_run(
     return -2;
   }
   armed = 1;
-  const int r = run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+  const int r = run_filled(run, fill, i, strided, out, ins, alpha, numel, ndim, sizes, strides);
   armed = 0;
   return r;
 }
