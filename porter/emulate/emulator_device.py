@@ -1502,9 +1502,9 @@ _FOLDED = ("assuming no signed integer overflow, as Apple's compiler may (it is 
            "Metal; g++ -O2 folds on the same assumption; not proven)")
 _ARGUMENT_UNDEFINED = (
     "the kernel called clamp with its lower bound above its upper one, extract_bits/"
-    "insert_bits past the type's width, or abs of the type's least value (whose magnitude it "
-    "cannot hold): Metal leaves the answer undefined, and what an Apple GPU answers is not "
-    "known here")
+    "insert_bits past the type's width, abs of the type's least value (whose magnitude it "
+    "cannot hold), or as_type to a bool of a byte other than 0 or 1: Metal leaves the answer "
+    "undefined, and what an Apple GPU answers is not known here")
 _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")

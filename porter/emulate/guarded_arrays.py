@@ -10,9 +10,11 @@ undefined. So `constant T name[N] = {...};` at namespace scope is built as
 
 on the same line: the worker copies each array to the end of pages an inaccessible page
 follows, and a read past it is the kernel's OUT_OF_BOUNDS note (not proven). Only what this
-module can read as one such declaration is guarded: a `constexpr` array (whose elements a
-constant expression may read, which a reference to a copy cannot give), one of several
-declarators, or one a macro spells keeps its place, and a read past it is this CPU's bytes.
+module can read as such a declaration is guarded, `constexpr` ones included (a constant
+expression that reads such an array's element then fails the g++ build, and the kernels are
+not proven: review 40's U05 was green); one a macro spells, one in a header or a class (a
+`static constexpr` member: V02t), or one declared beside a scalar keeps its place, and a read
+past it is this CPU's bytes.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ _DECLARATION = re.compile(
 
 
 def guarded(text: str) -> str:
-    """`text` with each program-scope `constant` array it declares on its own built behind a
-    guard page (the module's docstring); the line structure is kept."""
+    """`text` with each program-scope `constant` array it declares built behind a guard page (the
+    module's docstring); the line structure is kept."""
     edits: list[tuple[int, str]] = []
     for start, end in _namespace_statements(text):
         statement = text[start:end]
@@ -38,15 +40,16 @@ def guarded(text: str) -> str:
         if m is None:
             continue
         words = m.group("head").split()
-        if "constant" not in words or "constexpr" in words or "typedef" in words \
-                or "using" in words or "extern" in words:
+        if "constant" not in words or {"typedef", "using", "extern"} & set(words):
             continue
-        close = _matching_brace(statement, m.end() - 1)
-        if close is None or statement[close + 1:].strip() != ";":
-            continue                               # several declarators, or not one array
-        name = m.group("name")
-        edits.append((start + m.start("name"), PREFIX))
-        edits.append((end, f" static const auto& {name} = ::porter::guarded({PREFIX}{name});"))
+        names = _declarators(statement, m.start("name"))
+        if names is None:
+            continue                               # not arrays with braced initializers alone
+        for at in names:
+            edits.append((start + at, PREFIX))
+        name_of = [re.match(r"\w+", statement[at:]).group(0) for at in names]
+        edits.append((end, "".join(f" static const auto& {name} = ::porter::guarded({PREFIX}{name});"
+                                   for name in name_of)))
     if not edits:
         return text
     out, at = [], 0
@@ -54,6 +57,29 @@ def guarded(text: str) -> str:
         out += [text[at:pos], piece]
         at = pos
     return "".join(out) + text[at:]
+
+
+# one declarator after the first: `, name[dims] = {`
+_NEXT_DECLARATOR = re.compile(r",\s*([A-Za-z_]\w*)\s*(?:\[[^\[\]]*\]\s*)+=\s*\{")
+
+
+def _declarators(statement: str, first: int) -> list[int] | None:
+    """Where each declarator's name starts, from the first at `first`, where every declarator
+    is an array with a braced initializer (`a[2] = {1, 2}, b[2] = {3, 4};`); else None."""
+    names = [first]
+    brace = statement.index("{", first)
+    while True:
+        close = _matching_brace(statement, brace)
+        if close is None:
+            return None
+        rest = statement[close + 1:]
+        if rest.strip() == ";":
+            return names
+        m = _NEXT_DECLARATOR.match(rest)
+        if m is None:
+            return None
+        names.append(close + 1 + m.start(1))
+        brace = close + m.end()
 
 
 def _namespace_statements(text: str):

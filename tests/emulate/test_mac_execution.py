@@ -769,3 +769,18 @@ def test_a_local_read_before_it_is_written_is_not_proven(fixture_root, tmp_path,
     run_registration(client, lib, lib.find("u", "int")[0], [torch.tensor([3, 4], dtype=torch.int32)])
     bits = client.undefined[0] if client.undefined else 0
     assert bool(bits & 32768) == read, client.undefined
+
+
+@pytest.mark.parametrize(("value", "undefined"), [(2, True), (1, False), (0, False)])
+def test_a_bool_of_a_byte_other_than_0_or_1_is_undefined(fixture_root, tmp_path, client, value,
+                                                         undefined):
+    # review 40's L23b: as_type<bool>(uchar(2)) has no value in Metal's bool (this CPU reads
+    # it as true); bit 128, not proven. The same for a bool vector's elements, not its padding
+    text = UNDEFINED_INT.replace(
+        "return EXPR", "bool3 v = as_type<bool3>(uint(x) | 0xff000000u);\n"
+        "    return int(as_type<bool>(uchar(x))) + int(v.x)")
+    lib = build_source(text, tmp_path / "b.metal", fixture_root, strict=False)
+    run_registration(client, lib, lib.find("u", "int")[0],
+                     [torch.tensor([value], dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 128) == undefined, client.undefined

@@ -25,12 +25,20 @@ _cases = (
     pytest.param("constant int big[1'000] = {1};",
                  "constant int porter_init_big[1'000] = {1};" + GUARD.format("big"),
                  id="a digit separator is no character literal"),
-    # a constant expression may read a constexpr array's elements: a reference to a copy
-    # cannot give them, so it keeps its place
-    pytest.param("constexpr constant int cx[2] = {1, 2};", "constexpr constant int cx[2] = {1, 2};",
-                 id="constexpr stays"),
+    # review 40's U05: a constexpr array too (a constant expression reading its element then
+    # fails g++'s build: not proven, never green)
+    pytest.param("constexpr constant int cx[2] = {1, 2};",
+                 "constexpr constant int porter_init_cx[2] = {1, 2};" + GUARD.format("cx"),
+                 id="constexpr"),
+    # U07: each of several declarators
     pytest.param("constant int a[2] = {1, 2}, b[2] = {3, 4};",
-                 "constant int a[2] = {1, 2}, b[2] = {3, 4};", id="several declarators stay"),
+                 "constant int porter_init_a[2] = {1, 2}, porter_init_b[2] = {3, 4};"
+                 + GUARD.format("a") + GUARD.format("b"), id="several declarators"),
+    pytest.param("constant int c[2] = {1, 2}, d = 3;", "constant int c[2] = {1, 2}, d = 3;",
+                 id="beside a scalar stays"),
+    pytest.param("struct s { static constexpr constant int m[2] = {1, 2}; };",
+                 "struct s { static constexpr constant int m[2] = {1, 2}; };",
+                 id="a class member stays"),
     pytest.param("constant float scale = 2.0f;", "constant float scale = 2.0f;",
                  id="a scalar stays"),
     pytest.param("struct f {\n  inline int operator()(int x) { constant int* p = tab; return p[x]; }\n};",

@@ -681,12 +681,27 @@ template <> struct numeric_limits<bfloat> {
 namespace detail {
 inline float nan_sign_read(float x);
 }
+namespace detail {
+inline void note_vector_undefined(int bit);
+}
 template <typename To, typename From>
 inline To as_type(const From& from) {
   static_assert(sizeof(To) == sizeof(From), "as_type: size mismatch");
   if constexpr (std::is_same_v<From, float>) detail::nan_sign_read(from);
   To to;
   __builtin_memcpy(&to, &from, sizeof(To));
+  // a bool (or a bool vector's element) whose byte is neither 0 nor 1 has no value in Metal's
+  // bool; this CPU reads it as true, a Mac's compiler may test its low bit or its byte: bit 128
+  // (UNDEFINED_ARGUMENT), not proven (review 40's L23b)
+  if constexpr (std::is_same_v<To, bool> || std::is_same_v<To, vec<bool, 2>> ||
+                std::is_same_v<To, vec<bool, 3>> || std::is_same_v<To, vec<bool, 4>>) {
+    unsigned char bytes[sizeof(To)];
+    __builtin_memcpy(bytes, &from, sizeof(To));
+    int elements = 1;                       // a bool3's fourth byte is padding
+    if constexpr (!std::is_same_v<To, bool>) elements = To::size;
+    for (int i = 0; i < elements; ++i)
+      if (bytes[i] > 1) detail::note_vector_undefined(128);
+  }
   return to;
 }
 
