@@ -254,7 +254,9 @@ def test_wrong_on_purpose_complex_arithmetic_is_not_taken_for_float2_arithmetic(
 def test_lambdas_chosen_by_a_scalar_become_one_body_branching_on_it(real_tree_template):
     # logit's kernel runs one lambda when eps < 0 (no clamp) and another, clamping to [eps,
     # 1 - eps], otherwise: one functor body, each lambda's statements under the kernel's own
-    # condition; the lambda writes to its by-value argument, so the functor writes to a copy
+    # condition; the lambda writes to its by-value argument, so the functor writes to a copy;
+    # the kernel's `const scalar_t hi = scalar_t(1) - eps` is rounded to the dtype, as both CPU
+    # loops capture it (half's 1 - 1e-6 is 1, and logit(1) is inf there: review 40)
     checkout = co.Checkout.at(real_tree_template)
     lam = scalar_lambda(checkout, "logit_stub", "logit")
     assert lam.alternatives == 1 and lam.choice.condition == "eps < scalar_t(0)"
@@ -265,7 +267,7 @@ def test_lambdas_chosen_by_a_scalar_become_one_body_branching_on_it(real_tree_te
         "return x_ == float(1) ? INFINITY",
         "                                : ::precise::log(x_ / (float(1) - x_));",
         "} else {",
-        "const float hi = float(1) - eps;",
+        "const float hi = T(float(1) - eps);",
         "x_ = x_ < eps ? eps : (x_ > hi ? hi : x_);",
         "        return x_ == float(1) ? INFINITY",
         "                                : ::precise::log(x_ / (float(1) - x_));",

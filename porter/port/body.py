@@ -237,17 +237,18 @@ SCALAR_READS = (
 CAST_OF_NAME_RE = re.compile(r"^(?:static_cast<[\w:]+>|scalar_t|opmath_t|float)\s*[({]\s*(\w+)\s*[)}]$")
 
 
-def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
+def with_context(lam, scalar_names: tuple[str, ...] = (), in_float: bool = False) -> Context:
     """The lambda body with what it reads of its kernel function: a constant (`const scalar_t
     three(3)`) is declared at the top of the body, a conversion of a Scalar parameter
     (`lambd_val = lambd.to<scalar_t>()`, `nan.value_or(0.)`) is the schema scalar itself
     (renamed where the names differ), and a local computed from them (`negcoef = alpha * scale`)
     is declared from those. The kernel parameters map to `scalar_names` in order. A lambda the
     kernel chooses by its scalars (`lam.choice`: logit's `if (eps < 0)`) becomes one body that
-    branches on the same condition."""
+    branches on the same condition. `in_float`: the functor computes in float, where a local of
+    the op's dtype is rounded to it (`T(...)`) as the CPU's is."""
     choice = getattr(lam, "choice", None)
     if choice is not None:
-        return _with_choice(lam, choice, scalar_names)
+        return _with_choice(lam, choice, scalar_names, in_float)
     body = lam.body
     kernel_params = tuple(getattr(lam, "kernel_params", ()) or ())
     to_schema = dict(zip(kernel_params, scalar_names)) if len(kernel_params) == len(scalar_names) \
@@ -273,6 +274,11 @@ def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
                 renames[local.name] = plain
             continue
         init = _rename_words(init, renames)
+        if in_float and re.search(r"\bscalar_t\b", local.type):
+            # a kernel local of the op's dtype (logit's `hi = scalar_t(1) - eps`) holds that
+            # dtype's rounding, which both CPU loops capture: a functor computing in float rounds
+            # it too (half's 1 - 1e-6 is 1: review 40's logit port)
+            init = f"T({init})"
         prelude.append(f"{local.type} {local.name} = {init};")
     body = _rename_words(_schema_reads(body, to_schema), renames)
     if prelude:
@@ -280,7 +286,7 @@ def with_context(lam, scalar_names: tuple[str, ...] = ()) -> Context:
     return Context(body)
 
 
-def _with_choice(lam, choice, scalar_names: tuple[str, ...]) -> Context:
+def _with_choice(lam, choice, scalar_names: tuple[str, ...], in_float: bool) -> Context:
     """`if (COND) { the lambda's body } else { the other lambda's body }`, each with what it reads
     of its kernel function, COND with the kernel's scalars read as the schema's. Each lambda
     keeps its own statements, so each keeps its own NaN and infinity behaviour."""
@@ -290,10 +296,11 @@ def _with_choice(lam, choice, scalar_names: tuple[str, ...]) -> Context:
                              "take different numbers of arguments")
     # the other lambda's arguments under this one's names (logit_backward: both `dy, x`)
     renamed = _rename_words(other.body, dict(zip(other.params, lam.params)))
-    then = with_context(lam._replace(choice=None), scalar_names)
-    otherwise = with_context(other._replace(body=renamed, params=lam.params, choice=None), scalar_names)
+    then = with_context(lam._replace(choice=None), scalar_names, in_float)
+    otherwise = with_context(other._replace(body=renamed, params=lam.params, choice=None),
+                             scalar_names, in_float)
     test = with_context(lam._replace(body=f"return {choice.condition};", context=choice.context,
-                                     choice=None), scalar_names)
+                                     choice=None), scalar_names, in_float)
     if None in (then.body, otherwise.body, test.body):
         return Context(None, then.reason or otherwise.reason or test.reason)
     prelude, _, condition = test.body.rpartition("\n")
@@ -330,7 +337,7 @@ def _rename_words(text: str, renames: dict[str, str]) -> str:
 
 def translate_lambda(lam, scalar_names: tuple[str, ...], scalar: str, c10_functions) -> Translation:
     """The CPU lambda `lam` with its kernel's context (with_context), translated for Metal."""
-    context = with_context(lam, scalar_names)
+    context = with_context(lam, scalar_names, in_float=scalar != "T")
     if context.body is None:
         return Translation(None, context.reason)
     types = tuple(getattr(lam, "param_types", ()) or ("scalar_t",) * len(lam.params))
