@@ -207,22 +207,21 @@ def test_pr_outside_git_or_of_an_unported_op_is_bad_input(real_root, tmp_path, m
 
 
 @pytest.mark.slow
-def test_pr_after_committing_on_main_warns_that_its_base_is_head(real_root, tmp_path, monkeypatch):
+def test_pr_after_committing_on_main_is_bad_input_naming_the_base(real_root, tmp_path, monkeypatch):
     """The port committed on main itself: main's merge base with HEAD is HEAD, so the
-    description listed no file and no moved code, silently. It says so, and how to pass the
-    base (the commit before the port)."""
+    description listed no file and said the op "had no MPS kernel" (a warning on stderr only:
+    review 40). It is bad input now, naming how to pass the base (the commit before the port)."""
     git_init(real_root)
     _git(real_root, "branch", "-M", "main")
     assert porter("new-op", "heaviside", root=real_root).code == 0
     _git(real_root, "commit", "-qam", "heaviside")
     result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", root=real_root)
-    data = json.loads(result.out)
-    assert data["files"] == []
-    [warning] = data["warnings"]
-    assert warning.startswith("the base main is HEAD itself (")
-    assert "pass the commit before the port, e.g. --base HEAD~1" in warning
-    assert f"porter: warning: {warning}\n" in result.err
-    assert f"> warning: {warning}" in data["markdown"]
+    error = json.loads(result.out)
+    assert result.code == 2 and error["ok"] is False, result.out
+    assert error["error"].startswith("the base main is HEAD itself (") and "--base HEAD~1" in error["hint"]
+    result = porter("pr", "heaviside", "--dtype", "float32", root=real_root)
+    assert result.code == 2 and result.out == "" and "is HEAD itself" in result.err
+    assert "Traceback" not in result.err
     # with the base passed, the port's files are there and nothing is warned
     result = porter("pr", "heaviside", "--format", "json", "--dtype", "float32", "--base", "HEAD~1",
                     root=real_root)
@@ -292,7 +291,8 @@ def test_pr_takes_device_auto_as_every_command_does(mini_root, tmp_path, monkeyp
     assert porter("new-op", "heaviside", "--no-test", "--allow-dirty", root=mini_root).code == 0
     _git(mini_root, "add", "-A")
     _git(mini_root, "commit", "-qm", "heaviside")
-    result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", root=mini_root)
+    result = porter("pr", "heaviside", "--device", "auto", "--dtype", "float32", "--base", "HEAD~1",
+                    root=mini_root)
     assert result.code == 0, result.err
     assert "unknown device" not in result.err and "| `heaviside` | float32 | pass" in result.out
 

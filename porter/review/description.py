@@ -50,17 +50,19 @@ def describe(checkout: co.Checkout, ops: list[str], base: str | None = None,
                 f"port it first (porter status {f.op}), or pass --base REF"
             raise PorterError(f"{f.op}: the branch changed nothing of it since {branch.base_ref} and "
                               "HEAD registers no Metal kernel for it", hint=hint)
+    if branch.base == branch.head():
+        # the port committed on main: main's merge base with HEAD is HEAD, and a description of
+        # that diff moves nothing and says the op "had no MPS kernel" (review 40)
+        from porter.errors import PorterError
+        raise PorterError(f"the base {branch.base_ref} is HEAD itself ({branch.base[:12]}): the "
+                          "pull request's diff against it is empty, and there is nothing to describe",
+                          hint="pass the commit before the port, e.g. --base HEAD~1 (or the "
+                               "upstream commit it forks from)")
     results, header, test_gaps = _verdicts(checkout, ops, device, dtypes, step)
     step("porter pr: running the review checks")
     report = checks.run(checkout, set(REVIEW_CHECKS), tree)
     files = branch.files()
     warnings = []
-    if not files and branch.base == branch.head():
-        # the port committed on main: main's merge base with HEAD is HEAD, and the diff is empty
-        warnings.append(f"the base {branch.base_ref} is HEAD itself ({branch.base[:12]}): the "
-                        "description shows no file changed and no moved code; pass the commit "
-                        "before the port, e.g. --base HEAD~1 (or the upstream commit it forks "
-                        "from)")
     if uncommitted:
         warnings.append(f"{len(uncommitted)} uncommitted change(s) are not in this description, "
                         f"which tests the commit HEAD ({branch.head()[:12]}) as the pull request "
