@@ -90,7 +90,9 @@ def test_integer_division_by_zero_crashes_the_worker_not_porter(fixture_root, cl
 def test_a_local_read_before_it_is_written_never_reads_as_a_lucky_zero(fixture_root, client):
     """Wrong on purpose: `result` is written only for x > 0 (a relu missing its else). On a Mac
     the read is undefined; here it read what the stack held, often the 0 a relu wants (or the
-    previous element's value), so a port could pass by luck. It now reads a fixed pattern."""
+    previous element's value), so a port could pass by luck. The worker fills the stack before
+    each run, the first run with g++'s pattern (-1.7e38) and again with zeros: the answers
+    differ, and the call says so (bit 32768: the sample is not proven, pass or fail)."""
     from porter.emulate.build import build_source
     text = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
@@ -112,10 +114,15 @@ REGISTER_UNARY_OP(lucky, int, int);
     out = run_registration(client, lib, lib.find("lucky", "float")[0],
                            [torch.tensor([-1.0, 2.0, 0.0])])
     assert out[1].item() == 2.0
-    assert out[0].item() < -1e38 and out[2].item() < -1e38, out
+    assert out[0].item() < -1e38, out
+    assert client.undefined and client.undefined[0] & 32768, client.undefined
+    out = run_registration(client, lib, lib.find("lucky", "float")[0], [torch.tensor([1.0, 2.0])])
+    assert out.tolist() == [1.0, 2.0] and not (client.undefined and client.undefined[0] & 32768)
     ints = run_registration(client, lib, lib.find("lucky", "int")[0],
                             [torch.tensor([0, 5, -3], dtype=torch.int32)])
-    assert ints.tolist() == [-16843010, 5, -16843010]
+    # the first element reads the pattern; the third, the frame the second left (5): undefined
+    # either way, and so not proven
+    assert ints.tolist()[:2] == [-16843010, 5] and client.undefined[0] & 32768
 
 
 def test_metals_half_literals_build_and_are_rounded_to_half_once(fixture_root, client):
