@@ -580,6 +580,73 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
     files as they are), the kernel names it declares, and each line's file and line.
     `names`: template_names of the whole file, where `pre` is a part of it (a registration)."""
     params, aliases = names or template_names(pre)
+    # each segment's rewrite is a function of its text, its file and these names alone: the
+    # same header text under another version, or in the next round of `--watch`, is read back
+    names_key = (frozenset(params), frozenset(aliases))
+    out, names, lines, types = [], [], [], []
+    file, line = "", 0
+    segment: list[str] = []
+
+    def flush():
+        if not segment:
+            return
+        text = "\n".join(segment)
+        segment.clear()
+        if _porters(file):
+            out.append(text)
+            return
+        first = line - text.count("\n") - 1
+        done, its_names, its_types = _segment_rewritten(file, text, names_key)
+        names.extend((name, file, first + at) for name, at in its_names)
+        types.extend((file, first + at, rule) for at, rule in its_types)
+        out.append(done)
+
+    for raw in pre.split("\n"):
+        m = _MARKER.match(raw) if raw.startswith("# ") else None
+        if m:
+            flush()
+            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            # clang takes no line 0 (g++ marks its built-ins so)
+            out.append(raw if line else "# 1" + raw[3:])
+            lines.append((file, line))
+            continue
+        lines.append((file, line))
+        line += 1
+        segment.append(raw)
+    flush()
+    return Rewritten("\n".join(out), names, lines, types)
+
+
+# rewrite's segments, by (file, text, names): a header's segments are the same under every
+# version and in every round of one process (bounded by their characters)
+_SEGMENTS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_SEGMENTS_LOCK = threading.Lock()
+_SEGMENTS_KEPT = 16_000_000
+_SEGMENTS_SIZE = [0]
+
+
+def _segment_rewritten(file: str, text: str, names_key: tuple) -> tuple:
+    """(clang's text, [(kernel name, line offset)], [(line offset, rule)]) of one segment of
+    the kernel file's or a checkout header's preprocessed text (its lines between two line
+    markers); offsets from the segment's first line."""
+    key = (file, text, names_key)
+    with _SEGMENTS_LOCK:
+        found = _SEGMENTS.get(key)
+        if found is not None:
+            _SEGMENTS.move_to_end(key)
+            return found
+    found = _segment_now(text, *names_key)
+    with _SEGMENTS_LOCK:
+        if key not in _SEGMENTS:
+            _SEGMENTS[key] = found
+            _SEGMENTS_SIZE[0] += 2 * len(text)
+            while _SEGMENTS_SIZE[0] > _SEGMENTS_KEPT and len(_SEGMENTS) > 1:
+                (_, old, _), _ = _SEGMENTS.popitem(last=False)
+                _SEGMENTS_SIZE[0] -= 2 * len(old)
+    return found
+
+
+def _segment_now(text: str, params: frozenset, aliases: frozenset) -> tuple:
     vectors = _CONVERTED_NAMES
     alias_call = re.compile(
         rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
@@ -607,67 +674,39 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
             return f"__metal_vec_ctor<{name}>("
         return m.group(0)
 
-    out, names, lines, types = [], [], [], []
-    file, line = "", 0
-    segment: list[str] = []
-
-    def flush():
-        if not segment:
-            return
-        text = "\n".join(segment)
-        segment.clear()
-        if _porters(file):
-            out.append(text)
-            return
-        first = line - text.count("\n") - 1
-        # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
-        # template argument): §2.1's scalar types are the language's whole set
-        for m in _NO_SUCH_TYPE.finditer(text):
-            if m.group(1):
-                word = m.group(1)
-                types.append((file, first + text.count("\n", 0, m.start()),
-                              "double" if word == "double" else
-                              "long long" if word.startswith("long") else
-                              "asm" if word in ("asm", "__asm__", "__asm") else
-                              word if word in RULES else
-                              "builtin" if word.startswith("__") else "std"))
-        if "host_name" in text:
-            def host(match):
-                at = first + text.count("\n", 0, match.start())
-                names.append((_joined(match.group(1)), file, at))
-                return ""
-            text = _HOST_NAME.sub(host, text)
-        if "[[" in text:
-            text = _KERNEL_ATTR.sub('__attribute__((annotate("metal_kernel")))', text)
-        if "static_cast" in text:
-            text = _casts(text)
-        text = _CALL.sub(call, text)
-        if alias_call is not None:
-            text = alias_calls(text)
-        # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
-        # them so only where clang parses them, not where a template's instantiation rebuilds
-        # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates).
-        # Not inside a string or character literal: `"1.5"` is 4 bytes (review 38's L24)
-        text = _outside_literals(text, lambda code: _FLOAT_LITERAL.sub(
-            r"\1f", _HALF_LITERAL.sub(r"\1f16", code)))
-        if "address_space" in text:
-            text = _AS_OBJECT.sub(r"\1\2static \3", text)
-        out.append(text)
-
-    for raw in pre.split("\n"):
-        m = _MARKER.match(raw) if raw.startswith("# ") else None
-        if m:
-            flush()
-            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-            # clang takes no line 0 (g++ marks its built-ins so)
-            out.append(raw if line else "# 1" + raw[3:])
-            lines.append((file, line))
-            continue
-        lines.append((file, line))
-        line += 1
-        segment.append(raw)
-    flush()
-    return Rewritten("\n".join(out), names, lines, types)
+    names, types = [], []
+    # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
+    # template argument): §2.1's scalar types are the language's whole set
+    for m in _NO_SUCH_TYPE.finditer(text):
+        if m.group(1):
+            word = m.group(1)
+            types.append((text.count("\n", 0, m.start()),
+                          "double" if word == "double" else
+                          "long long" if word.startswith("long") else
+                          "asm" if word in ("asm", "__asm__", "__asm") else
+                          word if word in RULES else
+                          "builtin" if word.startswith("__") else "std"))
+    if "host_name" in text:
+        def host(match):
+            names.append((_joined(match.group(1)), text.count("\n", 0, match.start())))
+            return ""
+        text = _HOST_NAME.sub(host, text)
+    if "[[" in text:
+        text = _KERNEL_ATTR.sub('__attribute__((annotate("metal_kernel")))', text)
+    if "static_cast" in text:
+        text = _casts(text)
+    text = _CALL.sub(call, text)
+    if alias_call is not None:
+        text = alias_calls(text)
+    # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
+    # them so only where clang parses them, not where a template's instantiation rebuilds
+    # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates).
+    # Not inside a string or character literal: `"1.5"` is 4 bytes (review 38's L24)
+    text = _outside_literals(text, lambda code: _FLOAT_LITERAL.sub(
+        r"\1f", _HALF_LITERAL.sub(r"\1f16", code)))
+    if "address_space" in text:
+        text = _AS_OBJECT.sub(r"\1\2static \3", text)
+    return text, tuple(names), tuple(types)
 
 
 _INDEX_LOCAL = threading.local()

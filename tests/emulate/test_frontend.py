@@ -1077,3 +1077,29 @@ def test_a_bfloat_with_a_half_is_found(fixture_root, tmp_path, helper, body, fou
     text = MUL_ADD.replace("struct m_functor", helper + "struct m_functor").replace("BODY", body)
     views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
     assert {(line, owner) for v in views for _, line, owner, _ in v.mixed_halves} == found
+
+
+def test_a_rewritten_segment_is_read_back_only_for_the_same_text_file_and_names():
+    # rewrite's segments are kept by (file, text, template names): a header's text is read
+    # back under another version or in the next --watch round, and a change of any of the
+    # three rewrites it again, with its own line numbers
+    from porter.emulate import frontend
+    body = ('template <typename T> T f(T x) { return T(x) * 2.0 + static_cast<float2>(x).x; }\n'
+            'double d;\n')
+    pre = f'# 1 "/x/a.metal"\n{body}'
+    first = frontend.rewrite(pre)
+    again = frontend.rewrite(pre)
+    assert again == first
+    assert "__metal_vec_ctor<T>(x)" in first.source and "2.0f" in first.source
+    assert first.types == [("/x/a.metal", 2, "double")]
+    # the same text later in the file: its findings at its own lines
+    moved = frontend.rewrite(f'# 5 "/x/a.metal"\n{body}')
+    assert moved.types == [("/x/a.metal", 6, "double")]
+    # another file's: named there
+    assert frontend.rewrite(f'# 1 "/x/b.h"\n{body}').types == [("/x/b.h", 2, "double")]
+    # other template names: `T(x)` is no vector constructor once T is none of them
+    other = frontend.rewrite(pre, ({"U"}, set()))
+    assert "__metal_vec_ctor<T>(x)" not in other.source and "T(x)" in other.source
+    # an edited text is rewritten, not read back
+    edited = frontend.rewrite(pre.replace("2.0", "3.0"))
+    assert "3.0f" in edited.source and "2.0f" not in edited.source
