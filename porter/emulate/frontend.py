@@ -934,9 +934,13 @@ def _own_declarations(cursor, namer: "_Namer") -> list:
 def _own_declarations_now(cursor, namer: "_Namer"):
     K = _clang().CursorKind
     for c in cursor.get_children():
+        file = c.location.file
         if c.kind == K.NAMESPACE:
-            yield from _own_declarations_now(c, namer)
-        elif c.location.file is not None and c.location.file.name == _UNIT and \
+            # a namespace block of the precompiled prefix holds the prefix's declarations
+            # alone (its lexical children): Metal's library and c10/metal, thousands of them
+            if file is None or file.name == _UNIT:
+                yield from _own_declarations_now(c, namer)
+        elif file is not None and file.name == _UNIT and \
                 namer.where(c.location)[0] == namer.display:
             yield c
 
@@ -1185,7 +1189,9 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
         for c in cursor.get_children():
             f, _ = namer.where(c.location)
             if f is None or f == namer.display or not namer.checked(f):
-                if c.kind == K.NAMESPACE:
+                # a namespace none of whose lines is a checked header's (Metal's library's
+                # `metal`, thousands of declarations) holds nothing taken here
+                if c.kind == K.NAMESPACE and namer.holds_header_lines(c.extent):
                     headers_of(c)
                 continue
             by_header.setdefault(f, []).append(c)
@@ -1556,6 +1562,7 @@ class _Namer:
         if beside is not None:
             self.allowed.append(beside)
         self._memo: dict[str, bool] = {}
+        self._header_lines: list[int] | None = None     # holds_header_lines' prefix counts
 
     def checked(self, name: str) -> bool:
         if name not in self._memo:
@@ -1572,6 +1579,23 @@ class _Namer:
             except ValueError:
                 pass
         return name
+
+    def holds_header_lines(self, extent) -> bool:
+        """Whether the lines of `extent` (in clang's text) hold a line of a checked file other
+        than the kernel file (True where the extent is not known)."""
+        if self._header_lines is None:
+            counts, n = [0], 0
+            for file, _ in self.lines:
+                n += file != self.display and bool(file) and self.checked(file)
+                counts.append(n)
+            self._header_lines = counts
+        try:
+            start, end = extent.start.line, extent.end.line
+        except Exception:           # noqa: BLE001 (no extent: nothing ruled out)
+            return True
+        if not 0 < start <= end <= len(self.lines):
+            return True
+        return self._header_lines[end] - self._header_lines[start - 1] > 0
 
     def where(self, location) -> tuple[str | None, int]:
         """(file, line) of a location in clang's text, as the line markers say."""

@@ -1067,6 +1067,12 @@ def test_a_number_inside_a_string_is_left_as_written(fixture_root, tmp_path):
      "return T(hv_mix(bfloat(1.0f), half(1.0h)));", {(4, "*")}),
     # review 39's P01: in a header beside the kernel file
     ('#include "local_mix.h"\n', "return T(local_mix(1.0f, 1.0h));", {(2, "*")}),
+    # in a namespace of the kernel file: its own, and a header it includes there (the walks
+    # leave out only the namespaces that hold none of the checked files' lines)
+    ("namespace mine {\ninline float hv_mix(bfloat b, half h) { return b + h; }\n}\n",
+     "return T(mine::hv_mix(1.0f, 1.0h));", {(5, "*")}),
+    ('namespace mine {\n#include "local_mix.h"\n}\n', "return T(mine::local_mix(1.0f, 1.0h));",
+     {(2, "*")}),
     # the twin: both converted to float first
     ("", "return T(float(bfloat(1.0f)) + float(half(1.0h)));", set()),
 ])
