@@ -311,14 +311,30 @@ def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
         for other in out:
             if other in split and other[1] == key[1] and split[other][0] == split[key][0]:
                 changed = _declared_otherwise(split[other][1], split[key][1])
-                if not changed or not re.search(
-                        rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, changed)))})(?!\w)",
-                        split[key][0]):
+                if not _spells_any(split[key][0], changed):
                     out[other] = out[other] + vs
                     break
         else:
             out[key] = vs
     return out
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"        # re's \\w on str
+
+
+def _spells_any(text: str, names) -> bool:
+    """Whether `text` spells one of `names` as a whole word (`(?<!\\w)name(?!\\w)`), found by
+    str.find: one regex alternation over the 3 MB of upstream's expanded kernel file cost
+    ~0.07 s, on the way to the parse."""
+    for name in names:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end])):
+                return True
+            at = text.find(name, at + 1)
+    return False
 
 
 _PARAMETER_NAME = re.compile(r"(?<=[\w&*])\s+([A-Za-z_]\w*)\s*(?=[,)=])")

@@ -1109,3 +1109,18 @@ def test_a_rewritten_segment_is_read_back_only_for_the_same_text_file_and_names(
     # an edited text is rewritten, not read back
     edited = frontend.rewrite(pre.replace("2.0", "3.0"))
     assert "3.0f" in edited.source and "2.0f" not in edited.source
+
+
+@pytest.mark.parametrize("text", [
+    "memory_order_acquire", "x memory_order_acquire;", "xmemory_order_acquire", "memory_order_acquirex",
+    "_thread_scope", "thread_scope_", "thread_scope(", "1thread_scope", "é thread_scope é",
+    "éthread_scope", "thread_scopeé", "a.thread_scope->b", "thread_scop thread_scopes", "",
+    "atomic_thread_fence atomic_thread_fence_x", "xx atomic_thread_fence",
+])
+def test_a_merge_of_versions_reads_a_name_as_the_word_search_did(text):
+    # _merged's check for a name the library declares otherwise: str.find with word edges,
+    # as the regex alternation it replaces matched
+    from porter.emulate import frontend
+    names = {"memory_order_acquire", "thread_scope", "atomic_thread_fence"}
+    regex = re.search(rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, names)))})(?!\w)", text)
+    assert frontend._spells_any(text, names) == bool(regex)
