@@ -251,10 +251,12 @@ def _name_maps(ci) -> None:
                     pass
 
 
-def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View]:
+def views(text: str, display_path, root, *, use_cache: bool = True,
+          preprocessed=None) -> list[View]:
     """One view per Metal version PyTorch builds with, in toolchain.METAL_VERSIONS' order.
     Versions whose preprocessed text (and C++ standard) are the same are parsed once: the
-    same tokens under the same language give the same verdict."""
+    same tokens under the same language give the same verdict. `preprocessed`: called once
+    the file's preprocessor runs are done, where there are any (the caller's own may start)."""
     from concurrent.futures import ThreadPoolExecutor
 
     root = Path(root) if root is not None else None
@@ -265,6 +267,8 @@ def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View
         with ThreadPoolExecutor(max_workers=len(missing)) as pool:
             pre = dict(zip(missing, pool.map(
                 lambda v: _preprocess(text, str(display_path), root, v), missing)))
+            if preprocessed is not None:
+                preprocessed()
             groups: dict[tuple, list[int]] = {}
             for v in missing:
                 groups.setdefault((pre[v], std(v)), []).append(v)
