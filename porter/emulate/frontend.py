@@ -911,6 +911,14 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
+    ahead = None
+    if rows:
+        # the registrations' parses beside this parse's walks (libclang releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+        pool = ThreadPoolExecutor(max_workers=1)
+        ahead = pool.submit(_instantiation_parses, text, display_path, root, version, names, raw,
+                            rows, base, use_cache, cut, pch)
+        pool.shutdown(wait=False)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
     errors: list[str] = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
@@ -926,7 +934,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     kernels: list[tuple[str, str]] = []
     if rows:
         for result in _instantiated(text, display_path, root, version, names, raw, rows, base,
-                                    namer, set(errors), use_cache, cut, pch):
+                                    namer, set(errors), use_cache, cut, pch, ahead.result()):
             errors += result[0]
             kernels += [tuple(k) for k in result[1]]
     errors += rules
@@ -1414,31 +1422,19 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
 
 def _instantiated(text, display_path, root, version, names, raw, rows, base: Rewritten, namer,
                   base_errors: set, use_cache: bool, cut: int = 0,
-                  pch: str | None = None) -> list[tuple[list, list]]:
+                  pch: str | None = None, parsed=None) -> list[tuple[list, list]]:
     """(errors, kernels) of each piece's registrations, in file order: cached ones read back,
     the others instantiated in at most MAX_BATCHES parses and each error given to the piece
     its location (or the instantiation it comes from) belongs to; a batch whose errors cannot
-    be told apart is parsed again piece by piece."""
-    from concurrent.futures import ThreadPoolExecutor
-    from porter.emulate import groups
-
-    pieces = _pieces(text, display_path, root, version, raw, rows)
-    results: dict[str, tuple[list, list]] = {}
-    for p in pieces:
-        got = _cached_piece(p.key) if use_cache else None
-        if got is not None:
-            results[p.key] = got
-    missing = [p for p in pieces if p.key not in results]
+    be told apart is parsed again piece by piece. `parsed`: what _instantiation_parses
+    returned for these arguments (the parses, started beside the file's own check)."""
+    if parsed is None:
+        parsed = _instantiation_parses(text, display_path, root, version, names, raw, rows,
+                                       base, use_cache, cut, pch)
+    pieces, results, missing, rewritten, batches, tus = parsed
     if missing:
+        from porter.emulate import groups
         spans = groups.functor_spans(text)
-        source = base.source.split("\n")
-        rewritten: dict[int, tuple[str, list, list]] = {}
-        for p in missing:
-            for i in p.rows:
-                file, line = base.lines[i]
-                quoted = file.replace("\\", "\\\\").replace('"', '\\"')
-                one = rewrite(f'# {line} "{quoted}"\n{raw[i]}', names)
-                rewritten[i] = (one.source.split("\n", 1)[1], one.names, one.types)
         owner_of_row = {i: p for p in missing for i in p.rows}
 
         def owners(d, batch):
@@ -1453,12 +1449,9 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
                                   if n in spans and spans[n][0] <= line0 <= spans[n][1]}
             return found & {p.key for p in batch}
 
-        def run(batch):
-            lines = list(source)
-            for p in batch:
-                for i in p.rows:
-                    lines[i] = rewritten[i][0]
-            tu, _ = _parsed(lines, cut, pch, version)
+        def run(batch, tu=None):
+            if tu is None:
+                tu = _batch_parse(batch, base, rewritten, cut, pch, version)
             found = {p.key: [] for p in batch}
             ds = _errors(tu, namer)
             if len(batch) > 1 and len(ds) >= _BATCH_ERROR_LIMIT:
@@ -1473,16 +1466,50 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
                 found[who.pop()].append(message)
             return found
 
-        def checked(batch):
-            found = run(batch)
-            if found is None:                   # one piece at a time
-                found = {}
+        found = {}
+        for batch, tu in zip(batches, tus):
+            part = run(batch, tu)
+            if part is None:                   # one piece at a time
+                part = {}
                 for p in batch:
-                    found.update(run([p]))
-            return found
+                    part.update(run([p]))
+            found.update(part)
+        for p in missing:
+            types = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
+                     for i in p.rows for f, ln, rule in rewritten[i][2]]
+            names = [(name, f"{namer.name(f)}:{ln}") for i in p.rows
+                     for name, f, ln in rewritten[i][1]]
+            results[p.key] = (types + found[p.key], names)
+            _store_piece(p.key, results[p.key])
+    return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
 
+
+def _instantiation_parses(text, display_path, root, version, names, raw, rows, base: Rewritten,
+                          use_cache: bool, cut: int = 0, pch: str | None = None) -> tuple:
+    """The pieces of _instantiated, those read back from the cache, the others, their rows in
+    clang's terms, their batches and each batch's parse: all that does not depend on the
+    file's own check, so that it runs beside it (libclang's parses release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pieces = _pieces(text, display_path, root, version, raw, rows)
+    results: dict[str, tuple[list, list]] = {}
+    for p in pieces:
+        got = _cached_piece(p.key) if use_cache else None
+        if got is not None:
+            results[p.key] = got
+    missing = [p for p in pieces if p.key not in results]
+    rewritten: dict[int, tuple[str, list, list]] = {}
+    batches: list[list] = []
+    tus: list = []
+    if missing:
+        for p in missing:
+            for i in p.rows:
+                file, line = base.lines[i]
+                quoted = file.replace("\\", "\\\\").replace('"', '\\"')
+                one = rewrite(f'# {line} "{quoted}"\n{raw[i]}', names)
+                rewritten[i] = (one.source.split("\n", 1)[1], one.names, one.types)
         size = sum(len(raw[i]) for p in missing for i in p.rows)
-        batches, current, have = [], [], 0
+        current, have = [], 0
         for p in missing:
             current.append(p)
             have += sum(len(raw[i]) for i in p.rows)
@@ -1492,17 +1519,19 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
         if current:
             batches.append(current)
         with ThreadPoolExecutor(max_workers=min(len(batches), os.cpu_count() or 1)) as pool:
-            found = {}
-            for part in pool.map(checked, batches):
-                found.update(part)
-        for p in missing:
-            types = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
-                     for i in p.rows for f, ln, rule in rewritten[i][2]]
-            names = [(name, f"{namer.name(f)}:{ln}") for i in p.rows
-                     for name, f, ln in rewritten[i][1]]
-            results[p.key] = (types + found[p.key], names)
-            _store_piece(p.key, results[p.key])
-    return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
+            tus = list(pool.map(lambda b: _batch_parse(b, base, rewritten, cut, pch, version),
+                                batches))
+    return pieces, results, missing, rewritten, batches, tus
+
+
+def _batch_parse(batch, base: Rewritten, rewritten: dict, cut: int, pch: str | None, version: int):
+    """clang's unit of the file with `batch`'s registration rows put back."""
+    lines = base.source.split("\n")
+    for p in batch:
+        for i in p.rows:
+            lines[i] = rewritten[i][0]
+    tu, _ = _parsed(lines, cut, pch, version)
+    return tu
 
 
 def _cached_piece(key: str) -> tuple[list, list] | None:
