@@ -959,6 +959,17 @@ def _own_declarations(cursor, namer: "_Namer") -> list:
     return namer.own[key]
 
 
+def _own_preorders(cursor, namer: "_Namer") -> list:
+    """(declaration, its cursors in preorder) of each of the kernel file's own top-level
+    declarations (_own_declarations), read once per parse: three findings walk each of them
+    whole, and a walk makes a Python object of every node."""
+    key = ("preorder", cursor.hash)
+    if key not in namer.own:
+        namer.own[key] = [(top, list(top.walk_preorder()))
+                          for top in _own_declarations(cursor, namer)]
+    return namer.own[key]
+
+
 def _own_declarations_now(cursor, namer: "_Namer"):
     K = _clang().CursorKind
     for c in cursor.get_children():
@@ -1009,8 +1020,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
         return False
 
     found = []
-    for top in _own_declarations(tu.cursor, namer):
-        for cursor in top.walk_preorder():
+    for _, nodes in _own_preorders(tu.cursor, namer):
+        for cursor in nodes:
             if cursor.kind != K.CALL_EXPR:
                 continue
             args = list(cursor.get_arguments())
@@ -1114,11 +1125,11 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
             callee.spelling in _FORMULA_CALLS
 
     found = []
-    for functor in _own_declarations(tu.cursor, namer):
+    for functor, nodes in _own_preorders(tu.cursor, namer):
         if functor.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) or \
                 not functor.spelling.endswith("_functor"):
             continue
-        for c in functor.walk_preorder():
+        for c in nodes:
             if c.kind == K.CALL_EXPR and formula(c):
                 # Metal's own multiply-add formula (`dot`, `mix`, `mad`) in half or bfloat:
                 # Apple's library may run it as one fma in that type (review 36's K03)
@@ -1184,8 +1195,8 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
             return "T"
         return spelled
 
-    def walk(cursor, owner: str, out: list) -> None:
-        for c in cursor.walk_preorder():
+    def walk(cursor, owner: str, out: list, nodes=None) -> None:
+        for c in cursor.walk_preorder() if nodes is None else nodes:
             if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
                     _operator(c) in (None, "="):
                 continue
@@ -1205,10 +1216,10 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
                     out.append((f, line, owner, dtypes))
 
     found: list = []
-    for top in _own_declarations(tu.cursor, namer):
+    for top, nodes in _own_preorders(tu.cursor, namer):
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
-        walk(top, top.spelling[:-len("_functor")] if functor else "*", found)
+        walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes)
     # the checkout's headers, once per content in a process (a header's code is the same
     # whichever file includes it)
     by_header: dict[str, list] = {}
