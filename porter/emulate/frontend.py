@@ -307,7 +307,8 @@ def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
             out[key] = vs
             continue
         user, library = [], []
-        for (file, _), row in zip(_positions(text.split("\n")), text.split("\n")):
+        rows = text.split("\n")
+        for (file, _), row in zip(_positions(rows), rows):
             if row.startswith("# "):
                 continue
             (library if _porters(file) else user).append(row)
@@ -928,7 +929,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
     lone, fma_free = _products(tu, namer)
-    mixed = _mixed_halves(tu, namer)
+    mixed = _mixed_halves(tu, namer, version)
     namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
@@ -1170,10 +1171,11 @@ _SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
                 "CXX_STATIC_CAST_EXPR")
 
 
-_HEADER_MIXED: dict[str, tuple] = {}     # a checkout header's content -> its mixed_halves rows
+_HEADER_MIXED: dict[str, tuple] = {}     # _mixed_key -> a checkout header's mixed_halves rows
 
 
-def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
+def _mixed_halves(tu, namer: "_Namer", version: int | None = None
+                  ) -> tuple[tuple[str, int, str, str], ...]:
     """Each arithmetic of a bfloat with a half in code a kernel may run (View.mixed_halves):
     the kernel file's own and the checkout's headers' (one beside the file included with
     quotes, c10/metal), as (file, line, owner, dtypes): the owner is the functor's name before
@@ -1220,8 +1222,8 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
         walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes)
-    # the checkout's headers, once per content in a process (a header's code is the same
-    # whichever file includes it)
+    # the checkout's headers, once per content and version (a header's code is the same
+    # whichever file includes it, as _header_findings takes it)
     by_header: dict[str, list] = {}
 
     def headers_of(cursor):
@@ -1237,20 +1239,64 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
 
     headers_of(tu.cursor)
     for f, cursors in by_header.items():
-        try:
-            key = f + "\0" + hashlib.sha256(Path(f).read_bytes()).hexdigest()
-        except OSError:
-            key = None
-        if key is None or key not in _HEADER_MIXED:
-            rows: list = []
+        key = _mixed_key(f, version)
+        rows = _HEADER_MIXED.get(key) if key is not None else None
+        # on disk too (a fresh process walked c10/metal's declarations again: ~0.5 s a version
+        # group), where the header's declarations hold its own lines alone (no file included
+        # inside one, whose change the key would not see)
+        alone = key is not None and version is not None and _lines_of_one_file(cursors, f, namer)
+        if rows is None and alone:
+            rows = _stored_mixed(key)
+        if rows is None:
+            walked: list = []
             for c in cursors:
-                walk(c, "*", rows)
-            if key is not None:
-                _HEADER_MIXED[key] = tuple(rows)
-            found += rows
-        else:
-            found += list(_HEADER_MIXED[key])
+                walk(c, "*", walked)
+            rows = tuple(walked)
+            if alone:
+                write_whole(cache_dir() / f"frontend-mixed-{key}.json",
+                            json.dumps([list(r) for r in rows]))
+        if key is not None:
+            _HEADER_MIXED[key] = rows
+        found += list(rows)
     return tuple(dict.fromkeys(found))
+
+
+def _mixed_key(path: str, version: int | None) -> str | None:
+    """A checkout header's mixed_halves rows' key: its path, content, the Metal version and
+    the front end's own digest (None where the header cannot be read)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    h = hashlib.sha256(f"frontend-mixed1\0{path}\0{version}\0".encode())
+    h.update(_mode_digest().encode())
+    h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _stored_mixed(key: str) -> tuple | None:
+    cached = cache_dir() / f"frontend-mixed-{key}.json"
+    if not cached.is_file():
+        return None
+    try:
+        rows = tuple(tuple(r) for r in json.loads(cached.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    kernel_cache.touch(cached)
+    return rows
+
+
+def _lines_of_one_file(cursors, path: str, namer: "_Namer") -> bool:
+    """Whether every line the cursors' extents span is a line of `path`."""
+    for c in cursors:
+        try:
+            start, end = c.extent.start.line, c.extent.end.line
+        except Exception:           # noqa: BLE001 (no extent: not known)
+            return False
+        if not 0 < start <= end <= len(namer.lines) or \
+                any(namer.lines[i][0] != path for i in range(start - 1, end)):
+            return False
+    return True
 
 
 def _products(tu, namer: "_Namer") -> tuple:

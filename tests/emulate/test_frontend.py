@@ -1124,3 +1124,39 @@ def test_a_merge_of_versions_reads_a_name_as_the_word_search_did(text):
     names = {"memory_order_acquire", "thread_scope", "atomic_thread_fence"}
     regex = re.search(rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, names)))})(?!\w)", text)
     assert frontend._spells_any(text, names) == bool(regex)
+
+
+def test_a_headers_mixed_halves_are_kept_by_its_content_and_version(fixture_root, tmp_path):
+    # the checkout headers' bfloat-with-half rows are kept in the process and on disk (a
+    # fresh process walked c10/metal's declarations again), by the header's content and the
+    # version: a fresh process reads them back, an edited header is walked again
+    from porter.emulate import frontend
+    header = tmp_path / "local_mix.h"
+    header.write_text("#pragma once\ninline float local_mix(bfloat b, half h) { return b + h; }\n")
+    text = MUL_ADD.replace("struct m_functor", '#include "local_mix.h"\nstruct m_functor').replace(
+        "BODY", "return T(local_mix(1.0f, 1.0h));")
+
+    def found():
+        views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
+        return {(f.rpartition("/")[2], line, owner) for v in views
+                for f, line, owner, _ in v.mixed_halves}
+
+    assert found() == {("local_mix.h", 2, "*")}
+    stored = set(frontend.cache_dir().glob("frontend-mixed-*.json"))
+    assert stored
+    frontend._HEADER_MIXED.clear()              # a fresh process: read back from the disk
+    assert found() == {("local_mix.h", 2, "*")}
+    import json
+    kept = {path: path.read_text() for path in stored}
+    for path in stored:                         # what it reads is the disk's (a marked row)
+        path.write_text(json.dumps(json.loads(kept[path]) + [["/marked/h.h", 9, "*", "*"]]))
+    frontend._HEADER_MIXED.clear()
+    assert ("h.h", 9, "*") in found()
+    for path, was in kept.items():
+        path.write_text(was)
+    frontend._HEADER_MIXED.clear()
+    header.write_text("#pragma once\n// moved\ninline float local_mix(bfloat b, half h) "
+                      "{ return float(b) + float(h); }\ninline float other(bfloat b, half h) "
+                      "{ return b * h; }\n")
+    assert found() == {("local_mix.h", 4, "*")}
+    assert len(set(frontend.cache_dir().glob("frontend-mixed-*.json"))) > len(stored)
