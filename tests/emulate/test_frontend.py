@@ -1160,3 +1160,18 @@ def test_a_headers_mixed_halves_are_kept_by_its_content_and_version(fixture_root
                       "{ return b * h; }\n")
     assert found() == {("local_mix.h", 4, "*")}
     assert len(set(frontend.cache_dir().glob("frontend-mixed-*.json"))) > len(stored)
+
+
+@pytest.mark.parametrize("text", [
+    "typename class X, y", "subclass Foo,", "classclass X>", "typenameclass Y=", "class\nZ>",
+    "template <class T> using A = B; template<typename U>using  C=D;", "template < > using x =",
+    "template <a<b>> using q =", "template <typename T, class U = int> struct s;", "",
+    'template <typename T>\n# 12 "h.h"\n using W = T;',
+])
+def test_the_template_names_are_those_the_regex_finds(text):
+    # template_names tries its patterns only where their first word is (str.find), as
+    # findall's scan would match them
+    from porter.emulate import frontend
+    assert frontend.template_names(text) == (
+        set(frontend._TEMPLATE_PARAM.findall(text)) - {"typename", "class"},
+        set(frontend._ALIAS_TEMPLATE.findall(text)))
