@@ -301,9 +301,11 @@ def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
     naming none of them, nor a name declared otherwise, compiles alike under both)."""
     out: dict[tuple, list[int]] = {}
     split: dict[tuple, tuple] = {}
+    # a group is merged only with one of its own C++ standard: one alone in it is not read
+    standards = [key[1] for key in groups if key[0][0] is not None]
     for key, vs in groups.items():
         text = key[0][0]
-        if text is None:
+        if text is None or standards.count(key[1]) < 2:
             out[key] = vs
             continue
         user, library = [], []
