@@ -198,6 +198,16 @@ class _Shared:
 BATCH_BYTES = 64 << 20   # a batch's inputs and outputs together, in the shared memory
 BATCH_CALLS = 512
 AHEAD_BYTES = 256 << 20  # a row's calls answered ahead at most: the answers wait in memory
+PIPELINE_CHUNKS = 4      # a batch's chunks (answer_ahead): one runs while one is compared
+PIPELINE_MIN_CALLS = 8   # a chunk's calls at least: each chunk is a round trip
+
+
+def _chunks(batch: list) -> list[tuple[list, set]]:
+    """`batch` in PIPELINE_CHUNKS chunks of PIPELINE_MIN_CALLS calls or more, in order, each
+    with the ids of its samples."""
+    size = max(PIPELINE_MIN_CALLS, -(-len(batch) // PIPELINE_CHUNKS))
+    return [(batch[i:i + size], {id(sample) for sample, _ in batch[i:i + size]})
+            for i in range(0, len(batch), size)]
 
 
 class _Recording(Exception):
@@ -226,6 +236,11 @@ class WorkerClient:
         self._recorded: list | None = None          # recording: (sample, call) asked for
         # id(sample) -> (sample, [(the call's shape, output, undefined)]), in call order
         self._answered: dict[int, tuple] = {}
+        # answer_ahead's chunks not sent yet and the one the worker runs now, each with the
+        # ids of its samples (and the watchdog's call); the samples a refused call ended
+        self._queue: list[tuple[list, set]] = []
+        self._in_flight: tuple | None = None
+        self._ended: set[int] = set()
         self.sample = None        # the sample whose calls are made now (emulator_device)
         self._fired = False       # the last exchange's worker was stopped by the watchdog
         # (library, index) of the kernels the watchdog stopped, kept for the process: every
@@ -272,6 +287,9 @@ class WorkerClient:
                 raise _Recording("a call with nothing to lay out")
             self._recorded.append((self.sample, request))
             return bytearray(request["out_nbytes"])
+        if self.sample is not None:
+            while self._awaits(id(self.sample)):
+                self._advance()
         held = self._answered.get(id(self.sample)) if self.sample is not None else None
         if held is not None and held[0] is self.sample and held[1]:
             shape, out, undefined = held[1].pop(0)
@@ -285,6 +303,7 @@ class WorkerClient:
             # a kernel that ran past the limit once is not run again this session: each of
             # its samples would cost the whole limit (6 dtypes x 9 samples x 60 s)
             raise KernelTimedOut(limit, again=True)
+        self._settle()              # the worker answers in order; the shared memory is free
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
             request = self._through_shared(request)
@@ -309,15 +328,27 @@ class WorkerClient:
         """The worker's answer to `message`, watched for `limit` seconds of its CPU time; None
         where the worker died (a kernel's crash, or the watchdog: `_fired` says which), reaped,
         so that the next call starts another."""
+        return self._receive(proc, self._send(proc, message, limit))
+
+    def _send(self, proc: subprocess.Popen, message: dict, limit: float) -> int:
+        """Send `message` with the watchdog armed for it; the watchdog's call, for `_receive`
+        (a worker already gone is found there)."""
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         if self._watchdog is None:
             self._watchdog = _Watchdog()
             self._watchdog.start()
         call = self._watchdog.arm(proc, limit)
-        self._fired = False
         try:
             proc.stdin.write(len(data).to_bytes(8, "little") + data)
             proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass                    # no answer will come: `_receive` says the worker died
+        return call
+
+    def _receive(self, proc: subprocess.Popen, call: int) -> dict | None:
+        """The worker's answer to what was sent as `call`, or None (`_exchange`)."""
+        self._fired = False
+        try:
             header = proc.stdout.read(8)
             if len(header) < 8:
                 raise EOFError
@@ -349,9 +380,14 @@ class WorkerClient:
         afterwards, in the same order and of the same shape, take them (a row of a hundred
         reference inputs made a hundred round trips, about 0.6 ms each, most of an edit's
         verdict). Where a batch fails (a kernel crashed or ran past the watchdog, or the
-        worker refused a call), its calls are left to be made one at a time, which say which
-        sample it was."""
-        self._answered = {}
+        worker refused a call), its calls and those after it are left to be made one at a
+        time, which say which sample it was.
+
+        Each batch goes in chunks (`_chunks`), one at a time: the first now, each next one
+        when a sample first asks for an answer of the one before, which is then read. The
+        worker runs a chunk while the verdict compares the answers of the one before it."""
+        self._settle()
+        self._answered, self._queue, self._ended = {}, [], set()
         batch, size, total = [], 0, 0
         for sample, request in recorded:
             need = sum(_bytes_of(b).nbytes for b in request["inputs"]) + request["out_nbytes"]
@@ -359,17 +395,41 @@ class WorkerClient:
             if total > AHEAD_BYTES:
                 break                     # the rest run one at a time
             if batch and (size + need > BATCH_BYTES or len(batch) >= BATCH_CALLS):
-                if not self._run_batch(batch):
-                    return
+                self._queue += _chunks(batch)
                 batch, size = [], 0
             batch.append((sample, request))
             size += need
         if batch:
-            self._run_batch(batch)
+            self._queue += _chunks(batch)
+        self._advance()
 
-    def _run_batch(self, batch: list) -> bool:
-        """Whether the batch ran; each answer is kept in its sample's queue, and a call the
-        worker refused ends its sample's queue there."""
+    def _awaits(self, key: int) -> bool:
+        """Whether an answer for the sample whose id is `key` is still to come from a chunk."""
+        return (self._in_flight is not None and key in self._in_flight[1]) or \
+            any(key in keys for _, keys in self._queue)
+
+    def _advance(self) -> None:
+        """Read the chunk in flight and send the next one, or, none in flight, send the next."""
+        if self._in_flight is not None:
+            self._settle(then_next=True)
+        elif self._queue:
+            self._send_chunk(*self._queue.pop(0))
+
+    def _settle(self, then_next: bool = False) -> None:
+        """Read the chunk in flight, if any, and keep its answers; then send the next chunk
+        where `then_next`. A chunk that fails leaves its calls and every later chunk's to be
+        made one at a time."""
+        if self._in_flight is None:
+            return
+        batch, _, call = self._in_flight
+        self._in_flight = None
+        if not self._read_chunk(batch, call):
+            self._queue = []
+        elif then_next and self._queue:
+            self._send_chunk(*self._queue.pop(0))
+
+    def _send_chunk(self, batch: list, keys: set) -> None:
+        """Lay `batch`'s inputs out in the shared memory and send it (`_in_flight`)."""
         proc = self._start()
         regions, at, laid = [], 0, []
         for _, request in batch:
@@ -391,7 +451,13 @@ class WorkerClient:
             sent.append(one)
         # one call's limit for the whole batch: a batch stopped is run again call by call,
         # each with its own limit
-        resp = self._exchange(proc, {"batch": sent}, timeout_seconds())
+        self._in_flight = (batch, keys, self._send(proc, {"batch": sent}, timeout_seconds()))
+
+    def _read_chunk(self, batch: list, call: int) -> bool:
+        """Whether the chunk sent as `call` ran; each answer is kept in its sample's queue, and
+        a call the worker refused ends its sample's queue there (in every later chunk too)."""
+        proc = self._proc
+        resp = self._receive(proc, call) if proc is not None else None
         if resp is None:
             kernels = {(r["lib"], r.get("index")) for _, r in batch if "lib" in r}
             if self._fired and len(kernels) == 1 and all("lib" in r for _, r in batch):
@@ -401,7 +467,7 @@ class WorkerClient:
                 # put past it is not proven rather than green; PORTER_KERNEL_TIMEOUT raises it
                 self._timed_out |= kernels
             return False
-        ended: set[int] = set()
+        ended = self._ended
         with memoryview(self._shared.map) as shared:
             for (sample, request), answer in zip(batch, resp.get("batch", [])):
                 key = id(sample)
@@ -417,6 +483,11 @@ class WorkerClient:
         return True
 
     def close(self) -> None:
+        self._queue = []
+        try:
+            self._settle()          # a worker blocked writing its answer would not exit
+        except Exception:           # noqa: BLE001 (closing: the worker is stopped below anyway)
+            self._in_flight = None
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None

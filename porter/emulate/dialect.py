@@ -54,14 +54,21 @@ def views(text: str, display_path, root: Path | None, *, use_cache: bool = True,
     file's content does not see (build.build_source asks for them on every build)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # the short preprocessor runs of the fingerprints side by side, and beside the front end's
-    # check (the longer path): their wall time is hidden in it
+    # the short preprocessor runs of the fingerprints side by side, beside the front end's
+    # check (the longer path): their wall time is hidden in it. They start once the front
+    # end's own preprocessor runs are done, which the front end's parses wait for: on two
+    # cores, seven preprocessor runs and the g++ build at once put off every one of them
+    printing: list = []
     with ThreadPoolExecutor(max_workers=len(METAL_VERSIONS)) as pool:
-        printing = pool.map(lambda v: _fingerprint(text, display_path, root, v,
-                                                   use_cache=use_cache), METAL_VERSIONS)
-        checked = frontend.views(text, display_path, root, use_cache=use_cache)
+        def start() -> None:
+            if not printing:
+                printing.extend(pool.submit(_fingerprint, text, display_path, root, v,
+                                            use_cache=use_cache) for v in METAL_VERSIONS)
+        checked = frontend.views(text, display_path, root, use_cache=use_cache,
+                                 preprocessed=start)
+        start()
         duplicates = tuple(frontend.duplicate_names(text, display_path, root)) if duplicates else ()
-        prints = list(printing)
+        prints = [f.result() for f in printing]
     return [VersionView(c.version, c.errors + (duplicates if i == 0 else ()), f)
             for i, (c, f) in enumerate(zip(checked, prints))]
 

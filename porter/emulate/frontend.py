@@ -251,10 +251,12 @@ def _name_maps(ci) -> None:
                     pass
 
 
-def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View]:
+def views(text: str, display_path, root, *, use_cache: bool = True,
+          preprocessed=None) -> list[View]:
     """One view per Metal version PyTorch builds with, in toolchain.METAL_VERSIONS' order.
     Versions whose preprocessed text (and C++ standard) are the same are parsed once: the
-    same tokens under the same language give the same verdict."""
+    same tokens under the same language give the same verdict. `preprocessed`: called once
+    the file's preprocessor runs are done, where there are any (the caller's own may start)."""
     from concurrent.futures import ThreadPoolExecutor
 
     root = Path(root) if root is not None else None
@@ -265,6 +267,8 @@ def views(text: str, display_path, root, *, use_cache: bool = True) -> list[View
         with ThreadPoolExecutor(max_workers=len(missing)) as pool:
             pre = dict(zip(missing, pool.map(
                 lambda v: _preprocess(text, str(display_path), root, v), missing)))
+            if preprocessed is not None:
+                preprocessed()
             groups: dict[tuple, list[int]] = {}
             for v in missing:
                 groups.setdefault((pre[v], std(v)), []).append(v)
@@ -297,13 +301,16 @@ def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
     naming none of them, nor a name declared otherwise, compiles alike under both)."""
     out: dict[tuple, list[int]] = {}
     split: dict[tuple, tuple] = {}
+    # a group is merged only with one of its own C++ standard: one alone in it is not read
+    standards = [key[1] for key in groups if key[0][0] is not None]
     for key, vs in groups.items():
         text = key[0][0]
-        if text is None:
+        if text is None or standards.count(key[1]) < 2:
             out[key] = vs
             continue
         user, library = [], []
-        for (file, _), row in zip(_positions(text.split("\n")), text.split("\n")):
+        rows = text.split("\n")
+        for (file, _), row in zip(_positions(rows), rows):
             if row.startswith("# "):
                 continue
             (library if _porters(file) else user).append(row)
@@ -311,14 +318,30 @@ def _merged(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
         for other in out:
             if other in split and other[1] == key[1] and split[other][0] == split[key][0]:
                 changed = _declared_otherwise(split[other][1], split[key][1])
-                if not changed or not re.search(
-                        rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, changed)))})(?!\w)",
-                        split[key][0]):
+                if not _spells_any(split[key][0], changed):
                     out[other] = out[other] + vs
                     break
         else:
             out[key] = vs
     return out
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"        # re's \\w on str
+
+
+def _spells_any(text: str, names) -> bool:
+    """Whether `text` spells one of `names` as a whole word (`(?<!\\w)name(?!\\w)`), found by
+    str.find: one regex alternation over the 3 MB of upstream's expanded kernel file cost
+    ~0.07 s, on the way to the parse."""
+    for name in names:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end])):
+                return True
+            at = text.find(name, at + 1)
+    return False
 
 
 _PARAMETER_NAME = re.compile(r"(?<=[\w&*])\s+([A-Za-z_]\w*)\s*(?=[,)=])")
@@ -571,8 +594,30 @@ def template_names(pre: str) -> tuple[set, set]:
     """The template type parameters and alias templates of the preprocessed file: a call of
     one may build a vector."""
     # alias templates (`using ret_type = vec2type_t<U>`): `ret_type<T>(a, b)` may build a vector
-    return (set(_TEMPLATE_PARAM.findall(pre)) - {"typename", "class"},
-            set(_ALIAS_TEMPLATE.findall(pre)))
+    return (set(_found_at(_TEMPLATE_PARAM, ("typename", "class"), pre)) - {"typename", "class"},
+            set(_found_at(_ALIAS_TEMPLATE, ("template",), pre)))
+
+
+def _found_at(pattern: re.Pattern, starts: tuple[str, ...], text: str) -> list[str]:
+    """`pattern.findall(text)` for a pattern with one group whose every match begins with one
+    of the words `starts`: tried only where one begins (str.find), left to right, each after
+    the last match's end, as findall does (a regex scan of the 3 MB of upstream's expanded
+    BinaryKernel.metal cost ~0.04 s a version group, on the way to the parse)."""
+    at: set[int] = set()
+    for word in starts:
+        k = text.find(word)
+        while k >= 0:
+            at.add(k)
+            k = text.find(word, k + 1)
+    out, end = [], 0
+    for k in sorted(at):
+        if k < end:
+            continue
+        m = pattern.match(text, k)
+        if m:
+            out.append(m.group(1))
+            end = m.end()
+    return out
 
 
 def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
@@ -580,6 +625,73 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
     files as they are), the kernel names it declares, and each line's file and line.
     `names`: template_names of the whole file, where `pre` is a part of it (a registration)."""
     params, aliases = names or template_names(pre)
+    # each segment's rewrite is a function of its text, its file and these names alone: the
+    # same header text under another version, or in the next round of `--watch`, is read back
+    names_key = (frozenset(params), frozenset(aliases))
+    out, names, lines, types = [], [], [], []
+    file, line = "", 0
+    segment: list[str] = []
+
+    def flush():
+        if not segment:
+            return
+        text = "\n".join(segment)
+        segment.clear()
+        if _porters(file):
+            out.append(text)
+            return
+        first = line - text.count("\n") - 1
+        done, its_names, its_types = _segment_rewritten(file, text, names_key)
+        names.extend((name, file, first + at) for name, at in its_names)
+        types.extend((file, first + at, rule) for at, rule in its_types)
+        out.append(done)
+
+    for raw in pre.split("\n"):
+        m = _MARKER.match(raw) if raw.startswith("# ") else None
+        if m:
+            flush()
+            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            # clang takes no line 0 (g++ marks its built-ins so)
+            out.append(raw if line else "# 1" + raw[3:])
+            lines.append((file, line))
+            continue
+        lines.append((file, line))
+        line += 1
+        segment.append(raw)
+    flush()
+    return Rewritten("\n".join(out), names, lines, types)
+
+
+# rewrite's segments, by (file, text, names): a header's segments are the same under every
+# version and in every round of one process (bounded by their characters)
+_SEGMENTS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_SEGMENTS_LOCK = threading.Lock()
+_SEGMENTS_KEPT = 16_000_000
+_SEGMENTS_SIZE = [0]
+
+
+def _segment_rewritten(file: str, text: str, names_key: tuple) -> tuple:
+    """(clang's text, [(kernel name, line offset)], [(line offset, rule)]) of one segment of
+    the kernel file's or a checkout header's preprocessed text (its lines between two line
+    markers); offsets from the segment's first line."""
+    key = (file, text, names_key)
+    with _SEGMENTS_LOCK:
+        found = _SEGMENTS.get(key)
+        if found is not None:
+            _SEGMENTS.move_to_end(key)
+            return found
+    found = _segment_now(text, *names_key)
+    with _SEGMENTS_LOCK:
+        if key not in _SEGMENTS:
+            _SEGMENTS[key] = found
+            _SEGMENTS_SIZE[0] += 2 * len(text)
+            while _SEGMENTS_SIZE[0] > _SEGMENTS_KEPT and len(_SEGMENTS) > 1:
+                (_, old, _), _ = _SEGMENTS.popitem(last=False)
+                _SEGMENTS_SIZE[0] -= 2 * len(old)
+    return found
+
+
+def _segment_now(text: str, params: frozenset, aliases: frozenset) -> tuple:
     vectors = _CONVERTED_NAMES
     alias_call = re.compile(
         rf"(?<![\w.$>])((?:::)?(?:\w+::)*(?:{'|'.join(map(re.escape, sorted(aliases)))}))[ \t]*<") \
@@ -607,67 +719,39 @@ def rewrite(pre: str, names: tuple[set, set] | None = None) -> Rewritten:
             return f"__metal_vec_ctor<{name}>("
         return m.group(0)
 
-    out, names, lines, types = [], [], [], []
-    file, line = "", 0
-    segment: list[str] = []
-
-    def flush():
-        if not segment:
-            return
-        text = "\n".join(segment)
-        segment.clear()
-        if _porters(file):
-            out.append(text)
-            return
-        first = line - text.count("\n") - 1
-        # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
-        # template argument): §2.1's scalar types are the language's whole set
-        for m in _NO_SUCH_TYPE.finditer(text):
-            if m.group(1):
-                word = m.group(1)
-                types.append((file, first + text.count("\n", 0, m.start()),
-                              "double" if word == "double" else
-                              "long long" if word.startswith("long") else
-                              "asm" if word in ("asm", "__asm__", "__asm") else
-                              word if word in RULES else
-                              "builtin" if word.startswith("__") else "std"))
-        if "host_name" in text:
-            def host(match):
-                at = first + text.count("\n", 0, match.start())
-                names.append((_joined(match.group(1)), file, at))
-                return ""
-            text = _HOST_NAME.sub(host, text)
-        if "[[" in text:
-            text = _KERNEL_ATTR.sub('__attribute__((annotate("metal_kernel")))', text)
-        if "static_cast" in text:
-            text = _casts(text)
-        text = _CALL.sub(call, text)
-        if alias_call is not None:
-            text = alias_calls(text)
-        # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
-        # them so only where clang parses them, not where a template's instantiation rebuilds
-        # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates).
-        # Not inside a string or character literal: `"1.5"` is 4 bytes (review 38's L24)
-        text = _outside_literals(text, lambda code: _FLOAT_LITERAL.sub(
-            r"\1f", _HALF_LITERAL.sub(r"\1f16", code)))
-        if "address_space" in text:
-            text = _AS_OBJECT.sub(r"\1\2static \3", text)
-        out.append(text)
-
-    for raw in pre.split("\n"):
-        m = _MARKER.match(raw) if raw.startswith("# ") else None
-        if m:
-            flush()
-            line, file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-            # clang takes no line 0 (g++ marks its built-ins so)
-            out.append(raw if line else "# 1" + raw[3:])
-            lines.append((file, line))
-            continue
-        lines.append((file, line))
-        line += 1
-        segment.append(raw)
-    flush()
-    return Rewritten("\n".join(out), names, lines, types)
+    names, types = [], []
+    # a type Metal does not have, wherever it is spelled (a declaration, a cast, sizeof, a
+    # template argument): §2.1's scalar types are the language's whole set
+    for m in _NO_SUCH_TYPE.finditer(text):
+        if m.group(1):
+            word = m.group(1)
+            types.append((text.count("\n", 0, m.start()),
+                          "double" if word == "double" else
+                          "long long" if word.startswith("long") else
+                          "asm" if word in ("asm", "__asm__", "__asm") else
+                          word if word in RULES else
+                          "builtin" if word.startswith("__") else "std"))
+    if "host_name" in text:
+        def host(match):
+            names.append((_joined(match.group(1)), text.count("\n", 0, match.start())))
+            return ""
+        text = _HOST_NAME.sub(host, text)
+    if "[[" in text:
+        text = _KERNEL_ATTR.sub('__attribute__((annotate("metal_kernel")))', text)
+    if "static_cast" in text:
+        text = _casts(text)
+    text = _CALL.sub(call, text)
+    if alias_call is not None:
+        text = alias_calls(text)
+    # Metal's unsuffixed floating literals are float; -cl-single-precision-constant makes
+    # them so only where clang parses them, not where a template's instantiation rebuilds
+    # the arithmetic (stdlib's README: `2.0 * x` stayed double in c10/metal's templates).
+    # Not inside a string or character literal: `"1.5"` is 4 bytes (review 38's L24)
+    text = _outside_literals(text, lambda code: _FLOAT_LITERAL.sub(
+        r"\1f", _HALF_LITERAL.sub(r"\1f16", code)))
+    if "address_space" in text:
+        text = _AS_OBJECT.sub(r"\1\2static \3", text)
+    return text, tuple(names), tuple(types)
 
 
 _INDEX_LOCAL = threading.local()
@@ -852,6 +936,14 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
+    ahead = None
+    if rows:
+        # the registrations' parses beside this parse's walks (libclang releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+        pool = ThreadPoolExecutor(max_workers=1)
+        ahead = pool.submit(_instantiation_parses, text, display_path, root, version, names, raw,
+                            rows, base, use_cache, cut, pch)
+        pool.shutdown(wait=False)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
     errors: list[str] = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
@@ -861,13 +953,13 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     unsequenced = _unsequenced_calls(tu, namer)
     mul_adds = _narrow_mul_adds(tu, namer)
     lone, fma_free = _products(tu, namer)
-    mixed = _mixed_halves(tu, namer)
+    mixed = _mixed_halves(tu, namer, version)
     namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
     if rows:
         for result in _instantiated(text, display_path, root, version, names, raw, rows, base,
-                                    namer, set(errors), use_cache, cut, pch):
+                                    namer, set(errors), use_cache, cut, pch, ahead.result()):
             errors += result[0]
             kernels += [tuple(k) for k in result[1]]
     errors += rules
@@ -892,12 +984,27 @@ def _own_declarations(cursor, namer: "_Namer") -> list:
     return namer.own[key]
 
 
+def _own_preorders(cursor, namer: "_Namer") -> list:
+    """(declaration, its cursors in preorder) of each of the kernel file's own top-level
+    declarations (_own_declarations), read once per parse: three findings walk each of them
+    whole, and a walk makes a Python object of every node."""
+    key = ("preorder", cursor.hash)
+    if key not in namer.own:
+        namer.own[key] = [(top, list(top.walk_preorder()))
+                          for top in _own_declarations(cursor, namer)]
+    return namer.own[key]
+
+
 def _own_declarations_now(cursor, namer: "_Namer"):
     K = _clang().CursorKind
     for c in cursor.get_children():
+        file = c.location.file
         if c.kind == K.NAMESPACE:
-            yield from _own_declarations_now(c, namer)
-        elif c.location.file is not None and c.location.file.name == _UNIT and \
+            # a namespace block of the precompiled prefix holds the prefix's declarations
+            # alone (its lexical children): Metal's library and c10/metal, thousands of them
+            if file is None or file.name == _UNIT:
+                yield from _own_declarations_now(c, namer)
+        elif file is not None and file.name == _UNIT and \
                 namer.where(c.location)[0] == namer.display:
             yield c
 
@@ -938,8 +1045,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
         return False
 
     found = []
-    for top in _own_declarations(tu.cursor, namer):
-        for cursor in top.walk_preorder():
+    for _, nodes in _own_preorders(tu.cursor, namer):
+        for cursor in nodes:
             if cursor.kind != K.CALL_EXPR:
                 continue
             args = list(cursor.get_arguments())
@@ -1043,11 +1150,11 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
             callee.spelling in _FORMULA_CALLS
 
     found = []
-    for functor in _own_declarations(tu.cursor, namer):
+    for functor, nodes in _own_preorders(tu.cursor, namer):
         if functor.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) or \
                 not functor.spelling.endswith("_functor"):
             continue
-        for c in functor.walk_preorder():
+        for c in nodes:
             if c.kind == K.CALL_EXPR and formula(c):
                 # Metal's own multiply-add formula (`dot`, `mix`, `mad`) in half or bfloat:
                 # Apple's library may run it as one fma in that type (review 36's K03)
@@ -1088,10 +1195,11 @@ _SEE_THROUGH = ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
                 "CXX_STATIC_CAST_EXPR")
 
 
-_HEADER_MIXED: dict[str, tuple] = {}     # a checkout header's content -> its mixed_halves rows
+_HEADER_MIXED: dict[str, tuple] = {}     # _mixed_key -> a checkout header's mixed_halves rows
 
 
-def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
+def _mixed_halves(tu, namer: "_Namer", version: int | None = None
+                  ) -> tuple[tuple[str, int, str, str], ...]:
     """Each arithmetic of a bfloat with a half in code a kernel may run (View.mixed_halves):
     the kernel file's own and the checkout's headers' (one beside the file included with
     quotes, c10/metal), as (file, line, owner, dtypes): the owner is the functor's name before
@@ -1113,8 +1221,8 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
             return "T"
         return spelled
 
-    def walk(cursor, owner: str, out: list) -> None:
-        for c in cursor.walk_preorder():
+    def walk(cursor, owner: str, out: list, nodes=None) -> None:
+        for c in cursor.walk_preorder() if nodes is None else nodes:
             if c.kind not in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) or \
                     _operator(c) in (None, "="):
                 continue
@@ -1134,39 +1242,85 @@ def _mixed_halves(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ...]:
                     out.append((f, line, owner, dtypes))
 
     found: list = []
-    for top in _own_declarations(tu.cursor, namer):
+    for top, nodes in _own_preorders(tu.cursor, namer):
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
-        walk(top, top.spelling[:-len("_functor")] if functor else "*", found)
-    # the checkout's headers, once per content in a process (a header's code is the same
-    # whichever file includes it)
+        walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes)
+    # the checkout's headers, once per content and version (a header's code is the same
+    # whichever file includes it, as _header_findings takes it)
     by_header: dict[str, list] = {}
 
     def headers_of(cursor):
         for c in cursor.get_children():
             f, _ = namer.where(c.location)
             if f is None or f == namer.display or not namer.checked(f):
-                if c.kind == K.NAMESPACE:
+                # a namespace none of whose lines is a checked header's (Metal's library's
+                # `metal`, thousands of declarations) holds nothing taken here
+                if c.kind == K.NAMESPACE and namer.holds_header_lines(c.extent):
                     headers_of(c)
                 continue
             by_header.setdefault(f, []).append(c)
 
     headers_of(tu.cursor)
     for f, cursors in by_header.items():
-        try:
-            key = f + "\0" + hashlib.sha256(Path(f).read_bytes()).hexdigest()
-        except OSError:
-            key = None
-        if key is None or key not in _HEADER_MIXED:
-            rows: list = []
+        key = _mixed_key(f, version)
+        rows = _HEADER_MIXED.get(key) if key is not None else None
+        # on disk too (a fresh process walked c10/metal's declarations again: ~0.5 s a version
+        # group), where the header's declarations hold its own lines alone (no file included
+        # inside one, whose change the key would not see)
+        alone = key is not None and version is not None and _lines_of_one_file(cursors, f, namer)
+        if rows is None and alone:
+            rows = _stored_mixed(key)
+        if rows is None:
+            walked: list = []
             for c in cursors:
-                walk(c, "*", rows)
-            if key is not None:
-                _HEADER_MIXED[key] = tuple(rows)
-            found += rows
-        else:
-            found += list(_HEADER_MIXED[key])
+                walk(c, "*", walked)
+            rows = tuple(walked)
+            if alone:
+                write_whole(cache_dir() / f"frontend-mixed-{key}.json",
+                            json.dumps([list(r) for r in rows]))
+        if key is not None:
+            _HEADER_MIXED[key] = rows
+        found += list(rows)
     return tuple(dict.fromkeys(found))
+
+
+def _mixed_key(path: str, version: int | None) -> str | None:
+    """A checkout header's mixed_halves rows' key: its path, content, the Metal version and
+    the front end's own digest (None where the header cannot be read)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    h = hashlib.sha256(f"frontend-mixed1\0{path}\0{version}\0".encode())
+    h.update(_mode_digest().encode())
+    h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _stored_mixed(key: str) -> tuple | None:
+    cached = cache_dir() / f"frontend-mixed-{key}.json"
+    if not cached.is_file():
+        return None
+    try:
+        rows = tuple(tuple(r) for r in json.loads(cached.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    kernel_cache.touch(cached)
+    return rows
+
+
+def _lines_of_one_file(cursors, path: str, namer: "_Namer") -> bool:
+    """Whether every line the cursors' extents span is a line of `path`."""
+    for c in cursors:
+        try:
+            start, end = c.extent.start.line, c.extent.end.line
+        except Exception:           # noqa: BLE001 (no extent: not known)
+            return False
+        if not 0 < start <= end <= len(namer.lines) or \
+                any(namer.lines[i][0] != path for i in range(start - 1, end)):
+            return False
+    return True
 
 
 def _products(tu, namer: "_Namer") -> tuple:
@@ -1300,9 +1454,11 @@ def _registrations(raw: list[str], positions: list[tuple[str, int]],
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _functors_named(row: str) -> tuple[str, ...]:
     """The `NAME_functor`s a registration's expansion names (a scan for "_functor": a regex
-    with a leading \\w+ costs seconds on upstream's 2 MB of expanded registrations)."""
+    with a leading \\w+ costs seconds on upstream's 2 MB of expanded registrations). Kept by
+    the row's text: a file's registrations are the same rows under every version and edit."""
     found, at = set(), row.find("_functor")
     while at >= 0:
         start = at
@@ -1347,31 +1503,19 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
 
 def _instantiated(text, display_path, root, version, names, raw, rows, base: Rewritten, namer,
                   base_errors: set, use_cache: bool, cut: int = 0,
-                  pch: str | None = None) -> list[tuple[list, list]]:
+                  pch: str | None = None, parsed=None) -> list[tuple[list, list]]:
     """(errors, kernels) of each piece's registrations, in file order: cached ones read back,
     the others instantiated in at most MAX_BATCHES parses and each error given to the piece
     its location (or the instantiation it comes from) belongs to; a batch whose errors cannot
-    be told apart is parsed again piece by piece."""
-    from concurrent.futures import ThreadPoolExecutor
-    from porter.emulate import groups
-
-    pieces = _pieces(text, display_path, root, version, raw, rows)
-    results: dict[str, tuple[list, list]] = {}
-    for p in pieces:
-        got = _cached_piece(p.key) if use_cache else None
-        if got is not None:
-            results[p.key] = got
-    missing = [p for p in pieces if p.key not in results]
+    be told apart is parsed again piece by piece. `parsed`: what _instantiation_parses
+    returned for these arguments (the parses, started beside the file's own check)."""
+    if parsed is None:
+        parsed = _instantiation_parses(text, display_path, root, version, names, raw, rows,
+                                       base, use_cache, cut, pch)
+    pieces, results, missing, rewritten, batches, tus = parsed
     if missing:
+        from porter.emulate import groups
         spans = groups.functor_spans(text)
-        source = base.source.split("\n")
-        rewritten: dict[int, tuple[str, list, list]] = {}
-        for p in missing:
-            for i in p.rows:
-                file, line = base.lines[i]
-                quoted = file.replace("\\", "\\\\").replace('"', '\\"')
-                one = rewrite(f'# {line} "{quoted}"\n{raw[i]}', names)
-                rewritten[i] = (one.source.split("\n", 1)[1], one.names, one.types)
         owner_of_row = {i: p for p in missing for i in p.rows}
 
         def owners(d, batch):
@@ -1386,12 +1530,9 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
                                   if n in spans and spans[n][0] <= line0 <= spans[n][1]}
             return found & {p.key for p in batch}
 
-        def run(batch):
-            lines = list(source)
-            for p in batch:
-                for i in p.rows:
-                    lines[i] = rewritten[i][0]
-            tu, _ = _parsed(lines, cut, pch, version)
+        def run(batch, tu=None):
+            if tu is None:
+                tu = _batch_parse(batch, base, rewritten, cut, pch, version)
             found = {p.key: [] for p in batch}
             ds = _errors(tu, namer)
             if len(batch) > 1 and len(ds) >= _BATCH_ERROR_LIMIT:
@@ -1406,16 +1547,50 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
                 found[who.pop()].append(message)
             return found
 
-        def checked(batch):
-            found = run(batch)
-            if found is None:                   # one piece at a time
-                found = {}
+        found = {}
+        for batch, tu in zip(batches, tus):
+            part = run(batch, tu)
+            if part is None:                   # one piece at a time
+                part = {}
                 for p in batch:
-                    found.update(run([p]))
-            return found
+                    part.update(run([p]))
+            found.update(part)
+        for p in missing:
+            types = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
+                     for i in p.rows for f, ln, rule in rewritten[i][2]]
+            names = [(name, f"{namer.name(f)}:{ln}") for i in p.rows
+                     for name, f, ln in rewritten[i][1]]
+            results[p.key] = (types + found[p.key], names)
+            _store_piece(p.key, results[p.key])
+    return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
 
+
+def _instantiation_parses(text, display_path, root, version, names, raw, rows, base: Rewritten,
+                          use_cache: bool, cut: int = 0, pch: str | None = None) -> tuple:
+    """The pieces of _instantiated, those read back from the cache, the others, their rows in
+    clang's terms, their batches and each batch's parse: all that does not depend on the
+    file's own check, so that it runs beside it (libclang's parses release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pieces = _pieces(text, display_path, root, version, raw, rows)
+    results: dict[str, tuple[list, list]] = {}
+    for p in pieces:
+        got = _cached_piece(p.key) if use_cache else None
+        if got is not None:
+            results[p.key] = got
+    missing = [p for p in pieces if p.key not in results]
+    rewritten: dict[int, tuple[str, list, list]] = {}
+    batches: list[list] = []
+    tus: list = []
+    if missing:
+        for p in missing:
+            for i in p.rows:
+                file, line = base.lines[i]
+                quoted = file.replace("\\", "\\\\").replace('"', '\\"')
+                one = rewrite(f'# {line} "{quoted}"\n{raw[i]}', names)
+                rewritten[i] = (one.source.split("\n", 1)[1], one.names, one.types)
         size = sum(len(raw[i]) for p in missing for i in p.rows)
-        batches, current, have = [], [], 0
+        current, have = [], 0
         for p in missing:
             current.append(p)
             have += sum(len(raw[i]) for i in p.rows)
@@ -1425,17 +1600,19 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
         if current:
             batches.append(current)
         with ThreadPoolExecutor(max_workers=min(len(batches), os.cpu_count() or 1)) as pool:
-            found = {}
-            for part in pool.map(checked, batches):
-                found.update(part)
-        for p in missing:
-            types = [f"{namer.name(f)}:{ln}: {RULES[rule].format(spec=SPEC)}"
-                     for i in p.rows for f, ln, rule in rewritten[i][2]]
-            names = [(name, f"{namer.name(f)}:{ln}") for i in p.rows
-                     for name, f, ln in rewritten[i][1]]
-            results[p.key] = (types + found[p.key], names)
-            _store_piece(p.key, results[p.key])
-    return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
+            tus = list(pool.map(lambda b: _batch_parse(b, base, rewritten, cut, pch, version),
+                                batches))
+    return pieces, results, missing, rewritten, batches, tus
+
+
+def _batch_parse(batch, base: Rewritten, rewritten: dict, cut: int, pch: str | None, version: int):
+    """clang's unit of the file with `batch`'s registration rows put back."""
+    lines = base.source.split("\n")
+    for p in batch:
+        for i in p.rows:
+            lines[i] = rewritten[i][0]
+    tu, _ = _parsed(lines, cut, pch, version)
+    return tu
 
 
 def _cached_piece(key: str) -> tuple[list, list] | None:
@@ -1517,6 +1694,7 @@ class _Namer:
         if beside is not None:
             self.allowed.append(beside)
         self._memo: dict[str, bool] = {}
+        self._header_lines: list[int] | None = None     # holds_header_lines' prefix counts
 
     def checked(self, name: str) -> bool:
         if name not in self._memo:
@@ -1533,6 +1711,23 @@ class _Namer:
             except ValueError:
                 pass
         return name
+
+    def holds_header_lines(self, extent) -> bool:
+        """Whether the lines of `extent` (in clang's text) hold a line of a checked file other
+        than the kernel file (True where the extent is not known)."""
+        if self._header_lines is None:
+            counts, n = [0], 0
+            for file, _ in self.lines:
+                n += file != self.display and bool(file) and self.checked(file)
+                counts.append(n)
+            self._header_lines = counts
+        try:
+            start, end = extent.start.line, extent.end.line
+        except Exception:           # noqa: BLE001 (no extent: nothing ruled out)
+            return True
+        if not 0 < start <= end <= len(self.lines):
+            return True
+        return self._header_lines[end] - self._header_lines[start - 1] > 0
 
     def where(self, location) -> tuple[str | None, int]:
         """(file, line) of a location in clang's text, as the line markers say."""

@@ -132,8 +132,11 @@ def files_read(text: str, dirs: list[Path]) -> list[tuple[Path, str]]:
     return list(seen.values())
 
 
+@lru_cache(maxsize=64)
 def code_mask_keep_includes(text: str) -> str:
-    """Comments blanked, the include lines kept as written (a header's name is a string)."""
+    """Comments blanked, the include lines kept as written (a header's name is a string).
+    Kept by the text: every op of a run, and every round of `--watch`, reads the same headers
+    (c10/metal's special_math.h alone is ~100 kB of masking)."""
     mask = code_mask(text)
     lines, kept = mask.split("\n"), text.split("\n")
     return "\n".join(k if re.match(r'^[ \t]*#[ \t]*include\b', m) else m
@@ -157,6 +160,12 @@ def apple_header(files: list[tuple[str, str]]) -> tuple[str, int, str] | None:
     return None
 
 
+@lru_cache(maxsize=64)
+def _joined_mask(text: str) -> str:
+    """_joined of the text's code mask, kept by the text (code_mask_keep_includes)."""
+    return _joined(code_mask(text))
+
+
 def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str] | None:
     """(file, line, why) of the first place where g++ may build the text otherwise than
     Metal's compiler, over `files` ((display name, text), the kernel file first), or None."""
@@ -167,7 +176,7 @@ def first_unlike(files: list[tuple[str, str]], cxx: str) -> tuple[str, int, str]
                     f"the trigraph `{trigraph.group()}` is replaced under Metal 3.x (C++14) and "
                     "kept by the emulator's g++ (C++17): the two read other code; write it "
                     "otherwise")
-    masks = [(name, _joined(code_mask(text))) for name, text in files]
+    masks = [(name, _joined_mask(text)) for name, text in files]
     defined = {m.group(1) for _, mask in masks for m in _DEFINE.finditer(mask)}
     predefined = None
     for name, mask in masks:

@@ -1067,6 +1067,12 @@ def test_a_number_inside_a_string_is_left_as_written(fixture_root, tmp_path):
      "return T(hv_mix(bfloat(1.0f), half(1.0h)));", {(4, "*")}),
     # review 39's P01: in a header beside the kernel file
     ('#include "local_mix.h"\n', "return T(local_mix(1.0f, 1.0h));", {(2, "*")}),
+    # in a namespace of the kernel file: its own, and a header it includes there (the walks
+    # leave out only the namespaces that hold none of the checked files' lines)
+    ("namespace mine {\ninline float hv_mix(bfloat b, half h) { return b + h; }\n}\n",
+     "return T(mine::hv_mix(1.0f, 1.0h));", {(5, "*")}),
+    ('namespace mine {\n#include "local_mix.h"\n}\n', "return T(mine::local_mix(1.0f, 1.0h));",
+     {(2, "*")}),
     # the twin: both converted to float first
     ("", "return T(float(bfloat(1.0f)) + float(half(1.0h)));", set()),
 ])
@@ -1077,3 +1083,95 @@ def test_a_bfloat_with_a_half_is_found(fixture_root, tmp_path, helper, body, fou
     text = MUL_ADD.replace("struct m_functor", helper + "struct m_functor").replace("BODY", body)
     views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
     assert {(line, owner) for v in views for _, line, owner, _ in v.mixed_halves} == found
+
+
+def test_a_rewritten_segment_is_read_back_only_for_the_same_text_file_and_names():
+    # rewrite's segments are kept by (file, text, template names): a header's text is read
+    # back under another version or in the next --watch round, and a change of any of the
+    # three rewrites it again, with its own line numbers
+    from porter.emulate import frontend
+    body = ('template <typename T> T f(T x) { return T(x) * 2.0 + static_cast<float2>(x).x; }\n'
+            'double d;\n')
+    pre = f'# 1 "/x/a.metal"\n{body}'
+    first = frontend.rewrite(pre)
+    again = frontend.rewrite(pre)
+    assert again == first
+    assert "__metal_vec_ctor<T>(x)" in first.source and "2.0f" in first.source
+    assert first.types == [("/x/a.metal", 2, "double")]
+    # the same text later in the file: its findings at its own lines
+    moved = frontend.rewrite(f'# 5 "/x/a.metal"\n{body}')
+    assert moved.types == [("/x/a.metal", 6, "double")]
+    # another file's: named there
+    assert frontend.rewrite(f'# 1 "/x/b.h"\n{body}').types == [("/x/b.h", 2, "double")]
+    # other template names: `T(x)` is no vector constructor once T is none of them
+    other = frontend.rewrite(pre, ({"U"}, set()))
+    assert "__metal_vec_ctor<T>(x)" not in other.source and "T(x)" in other.source
+    # an edited text is rewritten, not read back
+    edited = frontend.rewrite(pre.replace("2.0", "3.0"))
+    assert "3.0f" in edited.source and "2.0f" not in edited.source
+
+
+@pytest.mark.parametrize("text", [
+    "memory_order_acquire", "x memory_order_acquire;", "xmemory_order_acquire", "memory_order_acquirex",
+    "_thread_scope", "thread_scope_", "thread_scope(", "1thread_scope", "é thread_scope é",
+    "éthread_scope", "thread_scopeé", "a.thread_scope->b", "thread_scop thread_scopes", "",
+    "atomic_thread_fence atomic_thread_fence_x", "xx atomic_thread_fence",
+])
+def test_a_merge_of_versions_reads_a_name_as_the_word_search_did(text):
+    # _merged's check for a name the library declares otherwise: str.find with word edges,
+    # as the regex alternation it replaces matched
+    from porter.emulate import frontend
+    names = {"memory_order_acquire", "thread_scope", "atomic_thread_fence"}
+    regex = re.search(rf"(?<!\w)(?:{'|'.join(sorted(map(re.escape, names)))})(?!\w)", text)
+    assert frontend._spells_any(text, names) == bool(regex)
+
+
+def test_a_headers_mixed_halves_are_kept_by_its_content_and_version(fixture_root, tmp_path):
+    # the checkout headers' bfloat-with-half rows are kept in the process and on disk (a
+    # fresh process walked c10/metal's declarations again), by the header's content and the
+    # version: a fresh process reads them back, an edited header is walked again
+    from porter.emulate import frontend
+    header = tmp_path / "local_mix.h"
+    header.write_text("#pragma once\ninline float local_mix(bfloat b, half h) { return b + h; }\n")
+    text = MUL_ADD.replace("struct m_functor", '#include "local_mix.h"\nstruct m_functor').replace(
+        "BODY", "return T(local_mix(1.0f, 1.0h));")
+
+    def found():
+        views = frontend.views(text, tmp_path / "m.metal", fixture_root, use_cache=False)
+        return {(f.rpartition("/")[2], line, owner) for v in views
+                for f, line, owner, _ in v.mixed_halves}
+
+    assert found() == {("local_mix.h", 2, "*")}
+    stored = set(frontend.cache_dir().glob("frontend-mixed-*.json"))
+    assert stored
+    frontend._HEADER_MIXED.clear()              # a fresh process: read back from the disk
+    assert found() == {("local_mix.h", 2, "*")}
+    import json
+    kept = {path: path.read_text() for path in stored}
+    for path in stored:                         # what it reads is the disk's (a marked row)
+        path.write_text(json.dumps(json.loads(kept[path]) + [["/marked/h.h", 9, "*", "*"]]))
+    frontend._HEADER_MIXED.clear()
+    assert ("h.h", 9, "*") in found()
+    for path, was in kept.items():
+        path.write_text(was)
+    frontend._HEADER_MIXED.clear()
+    header.write_text("#pragma once\n// moved\ninline float local_mix(bfloat b, half h) "
+                      "{ return float(b) + float(h); }\ninline float other(bfloat b, half h) "
+                      "{ return b * h; }\n")
+    assert found() == {("local_mix.h", 4, "*")}
+    assert len(set(frontend.cache_dir().glob("frontend-mixed-*.json"))) > len(stored)
+
+
+@pytest.mark.parametrize("text", [
+    "typename class X, y", "subclass Foo,", "classclass X>", "typenameclass Y=", "class\nZ>",
+    "template <class T> using A = B; template<typename U>using  C=D;", "template < > using x =",
+    "template <a<b>> using q =", "template <typename T, class U = int> struct s;", "",
+    'template <typename T>\n# 12 "h.h"\n using W = T;',
+])
+def test_the_template_names_are_those_the_regex_finds(text):
+    # template_names tries its patterns only where their first word is (str.find), as
+    # findall's scan would match them
+    from porter.emulate import frontend
+    assert frontend.template_names(text) == (
+        set(frontend._TEMPLATE_PARAM.findall(text)) - {"typename", "class"},
+        set(frontend._ALIAS_TEMPLATE.findall(text)))

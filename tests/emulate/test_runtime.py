@@ -180,6 +180,85 @@ def test_inputs_and_outputs_of_every_size_go_through_the_shared_memory(fixture_r
     assert sizes[1] >= 2 * 1029 * 917 * 4 and sizes[3] > sizes[1] and sizes[4] == sizes[3]
 
 
+def test_a_rows_chunks_answer_each_call_as_alone_whatever_comes_between(fixture_root):
+    """answer_ahead sends a long row in chunks, the next one when a sample first asks for an
+    answer of the one before: every call still takes its own answer, a call of its own made
+    while a chunk runs (another kernel, no sample) waits for that chunk and is answered
+    itself, a sample whose two calls lie in two chunks takes both, and a crash in a later
+    chunk is charged to its sample alone, the samples before and after it answered right."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    from porter.emulate import client as client_mod, numpy_run
+    from porter.emulate.client import WorkerClient
+
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    div = build_file(DATA / "int_div.metal", fixture_root)
+    trunc = div.find("div_trunc", "int")[0]
+
+    def f32(*values):
+        return PArray("float32", np.array(values, dtype=np.float32))
+
+    def i32(*values):
+        return PArray("int32", np.array(values, dtype=np.int32))
+
+    keys = [f"s{i}" for i in range(40)]
+    samples = {k: [f32(3 * i, 5 + i), f32(4 * i, 12)] for i, k in enumerate(keys)}
+    client = WorkerClient()
+    try:
+        alone = {k: numpy_run.run_registration(client, lib, reg, v).data.tolist()
+                 for k, v in samples.items()}
+        twice = {k: numpy_run.run_registration(client, lib, reg, v[::-1]).data.tolist()
+                 for k, v in samples.items()}
+
+        def dry_run():
+            for key in keys:
+                client.sample = key
+                numpy_run.run_registration(client, lib, reg, samples[key])
+                numpy_run.run_registration(client, lib, reg, samples[key][::-1])
+            client.sample = None
+
+        trips = []
+        real_start = client._start
+        client._start = lambda: trips.append(1) or real_start()
+        client.answer_ahead(client.record(dry_run))
+        chunks = len(client._queue) + 1
+        assert chunks == client_mod.PIPELINE_CHUNKS           # 80 calls, one chunk in flight
+        for n, key in enumerate(keys):
+            client.sample = key
+            assert numpy_run.run_registration(client, lib, reg, samples[key]).data.tolist() == alone[key]
+            assert numpy_run.run_registration(client, lib, reg, samples[key][::-1]).data.tolist() == twice[key]
+            if n == 3:
+                # a call of its own between two samples, a chunk in flight: answered itself
+                client.sample = None
+                assert numpy_run.run_registration(client, div, trunc, [i32(7), i32(2)]).data.tolist() == [3]
+        client.sample = None
+        assert len(trips) == chunks + 1                         # the chunks and the call between
+
+        # a crash in the third chunk's sample: charged to it, the others answered as alone
+        rows = {f"r{i}": [i32(7 * i + 7), i32(0 if i == 25 else 2 + i % 3)] for i in range(32)}
+
+        def crashing_row():
+            for key in rows:
+                client.sample = key
+                numpy_run.run_registration(client, div, trunc, rows[key])
+            client.sample = None
+
+        client.answer_ahead(client.record(crashing_row))
+        for i, key in enumerate(rows):
+            client.sample = key
+            if i == 25:
+                with pytest.raises(KernelCrashed, match="SIGFPE"):
+                    numpy_run.run_registration(client, div, trunc, rows[key])
+            else:
+                want = [int((7 * i + 7) / (2 + i % 3))]
+                assert numpy_run.run_registration(client, div, trunc, rows[key]).data.tolist() == want
+        client.sample = None
+    finally:
+        client.close()
+
+
 def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
     """A row's calls run in one round trip (porter.emulate.client.answer_ahead): each sample's
     calls, made afterwards in the dry run's order, take the batch's answers, which are the

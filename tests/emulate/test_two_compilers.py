@@ -111,3 +111,20 @@ def test_a_branch_g_plus_plus_takes_otherwise_is_not_proven(real_root, condition
     assert result.code == code, result.out
     if code:
         assert "BinaryKernel.metal:" in result.out and "tests `__linux__`" in result.out
+
+
+def test_the_masks_kept_by_text_follow_an_edited_header():
+    # code_mask_keep_includes and first_unlike's masks are kept by the text: a header edited
+    # between two rounds of --watch (an Apple SDK header included, a g++ macro tested) is read
+    # as it is now
+    from porter.emulate.two_compilers import apple_header
+    header = "#pragma once\n// #include <simd/simd.h>\ninline float f(float x) { return x; }\n"
+    files = [("k.metal", '#include "h.h"\n'), ("h.h", header)]
+    for _ in range(2):
+        assert apple_header(files) is None
+        assert first_unlike(files, compiler()) is None
+    edited = header.replace("// #include", "#include").replace(
+        "inline", "#ifdef __GNUC__\n#endif\ninline")
+    files = [("k.metal", '#include "h.h"\n'), ("h.h", edited)]
+    assert apple_header(files) == ("h.h", 2, "simd/simd.h")
+    assert first_unlike(files, compiler())[:2] == ("h.h", 3)

@@ -575,8 +575,9 @@ def test_a_rows_calls_made_in_one_round_trip_give_the_verdicts_of_one_call_each(
     _table(real_root, ops)                                       # records
     _from_cache_only(monkeypatch)
     batches = []
-    real = WorkerClient._run_batch
-    monkeypatch.setattr(WorkerClient, "_run_batch", lambda self, b: batches.append(len(b)) or real(self, b))
+    real = WorkerClient._send_chunk
+    monkeypatch.setattr(WorkerClient, "_send_chunk",
+                        lambda self, b, keys: batches.append(len(b)) or real(self, b, keys))
     code, batched = _table(real_root, ops)
     assert batches and max(batches) > 1                          # calls at once
     monkeypatch.setattr(EmulateBackend, "prefetch", lambda self, op, samples: None)
