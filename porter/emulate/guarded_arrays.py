@@ -12,9 +12,9 @@ on the same line: the worker copies each array to the end of pages an inaccessib
 follows, and a read past it is the kernel's OUT_OF_BOUNDS note (not proven). Only what this
 module can read as such a declaration is guarded, `constexpr` ones included (a constant
 expression that reads such an array's element then fails the g++ build, and the kernels are
-not proven: review 40's U05 was green); one a macro spells, one in a header or a class (a
-`static constexpr` member: V02t), or one declared beside a scalar keeps its place, and a read
-past it is this CPU's bytes.
+not proven: review 40's U05 was green), and a class's `static` member array (V02, V02t); one a
+macro spells, one in a header, or one declared beside a scalar keeps its place, and a read past
+it is this CPU's bytes.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def guarded(text: str) -> str:
     """`text` with each program-scope `constant` array it declares built behind a guard page (the
     module's docstring); the line structure is kept."""
     edits: list[tuple[int, str]] = []
-    for start, end in _namespace_statements(text):
+    for start, end, in_class in _namespace_statements(text):
         statement = text[start:end]
         m = _DECLARATION.match(statement)
         if m is None:
@@ -42,13 +42,17 @@ def guarded(text: str) -> str:
         words = m.group("head").split()
         if "constant" not in words or {"typedef", "using", "extern"} & set(words):
             continue
+        if in_class and "static" not in words:
+            continue                               # a member of each object: no program scope
         names = _declarators(statement, m.start("name"))
         if names is None:
             continue                               # not arrays with braced initializers alone
         for at in names:
             edits.append((start + at, PREFIX))
         name_of = [re.match(r"\w+", statement[at:]).group(0) for at in names]
-        edits.append((end, "".join(f" static const auto& {name} = ::porter::guarded({PREFIX}{name});"
+        # a class's static member is an inline one (C++17), as its constexpr array is
+        storage = "static inline" if in_class else "static"
+        edits.append((end, "".join(f" {storage} const auto& {name} = ::porter::guarded({PREFIX}{name});"
                                    for name in name_of)))
     if not edits:
         return text
@@ -83,30 +87,41 @@ def _declarators(statement: str, first: int) -> list[int] | None:
 
 
 def _namespace_statements(text: str):
-    """(start, end) of each statement at namespace scope: `end` just past its `;`. Comments,
-    literals and preprocessor lines are skipped; a brace a `namespace` (or `extern "C"`) opens
-    is namespace scope, any other is inside a statement."""
+    """(start, end, in_class) of each statement at namespace scope, or directly in a class
+    there: `end` just past its `;`. Comments, literals and preprocessor lines are skipped; a
+    brace a `namespace` (or `extern "C"`) opens is namespace scope, one a `struct`, `class` or
+    `union` head opens a class's, any other is inside a statement."""
     blank = _blanked(text)
-    stack: list[bool] = []          # True: a namespace's brace
+    stack: list[str] = []           # NAMESPACE, CLASS or OTHER, per open brace
     start = 0
     i, n = 0, len(blank)
     while i < n:
         c = blank[i]
         if c == "{":
-            opens_namespace = bool(re.search(r"(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s+\"C\")\s*$",
-                                             blank[start:i]))
-            if opens_namespace and all(stack):
+            head = blank[start:i]
+            kind = (NAMESPACE if re.search(r"(?:\bnamespace(?:\s+[\w:]+)?|\bextern\s+\"C\")\s*$", head)
+                    else CLASS if re.search(r"\b(?:struct|class|union)\s+\w+[^;{}()=]*$", head)
+                    else OTHER)
+            if kind != OTHER and _declarative(stack):
                 start = i + 1
-            stack.append(opens_namespace)
+            stack.append(kind)
         elif c == "}":
             if stack:
-                was_namespace = stack.pop()
-                if all(stack) and (was_namespace or not _continues(blank, i + 1)):
-                    start = i + 1       # a namespace's end, or a function body's
-        elif c == ";" and all(stack):
-            yield start, i + 1
+                was = stack.pop()
+                if _declarative(stack) and (was != OTHER or not _continues(blank, i + 1)):
+                    start = i + 1       # a namespace's or a class's end, or a function body's
+        elif c == ";" and _declarative(stack):
+            yield start, i + 1, bool(stack) and stack[-1] == CLASS
             start = i + 1
         i += 1
+
+
+NAMESPACE, CLASS, OTHER = "namespace", "class", "other"
+
+
+def _declarative(stack: list[str]) -> bool:
+    """Whether the braces open are namespaces' and classes' alone: a statement there declares."""
+    return all(kind != OTHER for kind in stack)
 
 
 def _continues(blank: str, i: int) -> bool:

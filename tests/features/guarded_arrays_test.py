@@ -36,9 +36,15 @@ _cases = (
                  + GUARD.format("a") + GUARD.format("b"), id="several declarators"),
     pytest.param("constant int c[2] = {1, 2}, d = 3;", "constant int c[2] = {1, 2}, d = 3;",
                  id="beside a scalar stays"),
+    # review 40's V02, V02t: a class's static member array, as an inline static member
     pytest.param("struct s { static constexpr constant int m[2] = {1, 2}; };",
-                 "struct s { static constexpr constant int m[2] = {1, 2}; };",
-                 id="a class member stays"),
+                 "struct s { static constexpr constant int porter_init_m[2] = {1, 2};"
+                 " static inline const auto& m = ::porter::guarded(porter_init_m); };",
+                 id="a class's static member"),
+    pytest.param("template <typename T> struct s {\n  inline T f() { constant int k[1] = {0}; return k[0]; }\n"
+                 "  constant int own[2];\n};",
+                 "template <typename T> struct s {\n  inline T f() { constant int k[1] = {0}; return k[0]; }\n"
+                 "  constant int own[2];\n};", id="a member function's local and a non-static member stay"),
     pytest.param("constant float scale = 2.0f;", "constant float scale = 2.0f;",
                  id="a scalar stays"),
     pytest.param("struct f {\n  inline int operator()(int x) { constant int* p = tab; return p[x]; }\n};",
