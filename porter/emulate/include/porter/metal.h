@@ -938,10 +938,11 @@ inline half nextafter_half(half from, half to) {
 // `rsqrt`, `pow`, ...), may answer either float around the exact value. `r` is this CPU's
 // answer, `exact` the value in double: where they differ, reading 1 is the other float around
 // it, so a functor that compares such bits exactly (`rsqrt(3) == 1 / sqrt(3)`, review 38's
-// B09) is not proven, and one within a tolerance passes both ways. Reading 1 moves every other
-// call of an element (the first, the third, ...: bracket_calls, reset per element by
-// prelude.h's run_loop), so that two calls with one exact value (`pow(3, -0.5) == rsqrt(3)`,
-// review 40's B17) do not move together. An answer farther off, which a bound of several ulp
+// B09) is not proven, and one within a tolerance passes both ways. Reading 1 moves the answers
+// of every other function an element calls, in the order it first calls them (the first, the
+// third, ...: bracket_calls, reset per element by prelude.h's run_loop), so that two functions
+// with one exact value (`pow(3, -0.5) == rsqrt(3)`, review 40's B17) do not move together,
+// while one function answers one argument alike wherever it is called (B18). An answer farther off, which a bound of several ulp
 // allows, is not modelled. A half overload reads at half's spacing (Metal's half functions
 // have bounds of their own): half_bracket. Exact answers (exp(0), sqrt(4)) and answers past
 // the type's range have one reading, but pow's and powr's (review 40's B04, V15: Apple's powr
@@ -953,9 +954,16 @@ struct half_bracket {
   half_bracket() { ++bracket_half_depth; }
   ~half_bracket() { --bracket_half_depth; }
 };
+// the function whose answer within_ulps reads (PORTER_MATH1/2's name), and the functions an
+// element has called, in order (a function past the list's end moves)
+inline const char* bracket_function = "";
+inline const char* bracket_seen[16];
 inline float bracket_read(float r, float other) {
   porter_reached |= UNSETTLED_LIBRARY;
-  const bool moves = bracket_calls++ % 2 == 0;
+  int k = 0;
+  while (k < bracket_calls && !same_name(bracket_seen[k], bracket_function)) ++k;
+  if (k == bracket_calls && k < 16) bracket_seen[bracket_calls++] = bracket_function;
+  const bool moves = k % 2 == 0;
   return porter_reading && moves ? other : r;
 }
 inline float within_ulps(float r, double exact, bool exact_may_move = false) {
@@ -981,7 +989,11 @@ inline float within_ulps(float r, double exact, bool exact_may_move = false) {
 // One-argument functions: float and half in metal::, float only in precise::
 // and fast:: (upstream relies on precise:: taking bfloat without ambiguity).
 #define PORTER_MATH1_SCALAR(NAME, EXPR)                                         \
-  inline float NAME(float x) { x = detail::ftz(x); return detail::ftz(EXPR); }
+  inline float NAME(float x) {                                                  \
+    x = detail::ftz(x);                                                         \
+    detail::bracket_function = #NAME;                                           \
+    return detail::ftz(EXPR);                                                   \
+  }
 // a half vector's elements go through the half overload where there is one (declared first)
 #define PORTER_MATH1_VEC(NAME)                                                  \
   template <typename T, int N>                                                  \
@@ -1007,7 +1019,9 @@ inline float within_ulps(float r, double exact, bool exact_may_move = false) {
 
 #define PORTER_MATH2_F(NAME, EXPR)                                              \
   inline float NAME(float x, float y) {                                         \
-    x = detail::ftz(x); y = detail::ftz(y); return detail::ftz(EXPR);           \
+    x = detail::ftz(x); y = detail::ftz(y);                                     \
+    detail::bracket_function = #NAME;                                           \
+    return detail::ftz(EXPR);                                                   \
   }                                                                             \
   template <typename T, int N>                                                  \
   inline vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {               \
@@ -1366,14 +1380,21 @@ inline half modf(half x, half& ip) {
   return frac;
 }
 // flushed like every float argument and answer of the library (review 35's B10g)
-// sin's and cos's answers, each within its bound (review 40's V13: sincos was read once)
+// sine and cosine, each within its bound, read as one function of their own (review 40's V13:
+// sincos was read once, and its answers need not be sin's and cos's)
 inline float sincos(float x, float& c) {
-  c = ::metal::cos(x);
-  return ::metal::sin(x);
+  x = detail::ftz(x);
+  detail::bracket_function = "sincos";
+  c = detail::ftz(detail::within_ulps(__builtin_cosf(x), __builtin_cos(x)));
+  detail::bracket_function = "sincos";
+  return detail::ftz(detail::within_ulps(__builtin_sinf(x), __builtin_sin(x)));
 }
 inline half sincos(half x, half& c) {
-  c = ::metal::cos(x);
-  return ::metal::sin(x);
+  const detail::half_bracket at_half_precision;
+  float cf = 0.0f;
+  const float sf = sincos(float(x), cf);
+  c = half(cf);
+  return half(sf);
 }
 // flushed like every float answer of the library (detail::ftz): on an Apple GPU a step into the
 // subnormals is a signed zero (upstream #125051: `nextafter(0, 1) > 0` is false on MPS; review
