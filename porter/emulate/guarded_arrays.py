@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from porter.source.cpp_scan import matching_close
+
 PREFIX = "porter_init_"
 
 # one declaration at namespace scope, comments blanked: qualifiers with `constant` among them,
@@ -34,8 +36,9 @@ def guarded(text: str) -> str:
     """`text` with each program-scope `constant` array it declares built behind a guard page (the
     module's docstring); the line structure is kept."""
     edits: list[tuple[int, str]] = []
-    for start, end, in_class in _namespace_statements(text):
-        statement = text[start:end]
+    blank = _blanked(text)
+    for start, end, in_class in _namespace_statements(blank):
+        statement = blank[start:end]
         m = _DECLARATION.match(statement)
         if m is None:
             continue
@@ -44,7 +47,7 @@ def guarded(text: str) -> str:
             continue
         if in_class and "static" not in words:
             continue                               # a member of each object: no program scope
-        names = _declarators(statement, m.start("name"))
+        names = _declarators(statement, m.start("name"))   # braces of the code alone
         if names is None:
             continue                               # not arrays with braced initializers alone
         for at in names:
@@ -73,8 +76,8 @@ def _declarators(statement: str, first: int) -> list[int] | None:
     names = [first]
     brace = statement.index("{", first)
     while True:
-        close = _matching_brace(statement, brace)
-        if close is None:
+        close = matching_close(statement, brace)
+        if close < 0:
             return None
         rest = statement[close + 1:]
         if rest.strip() == ";":
@@ -86,12 +89,11 @@ def _declarators(statement: str, first: int) -> list[int] | None:
         brace = close + m.end()
 
 
-def _namespace_statements(text: str):
+def _namespace_statements(blank: str):
     """(start, end, in_class) of each statement at namespace scope, or directly in a class
-    there: `end` just past its `;`. Comments, literals and preprocessor lines are skipped; a
-    brace a `namespace` (or `extern "C"`) opens is namespace scope, one a `struct`, `class` or
+    there: `end` just past its `;`, in `blank` (the text with comments, literals and preprocessor
+    lines blanked: _blanked). A brace a `namespace` (or `extern "C"`) opens is namespace scope, one a `struct`, `class` or
     `union` head opens a class's, any other is inside a statement."""
-    blank = _blanked(text)
     stack: list[str] = []           # NAMESPACE, CLASS or OTHER, per open brace
     start = 0
     i, n = 0, len(blank)
@@ -128,18 +130,6 @@ def _continues(blank: str, i: int) -> bool:
     """Whether the statement goes on after a `}` (an initializer's: `= {...};`)."""
     rest = blank[i:].lstrip()
     return rest[:1] in (";", ",", ")")
-
-
-def _matching_brace(text: str, i: int) -> int | None:
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
 
 
 def _blanked(text: str) -> str:

@@ -45,6 +45,9 @@ _cases = (
                  "  constant int own[2];\n};",
                  "template <typename T> struct s {\n  inline T f() { constant int k[1] = {0}; return k[0]; }\n"
                  "  constant int own[2];\n};", id="a member function's local and a non-static member stay"),
+    pytest.param("constant int t[2] = {1, /* } */ 2};",
+                 "constant int porter_init_t[2] = {1, /* } */ 2};" + GUARD.format("t"),
+                 id="a brace in a comment of the initializer"),
     pytest.param("constant float scale = 2.0f;", "constant float scale = 2.0f;",
                  id="a scalar stays"),
     pytest.param("struct f {\n  inline int operator()(int x) { constant int* p = tab; return p[x]; }\n};",
