@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from porter.dispatch.numpy_tensors import PArray
 from porter.emulate.build import build_file
 from porter.emulate.client import KernelCrashed
 from porter.emulate.torch_run import run_registration
@@ -153,9 +155,6 @@ def test_inputs_and_outputs_of_every_size_go_through_the_shared_memory(fixture_r
     """The worker reads its inputs from and writes its output to memory it shares with porter,
     grown on demand: a million-element call between small ones answers as torch does, each
     call its own, and the reference cache's numpy path gives the torch path's bits."""
-    import numpy as np
-
-    from porter.dispatch.numpy_tensors import PArray
     from porter.emulate import numpy_run
     from porter.emulate.client import WorkerClient
 
@@ -180,28 +179,31 @@ def test_inputs_and_outputs_of_every_size_go_through_the_shared_memory(fixture_r
     assert sizes[1] >= 2 * 1029 * 917 * 4 and sizes[3] > sizes[1] and sizes[4] == sizes[3]
 
 
+def _hypot_and_div_trunc(fixture_root):
+    """The fixture's float hypot and int div_trunc kernels: (library, registration) of each."""
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    div = build_file(DATA / "int_div.metal", fixture_root)
+    return lib, lib.find("hypot", "float")[0], div, div.find("div_trunc", "int")[0]
+
+
+def f32(*values):
+    return PArray("float32", np.array(values, dtype=np.float32))
+
+
+def i32(*values):
+    return PArray("int32", np.array(values, dtype=np.int32))
+
+
 def test_a_rows_chunks_answer_each_call_as_alone_whatever_comes_between(fixture_root):
     """answer_ahead sends a long row in chunks, the next one when a sample first asks for an
     answer of the one before: every call still takes its own answer, a call of its own made
     while a chunk runs (another kernel, no sample) waits for that chunk and is answered
     itself, a sample whose two calls lie in two chunks takes both, and a crash in a later
     chunk is charged to its sample alone, the samples before and after it answered right."""
-    import numpy as np
-
-    from porter.dispatch.numpy_tensors import PArray
     from porter.emulate import client as client_mod, numpy_run
     from porter.emulate.client import WorkerClient
 
-    lib = build_file(DATA / "hypot.metal", fixture_root)
-    reg = lib.find("hypot", "float")[0]
-    div = build_file(DATA / "int_div.metal", fixture_root)
-    trunc = div.find("div_trunc", "int")[0]
-
-    def f32(*values):
-        return PArray("float32", np.array(values, dtype=np.float32))
-
-    def i32(*values):
-        return PArray("int32", np.array(values, dtype=np.int32))
+    lib, reg, div, trunc = _hypot_and_div_trunc(fixture_root)
 
     keys = [f"s{i}" for i in range(40)]
     samples = {k: [f32(3 * i, 5 + i), f32(4 * i, 12)] for i, k in enumerate(keys)}
@@ -265,22 +267,10 @@ def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
     answers the calls give alone; a call of another shape than the dry run's, a sample the
     batch did not hold, and a sample whose batch crashed run as they always did, and a crash
     is charged to its own sample."""
-    import numpy as np
-
-    from porter.dispatch.numpy_tensors import PArray
     from porter.emulate import numpy_run
     from porter.emulate.client import WorkerClient
 
-    lib = build_file(DATA / "hypot.metal", fixture_root)
-    reg = lib.find("hypot", "float")[0]
-    div = build_file(DATA / "int_div.metal", fixture_root)
-    trunc = div.find("div_trunc", "int")[0]
-
-    def f32(*values):
-        return PArray("float32", np.array(values, dtype=np.float32))
-
-    def i32(*values):
-        return PArray("int32", np.array(values, dtype=np.int32))
+    lib, reg, div, trunc = _hypot_and_div_trunc(fixture_root)
 
     samples = {"a": [f32(3, 5), f32(4, 12)], "b": [f32(1e30), f32(1e30)],
                "big": [f32(*range(1000)), f32(*range(1000))]}
