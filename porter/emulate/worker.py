@@ -127,6 +127,8 @@ def handle(req):
     c_strides = (ctypes.c_void_p * max(1, len(stride_arrays)))(
         *[ctypes.addressof(a) for a in stride_arrays])
 
+    kernel_run = ctypes.cast(lib.porter_run, ctypes.c_void_p) if _guarded_run is not None else None
+
     def run(reading, fill=_FILLED):
         if flags is not None:
             flags[0].value, flags[1].value = reading, 0
@@ -135,7 +137,7 @@ def handle(req):
                 req["numel"], ndim, c_sizes, c_strides)
         if _guarded_run is None:
             return lib.porter_run(*args)
-        rc = _guarded_run(ctypes.cast(lib.porter_run, ctypes.c_void_p), fill, *args)
+        rc = _guarded_run(kernel_run, fill, *args)
         if rc == _READ_PAST_GUARD:
             # a read past a program-scope `constant` array: porter/metal.h's OUT_OF_BOUNDS
             if flags is not None:
