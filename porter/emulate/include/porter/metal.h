@@ -947,7 +947,8 @@ inline half nextafter_half(half from, half to) {
 // have bounds of their own): half_bracket. Exact answers (exp(0), sqrt(4)) and answers past
 // the type's range have one reading, but pow's and powr's (review 40's B04, V15: Apple's powr
 // is exp2(y * log2(x)), 242.99997 for powr(3, 5)): their other reading is the float below
-// in magnitude. fast::tanh, whose formula porter runs (detail::fast_tanh), has one reading.
+// in magnitude, unless that formula is exact too (pow_exact_may_move). fast::tanh, whose
+// formula porter runs (detail::fast_tanh), has one reading.
 inline int bracket_half_depth = 0;
 inline int bracket_calls = 0;
 struct half_bracket {
@@ -965,6 +966,13 @@ inline float bracket_read(float r, float other) {
   if (k == bracket_calls && k < 16) bracket_seen[bracket_calls++] = bracket_function;
   const bool moves = k % 2 == 0;
   return porter_reading && moves ? other : r;
+}
+// Apple's pow is exp2(y * log2(x)): exact where log2|x| is (a power of two, 1 included) or y
+// is 0, so pow(1, 2) is 1 on a Mac, and only other exact answers may read the float below
+inline bool pow_exact_may_move(float x, float y) {
+  int e = 0;
+  const bool power_of_two = x != 0.0f && __builtin_frexpf(__builtin_fabsf(x), &e) == 0.5f;
+  return !power_of_two && y != 0.0f;
 }
 inline float within_ulps(float r, double exact, bool exact_may_move = false) {
   if (!__builtin_isfinite(r) || !__builtin_isfinite(exact)) return r;
@@ -1042,7 +1050,7 @@ inline float within_ulps(float r, double exact, bool exact_may_move = false) {
 // float around the exact value, detail::within_ulps); the others are correctly rounded or
 // exact there (ceil, fabs, fmax, fmod, ...) and answer this CPU's bits.
 #define PORTER_ULPS(r, exact) detail::within_ulps(r, exact)
-#define PORTER_ULPS_POW(r, exact) detail::within_ulps(r, exact, true)
+#define PORTER_ULPS_POW(r, exact) detail::within_ulps(r, exact, detail::pow_exact_may_move(x, y))
 #define PORTER_MATH_TABLE(M1, M2)                                                                             \
   M1(acos, PORTER_ULPS(__builtin_acosf(x), __builtin_acos(x)))                                                \
   M1(acosh, PORTER_ULPS(__builtin_acoshf(x), __builtin_acosh(x)))                                             \
