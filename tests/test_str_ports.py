@@ -165,10 +165,15 @@ def test_gelu_backward_is_ported_after_gelu_and_the_shared_helper_goes(real_root
     result = porter("migrate-from-mpsgraph", "gelu_backward", root=real_root)
     assert result.code == 0, result.err
     code, by = _outcomes(real_root, "gelu_backward", "--reference-inputs")
-    assert code == 0 and {c["outcome"] for c in by.values()} == {"pass"}, by
+    # every row passes but float32's reference inputs: at grad -2.1e9, x -2.085 the CPU
+    # lambda's cdf + x * pdf cancels, and exp's other float (Metal holds it to a bound in ulp)
+    # with the multiply-add contracted lands 1.4e-6 off float64, past rtol 1.3e-6: not proven
+    assert code == 1 and by[True, "float32"]["outcome"] == "fail", by
+    assert {c["outcome"] for k, c in by.items() if k != (True, "float32")} == {"pass"}, by
     assert {d for _, d in by} == FLOATS
-    again = porter("migrate-from-mpsgraph", "gelu_backward", root=real_root)
-    assert again.code == 0 and "nothing to do" in again.out, again.out
+    again = porter("migrate-from-mpsgraph", "gelu_backward", "--test", root=real_root)
+    # a rerun over a port that is not green says so (issue 34, item 3)
+    assert again.code == 1 and "written before and is not proven" in again.err, again.err
 
 
 def subprocess_commit(root) -> None:

@@ -59,7 +59,12 @@ WRITTEN_BY = {"frac": "migrate-from-mpsgraph", "sign": "migrate-from-mpsgraph",
 # log1p(-erfc(x/sqrt 2)/2) is a normal number (docs/red.md, "Lost precision, a real red")
 # the two special polynomials: a NaN or infinite float32 degree converted to int64, undefined in
 # Metal (x86's least integer here, an Apple GPU may saturate): not proven on float32
+# special.airy_ai: at large negative integers (the phase 2/3 |x|^1.5 near 1000 in float) an
+# answer of sin, cos or exp one float away, which Metal's bound in ulp allows, moves the result
+# past float32's tolerance: not proven on every dtype but bool and uint8 (gelu_backward, the
+# same on float32 at one extreme grad: tests/test_str_ports.py)
 REFERENCE_FAILS = {"tanh_backward": ("float32",),
+                   "special.airy_ai": ("int8", "int16", "int32", "int64", "float32"),
                    "special.laguerre_polynomial_l": ("float32",),
                    "special.legendre_polynomial_p": ("float32",),
                    "special.log_ndtr": ("uint8", "int8", "int16", "int32", "int64", "float32"),
@@ -109,7 +114,8 @@ def _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree
     fails = {v.op: v.failed_dtype for v in by_status.get(verifymod.FAILS, [])}
     assert fails == {"logit_backward": "float16", "tanh_backward": "float32",
                      "special_log_ndtr": "uint8", "special_laguerre_polynomial_l": "float32",
-                     "special_legendre_polynomial_p": "float32"}, fails
+                     "special_legendre_polynomial_p": "float32", "gelu_backward": "float32",
+                     "special_airy_ai": "int8"}, fails
     assert all("(reference inputs)" in v.detail for v in by_status[verifymod.FAILS])
     refused = {v.op: v.detail for v in by_status[verifymod.REFUSED]}
     for op, why in REFUSED_AS_INCOMPLETE.items():
@@ -117,19 +123,18 @@ def _every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_tree
     assert by_status.get(verifymod.NOT_RUN, []) == []
     # the counts the README states
     counts = {k: len(v) for k, v in by_status.items()}
-    assert counts == {"verified": 26, "fails": 5, "refused": 7}, counts
+    assert counts == {"verified": 24, "fails": 7, "refused": 7}, counts
     assert {v.op for v in by_status["verified"]} == {"frac", "sign", "signbit", "heaviside",
                                                      "softplus", "sub",
                                                      "logical_and", "logical_or", "logical_xor",
                                                      "softplus_backward", "mish_backward",
                                                      "mish", "nan_to_num", "sigmoid_backward",
-                                                     "special_ndtri", "special_airy_ai",
-                                                     "threshold",
+                                                     "special_ndtri", "threshold",
                                                      "logical_not", "conj_physical", "logit",
                                                      "threshold_backward",
                                                      "asinh", "atanh", "sgn",
                                                      # a str picking the kernel (issue 22, item 6)
-                                                     "gelu", "gelu_backward"}
+                                                     "gelu"}
     # each measured op is written and run with reference inputs, below or in its own test file
     assert {v.op for v in by_status["verified"]} | set(fails) == \
         set(WRITTEN_BY) | set(REFERENCE_TESTED_ELSEWHERE)
