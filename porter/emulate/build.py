@@ -32,7 +32,8 @@ from porter.emulate import (dialect, frontend, groups, guarded_arrays, headers, 
 from porter.emulate.fused_kernels import ANYWHERE, fused_registrations
 from porter.emulate.probe import SKIP_HEADER
 from porter.emulate.toolchain import (  # cache_dir, compiler: also this module's interface
-    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, REGISTERED_AS, cache_dir, cache_key,
+    ADDRESS_CHECK, FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, REGISTERED_AS,
+    base_flags, cache_dir, cache_key,
     compiler, diagnostic_blocks, error_text, first_error, metal_type, precompiled_prelude,
     site_line, version_flags, contract_flags, wrong_output, FOLDING_FLAGS)
 from porter.errors import PorterError
@@ -169,8 +170,9 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     cxx = compiler()
     # contract: a*b+c fused (toolchain.contract_flags); the caller has checked this CPU has them
     # folding: toolchain.FOLDING_FLAGS' build, which assumes no signed overflow (its own -O2)
-    flags = version_flags((FOLDING_FLAGS if folding else FLAGS + [opt])
-                          + ((contract_flags() or []) if contract else []), version, display_path)
+    flags = version_flags(FOLDING_FLAGS if folding
+                          else FLAGS + [opt] + (contract_flags() or []) if contract
+                          else base_flags(cxx) + [opt], version, display_path)
     key = cache_key(text if only is None else f"{text}\0only\0{only}", dirs, flags, cxx)
     out_dir = cache_dir()
     so_path, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
@@ -256,7 +258,7 @@ def build_source(text: str, display_path: str | Path, root: str | Path | None = 
     metal_errors += _other_versions(lines, display_path, root, quarantined, others,
                                     in_pieces=in_pieces)
     held = kernel_cache.pin(so_path)      # _publish pinned it as it was published: that one
-    regs = read_registrations(held)
+    regs = read_registrations(held, in_worker=ADDRESS_CHECK[0] in flags)
     write_whole(meta_path, json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
                                        "quarantined": quarantined, "dropped": dropped,
                                        "metal_errors": metal_errors, "functor_errors": functor_errors,
@@ -454,7 +456,7 @@ def _unchecked_pieces(text: str, root, version: int,
     markers to set once it passes."""
     dirs = headers.include_dirs(Path(root) if root is not None else None)
     cxx = compiler()
-    flags = version_flags(FLAGS + ["-O0", "-fsyntax-only"], version, display_path)
+    flags = version_flags(base_flags(cxx) + ["-O0", "-fsyntax-only"], version, display_path)
     select, markers = [], []
     for piece in groups.pieces(text):
         marker = cache_dir() / f"syntax-{_piece_key(piece, dirs, flags, cxx)}.ok"
@@ -789,16 +791,21 @@ def _enclosing_construct(lines: list[str], line_no: int) -> tuple[int, int] | No
 
 # ----------------------------------------------------------------- the C ABI
 
-def read_registrations(so_path: Path) -> list[Registration]:
-    lib = ctypes.CDLL(str(so_path))
-    n = lib.porter_kernel_count()
-    strs = (ctypes.c_char_p * 5)()
-    ints = (ctypes.c_int * 3)()
-    regs = []
-    for i in range(n):
-        lib.porter_kernel_info(i, strs, ints)
-        name, kind, in_t, out_t, alpha = (s.decode() for s in strs)
-        regs.append(Registration(i, name, kind, in_t, out_t, alpha, bool(ints[0]), ints[1],
-                                 bool(ints[2])))
+def read_registrations(so_path: Path, in_worker: bool = False) -> list[Registration]:
+    """The library's entries; `in_worker`: it was built with AddressSanitizer, and loads only
+    in a process that preloaded libasan (porter.emulate.library_reader)."""
+    if in_worker:
+        from porter.emulate import library_reader
+        entries = library_reader.entries(so_path)
+    else:
+        lib = ctypes.CDLL(str(so_path))
+        strs = (ctypes.c_char_p * 5)()
+        ints = (ctypes.c_int * 3)()
+        entries = []
+        for i in range(lib.porter_kernel_count()):
+            lib.porter_kernel_info(i, strs, ints)
+            entries.append([s.decode() for s in strs] + list(ints))
+    regs = [Registration(i, name, kind, in_t, out_t, alpha, bool(a), line, bool(b))
+            for i, (name, kind, in_t, out_t, alpha, a, line, b) in enumerate(entries)]
     # a library built in pieces holds each piece's entries together: file order is line order
     return sorted(regs, key=lambda r: (r.line, r.index))

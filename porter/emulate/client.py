@@ -256,7 +256,7 @@ class WorkerClient:
             runtime = toolchain.worker_runtime()
             self._proc = subprocess.Popen([sys.executable, str(WORKER), str(fd),
                                            str(runtime) if runtime is not None else ""],
-                                          pass_fds=(fd,),
+                                          pass_fds=(fd,), env=toolchain.worker_environment(),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL)
         return self._proc

@@ -30,7 +30,7 @@ from typing import NamedTuple
 from porter.emulate import frontend, headers, kernel_cache
 from porter.runtime.whole_file import write_whole
 from porter.emulate.toolchain import (
-    FLAGS, METAL_VERSIONS, cache_dir, cache_key, compiler, preprocess,
+    METAL_VERSIONS, base_flags, cache_dir, cache_key, compiler, preprocess,
     version_flags)
 
 _PCH_PRAGMA = re.compile(r'^#pragma GCC pch_preprocess "[^"]*"\n', re.M)
@@ -87,7 +87,7 @@ def _fingerprint(text: str, display_path, root: Path | None, version: int, *,
     root = Path(root) if root is not None else None
     dirs = headers.include_dirs(root)
     cxx = compiler()
-    flags = version_flags(FLAGS + ["-O0"], version, display_path)
+    flags = version_flags(base_flags(cxx) + ["-O0"], version, display_path)
     key = cache_key(f"dialect3\0{display_path}\0{text}", dirs, flags, cxx)
     cached = cache_dir() / f"dialect-{key}.json"
     if use_cache and cached.is_file():

@@ -1509,9 +1509,10 @@ _SHIFTED_PAST_WIDTH = (
     "the kernel shifted by a negative count or by at least the type's width: undefined in Metal, "
     "the count masked on this CPU, and not known on an Apple GPU; test the count first")
 _INDEXED_PAST_BOUND = (
-    "the kernel indexed an array or a vector past its bound, or read past a program-scope "
-    "`constant` array (porter's guard page stops that read, and the kernel's answer with it): "
-    "undefined in Metal, the next bytes on this CPU, and not known on an Apple GPU")
+    "the kernel indexed an array or a vector past its bound, or read outside an array through "
+    "a pointer (a thread array, a `constant` table of the file or of a header it includes: "
+    "porter stops that read, and the kernel's answer with it): undefined in Metal, the next "
+    "bytes on this CPU, and not known on an Apple GPU")
 _NAN_SIGN_READ = (
     "the kernel read the sign of a NaN with x86's default bits (0xffc00000: what an invalid "
     "operation such as 0/0 or inf - inf makes here, negative, where an Apple GPU makes it "

@@ -17,7 +17,7 @@ from pathlib import Path
 from porter.emulate import dialect, headers, kernel_cache
 from porter.runtime.whole_file import write_whole
 from porter.emulate.toolchain import (
-    FLAGS, IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, cache_dir, cache_key, compiler,
+    IMPL_RE, LOCATION_RE, MISMATCH_RE, PRIMARY_VERSION, base_flags, cache_dir, cache_key, compiler,
     diagnostic_blocks, metal_type, precompiled_prelude, site_line, version_flags, wrong_output)
 
 
@@ -58,7 +58,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     dirs = headers.include_dirs(root)
     cxx = compiler()
     # the build's flags (so the build's precompiled prelude serves), minus linking
-    build_flags = version_flags(FLAGS + ["-O0"], version, display_path)
+    build_flags = version_flags(base_flags(cxx) + ["-O0"], version, display_path)
     flags = [f for f in build_flags if f != "-shared"] + ["-fsyntax-only"]
     if select is not None:
         from porter.emulate import groups

@@ -128,6 +128,56 @@ def cache_dir() -> Path:
     return porter_cache_dir("emulate")
 
 
+# Reads outside any object (past a thread-space array through a pointer, before a table, past
+# an array of a checkout header): AddressSanitizer's redzones, reported and not fatal, so that
+# the worker notes them (worker_runtime.c) as it notes a guard page's fault. The -O0 build the
+# samples run on has them (base_flags); the folding build, which models clang's folds, has not.
+ADDRESS_CHECK = ["-fsanitize=address", "-fsanitize-recover=address"]
+# libasan's switches in the worker: every report (one per bad read, not one per place in the
+# code), none fatal, no symbolizing; a fault stays the signal it was (the parent names it: a
+# SIGFPE is an integer division that trapped);
+# kernel libraries loaded side by side keep globals of one name each (-fvisibility=hidden)
+ASAN_OPTIONS = ("detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:symbolize=0:handle_segv=0:"
+                "handle_sigbus=0:handle_sigfpe=0:allow_user_segv_handler=1:"
+                "detect_odr_violation=0:verify_asan_link_order=0")
+
+
+@functools.cache
+def address_runtime(cxx: str) -> str | None:
+    """The compiler's libasan, where it has one and g++ can link against it; None elsewhere
+    (a build without it: reads past a thread-space array are not seen, docs/testing.md)."""
+    if os.environ.get("PORTER_NO_ASAN"):
+        return None
+    try:
+        proc = subprocess.run([cxx, "-print-file-name=libasan.so"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = proc.stdout.strip()
+    if proc.returncode != 0 or not os.path.isabs(path) or not os.path.exists(path):
+        return None
+    return os.path.realpath(path)
+
+
+def base_flags(cxx: str) -> list[str]:
+    """FLAGS, with ADDRESS_CHECK where the compiler has libasan: the -O0 build's, the probe's
+    and the syntax checks' (one precompiled prelude serves them all)."""
+    return FLAGS + (ADDRESS_CHECK if address_runtime(cxx) is not None else [])
+
+
+def worker_environment() -> dict[str, str] | None:
+    """The environment of a process that loads kernel libraries built with base_flags: libasan
+    preloaded (it must come first) with ASAN_OPTIONS; None where no build has it."""
+    try:
+        runtime = address_runtime(compiler())
+    except PorterError:
+        return None
+    if runtime is None:
+        return None
+    preload = " ".join(p for p in (runtime, os.environ.get("LD_PRELOAD", "")) if p)
+    return {**os.environ, "LD_PRELOAD": preload, "ASAN_OPTIONS": ASAN_OPTIONS}
+
+
 def compiler() -> str:
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if not cxx:

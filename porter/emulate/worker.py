@@ -8,6 +8,8 @@ Request: {"lib": path, "index": i, "entry": (name, in type, out type) the parent
          with the parent (the file descriptor in argv[1]; porter.emulate.client writes the
          inputs there and reads the output back).
 Or {"batch": [request, ...]}, each in its own regions, answered {"batch": [response, ...]}.
+Or {"registrations": path}, answered {"registrations": [[name, kind, in type, out type, alpha,
+         int, int, int], ...]} (porter.emulate.build.read_registrations).
 Response: {"out_at": [offset, n]} or {"error": str}; with "undefined": [bits, bytes, fast]
           where the kernel reached an answer Metal leaves undefined (porter/metal.h's
           porter_reached): the output region holds IEEE's reading, the bytes the NaN reading
@@ -23,7 +25,7 @@ import pickle
 import sys
 
 _libs = {}
-_shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 else None, "map": None, "size": 0,
+_shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None, "map": None, "size": 0,
            "anchor": None, "base": 0}
 
 
@@ -107,7 +109,22 @@ def _entry_error(lib, req):
     return None
 
 
+def registrations(path):
+    """The library's entries as porter.emulate.build.read_registrations reads them: (name,
+    kind, in type, out type, alpha, *ints) each. A library built with AddressSanitizer loads
+    only where libasan came first: here, not in the parent."""
+    lib, _ = _lib(path)
+    strs, ints = (ctypes.c_char_p * 5)(), (ctypes.c_int * 3)()
+    entries = []
+    for i in range(lib.porter_kernel_count()):
+        lib.porter_kernel_info(i, strs, ints)
+        entries.append([(s or b"").decode() for s in strs] + list(ints))
+    return entries
+
+
 def handle(req):
+    if "registrations" in req:
+        return {"registrations": registrations(req["registrations"])}
     lib, flags = _lib(req["lib"])
     stale = _entry_error(lib, req)
     if stale is not None:

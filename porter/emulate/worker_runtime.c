@@ -12,9 +12,18 @@
 // local read before it is written reads the stack; porter_guarded_run fills the stack below it
 // with `fill` first, and the worker runs each sample with two fillings: answers that differ read
 // such a local (undefined in Metal: review 40's U01, U02, U19, U20, U25).
+//
+// AddressSanitizer: where porter.emulate.toolchain builds kernels with -fsanitize=address and
+// starts the worker with libasan preloaded (worker_environment), a read outside any object the
+// kernel may reach (past a thread-space array through a pointer, before a table, past a
+// checkout header's array: review 40's U04, U06, V01) is reported to address_error, not fatal
+// (-fsanitize-recover=address, halt_on_error=0), and the run answers -2 as a guard's fault
+// does. The kernel file's `constant` arrays are then heap copies, which have ASan's redzones
+// on both sides (a page guards one side only).
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -30,10 +39,33 @@ static sigjmp_buf past_end;
 static volatile sig_atomic_t armed;
 static struct sigaction before;
 
+// libasan's, where the worker preloaded it (weak: null in a plain worker)
+extern void __asan_set_error_report_callback(void (*)(const char*)) __attribute__((weak));
+// read by the kernel's run loop (porter/prelude.h), which stops at the first report
+__attribute__((visibility("default"))) volatile int porter_address_errors;
+
+static void address_error(const char* report) {
+  (void)report;
+  porter_address_errors = 1;
+}
+
+__attribute__((constructor)) static void watch_addresses(void) {
+  if (__asan_set_error_report_callback) __asan_set_error_report_callback(address_error);
+}
+
 __attribute__((visibility("default"))) const void* porter_guard_copy(const void* src,
                                                                     unsigned long size) {
   if (!page) page = sysconf(_SC_PAGESIZE);
-  if (size == 0 || n_guards >= MAX_GUARDS) return src;
+  if (size == 0) return src;
+  if (__asan_set_error_report_callback) {
+    // a heap block: libasan poisons the bytes before and after it (never freed: the library
+    // stays loaded for the worker's life)
+    void* copy = malloc(size);
+    if (!copy) return src;
+    memcpy(copy, src, size);
+    return copy;
+  }
+  if (n_guards >= MAX_GUARDS) return src;
   const unsigned long data = (size + page - 1) / page * page;
   char* base = mmap(0, data + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return src;
@@ -79,10 +111,9 @@ __attribute__((noinline)) static int run_filled(run_fn run, int fill, int i, int
   return run(i, strided, out, ins, alpha, numel, ndim, sizes, strides);
 }
 
-// porter_run's arguments after `run` and `fill`; -2 where the kernel read a guard page
-__attribute__((visibility("default"))) int porter_guarded_run(
-    run_fn run, int fill, int i, int strided, void* out, const void* const* ins,
-    const void* alpha, long numel, int ndim, const long* sizes, const long* const* strides) {
+static int guarded_run(run_fn run, int fill, int i, int strided, void* out,
+                       const void* const* ins, const void* alpha, long numel, int ndim,
+                       const long* sizes, const long* const* strides) {
   if (n_guards == 0)
     return run_filled(run, fill, i, strided, out, ins, alpha, numel, ndim, sizes, strides);
   static int installed;
@@ -114,4 +145,14 @@ __attribute__((visibility("default"))) int porter_guarded_run(
   const int r = run_filled(run, fill, i, strided, out, ins, alpha, numel, ndim, sizes, strides);
   armed = 0;
   return r;
+}
+
+// porter_run's arguments after `run` and `fill`; -2 where the kernel read a guard page, or
+// libasan reported a read outside the objects it may reach
+__attribute__((visibility("default"))) int porter_guarded_run(
+    run_fn run, int fill, int i, int strided, void* out, const void* const* ins,
+    const void* alpha, long numel, int ndim, const long* sizes, const long* const* strides) {
+  porter_address_errors = 0;
+  const int r = guarded_run(run, fill, i, strided, out, ins, alpha, numel, ndim, sizes, strides);
+  return porter_address_errors ? -2 : r;
 }

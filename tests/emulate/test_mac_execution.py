@@ -754,6 +754,48 @@ def test_a_read_past_a_constant_array_is_not_proven(fixture_root, tmp_path, clie
     assert out.tolist() == [9] and (not client.undefined or not client.undefined[0] & 64)
 
 
+OUTSIDE_AN_OBJECT = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+#include "held_table.h"
+using namespace metal;
+constant int tab[2] = {7, 7};
+struct o_functor {
+  inline int operator()(const int x) {
+    float t[2] = {1.0f, 2.0f};
+    EXPR
+  }
+};
+REGISTER_UNARY_OP(o, int, int);
+"""
+
+
+@pytest.mark.parametrize(("expr", "values", "outside"), [
+    # review 40's U04: past a thread-space array through a pointer (-fsanitize=bounds sees only
+    # an index into an array of known bound)
+    ("thread float* p = t;\n    return int(p[x]);", [0, 1], False),
+    ("thread float* p = t;\n    return int(p[x]);", [1, 2], True),
+    # U06: before a program-scope `constant` table (its guard page follows it)
+    ("constant int* p = tab;\n    return p[x - 1];", [1, 2], False),
+    ("constant int* p = tab;\n    return p[x - 1];", [0, 1], True),
+    # V01: past a table of a header the kernel file includes (the build guards the file's own)
+    ("constant int* p = held;\n    return p[x];", [0, 1], False),
+    ("constant int* p = held;\n    return p[x];", [1, 2], True),
+])
+def test_a_read_outside_any_object_is_not_proven(fixture_root, tmp_path, client, expr, values,
+                                                 outside):
+    # AddressSanitizer's redzones (toolchain.ADDRESS_CHECK): the worker notes a report as a guard
+    # page's fault, bit 64, and the run stops there
+    from porter.emulate import toolchain
+    if toolchain.address_runtime(toolchain.compiler()) is None:
+        pytest.skip("this compiler has no libasan: reads outside an object are not seen")
+    (tmp_path / "held_table.h").write_text("#pragma once\nconstant int held[2] = {5, 5};\n")
+    text = OUTSIDE_AN_OBJECT.replace("EXPR", expr)
+    lib = build_source(text, tmp_path / "o.metal", fixture_root)
+    run_registration(client, lib, lib.find("o", "int")[0], [torch.tensor(values, dtype=torch.int32)])
+    bits = client.undefined[0] if client.undefined else 0
+    assert bool(bits & 64) == outside, client.undefined
+
+
 @pytest.mark.parametrize(("expr", "read"), [
     # review 40's U25: a forgotten accumulator, a vector (the shim's vectors were zeroed)
     ("float2 acc;\n    acc += float2(float(x), 1.0f);\n    return int(acc.x)", True),

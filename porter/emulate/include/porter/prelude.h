@@ -164,11 +164,18 @@ struct FlushSubnormals {
 #endif
 };
 
+// Set by the worker's runtime when AddressSanitizer reports a read outside any object
+// (porter/emulate/worker_runtime.c); null where no runtime is loaded. The run stops there: the
+// sample is not proven already, and a report per element costs milliseconds each.
+extern "C" __attribute__((weak, visibility("default"))) volatile int porter_address_errors;
+
 // `st == nullptr`: dense (contiguous buffers); otherwise byte strides per operand, out first.
 static void run_loop(const Entry& e, void* out, const void* const* ins, const void* alpha,
                      long n, int ndim, const long* sizes, const long* const* st) {
   FlushSubnormals flush;
+  volatile int* const address_errors = &porter_address_errors;
   for (long i = 0; i < n; ++i) {
+    if (address_errors && *address_errors) return;
     const void* p[3];
     long o0;
     if (st) {
@@ -240,8 +247,8 @@ static int n_entries_() {
 // A program-scope `constant` array of the kernel file, as the build writes it
 // (porter/emulate/guarded_arrays.py): the worker's guard pages copy it to the end of pages an
 // inaccessible page follows, so that a read past its end is seen (porter/emulate/
-// worker_runtime.c). Loaded where that library is not (the parent reading the registrations), the
-// array stays where it is.
+// worker_runtime.c; where the worker runs with AddressSanitizer, a heap copy with redzones on
+// both sides). Loaded where that library is not, the array stays where it is.
 extern "C" const void* porter_guard_copy(const void* src, unsigned long size) __attribute__((weak));
 template <typename A>
 const A& guarded(const A& a) {
