@@ -1444,7 +1444,8 @@ _UNDEFINED = ((1, "fast::min/max/fmin/fmax/fmin3/fmax3/clamp got a NaN, undefine
                      "answering the other float around the exact value; an integer past 2^24 "
                      "converted to bfloat rounded once (through float it rounds twice), ilogb of "
                      "zero or NaN (the least or the greatest int), frexp of a float subnormal taken "
-                     "apart (an Apple GPU may flush it)"))
+                     "apart (an Apple GPU may flush it), length of a vector whose squares overflow "
+                     "or flush (scaled or not)"))
 
 
 # the object a host's kernel call runs on, and its declaration as the bundled metallib

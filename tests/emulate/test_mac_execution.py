@@ -704,6 +704,12 @@ def test_the_least_value_divided_by_minus_one_is_undefined_even_where_folded(fix
     # fast::tanh runs Apple's formula (upstream #186286): its answer is that formula's, once;
     # tanh(-10) is -1 there, where gelu's `x * (1 + tanh(u))` relies on it
     ("int(as_type<uint>(fast::tanh(float(x) - 13.0f)))", 3, None, None),
+    # review 40's V16: length's squares overflow (or flush) where a scaled length's do not; the
+    # specification does not say which: both read. Squares in range: one answer
+    ("int(isinf(length(float2(float(x) * 1e20f, 4e20f))))", 3, 1, 0),
+    ("int(length(float2(float(x) * 1e-20f, 4e-20f)) * 1e20f + 0.5f)", 3, 0, 5),
+    ("int(distance(float2(float(x) * 1e20f, 0.0f), float2(0.0f, -4e20f)) < 1e21f)", 3, 0, 1),
+    ("int(length(float2(float(x), 4.0f)))", 3, None, None),
     ("int(as_type<uint>(precise::tanh(float(x) - 13.0f)))", 3, 0xbf800000 - 2 ** 32, 0xbf7fffff - 2 ** 32),
 ])
 def test_an_answer_the_specification_leaves_open_is_read_both_ways(fixture_root, tmp_path, client,

@@ -1454,8 +1454,22 @@ inline auto dot(const vec<T, N>& a, const vec<T, N>& b) {
   for (int i = 0; i < N; ++i) r = T(r + a[i] * b[i]);  // porter: may contract dot
   return r;
 }
+// MSL defines length as sqrt(x0^2 + x1^2 + ...) and does not say whether an implementation
+// scales to keep the squares from overflowing or flushing: where this naive sum does (the
+// length of float2(3e20, 4e20) inf, of float2(3e-20, 4e-20) 0) and the scaled one is a normal
+// number, both are read (bit 4096: review 40's V16, V16t). distance and normalize follow.
 template <typename T, int N>
-inline T length(const vec<T, N>& a) { return T(sqrt(float(dot(a, a)))); }
+inline T length(const vec<T, N>& a) {
+  const T naive = T(sqrt(float(dot(a, a))));
+  if (!(__builtin_isinf(float(naive)) || float(naive) == 0.0f)) return naive;
+  double squares = 0.0;
+  for (int i = 0; i < N; ++i) squares += double(float(a[i])) * double(float(a[i]));
+  const T scaled = T(float(__builtin_sqrt(squares)));
+  if (!__builtin_isfinite(float(scaled)) || float(scaled) == 0.0f || float(scaled) != float(scaled))
+    return naive;
+  porter_reached |= detail::UNSETTLED_LIBRARY;
+  return porter_reading ? scaled : naive;
+}
 template <typename T, int N>
 inline T length_squared(const vec<T, N>& a) { return dot(a, a); }
 template <typename T, int N>
