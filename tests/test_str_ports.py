@@ -173,7 +173,7 @@ def test_gelu_backward_is_ported_after_gelu_and_the_shared_helper_goes(real_root
     assert {d for _, d in by} == FLOATS
     again = porter("migrate-from-mpsgraph", "gelu_backward", "--test", root=real_root)
     # a rerun over a port that is not green says so (issue 34, item 3)
-    assert again.code == 1 and "written before and is not proven" in again.err, again.err
+    assert again.code == 1 and "written before and is not proven" in again.err, again.out
 
 
 def subprocess_commit(root) -> None:

@@ -25,8 +25,9 @@ import pickle
 import sys
 
 _libs = {}
-_shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None, "map": None, "size": 0,
-           "anchor": None, "base": 0}
+# no file descriptor (""): a worker that only reads registrations (porter.emulate.library_reader)
+_shared = {"fd": int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None, "map": None,
+           "size": 0, "anchor": None, "base": 0}
 
 
 def _runtime():

@@ -707,7 +707,10 @@ def _record_rows(env: str, info, dtype, ctx: RunContext, rows: str) -> None:
                 try:
                     ref = src.reference(sample, probe)
                 except Exception as exc:
-                    if reference:        # the pipeline leaves such a sample out, saying why
+                    # porter's own sample (a reference input, a layout): the pipeline leaves it
+                    # out, saying why, as the live run does (verdicts._check_sample); recorded
+                    # as an error, a rerun read from the cache charged the kernel with it
+                    if reference or shapes:
                         item["extra"]["refused"] = verdicts.one_line(exc)
                     else:
                         item["ref_error"] = f"CPU reference error: {verdicts.one_line(exc)}"
