@@ -1465,8 +1465,7 @@ inline T length(const vec<T, N>& a) {
   double squares = 0.0;
   for (int i = 0; i < N; ++i) squares += double(float(a[i])) * double(float(a[i]));
   const T scaled = T(float(__builtin_sqrt(squares)));
-  if (!__builtin_isfinite(float(scaled)) || float(scaled) == 0.0f || float(scaled) != float(scaled))
-    return naive;
+  if (!__builtin_isfinite(float(scaled)) || float(scaled) == 0.0f) return naive;
   porter_reached |= detail::UNSETTLED_LIBRARY;
   return porter_reading ? scaled : naive;
 }
