@@ -16,6 +16,7 @@ import importlib.util
 import os
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,9 +99,14 @@ def _reap(kill: bool) -> None:
 def _no_zombies():
     """Each test file's exited children reaped when it ends (a forked helper or a worker whose
     owner never waited), and every child left at the end of the run stopped: the suite
-    leaves no process behind."""
+    leaves no process behind. The file's pins in the kernel cache go too (a command run
+    in-process drops its own; a backend a test builds directly holds its libraries until
+    then): an xdist worker that kept every pin of the run filled a CI runner's disk."""
     yield
     _reap(kill=False)
+    kernel_cache = sys.modules.get("porter.emulate.kernel_cache")
+    if kernel_cache is not None:
+        kernel_cache.release_run()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,10 +15,11 @@ Runs share one cache (two terminals, CI jobs on one runner), so a library a run 
 must outlive any other run's eviction until the run has loaded it: once a run's worker loaded
 a `KEY.so` another run evicted, dlopen said "cannot open shared object file" and every dtype
 was red. A run `pin`s what it uses: a hard link under `.runs/PID-.../`, removed when the run
-exits. The link keeps the file's bytes whatever happens to the cache's name for it, and
-eviction leaves an entry another live run has pinned alone (it is using it). A pin left
-by a run that was killed is swept by the next eviction. PORTER_KERNEL_CACHE_GRACE_S and
-PORTER_KERNEL_CACHE_EVERY_S set RECENT_S and EVERY_S (tests force eviction with 0).
+ends (`release_run`: at exit, and after each round of --watch). The link keeps the file's
+bytes whatever happens to the cache's name for it, and eviction leaves an entry another live
+run has pinned alone (it is using it). A pin left by a run that was killed is swept by the
+next eviction. PORTER_KERNEL_CACHE_GRACE_S and PORTER_KERNEL_CACHE_EVERY_S set RECENT_S and
+EVERY_S (tests force eviction with 0).
 """
 
 from __future__ import annotations
@@ -67,11 +68,17 @@ def run_directory(directory: Path) -> Path:
 
 
 @atexit.register
-def _unpin_all() -> None:
-    for mine in list(_pins.values()):
-        if mine.name.startswith(f"{os.getpid()}-"):      # not a forked child's copy of the map
-            shutil.rmtree(mine, ignore_errors=True)
-    _pins.clear()
+def release_run() -> None:
+    """Drop this run's pins: at exit, and where one process holds several runs (a --watch
+    round; the test suite, after each test file). Until then a pin holds its file's bytes
+    whatever eviction does: a pytest worker that pinned every library and prelude it used for
+    an hour kept them all (80 GB filled a CI runner's disk). A library a worker has loaded
+    stays loaded: only the name goes; the next run pins again."""
+    with _pin_lock:
+        for mine in list(_pins.values()):
+            if mine.name.startswith(f"{os.getpid()}-"):      # not a forked child's copy of the map
+                shutil.rmtree(mine, ignore_errors=True)
+        _pins.clear()
 
 
 def pin(path: Path, name: str | None = None) -> Path:

@@ -123,6 +123,11 @@ def _round(opts, root, out) -> int:
         close = getattr(backend, "close", None)
         if close:
             close()
+        # the round's pins go with it: an hour of edits held every library built (the next
+        # round pins what it uses again)
+        kernel_cache = sys.modules.get("porter.emulate.kernel_cache")
+        if kernel_cache is not None:
+            kernel_cache.release_run()
     out.write(f"porter: exit {code} ({time.perf_counter() - start:.2f} s)\n")
     out.flush()
     return code

@@ -208,3 +208,49 @@ def test_a_file_a_run_is_writing_is_not_evicted_until_it_is_old(tmp_path, monkey
     os.utime(entry, (stale, stale))
     kernel_cache.evict(tmp_path, limit=0)
     assert fresh.exists() and not old.exists() and not entry.exists()
+
+
+def _own_pins(cache):
+    runs = cache / kernel_cache.RUNS
+    return sorted(p for p in runs.iterdir() if p.name.startswith(f"{os.getpid()}-")) \
+        if runs.is_dir() else []
+
+
+def test_a_run_that_ends_lets_go_of_its_pins(tmp_path):
+    """A pin holds its file's bytes whatever eviction does. A process that held every pin of
+    all its runs (an xdist worker for an hour) kept every library and prelude it had built:
+    80 GB filled a CI runner's disk. After release_run the bytes are the cache's alone, and the
+    next run pins again."""
+    d = tmp_path / "emulate"
+    lib = _entry(d, "aaaa.so", 4000, 3 * HOUR)
+    held = kernel_cache.pin(lib)
+    assert held != lib and os.stat(lib).st_nlink == 2
+    kernel_cache.release_run()
+    assert not held.exists() and _own_pins(d) == [] and os.stat(lib).st_nlink == 1
+    again = kernel_cache.pin(lib)
+    assert again.read_bytes() == b"x" * 4000 and again.parent != held.parent
+    kernel_cache.release_run()
+    assert kernel_cache.evict(d, limit=0) == (1, 4000)     # nothing holds its bytes now
+
+
+@pytest.mark.slow
+def test_a_watch_round_lets_go_of_its_pins(real_root, own_cache):
+    """Each --watch round pins the libraries it builds or finds: an hour of edits held every
+    one. After a round none is held, and the next round (a cache hit) pins and runs again."""
+    import argparse
+    import io
+
+    from porter.commands import test as command
+    from porter.harness import watch
+    from porter.harness.session import Options
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    opts = Options(**command.options(parser.parse_args(
+        ["hypot", "--device", "emulate", "--root", str(real_root), "--dtype", "float32",
+         "--samples-only"])))
+    first, second = io.StringIO(), io.StringIO()
+    assert watch._round(opts, real_root, first) == 0, first.getvalue()
+    assert _own_pins(own_cache) == []
+    assert watch._round(opts, real_root, second) == 0, second.getvalue()
+    assert _own_pins(own_cache) == []
+    assert "porter: exit 0" in second.getvalue()
