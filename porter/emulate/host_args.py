@@ -24,7 +24,10 @@ from porter.source import cpp_scan, native_yaml
 from porter.source.native_definitions import enclosing_function, stub_call
 from porter.source.checkout import NATIVE_YAML
 
-EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,\s*\"\w+\"\s*,\s*(.*?)\)\s*;", re.S)
+# the kernel's name is a literal or a local holding one (porter.emulate.host_model's "kernel
+# name" shape; hostmap reads its value): only the arguments after it are read here
+EXEC_ARGS_RE = re.compile(r"\bexec_(?:unary|binary|ternary)_kernel(_with_params)?\s*\(\s*\w+\s*,"
+                          r"\s*(?:\"\w+\"|[A-Za-z_][\w:]*)\s*,\s*(.*?)\)\s*;", re.S)
 FIELD_RE = re.compile(r"\bparams\.(\w+)\s*=\s*(.*?);")
 SCHEMA_SCALARS = ("Scalar", "Scalar?", "float", "float?", "int", "int?", "bool")
 

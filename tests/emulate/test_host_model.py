@@ -290,6 +290,26 @@ def test_a_host_written_otherwise_that_runs_the_same_kernel_passes(ported, old, 
     assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, said(by)
 
 
+HARDSHRINK_CALL = '  lib.exec_unary_kernel(iter, "hardshrink", lambda);\n'
+
+
+@pytest.mark.slow
+def test_a_scalar_kernel_named_through_a_local_passes_and_an_unread_scalar_is_not_proven(ported):
+    """A local holding the name of a kernel that takes a scalar: the same kernel and scalar on
+    a Mac (review 41's H09 failed every dtype, "cannot model ... host code", counted as plain
+    failures). A scalar porter does not evaluate is not proven, never a failure seen."""
+    named = ('  static constexpr const char* kName = "hardshrink";\n'
+             '  lib.exec_unary_kernel(iter, kName, lambda);\n')
+    with edited(ported, ACTIVATION, HARDSHRINK_CALL, named):
+        code, by = outcomes(ported, "nn.functional.hardshrink")
+    assert code == 0 and by and {d["outcome"] for d in by.values()} == {"pass"}, said(by)
+    unread = '  lib.exec_unary_kernel(iter, "hardshrink", -lambda.to<float>());\n'
+    for message in every_dtype_fails(ported, ACTIVATION, HARDSHRINK_CALL, unread,
+                                     "nn.functional.hardshrink"):
+        assert message.startswith("not proven: porter cannot model the scalar that hardshrink's "
+                                  "host code passes its kernel"), message
+
+
 # a return every run takes, inside blocks that run once, before the kernel call: on a Mac no
 # kernel runs and the output stays unwritten (review 16's H10, H21, H41 were green)
 NEVER_RUNS = [

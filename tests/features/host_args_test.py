@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from porter.emulate.host_args import FLOAT_MAX, alpha_value
+from porter.emulate.host_args import FLOAT_MAX, HostCodeUnknown, alpha_value
 
 NAN_TO_NUM_BODY = """\
   AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, iter.common_dtype(), "nan_to_num_mps", [&]() {
@@ -130,3 +130,27 @@ def test_a_scalar_made_of_a_form_porter_reads_is_that_form(argument, value):
             stub_values(call, {"negative_slope": 0.5}, ["negative_slope"])
     else:
         assert stub_values(call, {"negative_slope": 0.5}, ["negative_slope"]) == [value]
+
+
+_NAMED = 'lib.exec_unary_kernel(iter, {name}, lambda);'
+
+
+@pytest.mark.parametrize("body, expected", [
+    pytest.param(_NAMED.format(name='"hardshrink"'), 0.5, id="a literal name"),
+    pytest.param('static constexpr const char* kName = "hardshrink";\n  '
+                 + _NAMED.format(name="kName"), 0.5,
+                 id="a local holding the name (review 41's H09: was 'cannot model', red)"),
+    pytest.param(_NAMED.format(name="mps::kName"), 0.5, id="a qualified name"),
+    pytest.param(_NAMED.format(name="names[0]"), HostCodeUnknown, id="an indexed name: not modelled"),
+    pytest.param('lib.exec_unary_kernel(iter, kName, -lambda.to<float>());', HostCodeUnknown,
+                 id="a scalar porter does not evaluate, after a named kernel"),
+])
+def test_the_scalar_is_read_whatever_names_the_kernel(body, expected):
+    """host_args reads the arguments after the kernel's name; which kernel the name is, is
+    hostmap's to read (a local holding it is host_model's "kernel name" shape)."""
+    params = "TensorIteratorBase& iter, const Scalar& lambda"
+    if expected is HostCodeUnknown:
+        with pytest.raises(HostCodeUnknown):
+            alpha_value(body, params, None, [0.5], dtype="float32")
+    else:
+        assert alpha_value(body, params, None, [0.5], dtype="float32") == expected
