@@ -172,6 +172,32 @@ def test_plain_porter_test_on_a_branch_that_changed_the_cpu_kernel_is_not_proven
     assert {c["outcome"] for o in data["ops"] for c in o["dtypes"]} == {"pass"}, data["ops"]
     text = porter(*args, root=real_root)
     assert text.code == 1 and f"not proven: {gap}\n" in text.out, text.out
+    # the port command's rerun tests as `porter test` does (review 42's F1: "nothing to do (the
+    # port is written, and green)", exit 0), and a dry run says it tests nothing (F8)
+    again = porter("new-op", "heaviside", "--test", "--device", "emulate", root=real_root)
+    assert again.code == 1 and f"not proven: {gap}\n" in again.out, again.out + again.err
+    assert "nothing to do" not in again.out and "written before and is not proven" in again.err, again.err
+    dry = porter("new-op", "heaviside", "--dry-run", root=real_root)
+    assert dry.code == 0 and "nothing to do" not in dry.out, dry.out
+    assert ("every file is already as planned; --dry-run does not test it (`porter test heaviside "
+            "--device emulate` gives its verdict)") in dry.out, dry.out
+    # a --watch round asks again every round (F2: asked once when the loop started)
+    import io
+
+    from porter.commands.test import default_reference_gaps
+    from porter.harness import watch
+    from porter.harness.session import Options
+    asked = []
+
+    def gaps():
+        asked.append(1)
+        return default_reference_gaps(real_root, ["heaviside"])
+    opts = Options(ops=["heaviside"], root=str(real_root), device="emulate", dtypes=["int32"])
+    for _ in range(2):
+        out = io.StringIO()
+        assert watch._round(opts, real_root, out, gaps) == 1, out.getvalue()
+        assert f"not proven: {gap}\n" in out.getvalue(), out.getvalue()
+    assert len(asked) == 2
     # a repository with none of porter pr's bases (no origin/main, main, master): no base to
     # compare with, the reference is the installed torch's as before
     _git(real_root, "branch", "-m", "master", "trunk")
@@ -204,3 +230,29 @@ def test_a_cpu_change_committed_on_main_since_the_wheels_commit_is_not_proven(re
     # a commit the repository lacks is no base
     monkeypatch.setattr(git_base, "wheel_git_version", lambda: "0" * 40)
     assert default_reference_gaps(real_root, ["heaviside"]) == []
+
+
+def test_candidates_verify_never_says_yes_where_the_cpu_reference_is_not_this_checkouts(real_root,
+                                                                                      monkeypatch):
+    """Review 42's F1: `candidates --verify` measured the port against the installed torch's CPU
+    and said AUTO `yes` where the command's own test (and `porter test`) say not proven: a
+    branch edits the op's CPU kernel. The measurement itself is stood in for (each op's port is
+    green against the wheel's CPU); what is tested is what --verify makes of it."""
+    from types import SimpleNamespace
+
+    from porter.commands import candidates
+    from porter.harness import measure_port
+    from porter.source.checkout import Checkout
+    git_init(real_root)                                   # on master
+    _git(real_root, "checkout", "-qb", "cpu-change")
+    _edit(real_root, CPU, "return a == 0 ? b : static_cast<scalar_t>(a > 0);",
+          "return a == 0 ? b : static_cast<scalar_t>(a > 0) + 1;")
+    _git(real_root, "commit", "-qam", "heaviside's CPU kernel + 1")
+    monkeypatch.setattr(measure_port, "verify", lambda checkout, op, state: measure_port.Verdict(
+        op, measure_port.VERIFIED, "9/9 dtypes", 9, 9))
+    found = [SimpleNamespace(op="heaviside", state="no-mps"), SimpleNamespace(op="hypot", state="no-mps")]
+    verdicts = candidates._verify(Checkout(real_root), found)
+    assert verdicts["hypot"].status == measure_port.VERIFIED           # its CPU kernel is as based
+    heaviside = verdicts["heaviside"]
+    assert heaviside.status == measure_port.FAILS, heaviside
+    assert heaviside.detail.startswith("not proven: the CPU reference is not this checkout's"), heaviside

@@ -119,13 +119,20 @@ def run(args) -> int:
 
 def _verify(checkout, found) -> dict:
     from porter.commands.terminal import Progress
-    from porter.harness.measure_port import verify
+    from porter.commands.test import default_reference_gap_map
+    from porter.harness.measure_port import FAILS, VERIFIED, verify
 
+    # the CPU reference as the command's own test judges it: a branch that edits an op's CPU
+    # kernel leaves that op's port not proven, so never AUTO `yes` (review 42's F1)
+    gaps = default_reference_gap_map(checkout.root, [c.op for c in found])
     verdicts = {}
     with Progress(len(found), "porter candidates --verify: planning, building and testing") as progress:
         for c in found:
             progress.step(c.op)
-            verdicts[c.op] = verify(checkout, c.op, c.state)     # the full verdict (verdict_scope.FULL)
+            verdict = verify(checkout, c.op, c.state)     # the full verdict (verdict_scope.FULL)
+            if verdict.status == VERIFIED and c.op in gaps:
+                verdict.status, verdict.detail = FAILS, f"not proven: {gaps[c.op]}"
+            verdicts[c.op] = verdict
     return verdicts
 
 

@@ -165,8 +165,12 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
     import json
 
     from porter.commands import terminal
+    from porter.commands.test import default_reference_gaps
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
+    # the CPU reference as `porter test` judges it: a branch that edits the op's CPU kernel
+    # leaves it not proven here too (review 42's F1: the port command and its rerun said green)
+    gaps = default_reference_gaps(root, [op])
     # the test takes seconds to minutes: a timer and each dtype's row on a terminal's stderr
     with terminal.Elapsed(f"testing {op} on {device}") as elapsed:
         rows = contextlib.nullcontext() if args.json else terminal.live_rows(elapsed)
@@ -174,7 +178,7 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
             counts: dict = {}
             try:
                 code = run_after_edit(op, root, device, out=out, json=args.json,
-                                      verdict_counts=counts)
+                                      verdict_counts=counts, reference_gaps=gaps)
             except KeyboardInterrupt:
                 # the files stay as written; say so before the CLI's "interrupted" (a new user's L5)
                 print(f"porter: the files were written; the test of {op} was interrupted before "
@@ -237,7 +241,11 @@ def finish_edit(command: str, checkout, plan, args, extra: dict) -> int:
               # --no-test: the user declined the verdict; "nothing to do" (with the note
               # that says it was not tested) is about writing only
               retest="every file is already as planned; testing the port"
-              if rerun and not args.no_test else None)
+              if rerun and not args.no_test else
+              # a dry run tests nothing: "nothing to do" would read as green (review 42's F8)
+              (f"every file is already as planned; --dry-run does not test it (`porter test "
+               f"{plan.spec.op} --device emulate` gives its verdict)")
+              if args.dry_run and not plan.changes and not incomplete else None)
     if test and not args.json:
         code, _ = run_tests_after(args, checkout.root, plan.spec.op, rerun)
         if rerun and code == exit_codes.OK and not args.no_test:

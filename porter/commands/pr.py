@@ -34,7 +34,8 @@ def add_arguments(parser) -> None:
                         help="markdown or text (the description; the default) or json")
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--dtype", action="append", dest="dtypes", metavar="D",
-                        help="verdicts for this dtype only (repeatable; default every dtype the MPS test sends)")
+                        help="verdicts for this dtype only (repeatable; default every dtype the MPS test "
+                             "sends): the description is then not proven, exit 1")
     parser.add_argument("--output", "-o", metavar="FILE", help="also write the description to FILE")
 
 

@@ -128,10 +128,11 @@ def run(args) -> int:
         if args.changed_since:
             raise PorterError("--watch cannot honour --changed-since: it is CI's run of a pull request",
                               hint="run `porter test --changed-since REF` without --watch")
-        # the branch's base, as without --watch (taken when the loop starts)
-        options_["reference_gaps"] = default_reference_gaps(args.root, args.ops)
+        # the branch's base, as without --watch: asked again every round, so that an edit of
+        # the op's CPU kernel makes the next round not proven (review 42's F2 read it once)
         from porter.harness import watch
-        return watch.run(Options(**options_))
+        return watch.run(Options(**options_),
+                         reference_gaps=lambda: default_reference_gaps(args.root, args.ops))
     if args.changed_since:
         options_["reference_gaps"] = reference_gaps(args.root, args.changed_since, args.ops)
     else:
@@ -174,36 +175,39 @@ def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
                           hint="run it inside the checkout, or pass --root DIR")
     changes = changed.since(checkout.root, ref)
     old = changed.OldCheckout(checkout.root, changes)
-    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
-    return [f"{op}: {why}" for op, why in gaps.items()]
+    return cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
 
 
 def default_reference_gaps(root, ops: list[str]) -> list[str]:
+    """`op: why` of default_reference_gap_map."""
+    return [f"{op}: {why}" for op, why in default_reference_gap_map(root, ops).items()]
+
+
+def default_reference_gap_map(root, ops: list[str]) -> dict[str, str]:
     """reference_gaps since the commit the installed torch was built from, where the repository
     holds it, else since the base `porter pr` uses (the merge base of HEAD with origin/main,
     upstream/main, main, origin/master or master): a branch, or uncommitted work, that edits an
     op's CPU kernel leaves its reference unproven even without --changed-since, since the
     installed torch's CPU is at best the base's. None of those refs, or no git: [] (nothing
-    to compare with; the reference is the installed torch's, as ever)."""
+    to compare with; the reference is the installed torch's, as ever): {op: why}."""
     from porter.checks import changed, cpu_reference
     from porter.harness.session import resolve_checkout
     from porter.source.git_base import default_base, wheel_commit
     checkout = resolve_checkout(root)
     if checkout is None:
-        return []
+        return {}
     # the installed torch's own commit, where the repository has it: what the reference runs
     wheel = wheel_commit(checkout.root)
     found = ("the installed torch's commit", wheel) if wheel else default_base(checkout.root)
     if found is None:
-        return []
+        return {}
     import copy
     ref, base = found
     changes = changed.since(checkout.root, base)
     old = changed.OldCheckout(checkout.root, copy.copy(changes))     # reads the base commit
     # the messages name the ref the base came from
     changes.ref = f"{ref} (merge base {base[:12]})"
-    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
-    return [f"{op}: {why}" for op, why in gaps.items()]
+    return cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:

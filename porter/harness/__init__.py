@@ -25,12 +25,14 @@ def run_op_tests(op, root=None, backend="cpu", dtypes=None, sample=None):
 
 
 def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool = False,
-                   verdict_counts: dict | None = None) -> int:
+                   verdict_counts: dict | None = None, reference_gaps: list[str] | None = None) -> int:
     """The test that ends `porter new-op` / `migrate-from-mpsgraph` (and a rerun of either):
     test `op` right after the edit was applied, with the full verdict
     (porter.harness.verdict_scope.FULL, what `porter test` runs); prints the report and returns
     the exit code (0 pass, 1 fail, xpass or nothing tested, 2 device unavailable);
-    `verdict_counts` (porter.harness.session.Options) is filled with the red dtypes' kinds."""
+    `verdict_counts` (porter.harness.session.Options) is filled with the red dtypes' kinds;
+    `reference_gaps`: the ops whose CPU reference is not this checkout's (what `porter test`
+    is given: porter.commands.test.default_reference_gaps), not proven as there."""
     from porter.errors import PorterError
     from porter.harness.session import Options, run
     from porter.harness.verdict_scope import FULL
@@ -38,7 +40,8 @@ def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool 
     try:
         return run(Options(ops=[op], root=str(root) if root is not None else None,
                            device=device, out=out, reference_inputs=FULL.reference_inputs,
-                           shapes=FULL.shapes, json=json, verdict_counts=verdict_counts))
+                           shapes=FULL.shapes, json=json, verdict_counts=verdict_counts,
+                           reference_gaps=list(reference_gaps or [])))
     except PorterError as err:
         print(f"porter: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -2,8 +2,9 @@
 
 Watched: each `.metal` file a `*Kernel.mm` of the checkout dispatches to, every header those
 files include (the checkout's own and `c10/metal`, followed transitively), the `.mm` files
-themselves (which kernel an op runs), and the expectation and tolerance sources
-(`common_mps.py`, `test/test_mps.py`). Polled by (mtime, size) every `interval` seconds, so
+themselves (which kernel an op runs), the expectation and tolerance sources
+(`common_mps.py`, `test/test_mps.py`), and `native_functions.yaml` with the CPU sources
+(`native/*.cpp`, `native/cpu/*.cpp`: whether the CPU reference is this checkout's). Polled by (mtime, size) every `interval` seconds, so
 it needs no file-system notification library and sees editors that replace files.
 
 Each round is a whole `porter test` in this process: the kernel library is rebuilt only when
@@ -31,7 +32,8 @@ def watched_files(root: Path) -> list[Path]:
     from porter.emulate import headers
     from porter.emulate.hostmap import host_kernels
     from porter.harness.mps_expectations import TEST_MPS
-    from porter.source.checkout import COMMON_MPS, KERNELS, OPERATIONS
+    from porter.source.checkout import (COMMON_MPS, CPU_KERNELS, KERNELS, NATIVE, NATIVE_YAML,
+                                        OPERATIONS)
 
     root = Path(root)
     metals = sorted({h.metal for h in host_kernels(root)})
@@ -55,6 +57,13 @@ def watched_files(root: Path) -> list[Path]:
     files.update(mm for mm in sorted((root / OPERATIONS).glob("*.mm"))
                  if (root / KERNELS / f"{mm.stem}.metal").is_file())
     files.update(p for p in (root / COMMON_MPS, root / TEST_MPS) if p.is_file())
+    # what decides whether the CPU reference is this checkout's (the yaml's rows, the CPU
+    # kernels and the shared functions that run their stubs): an edit there changes the
+    # verdict, not the kernel (review 42's F6 showed the old exit 0 until a .metal save).
+    # A CPU header or c10 edit is seen at the next round, not waited for.
+    files.update(p for p in [root / NATIVE_YAML] if p.is_file())
+    for folder in (root / CPU_KERNELS, root / NATIVE):
+        files.update(folder.glob("*.cpp"))
     return sorted(files)
 
 
@@ -69,8 +78,10 @@ def _stamps(files: list[Path]) -> dict[Path, tuple[int, int] | None]:
     return out
 
 
-def run(opts, interval: float = 0.2, out=None) -> int:
-    """Run, then run again after every change, until Ctrl-C (exit 0)."""
+def run(opts, interval: float = 0.2, out=None, reference_gaps=None) -> int:
+    """Run, then run again after every change, until Ctrl-C (exit 0). `reference_gaps`: asked
+    before every round, what `porter test` asks once (the ops whose CPU reference is not this
+    checkout's, as the checkout is now)."""
     from porter.harness import session
 
     out = out or sys.stdout
@@ -82,7 +93,7 @@ def run(opts, interval: float = 0.2, out=None) -> int:
     root = checkout.root
     try:
         files = watched_files(root)
-        _round(opts, root, out)
+        _round(opts, root, out, reference_gaps)
         stamps = _stamps(files)
         out.write(f"porter: watching {len(files)} file(s) the kernels are built from; Ctrl-C stops\n")
         out.flush()
@@ -100,21 +111,24 @@ def run(opts, interval: float = 0.2, out=None) -> int:
             out.write(f"\nporter: changed: {names}\n")
             files = watched_files(root)          # a save may add an #include
             stamps = _stamps(files)
-            _round(opts, root, out)
+            _round(opts, root, out, reference_gaps)
     except KeyboardInterrupt:
         out.write("\nporter: watch stopped\n")
         out.flush()
         return exit_codes.OK
 
 
-def _round(opts, root, out) -> int:
+def _round(opts, root, out, reference_gaps=None) -> int:
     """One `porter test` with a fresh backend (its libraries are re-read); errors are printed."""
     from porter.harness import session
     from porter.harness.devices import get_backend
 
-    backend = get_backend(opts.device, root)
     start = time.perf_counter()
+    backend = None
     try:
+        if reference_gaps is not None:
+            opts = replace(opts, reference_gaps=reference_gaps())
+        backend = get_backend(opts.device, root)
         code = session.run(replace(opts, backend=backend, out=out))
     except PorterError as err:
         out.write(f"porter: error: {err}\n")

@@ -391,7 +391,10 @@ def test_watched_files_are_the_kernel_sources_and_their_includes(real_root):
     assert {BINARY, "aten/src/ATen/native/mps/kernels/UnaryKernel.metal",
             "aten/src/ATen/native/mps/kernels/UnaryKernel.h",
             "aten/src/ATen/native/mps/operations/BinaryKernel.mm",
-            "torch/testing/_internal/common_mps.py", "c10/metal/utils.h"} <= files
+            "torch/testing/_internal/common_mps.py", "c10/metal/utils.h",
+            # whether the CPU reference is this checkout's (review 42's F6)
+            "aten/src/ATen/native/native_functions.yaml",
+            "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"} <= files
     assert "c10/metal/README.md" not in files and not any(f.endswith(".py") and "opinfo" in f for f in files)
 
 
