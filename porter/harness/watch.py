@@ -4,8 +4,9 @@ Watched: each `.metal` file a `*Kernel.mm` of the checkout dispatches to, every 
 files include (the checkout's own and `c10/metal`, followed transitively), the `.mm` files
 themselves (which kernel an op runs), the expectation and tolerance sources
 (`common_mps.py`, `test/test_mps.py`), and `native_functions.yaml` with the CPU sources
-(`native/*.cpp`, `native/cpu/*.cpp`: whether the CPU reference is this checkout's). Polled by (mtime, size) every `interval` seconds, so
-it needs no file-system notification library and sees editors that replace files.
+(`native/*.cpp`, `native/cpu/*.cpp`: whether the CPU reference is this checkout's). Polled
+by (mtime, size) every `interval` seconds, so it needs no file-system notification library and
+sees editors that replace files.
 
 Each round is a whole `porter test` in this process: the kernel library is rebuilt only when
 its source or a header it can include changed (porter.emulate.build's cache is keyed by their
@@ -95,7 +96,8 @@ def run(opts, interval: float = 0.2, out=None, reference_gaps=None) -> int:
         files = watched_files(root)
         _round(opts, root, out, reference_gaps)
         stamps = _stamps(files)
-        out.write(f"porter: watching {len(files)} file(s) the kernels are built from; Ctrl-C stops\n")
+        out.write(f"porter: watching {len(files)} file(s): the kernels' sources, their hosts and "
+                  "the CPU reference's; Ctrl-C stops\n")
         out.flush()
         while True:
             time.sleep(interval)
