@@ -175,7 +175,8 @@ def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
                           hint="run it inside the checkout, or pass --root DIR")
     changes = changed.since(checkout.root, ref)
     old = changed.OldCheckout(checkout.root, changes)
-    return cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
+    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
+    return [f"{op}: {why}" for op, why in gaps.items()]
 
 
 def default_reference_gaps(root, ops: list[str]) -> list[str]:
