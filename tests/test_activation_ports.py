@@ -142,7 +142,7 @@ def test_a_stub_that_takes_the_bool_is_refused(real_root):
 
 
 @needs_compiler
-@pytest.mark.slow
+@pytest.mark.slow(seconds=100)
 def test_a_backward_op_without_an_out_overload_joins_its_function(real_root, tmp_path, monkeypatch):
     git_init(real_root)
     result = porter("migrate-from-mpsgraph", "mish_backward", root=real_root)
@@ -223,7 +223,7 @@ def test_refusals_say_what_is_missing_and_what_to_write_by_hand(real_root, op, s
 
 
 @needs_compiler
-@pytest.mark.slow
+@pytest.mark.slow(seconds=110)
 def test_threshold_backward_runs_the_stub_it_shares_with_threshold(real_root, tmp_path, monkeypatch):
     # threshold_backward_out runs threshold_stub with (threshold, 0) on an iterator reading self,
     # then grad: one threshold kernel, its params struct carrying the stub's two scalars, its

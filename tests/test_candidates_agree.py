@@ -100,7 +100,7 @@ def test_a_measured_red_port_says_fails_and_a_stale_record_says_nothing(mini_roo
     assert rows["sign"]["auto"] == "unverified" and rows["frac"]["auto"] == "unverified"
 
 
-@pytest.mark.slow      # minutes: --full runs it, CI does
+@pytest.mark.slow(seconds=570)      # minutes: --full runs it, CI does
 @needs_emulator
 def test_every_candidate_agrees_with_its_commands_dry_run_and_real_verdict(mini_root, tmp_path):
     # the done-when line: for every candidate of the miniature, AUTO (measured by --verify and

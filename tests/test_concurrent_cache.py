@@ -43,7 +43,7 @@ def _verdicts(proc: subprocess.Popen) -> tuple[int, dict[str, str]]:
     return proc.returncode, rows
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=200)
 def test_four_runs_on_one_evicting_cache_give_the_verdicts_of_a_lone_run(mini_root, tmp_path):
     git_init(mini_root)
     assert porter("new-op", "heaviside", root=mini_root).code == 0

@@ -184,7 +184,7 @@ def test_plain_porter_test_on_a_branch_that_changed_the_cpu_kernel_is_not_proven
     # a --watch round asks again every round (F2: asked once when the loop started)
     import io
 
-    from porter.commands.test import default_reference_gaps
+    from porter.checks.reference_base import default_reference_gaps
     from porter.harness import watch
     from porter.harness.session import Options
     asked = []
@@ -211,7 +211,7 @@ def test_a_cpu_change_committed_on_main_since_the_wheels_commit_is_not_proven(re
     """Review 31's H05: a CPU kernel edit committed on master itself (the merge base is then
     HEAD, and nothing seemed changed): where the repository holds the commit the installed
     torch was built from, that commit is the base, and the edit is a change of the reference."""
-    from porter.commands.test import default_reference_gaps
+    from porter.checks.reference_base import default_reference_gaps
     from porter.source import git_base
     git_init(real_root)                                   # on master
     wheel = subprocess.run(["git", "rev-parse", "HEAD"], cwd=real_root, capture_output=True,

@@ -86,7 +86,7 @@ REFERENCE_TESTED_ELSEWHERE = {"softplus": "tests/test_scalar_ops.py",
                               "gelu_backward": "tests/test_str_ports.py"}
 
 
-@pytest.mark.slow      # minutes: --full runs it, CI does
+@pytest.mark.slow(seconds=1100)      # minutes: --full runs it, CI does
 def test_sweep_every_accepted_port_builds_and_passes_or_is_refused_with_a_reason(real_root):
     """Then each verified port written (below): one test, so that the written ports' run reads
     the samples, CPU references and kernel builds the in-memory sweep recorded (two tests ran

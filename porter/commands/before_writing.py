@@ -137,15 +137,16 @@ def _planned_c10(checkout, plan):
     a helper to c10/metal (porter.port.helpers), a scratch one whose c10/metal has it and whose
     aten/src is the checkout's."""
     import shutil
-    import tempfile
     from pathlib import Path
+
+    from porter.runtime.scratch import reused_directory
 
     planned = [c for c in plan.changes.pending if c.path.startswith("c10/")]
     if not planned:
         yield checkout.root
         return
-    with tempfile.TemporaryDirectory(prefix="porter-c10-") as tmp:
-        root = Path(tmp)
+    # a path that repeats from run to run: the preludes built against it serve the next run
+    with reused_directory("c10", str(Path(checkout.root).resolve())) as root:
         shutil.copytree(Path(checkout.root) / "c10", root / "c10", symlinks=True)
         for change in planned:
             (root / change.path).write_text(change.new, encoding="utf-8")

@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from porter.errors import PorterError
-    from porter.harness.session import resolve_checkout
+    from porter.source.checkout import resolve_checkout
     from porter.review import bench_script, bench_writer
 
     checkout = resolve_checkout(args.root)

@@ -119,7 +119,7 @@ def run(args) -> int:
 
 def _verify(checkout, found) -> dict:
     from porter.commands.terminal import Progress
-    from porter.commands.test import default_reference_gap_map
+    from porter.checks.reference_base import default_reference_gap_map
     from porter.harness.measure_port import FAILS, VERIFIED, verify
 
     # the CPU reference as the command's own test judges it: a branch that edits an op's CPU

@@ -165,7 +165,7 @@ def run_tests_after(args, root, op: str, rerun: bool = False) -> tuple[int, dict
     import json
 
     from porter.commands import terminal
-    from porter.commands.test import default_reference_gaps
+    from porter.checks.reference_base import default_reference_gaps
     from porter.harness import run_after_edit
     out = io.StringIO() if args.json else None      # stdout holds the port's JSON
     # the CPU reference as `porter test` judges it: a branch that edits the op's CPU kernel

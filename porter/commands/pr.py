@@ -40,7 +40,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from porter.harness.session import resolve_checkout
+    from porter.source.checkout import resolve_checkout
     from porter.errors import PorterError
     from porter.review.description import describe, markdown
 

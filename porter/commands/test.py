@@ -104,6 +104,7 @@ def options(args) -> dict:
 def run(args) -> int:
     import sys
 
+    from porter.checks import reference_base
     from porter.commands.common import check_dtype_names, require, resolve_device
     from porter.commands.terminal import only_with
     from porter.errors import PorterError
@@ -132,11 +133,11 @@ def run(args) -> int:
         # the op's CPU kernel makes the next round not proven (review 42's F2 read it once)
         from porter.harness import watch
         return watch.run(Options(**options_),
-                         reference_gaps=lambda: default_reference_gaps(args.root, args.ops))
+                         reference_gaps=lambda: reference_base.default_reference_gaps(args.root, args.ops))
     if args.changed_since:
-        options_["reference_gaps"] = reference_gaps(args.root, args.changed_since, args.ops)
+        options_["reference_gaps"] = reference_base.reference_gaps(args.root, args.changed_since, args.ops)
     else:
-        options_["reference_gaps"] = default_reference_gaps(args.root, args.ops)
+        options_["reference_gaps"] = reference_base.default_reference_gaps(args.root, args.ops)
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
     try:
@@ -162,53 +163,6 @@ def _rows_if(wanted: bool, elapsed):
 
     from porter.commands import terminal
     return terminal.live_rows(elapsed) if wanted else contextlib.nullcontext()
-
-
-def reference_gaps(root, ref: str, ops: list[str]) -> list[str]:
-    """"op: why" for each op whose CPU reference the change since `ref` leaves unproven."""
-    from porter.checks import changed, cpu_reference
-    from porter.errors import PorterError
-    from porter.harness.session import resolve_checkout
-    checkout = resolve_checkout(root)
-    if checkout is None:
-        raise PorterError("--changed-since needs the checkout's git repository",
-                          hint="run it inside the checkout, or pass --root DIR")
-    changes = changed.since(checkout.root, ref)
-    old = changed.OldCheckout(checkout.root, changes)
-    gaps = cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
-    return [f"{op}: {why}" for op, why in gaps.items()]
-
-
-def default_reference_gaps(root, ops: list[str]) -> list[str]:
-    """`op: why` of default_reference_gap_map."""
-    return [f"{op}: {why}" for op, why in default_reference_gap_map(root, ops).items()]
-
-
-def default_reference_gap_map(root, ops: list[str]) -> dict[str, str]:
-    """reference_gaps since the commit the installed torch was built from, where the repository
-    holds it, else since the base `porter pr` uses (the merge base of HEAD with origin/main,
-    upstream/main, main, origin/master or master): a branch, or uncommitted work, that edits an
-    op's CPU kernel leaves its reference unproven even without --changed-since, since the
-    installed torch's CPU is at best the base's. None of those refs, or no git: [] (nothing
-    to compare with; the reference is the installed torch's, as ever): {op: why}."""
-    from porter.checks import changed, cpu_reference
-    from porter.harness.session import resolve_checkout
-    from porter.source.git_base import default_base, wheel_commit
-    checkout = resolve_checkout(root)
-    if checkout is None:
-        return {}
-    # the installed torch's own commit, where the repository has it: what the reference runs
-    wheel = wheel_commit(checkout.root)
-    found = ("the installed torch's commit", wheel) if wheel else default_base(checkout.root)
-    if found is None:
-        return {}
-    import copy
-    ref, base = found
-    changes = changed.since(checkout.root, base)
-    old = changed.OldCheckout(checkout.root, copy.copy(changes))     # reads the base commit
-    # the messages name the ref the base came from
-    changes.ref = f"{ref} (merge base {base[:12]})"
-    return cpu_reference.not_this_checkouts(checkout, changes, ops, old.read)
 
 
 def _run_converted(args, options: dict, run_session, Options) -> int:

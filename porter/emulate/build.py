@@ -490,7 +490,6 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
         parts = ([p for p in parts if only in p.names] or
                  [p for p in parts if groups.REST in p.names])
     contracting = "-ffp-contract=fast" in flags
-    pch = precompiled_prelude(cxx, flags, dirs)
     keys = [_piece_key(p, dirs, flags, cxx) for p in parts]
     objects = [cache_dir() / f"piece-{k}.o" for k in keys]
     metas = [cache_dir() / f"piece-{k}.json" for k in keys]
@@ -546,6 +545,9 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
 
     results = [cached(i) for i in range(len(parts))]
     todo = [i for i, r in enumerate(results) if r is None]
+    # the prelude only where a piece is compiled: a rebuild whose pieces are all cached (a
+    # header edit elsewhere, another tree's path) made one of ~33 MB, seconds, for nothing
+    pch = precompiled_prelude(cxx, flags, dirs) if todo else None
     with ThreadPoolExecutor(max_workers=2) as pool:
         for i, r in zip(todo, pool.map(build_piece, todo)):
             results[i] = r

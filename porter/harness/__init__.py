@@ -32,7 +32,7 @@ def run_after_edit(op: str, root, device: str = "emulate", out=None, json: bool 
     the exit code (0 pass, 1 fail, xpass or nothing tested, 2 device unavailable);
     `verdict_counts` (porter.harness.session.Options) is filled with the red dtypes' kinds;
     `reference_gaps`: the ops whose CPU reference is not this checkout's (what `porter test`
-    is given: porter.commands.test.default_reference_gaps), not proven as there."""
+    is given: porter.checks.reference_base.default_reference_gaps), not proven as there."""
     from porter.errors import PorterError
     from porter.harness.session import Options, run
     from porter.harness.verdict_scope import FULL

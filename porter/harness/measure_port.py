@@ -16,12 +16,12 @@ A verdict is then one of:
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from porter.errors import PorterError
 from porter.harness.verdict_scope import FULL
+from porter.runtime.scratch import reused_directory
 from porter.source import checkout as co
 
 VERIFIED, FAILS, REFUSED, NOT_RUN = "verified", "fails", "refused", "not-run"
@@ -91,8 +91,8 @@ def _after_prerequisite(checkout: co.Checkout, op: str, state: str, first: str, 
         return Verdict(op, REFUSED, f"{err.message}; and {first} is refused: {why.message}")
     if getattr(prior, "gaps", None) or getattr(prior, "wrong", None):
         return Verdict(op, REFUSED, f"{err.message}; and {first}'s port is incomplete")
-    with tempfile.TemporaryDirectory(prefix="porter-verify-after-") as tmp:
-        root = Path(tmp) / "checkout"
+    with reused_directory("verify-after", str(Path(checkout.root).resolve())) as tmp:
+        root = tmp / "checkout"
         shutil.copytree(checkout.root, root, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         for change in prior.changes.changes.values():
             if change.new is not None:
@@ -111,8 +111,10 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = FU
     from porter.harness import mps_expectations as expmod
     from porter.harness import opinfo_run
 
-    with tempfile.TemporaryDirectory(prefix="porter-verify-") as tmp:
-        shadow = _shadow(checkout, changes, Path(tmp))
+    # a path that repeats from op to op: the preludes and front-end text built for one op's
+    # shadow serve the next (porter.runtime.scratch)
+    with reused_directory("verify", str(Path(checkout.root).resolve())) as tmp:
+        shadow = _shadow(checkout, changes, tmp)
         backend = EmulateBackend(shadow)
         try:
             ctx = opinfo_run.make_context(checkout.root, backend, checkout)

@@ -13,7 +13,7 @@ from pathlib import Path
 from porter import exit_codes
 from porter.apply.changes import ChangeSet
 from porter.apply.write import apply_unless_dry
-from porter.source.checkout import Checkout, find_root
+from porter.source.checkout import resolve_checkout
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
 from porter.harness import refcache, run_report, verdict_scope
@@ -52,16 +52,6 @@ class Options:
     # filled by run() for a caller that words its own last line (the port commands):
     # "only_not_proven", whether every red row is "not proven" rather than a mismatch seen
     verdict_counts: dict | None = None
-
-
-def resolve_checkout(root: str | None) -> Checkout | None:
-    """--root, else the checkout around cwd, else none (installed torch, no expectations)."""
-    if root is not None:
-        return Checkout.at(root)
-    try:
-        return Checkout.at(find_root())
-    except PorterError:
-        return None
 
 
 def run(opts: Options) -> int:

@@ -86,7 +86,7 @@ def run(opts, interval: float = 0.2, out=None, reference_gaps=None) -> int:
     from porter.harness import session
 
     out = out or sys.stdout
-    checkout = session.resolve_checkout(opts.root)
+    checkout = resolve_checkout(opts.root)
     if checkout is None:
         raise PorterError("--watch needs a checkout to watch", hint="run from a PyTorch checkout or pass --root DIR")
     if opts.device != "emulate":

@@ -3,6 +3,7 @@ description: what moved, files, verdicts, removed expectations, Mac test command
 checklist) and `porter bench` (the before/after benchmark a contributor runs on a Mac).
 
 May import: `porter.source`, `porter.checks`, `porter.harness`, `porter.emulate`,
-`porter.dispatch`, `porter.port` (the Mac command of an OpInfo decorator), `porter.errors`.
+`porter.dispatch`, `porter.port` (the Mac command of an OpInfo decorator), `porter.runtime`
+(the scratch directory HEAD is checked out in), `porter.errors`.
 Never the commands, which call it.
 """

@@ -9,13 +9,12 @@ removed afterwards; what is uncommitted is named in a warning, never tested.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from porter.errors import PorterError
+from porter.runtime.scratch import reused_directory
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -32,20 +31,21 @@ def checked_out(root: Path):
         raise PorterError(f"{root} is not in a git repository",
                           hint="porter pr describes what the branch changed: run it in the checkout's git repository")
     top_dir = Path(top.stdout.strip())
-    scratch = Path(tempfile.mkdtemp(prefix="porter-pr-"))
-    tree = scratch / "tip"
-    added = _git(top_dir, "worktree", "add", "--detach", "--quiet", str(tree), "HEAD")
-    if added.returncode != 0:
-        shutil.rmtree(scratch, ignore_errors=True)
-        detail = (added.stderr.strip().splitlines() or [""])[0]
-        raise PorterError(f"cannot check out HEAD apart to test it: git worktree add: {detail}",
-                          hint="porter pr tests the commit it describes; commit the port first")
-    try:
-        yield tree / prefix.stdout.strip()
-    finally:
-        _git(top_dir, "worktree", "remove", "--force", str(tree))
-        shutil.rmtree(scratch, ignore_errors=True)
-        _git(top_dir, "worktree", "prune")
+    # a path that repeats from run to run: the emulator's preludes and front-end text built for
+    # the last run's worktree serve this one (porter.runtime.scratch)
+    with reused_directory("pr", str(top_dir.resolve())) as scratch:
+        tree = scratch / "tip"
+        _git(top_dir, "worktree", "prune")        # a killed run's worktree, gone from disk
+        added = _git(top_dir, "worktree", "add", "--detach", "--quiet", str(tree), "HEAD")
+        if added.returncode != 0:
+            detail = (added.stderr.strip().splitlines() or [""])[0]
+            raise PorterError(f"cannot check out HEAD apart to test it: git worktree add: {detail}",
+                              hint="porter pr tests the commit it describes; commit the port first")
+        try:
+            yield tree / prefix.stdout.strip()
+        finally:
+            _git(top_dir, "worktree", "remove", "--force", str(tree))
+            _git(top_dir, "worktree", "prune")
 
 
 def uncommitted(root: Path, keep) -> list[str]:

@@ -130,3 +130,14 @@ class Checkout:
                               if fnmatch.fnmatchcase(e.name, pattern) and e.is_file())
         except (FileNotFoundError, NotADirectoryError):
             return []
+
+
+def resolve_checkout(root: str | Path | None) -> Checkout | None:
+    """--root, else the checkout around the working directory, else none (installed torch, no
+    expectations)."""
+    if root is not None:
+        return Checkout.at(root)
+    try:
+        return Checkout.at(find_root())
+    except PorterError:
+        return None

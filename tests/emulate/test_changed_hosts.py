@@ -210,7 +210,7 @@ REPLACED = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=250)
 def test_a_migration_and_its_changes_to_mpsgraph_files(migrated):
     run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
     clean = porter(*run, root=migrated)
@@ -259,7 +259,7 @@ HEADER_PLANTS = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=360)
 def test_a_header_only_an_mpsgraph_file_reads(migrated):
     run = ("test", "logit", "--device", "emulate", "--samples-only", "--dtype", "float32")
     for _, rel, code, verdict, named in HEADER_PLANTS:

@@ -28,7 +28,7 @@ def own_cache(tmp_path, monkeypatch) -> Path:
     return cache / "host_compile"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=110)
 def test_two_checkouts_share_one_prefix_and_a_header_error_is_the_checkouts(real_tree_template, tmp_path,
                                                                             own_cache, monkeypatch):
     first = Path(shutil.copytree(real_tree_template, tmp_path / "one" / "pytorch"))

@@ -256,7 +256,7 @@ def apply_mutation(root: Path, rel: str, kind: str, where: float, noise: str, ju
 
 @fuzz_settings(ci=300, soak=5000)
 @given(data=st.data())
-@pytest.mark.slow
+@pytest.mark.slow(seconds=300)
 def test_damaged_checkout(tree, commands, outcomes, data):
     command = data.draw(st.sampled_from(commands), label="command")
     op = data.draw(st.sampled_from(OPS), label="op")
