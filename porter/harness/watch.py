@@ -83,7 +83,7 @@ def run(opts, interval: float = 0.2, out=None, reference_gaps=None) -> int:
     """Run, then run again after every change, until Ctrl-C (exit 0). `reference_gaps`: asked
     before every round, what `porter test` asks once (the ops whose CPU reference is not this
     checkout's, as the checkout is now)."""
-    from porter.harness import session
+    from porter.source.checkout import resolve_checkout
 
     out = out or sys.stdout
     checkout = resolve_checkout(opts.root)
