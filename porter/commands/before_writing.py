@@ -146,7 +146,7 @@ def _planned_c10(checkout, plan):
         yield checkout.root
         return
     # a path that repeats from run to run: the preludes built against it serve the next run
-    with reused_directory("c10", str(Path(checkout.root).resolve())) as root:
+    with reused_directory("c10", checkout.root) as root:
         shutil.copytree(Path(checkout.root) / "c10", root / "c10", symlinks=True)
         for change in planned:
             (root / change.path).write_text(change.new, encoding="utf-8")

@@ -91,7 +91,7 @@ def _after_prerequisite(checkout: co.Checkout, op: str, state: str, first: str, 
         return Verdict(op, REFUSED, f"{err.message}; and {first} is refused: {why.message}")
     if getattr(prior, "gaps", None) or getattr(prior, "wrong", None):
         return Verdict(op, REFUSED, f"{err.message}; and {first}'s port is incomplete")
-    with reused_directory("verify-after", str(Path(checkout.root).resolve())) as tmp:
+    with reused_directory("verify-after", checkout.root) as tmp:
         root = tmp / "checkout"
         shutil.copytree(checkout.root, root, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         for change in prior.changes.changes.values():
@@ -113,7 +113,7 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = FU
 
     # a path that repeats from op to op: the preludes and front-end text built for one op's
     # shadow serve the next (porter.runtime.scratch)
-    with reused_directory("verify", str(Path(checkout.root).resolve())) as tmp:
+    with reused_directory("verify", checkout.root) as tmp:
         shadow = _shadow(checkout, changes, tmp)
         backend = EmulateBackend(shadow)
         try:

@@ -33,7 +33,7 @@ def checked_out(root: Path):
     top_dir = Path(top.stdout.strip())
     # a path that repeats from run to run: the emulator's preludes and front-end text built for
     # the last run's worktree serve this one (porter.runtime.scratch)
-    with reused_directory("pr", str(top_dir.resolve())) as scratch:
+    with reused_directory("pr", top_dir) as scratch:
         tree = scratch / "tip"
         _git(top_dir, "worktree", "prune")        # a killed run's worktree, gone from disk
         added = _git(top_dir, "worktree", "add", "--detach", "--quiet", str(tree), "HEAD")

@@ -23,11 +23,12 @@ from porter.runtime.cache_dir import cache_dir
 
 
 @contextmanager
-def reused_directory(kind: str, key: str) -> Iterator[Path]:
-    """An empty directory, the same for the same `kind` and `key` (a checkout's path) whenever
-    no other holder has it; emptied again when the block ends."""
+def reused_directory(kind: str, checkout_root) -> Iterator[Path]:
+    """An empty directory, the same for the same `kind` and checkout (its resolved path)
+    whenever no other holder has it; emptied again when the block ends."""
     base = cache_dir("scratch")
     base.mkdir(parents=True, exist_ok=True)
+    key = str(Path(checkout_root).resolve())
     stem = f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     for slot in itertools.count():
         path = base / f"{stem}-{slot}"
