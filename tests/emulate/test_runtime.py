@@ -58,6 +58,29 @@ def test_strided_and_broadcast_paths_agree_with_dense(fixture_root, client):
     torch.testing.assert_close(run_registration(client, lib, reg, [a, row]), torch.hypot(a, row))
 
 
+@pytest.mark.parametrize("case", ["permuted 4-d", "sliced with steps", "broadcast middle dim",
+                                  "size-1 dims", "one element"])
+def test_every_strided_layout_reads_the_elements_the_dense_path_reads(fixture_root, client, case):
+    """The strided loop walks offsets as an odometer (prelude.h's run_loop): each layout's
+    answer is the dense answer of the same values, element for element."""
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(3, 4, 5, 6, generator=gen)
+    a, b = {
+        "permuted 4-d": (base.permute(2, 0, 3, 1), torch.randn(6, 3, 5, 4, generator=gen).permute(2, 1, 0, 3)),
+        "sliced with steps": (base[::2, 1::2, ::3, :], torch.randn(2, 2, 2, 6, generator=gen)),
+        "broadcast middle dim": (base, torch.randn(3, 1, 5, 1, generator=gen)),
+        "size-1 dims": (base[:, :1, :, :1], torch.randn(1, 1, 5, 1, generator=gen).expand(3, 1, 5, 1)),
+        "one element": (base[1:2, 2:3, 3:4, 4:5], torch.randn(1, generator=gen)),
+    }[case]
+    out = run_registration(client, lib, reg, [a, b])
+    assert out.shape == torch.broadcast_shapes(a.shape, b.shape)
+    dense = run_registration(client, lib, reg, [a.contiguous(), b.expand_as(out).contiguous()])
+    assert torch.equal(out, dense)
+    torch.testing.assert_close(out, torch.hypot(a, b))
+
+
 def test_a_record_that_names_another_entry_of_the_library_runs_nothing(fixture_root, client):
     """A cache record read beside a library it does not describe (its entry `index` another
     registration): the worker refuses, naming both, where it ran the other kernel and the
