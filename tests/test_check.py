@@ -452,6 +452,20 @@ def test_changed_since_keeps_only_the_changes_findings(repo, capsys):
     assert "heavyside" in check(repo, capsys)[1]        # the whole tree still has the old debt
 
 
+def test_a_change_to_a_kernel_two_stubs_share_touches_both_ops(real_root, capsys):
+    """Upstream's shrink_backward kernel runs hardshrink_backward's and softshrink_backward's
+    stubs: a change to it is a change to each op, and CI tests both (review 42's F5: only the
+    first op a host named was tested, the other's breakage left green)."""
+    edit(real_root, f"{OPERATIONS}/ActivationKernel.mm", 'exec_unary_kernel(iter, "leaky_relu", ',
+         'exec_unary_kernel(iter, "hardshrink", ')
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "leaky_relu runs hardshrink's kernel"]):
+        _git(real_root, *args)
+    edit(real_root, f"{KERNELS}/ActivationKernel.metal", "return inside ? T(0) : x;",
+         "return inside ? T(1) : x;")
+    code, out = check(real_root, capsys, "--changed-since", "HEAD", "--list-changed-ops")
+    assert (code, out.split()) == (0, ["hardshrink", "leaky_relu"])
+
+
 def test_changed_since_puts_a_duplicate_kernel_name_on_the_added_line(repo, capsys):
     edit(repo, BINARY_METAL, *DUPLICATE_EXP)
     code, out = check(repo, capsys, "--changed-since", "HEAD", "--select", "PORTER012")

@@ -518,3 +518,22 @@ def test_a_row_is_proven_red_unless_its_failure_says_not_proven():
     assert [r["proven_red"] for r in _rows([result("not proven: a check porter does not "
                                                    "evaluate")], "mps")] == [False]
     assert [r["proven_red"] for r in _rows([result("3 != 2")], "mps")] == [True]
+
+
+def test_a_kernel_two_stubs_share_is_each_ops_kernel(real_root):
+    """Upstream's shrink_backward kernel runs hardshrink_backward's and softshrink_backward's
+    stubs: `porter pr` of either describes that kernel (review 42's F5 refused the second:
+    "HEAD registers no Metal kernel for it")."""
+    from porter.checks.tree import Tree
+    from porter.review.facts import _kernels
+    from porter.source.checkout import KERNELS, OPERATIONS, Checkout
+
+    metal = real_root / KERNELS / "ActivationKernel.metal"
+    metal.write_text(metal.read_text().replace("hardshrink", "shrink"))
+    host = real_root / OPERATIONS / "ActivationKernel.mm"
+    host.write_text(host.read_text().replace('"hardshrink"', '"shrink"')
+                    .replace('"leaky_relu"', '"shrink"'))
+    tree = Tree(Checkout(real_root))
+    assert tree.kernel_op_lists["shrink"] == ["hardshrink", "leaky_relu"]
+    assert [k.name for k in _kernels(tree, "hardshrink")] == ["shrink"]
+    assert "shrink" in [k.name for k in _kernels(tree, "leaky_relu")]

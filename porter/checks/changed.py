@@ -214,8 +214,9 @@ def _macros(tree: Tree, old: Tree, path: str, changes: Changes, add) -> None:
         return
     base = posixpath.basename(path)
 
-    def op_of(name: str) -> str | None:
-        return tree.kernel_ops.get(name) or tree.to_op(name) or name
+    def add_each(name: str, *where) -> None:
+        for op in tree.ops_of(name):
+            add(op, *where)
 
     def expansions(metal) -> dict[str, list]:
         found: dict[str, list] = {}
@@ -228,7 +229,7 @@ def _macros(tree: Tree, old: Tree, path: str, changes: Changes, add) -> None:
     line = min(d.line for d in touched.values())
     for kernel in sorted(set(before) | set(after)):
         if before.get(kernel) != after.get(kernel):
-            add(op_of(kernel), path, line, f"registrations of {kernel} changed through macro {names}")
+            add_each(kernel, path, line, f"registrations of {kernel} changed through macro {names}")
     # users of a macro that registers nothing: the first argument of each invocation names the
     # functor or kernel it defines (DEFINE_FOO(erfinv))
     for metal in (new_metal, old_metal):
@@ -240,7 +241,7 @@ def _macros(tree: Tree, old: Tree, path: str, changes: Changes, add) -> None:
                     continue
                 at = metal.text.count("\n", 0, m.start()) + 1
                 if not any(r.line == at for r in metal.registrations):
-                    add(op_of(m.group(1)), path, line, f"{m.group(1)} defined through macro {names} of {base}")
+                    add_each(m.group(1), path, line, f"{m.group(1)} defined through macro {names} of {base}")
 
 
 DEFINITION_RE = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)[^;{]*$|(\w+)\s*\([^;{]*$")
@@ -317,8 +318,8 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
         base = posixpath.basename(rel)
         if loose:
             for kernel in metal.kernels():
-                add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, loose[0],
-                    f"header line included by {base}")
+                for op in tree.ops_of(kernel):
+                    add(op, path, loose[0], f"header line included by {base}")
             continue
         # what the changed definitions reach: the definitions of every header this kernel file
         # includes that use one of them (c10::metal::erfc calls erf), transitively
@@ -344,15 +345,17 @@ def _header(tree: Tree, path: str, touch: Touch, add) -> None:
             for functor, body in bodies.items():
                 if word.search(body):
                     through = "" if name == origin else f" through {name}"
-                    add(tree.kernel_ops.get(functor) or tree.to_op(functor) or functor, path, names[origin],
-                        f"{origin}, used by functor {functor} of {base}{through}")
+                    for op in tree.ops_of(functor):
+                        add(op, path, names[origin],
+                            f"{origin}, used by functor {functor} of {base}{through}")
                     users += 1
         if not users:
             # no functor uses what changed, yet the file compiles it: a header that no longer
             # builds fails every kernel of the file on a Mac, so its ops are tested
             for kernel in metal.kernels():
-                add(tree.kernel_ops.get(kernel) or tree.to_op(kernel) or kernel, path, min(names.values()),
-                    f"{', '.join(sorted(names))} changed in a header {base} includes, used by none of its functors")
+                for op in tree.ops_of(kernel):
+                    add(op, path, min(names.values()),
+                        f"{', '.join(sorted(names))} changed in a header {base} includes, used by none of its functors")
 
 
 def _macro_functors(metal, definitions: dict[str, str]) -> dict[str, str]:
@@ -427,7 +430,7 @@ def _including_kernel_ops(tree: Tree, header: str) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for rel, metal in tree.metals.items():
         if header in included_headers(tree.checkout.root, rel, metal.text):
-            out |= {(tree.kernel_ops.get(k) or tree.to_op(k) or k, rel) for k in metal.kernels()}
+            out |= {(op, rel) for k in metal.kernels() for op in tree.ops_of(k)}
     return out
 
 
@@ -487,15 +490,17 @@ def _structural(tree: Tree, path: str, lines: Touch, add) -> None:
         for name, (start, end) in metal.functor_spans.items():
             first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, end) + 1
             if lines.span(first, last):
-                add(tree.kernel_ops.get(name) or tree.to_op(name) or name, path, first, f"functor {name}")
+                for op in tree.ops_of(name):
+                    add(op, path, first, f"functor {name}")
         for name, line in metal.functors.items():
             # a functor a macro defines (DEFINE_UNARY_FLOATING_FUNCTOR(erfinv);): one line
             if name not in metal.functor_spans and line in lines:
-                add(tree.kernel_ops.get(name) or tree.to_op(name) or name, path, line, f"functor {name} (macro)")
+                for op in tree.ops_of(name):
+                    add(op, path, line, f"functor {name} (macro)")
         for reg in metal.registrations:
             if reg.line in lines:
-                add(tree.kernel_ops.get(reg.kernel) or tree.to_op(reg.kernel) or reg.kernel, path, reg.line,
-                    f"kernel registration {reg.kernel}")
+                for op in tree.ops_of(reg.kernel):
+                    add(op, path, reg.line, f"kernel registration {reg.kernel}")
     elif path in tree.hosts:
         host = tree.hosts[path]
         stubs = {r.function.split("::")[-1].lstrip("&"): r.stub for r in host.dispatch_registrations}
@@ -503,7 +508,8 @@ def _structural(tree: Tree, path: str, lines: Touch, add) -> None:
             last = host.text.count("\n", 0, fn.end) + 1
             if lines.span(fn.line, last):
                 for k in fn.kernels:
-                    add(tree.kernel_ops.get(k, k), path, fn.line, f"host function {fn.name} (kernel {k})")
+                    for op in tree.ops_of(k, guess=False):
+                        add(op, path, fn.line, f"host function {fn.name} (kernel {k})")
                 if fn.name in stubs:
                     add(tree.stub_op(stubs[fn.name]), path, fn.line, f"host function {fn.name} ({stubs[fn.name]})")
         for stub, rel, line, _, _ in tree.registrations:
@@ -511,7 +517,8 @@ def _structural(tree: Tree, path: str, lines: Touch, add) -> None:
                 add(tree.stub_op(stub), path, line, f"stub registration {stub}")
         for kernel, line, _ in tree.kernel_uses.get(path, []):
             if line in lines:
-                add(tree.kernel_ops.get(kernel, kernel), path, line, f"host call of kernel {kernel}")
+                for op in tree.ops_of(kernel, guess=False):
+                    add(op, path, line, f"host call of kernel {kernel}")
         _mps_implementations(tree, path, host.text, lines, add)
     elif path == co.COMMON_MPS:
         for e in tree.expectation_entries:

@@ -114,7 +114,7 @@ def _mps_row(tree: Tree, op: str):
 
 def _kernel_covers(tree: Tree, op: str, dtypes: tuple[str, ...]) -> bool:
     """Whether the op's Metal kernel registers every dtype of a partial xfail entry."""
-    kernels = [k for k, o in tree.kernel_ops.items() if o == op]
+    kernels = [k for k, ops in tree.kernel_op_lists.items() if op in ops]
     registered = {r.in_type for m in tree.metals.values() for k in kernels for r in m.kernels().get(k, [])}
     if not registered:
         return False

@@ -210,9 +210,11 @@ class Tree:
         return self.to_op(stub[:-len("_stub")] if stub.endswith("_stub") else stub)
 
     @cached_property
-    def kernel_ops(self) -> dict[str, str]:
-        """Metal kernel name -> the aten op whose stub runs it."""
-        out: dict[str, str] = {}
+    def kernel_op_lists(self) -> dict[str, list[str]]:
+        """Metal kernel name -> every aten op whose stub runs it, in the hosts' order: a kernel
+        several stubs share (upstream's shrink_backward runs hardshrink_backward and
+        softshrink_backward) runs them all, and a change to it is a change to each."""
+        out: dict[str, list[str]] = {}
         functions = {}
         for rel, host in self.hosts.items():
             for r in host.dispatch_registrations:
@@ -221,12 +223,23 @@ class Tree:
             for kernel, _, fn in uses:
                 stub = functions.get((rel, fn))
                 op = self.stub_op(stub) if stub else None
-                if op:
-                    out.setdefault(kernel, op)
+                if op and op not in out.setdefault(kernel, []):
+                    out[kernel].append(op)
         for kernel in {k for m in self.metals.values() for k in m.kernels()}:
-            if kernel not in out and self.to_op(kernel):
-                out[kernel] = self.to_op(kernel)
-        return out
+            if not out.get(kernel) and self.to_op(kernel):
+                out[kernel] = [self.to_op(kernel)]
+        return {k: ops for k, ops in out.items() if ops}
+
+    @cached_property
+    def kernel_ops(self) -> dict[str, str]:
+        """Metal kernel name -> the first aten op whose stub runs it (kernel_op_lists: all)."""
+        return {kernel: ops[0] for kernel, ops in self.kernel_op_lists.items()}
+
+    def ops_of(self, kernel: str, guess: bool = True) -> list[str]:
+        """Every op whose stub runs `kernel`; else the op its name spells (where `guess`), else
+        the name itself: what a change to the kernel touches."""
+        return list(self.kernel_op_lists.get(kernel, ())) or \
+            [(self.to_op(kernel) if guess else None) or kernel]
 
     # --- other mps sources: where `MPS: x_mps` functions are defined -------------------------
     @cached_property

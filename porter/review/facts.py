@@ -114,7 +114,7 @@ def _kernels(tree, op: str) -> list[Kernel]:
     out = []
     for rel, metal in sorted(tree.metals.items()):
         for kernel, regs in metal.kernels().items():
-            if (tree.kernel_ops.get(kernel) or tree.to_op(kernel)) != op:
+            if op not in tree.ops_of(kernel):
                 continue
             dtypes = tuple(dict.fromkeys(
                 f"{METAL_TO_NAME.get(r.in_type, r.in_type)}->{METAL_TO_NAME.get(r.out_type, r.out_type)}"
