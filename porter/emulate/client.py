@@ -374,7 +374,7 @@ class WorkerClient:
             recorded, self._recorded = self._recorded, None
         return recorded
 
-    def answer_ahead(self, recorded: list) -> None:
+    def answer_ahead(self, recorded: list, append: bool = False) -> None:
         """Run the calls `record` gathered, (sample, call) each, in as few round trips to the
         worker as their size allows, and keep the answers: the same sample's calls made
         afterwards, in the same order and of the same shape, take them (a row of a hundred
@@ -385,9 +385,16 @@ class WorkerClient:
 
         Each batch goes in chunks (`_chunks`), one at a time: the first now, each next one
         when a sample first asks for an answer of the one before, which is then read. The
-        worker runs a chunk while the verdict compares the answers of the one before it."""
-        self._settle()
-        self._answered, self._queue, self._ended = {}, [], set()
+        worker runs a chunk while the verdict compares the answers of the one before it.
+
+        `append`: the calls of the row after the one being compared (porter.harness.
+        cached_run), queued behind its chunks, so that the worker runs on from one row into
+        the next while the verdict compares; nothing in flight is read first."""
+        if append:
+            self._forget_answered()
+        else:
+            self._settle()
+            self._answered, self._queue, self._ended = {}, [], set()
         batch, size, total = [], 0, 0
         for sample, request in recorded:
             need = sum(_bytes_of(b).nbytes for b in request["inputs"]) + request["out_nbytes"]
@@ -401,7 +408,18 @@ class WorkerClient:
             size += need
         if batch:
             self._queue += _chunks(batch)
-        self._advance()
+        if self._in_flight is None:
+            self._advance()
+
+    def _forget_answered(self) -> None:
+        """Drop the samples whose answers were all taken and that no chunk still answers: the
+        rows before keep no memory (a row's inputs are tens of megabytes)."""
+        busy: set[int] = set(self._in_flight[1]) if self._in_flight is not None else set()
+        for _, keys in self._queue:
+            busy |= keys
+        for key in [k for k, (_, answers) in self._answered.items() if not answers and k not in busy]:
+            del self._answered[key]
+            self._ended.discard(key)
 
     def _awaits(self, key: int) -> bool:
         """Whether an answer for the sample whose id is `key` is still to come from a chunk."""

@@ -777,13 +777,14 @@ class EmulateBackend:
         finally:
             worker.sample = None
 
-    def prefetch(self, op: OpNames, samples: list) -> None:
+    def prefetch(self, op: OpNames, samples: list, append: bool = False) -> None:
         """Run the kernel calls a row of cached samples will make in as few round trips to the
         worker as their size allows (porter.emulate.client.answer_ahead): the same code path
         as `run_portable`, run once with every call answered by zeros to learn the calls, then
         the calls. `run_portable` of the same sample afterwards takes the answers in the order
         the dry run asked them, where each call has the same shape (library, entry, sizes);
-        anything else it runs as it always did."""
+        anything else it runs as it always did. `append`: the next row's calls, queued behind
+        the row being compared (client.answer_ahead)."""
         worker = self._worker()
         kept = (self._version_outputs, self._last)
 
@@ -801,7 +802,7 @@ class EmulateBackend:
             recorded = worker.record(dry_run)
         finally:
             self._version_outputs, self._last = kept
-        worker.answer_ahead(recorded)
+        worker.answer_ahead(recorded, append=append)
 
     def _run(self, op: OpNames, sample, types):
         """The sample's kernel (porter.dispatch.kernel_choice), run on torch tensors

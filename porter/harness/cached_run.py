@@ -114,6 +114,8 @@ class CachedSource(verdicts.TwoWayNotes):
         self._unsettled: list = []
         self._flushed: list = []
         self._row = None
+        self._upcoming: list[str] = []
+        self._ahead: dict[str, tuple[dict, list]] = {}      # dtype -> its row, queued early
 
     def header(self) -> OpResult:
         rec = self.rec
@@ -158,22 +160,38 @@ class CachedSource(verdicts.TwoWayNotes):
         rec = self.rec
         return rec.get("tolerance_name", rec["name"]), rec.get("tolerance_variant", rec["variant"])
 
+    def upcoming(self, dtypes: list[str]) -> None:
+        """The dtypes whose samples the verdict will ask for, in its order (verdicts.run_op):
+        each row's kernel calls are queued while the row before it is compared."""
+        self._upcoming = list(dtypes)
+
     def samples(self, dtype: str):
-        loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype, self.rows)
-        if loaded is None:
-            raise Miss(f"{self.rec['full_name']} {dtype} {self.rows}")
-        meta, arrays = loaded
+        meta, samples = self._ahead.pop(dtype, None) or self._loaded(dtype)
         self._exact_rows = None
         # the values this CPU answers two ways, found generating the edge samples
         self._unsettled = [(tuple(x) if isinstance(x, list) else x, a, b)
                            for x, a, b in meta.get("unsettled", [])]
         self._flushed = []
+        later = self._upcoming[self._upcoming.index(dtype) + 1:] if dtype in self._upcoming else []
+        if later and later[0] not in self._ahead:
+            try:
+                self._ahead[later[0]] = self._loaded(later[0], append=True)
+            except Miss:
+                pass             # the row itself says so when the verdict asks for it
+        return self._replay(samples, meta["error"])
+
+    def _loaded(self, dtype: str, append: bool = False) -> tuple[dict, list]:
+        """A row's record and samples, its kernel calls sent to the emulator's worker in a few
+        round trips, not one each (`append`: behind the row being compared)."""
+        loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype, self.rows)
+        if loaded is None:
+            raise Miss(f"{self.rec['full_name']} {dtype} {self.rows}")
+        meta, arrays = loaded
         samples = [refcache.decode_sample(raw, arrays) for raw in meta["samples"]]
         prefetch = getattr(self.backend, "prefetch", None)
         if prefetch is not None and samples:
-            # the row's kernel calls in a few round trips to the emulator's worker, not one each
-            prefetch(self.op, samples)
-        return self._replay(samples, meta["error"])
+            prefetch(self.op, samples, append=append)
+        return meta, samples
 
     @staticmethod
     def _replay(samples: list, error: str | None):

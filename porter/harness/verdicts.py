@@ -207,6 +207,10 @@ def run_op(source: SampleSource, dtypes=None, only: int | None = None) -> OpResu
     # file does not compile (fail, with the compiler's words: a Mac cannot load it either).
     cannot_run = source.cannot_run()
     build_error = None if cannot_run else source.build_error()
+    upcoming = getattr(source, "upcoming", None)
+    if upcoming is not None and not (cannot_run or build_error):
+        upcoming([name for name in sorted(tested, key=dtype_order)
+                  if (wanted is None or name in wanted) and name not in no_kernel])
     for name in sorted(tested | no_kernel, key=dtype_order):
         if wanted is not None and name not in wanted:
             continue

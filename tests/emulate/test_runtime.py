@@ -284,6 +284,52 @@ def test_a_rows_chunks_answer_each_call_as_alone_whatever_comes_between(fixture_
         client.close()
 
 
+def test_the_next_rows_calls_queued_behind_a_row_take_their_own_answers(fixture_root, monkeypatch):
+    """The row after the one being compared is queued behind it (answer_ahead's `append`,
+    porter.harness.cached_run): the worker runs on from one row into the next, every call
+    takes its own answer in one round trip per chunk, nothing in flight is read early, and
+    the rows consumed before are forgotten when another is queued."""
+    from porter.emulate import client as client_mod, numpy_run
+    from porter.emulate.client import WorkerClient
+
+    lib, reg, div, trunc = _hypot_and_div_trunc(fixture_root)
+    rows = [{f"row{r} s{i}": [f32(3 * i + r, 5 + i), f32(4 * i, 12 + r)] for i in range(20)}
+            for r in range(3)]
+    client = WorkerClient()
+    try:
+        alone = {k: numpy_run.run_registration(client, lib, reg, v).data.tolist()
+                 for row in rows for k, v in row.items()}
+
+        def recorded(row):
+            def dry_run():
+                for key, inputs in row.items():
+                    client.sample = key
+                    numpy_run.run_registration(client, lib, reg, inputs)
+                client.sample = None
+            return client.record(dry_run)
+
+        made, trips = [], []
+        real_chunks = client_mod._chunks
+        monkeypatch.setattr(client_mod, "_chunks", lambda batch: made.extend(real_chunks(batch)) or real_chunks(batch))
+        real_start = client._start
+        client._start = lambda: trips.append(1) or real_start()
+        client.answer_ahead(recorded(rows[0]))
+        in_flight = client._in_flight
+        client.answer_ahead(recorded(rows[1]), append=True)
+        assert client._in_flight is in_flight                   # not read, not replaced
+        for r, row in enumerate(rows):
+            if r == 2:
+                client.answer_ahead(recorded(row), append=True)
+                assert not any(id(k) in client._answered for k in rows[0]), "row 0 kept"
+            for key, inputs in row.items():
+                client.sample = key
+                assert numpy_run.run_registration(client, lib, reg, inputs).data.tolist() == alone[key]
+        client.sample = None
+        assert len(made) >= 6 and len(trips) == len(made)       # a trip a chunk, no call alone
+    finally:
+        client.close()
+
+
 def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
     """A row's calls run in one round trip (porter.emulate.client.answer_ahead): each sample's
     calls, made afterwards in the dry run's order, take the batch's answers, which are the

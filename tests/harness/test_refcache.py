@@ -577,12 +577,17 @@ def test_a_rows_calls_made_in_one_round_trip_give_the_verdicts_of_one_call_each(
     ops = ["atan2", "sqrt"]
     _table(real_root, ops)                                       # records
     _from_cache_only(monkeypatch)
-    batches = []
+    batches, appended = [], []
     real = WorkerClient._send_chunk
     monkeypatch.setattr(WorkerClient, "_send_chunk",
                         lambda self, b, keys: batches.append(len(b)) or real(self, b, keys))
+    ahead = WorkerClient.answer_ahead
+    monkeypatch.setattr(WorkerClient, "answer_ahead", lambda self, recorded, append=False:
+                        appended.append(append) or ahead(self, recorded, append))
     code, batched = _table(real_root, ops)
     assert batches and max(batches) > 1                          # calls at once
-    monkeypatch.setattr(EmulateBackend, "prefetch", lambda self, op, samples: None)
+    # each row after a record's first is queued while the one before it is compared
+    assert appended.count(False) < appended.count(True), appended
+    monkeypatch.setattr(EmulateBackend, "prefetch", lambda self, op, samples, append=False: None)
     assert _table(real_root, ops) == (code, batched)
     assert sum(d["outcome"] == "pass" for op in batched["ops"] for d in op["dtypes"]) >= 10
