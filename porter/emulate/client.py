@@ -414,10 +414,8 @@ class WorkerClient:
     def _forget_answered(self) -> None:
         """Drop the samples whose answers were all taken and that no chunk still answers: the
         rows before keep no memory (a row's inputs are tens of megabytes)."""
-        busy: set[int] = set(self._in_flight[1]) if self._in_flight is not None else set()
-        for _, keys in self._queue:
-            busy |= keys
-        for key in [k for k, (_, answers) in self._answered.items() if not answers and k not in busy]:
+        for key in [k for k, (_, answers) in self._answered.items()
+                    if not answers and not self._awaits(k)]:
             del self._answered[key]
             self._ended.discard(key)
 
