@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,56 @@ REGISTER_UNARY_OP(lucky, int, int);
     # the first element reads the pattern; the third, the frame the second left (5): undefined
     # either way, and so not proven
     assert ints.tolist()[:2] == [-16843010, 5] and client.undefined[0] & 32768
+
+
+@pytest.mark.parametrize("layout", ["dense", "transposed"])
+def test_a_call_past_the_zeroed_prefix_keeps_every_answer_and_still_finds_the_read(
+        fixture_root, client, layout):
+    """The stack-of-zeros run covers a large call's first ZEROED_PREFIX elements only, written
+    over the first run's answers (upstream's 943,593-element reference tensors: half the
+    worker's time). Every answer past the prefix is the first run's, in both layouts, and a
+    read before a write in the prefix is still found."""
+    from porter.emulate.build import build_source
+    import re
+
+    import porter.emulate
+    # worker.py is the worker process's script (its import reads argv): its constant, read
+    worker = Path(porter.emulate.__file__).with_name("worker.py").read_text()
+    ZEROED_PREFIX = eval(re.search(r"^ZEROED_PREFIX = (.+)$", worker, re.M).group(1))
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct lucky_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    T result;
+    if (x > T(0)) result = x;
+    return result;
+  }
+};
+
+struct relu_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x > T(0) ? x : T(0);
+  }
+};
+
+REGISTER_UNARY_OP(lucky, float, float);
+REGISTER_UNARY_OP(relu, float, float);
+"""
+    lib = build_source(text, "lucky.metal", fixture_root)
+    x = torch.randn(ZEROED_PREFIX // 256 * 3, 1024, generator=torch.Generator().manual_seed(1))
+    if layout == "transposed":
+        x = x.t()
+    assert x.numel() > 2 * ZEROED_PREFIX
+    out = run_registration(client, lib, lib.find("relu", "float")[0], [x])
+    assert torch.equal(out, torch.relu(x)), "an answer past the prefix was lost"
+    assert not (client.undefined and client.undefined[0] & 32768), client.undefined
+    out = run_registration(client, lib, lib.find("lucky", "float")[0], [x])
+    assert torch.equal(out[x > 0], x[x > 0])
+    assert client.undefined and client.undefined[0] & 32768, client.undefined
 
 
 def test_metals_half_literals_build_and_are_rounded_to_half_once(fixture_root, client):
