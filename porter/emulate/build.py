@@ -513,7 +513,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     def build_piece(i: int) -> dict:
         piece, here = parts[i], tmpdir / f"piece{i}"
         here.mkdir()
-        plines, quarantined, dropped = text.split("\n"), {}, []
+        plines, quarantined, dropped = groups.piece_text(text, piece.names).split("\n"), {}, []
         for round_ in range(MAX_QUARANTINE_ROUNDS + 1):
             src = here / "kernel.cpp"
             src.write_text(f'#line 1 "{display_path}"\n' + "\n".join(plines))

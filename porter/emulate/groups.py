@@ -90,6 +90,23 @@ def pieces(text: str) -> list[Piece]:
     return out
 
 
+# An explicit instantiation of a hand-written kernel template, as Metal spells it (`template
+# [[host_name("lerp_tensor_dense_float")]] kernel void lerp_tensor_dense<float>(...);`, often
+# inside a macro of the file): the emulator runs registrations, never these kernels.
+_KERNEL_INSTANTIATION = re.compile(r"\btemplate(\s*\[\[\s*host_name\s*\()")
+
+
+def piece_text(text: str, names) -> str:
+    """The text a piece compiles: the file, with the explicit instantiations of its hand-written
+    kernel templates made declarations (`extern template`) in every piece but the rest's. Each
+    piece compiled and emitted every such kernel (upstream's INSTANTIATE_LERP: a third of a
+    one-functor edit's compile); the rest's piece still instantiates them all, so an error in
+    one fails the build as the whole file's did. Lines are kept."""
+    if REST in names:
+        return text
+    return _KERNEL_INSTANTIATION.sub(r"extern template\1", text)
+
+
 def functors_used(text: str, name: str) -> set[str]:
     """The functor structs the registered `name`'s kernels run: its own and those its body
     names, transitively (set() where `name` has no functor struct)."""

@@ -218,3 +218,78 @@ def test_an_edited_functor_that_outside_code_calls_runs_its_new_code(fixture_roo
     assert {r.status for r in before if r.kernel == "hypot"} == {"matched"}
     hypot = {r.status for r in results if r.kernel == "hypot"}
     assert hypot == {"mismatched"}, hypot
+
+
+_HAND_WRITTEN = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct twice_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x + x;
+  }
+};
+
+struct thrice_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x + x + x;
+  }
+};
+
+REGISTER_UNARY_OP(twice, float, float);
+REGISTER_UNARY_OP(thrice, float, float);
+
+template <typename T>
+kernel void scaled_copy(
+    device T* out [[buffer(0)]],
+    constant T* in [[buffer(1)]],
+    uint tid [[thread_position_in_grid]]) {
+  out[tid] = BODY;
+}
+
+#define INSTANTIATE_SCALED(DTYPE)                                   \\
+  template [[host_name("scaled_copy_" #DTYPE)]] kernel void         \\
+  scaled_copy<DTYPE>(                                               \\
+      device DTYPE * out [[buffer(0)]],                             \\
+      constant DTYPE * in [[buffer(1)]],                            \\
+      uint tid [[thread_position_in_grid]]);
+
+INSTANTIATE_SCALED(float);
+INSTANTIATE_SCALED(int);
+"""
+
+
+def test_a_functor_piece_declares_the_hand_written_kernels_the_rest_instantiates():
+    """piece_text, before and after: `template [[host_name(` becomes `extern template
+    [[host_name(` in a functor's piece (inside the file's macro too), nothing changes in the
+    rest's piece, and no line moves."""
+    text = _HAND_WRITTEN.replace("BODY", "in[tid] * T(2)")
+    piece = groups.piece_text(text, ("twice",))
+    assert piece.count('extern template [[host_name("scaled_copy_"') == 1
+    assert "\n  template [[host_name(" not in piece
+    assert piece.count("\n") == text.count("\n")
+    assert groups.piece_text(text, (groups.REST,)) == text
+
+
+@pytest.mark.slow
+def test_an_error_in_a_hand_written_kernels_instantiation_still_fails_the_build(
+        fixture_root, own_cache):
+    """The functors' pieces no longer instantiate the file's hand-written kernels; the rest's
+    piece does. Wrong on purpose: a body that does not compile for `int` (a float's bit
+    operation) still fails the file's build, and the clean twin builds and runs its kernels."""
+    from porter.emulate.build import EmulateBuildError
+    good = _HAND_WRITTEN.replace("BODY", "in[tid] * T(2)")
+    lib = build_source(good, "Scaled.metal", fixture_root)
+    assert lib.build_errors() == [] and {r.name for r in lib.registrations} == {"twice", "thrice"}
+    # the functors' objects hold no instantiation of scaled_copy; the rest's does
+    objects = {p.read_bytes().count(b"scaled_copy") > 0 for p in own_cache.glob("piece-*.o")}
+    assert objects == {True, False}
+    bad = _HAND_WRITTEN.replace("BODY", "in[tid] % 2.5f")
+    try:
+        broken = build_source(bad, "Scaled.metal", fixture_root)
+    except EmulateBuildError as err:
+        assert "Scaled.metal" in err.message
+    else:
+        assert broken.build_errors(), "the float % compiled"
