@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from porter import exit_codes
-from porter.emulate import headers, kernel_cache
+from porter.emulate import frontend_memo, headers, kernel_cache
 from porter.errors import PorterError
 from porter.runtime.whole_file import write_whole
 from porter.emulate.metal_builtins import MULTIPLY_ADD_FORMULAS
@@ -933,6 +933,10 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
             blank[i] = ""
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
+    if use_cache:
+        namer.memo = frontend_memo.DeclarationMemo(
+            text, f"{display_path}\0{root}\0{version}\0{_mode_digest()}\0"
+                  f"{_headers_digest(root, display_path)}", namer.where)
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
@@ -954,6 +958,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     mul_adds = _narrow_mul_adds(tu, namer)
     lone, fma_free = _products(tu, namer)
     mixed = _mixed_halves(tu, namer, version)
+    namer.memo.flush()
     namer.own.clear()           # of this parse: a later one's cursors may hash alike
     del tu
     kernels: list[tuple[str, str]] = []
@@ -990,7 +995,8 @@ def _own_preorders(cursor, namer: "_Namer") -> list:
     whole, and a walk makes a Python object of every node."""
     key = ("preorder", cursor.hash)
     if key not in namer.own:
-        namer.own[key] = [(top, list(top.walk_preorder()))
+        namer.own[key] = [(top, () if namer.memo.walked(top, namer.display)
+                           else list(top.walk_preorder()))
                           for top in _own_declarations(cursor, namer)]
     return namer.own[key]
 
@@ -1045,7 +1051,12 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
         return False
 
     found = []
-    for _, nodes in _own_preorders(tu.cursor, namer):
+    for top, nodes in _own_preorders(tu.cursor, namer):
+        kept = namer.memo.rows("unsequenced", top, namer.display)
+        if kept is not None:
+            found += kept
+            continue
+        start = len(found)
         for cursor in nodes:
             if cursor.kind != K.CALL_EXPR:
                 continue
@@ -1057,6 +1068,7 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
                 except StopIteration:
                     callee = "a call"
                 found.append((f, line, callee))
+        namer.memo.keep("unsequenced", top, namer.display, found[start:])
     return tuple(dict.fromkeys(found))
 
 
@@ -1149,11 +1161,7 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
         return callee is not None and callee.kind == K.OVERLOADED_DECL_REF and \
             callee.spelling in _FORMULA_CALLS
 
-    found = []
-    for functor, nodes in _own_preorders(tu.cursor, namer):
-        if functor.kind not in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) or \
-                not functor.spelling.endswith("_functor"):
-            continue
+    def rows_of(functor, nodes, found: list) -> None:
         for c in nodes:
             if c.kind == K.CALL_EXPR and formula(c):
                 # Metal's own multiply-add formula (`dot`, `mix`, `mad`) in half or bfloat:
@@ -1186,6 +1194,18 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
                         f, line = namer.where(c.location)
                         found.append((f, line, functor.spelling, kind))
                         break
+
+    found = []
+    for functor, nodes in _own_preorders(tu.cursor, namer):
+        kept = namer.memo.rows("mul_adds", functor, namer.display)
+        if kept is not None:
+            found += kept
+            continue
+        start = len(found)
+        if functor.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
+                functor.spelling.endswith("_functor"):
+            rows_of(functor, nodes, found)
+        namer.memo.keep("mul_adds", functor, namer.display, found[start:])
     return tuple(dict.fromkeys(found))
 
 
@@ -1243,9 +1263,15 @@ def _mixed_halves(tu, namer: "_Namer", version: int | None = None
 
     found: list = []
     for top, nodes in _own_preorders(tu.cursor, namer):
+        kept = namer.memo.rows("mixed", top, namer.display)
+        if kept is not None:
+            found += kept
+            continue
+        start = len(found)
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
         walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes)
+        namer.memo.keep("mixed", top, namer.display, found[start:])
     # the checkout's headers, once per content and version (a header's code is the same
     # whichever file includes it, as _header_findings takes it)
     by_header: dict[str, list] = {}
@@ -1387,6 +1413,13 @@ def _products(tu, namer: "_Namer") -> tuple:
 
     free = []
     for top in _own_declarations(tu.cursor, namer):
+        kept, kept_free = (namer.memo.rows("products", top, namer.display),
+                           namer.memo.rows("free", top, namer.display))
+        if kept is not None and kept_free is not None:
+            found += kept
+            free += kept_free
+            continue
+        start, start_free = len(found), len(free)
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
         if functor:
@@ -1394,6 +1427,8 @@ def _products(tu, namer: "_Namer") -> tuple:
         visit(top, None)
         if functor and not computes.pop():
             free.append(top.spelling[:-len("_functor")])
+        namer.memo.keep("products", top, namer.display, found[start:])
+        namer.memo.keep("free", top, namer.display, free[start_free:])
     out, seen = [], {}
     for line, tokens, lone, left in found:
         k = seen.get((line, tokens), 0)
@@ -1688,6 +1723,8 @@ class _Namer:
     def __init__(self, display_path: str, root: Path | None, lines=()):
         self.display, self.root, self.lines = display_path, root, lines
         self.own: dict = {}     # _own_declarations of the parse being read
+        # the kept findings of the file's functors (porter.emulate.frontend_memo)
+        self.memo = frontend_memo.NoMemo()
         self.allowed = [root] if root is not None else []
         self.allowed.append(headers.c10_metal_parent(root) / "c10" / "metal")
         beside = headers.beside(display_path)     # a quoted include's first place: the user's
@@ -2062,8 +2099,17 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                 if c.spelling == "std":
                     visit(c, False, False)
                 top(c)
-            else:
-                visit(c, False, False)
+                continue
+            kept, kept_late = (namer.memo.rows("rules", c, namer.display),
+                               namer.memo.rows("late", c, namer.display))
+            if kept is not None and kept_late is not None:
+                found.extend(kept)
+                late_found.extend(kept_late)
+                continue
+            start, start_late = len(found), len(late_found)
+            visit(c, False, False)
+            namer.memo.keep("rules", c, namer.display, found[start:])
+            namer.memo.keep("late", c, namer.display, late_found[start_late:])
 
     # a header's findings do not depend on the file including it: once per header content
     # and version (a kernel file's own are found every time)

@@ -350,14 +350,18 @@ def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict,
 def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, dict] | None:
     """(meta, arrays) of one OpInfo, dtype and kind of rows, or None (also for a record that is
     cut short or not one: a miss, which the op_db run records again)."""
+    import mmap
+
     import numpy as np
     path = ref_path(env, full_name, dtype, rows)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            buf = bytearray(size)           # writable: the arrays are as np.load's were
-            if f.readinto(buf) != size:
-                return None
+            # mapped copy-on-write: writable, as np.load's arrays were, and read from the page
+            # cache as the arrays are used, not zeroed and copied first (a binary op's reference
+            # rows are tens of MB, read on every verdict). The cache replaces a record by a
+            # rename and evicts by unlinking, never truncating, so the mapping stays whole.
+            buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
         if buf[:len(MAGIC)] != MAGIC:
             return None
         length = int.from_bytes(buf[len(MAGIC):len(MAGIC) + 8], "little")

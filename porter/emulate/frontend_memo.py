@@ -1,0 +1,146 @@
+"""The front end's findings per functor struct, kept between checks of one kernel file.
+
+An edit of one functor's body changes that functor alone, yet every check walked the whole
+file's AST in Python, under the GIL that the verdict's own thread needs. The file-level walks
+(porter.emulate.frontend: the AST rules, unsequenced calls, narrow multiply-adds, lone
+products, mixed halves) read each of the file's top-level declarations on its own, so each
+functor struct's rows are kept, keyed as porter.emulate.groups keys a functor's object: the
+file with every other functor struct blanked out (its own text, the functors it names, all
+code outside functors and the functors that code names), the Metal version, the front end's
+mode and the checkout's headers. The blanked structs keep their line count, so an edit that
+moves a functor's lines changes its key, and kept rows carry their own lines. A functor not
+written as a column-0 `struct NAME_functor` (a macro's) is walked every time, as is all code
+outside functors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+
+from porter.emulate import groups, kernel_cache
+from porter.emulate.toolchain import cache_dir
+from porter.runtime.whole_file import write_whole
+
+# every walk a functor's entry holds: an entry missing one is walked again whole
+WALKS = ("rules", "late", "unsequenced", "mul_adds", "products", "free", "mixed")
+_HELD: OrderedDict[str, dict] = OrderedDict()     # key -> entry, this process's (--watch)
+_HELD_MAX = 512
+_LOCK = threading.Lock()      # the versions are checked in threads
+
+
+class DeclarationMemo:
+    """The kept rows of one file's functors under one version. `rows` answers a walk's rows
+    for a top-level cursor (None: walk it); `keep` records a walked functor's rows; `flush`
+    keeps the entries whose every walk was recorded."""
+
+    def __init__(self, text: str, context: str, where):
+        # where(location) -> (file, line) in the kernel file, as the front end names them
+        self._where = where
+        spans = groups.functor_spans(text)
+        lines = text.split("\n")
+        bodies = {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()}
+        outside = re.sub(r"^struct \w+_functor;$", "", groups._masked(lines, spans, set()),
+                         flags=re.M)
+        named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
+        everywhere = set().union(*(groups._closure(n, bodies) for n in named)) if named else set()
+        self._start: dict[str, int] = {}
+        self._keys: dict[str, str] = {}
+        for name, (a, b) in spans.items():
+            if lines[b].strip() != "};":
+                continue        # the closing line holds more than the struct: not its alone
+            keep = everywhere | groups._closure(name, bodies)
+            h = hashlib.sha256(f"frontend-decl1\0{context}\0{name}\0".encode())
+            h.update(groups._masked(lines, spans, keep).encode())
+            self._keys[name], self._start[name] = h.hexdigest()[:32], a + 1
+        self._entries: dict[str, dict | None] = {}
+        self._fresh: dict[str, dict] = {}
+
+    def _name(self, top, display: str) -> str | None:
+        """The functor a top-level cursor is, where its rows may be kept."""
+        spelling = top.spelling or ""
+        if not spelling.endswith("_functor"):
+            return None
+        name = spelling[:-len("_functor")]
+        if name not in self._keys:
+            return None
+        file, line = self._where(top.location)
+        return name if file == display and line == self._start[name] else None
+
+    def _entry(self, name: str) -> dict | None:
+        if name not in self._entries:
+            key = self._keys[name]
+            with _LOCK:
+                entry = _HELD.get(key)
+            if entry is None:
+                path = cache_dir() / f"frontend-decl-{key}.json"
+                try:
+                    entry = json.loads(path.read_text())
+                    kernel_cache.touch(path)
+                except (OSError, ValueError):
+                    entry = None
+                if entry is not None and not all(w in entry for w in WALKS):
+                    entry = None
+                if entry is not None:
+                    _hold(key, entry)
+            self._entries[name] = entry
+        return self._entries[name]
+
+    def rows(self, walk: str, top, display: str) -> list | None:
+        name = self._name(top, display)
+        entry = self._entry(name) if name is not None else None
+        return [_restored(walk, r) for r in entry[walk]] if entry is not None else None
+
+    def walked(self, top, display: str) -> bool:
+        """Whether every walk of `top` is kept: its nodes need not be read at all."""
+        name = self._name(top, display)
+        return name is not None and self._entry(name) is not None
+
+    def keep(self, walk: str, top, display: str, rows) -> None:
+        name = self._name(top, display)
+        if name is not None and self._entry(name) is None:
+            self._fresh.setdefault(name, {})[walk] = list(rows)
+
+    def flush(self) -> None:
+        for name, entry in self._fresh.items():
+            if all(w in entry for w in WALKS):
+                key = self._keys[name]
+                _hold(key, entry)
+                write_whole(cache_dir() / f"frontend-decl-{key}.json", json.dumps(entry))
+        self._fresh.clear()
+
+
+def _restored(walk: str, row):
+    """A kept row as the walk made it (JSON and the kept lists hold lists for tuples)."""
+    if walk == "free":
+        return row
+    if walk == "products":              # (line, tokens, lone, left)
+        return (row[0], tuple(row[1]), row[2], row[3])
+    return tuple(row)
+
+
+def _hold(key: str, entry: dict) -> None:
+    with _LOCK:
+        _HELD[key] = entry
+        _HELD.move_to_end(key)
+        while len(_HELD) > _HELD_MAX:
+            _HELD.popitem(last=False)
+
+
+class NoMemo:
+    """A check that keeps nothing (`use_cache=False`, a header's own walk)."""
+
+    def rows(self, walk, top, display):
+        return None
+
+    def walked(self, top, display) -> bool:
+        return False
+
+    def keep(self, walk, top, display, rows) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass

@@ -1,0 +1,131 @@
+"""The front end's findings kept per functor (porter.emulate.frontend_memo): after any edit,
+the kept rows and the walked ones together are what a fresh check of the edited file finds,
+line for line; an edit of one functor walks that functor alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from porter.emulate import frontend, frontend_memo, groups
+
+FILE = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+inline float twice_of(float x) {
+  return x * 2;
+}
+
+struct lam_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    auto f = [](T x) { return x; };
+    return f(a) + b;
+  }
+};
+
+struct seq_functor {
+  template <typename T>
+  inline T operator()(T a, T b) {
+    return ::metal::max(a += T(1), b += T(1));
+  }
+};
+
+struct prod_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return a * b;
+  }
+};
+
+struct fma_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return a * b + a;
+  }
+};
+
+struct mix_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(a + half(1));
+  }
+};
+
+struct clean_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return a > b ? a : b;
+  }
+};
+
+REGISTER_BINARY_OP(lam, float, float);
+REGISTER_BINARY_OP(mix, bfloat, bfloat);
+REGISTER_BINARY_OP(seq, float, float);
+REGISTER_BINARY_OP(prod, float, float);
+REGISTER_BINARY_OP(fma, half, half);
+REGISTER_BINARY_OP(clean, float, float);
+"""
+
+
+def _in_functor(text: str, name: str, old: str, new: str) -> str:
+    start, end = groups.functor_spans(text)[name]
+    lines = text.split("\n")
+    body = "\n".join(lines[start:end + 1])
+    assert old in body, body
+    lines[start:end + 1] = body.replace(old, new, 1).split("\n")
+    return "\n".join(lines)
+
+
+EDITS = {
+    "a comment in clean": lambda t: _in_functor(t, "clean", "return a > b", "return /* x */ a > b"),
+    "lam's lambda removed": lambda t: _in_functor(
+        t, "lam", "    auto f = [](T x) { return x; };\n    return f(a) + b;", "    return a + b;"),
+    "a line added in seq, the functors below moved": lambda t: _in_functor(
+        t, "seq", "    return", "    a = a;\n    return"),
+    "a product added to clean": lambda t: _in_functor(t, "clean", "a : b", "a * b : b"),
+    "the helper outside the functors edited": lambda t: t.replace("x * 2", "x * 3 + x"),
+    "a functor renamed": lambda t: t.replace("prod_functor", "product_functor").replace(
+        "REGISTER_BINARY_OP(prod,", "REGISTER_BINARY_OP(product,"),
+}
+
+
+@pytest.fixture()
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    frontend_memo._HELD.clear()
+
+
+def test_the_file_has_a_finding_of_every_kind_the_memo_keeps(fixture_root, own_cache):
+    primary = frontend.views(FILE, "k.metal", fixture_root, use_cache=False)[0]
+    assert any("lambda" in e for e in primary.errors)
+    assert primary.unsequenced and primary.mul_adds and primary.lone_products
+    assert primary.fma_free and primary.mixed_halves
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_files_kept_and_walked_findings_are_a_fresh_checks(fixture_root, own_cache,
+                                                                    edit):
+    """Before/after: the edited file checked with the kept rows of the original's functors
+    equals its check with nothing kept (every version: errors, unsequenced calls, narrow
+    multiply-adds, lone products, fma-free functors, mixed halves, with their lines)."""
+    frontend.views(FILE, "k.metal", fixture_root)              # the functors' rows kept
+    edited = EDITS[edit](FILE)
+    assert edited != FILE
+    kept = frontend.views(edited, "k.metal", fixture_root)
+    fresh = frontend.views(edited, "k.metal", fixture_root, use_cache=False)
+    assert kept == fresh
+
+
+def test_an_edit_of_one_functor_walks_that_functor_alone(fixture_root, own_cache, monkeypatch):
+    frontend.views(FILE, "k.metal", fixture_root)
+    walked = []
+    keep = frontend_memo.DeclarationMemo.keep
+
+    def recorded(self, walk, top, display, rows):
+        walked.append(top.spelling)
+        return keep(self, walk, top, display, rows)
+
+    monkeypatch.setattr(frontend_memo.DeclarationMemo, "keep", recorded)
+    frontend.views(EDITS["a comment in clean"](FILE), "k.metal", fixture_root)
+    assert {w for w in walked if w.endswith("_functor")} == {"clean_functor"}
