@@ -84,3 +84,29 @@ def test_upstream_tolerance_alone_passes_erfc_flushed():
     expected = PArray("float32", np.array([1.5417257e-08], dtype=F32))
     actual = PArray("float32", np.array([0.0], dtype=F32))
     assert compare(expected, actual, 1e-5, 1.3e-6, (0.0, 0.0)) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_large_row_finds_each_lost_element_at_its_own_index(dtype):
+    """Only the elements whose values differ are judged (a passing row's equal millions are
+    not widened): each lost one is found at its flat index, beside the float64 value and the
+    flushed answer taken at that same index, and an equal row loses nothing."""
+    from porter.dispatch.numpy_tensors import narrowed
+    n = 4096
+    cpu = np.linspace(0.5, 3.0, n)
+    device = cpu.copy()
+    device[500] = 0.0               # lost to zero
+    device[900] = -device[900]      # of the other sign
+    device[1000] *= 1.001           # a little off: not lost
+    device[1500] = 0.0              # the float64 value says the CPU is the side off
+    device[2500] = 0.0              # the answer on the flushed inputs is zero: not lost
+    wide = cpu.copy()
+    wide[1500] = 1e-30
+    flushed = cpu.copy()
+    flushed[2500] = 0.0
+    expected, actual = narrowed(cpu, dtype), narrowed(device, dtype)
+    mask = lost_precision.lost(expected, actual, wide, narrowed(flushed, dtype))
+    assert np.flatnonzero(mask).tolist() == [500, 900]
+    assert not lost_precision.lost(expected, narrowed(cpu, dtype)).any()
+    message, _ = lost_precision.check(expected, actual)
+    assert message.startswith("lost precision: 4 element(s)") and "flat index 500" in message
