@@ -54,3 +54,44 @@ def test_max_errors_on_arrays_and_on_a_zero_d_result():
     assert errors(2.0, 2.0) == (0.0, 0.0)
     assert errors(3 + 4j, 0j, "complex64") == (5.0, 1.0)
     assert errors([], [], "float32") is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("atol, rtol", [(1e-5, 1e-3), (1e-5, 1.6e-2), (0.5, 0.0), (0.0, 0.1)])
+def test_isclose_is_torchs_element_for_element(dtype, atol, rtol):
+    """numpy_tensors.isclose (half and bfloat16 rounded after each operation, as torch's CPU
+    computes them) against torch.isclose, on values near one another and on the edges: NaN,
+    infinities, signed zeros, subnormals, the dtype's largest values."""
+    from porter.dispatch.numpy_tensors import isclose
+    gen = torch.Generator().manual_seed(7)
+    base = torch.randn(20000, generator=gen) * 100
+    near = base * (1 + torch.randn(20000, generator=gen) * 1e-2)
+    info = torch.finfo(dtype)
+    edges = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, info.tiny / 4,
+                          info.tiny, info.max, -info.max, 1.0, 1.0 + info.eps])
+    a = torch.cat([base, edges, edges, edges.flip(0)]).to(dtype)
+    e = torch.cat([near, edges, edges.roll(3), edges]).to(dtype)
+    want = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True).numpy()
+    got = isclose(from_torch(a), from_torch(e), rtol, atol)
+    assert (got == want).all(), (got != want).nonzero()
+
+
+def test_bfloat16_rounding_is_torchs_on_ties_and_edges():
+    """numpy_tensors._bf16_rounded (isclose's rounding after each bfloat16 operation) against
+    torch's float -> bfloat16 -> float, bit for bit: ties to even (1 + 2^-8 goes down, 1 + 3 *
+    2^-8 up), NaN, infinities, the largest floats (rounding up to inf), subnormals."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import _bf16_rounded
+    gen = torch.Generator().manual_seed(3)
+    ties = [1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8), 2 ** -130 * (1 + 2 ** -8), 3.0 + 2 ** -7]
+    edges = [float("nan"), float("inf"), -float("inf"), 3.4028235e38, -3.4028235e38, 3.3961e38,
+             1e-45, -1e-40, 0.0, -0.0]
+    x = torch.cat([torch.tensor(ties + edges), torch.randn(10000, generator=gen) * 1e4])
+    want = x.to(torch.bfloat16).float().numpy()
+    got = _bf16_rounded(x.numpy())
+    # a NaN's bits are the conversion's own (torch's vector loop sets them all): NaN either way
+    assert (np.isnan(got) == np.isnan(want)).all()
+    keep = ~np.isnan(want)
+    got, want = got[keep].view(np.uint32), want[keep].view(np.uint32)
+    assert (got == want).all(), [(hex(g), hex(w)) for g, w in zip(got, want) if g != w][:5]
