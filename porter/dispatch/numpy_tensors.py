@@ -215,14 +215,15 @@ def _bf16_rounded(values: np.ndarray) -> np.ndarray:
     million elements): round to nearest even on the float32 bits, NaN the canonical quiet
     NaN."""
     values = np.asarray(values, dtype=np.float32)
-    bits = values.view(np.uint32)
+    flat = values.reshape(-1)               # a 0-d array's arithmetic gives numpy scalars
+    bits = flat.view(np.uint32)
     rounded = bits + ((bits >> 16) & np.uint32(1)) + np.uint32(0x7FFF)
     rounded &= np.uint32(0xFFFF0000)
     out = rounded.view(np.float32)
-    nan = np.isnan(values)
+    nan = np.isnan(flat)
     if nan.any():
         out[nan] = np.uint32(0x7FC00000).view(np.float32)
-    return out
+    return out.reshape(values.shape)
 
 
 def _compute_dtype(dtype: str):

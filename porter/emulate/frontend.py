@@ -934,9 +934,11 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
     if use_cache:
+        # the file-wide template parameter names shape the rewrite of every functor's text
         namer.memo = frontend_memo.DeclarationMemo(
             text, f"{display_path}\0{root}\0{version}\0{_mode_digest()}\0"
-                  f"{_headers_digest(root, display_path)}", namer.where)
+                  f"{_headers_digest(root, display_path)}\0"
+                  f"{sorted(names[0])}\0{sorted(names[1])}", namer.where)
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)

@@ -49,15 +49,17 @@ class DeclarationMemo:
         everywhere = set().union(*(groups._closure(n, bodies) for n in named)) if named else set()
         self._start: dict[str, int] = {}
         self._keys: dict[str, str] = {}
+        self._entries: dict[str, dict | None] = {}
+        self._fresh: dict[str, dict] = {}
+        if not _keyable(text, lines, spans):
+            return              # every declaration walked, as without a memo
         for name, (a, b) in spans.items():
             if lines[b].strip() != "};":
                 continue        # the closing line holds more than the struct: not its alone
             keep = everywhere | groups._closure(name, bodies)
-            h = hashlib.sha256(f"frontend-decl1\0{context}\0{name}\0".encode())
+            h = hashlib.sha256(f"frontend-decl2\0{_code_digest()}\0{context}\0{name}\0".encode())
             h.update(groups._masked(lines, spans, keep).encode())
             self._keys[name], self._start[name] = h.hexdigest()[:32], a + 1
-        self._entries: dict[str, dict | None] = {}
-        self._fresh: dict[str, dict] = {}
 
     def _name(self, top, display: str) -> str | None:
         """The functor a top-level cursor is, where its rows may be kept."""
@@ -111,6 +113,49 @@ class DeclarationMemo:
                 _hold(key, entry)
                 write_whole(cache_dir() / f"frontend-decl-{key}.json", json.dumps(entry))
         self._fresh.clear()
+
+
+# a call of a compiler builtin (`__builtin_popcount(`): clang declares it where it is first
+# called, and the rule that refuses it speaks at that call alone, so one functor's finding
+# depends on another's text
+_BUILTIN_CALL = re.compile(r"\b__(?!attribute__)\w+\s*\(")
+
+
+def _keyable(text: str, lines: list[str], spans: dict[str, tuple[int, int]]) -> bool:
+    """Whether every functor's findings follow from its key: no directive inside a functor
+    struct (a macro another one expands), no functor name made by pasting tokens (which the
+    key's reading of names cannot see), no compiler builtin called, and each struct's braces
+    closing on the line its span ends (an indented `};` ends it sooner: what follows it is
+    outside the struct, not in its key)."""
+    from porter.source.cpp_scan import code_mask
+    if _BUILTIN_CALL.search(text) or any("##" in ln and "functor" in ln for ln in lines):
+        return False
+    for a, b in spans.values():
+        if any(ln.lstrip().startswith("#") for ln in lines[a:b + 1]):
+            return False
+        depth, opened = 0, False
+        for k, ln in enumerate(code_mask("\n".join(lines[a:b + 1])).split("\n")):
+            for ch in ln:
+                if ch in "{}":
+                    depth += 1 if ch == "{" else -1
+                    opened = True
+            if opened and depth == 0 and k != b - a:
+                return False
+    return True
+
+
+_CODE_DIGEST: list[str] = []
+
+
+def _code_digest() -> str:
+    """This module's and groups.py's text: how a key is made and what it covers."""
+    if not _CODE_DIGEST:
+        h = hashlib.sha256()
+        for module in (__file__, groups.__file__):
+            with open(module, "rb") as f:
+                h.update(f.read())
+        _CODE_DIGEST.append(h.hexdigest()[:16])
+    return _CODE_DIGEST[0]
 
 
 def _restored(walk: str, row):

@@ -93,7 +93,8 @@ def pieces(text: str) -> list[Piece]:
 # An explicit instantiation of a hand-written kernel template, as Metal spells it (`template
 # [[host_name("lerp_tensor_dense_float")]] kernel void lerp_tensor_dense<float>(...);`, often
 # inside a macro of the file): the emulator runs registrations, never these kernels.
-_KERNEL_INSTANTIATION = re.compile(r"\btemplate(\s*\[\[\s*host_name\s*\()")
+_KERNEL_INSTANTIATION = re.compile(
+    r"(\bextern\s+)?\btemplate(\s*\[\[\s*host_name\s*\([^\]]*\)\s*\]\]\s*kernel\b)")
 
 
 def piece_text(text: str, names) -> str:
@@ -104,7 +105,10 @@ def piece_text(text: str, names) -> str:
     one fails the build as the whole file's did. Lines are kept."""
     if REST in names:
         return text
-    return _KERNEL_INSTANTIATION.sub(r"extern template\1", text)
+    # a kernel's alone (a hand-written helper template a functor calls is compiled in its
+    # piece, as before), and one already a declaration is left as it is
+    return _KERNEL_INSTANTIATION.sub(
+        lambda m: m.group(0) if m.group(1) else f"extern template{m.group(2)}", text)
 
 
 def functors_used(text: str, name: str) -> set[str]:

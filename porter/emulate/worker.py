@@ -147,12 +147,13 @@ def handle(req):
 
     kernel_run = ctypes.cast(lib.porter_run, ctypes.c_void_p) if _guarded_run is not None else None
 
-    def run(reading, fill=_FILLED, numel=req["numel"]):
+    def run(reading, fill=_FILLED, layout=(req["numel"], strided, ndim, c_sizes, c_strides)):
+        numel, is_strided, dims, dim_sizes, dim_strides = layout[:5]
         if flags is not None:
             flags[0].value, flags[1].value = reading, 0
-        args = (req["index"], int(strided), out, ins,
+        args = (req["index"], int(is_strided), out, ins,
                 ctypes.addressof(alpha) if alpha is not None else None,
-                numel, ndim, c_sizes, c_strides)
+                numel, dims, dim_sizes, dim_strides)
         if _guarded_run is None:
             return lib.porter_run(*args)
         rc = _guarded_run(kernel_run, fill, *args)
@@ -169,15 +170,19 @@ def handle(req):
     reached = flags[1].value if flags is not None else 0
     if _guarded_run is not None and n:
         # the same sample on a stack of zeros: an answer that changes read a local before it
-        # was written (worker_runtime.c). Its first ZEROED_PREFIX elements, in the order the
-        # first run took them, written over the first run's answers: a changed answer
-        # changes the buffer, and the elements past the prefix keep the first run's. The
-        # prefix holds every element of all but upstream's large reference tensors (943,593
-        # elements of random values: 17 M of a binary op's 21 M), whose first 65,536 take the
-        # same paths through the code as the rest (docs/testing.md)
+        # was written (worker_runtime.c). At most ZEROED_PREFIX of its elements, written over
+        # the first run's answers: a changed answer changes the buffer, the others keep the
+        # first run's. That is every element of all but upstream's large reference tensors
+        # (943,593 elements: 17 M of a binary op's 21 M), of which a dense call runs every
+        # k-th element, from the first to the last (a sweep of values is covered end to end),
+        # and a strided one its first elements (docs/testing.md). A run that stopped at a
+        # guard page where the first did not read past an array by the stack's filling
         first = ctypes.string_at(out, n)
-        run(0, _ZEROED, min(req["numel"], ZEROED_PREFIX))
-        if ctypes.string_at(out, n) != first:
+        run(0, _ZEROED, _zeroed_layout(req, strided, n) or
+            (min(req["numel"], ZEROED_PREFIX), strided, ndim, c_sizes, c_strides))
+        stopped = flags is not None and bool(flags[1].value & _OUT_OF_BOUNDS) and \
+            not reached & _OUT_OF_BOUNDS
+        if stopped or ctypes.string_at(out, n) != first:
             reached |= _UNINITIALIZED
             ctypes.memmove(out, first, n)
     if reached:
@@ -195,6 +200,22 @@ def handle(req):
         ctypes.memmove(out, first, n)
         flags[0].value = 0
     return resp
+
+
+def _zeroed_layout(req, strided: bool, out_nbytes: int):
+    """A dense call of more than ZEROED_PREFIX elements as a one-dimensional strided one over
+    every k-th element (the byte step of each operand times k), as run()'s layout (with the
+    stride arrays it points to), or None: run its prefix."""
+    numel = req["numel"]
+    if strided or numel <= ZEROED_PREFIX:
+        return None
+    step = -(-numel // ZEROED_PREFIX)
+    count = -(-numel // step)
+    sizes = (ctypes.c_long * 1)(count)
+    steps = [out_nbytes // numel] + [nbytes // numel for _, nbytes in req["inputs_at"]]
+    arrays = [(ctypes.c_long * 1)(item * step) for item in steps]
+    pointers = (ctypes.c_void_p * len(arrays))(*[ctypes.addressof(a) for a in arrays])
+    return count, True, 1, sizes, pointers, arrays     # the arrays, alive while it runs
 
 
 # porter/metal.h's porter_reached bits: the families read both ways (NaN operands, zeros of

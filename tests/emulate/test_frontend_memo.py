@@ -129,3 +129,98 @@ def test_an_edit_of_one_functor_walks_that_functor_alone(fixture_root, own_cache
     monkeypatch.setattr(frontend_memo.DeclarationMemo, "keep", recorded)
     frontend.views(EDITS["a comment in clean"](FILE), "k.metal", fixture_root)
     assert {w for w in walked if w.endswith("_functor")} == {"clean_functor"}
+
+
+_HEAD = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+"""
+
+# (file, its edit): a functor's findings that depend on text its key does not hold (review 45:
+# each was kept stale). The memo walks every functor of such a file.
+UNKEYABLE = {
+    "a macro defined inside another functor": (_HEAD + """
+struct b_functor {
+#define BODY return a + b;
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return a - b;
+  }
+};
+
+struct a_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    BODY
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_BINARY_OP(b, float, float);
+""", ("#define BODY return a + b;", "#define BODY goto end; end: return a + b;")),
+    "a functor named by pasting tokens": (_HEAD + """#define CALL(N) N##_functor()
+
+struct b_functor {
+  inline bfloat operator()(const float a) {
+    return bfloat(a);
+  }
+};
+
+struct a_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = CALL(b)(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_UNARY_OP(b, float, float);
+""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
+      "inline float operator()(const float a) {\n    return a;")),
+    "a struct closed by an indented brace": (_HEAD + """
+struct a_functor {
+  inline float operator()(const float a, const float b) { return a + b; }
+  };
+inline bfloat helper(float x) {
+  return bfloat(x);
+};
+
+struct b_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = helper(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_BINARY_OP(b, float, float);
+""", ("inline bfloat helper(float x) {\n  return bfloat(x);",
+      "inline float helper(float x) {\n  return x;")),
+    "a builtin the rule names at its first call": (_HEAD + """
+struct a_functor {
+  inline int operator()(const int a, const int b) {
+    return __builtin_popcount(a) + b;
+  }
+};
+
+struct b_functor {
+  inline int operator()(const int a, const int b) {
+    return __builtin_popcount(b) + a;
+  }
+};
+
+REGISTER_BINARY_OP(a, int, int);
+REGISTER_BINARY_OP(b, int, int);
+""", ("return __builtin_popcount(a) + b;", "return a + b;")),
+}
+
+
+@pytest.mark.parametrize("case", list(UNKEYABLE))
+def test_a_file_whose_functors_depend_on_text_outside_their_keys_is_walked_whole(
+        fixture_root, own_cache, case):
+    text, (old, new) = UNKEYABLE[case]
+    edited = text.replace(old, new)
+    assert edited != text
+    frontend.views(text, "k.metal", fixture_root)
+    kept = frontend.views(edited, "k.metal", fixture_root)
+    assert kept == frontend.views(edited, "k.metal", fixture_root, use_cache=False)

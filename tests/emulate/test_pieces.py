@@ -271,6 +271,11 @@ def test_a_functor_piece_declares_the_hand_written_kernels_the_rest_instantiates
     assert "\n  template [[host_name(" not in piece
     assert piece.count("\n") == text.count("\n")
     assert groups.piece_text(text, (groups.REST,)) == text
+    # a helper template's instantiation (a functor may call it) and a declaration already stay
+    helper = 'template [[host_name("h")]] float helper<float>(float);'
+    declared = 'extern template [[host_name("k")]] kernel void scaled_copy<int>(device int*);'
+    assert groups.piece_text(helper, ("twice",)) == helper
+    assert groups.piece_text(declared, ("twice",)) == declared
 
 
 @pytest.mark.slow

@@ -202,6 +202,44 @@ REGISTER_UNARY_OP(relu, float, float);
     assert client.undefined and client.undefined[0] & 32768, client.undefined
 
 
+def test_a_sweep_whose_unwritten_local_is_read_past_the_prefix_alone_is_found(fixture_root,
+                                                                              client):
+    """Wrong on purpose: a sorted sweep of 300,000 values, `result` written only for x <= 2.5,
+    which only its last elements exceed. The run on zeros covers every k-th element of a
+    dense call, the last ones included: the read is found. Its clean twin is not flagged."""
+    from porter.emulate.build import build_source
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+struct late_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    T result;
+    if (x <= T(2.5)) result = x;
+    return result;
+  }
+};
+
+struct early_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x <= T(2.5) ? x : T(0);
+  }
+};
+
+REGISTER_UNARY_OP(late, float, float);
+REGISTER_UNARY_OP(early, float, float);
+"""
+    lib = build_source(text, "late.metal", fixture_root)
+    x = torch.linspace(-3.0, 3.0, 300000)
+    run_registration(client, lib, lib.find("late", "float")[0], [x])
+    assert client.undefined and client.undefined[0] & 32768, client.undefined
+    out = run_registration(client, lib, lib.find("early", "float")[0], [x])
+    assert torch.equal(out, torch.where(x <= 2.5, x, torch.zeros_like(x)))
+    assert not (client.undefined and client.undefined[0] & 32768), client.undefined
+
+
 def test_metals_half_literals_build_and_are_rounded_to_half_once(fixture_root, client):
     """`0.1h` is Metal's half literal (the `h`/`H` suffix). g++ has no such suffix: the file
     was a build error, "does not build on a Mac", for a file a Mac builds."""
@@ -445,3 +483,45 @@ def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
         assert numpy_run.run_registration(client, div, trunc, rows["after"]).data.tolist() == [3]
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("sanitized", [True, False])
+def test_a_run_on_zeros_that_reads_past_an_array_is_not_proven(fixture_root, tmp_path,
+                                                               monkeypatch, sanitized):
+    """Wrong on purpose (review 45): an index read before it is written, in bounds on the
+    first filling of the stack and past a `constant` array on zeros. The run on zeros stops at
+    the guard page; its unwritten elements keep the first run's answers, so the answer alone
+    did not change: the stop itself marks the sample not proven, with the sanitizers and
+    without them."""
+    from porter.emulate.build import build_source
+    from porter.emulate.client import WorkerClient
+    from porter.emulate.toolchain import address_runtime
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(tmp_path / "cache"))
+    if not sanitized:
+        monkeypatch.setenv("PORTER_NO_ASAN", "1")
+    address_runtime.cache_clear()         # read once a process: this test's build and worker
+    text = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+
+constant float table[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+struct pick_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    uchar i;
+    return x + T(table[uchar(i + 16)]);
+  }
+};
+
+REGISTER_UNARY_OP(pick, float, float);
+"""
+    lib = build_source(text, "pick.metal", fixture_root)
+    own = WorkerClient()
+    try:
+        run_registration(own, lib, lib.find("pick", "float")[0], [torch.zeros(8)])
+        assert own.undefined and own.undefined[0] & 32768, own.undefined
+    finally:
+        own.close()
+        monkeypatch.delenv("PORTER_NO_ASAN", raising=False)
+        address_runtime.cache_clear()

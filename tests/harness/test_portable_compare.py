@@ -95,3 +95,19 @@ def test_bfloat16_rounding_is_torchs_on_ties_and_edges():
     keep = ~np.isnan(want)
     got, want = got[keep].view(np.uint32), want[keep].view(np.uint32)
     assert (got == want).all(), [(hex(g), hex(w)) for g, w in zip(got, want) if g != w][:5]
+
+
+@pytest.mark.parametrize("actual, expected", [(float("nan"), float("nan")), (1.0, float("nan")),
+                                              (1.0, 1.001), (2.0, 3.0)])
+def test_a_zero_d_bfloat16_compares_as_torch_does(actual, expected):
+    """A 0-d bfloat16 result (a reduction's, a scalar sample's) goes through isclose's rounding
+    too (review 45: it raised on a numpy scalar)."""
+    from torch.testing._internal.common_utils import TestCase
+    a = torch.tensor(actual, dtype=torch.bfloat16)
+    e = torch.tensor(expected, dtype=torch.bfloat16)
+    try:
+        TestCase().assertEqual(a, e, atol=1e-5, rtol=1.6e-2)
+        torch_equal = True
+    except AssertionError:
+        torch_equal = False
+    assert (compare(from_torch(a), from_torch(e), 1e-5, 1.6e-2, (0.0, 0.0)) is None) == torch_equal

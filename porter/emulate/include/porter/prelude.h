@@ -58,14 +58,6 @@ struct Entry {
 #define PORTER_HARNESS __attribute__((no_sanitize("address", "undefined")))
 #endif
 
-// A registration's element function (`elem` below): porter's load of the operands, the call
-// of the functor, the store. Its own loads and stores are of porter's buffers, in bounds by
-// construction, so AddressSanitizer's frame and checks there found nothing and cost a third of
-// a simple kernel's time. It stays -O0 and keeps UBSan (the conversions to and from the opmath
-// type); the functor it calls keeps AddressSanitizer, which also keeps g++ from inlining the
-// functor into it (sanitizer attributes that differ block inlining).
-#define PORTER_GLUE __attribute__((no_sanitize("address")))
-
 // Byte offset of element `i` (dim 0 fastest, as c10::metal::pos_from_thread_index).
 PORTER_HARNESS inline long offset(long i, int ndim, const long* sizes, const long* strides) {
   long off = 0;
@@ -104,7 +96,7 @@ template <typename F, typename I>
 struct Unary {
   using R = ::c10::metal::result_of<F, I>;
   static constexpr int arity = 1;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void*) {
+  static void elem(void* out, const void* const* in, const void*) {
     *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]));
   }
 };
@@ -113,7 +105,7 @@ template <typename F, typename I, typename A>
 struct UnaryAlpha {
   using R = ::c10::metal::result_of<F, I, A>;
   static constexpr int arity = 1;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void* alpha) {
+  static void elem(void* out, const void* const* in, const void* alpha) {
     *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]), *static_cast<const A*>(alpha));
   }
 };
@@ -122,7 +114,7 @@ template <typename F, typename I, typename OM>
 struct Binary {
   using R = ::c10::metal::result_of<F, I, I>;
   static constexpr int arity = 2;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void*) {
+  static void elem(void* out, const void* const* in, const void*) {
     *static_cast<R*>(out) = static_cast<R>(
         F()(OM(*static_cast<const I*>(in[0])), OM(*static_cast<const I*>(in[1]))));
   }
@@ -132,7 +124,7 @@ template <typename F, typename I, typename A>
 struct BinaryAlpha {
   using R = ::c10::metal::result_of<F, I, I, A>;
   static constexpr int arity = 2;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void* alpha) {
+  static void elem(void* out, const void* const* in, const void* alpha) {
     *static_cast<R*>(out) = F()(*static_cast<const I*>(in[0]), *static_cast<const I*>(in[1]),
                                 *static_cast<const A*>(alpha));
   }
@@ -142,7 +134,7 @@ template <typename F, typename I, typename OM>
 struct Ternary {
   using R = ::c10::metal::result_of<F, I, I, I>;
   static constexpr int arity = 3;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void*) {
+  static void elem(void* out, const void* const* in, const void*) {
     *static_cast<R*>(out) = static_cast<R>(F()(OM(*static_cast<const I*>(in[0])),
                                                OM(*static_cast<const I*>(in[1])),
                                                OM(*static_cast<const I*>(in[2]))));
@@ -155,7 +147,7 @@ template <typename F, typename I, typename A, typename OM>
 struct TernaryAlpha {
   using R = ::c10::metal::result_of<F, I, I, I, A>;
   static constexpr int arity = 3;
-  PORTER_GLUE static void elem(void* out, const void* const* in, const void* alpha) {
+  static void elem(void* out, const void* const* in, const void* alpha) {
     *static_cast<R*>(out) = static_cast<R>(F()(OM(*static_cast<const I*>(in[0])),
                                                OM(*static_cast<const I*>(in[1])),
                                                OM(*static_cast<const I*>(in[2])),
