@@ -155,10 +155,10 @@ REGISTER_UNARY_OP(lucky, int, int);
 @pytest.mark.parametrize("layout", ["dense", "transposed"])
 def test_a_call_past_the_zeroed_prefix_keeps_every_answer_and_still_finds_the_read(
         fixture_root, client, layout):
-    """The stack-of-zeros run covers a large call's first ZEROED_PREFIX elements only, written
-    over the first run's answers (upstream's 943,593-element reference tensors: half the
-    worker's time). Every answer past the prefix is the first run's, in both layouts, and a
-    read before a write in the prefix is still found."""
+    """The stack-of-zeros run covers ZEROED_PREFIX elements of a large call (every k-th of a
+    dense one, the first of a strided one), written over the first run's answers (upstream's
+    943,593-element reference tensors: half the worker's time). Every answer it skips is the
+    first run's, in both layouts, and a read before a write is still found."""
     from porter.emulate.build import build_source
     import re
 
