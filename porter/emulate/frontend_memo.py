@@ -118,20 +118,27 @@ class DeclarationMemo:
 # a call of a compiler builtin (`__builtin_popcount(`): clang declares it where it is first
 # called, and the rule that refuses it speaks at that call alone, so one functor's finding
 # depends on another's text
-_BUILTIN_CALL = re.compile(r"\b__(?!attribute__)\w+\s*\(")
+_BUILTIN_CALL = re.compile(r"\b__(?!attribute__\b)(?![A-Z0-9_]+__\b)\w+")
+# a function-like macro whose body pastes tokens: where a functor expands one, the names it
+# makes (`CAT(b, _functor)`) are not in the text the key reads
+_PASTING_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(((?:[^\n]*\\\n)*[^\n]*)", re.M)
 
 
 def _keyable(text: str, lines: list[str], spans: dict[str, tuple[int, int]]) -> bool:
     """Whether every functor's findings follow from its key: no directive inside a functor
     struct (a macro another one expands), no functor name made by pasting tokens (which the
-    key's reading of names cannot see), no compiler builtin called, and each struct's braces
+    key's reading of names cannot see), no compiler builtin named, and each struct's braces
     closing on the line its span ends (an indented `};` ends it sooner: what follows it is
     outside the struct, not in its key)."""
     from porter.source.cpp_scan import code_mask
     if _BUILTIN_CALL.search(text) or any("##" in ln and "functor" in ln for ln in lines):
         return False
+    pasting = [m.group(1) for m in _PASTING_MACRO.finditer(text) if "##" in m.group(2)]
+    calls = re.compile(r"\b(?:" + "|".join(map(re.escape, pasting)) + r")\s*\(") if pasting else None
     for a, b in spans.values():
         if any(ln.lstrip().startswith("#") for ln in lines[a:b + 1]):
+            return False
+        if calls is not None and calls.search("\n".join(lines[a:b + 1])):
             return False
         depth, opened = 0, False
         for k, ln in enumerate(code_mask("\n".join(lines[a:b + 1])).split("\n")):

@@ -52,6 +52,10 @@ def functor_spans(text: str) -> dict[str, tuple[int, int]]:
         if m:
             for j in range(i, len(lines)):
                 if lines[j].startswith("}"):
+                    if re.sub(r"//.*", "", lines[j]).strip() != "};":
+                        # code after the struct on its closing line would be blanked with it
+                        # out of every other piece's key: the whole file is built
+                        return {}
                     if m.group(1) not in spans:
                         spans[m.group(1)] = (i, j)
                     i = j
@@ -94,7 +98,7 @@ def pieces(text: str) -> list[Piece]:
 # [[host_name("lerp_tensor_dense_float")]] kernel void lerp_tensor_dense<float>(...);`, often
 # inside a macro of the file): the emulator runs registrations, never these kernels.
 _KERNEL_INSTANTIATION = re.compile(
-    r"(\bextern\s+)?\btemplate(\s*\[\[\s*host_name\s*\([^\]]*\)\s*\]\]\s*kernel\b)")
+    r"(\bextern(?:\s|\\\n)+)?\btemplate(\s*\[\[\s*host_name\s*\([^\]]*\)\s*\]\]\s*kernel\b)")
 
 
 def piece_text(text: str, names) -> str:

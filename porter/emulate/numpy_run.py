@@ -57,6 +57,10 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
     request = {"lib": str(lib.path), "index": reg.index, "entry": (reg.name, reg.in_type, reg.out_type), "out_nbytes": numel * out_np.itemsize,
                "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
     request["inputs"] = [_storage_bytes(t) for t in inputs]
+    if dense:
+        # a dense input's bytes run from its first element to its storage's end: the worker's
+        # run over every k-th element steps by the element, not by bytes / numel
+        request["in_item"] = inputs[0].itemsize if inputs else 0
     if not dense:
         sizes = list(reversed(shape)) or [1]
         out_strides = [s for s in np.empty(shape, dtype=out_np).strides]

@@ -55,6 +55,9 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration, inpu
                "numel": numel, "alpha": alpha, "sizes": None, "strides": None}
     if dense:
         request["inputs"] = [_tensor_bytes(t) for t in inputs]
+        # a dense input's bytes run from its first element to its storage's end: the worker's
+        # run over every k-th element steps by the element, not by bytes / numel
+        request["in_item"] = inputs[0].element_size() if inputs else 0
     else:
         sizes = list(reversed(shape)) or [1]
         strides = [list(reversed([s * out.element_size() for s in out.stride()])) or [0]]

@@ -174,15 +174,15 @@ def handle(req):
         # the first run's answers: a changed answer changes the buffer, the others keep the
         # first run's. That is every element of all but upstream's large reference tensors
         # (943,593 elements: 17 M of a binary op's 21 M), of which a dense call runs every
-        # k-th element, from the first to the last (a sweep of values is covered end to end),
-        # and a strided one its first elements (docs/testing.md). A run that stopped at a
-        # guard page where the first did not read past an array by the stack's filling
+        # k-th element, spread over the whole call (a sweep of values is covered across its
+        # range), and a strided one its first elements (docs/testing.md)
         first = ctypes.string_at(out, n)
         run(0, _ZEROED, _zeroed_layout(req, strided, n) or
             (min(req["numel"], ZEROED_PREFIX), strided, ndim, c_sizes, c_strides))
-        stopped = flags is not None and bool(flags[1].value & _OUT_OF_BOUNDS) and \
-            not reached & _OUT_OF_BOUNDS
-        if stopped or ctypes.string_at(out, n) != first:
+        # the elements it runs are some of the first run's, with the same inputs: a reading
+        # the first run did not reach (a stop at a guard page included) came from the stack
+        new = flags is not None and bool(flags[1].value & ~reached)
+        if new or ctypes.string_at(out, n) != first:
             reached |= _UNINITIALIZED
             ctypes.memmove(out, first, n)
     if reached:
@@ -207,12 +207,12 @@ def _zeroed_layout(req, strided: bool, out_nbytes: int):
     every k-th element (the byte step of each operand times k), as run()'s layout (with the
     stride arrays it points to), or None: run its prefix."""
     numel = req["numel"]
-    if strided or numel <= ZEROED_PREFIX:
+    if strided or numel <= ZEROED_PREFIX or "in_item" not in req:
         return None
     step = -(-numel // ZEROED_PREFIX)
     count = -(-numel // step)
     sizes = (ctypes.c_long * 1)(count)
-    steps = [out_nbytes // numel] + [nbytes // numel for _, nbytes in req["inputs_at"]]
+    steps = [out_nbytes // numel] + [req["in_item"]] * len(req["inputs_at"])
     arrays = [(ctypes.c_long * 1)(item * step) for item in steps]
     pointers = (ctypes.c_void_p * len(arrays))(*[ctypes.addressof(a) for a in arrays])
     return count, True, 1, sizes, pointers, arrays     # the arrays, alive while it runs

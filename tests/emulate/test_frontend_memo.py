@@ -212,6 +212,58 @@ struct b_functor {
 REGISTER_BINARY_OP(a, int, int);
 REGISTER_BINARY_OP(b, int, int);
 """, ("return __builtin_popcount(a) + b;", "return a + b;")),
+    "a functor named by a pasting macro's arguments": (_HEAD + """#define CAT(x, y) x##y
+
+struct b_functor {
+  inline bfloat operator()(const float a) {
+    return bfloat(a);
+  }
+};
+
+struct a_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = CAT(b, _functor)()(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_UNARY_OP(b, float, float);
+""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
+      "inline float operator()(const float a) {\n    return a;")),
+    "code after a struct on its closing line": (_HEAD + """
+struct a_functor {
+  inline float operator()(const float a, const float b) { return a + b; }
+}; inline bfloat helper(float x) { return bfloat(x); }
+
+struct b_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = helper(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_BINARY_OP(b, float, float);
+""", ("inline bfloat helper(float x) { return bfloat(x); }",
+      "inline float helper(float x) { return x; }")),
+    "a builtin behind a macro": (_HEAD + """#define POP __builtin_popcount
+
+struct a_functor {
+  inline int operator()(const int a, const int b) {
+    return POP(a) + b;
+  }
+};
+
+struct b_functor {
+  inline int operator()(const int a, const int b) {
+    return POP(b) + a;
+  }
+};
+
+REGISTER_BINARY_OP(a, int, int);
+REGISTER_BINARY_OP(b, int, int);
+""", ("return POP(a) + b;", "return a + b;")),
 }
 
 

@@ -276,6 +276,22 @@ def test_a_functor_piece_declares_the_hand_written_kernels_the_rest_instantiates
     declared = 'extern template [[host_name("k")]] kernel void scaled_copy<int>(device int*);'
     assert groups.piece_text(helper, ("twice",)) == helper
     assert groups.piece_text(declared, ("twice",)) == declared
+    continued = declared.replace("extern template", "extern \\\n  template")
+    assert groups.piece_text(continued, ("twice",)) == continued
+
+
+def test_code_after_a_struct_on_its_closing_line_builds_the_file_whole():
+    """Review 46: `}; inline float helper(...)` on a functor's last line was blanked with the
+    struct out of every other piece's key, so an edit of the helper left the other pieces'
+    objects stale (its old code ran, green). Such a file has no pieces; a comment after `};`
+    keeps them."""
+    text = _HAND_WRITTEN.replace("BODY", "in[tid]")
+    assert set(groups.functor_spans(text)) == {"twice", "thrice"}
+    closed_with_code = text.replace("    return x + x;\n  }\n};", "    return x + x;\n  }\n}; "
+                                    "inline float helper(float x) { return x; }")
+    assert closed_with_code != text and groups.functor_spans(closed_with_code) == {}
+    commented = text.replace("    return x + x;\n  }\n};", "    return x + x;\n  }\n};  // twice")
+    assert commented != text and set(groups.functor_spans(commented)) == {"twice", "thrice"}
 
 
 @pytest.mark.slow

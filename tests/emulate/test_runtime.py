@@ -238,6 +238,14 @@ REGISTER_UNARY_OP(early, float, float);
     out = run_registration(client, lib, lib.find("early", "float")[0], [x])
     assert torch.equal(out, torch.where(x <= 2.5, x, torch.zeros_like(x)))
     assert not (client.undefined and client.undefined[0] & 32768), client.undefined
+    # a dense view into a larger storage (its bytes run to the storage's end): the run on zeros
+    # steps by the element (review 46: it stepped by bytes / numel, twice too far, and the
+    # clean kernel was not proven)
+    view = torch.cat([x, x])[:300000]
+    assert view.is_contiguous() and view.untyped_storage().nbytes() == 2 * view.nbytes
+    out = run_registration(client, lib, lib.find("early", "float")[0], [view])
+    assert torch.equal(out, torch.where(view <= 2.5, view, torch.zeros_like(view)))
+    assert not (client.undefined and client.undefined[0] & 32768), client.undefined
 
 
 def test_metals_half_literals_build_and_are_rounded_to_half_once(fixture_root, client):
