@@ -134,7 +134,8 @@ def _keyable(text: str, lines: list[str], spans: dict[str, tuple[int, int]]) -> 
     if _BUILTIN_CALL.search(text) or any("##" in ln and "functor" in ln for ln in lines):
         return False
     pasting = [m.group(1) for m in _PASTING_MACRO.finditer(text) if "##" in m.group(2)]
-    calls = re.compile(r"\b(?:" + "|".join(map(re.escape, pasting)) + r")\s*\(") if pasting else None
+    calls = (re.compile(r"\b(?:" + "|".join(map(re.escape, pasting)) + r")\s*\(")
+             if pasting else None)
     for a, b in spans.values():
         if any(ln.lstrip().startswith("#") for ln in lines[a:b + 1]):
             return False

@@ -199,7 +199,7 @@ def compiler_id(cxx: str) -> str:
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
                   "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py",
-                  "fused_kernels.py", "guarded_arrays.py", "library_reader.py")
+                  "fused_kernels.py", "guarded_arrays.py", "library_reader.py", "frontend_memo.py")
 _code_digest: str | None = None
 
 
