@@ -13,6 +13,7 @@ from porter.emulate import groups
 from porter.emulate.build import build_source
 from porter.emulate.kernel_check import check_tree
 from porter.source.checkout import KERNELS
+from tests.emulate.functor_text import edit_body
 
 torch = pytest.importorskip("torch")
 
@@ -28,15 +29,6 @@ def _binary(fixture_root) -> str:
     return (fixture_root / KERNELS / "BinaryKernel.metal").read_text()
 
 
-def _edit_body(text: str, name: str, old: str, new: str) -> str:
-    start, end = groups.functor_spans(text)[name]
-    lines = text.split("\n")
-    body = "\n".join(lines[start:end + 1])
-    assert old in body, body
-    lines[start:end + 1] = body.replace(old, new, 1).split("\n")
-    return "\n".join(lines)
-
-
 @pytest.mark.slow
 def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache):
     text = _binary(fixture_root)
@@ -45,7 +37,7 @@ def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache
     build_source(text, "BinaryKernel.metal", fixture_root)
     before = set(own_cache.glob("piece-*.o"))
     assert len(before) == len(parts)
-    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    edited = edit_body(text, "hypot", "{", "{  // an author's edit")
     lib = build_source(edited, "BinaryKernel.metal", fixture_root)
     new = set(own_cache.glob("piece-*.o")) - before
     assert len(new) == 1
@@ -93,7 +85,7 @@ def test_the_build_of_one_piece_still_catches_an_error_in_another_functor(
         fixture_root, own_cache, broken, words):
     text = _binary(fixture_root)
     build_source(text, "BinaryKernel.metal", fixture_root)
-    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    edited = edit_body(text, "hypot", "{", "{  // an author's edit")
     start, end = groups.functor_spans(edited)["copysign"]
     lines = edited.split("\n")
     body = "\n".join(lines[start:end + 1])
@@ -122,11 +114,11 @@ def test_a_fixed_functor_is_not_held_red_by_another_pieces_cached_error(fixture_
     body unlike the original), hypot's cached piece still named copysign's old error: the
     fixed file stayed red on every run, with an error its text no longer has."""
     text = _binary(fixture_root)
-    broken = _edit_body(text, "copysign", "    return",
+    broken = edit_body(text, "copysign", "    return",
                         "    (void)porter_not_declared(1);\n    return")
     lib = build_source(broken, "BinaryKernel.metal", fixture_root, strict=False)
     assert any("porter_not_declared" in e for e in lib.build_errors())
-    fixed = _edit_body(text, "copysign", "    return", "    // fixed another way\n    return")
+    fixed = edit_body(text, "copysign", "    return", "    // fixed another way\n    return")
     lib = build_source(fixed, "BinaryKernel.metal", fixture_root, strict=False)
     assert lib.build_errors() == []
     assert all(r.built for r in lib.registrations if r.name == "copysign")
@@ -196,7 +188,7 @@ REGISTER_HYPOT_TWICE(float);
 
 def test_a_functor_that_code_outside_the_functors_calls_is_in_every_pieces_key(fixture_root):
     text = _binary(fixture_root) + HAND_WRITTEN
-    edited = _edit_body(text, "hypot", "{", "{  // an author's edit")
+    edited = edit_body(text, "hypot", "{", "{  // an author's edit")
     before, after = groups.pieces(text), groups.pieces(edited)
     # every piece's object holds hypot's code: every key changes with its body
     assert all(a.key_text != b.key_text for a, b in zip(before, after)), \
@@ -204,7 +196,7 @@ def test_a_functor_that_code_outside_the_functors_calls_is_in_every_pieces_key(f
     assert all("hypot" in p.covers for p in before)
     # without such code, an edit of hypot leaves the other pieces' keys alone
     plain = groups.pieces(_binary(fixture_root))
-    changed = groups.pieces(_edit_body(_binary(fixture_root), "hypot", "{", "{  // an edit"))
+    changed = groups.pieces(edit_body(_binary(fixture_root), "hypot", "{", "{  // an edit"))
     assert sum(a.key_text != b.key_text for a, b in zip(plain, changed)) == 1
 
 
