@@ -1053,12 +1053,8 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
         return False
 
     found = []
-    for top, nodes in _own_preorders(tu.cursor, namer):
-        kept = namer.memo.rows("unsequenced", top, namer.display)
-        if kept is not None:
-            found += kept
-            continue
-        start = len(found)
+
+    def calls_of(nodes) -> None:
         for cursor in nodes:
             if cursor.kind != K.CALL_EXPR:
                 continue
@@ -1070,7 +1066,10 @@ def _unsequenced_calls(tu, namer: "_Namer") -> tuple[tuple[str, int, str], ...]:
                 except StopIteration:
                     callee = "a call"
                 found.append((f, line, callee))
-        namer.memo.keep("unsequenced", top, namer.display, found[start:])
+
+    for top, nodes in _own_preorders(tu.cursor, namer):
+        namer.memo.replay_or_walk(top, namer.display, {"unsequenced": found},
+                                  lambda: calls_of(nodes))
     return tuple(dict.fromkeys(found))
 
 
@@ -1199,15 +1198,10 @@ def _narrow_mul_adds(tu, namer: "_Namer") -> tuple[tuple[str, int, str, str], ..
 
     found = []
     for functor, nodes in _own_preorders(tu.cursor, namer):
-        kept = namer.memo.rows("mul_adds", functor, namer.display)
-        if kept is not None:
-            found += kept
-            continue
-        start = len(found)
         if functor.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
                 functor.spelling.endswith("_functor"):
-            rows_of(functor, nodes, found)
-        namer.memo.keep("mul_adds", functor, namer.display, found[start:])
+            namer.memo.replay_or_walk(functor, namer.display, {"mul_adds": found},
+                                      lambda: rows_of(functor, nodes, found))
     return tuple(dict.fromkeys(found))
 
 
@@ -1265,15 +1259,11 @@ def _mixed_halves(tu, namer: "_Namer", version: int | None = None
 
     found: list = []
     for top, nodes in _own_preorders(tu.cursor, namer):
-        kept = namer.memo.rows("mixed", top, namer.display)
-        if kept is not None:
-            found += kept
-            continue
-        start = len(found)
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
-        walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes)
-        namer.memo.keep("mixed", top, namer.display, found[start:])
+        namer.memo.replay_or_walk(
+            top, namer.display, {"mixed": found},
+            lambda: walk(top, top.spelling[:-len("_functor")] if functor else "*", found, nodes))
     # the checkout's headers, once per content and version (a header's code is the same
     # whichever file includes it, as _header_findings takes it)
     by_header: dict[str, list] = {}
@@ -1414,14 +1404,8 @@ def _products(tu, namer: "_Namer") -> tuple:
             visit(kid, keep)
 
     free = []
-    for top in _own_declarations(tu.cursor, namer):
-        kept, kept_free = (namer.memo.rows("products", top, namer.display),
-                           namer.memo.rows("free", top, namer.display))
-        if kept is not None and kept_free is not None:
-            found += kept
-            free += kept_free
-            continue
-        start, start_free = len(found), len(free)
+
+    def products_of(top) -> None:
         functor = top.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE) and \
             top.spelling.endswith("_functor")
         if functor:
@@ -1429,8 +1413,10 @@ def _products(tu, namer: "_Namer") -> tuple:
         visit(top, None)
         if functor and not computes.pop():
             free.append(top.spelling[:-len("_functor")])
-        namer.memo.keep("products", top, namer.display, found[start:])
-        namer.memo.keep("free", top, namer.display, free[start_free:])
+
+    for top in _own_declarations(tu.cursor, namer):
+        namer.memo.replay_or_walk(top, namer.display, {"products": found, "free": free},
+                                  lambda: products_of(top))
     out, seen = [], {}
     for line, tokens, lone, left in found:
         k = seen.get((line, tokens), 0)
@@ -2102,16 +2088,8 @@ def _ast_rules(tu, namer: _Namer, version: int, cut: int = 0) -> list[str]:
                     visit(c, False, False)
                 top(c)
                 continue
-            kept, kept_late = (namer.memo.rows("rules", c, namer.display),
-                               namer.memo.rows("late", c, namer.display))
-            if kept is not None and kept_late is not None:
-                found.extend(kept)
-                late_found.extend(kept_late)
-                continue
-            start, start_late = len(found), len(late_found)
-            visit(c, False, False)
-            namer.memo.keep("rules", c, namer.display, found[start:])
-            namer.memo.keep("late", c, namer.display, late_found[start_late:])
+            namer.memo.replay_or_walk(c, namer.display, {"rules": found, "late": late_found},
+                                      lambda: visit(c, False, False))
 
     # a header's findings do not depend on the file including it: once per header content
     # and version (a kernel file's own are found every time)

@@ -33,9 +33,9 @@ _LOCK = threading.Lock()      # the versions are checked in threads
 
 
 class DeclarationMemo:
-    """The kept rows of one file's functors under one version. `rows` answers a walk's rows
-    for a top-level cursor (None: walk it); `keep` records a walked functor's rows; `flush`
-    keeps the entries whose every walk was recorded."""
+    """The kept rows of one file's functors under one version. `replay_or_walk` gives a
+    top-level cursor's kept rows or walks it and records what the walk found; `flush` keeps
+    the entries whose every walk was recorded."""
 
     def __init__(self, text: str, context: str, where):
         # where(location) -> (file, line) in the kernel file, as the front end names them
@@ -91,20 +91,27 @@ class DeclarationMemo:
             self._entries[name] = entry
         return self._entries[name]
 
-    def rows(self, walk: str, top, display: str) -> list | None:
+    def replay_or_walk(self, top, display: str, into: dict[str, list], walk) -> None:
+        """Extend each list of `into` (a walk's name -> the rows it finds) with `top`'s kept
+        rows; or, none kept, run `walk()` (which appends to those lists) and keep what it
+        appended, for `flush`."""
         name = self._name(top, display)
         entry = self._entry(name) if name is not None else None
-        return [_restored(walk, r) for r in entry[walk]] if entry is not None else None
+        if entry is not None:
+            for kind, rows in into.items():
+                rows += [_restored(kind, r) for r in entry[kind]]
+            return
+        starts = {kind: len(rows) for kind, rows in into.items()}
+        walk()
+        if name is not None:
+            fresh = self._fresh.setdefault(name, {})
+            for kind, rows in into.items():
+                fresh[kind] = list(rows[starts[kind]:])
 
     def walked(self, top, display: str) -> bool:
         """Whether every walk of `top` is kept: its nodes need not be read at all."""
         name = self._name(top, display)
         return name is not None and self._entry(name) is not None
-
-    def keep(self, walk: str, top, display: str, rows) -> None:
-        name = self._name(top, display)
-        if name is not None and self._entry(name) is None:
-            self._fresh.setdefault(name, {})[walk] = list(rows)
 
     def flush(self) -> None:
         for name, entry in self._fresh.items():
@@ -186,14 +193,11 @@ def _hold(key: str, entry: dict) -> None:
 class NoMemo:
     """A check that keeps nothing (`use_cache=False`, a header's own walk)."""
 
-    def rows(self, walk, top, display):
-        return None
+    def replay_or_walk(self, top, display, into, walk) -> None:
+        walk()
 
     def walked(self, top, display) -> bool:
         return False
-
-    def keep(self, walk, top, display, rows) -> None:
-        pass
 
     def flush(self) -> None:
         pass

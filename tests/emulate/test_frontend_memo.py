@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from porter.emulate import frontend, frontend_memo, groups
+from porter.emulate import frontend, frontend_memo
+from tests.emulate.functor_text import edit_body
 
 FILE = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
@@ -68,22 +69,13 @@ REGISTER_BINARY_OP(clean, float, float);
 """
 
 
-def _in_functor(text: str, name: str, old: str, new: str) -> str:
-    start, end = groups.functor_spans(text)[name]
-    lines = text.split("\n")
-    body = "\n".join(lines[start:end + 1])
-    assert old in body, body
-    lines[start:end + 1] = body.replace(old, new, 1).split("\n")
-    return "\n".join(lines)
-
-
 EDITS = {
-    "a comment in clean": lambda t: _in_functor(t, "clean", "return a > b", "return /* x */ a > b"),
-    "lam's lambda removed": lambda t: _in_functor(
+    "a comment in clean": lambda t: edit_body(t, "clean", "return a > b", "return /* x */ a > b"),
+    "lam's lambda removed": lambda t: edit_body(
         t, "lam", "    auto f = [](T x) { return x; };\n    return f(a) + b;", "    return a + b;"),
-    "a line added in seq, the functors below moved": lambda t: _in_functor(
+    "a line added in seq, the functors below moved": lambda t: edit_body(
         t, "seq", "    return", "    a = a;\n    return"),
-    "a product added to clean": lambda t: _in_functor(t, "clean", "a : b", "a * b : b"),
+    "a product added to clean": lambda t: edit_body(t, "clean", "a : b", "a * b : b"),
     "the helper outside the functors edited": lambda t: t.replace("x * 2", "x * 3 + x"),
     "a functor renamed": lambda t: t.replace("prod_functor", "product_functor").replace(
         "REGISTER_BINARY_OP(prod,", "REGISTER_BINARY_OP(product,"),
@@ -120,15 +112,15 @@ def test_an_edited_files_kept_and_walked_findings_are_a_fresh_checks(fixture_roo
 def test_an_edit_of_one_functor_walks_that_functor_alone(fixture_root, own_cache, monkeypatch):
     frontend.views(FILE, "k.metal", fixture_root)
     walked = []
-    keep = frontend_memo.DeclarationMemo.keep
+    flush = frontend_memo.DeclarationMemo.flush
 
-    def recorded(self, walk, top, display, rows):
-        walked.append(top.spelling)
-        return keep(self, walk, top, display, rows)
+    def recorded(self):
+        walked.extend(self._fresh)          # the functors walked anew, before they are kept
+        return flush(self)
 
-    monkeypatch.setattr(frontend_memo.DeclarationMemo, "keep", recorded)
+    monkeypatch.setattr(frontend_memo.DeclarationMemo, "flush", recorded)
     frontend.views(EDITS["a comment in clean"](FILE), "k.metal", fixture_root)
-    assert {w for w in walked if w.endswith("_functor")} == {"clean_functor"}
+    assert set(walked) == {"clean"}
 
 
 _HEAD = """#include <c10/metal/indexing.h>
