@@ -23,6 +23,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -152,10 +154,47 @@ def build_file(path: str | Path, root: str | Path | None = None, *, opt: str = "
                         version=version, contract=contract, only=only, folding=folding)
 
 
+# The builds under way in this process, by everything their result depends on: a second ask for
+# one waits for it and takes its library (or its error) instead of compiling the file again.
+# `porter test --watch` starts the build of a saved kernel file at once, before its round has
+# read the checkout's hosts and the ops' kernels; the round's own ask then joins it.
+_UNDER_WAY: dict[tuple, Future] = {}
+_UNDER_WAY_LOCK = threading.Lock()
+
+
 def build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
                  version: int = PRIMARY_VERSION, contract: bool = False,
                  only: str | None = None, folding: bool = False) -> Library:
+    """_build_source, joining a build of the same text and arguments already under way in
+    another thread of this process (`use_cache=False` always builds anew)."""
+    args = dict(opt=opt, strict=strict, use_cache=use_cache, version=version,
+                contract=contract, only=only, folding=folding)
+    if not use_cache:
+        return _build_source(text, display_path, root, **args)
+    ident = (text, str(display_path), str(root), tuple(sorted(args.items())))
+    with _UNDER_WAY_LOCK:
+        running = _UNDER_WAY.get(ident)
+        if running is None:
+            mine = _UNDER_WAY[ident] = Future()
+    if running is not None:
+        return running.result()
+    try:
+        lib = _build_source(text, display_path, root, **args)
+    except BaseException as err:
+        mine.set_exception(err)
+        raise
+    finally:
+        with _UNDER_WAY_LOCK:
+            del _UNDER_WAY[ident]
+    mine.set_result(lib)
+    return lib
+
+
+def _build_source(text: str, display_path: str | Path, root: str | Path | None = None, *,
+                  opt: str = "-O0", strict: bool = True, use_cache: bool = True,
+                  version: int = PRIMARY_VERSION, contract: bool = False,
+                  only: str | None = None, folding: bool = False) -> Library:
     """Build `text` (the contents of a .metal file shown as `display_path` in messages) under
     `version` (__METAL_VERSION__). The primary version's build also checks the file under
     every other version PyTorch builds with (porter.emulate.dialect): Metal's language in each,

@@ -1354,6 +1354,11 @@ class EmulateBackend:
             raise lib
         return lib
 
+    def kernel_files(self) -> list[Path]:
+        """The kernel files this run built (or found built): what `--watch` builds at once
+        when one of them is saved."""
+        return sorted(self._libs)
+
     def _worker(self) -> WorkerClient:
         if self._client is None:
             self._client = WorkerClient()

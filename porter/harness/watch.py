@@ -99,9 +99,10 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
     if opts.device != "emulate":
         raise PorterError("--watch re-runs the emulator on every save; it needs --device emulate")
     root = checkout.root
+    built: set[Path] = set()        # the kernel files the last round built
     try:
         files = watched_files(root)
-        _round(opts, root, out, reference_gaps)
+        _round(opts, root, out, reference_gaps, built)
         stamps = _stamps(files)
         out.write(f"porter: watching {len(files)} file(s): the kernels' sources, their hosts and "
                   "the CPU reference's; Ctrl-C stops\n")
@@ -118,17 +119,42 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
             names = ", ".join(str(f.relative_to(root)) if f.is_relative_to(root) else str(f)
                               for f in changed)
             out.write(f"\nporter: changed: {names}\n")
+            _start_builds([f for f in changed if f in built], root)
             files = watched_files(root)          # a save may add an #include
             stamps = _stamps(files)
-            _round(opts, root, out, reference_gaps)
+            _round(opts, root, out, reference_gaps, built)
     except KeyboardInterrupt:
         out.write("\nporter: watch stopped\n")
         out.flush()
         return exit_codes.OK
 
 
-def _round(opts, root, out, reference_gaps=None) -> int:
-    """One `porter test` with a fresh backend (its libraries are re-read); errors are printed."""
+EARLY_BUILD = "porter-watch-build"     # its threads' names
+
+
+def _start_builds(metals: list[Path], root: Path) -> None:
+    """Start building the saved kernel files the last round built, each in a thread of its own,
+    before this round reads the checkout: g++ and the front end work on the other core while
+    it does, and the round's build of the same text joins this one (porter.emulate.build.
+    build_source) instead of compiling it again, and takes its library or its error."""
+    import threading
+
+    from porter.emulate.build import build_file
+
+    def build(metal: Path) -> None:
+        try:
+            build_file(metal, root, strict=False)
+        except Exception:       # noqa: BLE001 (the round's own ask raises it and says why)
+            pass
+
+    for metal in metals:
+        threading.Thread(target=build, args=(metal,), daemon=True,
+                         name=f"{EARLY_BUILD} {metal.name}").start()
+
+
+def _round(opts, root, out, reference_gaps=None, built: set | None = None) -> int:
+    """One `porter test` with a fresh backend (its libraries are re-read); errors are printed.
+    `built`: filled with the kernel files the round built."""
     from porter.harness import session
     from porter.harness.devices import get_backend
 
@@ -143,6 +169,9 @@ def _round(opts, root, out, reference_gaps=None) -> int:
         out.write(f"porter: error: {err}\n")
         code = err.exit_code
     finally:
+        if built is not None and hasattr(backend, "kernel_files"):
+            built.clear()
+            built.update(backend.kernel_files())
         close = getattr(backend, "close", None)
         if close:
             close()

@@ -281,3 +281,71 @@ def test_a_strict_build_after_a_lenient_one_of_the_same_file_still_raises(fixtur
     with pytest.raises(EmulateBuildError) as info:
         build_file(DATA / "wrong_output.metal", fixture_root)
     assert "exp registered with output type int for input int" in str(info.value)
+
+
+def test_a_second_ask_for_a_build_under_way_joins_it(monkeypatch):
+    """Before: `--watch` could not start a saved file's build before its round read the
+    checkout, since the round's own build_source compiled the same text a second time. A build
+    under way is joined (its library or its error); another text, other arguments, a build
+    without the cache, or an ask after it ended build on their own."""
+    import threading
+
+    from porter.emulate import build
+
+    started, release = threading.Event(), threading.Event()
+    calls: list[tuple] = []
+
+    def gated(text, display_path, root=None, **args):
+        calls.append((text, args["strict"], args["use_cache"]))
+        started.set()
+        release.wait(10)
+        if text == "broken":
+            raise EmulateBuildError("k.metal:1: error: planted")
+        return object()
+
+    monkeypatch.setattr(build, "_build_source", gated)
+
+    def both(first: dict, second: dict):
+        """What each of two asks got, the second made while the first is compiling."""
+        started.clear(), release.clear()
+        got: list = [None, None]
+
+        def ask(i, kw):
+            try:
+                got[i] = build.build_source(**kw)
+            except EmulateBuildError as err:
+                got[i] = err
+        one = threading.Thread(target=ask, args=(0, first))
+        one.start()
+        assert started.wait(10)
+        two = threading.Thread(target=ask, args=(1, second))
+        two.start()
+        two.join(0.2)               # a second ask that builds anew is in `calls` by now
+        release.set()
+        one.join(10), two.join(10)
+        return got
+
+    ask = dict(text="k", display_path="k.metal", root="/r", strict=False)
+    table = [  # (second ask, joined)
+        (ask, True),
+        ({**ask, "text": "k2"}, False),
+        ({**ask, "strict": True}, False),
+        ({**ask, "root": "/other"}, False),
+        ({**ask, "use_cache": False}, False),
+    ]
+    for second, joined in table:
+        calls.clear()
+        first_got, second_got = both(ask, second)
+        assert (first_got is second_got) == joined, second
+        assert len(calls) == (1 if joined else 2), (second, calls)
+    # an error is the joiner's too, from the one compile
+    calls.clear()
+    broken = {**ask, "text": "broken"}
+    first_got, second_got = both(broken, broken)
+    assert isinstance(first_got, EmulateBuildError) and first_got is second_got
+    assert len(calls) == 1
+    # the build ended: the next ask builds (and finds the disk cache, in the real one)
+    calls.clear()
+    release.set()
+    build.build_source(**ask)
+    assert len(calls) == 1 and not build._UNDER_WAY

@@ -1,0 +1,56 @@
+"""`porter test --watch` starts a saved kernel file's build before its round reads the
+checkout, and the round joins that build (porter.emulate.build.build_source) instead of
+compiling the file again."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import threading
+
+import pytest
+
+from porter.source.checkout import KERNELS
+from tests.porter_run import porter
+
+RIGHT = "    return a == 0 ? b : static_cast<T>(a > 0);\n"
+SPELLED_OTHERWISE = "    return a == 0 ? b : static_cast<T>(0 < a);\n"
+WRONG = "    return a == 0 ? b : static_cast<T>(a < 0);\n"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="host emulation needs g++")
+def test_a_saved_kernel_file_is_built_once_from_the_save_and_its_round_gives_its_verdict(
+        real_root, monkeypatch):
+    from porter.emulate import build
+    from porter.harness import watch
+    from porter.harness.session import Options
+
+    assert porter("new-op", "heaviside", "--no-test", root=real_root).code == 0
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    text = metal.read_text()
+    assert text.count(RIGHT) == 1
+    opts = Options(ops=["heaviside"], root=str(real_root), device="emulate", dtypes=["int32"])
+    built: set = set()
+    out = io.StringIO()
+    assert watch._round(opts, real_root, out, None, built) == 0, out.getvalue()
+    # the round says which kernel files it built: the ones a save of starts at once
+    assert built == {metal}
+
+    compiled: list[str] = []
+    pieces = build._build_in_pieces
+
+    def counted(cxx, flags, dirs, tmpdir, source, display_path, *args, **kwargs):
+        if str(display_path) == str(metal):
+            compiled.append((threading.current_thread().name, source))
+        return pieces(cxx, flags, dirs, tmpdir, source, display_path, *args, **kwargs)
+    monkeypatch.setattr(build, "_build_in_pieces", counted)
+    for body, code in ((SPELLED_OTHERWISE, 0), (WRONG, 1)):
+        compiled.clear()
+        metal.write_text(text.replace(RIGHT, body))
+        watch._start_builds([metal], real_root)
+        out = io.StringIO()
+        assert watch._round(opts, real_root, out, None, built) == code, out.getvalue()
+        # one compile of the saved text: the early build's, which the round took
+        assert len(compiled) == 1, [name for name, _ in compiled]
+        assert compiled[0][0] == f"{watch.EARLY_BUILD} {metal.name}"
+        assert body.strip() in compiled[0][1]
