@@ -255,7 +255,9 @@ def _build_source(text: str, display_path: str | Path, root: str | Path | None =
         with tempfile.TemporaryDirectory(prefix="porter-emulate-") as tmp:
             tmpdir = Path(tmp)
             pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
-                                      strict, only) if use_cache else None
+                                      strict, only,
+                                      frontend.expansion(checked, display_path, root, version)
+                                      ) if use_cache else None
             in_pieces = pieces is not None
             if in_pieces:
                 quarantined, dropped, owners = pieces
@@ -295,7 +297,7 @@ def _build_source(text: str, display_path: str | Path, root: str | Path | None =
     functor_errors = _by_functor(metal_errors, text.split("\n"), display_path)
     others = dialect.distinct(views)
     metal_errors += _other_versions(lines, display_path, root, quarantined, others,
-                                    in_pieces=in_pieces)
+                                    in_pieces=in_pieces, checked=checked)
     held = kernel_cache.pin(so_path)      # _publish pinned it as it was published: that one
     regs = read_registrations(held, in_worker=ADDRESS_CHECK[0] in flags)
     write_whole(meta_path, json.dumps({"regs": [asdict(r) for r in regs], "display": str(display_path),
@@ -459,11 +461,13 @@ def _by_functor(errors: list[str], lines: list[str], display_path) -> dict[str, 
 
 
 def _other_versions(lines: list[str], display_path, root, quarantined: dict[str, str],
-                    versions: list[int], *, in_pieces: bool = False) -> list[str]:
+                    versions: list[int], *, in_pieces: bool = False,
+                    checked: str | None = None) -> list[str]:
     """A syntax pass of the built text (what this build quarantined left out) under each other
     version whose tokens differ: a branch a Metal 3.2 or 4.0 build compiles must build too.
     A file built in pieces checks only the pieces this version has not passed before (each
-    piece's pass is remembered by its key, as its object is)."""
+    piece's pass is remembered by its key, as its object is); `checked`: the file as written
+    (the pieces' expansion is its)."""
     from porter.emulate.probe import probe_source
 
     text = "\n".join(lines)
@@ -471,8 +475,8 @@ def _other_versions(lines: list[str], display_path, root, quarantined: dict[str,
     for v in versions:
         select, passed = None, []
         if in_pieces:
-            select, passed = _unchecked_pieces(text, root, v, display_path)
-            if not select:
+            select, passed = _unchecked_pieces(text, root, v, display_path, checked)
+            if select == []:
                 continue
         error = probe_source(text, display_path, root, None, skip=list(quarantined), version=v,
                              language=False, select=select)
@@ -489,15 +493,20 @@ def _piece_key(piece: groups.Piece, dirs, flags, cxx) -> str:
     return cache_key(f"piece\0{piece.name}\0{piece.key_text}", dirs, flags, cxx)
 
 
-def _unchecked_pieces(text: str, root, version: int,
-                      display_path=None) -> tuple[list[str], list[Path]]:
+def _unchecked_pieces(text: str, root, version: int, display_path=None,
+                      checked: str | None = None) -> tuple[list[str] | None, list[Path]]:
     """The pieces of `text` whose syntax pass under `version` is not on record, and the
-    markers to set once it passes."""
+    markers to set once it passes; (None, []) where the file has no pieces under `version`
+    (groups.sealed, of `checked` as this version preprocesses it): the whole file's pass."""
     dirs = headers.include_dirs(Path(root) if root is not None else None)
     cxx = compiler()
     flags = version_flags(base_flags(cxx) + ["-O0", "-fsyntax-only"], version, display_path)
+    parts = groups.pieces(text, None if checked is None else
+                          frontend.expansion(checked, display_path, root, version))
+    if not parts:
+        return None, []
     select, markers = [], []
-    for piece in groups.pieces(text):
+    for piece in parts:
         marker = cache_dir() / f"syntax-{_piece_key(piece, dirs, flags, cxx)}.ok"
         if marker.is_file():
             kernel_cache.touch(marker)
@@ -508,7 +517,7 @@ def _unchecked_pieces(text: str, root, version: int,
 
 
 def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so_path: Path,
-                     strict: bool, only: str | None = None
+                     strict: bool, only: str | None = None, expansion=None
                      ) -> tuple[dict[str, str], list[str], set[str] | None] | None:
     """Build the library from one object per run of functors (porter.emulate.groups), each
     from the cache where its key is there, and link them: (quarantined, dropped) as the
@@ -517,10 +526,11 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     pieces. A
     piece that does not compile is quarantined on its own, as the whole file is (its result
     cached with its object); what no piece can attribute raises as the whole-file build does.
-    `only`: a registered name; its piece alone is built and linked."""
+    `only`: a registered name; its piece alone is built and linked. `expansion`: the file as
+    the preprocessor leaves it (groups.sealed: without it, no pieces)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    parts = groups.pieces(text)
+    parts = groups.pieces(text, expansion)
     if len(parts) < 2:
         return None
     functors = [n for p in parts for n in p.names if n != groups.REST]

@@ -467,6 +467,7 @@ def std(version: int) -> str:
 
 _PREPROCESSED: "OrderedDict[str, tuple[str | None, str | None]]" = OrderedDict()
 _PREPROCESSED_LOCK = threading.Lock()
+_PREPROCESSING: dict[str, threading.Lock] = {}
 _PREPROCESSED_KEPT = 6      # a build's versions and the names' pass of one file (~3 MB each)
 
 
@@ -482,12 +483,54 @@ def _preprocess(text: str, display_path: str, root: Path | None,
         if found is not None:
             _PREPROCESSED.move_to_end(key)
             return found
-    found = _preprocessed_now(text, display_path, root, version)
+        # one run of a text at a time: the build's pieces and the front end ask for the
+        # primary version's together
+        lock = _PREPROCESSING.setdefault(key, threading.Lock())
+    with lock:
+        with _PREPROCESSED_LOCK:
+            found = _PREPROCESSED.get(key)
+        if found is None:
+            found = _preprocessed_now(text, display_path, root, version)
+            with _PREPROCESSED_LOCK:
+                _PREPROCESSED[key] = found
+                while len(_PREPROCESSED) > _PREPROCESSED_KEPT:
+                    _PREPROCESSED.popitem(last=False)
     with _PREPROCESSED_LOCK:
-        _PREPROCESSED[key] = found
-        while len(_PREPROCESSED) > _PREPROCESSED_KEPT:
-            _PREPROCESSED.popitem(last=False)
+        _PREPROCESSING.pop(key, None)
     return found
+
+
+def expansion(text: str, display_path, root: Path | None, version: int):
+    """The kernel file as the metallib build's preprocessor leaves it under `version`, per
+    functor struct (porter.emulate.groups.Expansion: what decides whether its functors may be
+    keyed apart), or None where it does not preprocess."""
+    pre, _ = _preprocess(text, str(display_path), root, version)
+    if pre is None:
+        return None
+    raw = pre.split("\n")
+    return expansion_of(raw, _positions(raw), str(display_path), text)
+
+
+def expansion_of(raw: list[str], positions: list[tuple[str, int]], display_path: str,
+                 text: str):
+    """groups.Expansion of the preprocessed lines `raw` of the kernel file `text`."""
+    from porter.emulate import groups
+
+    spans = groups.functor_spans(text)
+    owner: dict[int, str] = {}
+    for name, (a, b) in spans.items():
+        owner.update({line: name for line in range(a + 1, b + 2)})
+    functors: dict[str, list[str]] = {name: [] for name in spans}
+    outside: list[str] = []
+    for line, (file, number) in zip(raw, positions):
+        if file != display_path or line.startswith("# "):
+            continue
+        name = owner.get(number)
+        if name is not None:
+            functors[name].append(line)
+        elif "host_name" not in line:
+            outside.append(line)
+    return groups.Expansion({n: "\n".join(ls) for n, ls in functors.items()}, "\n".join(outside))
 
 
 def _preprocessed_now(text: str, display_path: str, root: Path | None,
@@ -938,7 +981,8 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
         namer.memo = frontend_memo.DeclarationMemo(
             text, f"{display_path}\0{root}\0{version}\0{_mode_digest()}\0"
                   f"{_headers_digest(root, display_path)}\0"
-                  f"{sorted(names[0])}\0{sorted(names[1])}", namer.where)
+                  f"{sorted(names[0])}\0{sorted(names[1])}", namer.where,
+            expansion_of(raw, positions, display_path, text))
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
@@ -1501,10 +1545,13 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
     spans = groups.functor_spans(text)
     lines = text.split("\n")
     bodies = {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()}
-    # functors named outside every struct (by a macro, a helper): every piece's key holds them
+    # functors named outside every struct (by a macro, a helper): every piece's key holds them;
+    # in a file whose functors reach others without spelling their names, all of them
     outside = re.sub(r"^struct \w+_functor;$", "", groups._masked(lines, spans, set()),
                      flags=re.M)
     named = [n for n in dict.fromkeys(re.findall(r"\b(\w+)_functor\b", outside)) if n in spans]
+    if not groups.sealed(text, expansion_of(raw, _positions(raw), display_path, text)):
+        named = list(spans)
     by_functors: dict[tuple[str, ...], list[int]] = {}
     for group in rows:
         by_functors.setdefault(_functors_named("\n".join(raw[i] for i in group)),

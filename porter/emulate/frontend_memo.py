@@ -8,7 +8,9 @@ functor struct's rows are kept, keyed as porter.emulate.groups keys a functor's 
 file with every other functor struct blanked out (its own text, the functors it names, all
 code outside functors and the functors that code names), the Metal version, the front end's
 mode and the checkout's headers. The blanked structs keep their line count, so an edit that
-moves a functor's lines changes its key, and kept rows carry their own lines. A functor not
+moves a functor's lines changes its key, and kept rows carry their own lines. A file whose
+functors reach others' text without spelling their names (groups.sealed: a macro's expansion,
+a pasted name, a friend function) keeps nothing. A functor not
 written as a column-0 `struct NAME_functor` (a macro's) is walked every time, as is all code
 outside functors.
 """
@@ -37,7 +39,7 @@ class DeclarationMemo:
     top-level cursor's kept rows or walks it and records what the walk found; `flush` keeps
     the entries whose every walk was recorded."""
 
-    def __init__(self, text: str, context: str, where):
+    def __init__(self, text: str, context: str, where, expansion=None):
         # where(location) -> (file, line) in the kernel file, as the front end names them
         self._where = where
         spans = groups.functor_spans(text)
@@ -51,7 +53,7 @@ class DeclarationMemo:
         self._keys: dict[str, str] = {}
         self._entries: dict[str, dict | None] = {}
         self._fresh: dict[str, dict] = {}
-        if not _keyable(text, lines, spans):
+        if not _keyable(text, lines, spans) or not groups.sealed(text, expansion):
             return              # every declaration walked, as without a memo
         for name, (a, b) in spans.items():
             if lines[b].strip() != "};":

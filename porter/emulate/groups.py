@@ -13,6 +13,12 @@ functor's own text, the functors it names (`log_functor{}(x)`), everything outsi
 into every piece). An edit of another functor leaves it alone;
 an edit outside every functor rebuilds every piece. Registrations whose functor is not a
 column-0 `struct NAME_functor` (a functor made by a macro) form one more piece, "the rest".
+
+The key reads the names the text spells, so a file has pieces only where that is all a functor
+can reach (`sealed`): as the preprocessor leaves the file, each struct names the functors its
+text does (a macro's expansion, a name pasted with `##`, may name another: review 47's F1), the
+code outside every struct names those outside code spells, and no struct holds what code
+elsewhere reaches by a name of its own, a friend function or a macro (F2).
 """
 
 from __future__ import annotations
@@ -28,6 +34,50 @@ REST = ""
 # text, so a first build costs one parse per piece; an edit rebuilds one piece, its functors'
 # code and one parse (porter/emulate/README: measured in bench/bench_loop.py).
 MAX_PIECES = 8
+
+
+class Expansion(NamedTuple):
+    """A kernel file as the preprocessor leaves it (porter.emulate.frontend.expansion): each
+    functor struct's lines, and the lines outside every struct but registrations (a
+    registration's expansion names its own functor, which its piece selects)."""
+    functors: dict
+    outside: str
+
+
+# a directive but a conditional one: `#if`/`#ifdef`/`#else`... choose among the struct's own
+# lines, by macros its key holds; any other (`#define`, `#undef`, `#include`, `#line`) can
+# change what other structs' text means
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)(?![ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b)")
+_FRIEND = re.compile(r"\bfriend\b")
+
+
+def sealed(text: str, expansion: Expansion | None) -> bool:
+    """Whether each functor struct reaches another struct's text only by spelling its name, the
+    one thing a piece's key reads: no struct holds a directive but a conditional one, or a
+    friend (a macro, a friend function others reach by a name of its own), and the preprocessed text names no functor the
+    written text does not (transitively). False where the expansion is unknown (a file that
+    does not preprocess): such a file is built and walked whole."""
+    spans = functor_spans(text)
+    if expansion is None or set(expansion.functors) != set(spans):
+        return False
+    lines = text.split("\n")
+    written = {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()}
+    for name, (a, b) in spans.items():
+        if any(_DIRECTIVE.match(ln) for ln in lines[a:b + 1]) or \
+                _FRIEND.search(written[name]) or _FRIEND.search(expansion.functors[name]):
+            return False
+    for name in spans:
+        if _closure(name, expansion.functors) != _closure(name, written):
+            return False
+    outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
+    spelled = _named(outside, spans, written)
+    return _named(expansion.outside, spans, expansion.functors) <= spelled
+
+
+def _named(code: str, spans, bodies: dict[str, str]) -> set[str]:
+    """The functors `code` names, and those they name, transitively."""
+    named = set(re.findall(r"\b(\w+)_functor\b", code)) & set(spans)
+    return set().union(*(_closure(n, bodies) for n in named)) if named else set()
 
 
 class Piece(NamedTuple):     # a NamedTuple: editing commands avoid dataclasses' import
@@ -66,12 +116,13 @@ def functor_spans(text: str) -> dict[str, tuple[int, int]]:
     return spans
 
 
-def pieces(text: str) -> list[Piece]:
-    """The file's pieces, in file order, the rest last; [] when the file has no functor struct.
-    Consecutive functors share a piece (at most MAX_PIECES of them): an edit of one functor's
-    body leaves every piece but its own as it was."""
+def pieces(text: str, expansion: Expansion | None) -> list[Piece]:
+    """The file's pieces, in file order, the rest last; [] when the file has no functor struct
+    or is not `sealed` (its `expansion`: the file as the preprocessor leaves it). Consecutive
+    functors share a piece (at most MAX_PIECES of them): an edit of one functor's body leaves
+    every piece but its own as it was."""
     spans = functor_spans(text)
-    if not spans:
+    if not spans or not sealed(text, expansion):
         return []
     lines = text.split("\n")
     bodies = {name: "\n".join(lines[a:b + 1]) for name, (a, b) in spans.items()}
@@ -83,8 +134,7 @@ def pieces(text: str) -> list[Piece]:
     # edit of one leaves the other pieces' stale copies in the library, and the linker may keep
     # one of them: the old code runs, green.
     outside = re.sub(r"^struct \w+_functor;$", "", _masked(lines, spans, set()), flags=re.M)
-    named = set(re.findall(r"\b(\w+)_functor\b", outside)) & set(spans)
-    everywhere = set().union(*(_closure(n, bodies) for n in named)) if named else set()
+    everywhere = _named(outside, spans, bodies)
     out = []
     for k in range(0, len(names), size):
         chunk = tuple(names[k:k + size])

@@ -62,7 +62,7 @@ def _syntax(text: str, display_path, root, only, skip, version: int, use_cache: 
     flags = [f for f in build_flags if f != "-shared"] + ["-fsyntax-only"]
     if select is not None:
         from porter.emulate import groups
-        functors = [n for p in groups.pieces(text) for n in p.names if n != groups.REST]
+        functors = list(groups.functor_spans(text))
         header = groups.select_header(select, functors, sorted(set(skip)))
     elif only is None:
         keys = sorted(set(skip))

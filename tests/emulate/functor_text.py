@@ -14,3 +14,11 @@ def edit_body(text: str, name: str, old: str, new: str) -> str:
     assert old in body, body
     lines[start:end + 1] = body.replace(old, new, 1).split("\n")
     return "\n".join(lines)
+
+
+def pieces_of(text: str, root, display: str = "BinaryKernel.metal"):
+    """groups.pieces of a kernel file's text, with its expansion as the build reads it."""
+    from porter.emulate import frontend, groups
+    from porter.emulate.toolchain import PRIMARY_VERSION
+
+    return groups.pieces(text, frontend.expansion(text, display, root, PRIMARY_VERSION))

@@ -256,6 +256,71 @@ struct b_functor {
 REGISTER_BINARY_OP(a, int, int);
 REGISTER_BINARY_OP(b, int, int);
 """, ("return POP(a) + b;", "return a + b;")),
+    # review 47's F3: what a functor reaches without spelling another's name
+    "a functor named by a macro that calls a pasting one": (_HEAD + """#define CAT(x, y) x##y
+#define FN(x) CAT(x, _functor)
+
+struct b_functor {
+  inline bfloat operator()(const float a) {
+    return bfloat(a);
+  }
+};
+
+struct a_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = FN(b)()(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_UNARY_OP(b, float, float);
+""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
+      "inline float operator()(const float a) {\n    return a;")),
+    "a functor named by a macro's text": (_HEAD + """#define B_OF(x) b_functor()(x)
+
+struct b_functor {
+  inline auto operator()(const float a) {
+    return bfloat(a);
+  }
+};
+
+struct a_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = bfloat(0.0f);
+    r += B_OF(a);
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_UNARY_OP(b, float, bfloat);
+""", ("inline auto operator()(const float a) {\n    return bfloat(a);",
+      "inline auto operator()(const float a) {\n    return a;")),
+    "a friend function another functor defines": (_HEAD + """
+struct tag {};
+inline auto conv(tag);
+
+struct b_functor {
+  friend inline auto conv(tag) {
+    return bfloat(1.0f);
+  }
+  inline float operator()(const float a, const float b) {
+    return a + b;
+  }
+};
+
+struct a_functor {
+  inline float operator()(const float a, const float b) {
+    bfloat r = bfloat(0.0f);
+    r += conv(tag{});
+    return float(r) + b;
+  }
+};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_BINARY_OP(b, float, float);
+""", ("return bfloat(1.0f);", "return 1.0f;")),
 }
 
 

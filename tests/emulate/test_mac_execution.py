@@ -265,7 +265,9 @@ def test_a_kernels_contracted_build_says_whether_its_own_code_fused(fixture_root
     # its piece's registrations alone (porter.emulate.groups: which functors share a piece
     # follows the file's functor count)
     from porter.emulate import groups
-    piece = next(p for p in groups.pieces((DATA / "mac_execution.metal").read_text())
+    from tests.emulate.functor_text import pieces_of
+    piece = next(p for p in pieces_of((DATA / "mac_execution.metal").read_text(), fixture_root,
+                                      str(DATA / "mac_execution.metal"))
                  if "product_twice" in p.names)
     assert {r.name for r in alone.registrations} == set(piece.names)
     assert len(piece.names) < len({r.name for r in build_file(

@@ -13,7 +13,7 @@ from porter.emulate import groups
 from porter.emulate.build import build_source
 from porter.emulate.kernel_check import check_tree
 from porter.source.checkout import KERNELS
-from tests.emulate.functor_text import edit_body
+from tests.emulate.functor_text import edit_body, pieces_of
 
 torch = pytest.importorskip("torch")
 
@@ -32,7 +32,7 @@ def _binary(fixture_root) -> str:
 @pytest.mark.slow
 def test_an_edit_of_one_functor_rebuilds_its_piece_alone(fixture_root, own_cache):
     text = _binary(fixture_root)
-    parts = groups.pieces(text)
+    parts = pieces_of(text, fixture_root)
     assert len(parts) > 2
     build_source(text, "BinaryKernel.metal", fixture_root)
     before = set(own_cache.glob("piece-*.o"))
@@ -159,7 +159,7 @@ def test_a_non_inline_function_outside_the_functors_builds_in_pieces(
     else:
         root = fixture_root
         text = helper + text
-    assert len(groups.pieces(text)) > 2
+    assert len(pieces_of(text, root)) > 2
     lib = build_source(text, "BinaryKernel.metal", root)
     assert lib.build_errors() == [] and all(r.built for r in lib.registrations)
 
@@ -189,14 +189,14 @@ REGISTER_HYPOT_TWICE(float);
 def test_a_functor_that_code_outside_the_functors_calls_is_in_every_pieces_key(fixture_root):
     text = _binary(fixture_root) + HAND_WRITTEN
     edited = edit_body(text, "hypot", "{", "{  // an author's edit")
-    before, after = groups.pieces(text), groups.pieces(edited)
+    before, after = pieces_of(text, fixture_root), pieces_of(edited, fixture_root)
     # every piece's object holds hypot's code: every key changes with its body
     assert all(a.key_text != b.key_text for a, b in zip(before, after)), \
         [p.name for p, q in zip(before, after) if p.key_text == q.key_text]
     assert all("hypot" in p.covers for p in before)
     # without such code, an edit of hypot leaves the other pieces' keys alone
-    plain = groups.pieces(_binary(fixture_root))
-    changed = groups.pieces(edit_body(_binary(fixture_root), "hypot", "{", "{  // an edit"))
+    plain = pieces_of(_binary(fixture_root), fixture_root)
+    changed = pieces_of(edit_body(_binary(fixture_root), "hypot", "{", "{  // an edit"), fixture_root)
     assert sum(a.key_text != b.key_text for a, b in zip(plain, changed)) == 1
 
 
@@ -306,3 +306,78 @@ def test_an_error_in_a_hand_written_kernels_instantiation_still_fails_the_build(
         assert "Scaled.metal" in err.message
     else:
         assert broken.build_errors(), "the float % compiled"
+
+
+# Review 47's F1, F2: hypot runs code of another functor struct that its text does not name.
+# Each (text planted before the first functor, hypot's new body, the planted functor's edit
+# that makes hypot wrong); the file then has no pieces (groups.sealed): no stale object.
+_HYPOT = "c10::metal::hypot(::metal::fabs(float(a)), ::metal::fabs(float(b)))"
+REACHED_UNNAMED = {
+    "a functor named through a macro that calls a pasting one": (
+        "#define HV_CAT(x, y) x##y\n#define HV_FN(x) HV_CAT(x, _functor)\n"
+        "struct hvstep_functor {\n  template <typename T>\n"
+        "  inline T operator()(const T a, const T b) {\n"
+        f"    return static_cast<T>({_HYPOT});\n  }}\n}};\n\n",
+        "return HV_FN(hvstep){}(a, b);",
+        (f"return static_cast<T>({_HYPOT});", "return static_cast<T>(a + b);")),
+    "a friend function another functor defines": (
+        "struct hv_tag {};\ninline float hv_len(hv_tag, float a, float b);\n"
+        "struct hvfriend_functor {\n  friend inline float hv_len(hv_tag, float a, float b) {\n"
+        "    return c10::metal::hypot(::metal::fabs(a), ::metal::fabs(b));\n  }\n};\n\n",
+        "return static_cast<T>(hv_len(hv_tag{}, float(a), float(b)));",
+        ("return c10::metal::hypot(::metal::fabs(a), ::metal::fabs(b));", "return a + b;")),
+}
+
+
+def _planted_first(text: str, planted: str) -> str:
+    """`planted` before the file's first functor: in a piece of its own, not hypot's."""
+    marker = "using namespace metal;\n"
+    assert marker in text
+    return text.replace(marker, marker + "\n" + planted, 1)
+
+
+@pytest.mark.parametrize("case", list(REACHED_UNNAMED))
+def test_a_functor_reaching_another_structs_code_unnamed_is_not_built_in_pieces(
+        fixture_root, case):
+    planted, body, _ = REACHED_UNNAMED[case]
+    text = _binary(fixture_root)
+    twin = _planted_first(text, planted)
+    # the macros planted, hypot not using them: pieces. A friend function in a struct is
+    # refused whoever calls it (by a name of its own, which no key reads)
+    assert (len(pieces_of(twin, fixture_root)) > 2) == ("friend" not in planted)
+    used = edit_body(twin, "hypot", "return static_cast<T>(", body + "\n    return static_cast<T>(")
+    assert pieces_of(used, fixture_root) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(REACHED_UNNAMED))
+def test_an_edit_of_code_a_functor_reaches_unnamed_runs_after_a_warm_build(
+        fixture_root, own_cache, tmp_path, case):
+    """Before: after a warm build, the planted functor's edit rebuilt its own piece alone, and
+    hypot's cached object kept the old code: green where a Mac computes a + b."""
+    planted, body, (old, new) = REACHED_UNNAMED[case]
+    text = _planted_first(_binary(fixture_root), planted)
+    text = edit_body(text, "hypot", "return static_cast<T>(", body + "\n    return static_cast<T>(")
+    path = tmp_path / "BinaryKernel.metal"
+    path.write_text(text)
+    before, _ = check_tree(fixture_root, [path])
+    assert {r.status for r in before if r.kernel == "hypot"} == {"matched"}
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    after, _ = check_tree(fixture_root, [path])
+    assert {r.status for r in after if r.kernel == "hypot"} == {"mismatched"}
+
+
+@pytest.mark.parametrize("directive, split", [
+    ("#if __METAL_VERSION__ >= 310", True),     # chooses among hypot's own lines
+    ("#ifdef __HAVE_BFLOAT__", True),
+    ("#define HV_ONE 1\n#if HV_ONE", False),    # a macro later structs may expand
+    ("#undef HV_NONE\n#if 1", False),
+    ("#line 60\n#if 1", False),                 # renumbers the structs after it
+])
+def test_a_conditional_inside_a_functor_keeps_the_pieces_and_other_directives_do_not(
+        fixture_root, directive, split):
+    text = edit_body(_binary(fixture_root), "hypot", "    return static_cast<T>(",
+                     f"{directive}\n    return static_cast<T>(")
+    text = edit_body(text, "hypot", "  }\n};", "#endif\n  }\n};")
+    assert (len(pieces_of(text, fixture_root)) > 2) == split
