@@ -256,7 +256,8 @@ def _build_source(text: str, display_path: str | Path, root: str | Path | None =
             tmpdir = Path(tmp)
             pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
                                       strict, only,
-                                      frontend.expansion(checked, display_path, root, version)
+                                      lambda: frontend.expansion(checked, display_path, root,
+                                                                 version)
                                       ) if use_cache else None
             in_pieces = pieces is not None
             if in_pieces:
@@ -526,11 +527,11 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     pieces. A
     piece that does not compile is quarantined on its own, as the whole file is (its result
     cached with its object); what no piece can attribute raises as the whole-file build does.
-    `only`: a registered name; its piece alone is built and linked. `expansion`: the file as
-    the preprocessor leaves it (groups.sealed: without it, no pieces)."""
+    `only`: a registered name; its piece alone is built and linked. `expansion`: asked for the
+    file as the preprocessor leaves it (groups.sealed: a file that is not has no pieces)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    parts = groups.pieces(text, expansion)
+    parts = groups.split(text)
     if len(parts) < 2:
         return None
     functors = [n for p in parts for n in p.names if n != groups.REST]
@@ -560,6 +561,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
                 "fused": meta.get("fused", [ANYWHERE])}
 
     def build_piece(i: int) -> dict:
+        """Compile piece i into the scratch directory; published by `publish`."""
         piece, here = parts[i], tmpdir / f"piece{i}"
         here.mkdir()
         plines, quarantined, dropped = groups.piece_text(text, piece.names).split("\n"), {}, []
@@ -584,22 +586,40 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
             if not _quarantine(err, plines, display_path, quarantined, dropped, strict):
                 raise EmulateBuildError(first_error(err, display_path),
                                         hint="the emulator could not attribute it to one functor")
-        held[i] = _publish(here / "piece.o", objects[i])
         fused = (sorted(fused_registrations(here / "fma.dump", here / "symbols.dump",
                                             str(headers.SHIM_DIR)))
                  if contracting else None)
-        write_whole(metas[i], json.dumps({"display": str(display_path), "quarantined": quarantined,
-                                          "dropped": dropped, "fused": fused}))
         return {"quarantined": quarantined, "dropped": dropped, "fused": fused}
 
-    results = [cached(i) for i in range(len(parts))]
-    todo = [i for i, r in enumerate(results) if r is None]
+    def publish(i: int, result: dict) -> dict:
+        held[i] = _publish(tmpdir / f"piece{i}" / "piece.o", objects[i])
+        write_whole(metas[i], json.dumps({"display": str(display_path), **result}))
+        return result
+
+    # The pieces with no object on record compile at once, before the file is known to be
+    # sealed: the check waits for the front end's preprocessor run, whose threads then hold
+    # the GIL (the compile started 0.5 s later). None is published, and no cached one used,
+    # before the check passes; a file that fails it is built whole.
+    todo = [i for i in range(len(parts)) if not (objects[i].is_file() and metas[i].is_file())]
     # the prelude only where a piece is compiled: a rebuild whose pieces are all cached (a
     # header edit elsewhere, another tree's path) made one of ~33 MB, seconds, for nothing
     pch = precompiled_prelude(cxx, flags, dirs) if todo else None
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for i, r in zip(todo, pool.map(build_piece, todo)):
-            results[i] = r
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        compiling = {i: pool.submit(build_piece, i) for i in todo}
+        if not groups.sealed(text, expansion()):
+            for future in compiling.values():
+                future.cancel()
+            return None
+        results: list = [None if i in compiling else cached(i) for i in range(len(parts))]
+        evicted = [i for i, r in enumerate(results) if r is None and i not in compiling]
+        if evicted and pch is None:
+            pch = precompiled_prelude(cxx, flags, dirs)
+        compiling.update({i: pool.submit(build_piece, i) for i in evicted})
+        for i, future in compiling.items():
+            results[i] = publish(i, future.result())
+    finally:
+        pool.shutdown(wait=True)
     tmp_so = tmpdir / "kernel.so"
     link = [cxx, "-shared", "-fPIC", *map(str, held), "-o", str(tmp_so)]
     proc = subprocess.run(link, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})

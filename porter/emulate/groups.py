@@ -121,8 +121,14 @@ def pieces(text: str, expansion: Expansion | None) -> list[Piece]:
     or is not `sealed` (its `expansion`: the file as the preprocessor leaves it). Consecutive
     functors share a piece (at most MAX_PIECES of them): an edit of one functor's body leaves
     every piece but its own as it was."""
+    return split(text) if sealed(text, expansion) else []
+
+
+def split(text: str) -> list[Piece]:
+    """`pieces` of a file taken to be `sealed` (porter.emulate.build starts compiling before
+    the check has its expansion, and uses no piece before it passes)."""
     spans = functor_spans(text)
-    if not spans or not sealed(text, expansion):
+    if not spans:
         return []
     lines = text.split("\n")
     bodies = {name: "\n".join(lines[a:b + 1]) for name, (a, b) in spans.items()}
