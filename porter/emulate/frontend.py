@@ -976,13 +976,15 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
             blank[i] = ""
         base = rewrite("\n".join(blank), names)
     namer = _Namer(display_path, root, base.lines)
+    # whether each functor reaches others' text only by their names, which per-functor keys read
+    from porter.emulate import groups
+    sealed = groups.sealed(text, expansion_of(raw, positions, display_path, text))
     if use_cache:
         # the file-wide template parameter names shape the rewrite of every functor's text
         namer.memo = frontend_memo.DeclarationMemo(
             text, f"{display_path}\0{root}\0{version}\0{_mode_digest()}\0"
                   f"{_headers_digest(root, display_path)}\0"
-                  f"{sorted(names[0])}\0{sorted(names[1])}", namer.where,
-            expansion_of(raw, positions, display_path, text))
+                  f"{sorted(names[0])}\0{sorted(names[1])}", namer.where, sealed)
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
     tu, pch = _parsed(source, cut, _precompiled(source, cut, version, namer), version)
@@ -992,7 +994,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
         from concurrent.futures import ThreadPoolExecutor
         pool = ThreadPoolExecutor(max_workers=1)
         ahead = pool.submit(_instantiation_parses, text, display_path, root, version, names, raw,
-                            rows, base, use_cache, cut, pch)
+                            rows, base, use_cache, cut, pch, sealed)
         pool.shutdown(wait=False)
     # what the spelling alone rules out first: clang's own error on such a line (`std` is no
     # namespace here) then follows with its words
@@ -1539,7 +1541,7 @@ def _functors_named(row: str) -> tuple[str, ...]:
 
 
 def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: list[str],
-            rows: list[tuple[int, ...]]) -> list[_Piece]:
+            rows: list[tuple[int, ...]], sealed: bool) -> list[_Piece]:
     from porter.emulate import groups
 
     spans = groups.functor_spans(text)
@@ -1550,7 +1552,7 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
     outside = re.sub(r"^struct \w+_functor;$", "", groups._masked(lines, spans, set()),
                      flags=re.M)
     named = [n for n in dict.fromkeys(re.findall(r"\b(\w+)_functor\b", outside)) if n in spans]
-    if not groups.sealed(text, expansion_of(raw, _positions(raw), display_path, text)):
+    if not sealed:
         named = list(spans)
     by_functors: dict[tuple[str, ...], list[int]] = {}
     for group in rows:
@@ -1580,8 +1582,9 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
     be told apart is parsed again piece by piece. `parsed`: what _instantiation_parses
     returned for these arguments (the parses, started beside the file's own check)."""
     if parsed is None:
-        parsed = _instantiation_parses(text, display_path, root, version, names, raw, rows,
-                                       base, use_cache, cut, pch)
+        parsed = _instantiation_parses(
+            text, display_path, root, version, names, raw, rows, base, use_cache, cut, pch,
+            groups_sealed(text, raw, display_path))
     pieces, results, missing, rewritten, batches, tus = parsed
     if missing:
         from porter.emulate import groups
@@ -1635,14 +1638,21 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
     return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
 
 
+def groups_sealed(text: str, raw: list[str], display_path: str) -> bool:
+    """groups.sealed of the kernel file `text`, whose preprocessed lines are `raw`."""
+    from porter.emulate import groups
+    return groups.sealed(text, expansion_of(raw, _positions(raw), display_path, text))
+
+
 def _instantiation_parses(text, display_path, root, version, names, raw, rows, base: Rewritten,
-                          use_cache: bool, cut: int = 0, pch: str | None = None) -> tuple:
+                          use_cache: bool, cut: int = 0, pch: str | None = None,
+                          sealed: bool = False) -> tuple:
     """The pieces of _instantiated, those read back from the cache, the others, their rows in
     clang's terms, their batches and each batch's parse: all that does not depend on the
     file's own check, so that it runs beside it (libclang's parses release the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    pieces = _pieces(text, display_path, root, version, raw, rows)
+    pieces = _pieces(text, display_path, root, version, raw, rows, sealed)
     results: dict[str, tuple[list, list]] = {}
     for p in pieces:
         got = _cached_piece(p.key) if use_cache else None

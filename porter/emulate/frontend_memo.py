@@ -39,7 +39,7 @@ class DeclarationMemo:
     top-level cursor's kept rows or walks it and records what the walk found; `flush` keeps
     the entries whose every walk was recorded."""
 
-    def __init__(self, text: str, context: str, where, expansion=None):
+    def __init__(self, text: str, context: str, where, sealed: bool = False):
         # where(location) -> (file, line) in the kernel file, as the front end names them
         self._where = where
         spans = groups.functor_spans(text)
@@ -53,7 +53,8 @@ class DeclarationMemo:
         self._keys: dict[str, str] = {}
         self._entries: dict[str, dict | None] = {}
         self._fresh: dict[str, dict] = {}
-        if not _keyable(text, lines, spans) or not groups.sealed(text, expansion):
+        # sealed: groups.sealed of the file, as this version preprocesses it
+        if not sealed or not _keyable(text, lines, spans):
             return              # every declaration walked, as without a memo
         for name, (a, b) in spans.items():
             if lines[b].strip() != "};":
