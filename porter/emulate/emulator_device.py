@@ -940,11 +940,19 @@ class EmulateBackend:
         return self._mixed[key]
 
     def _functors(self, metal: Path, name: str, groups) -> set[str]:
-        """The functor structs registered `name`'s kernels run (groups.functors_used)."""
+        """The functor structs registered `name`'s kernels run (groups.functors_used); every
+        struct of a file whose functors may run another's code without naming it (not
+        groups.sealed under some version: a macro's or a pasted name, a friend function)."""
+        from porter.emulate import frontend
+        from porter.emulate.toolchain import METAL_VERSIONS
         try:
-            return groups.functors_used(metal.read_text(encoding="utf-8"), name)
+            text = metal.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return set()
+        if not all(groups.sealed(text, frontend.expansion(text, str(metal), self.root, v))
+                   for v in METAL_VERSIONS):
+            return set(groups.functor_spans(text))
+        return groups.functors_used(text, name)
 
     def _folded_answer(self, run, metal: Path, lib: Library, reg, tensors, alpha, want_out):
         """The answer of the kernel file's folding build (toolchain.FOLDING_FLAGS: signed

@@ -381,3 +381,17 @@ def test_a_conditional_inside_a_functor_keeps_the_pieces_and_other_directives_do
                      f"{directive}\n    return static_cast<T>(")
     text = edit_body(text, "hypot", "  }\n};", "#endif\n  }\n};")
     assert (len(pieces_of(text, fixture_root)) > 2) == split
+
+
+def test_the_structs_a_kernel_runs_are_all_of_a_file_not_sealed(fixture_root, tmp_path):
+    """The fma and mixed-halves checks ask which functor structs a kernel runs: in a file
+    whose functors reach others unnamed, any of them."""
+    from porter.emulate.emulator_device import EmulateBackend
+
+    planted, body, _ = REACHED_UNNAMED["a functor named through a macro that calls a pasting one"]
+    text = _planted_first(_binary(fixture_root), planted)
+    used = edit_body(text, "hypot", "return static_cast<T>(", body + "\n    return static_cast<T>(")
+    path = tmp_path / "BinaryKernel.metal"
+    for source, runs in ((text, {"hypot"}), (used, set(groups.functor_spans(used)))):
+        path.write_text(source)
+        assert EmulateBackend(fixture_root)._functors(path, "hypot", groups) == runs
