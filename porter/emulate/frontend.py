@@ -422,12 +422,14 @@ def _dirs(root: Path | None) -> list[Path]:
     return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
 
 
-def _headers_digest(root: Path | None, display_path=None) -> str:
-    """The headers the file may include: the checkout's, and those beside the file (a quoted
-    include's first place)."""
+def _headers_digest(root: Path | None, display_path=None, text: str = "") -> str:
+    """The headers the file may include: the checkout's, those beside the file (a quoted
+    include's first place), and every other file `text`'s includes reach."""
     h = hashlib.sha256()
     beside = headers.beside(display_path)
-    for f in headers.header_files(_dirs(root)) + (headers.quoted_headers(beside) if beside else []):
+    listed = headers.header_files(_dirs(root)) + (headers.quoted_headers(beside) if beside else [])
+    reached = set(headers.reached_headers(text, _dirs(root), beside)) - set(listed) if text else set()
+    for f in listed + sorted(reached):
         h.update(str(f).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
@@ -436,7 +438,7 @@ def _key(text: str, display_path, root: Path | None, version: int) -> str:
     h = hashlib.sha256(f"frontend2\0{display_path}\0{root}\0{version}\0".encode())
     h.update(_mode_digest().encode())
     h.update(text.encode())
-    h.update(_headers_digest(root, display_path).encode())
+    h.update(_headers_digest(root, display_path, text).encode())
     return h.hexdigest()[:32]
 
 
@@ -477,7 +479,7 @@ def _preprocess(text: str, display_path: str, root: Path | None,
     by content, as a build's check of the versions and its kernel names' pass (kernel_names,
     on the main thread after the check) ask for the same text."""
     key = hashlib.sha256("\0".join([str(display_path), str(root), str(version),
-                                     _headers_digest(root, display_path), text]).encode()).hexdigest()
+                                     _headers_digest(root, display_path, text), text]).encode()).hexdigest()
     with _PREPROCESSED_LOCK:
         found = _PREPROCESSED.get(key)
         if found is not None:
@@ -522,15 +524,19 @@ def expansion_of(raw: list[str], positions: list[tuple[str, int]], display_path:
         owner.update({line: name for line in range(a + 1, b + 2)})
     functors: dict[str, list[str]] = {name: [] for name in spans}
     outside: list[str] = []
+    registrations: list[str] = []
     for line, (file, number) in zip(raw, positions):
         if file != display_path or line.startswith("# "):
             continue
         name = owner.get(number)
         if name is not None:
             functors[name].append(line)
-        elif "host_name" not in line:
+        elif "host_name" in line:
+            registrations.append(line)
+        else:
             outside.append(line)
-    return groups.Expansion({n: "\n".join(ls) for n, ls in functors.items()}, "\n".join(outside))
+    return groups.Expansion({n: "\n".join(ls) for n, ls in functors.items()}, "\n".join(outside),
+                            tuple(registrations))
 
 
 def _preprocessed_now(text: str, display_path: str, root: Path | None,
@@ -983,7 +989,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
         # the file-wide template parameter names shape the rewrite of every functor's text
         namer.memo = frontend_memo.DeclarationMemo(
             text, f"{display_path}\0{root}\0{version}\0{_mode_digest()}\0"
-                  f"{_headers_digest(root, display_path)}\0"
+                  f"{_headers_digest(root, display_path, text)}\0"
                   f"{sorted(names[0])}\0{sorted(names[1])}", namer.where, sealed)
     source = base.source.split("\n")
     cut = _prefix_cut(raw, positions, display_path)
@@ -1559,7 +1565,7 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
         by_functors.setdefault(_functors_named("\n".join(raw[i] for i in group)),
                                []).extend(group)
     common = hashlib.sha256(f"frontend-piece1\0{display_path}\0{root}\0{version}\0".encode())
-    common.update(_mode_digest().encode() + _headers_digest(root, display_path).encode())
+    common.update(_mode_digest().encode() + _headers_digest(root, display_path, text).encode())
     out = []
     for functors, its_rows in by_functors.items():
         covers = set()
@@ -2230,7 +2236,7 @@ def kernel_names(text: str, display_path, root) -> list[tuple[str, str]]:
     root = Path(root) if root is not None else None
     version = METAL_VERSIONS[0]
     key = hashlib.sha256(f"frontend-names1\0{display_path}\0{root}\0{version}\0".encode())
-    key.update(_mode_digest().encode() + _headers_digest(root, display_path).encode() + text.encode())
+    key.update(_mode_digest().encode() + _headers_digest(root, display_path, text).encode() + text.encode())
     cached = cache_dir() / f"frontend-names-{key.hexdigest()[:32]}.json"
     if cached.is_file():
         kernel_cache.touch(cached)

@@ -18,7 +18,8 @@ The key reads the names the text spells, so a file has pieces only where that is
 can reach (`sealed`): as the preprocessor leaves the file, each struct names the functors its
 text does (a macro's expansion, a name pasted with `##`, may name another: review 47's F1), the
 code outside every struct names those outside code spells, and no struct holds what code
-elsewhere reaches by a name of its own, a friend function or a macro (F2).
+elsewhere reaches by a name of its own (a friend function, a macro, a type declared in passing:
+review 47's F2, 48's F4) or what changes the macros later text sees (`_Pragma`: 48's F2).
 """
 
 from __future__ import annotations
@@ -38,10 +39,20 @@ MAX_PIECES = 8
 
 class Expansion(NamedTuple):
     """A kernel file as the preprocessor leaves it (porter.emulate.frontend.expansion): each
-    functor struct's lines, and the lines outside every struct but registrations (a
-    registration's expansion names its own functor, which its piece selects)."""
+    functor struct's lines, the lines outside every struct but registrations, and the
+    registrations (each a line naming a kernel, `[[host_name(..)]]`)."""
     functors: dict
     outside: str
+    registrations: tuple = ()
+
+
+# what declares a type: in a struct's text other than its own head (an elaborated
+# `struct tag` there declares a namespace-scope class another struct's lookup finds: review
+# 48's F4), or on a registration's line (a functor made there: F1); `class` as a template
+# parameter's keyword aside
+_DECLARES_TYPE = re.compile(r"\b(?:struct|union|enum)\b|(?<![<,])(?<![<,]\s)\bclass\b")
+# what changes the macros or the counter later text sees (`_Pragma("pop_macro(..)")`: F2)
+_STATEFUL = re.compile(r"\b_Pragma\b|^\s*#\s*pragma\b|\b__COUNTER__\b", re.M)
 
 
 # a directive but a conditional one: `#if`/`#ifdef`/`#else`... choose among the struct's own
@@ -62,10 +73,21 @@ def sealed(text: str, expansion: Expansion | None) -> bool:
         return False
     lines = text.split("\n")
     written = {n: "\n".join(lines[a:b + 1]) for n, (a, b) in spans.items()}
+    if "__COUNTER__" in text:
+        return False
     for name, (a, b) in spans.items():
+        expanded = expansion.functors[name]
         if any(_DIRECTIVE.match(ln) for ln in lines[a:b + 1]) or \
-                _FRIEND.search(written[name]) or _FRIEND.search(expansion.functors[name]):
+                _FRIEND.search(written[name]) or _FRIEND.search(expanded) or \
+                _STATEFUL.search(written[name]) or _STATEFUL.search(expanded):
             return False
+        head = re.search(rf"\bstruct\s+{name}_functor\b", expanded)
+        if head is None or _DECLARES_TYPE.search(expanded[:head.start()] + expanded[head.end():]):
+            return False
+    # a registration declares no type: a functor made on its line (from another one) is in no
+    # struct's key (F1)
+    if any(_DECLARES_TYPE.search(line) for line in expansion.registrations):
+        return False
     for name in spans:
         if _closure(name, expansion.functors) != _closure(name, written):
             return False

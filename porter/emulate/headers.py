@@ -95,6 +95,17 @@ def quoted_headers(directory: Path) -> list[Path]:
         return []
 
 
+def reached_headers(text: str, dirs: list[Path], beside_dir: Path | None = None) -> list[Path]:
+    """Every file a kernel file's `text` includes, directly or through the files it includes,
+    looked up in `dirs` (a quoted name first in `beside_dir`), porter's shim aside: what the
+    preprocessor reads beyond the directories header_files lists (a header elsewhere under
+    aten/src: review 48's F3)."""
+    from porter.emulate.include_graph import IncludeGraph
+    graph = IncludeGraph(Path("/"), dirs=[d for d in dirs if d != SHIM_DIR])
+    source = (beside_dir if beside_dir is not None else Path("/nonexistent")) / "kernel.metal"
+    return sorted(graph.reached(source, text))
+
+
 def header_files(dirs: list[Path]) -> list[Path]:
     """Every header a kernel file could pull in from these directories (for the cache key)."""
     files: list[Path] = []

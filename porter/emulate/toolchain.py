@@ -199,7 +199,8 @@ def compiler_id(cxx: str) -> str:
 # that checks more never reads a verdict an older one cached
 _BUILD_MODULES = ("build.py", "build_check.py", "dialect.py", "groups.py", "headers.py",
                   "metal_builtins.py", "frontend.py", "probe.py", "toolchain.py",
-                  "fused_kernels.py", "guarded_arrays.py", "library_reader.py", "frontend_memo.py")
+                  "fused_kernels.py", "guarded_arrays.py", "library_reader.py", "frontend_memo.py",
+                  "include_graph.py")
 _code_digest: str | None = None
 
 
@@ -241,14 +242,20 @@ def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) ->
     h.update(b"frontend\0" + _frontend_files().encode())
     h.update(compiler_id(cxx).encode())
     h.update("\0".join(flags).encode())
-    for f in headers.header_files(dirs):
+    listed = headers.header_files(dirs)
+    for f in listed:
         h.update(str(f.name).encode())
         h.update(f.read_bytes())
     # the headers a quoted include may reach beside the kernel file (version_flags' -iquote)
+    beside = None
     for i, flag in enumerate(flags[:-1]):
         if flag == "-iquote":
-            for f in headers.quoted_headers(Path(flags[i + 1])):
+            beside = Path(flags[i + 1])
+            for f in headers.quoted_headers(beside):
                 h.update(str(f).encode() + b"\0" + f.read_bytes())
+    # and every other file its includes reach (a header elsewhere in the checkout)
+    for f in sorted(set(headers.reached_headers(source_text, dirs, beside)) - set(listed)):
+        h.update(str(f).encode() + b"\0" + f.read_bytes())
     h.update(source_text.encode())
     return h.hexdigest()[:32]
 

@@ -395,3 +395,54 @@ def test_the_structs_a_kernel_runs_are_all_of_a_file_not_sealed(fixture_root, tm
     for source, runs in ((text, {"hypot"}), (used, set(groups.functor_spans(used)))):
         path.write_text(source)
         assert EmulateBackend(fixture_root)._functors(path, "hypot", groups) == runs
+
+
+# Review 48: what else reaches another struct's text, or the macros later text sees, without a
+# name the keys read. (text planted before the first functor, hypot's new first line, or None)
+_ROUTES = {
+    "a functor made on a registration's line from another": (
+        "#define ALIAS_OP(NAME, BASE) struct NAME##_functor : BASE##_functor {}; "
+        "REGISTER_BINARY_OP(NAME, float, float)\n", None, "ALIAS_OP(hv2, hypot);\n"),
+    "a pragma that pops a macro, inside a struct": (
+        "#define HV_POS(a) (a > 0)\n", "  _Pragma(\"pop_macro(\\\"HV_POS\\\")\")", None),
+    "an elaborated type declared inside a struct": (
+        "", "  typedef void hv_fn(struct hv_tag);", None),
+    "the counter": ("static constant int hv_count = __COUNTER__;\n", None, None),
+}
+_CLEAN_TWINS = {
+    "a member template's `class` parameter": ("", "  template <class U> static U hv_same(U u) { return u; }", None),
+    "a registration of its own functor": ("", None, "REGISTER_BINARY_OP(hypot, half, half);\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(_ROUTES) + list(_CLEAN_TWINS))
+def test_a_file_with_a_route_its_keys_cannot_read_has_no_pieces(fixture_root, case):
+    planted, member, appended = {**_ROUTES, **_CLEAN_TWINS}[case]
+    text = _planted_first(_binary(fixture_root), planted) if planted else _binary(fixture_root)
+    if member:
+        text = edit_body(text, "hypot", "  template <typename T>", f"{member}\n  template <typename T>")
+    text += appended or ""
+    assert (pieces_of(text, fixture_root) == []) == (case in _ROUTES)
+
+
+def test_a_header_elsewhere_in_the_checkout_that_a_kernel_file_reaches_is_in_its_keys(
+        fixture_root, tmp_path):
+    """Review 48's F3: only c10/metal and the kernels folder were hashed; an edit of a header
+    the file includes from elsewhere under aten/src kept the old library and findings."""
+    import shutil
+
+    from porter.emulate import frontend, headers
+    from porter.emulate.toolchain import cache_key
+
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root, root, symlinks=True)
+    header = root / "aten" / "src" / "ATen" / "native" / "mps" / "HvPos.h"
+    header.write_text("#pragma once\n#include <ATen/native/mps/HvMore.h>\n")
+    more = header.with_name("HvMore.h")
+    more.write_text("#define HV_POS(a) (a > 0)\n")
+    text = "#include <ATen/native/mps/HvPos.h>\n" + _binary(fixture_root)
+    dirs = headers.include_dirs(root)
+    before = (cache_key(text, dirs, ["-O0"], "g++"), frontend._headers_digest(root, "k.metal", text))
+    more.write_text("#define HV_POS(a) (a < 0)\n")           # reached through HvPos.h
+    after = (cache_key(text, dirs, ["-O0"], "g++"), frontend._headers_digest(root, "k.metal", text))
+    assert before[0] != after[0] and before[1] != after[1]
