@@ -256,8 +256,8 @@ def _build_source(text: str, display_path: str | Path, root: str | Path | None =
             tmpdir = Path(tmp)
             pieces = _build_in_pieces(cxx, flags, dirs, tmpdir, text, display_path, so_path,
                                       strict, only,
-                                      lambda: frontend.expansion(checked, display_path, root,
-                                                                 version)
+                                      lambda: frontend.sealed(checked, display_path, root,
+                                                              version)
                                       ) if use_cache else None
             in_pieces = pieces is not None
             if in_pieces:
@@ -518,7 +518,7 @@ def _unchecked_pieces(text: str, root, version: int, display_path=None,
 
 
 def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so_path: Path,
-                     strict: bool, only: str | None = None, expansion=None
+                     strict: bool, only: str | None = None, sealed=None
                      ) -> tuple[dict[str, str], list[str], set[str] | None] | None:
     """Build the library from one object per run of functors (porter.emulate.groups), each
     from the cache where its key is there, and link them: (quarantined, dropped) as the
@@ -527,8 +527,8 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     pieces. A
     piece that does not compile is quarantined on its own, as the whole file is (its result
     cached with its object); what no piece can attribute raises as the whole-file build does.
-    `only`: a registered name; its piece alone is built and linked. `expansion`: asked for the
-    file as the preprocessor leaves it (groups.sealed: a file that is not has no pieces)."""
+    `only`: a registered name; its piece alone is built and linked. `sealed`: asked whether
+    the file may be keyed per functor (frontend.sealed; a file that is not has no pieces)."""
     from concurrent.futures import ThreadPoolExecutor
 
     parts = groups.split(text)
@@ -607,7 +607,7 @@ def _build_in_pieces(cxx, flags, dirs, tmpdir: Path, text: str, display_path, so
     pool = ThreadPoolExecutor(max_workers=2)
     try:
         compiling = {i: pool.submit(build_piece, i) for i in todo}
-        if not groups.sealed(text, expansion()):
+        if sealed is None or not sealed():
             for future in compiling.values():
                 future.cancel()
             return None

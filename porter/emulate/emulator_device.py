@@ -949,8 +949,7 @@ class EmulateBackend:
             text = metal.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return set()
-        if not all(groups.sealed(text, frontend.expansion(text, str(metal), self.root, v))
-                   for v in METAL_VERSIONS):
+        if not all(frontend.sealed(text, str(metal), self.root, v) for v in METAL_VERSIONS):
             return set(groups.functor_spans(text))
         return groups.functors_used(text, name)
 

@@ -422,16 +422,70 @@ def _dirs(root: Path | None) -> list[Path]:
     return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
 
 
+# (root, display path, text) -> (each header's (path, mtime, size), their digest): a check asks
+# a dozen times, and --watch every round, for headers that did not change
+_DIGESTS: dict[tuple, tuple] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
 def _headers_digest(root: Path | None, display_path=None, text: str = "") -> str:
     """The headers the file may include: the checkout's, those beside the file (a quoted
     include's first place), and every other file `text`'s includes reach."""
+    key = (str(root), str(display_path), hashlib.sha256(text.encode()).hexdigest())
+    with _DIGESTS_LOCK:
+        held = _DIGESTS.get(key)
+    if held is not None and held[0] == _stamps(p for p, _, _ in held[0]):
+        return held[1]
     h = hashlib.sha256()
     beside = headers.beside(display_path)
     listed = headers.header_files(_dirs(root)) + (headers.quoted_headers(beside) if beside else [])
     reached = set(headers.reached_headers(text, _dirs(root), beside)) - set(listed) if text else set()
-    for f in listed + sorted(reached):
+    files = listed + sorted(reached)
+    stamps = _stamps(files)
+    for f in files:
         h.update(str(f).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
+    digest = h.hexdigest()
+    with _DIGESTS_LOCK:
+        if len(_DIGESTS) > 256:
+            _DIGESTS.clear()
+        _DIGESTS[key] = (stamps, digest)
+    return digest
+
+
+def _stamps(files) -> tuple:
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            out.append((f, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((f, None, None))
+    return tuple(out)
+
+
+_SEALED: dict[str, bool] = {}
+
+
+def sealed(text: str, display_path, root: Path | None, version: int) -> bool:
+    """groups.sealed of the kernel file as `version`'s metallib build preprocesses it, kept by
+    what decides it (the file, its headers)."""
+    key = _sealed_key(text, display_path, root, version)
+    if key not in _SEALED:
+        from porter.emulate import groups
+        _remember_sealed(key, groups.sealed(text, expansion(text, display_path, root, version)))
+    return _SEALED[key]
+
+
+def _sealed_key(text: str, display_path, root: Path | None, version: int) -> str:
+    return hashlib.sha256("\0".join([str(display_path), str(root), str(version),
+                                     _headers_digest(root, display_path, text), text]).encode()
+                          ).hexdigest()
+
+
+def _remember_sealed(key: str, value: bool) -> None:
+    if len(_SEALED) > 256:
+        _SEALED.clear()
+    _SEALED[key] = value
 
 
 def _key(text: str, display_path, root: Path | None, version: int) -> str:
@@ -985,6 +1039,7 @@ def _check(text: str, display_path: str, root: Path | None, version: int,
     # whether each functor reaches others' text only by their names, which per-functor keys read
     from porter.emulate import groups
     sealed = groups.sealed(text, expansion_of(raw, positions, display_path, text))
+    _remember_sealed(_sealed_key(text, display_path, root, version), sealed)
     if use_cache:
         # the file-wide template parameter names shape the rewrite of every functor's text
         namer.memo = frontend_memo.DeclarationMemo(
