@@ -439,8 +439,11 @@ def _headers_digest(root: Path | None, display_path=None, text: str = "") -> str
     h = hashlib.sha256()
     beside = headers.beside(display_path)
     listed = headers.header_files(_dirs(root)) + (headers.quoted_headers(beside) if beside else [])
-    reached = set(headers.reached_headers(text, _dirs(root), beside)) - set(listed) if text else set()
-    files = listed + sorted(reached)
+    reached, computed = headers.reached_headers(text, _dirs(root), beside) if text else ([], False)
+    if computed:
+        # an include whose file a macro names may read any file: nothing is kept for the text
+        return os.urandom(16).hex()
+    files = listed + sorted(set(reached) - set(listed))
     stamps = _stamps(files)
     for f in files:
         h.update(str(f).encode() + b"\0" + f.read_bytes())

@@ -51,13 +51,36 @@ class Expansion(NamedTuple):
 # 48's F4), or on a registration's line (a functor made there: F1); `class` as a template
 # parameter's keyword aside
 _DECLARES_TYPE = re.compile(r"\b(?:struct|union|enum)\b|(?<![<,])(?<![<,]\s)\bclass\b")
+_CONDITIONAL = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def _balanced(lines: list[str]) -> bool:
+    """Whether the conditional directives of a struct's lines open and close within them: an
+    `#if` the struct opens and the code after it closes chooses that code by the struct's text
+    (review 49's F1), an `#else` of an `#if` before it chooses the struct by the outside's."""
+    depth = 0
+    for line in lines:
+        m = _CONDITIONAL.match(line)
+        if m is None:
+            continue
+        word = m.group(1)
+        if word.startswith("if"):
+            depth += 1
+        elif depth == 0:
+            return False
+        elif word == "endif":
+            depth -= 1
+    return depth == 0
+
+
+_TYPE_WORDS = ("struct", "union", "enum", "class")
+
+
 def _declares_type(code: str) -> bool:
     # the words looked for first: a registration's expansion is tens of kilobytes a line, and
     # the expression's look-behinds took 0.3 s a file
     return any(word in code for word in _TYPE_WORDS) and _DECLARES_TYPE.search(code) is not None
 
-
-_TYPE_WORDS = ("struct", "union", "enum", "class")
 # what changes the macros or the counter later text sees (`_Pragma("pop_macro(..)")`: F2)
 _STATEFUL = re.compile(r"\b_Pragma\b|^\s*#\s*pragma\b|\b__COUNTER__\b", re.M)
 
@@ -71,10 +94,12 @@ _FRIEND = re.compile(r"\bfriend\b")
 
 def sealed(text: str, expansion: Expansion | None) -> bool:
     """Whether each functor struct reaches another struct's text only by spelling its name, the
-    one thing a piece's key reads: no struct holds a directive but a conditional one, or a
-    friend (a macro, a friend function others reach by a name of its own), and the preprocessed text names no functor the
-    written text does not (transitively). False where the expansion is unknown (a file that
-    does not preprocess): such a file is built and walked whole."""
+    one thing a piece's key reads: each struct's conditionals open and close within it, and it
+    holds no other directive, no friend, no pragma and no type but its own (a macro, a friend
+    function, a class others reach by a name of their own); no registration declares a type;
+    no `__COUNTER__`; and the preprocessed text names no functor the written text does not
+    (transitively). False where the expansion is unknown (a file that does not preprocess):
+    such a file is built and walked whole."""
     spans = functor_spans(text)
     if expansion is None or set(expansion.functors) != set(spans):
         return False
@@ -84,7 +109,7 @@ def sealed(text: str, expansion: Expansion | None) -> bool:
         return False
     for name, (a, b) in spans.items():
         expanded = expansion.functors[name]
-        if any(_DIRECTIVE.match(ln) for ln in lines[a:b + 1]) or \
+        if not _balanced(lines[a:b + 1]) or any(_DIRECTIVE.match(ln) for ln in lines[a:b + 1]) or \
                 _FRIEND.search(written[name]) or _FRIEND.search(expanded) or \
                 _STATEFUL.search(written[name]) or _STATEFUL.search(expanded):
             return False

@@ -95,15 +95,17 @@ def quoted_headers(directory: Path) -> list[Path]:
         return []
 
 
-def reached_headers(text: str, dirs: list[Path], beside_dir: Path | None = None) -> list[Path]:
+def reached_headers(text: str, dirs: list[Path],
+                    beside_dir: Path | None = None) -> tuple[list[Path], bool]:
     """Every file a kernel file's `text` includes, directly or through the files it includes,
     looked up in `dirs` (a quoted name first in `beside_dir`), porter's shim aside: what the
     preprocessor reads beyond the directories header_files lists (a header elsewhere under
-    aten/src: review 48's F3)."""
+    aten/src: review 48's F3); and whether one of them includes a file a macro names
+    (`#include HV_FILE`), which this list cannot hold (review 49's F2)."""
     from porter.emulate.include_graph import IncludeGraph
     graph = IncludeGraph(Path("/"), dirs=[d for d in dirs if d != SHIM_DIR])
     source = (beside_dir if beside_dir is not None else Path("/nonexistent")) / "kernel.metal"
-    return sorted(graph.reached(source, text))
+    return sorted(graph.reached(source, text)), bool(graph.computed)
 
 
 def header_files(dirs: list[Path]) -> list[Path]:

@@ -253,9 +253,13 @@ def cache_key(source_text: str, dirs: list[Path], flags: list[str], cxx: str) ->
             beside = Path(flags[i + 1])
             for f in headers.quoted_headers(beside):
                 h.update(str(f).encode() + b"\0" + f.read_bytes())
-    # and every other file its includes reach (a header elsewhere in the checkout)
-    for f in sorted(set(headers.reached_headers(source_text, dirs, beside)) - set(listed)):
+    # and every other file its includes reach (a header elsewhere in the checkout); an include
+    # whose file a macro names may read any file: no build is kept for such a text
+    reached, computed = headers.reached_headers(source_text, dirs, beside)
+    for f in sorted(set(reached) - set(listed)):
         h.update(str(f).encode() + b"\0" + f.read_bytes())
+    if computed:
+        h.update(os.urandom(16))
     h.update(source_text.encode())
     return h.hexdigest()[:32]
 

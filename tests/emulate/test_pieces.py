@@ -446,3 +446,30 @@ def test_a_header_elsewhere_in_the_checkout_that_a_kernel_file_reaches_is_in_its
     more.write_text("#define HV_POS(a) (a < 0)\n")           # reached through HvPos.h
     after = (cache_key(text, dirs, ["-O0"], "g++"), frontend._headers_digest(root, "k.metal", text))
     assert before[0] != after[0] and before[1] != after[1]
+
+
+def test_a_conditional_a_struct_opens_and_the_code_after_it_closes_leaves_no_pieces(fixture_root):
+    """Review 49's F1: `#if 1` in hypot's struct, closed after its `};`, chose between two
+    outside definitions of a macro another functor expands; flipping it edited hypot alone."""
+    text = _binary(fixture_root)
+    start, end = groups.functor_spans(text)["hypot"]
+    lines = text.split("\n")
+    assert lines[end] == "};"
+    lines[end] = "#if 1\n};\n#define HV_ADJ(x) (x)\n#else\n};\n#define HV_ADJ(x) (-(x))\n#endif"
+    assert pieces_of("\n".join(lines), fixture_root) == []
+
+
+def test_a_kernel_file_that_includes_a_file_a_macro_names_is_never_taken_from_a_cache(
+        fixture_root, tmp_path):
+    """Review 49's F2: `#include HV_FILE` reads a file no key listed; its edit kept the old
+    library. Which file a macro names is the preprocessor's to say: no key stands for it."""
+    from porter.emulate import frontend, headers
+    from porter.emulate.toolchain import cache_key
+
+    text = '#define HV_FILE "hv_adj.inc"\n#include HV_FILE\n' + _binary(fixture_root)
+    plain = _binary(fixture_root)
+    dirs = headers.include_dirs(fixture_root)
+    for source, kept in ((text, False), (plain, True)):
+        keys = {cache_key(source, dirs, ["-O0"], "g++") for _ in range(2)}
+        digests = {frontend._headers_digest(fixture_root, "k.metal", source) for _ in range(2)}
+        assert (len(keys) == 1, len(digests) == 1) == (kept, kept)
