@@ -1638,17 +1638,13 @@ def _pieces(text: str, display_path: str, root: Path | None, version: int, raw: 
 
 
 def _instantiated(text, display_path, root, version, names, raw, rows, base: Rewritten, namer,
-                  base_errors: set, use_cache: bool, cut: int = 0,
-                  pch: str | None = None, parsed=None) -> list[tuple[list, list]]:
+                  base_errors: set, use_cache: bool, cut: int, pch: str | None,
+                  parsed: tuple) -> list[tuple[list, list]]:
     """(errors, kernels) of each piece's registrations, in file order: cached ones read back,
     the others instantiated in at most MAX_BATCHES parses and each error given to the piece
     its location (or the instantiation it comes from) belongs to; a batch whose errors cannot
     be told apart is parsed again piece by piece. `parsed`: what _instantiation_parses
     returned for these arguments (the parses, started beside the file's own check)."""
-    if parsed is None:
-        parsed = _instantiation_parses(
-            text, display_path, root, version, names, raw, rows, base, use_cache, cut, pch,
-            groups_sealed(text, raw, display_path))
     pieces, results, missing, rewritten, batches, tus = parsed
     if missing:
         from porter.emulate import groups
@@ -1700,12 +1696,6 @@ def _instantiated(text, display_path, root, version, names, raw, rows, base: Rew
             results[p.key] = (types + found[p.key], names)
             _store_piece(p.key, results[p.key])
     return [results[p.key] for p in sorted(pieces, key=lambda p: p.rows[0])]
-
-
-def groups_sealed(text: str, raw: list[str], display_path: str) -> bool:
-    """groups.sealed of the kernel file `text`, whose preprocessed lines are `raw`."""
-    from porter.emulate import groups
-    return groups.sealed(text, expansion_of(raw, _positions(raw), display_path, text))
 
 
 def _instantiation_parses(text, display_path, root, version, names, raw, rows, base: Rewritten,
