@@ -128,6 +128,29 @@ _HEAD = """#include <c10/metal/indexing.h>
 using namespace metal;
 """
 
+def _b_called_by_a(macros: str, call: str) -> tuple[str, tuple[str, str]]:
+    """A file whose a_functor calls b_functor through `call` (made by `macros`), and the edit
+    of b's result type (bfloat -> float) that makes a's `bfloat r = ...` an error."""
+    return (_HEAD + macros + f"""
+struct b_functor {{
+  inline bfloat operator()(const float a) {{
+    return bfloat(a);
+  }}
+}};
+
+struct a_functor {{
+  inline float operator()(const float a, const float b) {{
+    bfloat r = {call}(a);
+    return float(r) + b;
+  }}
+}};
+
+REGISTER_BINARY_OP(a, float, float);
+REGISTER_UNARY_OP(b, float, float);
+""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
+      "inline float operator()(const float a) {\n    return a;"))
+
+
 # (file, its edit): a functor's findings that depend on text its key does not hold (review 45:
 # each was kept stale). The memo walks every functor of such a file.
 UNKEYABLE = {
@@ -150,25 +173,8 @@ struct a_functor {
 REGISTER_BINARY_OP(a, float, float);
 REGISTER_BINARY_OP(b, float, float);
 """, ("#define BODY return a + b;", "#define BODY goto end; end: return a + b;")),
-    "a functor named by pasting tokens": (_HEAD + """#define CALL(N) N##_functor()
-
-struct b_functor {
-  inline bfloat operator()(const float a) {
-    return bfloat(a);
-  }
-};
-
-struct a_functor {
-  inline float operator()(const float a, const float b) {
-    bfloat r = CALL(b)(a);
-    return float(r) + b;
-  }
-};
-
-REGISTER_BINARY_OP(a, float, float);
-REGISTER_UNARY_OP(b, float, float);
-""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
-      "inline float operator()(const float a) {\n    return a;")),
+    "a functor named by pasting tokens": _b_called_by_a("""#define CALL(N) N##_functor()
+""", "CALL(b)"),
     "a struct closed by an indented brace": (_HEAD + """
 struct a_functor {
   inline float operator()(const float a, const float b) { return a + b; }
@@ -204,25 +210,8 @@ struct b_functor {
 REGISTER_BINARY_OP(a, int, int);
 REGISTER_BINARY_OP(b, int, int);
 """, ("return __builtin_popcount(a) + b;", "return a + b;")),
-    "a functor named by a pasting macro's arguments": (_HEAD + """#define CAT(x, y) x##y
-
-struct b_functor {
-  inline bfloat operator()(const float a) {
-    return bfloat(a);
-  }
-};
-
-struct a_functor {
-  inline float operator()(const float a, const float b) {
-    bfloat r = CAT(b, _functor)()(a);
-    return float(r) + b;
-  }
-};
-
-REGISTER_BINARY_OP(a, float, float);
-REGISTER_UNARY_OP(b, float, float);
-""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
-      "inline float operator()(const float a) {\n    return a;")),
+    "a functor named by a pasting macro's arguments": _b_called_by_a("""#define CAT(x, y) x##y
+""", "CAT(b, _functor)()"),
     "code after a struct on its closing line": (_HEAD + """
 struct a_functor {
   inline float operator()(const float a, const float b) { return a + b; }
@@ -257,26 +246,9 @@ REGISTER_BINARY_OP(a, int, int);
 REGISTER_BINARY_OP(b, int, int);
 """, ("return POP(a) + b;", "return a + b;")),
     # review 47's F3: what a functor reaches without spelling another's name
-    "a functor named by a macro that calls a pasting one": (_HEAD + """#define CAT(x, y) x##y
+    "a functor named by a macro that calls a pasting one": _b_called_by_a("""#define CAT(x, y) x##y
 #define FN(x) CAT(x, _functor)
-
-struct b_functor {
-  inline bfloat operator()(const float a) {
-    return bfloat(a);
-  }
-};
-
-struct a_functor {
-  inline float operator()(const float a, const float b) {
-    bfloat r = FN(b)()(a);
-    return float(r) + b;
-  }
-};
-
-REGISTER_BINARY_OP(a, float, float);
-REGISTER_UNARY_OP(b, float, float);
-""", ("inline bfloat operator()(const float a) {\n    return bfloat(a);",
-      "inline float operator()(const float a) {\n    return a;")),
+""", "FN(b)()"),
     "a functor named by a macro's text": (_HEAD + """#define B_OF(x) b_functor()(x)
 
 struct b_functor {
