@@ -137,7 +137,9 @@ def run(args) -> int:
     if args.changed_since:
         options_["reference_gaps"] = reference_base.reference_gaps(args.root, args.changed_since, args.ops)
     else:
-        options_["reference_gaps"] = reference_base.default_reference_gaps(args.root, args.ops)
+        from porter.harness.session import in_background
+        options_["reference_gaps"] = in_background(
+            lambda: reference_base.default_reference_gaps(args.root, args.ops))
     from porter.commands import terminal
     options_["quiet"] = terminal.quiet()
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -708,7 +709,10 @@ def wheel_include() -> str | None:
     return _wheel_include()
 
 
+@functools.lru_cache(maxsize=1)
 def _wheel_include() -> str | None:
+    # where the installed torch lies does not move while porter runs (find_spec walks sys.path:
+    # ~4 ms, asked by every include graph and host parse)
     import importlib.util
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:

@@ -22,6 +22,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from porter.source import run_memo
 from porter.source.cpp_scan import blank_inactive, code_mask
 
 _DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)")
@@ -35,7 +36,9 @@ def redefined(root: Path, mm: Path, text: str, spans: list[tuple[int, int]]) -> 
     statement porter reads) that the `.mm` file (`text`, before the span's end) or a file of
     the MPS host folders defines as a macro; None where none is."""
     live = _live(text)
-    headers = _folder_macros(Path(root), _stamp(Path(root)) + _included(Path(root), mm, text))
+    root = Path(root)
+    stamp = run_memo.once(("host folders", root), lambda: _stamp(root))
+    headers = _folder_macros(root, stamp + _included(root, mm, text))
     for start, end in spans:
         own = _macros(live[:end])
         for token in _IDENTIFIER.findall(live[start:end]):
@@ -97,9 +100,7 @@ def computed_include(root: Path, mm: Path, text: str) -> str | None:
     """"`#include NAME` (file:line)" where the `.mm`, or a checkout file it reads, includes a
     file a macro names (review 26's M1): which file that is, and the macros it defines, the
     preprocessor decides; None where none does."""
-    from porter.emulate.host_compile import wheel_include
-    from porter.emulate.include_graph import IncludeGraph
-    graph = IncludeGraph(root, wheel_include())
+    graph = _graph(root)
     for path in [Path(mm), *sorted(graph.reached(mm, text))]:
         if path in graph.computed:
             line, directive = graph.computed[path]
@@ -107,15 +108,21 @@ def computed_include(root: Path, mm: Path, text: str) -> str | None:
     return None
 
 
+def _graph(root: Path):
+    """The checkout's include graph, one a run: every host file reads the same headers."""
+    from porter.emulate.host_compile import wheel_include
+    from porter.emulate.include_graph import IncludeGraph
+    root = Path(root)
+    return run_memo.once(("host include graph", root), lambda: IncludeGraph(root, wheel_include()))
+
+
 def _included(root: Path, mm: Path, text: str) -> tuple:
     """The checkout files outside the host folders that the `.mm` reads, directly or not
     (porter.emulate.include_graph), whatever their names, with their times (review 25's H21b:
     a `#define` of `exec_unary_kernel` in a new `aten/src/ATen/PorterSwap.h` the host includes;
     review 26's M5, M6: the same in a `.txt` or a `.mm` file)."""
-    from porter.emulate.host_compile import wheel_include
-    from porter.emulate.include_graph import IncludeGraph
     found = []
-    for path in sorted(IncludeGraph(root, wheel_include()).reached(mm, text)):
+    for path in sorted(_graph(root).reached(mm, text)):
         rel = _rel(path, root)
         if rel.startswith(_HOST_FOLDERS) and path.suffix not in _NOT_HOST:
             continue                          # read with the host folders

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from porter import exit_codes
 from porter.apply.changes import ChangeSet
 from porter.apply.write import apply_unless_dry
+from porter.source import run_memo
 from porter.source.checkout import resolve_checkout
 from porter.errors import PorterError
 from porter.harness import prune as prunemod
@@ -47,11 +51,28 @@ class Options:
     out: object = field(default=None)       # stream for the report (default stdout)
     quiet: bool = False                     # -q: no notes on stderr
     # --changed-since REF: "op: why" for each op whose CPU reference is not proven to be this
-    # checkout's (porter.checks.cpu_reference, computed by the command): not proven, exit 1
-    reference_gaps: list[str] = field(default_factory=list)
+    # checkout's (porter.checks.cpu_reference, computed by the command): not proven, exit 1.
+    # Or a Future of them (in_background), read once the rows have run
+    reference_gaps: list[str] | Future = field(default_factory=list)
     # filled by run() for a caller that words its own last line (the port commands):
     # "only_not_proven", whether every red row is "not proven" rather than a mismatch seen
     verdict_counts: dict | None = None
+
+
+def in_background(ask: Callable[[], list[str]]) -> Future:
+    """`ask()` on a thread of its own, as a Future: the default base's reference gaps are git
+    runs and a read of the base's CPU files (~0.2 s), which the verdict needs only after its
+    rows, and which held up the kernel file's build while the run was starting."""
+    done: Future = Future()
+
+    def answer() -> None:
+        try:
+            done.set_result(ask())
+        except BaseException as err:        # noqa: BLE001 (re-raised by result(), in the run)
+            done.set_exception(err)
+
+    threading.Thread(target=answer, daemon=True, name="porter-reference-gaps").start()
+    return done
 
 
 def run(opts: Options) -> int:
@@ -61,6 +82,8 @@ def run(opts: Options) -> int:
     if opts.prune_xfails and opts.grad:
         raise PorterError("--prune-xfails edits test_output_match's lists, not --grad's",
                           hint="run --prune-xfails without --grad")
+    # a port command tests the files it has just written: what was read before is read again
+    run_memo.forget()
     checkout = resolve_checkout(opts.root)
     root = checkout.root if checkout else None
     backend = opts.backend or get_backend(opts.device, root)
@@ -71,7 +94,8 @@ def run(opts: Options) -> int:
     # a kernel file built in part (headers older than it): its kernels that built ran, but the
     # file's own build, which a port needs, is not proven; never a green run
     header_gaps = backend.header_gaps() if hasattr(backend, "header_gaps") else []
-    reference_gaps = list(opts.reference_gaps)
+    gaps = opts.reference_gaps
+    reference_gaps = list(gaps.result() if isinstance(gaps, Future) else gaps)
     from porter.harness import opinfo_agreement
     opinfo_agreement.drop_unsent(checkout, results, ctx.db)
     reference_gaps += opinfo_agreement.unproven(checkout, results, ctx.db)

@@ -54,3 +54,48 @@ def test_a_saved_kernel_file_is_built_once_from_the_save_and_its_round_gives_its
         assert len(compiled) == 1, [name for name, _ in compiled]
         assert compiled[0][0] == f"{watch.EARLY_BUILD} {metal.name}"
         assert body.strip() in compiled[0][1]
+
+
+def test_a_file_an_edit_adds_to_the_watch_and_saved_while_the_round_runs_gets_a_round(
+        mini_root, monkeypatch):
+    """The files watched are read again after a round's verdict, not before it (~0.2 s of the
+    round's start). A header the saved edit starts to include, saved again while that round
+    runs, must still get a round of its own: it has no stamp from before the round."""
+    import os
+
+    from porter.harness import watch
+    from porter.harness.session import Options
+
+    kernel, header = mini_root / "k.metal", mini_root / "k.h"
+    kernel.write_text("a\n")
+    header.write_text("b\n")
+    rounds: list[str] = []
+
+    def watched(root):
+        return [kernel, header] if "#include" in kernel.read_text() else [kernel]
+
+    def round_(opts, root, out, gaps=None, built=None):
+        rounds.append(kernel.read_text() + header.read_text())
+        if len(rounds) == 2:          # the edit's round: the header is saved as it runs
+            header.write_text("b saved\n")
+            os.utime(header, ns=(1, 10**18))
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+        return 0
+
+    polls = []
+
+    def sleep(seconds):
+        polls.append(seconds)
+        if len(polls) == 1:           # the first poll: the kernel file starts to include k.h
+            kernel.write_text('#include "k.h"\n')
+            os.utime(kernel, ns=(1, 2 * 10**18))
+        if len(polls) > 50:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch, "watched_files", watched)
+    monkeypatch.setattr(watch, "_round", round_)
+    monkeypatch.setattr(watch.time, "sleep", sleep)
+    opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
+    assert watch.run(opts, out=io.StringIO()) == 0
+    assert rounds == ["a\nb\n", '#include "k.h"\nb\n', '#include "k.h"\nb saved\n']
