@@ -42,6 +42,25 @@ def real_tree() -> Path:
     return root
 
 
+def heaviside_tree(binary_kernel: str | None = None, c10_metal: str | None = None) -> Path:
+    """real_tree() with heaviside ported by `porter new-op` (this repository's porter), after
+    copying over it a BinaryKernel.metal (upstream's real one) and the c10/metal headers it
+    builds with, where given (committed: the port's change is the branch's)."""
+    from porter.source.checkout import KERNELS
+    root = real_tree()
+    if c10_metal:
+        for header in sorted(Path(c10_metal).glob("*.h")):
+            (root / "c10" / "metal" / header.name).write_text(header.read_text())
+    if binary_kernel or c10_metal:
+        if binary_kernel:
+            (root / KERNELS / "BinaryKernel.metal").write_text(open(binary_kernel).read())
+        subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qam",
+                        "upstream kernel file and headers"], cwd=root, check=True)
+    subprocess.run(porter_argv("new-op", "heaviside", "--root", str(root)), check=True,
+                   env=bench_env(), capture_output=True)
+    return root
+
+
 def bench_env() -> dict[str, str]:
     """The environment of a normal install: bytecode is cached (pip compiles it at install time),
     whatever PYTHONDONTWRITEBYTECODE the calling shell sets."""

@@ -35,9 +35,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from _common import bench_env, porter_argv, real_tree, scratch_dir
+from _common import bench_env, heaviside_tree, porter_argv, scratch_dir
 
 from porter.source.checkout import KERNELS
 
@@ -108,17 +107,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
     os.environ.pop("PORTER_REFCACHE_DIR", None)
-    root = real_tree()
-    if args.c10_metal:
-        for header in sorted(Path(args.c10_metal).glob("*.h")):
-            (root / "c10" / "metal" / header.name).write_text(header.read_text())
-    if args.binary_kernel or args.c10_metal:
-        if args.binary_kernel:
-            (root / KERNELS / "BinaryKernel.metal").write_text(open(args.binary_kernel).read())
-        subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qam",
-                        "upstream kernel file and headers"], cwd=root, check=True)
-    subprocess.run(porter_argv("new-op", "heaviside", "--root", str(root)), check=True,
-                   env=bench_env(), capture_output=True)
+    root = heaviside_tree(args.binary_kernel, args.c10_metal)
     metal = root / KERNELS / "BinaryKernel.metal"
     good = metal.read_text()
     if RIGHT not in good:

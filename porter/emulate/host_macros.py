@@ -116,6 +116,27 @@ def _graph(root: Path):
     return run_memo.once(("host include graph", root), lambda: IncludeGraph(root, wheel_include()))
 
 
+def read_by_hosts(root: Path, mms: list[Path]) -> set[Path]:
+    """Every file whose edit, and every folder where a file created or deleted, can change what
+    these checks read for the host files `mms`: the MPS host folders' files and the folders
+    themselves, each `.mm`'s checkout headers (porter.emulate.include_graph), and the folders its
+    include lookups listed (a header created there is found by the next build): what `--watch`
+    watches for them (review 48's F2: a `#define exec_binary_kernel` saved into the host folders'
+    OperationUtils.h got no round)."""
+    root = Path(root)
+    found = {Path(name) for name, _ in _stamp(root)}
+    for folder in _HOST_FOLDERS:
+        found.update(p for p in [root / folder, *(root / folder).rglob("*")] if p.is_dir())
+    graph = _graph(root)
+    for mm in mms:
+        try:
+            found.update(graph.reached(mm, mm.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    found.update(folder for folder in graph.listed() if folder.is_relative_to(root))
+    return found
+
+
 def _included(root: Path, mm: Path, text: str) -> tuple:
     """The checkout files outside the host folders that the `.mm` reads, directly or not
     (porter.emulate.include_graph), whatever their names, with their times (review 25's H21b:

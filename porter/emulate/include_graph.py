@@ -74,6 +74,10 @@ class IncludeGraph:
         # a file system that ignores case (macOS's) finds `Foo.H` as foo.h: ask it
         return name.lower() in listing[1] and path.is_file()
 
+    def listed(self) -> set[Path]:
+        """The folders the lookups so far have listed (existing or not)."""
+        return {Path(os.path.normpath(folder)) for folder in self._listings}
+
     def _targets(self, path: Path) -> list[Path]:
         if path not in self._direct:
             try:

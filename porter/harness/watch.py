@@ -31,7 +31,7 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
 def watched_files(root: Path) -> list[Path]:
-    from porter.emulate import headers
+    from porter.emulate import headers, host_macros
     from porter.emulate.hostmap import host_kernels
     from porter.harness.mps_expectations import TEST_MPS
     from porter.source.checkout import (COMMON_MPS, CPU_KERNELS, KERNELS, NATIVE, NATIVE_YAML,
@@ -55,9 +55,12 @@ def watched_files(root: Path) -> list[Path]:
                     files.add(candidate)
                     todo.append(candidate)
                     break
-    # the host files porter.emulate.hostmap reads: each .mm with a .metal of its stem
-    files.update(mm for mm in sorted((root / OPERATIONS).glob("*.mm"))
-                 if (root / KERNELS / f"{mm.stem}.metal").is_file())
+    # the host files porter.emulate.hostmap reads: each .mm with a .metal of its stem, and what
+    # its macro checks read for them (the host folders, the headers each .mm reaches)
+    hosts = [mm for mm in sorted((root / OPERATIONS).glob("*.mm"))
+             if (root / KERNELS / f"{mm.stem}.metal").is_file()]
+    files.update(hosts)
+    files.update(host_macros.read_by_hosts(root, hosts))
     files.update(p for p in (root / COMMON_MPS, root / TEST_MPS) if p.is_file())
     # what decides whether the CPU reference is this checkout's (the yaml's rows, the CPU
     # kernels and the shared functions that run their stubs): an edit there changes the
@@ -127,6 +130,11 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
             # the watch has no stamp from before the round, so the next poll runs a round for
             # it: a save of it while this round ran is never missed
             before, files = stamps, watched_files(root)
+            # a file the list no longer holds that changed while the round ran (deleted: review
+            # 48's F1) stays one poll more, with its stamp from before, so that a round sees it
+            listed = set(files)
+            gone = [f for f in before if f not in listed]
+            files = sorted(listed | {f for f, st in _stamps(gone).items() if st != before[f]})
             stamps = {f: before.get(f) for f in files}
     except KeyboardInterrupt:
         out.write("\nporter: watch stopped\n")

@@ -99,3 +99,64 @@ def test_a_file_an_edit_adds_to_the_watch_and_saved_while_the_round_runs_gets_a_
     opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
     assert watch.run(opts, out=io.StringIO()) == 0
     assert rounds == ["a\nb\n", '#include "k.h"\nb\n', '#include "k.h"\nb saved\n']
+
+
+def test_a_watched_file_deleted_while_the_round_runs_gets_a_round(mini_root, monkeypatch):
+    """Review 48's F1: the header a kernel file includes, deleted while a round ran, left the
+    watch (it is no longer found) and no round saw it: the last verdict, green, stood while the
+    file no longer built."""
+    import os
+
+    from porter.harness import watch
+    from porter.harness.session import Options
+
+    kernel, header = mini_root / "k.metal", mini_root / "k.h"
+    kernel.write_text('#include "k.h"\n')
+    header.write_text("b\n")
+    rounds: list[bool] = []
+
+    def watched(root):
+        return [kernel, header] if header.exists() else [kernel]
+
+    def round_(opts, root, out, gaps=None, built=None):
+        rounds.append(header.exists())
+        if len(rounds) == 2:          # the edit's round: the header is deleted as it runs
+            header.unlink()
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+        return 0
+
+    polls = []
+
+    def sleep(seconds):
+        polls.append(seconds)
+        if len(polls) == 1:
+            kernel.write_text('#include "k.h"\n// edited\n')
+            os.utime(kernel, ns=(1, 2 * 10**18))
+        if len(polls) > 50:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch, "watched_files", watched)
+    monkeypatch.setattr(watch, "_round", round_)
+    monkeypatch.setattr(watch.time, "sleep", sleep)
+    opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
+    assert watch.run(opts, out=io.StringIO()) == 0
+    assert rounds == [True, True, False]
+
+
+def test_the_watch_holds_what_the_host_checks_read(mini_root):
+    """Review 48's F2: a `#define exec_binary_kernel ...` saved into a header of the MPS host
+    folders, or into a checkout header a host file includes, got no round (porter.emulate.
+    host_macros reads both); and a header created there changes what an include finds."""
+    from porter.harness import watch
+    from porter.source.checkout import MPS, OPERATIONS
+
+    helper = mini_root / MPS / "OperationUtils.h"
+    helper.write_text("#pragma once\n")
+    swap = mini_root / "aten/src/ATen/PorterSwap.h"
+    swap.write_text("#pragma once\n")
+    host = mini_root / OPERATIONS / "BinaryKernel.mm"
+    host.write_text("#include <ATen/PorterSwap.h>\n" + host.read_text())
+    files = watch.watched_files(mini_root)
+    assert {helper, swap, host, mini_root / MPS, mini_root / OPERATIONS,
+            mini_root / "aten/src/ATen"} <= set(files)

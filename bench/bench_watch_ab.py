@@ -1,0 +1,108 @@
+"""Two porter sources, one `--watch` round after another, interleaved: which loop is faster when
+the box's own speed moves more than the change does. Prints figures; asserts nothing.
+
+    python bench/bench_watch_ab.py --source OLD_TREE --source NEW_TREE [--pairs 4] [--rounds 8]
+        [--binary-kernel PATH] [--c10-metal DIR]
+
+Each source is a directory holding a `porter` package (a `git worktree` of an older commit, and
+this repository). The tree is bench_loop.py's (a real-size tree, heaviside ported); each pair
+runs one process of each source, `--rounds` rounds each, in the order given. A round is what
+`porter test heaviside --device emulate --watch` runs after a save: the saved file's early build,
+then the round. Its body alternates between the right one and a twin spelled otherwise, so every
+round compiles. The first round of a process (imports, cold caches) is not counted. For each
+process: the median round, and the mean CPU a round (the process's own, and its children's: g++,
+the preprocessor runs, the kernel worker), with `cat /proc/loadavg`. CPU seconds move much less
+than wall seconds with the box's load: read them first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from _common import bench_env, heaviside_tree, scratch_dir
+
+from porter.source.checkout import KERNELS
+
+RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
+TWIN = "return a == 0 ? b : static_cast<T>(0 < a);"
+
+# run in a process whose porter is the source's: the command line's own --watch, its loop
+# replaced by `rounds` timed rounds
+CHILD = r"""
+import json, os, sys, time
+from porter.harness import watch
+root, metal, rounds, right, twin = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+good = open(metal).read()
+found = []
+
+def timed(opts, interval=0.05, out=None, reference_gaps=None):
+    from pathlib import Path
+    built = set()
+    sink = open(os.devnull, "w")
+    for n in range(rounds + 1):
+        with open(metal, "w") as f:
+            f.write(good.replace(right, (twin, right)[n % 2] + f" // round {n} {time.time()}"))
+        start, cpu, kids = time.perf_counter(), time.process_time(), os.times()
+        watch._start_builds([Path(metal)], Path(root))
+        code = watch._round(opts, Path(root), sink, reference_gaps, built)
+        now = os.times()
+        found.append((time.perf_counter() - start, time.process_time() - cpu
+                      + now.children_user + now.children_system
+                      - kids.children_user - kids.children_system, code))
+    with open(metal, "w") as f:
+        f.write(good)
+    return 0
+
+watch.run = timed
+from porter.cli import main
+main(["test", "heaviside", "--device", "emulate", "--watch", "--root", root])
+print(json.dumps(found[1:]))
+"""
+
+
+def rounds_of(source: Path, root: Path, rounds: int, cache: Path) -> list[tuple[float, float, int]]:
+    env = {**bench_env(), "PYTHONPATH": str(source), "PORTER_CACHE_DIR": str(cache)}
+    metal = root / KERNELS / "BinaryKernel.metal"
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), str(metal), str(rounds), RIGHT,
+                           TWIN], env=env, capture_output=True, text=True, check=True)
+    return [tuple(r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source", action="append", type=Path, required=True,
+                        help="a directory holding a porter package (give two)")
+    parser.add_argument("--pairs", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--binary-kernel", metavar="PATH")
+    parser.add_argument("--c10-metal", metavar="DIR")
+    args = parser.parse_args()
+    os.environ.pop("PORTER_REFCACHE_DIR", None)
+    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
+    root = heaviside_tree(args.binary_kernel, args.c10_metal)
+    if RIGHT not in (root / KERNELS / "BinaryKernel.metal").read_text():
+        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+        return 2
+    caches = {s: scratch_dir("porter-bench-cache-") for s in args.source}
+    for source in args.source:                       # each source's caches warm
+        rounds_of(source, root, 1, caches[source])
+    for pair in range(args.pairs):
+        for source in args.source:
+            load = " ".join(open("/proc/loadavg").read().split()[:3])
+            found = rounds_of(source, root, args.rounds, caches[source])
+            walls, cpus = [w for w, _, _ in found], [c for _, c, _ in found]
+            codes = sorted({c for _, _, c in found})
+            print(f"pair {pair + 1}  {str(source):40}  median round {statistics.median(walls):5.2f} s  "
+                  f"mean CPU {statistics.mean(cpus):5.2f} s  exits {codes}  (loadavg {load})",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
