@@ -214,3 +214,30 @@ def test_a_scalar_port_that_needs_a_body_says_so_not_its_skeletons_build_error(r
         assert v.detail.startswith(f"incomplete port: needs --body EXPR (in {params}) for the body of {op}_functor"), v.detail
         assert "build" not in v.detail and "static assert" not in v.detail, v.detail
 
+
+
+def test_each_measured_port_reads_its_shadow_afresh(real_root, monkeypatch):
+    """`candidates --verify` checks op after op in one process, each in a shadow of the tree at
+    one reused path: what the last op's check read there (porter.source.run_memo: the host
+    files' include graph, the host folders' files) is not this op's (review 48)."""
+    from types import SimpleNamespace
+
+    from porter.apply.changes import ChangeSet
+    from porter.emulate import host_macros
+    from porter.harness import opinfo_run
+    from porter.source import run_memo
+
+    graphs = []
+
+    def tests_of(op, root, backend, **kwargs):
+        graphs.append(host_macros._graph(backend.root))
+        return []
+
+    monkeypatch.setattr(opinfo_run, "make_context", lambda *a, **k: SimpleNamespace())
+    monkeypatch.setattr(opinfo_run, "run_op_tests", tests_of)
+    checkout = Checkout(real_root)
+    for op in ("heaviside", "hypot"):
+        verifymod.measure(checkout, op, ChangeSet(real_root))
+    run_memo.forget()
+    assert len(graphs) == 2 and graphs[0].root == graphs[1].root
+    assert graphs[0] is not graphs[1]
