@@ -62,11 +62,19 @@ def _same_headers(a: Path, b: Path) -> bool:
 
 
 def include_dirs(root: Path | None) -> list[Path]:
-    """-I order: shim, checkout's aten/src (kernel-side .h files), c10/metal's parent."""
+    """-I order: the shim, then as PyTorch's metallib build (cmake/Metal.cmake's metal_to_air:
+    `-I ${CMAKE_SOURCE_DIR} -I ${CMAKE_SOURCE_DIR}/aten/src`) the checkout's root before its
+    aten/src: a header in both is the root's (review 48's F2: aten/src/c10/metal/utils.h was read
+    before c10/metal/utils.h). Where the checkout has no c10/metal, the installed torch's
+    include directory stands in for the root's, after aten/src: its ATen/ would otherwise hide
+    the checkout's."""
     dirs = [SHIM_DIR]
-    if root is not None and (Path(root) / "aten" / "src").is_dir():
-        dirs.append(Path(root) / "aten" / "src")
     parent = c10_metal_parent(root)
+    src = Path(root) / "aten" / "src" if root is not None else None
+    if root is not None and parent == Path(root):
+        dirs.append(parent)
+    if src is not None and src.is_dir():
+        dirs.append(src)
     if parent not in dirs:
         dirs.append(parent)
     return dirs

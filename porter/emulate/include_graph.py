@@ -16,10 +16,17 @@ import os
 import re
 from pathlib import Path
 
-_INCLUDE = re.compile(r'^\s*#\s*(?:include_next|include|import)\s*([<"])([^>"]+)[>"]', re.M)
+# a directive's `#`, or its digraph `%:`, and what may stand between its tokens: blanks, a
+# comment, a line continued by `\` (review 48's F1: `%:include <x.h>` reached a header no cache
+# key held)
+_HASH = r"(?:#|%:)"
+_GAP = r"(?:[ \t]|/\*.*?\*/|\\\r?\n)*"
+_INCLUDE = re.compile(rf'^\s*{_HASH}{_GAP}(?:include_next|include|import){_GAP}([<"])([^>"]+)[>"]',
+                      re.M)
 # an include whose file a macro names (`#include PORTER_SWAP_H`): which file it is, the
 # preprocessor decides (review 26's M1)
-_COMPUTED = re.compile(r'^\s*#\s*(?:include_next|include|import)\b\s*(?![<"\s])(\S.*)$', re.M)
+_COMPUTED = re.compile(rf'^\s*{_HASH}{_GAP}(?:include_next|include|import)\b{_GAP}'
+                       r'(?![<"\s]|/\*|\\\r?\n)(\S.*)$', re.M)
 WHEEL_MPS = ("ATen/native/mps/", "ATen/mps/")
 
 
@@ -124,7 +131,7 @@ def _live_directives(text: str) -> tuple[list[tuple[str, str]], tuple[int, str] 
     mask = blank_inactive(code_mask(text))
 
     def live(m: re.Match) -> bool:
-        return mask[m.start():m.end()].lstrip().startswith("#")
+        return mask[m.start():m.end()].lstrip().startswith(("#", "%:"))
 
     computed = next(((text.count("\n", 0, m.start()) + 1, m.group(0).strip())
                      for m in _COMPUTED.finditer(text) if live(m)), None)

@@ -17,7 +17,6 @@ stops it: the kernel worker is closed and the command exits 0.
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from dataclasses import replace
@@ -27,34 +26,26 @@ from porter import exit_codes
 from porter.errors import PorterError
 from porter.source import run_memo
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
-
 
 def watched_files(root: Path) -> list[Path]:
     from porter.emulate import headers, host_macros
     from porter.emulate.hostmap import host_kernels
+    from porter.emulate.include_graph import IncludeGraph
     from porter.harness.mps_expectations import TEST_MPS
     from porter.source.checkout import (COMMON_MPS, CPU_KERNELS, KERNELS, NATIVE, NATIVE_YAML,
                                         OPERATIONS)
 
     root = Path(root)
     metals = sorted({h.metal for h in host_kernels(root)})
-    dirs = [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
+    # each kernel file's headers, looked up as its build looks them up (headers.reached_headers),
+    # and the checkout's folders those lookups listed: a header created there is the one the
+    # next build reads (review 48's F3)
+    graph = IncludeGraph(Path("/"), dirs=[d for d in headers.include_dirs(root)
+                                          if d != headers.SHIM_DIR])
     files: set[Path] = set(metals)
-    todo = list(metals)
-    while todo:
-        path = todo.pop()
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for name in _INCLUDE.findall(text):
-            for base in [path.parent, *dirs]:
-                candidate = base / name
-                if candidate.is_file() and candidate not in files:
-                    files.add(candidate)
-                    todo.append(candidate)
-                    break
+    for metal in metals:
+        files.update(graph.reached(metal))
+    files.update(folder for folder in graph.listed() if folder.is_relative_to(root))
     # the host files porter.emulate.hostmap reads: each .mm with a .metal of its stem, and what
     # its macro checks read for them (the host folders, the headers each .mm reaches)
     hosts = [mm for mm in sorted((root / OPERATIONS).glob("*.mm"))

@@ -72,3 +72,47 @@ def test_a_run_shares_one_host_graph_and_the_next_run_reads_the_checkout_again(t
             "`#include SWAP_H` (aten/src/ATen/Late.h:2)"
     finally:
         run_memo.forget()
+
+
+# (a kernel or host file's line, what the preprocessor includes or None, whether it names a
+# computed include): review 48's F1, `%:include <x.h>` reached a header no cache key held
+DIRECTIVES = [
+    ("#include <a.h>", ("<", "a.h"), False),
+    ("%:include <b.h>", ("<", "b.h"), False),                 # the digraph of `#`
+    ("#/**/include <c.h>", ("<", "c.h"), False),              # a comment between the tokens
+    ("#include/**/<d.h>", ("<", "d.h"), False),
+    ("#\\\ninclude <e.h>", ("<", "e.h"), False),              # a line continued
+    ('  #  include_next "f.h"', ('"', "f.h"), False),
+    ("  #   import <g.h>", ("<", "g.h"), False),
+    ("#include MACRO", None, True),
+    ("%:include MACRO", None, True),
+    ("// #include <h.h>", None, False),
+    ("/* %:include <i.h> */", None, False),
+    ("#if 0\n#include <j.h>\n#endif", None, False),
+]
+
+
+@pytest.mark.parametrize("line,included,computed", DIRECTIVES)
+def test_every_spelling_of_an_include_is_read(line, included, computed):
+    from porter.emulate.include_graph import _live_directives
+    includes, named = _live_directives(line + "\n")
+    assert includes == ([included] if included else [])
+    assert (named is not None) == computed
+
+
+def test_a_header_reached_through_the_digraph_is_in_a_kernel_files_keys(tmp_path):
+    from porter.emulate.headers import reached_headers
+    (tmp_path / "rvx").mkdir()
+    (tmp_path / "rvx/Rv.h").write_text("#pragma once\n")
+    found, computed = reached_headers("%:include <rvx/Rv.h>\n", [tmp_path])
+    assert found == [tmp_path / "rvx/Rv.h"] and not computed
+
+
+def test_the_checkout_root_is_searched_before_aten_src(real_root):
+    """PyTorch's cmake/Metal.cmake compiles each kernel file with `-I ${CMAKE_SOURCE_DIR} -I
+    ${CMAKE_SOURCE_DIR}/aten/src`: a header in both is the root's (review 48's F2: an
+    aten/src/c10/metal/utils.h shadowed the checkout's c10/metal/utils.h)."""
+    from porter.emulate import headers
+    dirs = headers.include_dirs(real_root)
+    assert dirs[0] == headers.SHIM_DIR
+    assert dirs.index(real_root) < dirs.index(real_root / "aten/src")

@@ -160,3 +160,16 @@ def test_the_watch_holds_what_the_host_checks_read(mini_root):
     files = watch.watched_files(mini_root)
     assert {helper, swap, host, mini_root / MPS, mini_root / OPERATIONS,
             mini_root / "aten/src/ATen"} <= set(files)
+
+
+def test_the_watch_holds_the_folders_a_kernel_files_includes_looked_in(real_root):
+    """Review 48's F3: a header a kernel file includes, created where its build looks first,
+    got no round: the folders the lookups listed are watched, created or not (the checkout's
+    root, then its aten/src, as the metallib build searches them)."""
+    from porter.harness import watch
+    from porter.source.checkout import KERNELS
+
+    metal = real_root / KERNELS / "BinaryKernel.metal"
+    metal.write_text("#include <porter_late/late.h>\n" + metal.read_text())
+    files = set(watch.watched_files(real_root))
+    assert {real_root / "porter_late", real_root / "aten/src/porter_late"} <= files
