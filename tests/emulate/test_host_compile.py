@@ -122,6 +122,21 @@ def test_a_parse_whose_process_dies_is_not_proven_and_not_kept(real_tree_templat
 
 
 @pytest.mark.slow
+def test_a_header_put_back_after_a_parse_that_missed_it_is_read(real_tree_template, tmp_path,
+                                                                own_cache):
+    """Review 48b's F4: the verdict of a parse is kept by the files it read, and a header it did
+    not find is none of them: put back, it went unseen ("file not found ... not proven" stood,
+    where a Mac builds)."""
+    root = Path(shutil.copytree(real_tree_template, tmp_path / "pytorch"))
+    mm = root / OPERATIONS / "BinaryKernel.mm"
+    mm.write_text(mm.read_text().replace("#include <fmt/format.h>\n",
+                                         '#include <fmt/format.h>\n#include "PorterHelper.h"\n', 1))
+    assert any("file not found" in str(error) for error in host_compile.errors(root, mm))
+    (mm.parent / "PorterHelper.h").write_text("#pragma once\ninline int porter_helper() { return 1; }\n")
+    assert host_compile.errors(root, mm) == []
+
+
+@pytest.mark.slow
 def test_quoted_includes_beside_the_mm_and_beside_a_checkout_header_are_found(real_tree_template,
                                                                               tmp_path, own_cache):
     """A quoted include is looked up beside its includer: review 18's H12 (`#include "X.h"` in
