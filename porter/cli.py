@@ -221,7 +221,7 @@ def _unknown_command(name: str) -> PorterError:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from porter.source import run_memo
+    from porter.runtime import run_memo
     run_memo.forget()          # each command is a run: it reads the checkout afresh
     try:
         argv = _command_first(argv)

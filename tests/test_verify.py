@@ -218,14 +218,14 @@ def test_a_scalar_port_that_needs_a_body_says_so_not_its_skeletons_build_error(r
 
 def test_each_measured_port_reads_its_shadow_afresh(real_root, monkeypatch):
     """`candidates --verify` checks op after op in one process, each in a shadow of the tree at
-    one reused path: what the last op's check read there (porter.source.run_memo: the host
+    one reused path: what the last op's check read there (porter.runtime.run_memo: the host
     files' include graph, the host folders' files) is not this op's (review 48)."""
     from types import SimpleNamespace
 
     from porter.apply.changes import ChangeSet
     from porter.emulate import host_macros
     from porter.harness import opinfo_run
-    from porter.source import run_memo
+    from porter.runtime import run_memo
 
     graphs = []
 

@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from porter.source import run_memo
+from porter.runtime import run_memo
 from porter.source.cpp_scan import blank_inactive, code_mask
 
 _DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)")

@@ -23,7 +23,7 @@ from porter.errors import PorterError
 from porter.harness.verdict_scope import FULL
 from porter.runtime.scratch import reused_directory
 from porter.source import checkout as co
-from porter.source import run_memo
+from porter.runtime import run_memo
 
 VERIFIED, FAILS, REFUSED, NOT_RUN = "verified", "fails", "refused", "not-run"
 MPS_DIR = "aten/src/ATen/native/mps"
@@ -117,7 +117,7 @@ def measure(checkout: co.Checkout, op: str, changes, reference_inputs: bool = FU
     with reused_directory("verify", checkout.root) as tmp:
         shadow = _shadow(checkout, changes, tmp)
         # the shadow's path repeats from op to op, its files do not: each op's check is a run
-        # of its own (porter.source.run_memo)
+        # of its own (porter.runtime.run_memo)
         run_memo.forget()
         backend = EmulateBackend(shadow)
         try:

@@ -16,7 +16,7 @@ from typing import Callable
 from porter import exit_codes
 from porter.apply.changes import ChangeSet
 from porter.apply.write import apply_unless_dry
-from porter.source import run_memo
+from porter.runtime import run_memo
 from porter.source.checkout import resolve_checkout
 from porter.errors import PorterError
 from porter.harness import prune as prunemod

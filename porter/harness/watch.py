@@ -24,7 +24,7 @@ from pathlib import Path
 
 from porter import exit_codes
 from porter.errors import PorterError
-from porter.source import run_memo
+from porter.runtime import run_memo
 
 
 def watched_files(root: Path) -> list[Path]:

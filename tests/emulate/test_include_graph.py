@@ -56,9 +56,9 @@ def test_a_graph_follows_includes_through_listed_folders(tmp_path):
 
 def test_a_run_shares_one_host_graph_and_the_next_run_reads_the_checkout_again(tmp_path):
     """Each host file's check asked a graph of its own (3,500 stats a `--watch` round); a run
-    now shares one, and forgets it when it ends (porter.source.run_memo)."""
+    now shares one, and forgets it when it ends (porter.runtime.run_memo)."""
     from porter.emulate import host_macros
-    from porter.source import run_memo
+    from porter.runtime import run_memo
     src = _tree(tmp_path)
     mm = src / "ATen/native/mps/operations/X.mm"
     text = "#include <ATen/Late.h>\n"
