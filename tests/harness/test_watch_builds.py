@@ -56,73 +56,22 @@ def test_a_saved_kernel_file_is_built_once_from_the_save_and_its_round_gives_its
         assert body.strip() in compiled[0][1]
 
 
-def test_a_file_an_edit_adds_to_the_watch_and_saved_while_the_round_runs_gets_a_round(
-        mini_root, monkeypatch):
-    """The files watched are read again after a round's verdict, not before it (~0.2 s of the
-    round's start). A header the saved edit starts to include, saved again while that round
-    runs, must still get a round of its own: it has no stamp from before the round."""
+def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds_wanted=3):
+    """watch.run with its rounds, file list and clock replaced: `first_save()` is the user's
+    save at the first poll, `during_round(n)` what happens while round n runs (from 1); each
+    round records `watched`'s files' texts (None: missing). The loop stops once
+    `rounds_wanted` rounds ran, or after 50 polls without them; the recorded rounds."""
     import os
 
     from porter.harness import watch
     from porter.harness.session import Options
 
-    kernel, header = mini_root / "k.metal", mini_root / "k.h"
-    kernel.write_text("a\n")
-    header.write_text("b\n")
-    rounds: list[str] = []
+    rounds: list = []
 
-    def watched(root):
-        return [kernel, header] if "#include" in kernel.read_text() else [kernel]
-
-    def round_(opts, root, out, gaps=None, built=None):
-        rounds.append(kernel.read_text() + header.read_text())
-        if len(rounds) == 2:          # the edit's round: the header is saved as it runs
-            header.write_text("b saved\n")
-            os.utime(header, ns=(1, 10**18))
-        if len(rounds) == 3:
-            raise KeyboardInterrupt
-        return 0
-
-    polls = []
-
-    def sleep(seconds):
-        polls.append(seconds)
-        if len(polls) == 1:           # the first poll: the kernel file starts to include k.h
-            kernel.write_text('#include "k.h"\n')
-            os.utime(kernel, ns=(1, 2 * 10**18))
-        if len(polls) > 50:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(watch, "watched_files", watched)
-    monkeypatch.setattr(watch, "_round", round_)
-    monkeypatch.setattr(watch.time, "sleep", sleep)
-    opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
-    assert watch.run(opts, out=io.StringIO()) == 0
-    assert rounds == ["a\nb\n", '#include "k.h"\nb\n', '#include "k.h"\nb saved\n']
-
-
-def test_a_watched_file_deleted_while_the_round_runs_gets_a_round(mini_root, monkeypatch):
-    """Review 48's F1: the header a kernel file includes, deleted while a round ran, left the
-    watch (it is no longer found) and no round saw it: the last verdict, green, stood while the
-    file no longer built."""
-    import os
-
-    from porter.harness import watch
-    from porter.harness.session import Options
-
-    kernel, header = mini_root / "k.metal", mini_root / "k.h"
-    kernel.write_text('#include "k.h"\n')
-    header.write_text("b\n")
-    rounds: list[bool] = []
-
-    def watched(root):
-        return [kernel, header] if header.exists() else [kernel]
-
-    def round_(opts, root, out, gaps=None, built=None):
-        rounds.append(header.exists())
-        if len(rounds) == 2:          # the edit's round: the header is deleted as it runs
-            header.unlink()
-        if len(rounds) == 3:
+    def round_(opts, root_, out, gaps=None, built=None):
+        rounds.append([p.read_text() if p.exists() else None for p in watched(None)])
+        during_round(len(rounds))
+        if len(rounds) == rounds_wanted:
             raise KeyboardInterrupt
         return 0
 
@@ -131,17 +80,68 @@ def test_a_watched_file_deleted_while_the_round_runs_gets_a_round(mini_root, mon
     def sleep(seconds):
         polls.append(seconds)
         if len(polls) == 1:
-            kernel.write_text('#include "k.h"\n// edited\n')
-            os.utime(kernel, ns=(1, 2 * 10**18))
+            for path in first_save():
+                os.utime(path, ns=(1, 2 * 10**18))
         if len(polls) > 50:
             raise KeyboardInterrupt
 
     monkeypatch.setattr(watch, "watched_files", watched)
     monkeypatch.setattr(watch, "_round", round_)
     monkeypatch.setattr(watch.time, "sleep", sleep)
-    opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
+    opts = Options(ops=["heaviside"], root=str(root), device="emulate")
     assert watch.run(opts, out=io.StringIO()) == 0
-    assert rounds == [True, True, False]
+    return rounds
+
+
+def test_a_file_an_edit_adds_to_the_watch_and_saved_while_the_round_runs_gets_a_round(
+        mini_root, monkeypatch):
+    """The files watched are read again after a round's verdict, not before it (~0.2 s of the
+    round's start). A header the saved edit starts to include, saved again while that round
+    runs, must still get a round of its own: it has no stamp from before the round."""
+    import os
+
+    kernel, header = mini_root / "k.metal", mini_root / "k.h"
+    kernel.write_text("a\n")
+    header.write_text("b\n")
+
+    def watched(root):
+        return [kernel, header] if "#include" in kernel.read_text() else [kernel]
+
+    def during_round(n):
+        if n == 2:                    # the edit's round: the header is saved as it runs
+            header.write_text("b saved\n")
+            os.utime(header, ns=(1, 10**18))
+
+    def first_save():                 # the kernel file starts to include k.h
+        kernel.write_text('#include "k.h"\n')
+        return [kernel]
+
+    rounds = _scripted_watch(mini_root, monkeypatch, watched, during_round, first_save)
+    assert [texts[0] for texts in rounds] == ["a\n", '#include "k.h"\n', '#include "k.h"\n']
+    assert [texts[1] for texts in rounds[1:]] == ["b\n", "b saved\n"]
+
+
+def test_a_watched_file_deleted_while_the_round_runs_gets_a_round(mini_root, monkeypatch):
+    """Review 48's F1: the header a kernel file includes, deleted while a round ran, left the
+    watch (it is no longer found) and no round saw it: the last verdict, green, stood while the
+    file no longer built."""
+    kernel, header = mini_root / "k.metal", mini_root / "k.h"
+    kernel.write_text('#include "k.h"\n')
+    header.write_text("b\n")
+
+    def watched(root):
+        return [kernel, header] if header.exists() else [kernel]
+
+    def during_round(n):
+        if n == 2:                    # the edit's round: the header is deleted as it runs
+            header.unlink()
+
+    def first_save():
+        kernel.write_text('#include "k.h"\n// edited\n')
+        return [kernel]
+
+    rounds = _scripted_watch(mini_root, monkeypatch, watched, during_round, first_save)
+    assert [len(texts) for texts in rounds] == [2, 2, 1]      # the third round ran without it
 
 
 def test_the_watch_holds_what_the_host_checks_read(mini_root):
