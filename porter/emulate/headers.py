@@ -103,6 +103,13 @@ def quoted_headers(directory: Path) -> list[Path]:
         return []
 
 
+def kernel_include_graph(dirs: list[Path]):
+    """The include graph of kernel files built with `dirs` (include_dirs), porter's shim aside:
+    each header as the metallib build finds it, wherever it lies."""
+    from porter.emulate.include_graph import IncludeGraph
+    return IncludeGraph(Path("/"), dirs=[d for d in dirs if d != SHIM_DIR])
+
+
 def reached_headers(text: str, dirs: list[Path],
                     beside_dir: Path | None = None) -> tuple[list[Path], bool]:
     """Every file a kernel file's `text` includes, directly or through the files it includes,
@@ -110,8 +117,7 @@ def reached_headers(text: str, dirs: list[Path],
     preprocessor reads beyond the directories header_files lists (a header elsewhere under
     aten/src: review 48's F3); and whether one of them includes a file a macro names
     (`#include HV_FILE`), which this list cannot hold (review 49's F2)."""
-    from porter.emulate.include_graph import IncludeGraph
-    graph = IncludeGraph(Path("/"), dirs=[d for d in dirs if d != SHIM_DIR])
+    graph = kernel_include_graph(dirs)
     source = (beside_dir if beside_dir is not None else Path("/nonexistent")) / "kernel.metal"
     return sorted(graph.reached(source, text)), bool(graph.computed)
 

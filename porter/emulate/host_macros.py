@@ -37,8 +37,7 @@ def redefined(root: Path, mm: Path, text: str, spans: list[tuple[int, int]]) -> 
     the MPS host folders defines as a macro; None where none is."""
     live = _live(text)
     root = Path(root)
-    stamp = run_memo.once(("host folders", root), lambda: _stamp(root))
-    headers = _folder_macros(root, stamp + _included(root, mm, text))
+    headers = _folder_macros(root, _host_folders(root) + _included(root, mm, text))
     for start, end in spans:
         own = _macros(live[:end])
         for token in _IDENTIFIER.findall(live[start:end]):
@@ -80,6 +79,11 @@ def _definitions(live: str) -> dict[str, tuple[int, str]]:
                 found.pop(m.group(2), None)
         i += 1
     return found
+
+
+def _host_folders(root: Path) -> tuple:
+    """_stamp, once a run (porter.runtime.run_memo)."""
+    return run_memo.once(("host folders", root), lambda: _stamp(root))
 
 
 def _stamp(root: Path) -> tuple:
@@ -124,7 +128,7 @@ def read_by_hosts(root: Path, mms: list[Path]) -> set[Path]:
     watches for them (review 48's F2: a `#define exec_binary_kernel` saved into the host folders'
     OperationUtils.h got no round)."""
     root = Path(root)
-    found = {Path(name) for name, _ in _stamp(root)}
+    found = {Path(name) for name, _ in _host_folders(root)}
     for folder in _HOST_FOLDERS:
         found.update(p for p in [root / folder, *(root / folder).rglob("*")] if p.is_dir())
     graph = _graph(root)

@@ -30,7 +30,6 @@ from porter.runtime import run_memo
 def watched_files(root: Path) -> list[Path]:
     from porter.emulate import headers, host_macros
     from porter.emulate.hostmap import host_kernels
-    from porter.emulate.include_graph import IncludeGraph
     from porter.harness.mps_expectations import TEST_MPS
     from porter.source.checkout import (COMMON_MPS, CPU_KERNELS, KERNELS, NATIVE, NATIVE_YAML,
                                         OPERATIONS)
@@ -40,8 +39,7 @@ def watched_files(root: Path) -> list[Path]:
     # each kernel file's headers, looked up as its build looks them up (headers.reached_headers),
     # and the checkout's folders those lookups listed: a header created there is the one the
     # next build reads (review 48's F3)
-    graph = IncludeGraph(Path("/"), dirs=[d for d in headers.include_dirs(root)
-                                          if d != headers.SHIM_DIR])
+    graph = headers.kernel_include_graph(headers.include_dirs(root))
     files: set[Path] = set(metals)
     for metal in metals:
         files.update(graph.reached(metal))
