@@ -262,6 +262,35 @@ def isclose(actual: PArray, expected: PArray, rtol: float, atol: float) -> np.nd
         return close | (np.isfinite(actual_error) & (actual_error <= allowed))
 
 
+# isclose over a large array in pieces of this many elements, where a question stops at the
+# first pieces that answer it (a wrong kernel's million-element sample fails in its first)
+CLOSE_PIECE = 1 << 16
+
+
+def not_close(actual: PArray, expected: PArray, rtol: float, atol: float,
+              enough: int | None = None) -> tuple[int, np.ndarray | None]:
+    """(how many elements are not `isclose`, where they are: a bool array of `actual`'s shape),
+    on same-shape, same-dtype arrays. `enough`: once more than that many are counted, the count
+    so far and None (the rest is not looked at). isclose is elementwise, so its pieces answer
+    as the whole does."""
+    size = actual.data.size
+    if size <= CLOSE_PIECE:
+        bad = ~isclose(actual, expected, rtol, atol)
+        count = int(np.count_nonzero(bad))
+        return (count, None) if enough is not None and count > enough else \
+            (count, np.asarray(bad).reshape(actual.data.shape))
+    flat_a, flat_e = actual.data.reshape(-1), expected.data.reshape(-1)
+    pieces, count = [], 0
+    for start in range(0, size, CLOSE_PIECE):
+        piece = ~isclose(PArray(actual.dtype, flat_a[start:start + CLOSE_PIECE]),
+                         PArray(expected.dtype, flat_e[start:start + CLOSE_PIECE]), rtol, atol)
+        count += int(np.count_nonzero(piece))
+        if enough is not None and count > enough:
+            return count, None
+        pieces.append(piece)
+    return count, np.concatenate(pieces).reshape(actual.data.shape)
+
+
 def _size(shape) -> str:
     return f"torch.Size([{', '.join(str(s) for s in shape)}])"
 
@@ -291,11 +320,12 @@ def compare(actual: PArray, expected: PArray, atol: float | None, rtol: float | 
         rtol, atol = DEFAULT_TOLERANCES.get(actual.dtype, (0.0, 0.0))
     precision, rel_tol = floors
     rtol, atol = max(rtol, rel_tol), max(atol, precision)
+    if brief:
+        # whether any element is not close, and no more: the first piece with one answers
+        return BRIEF if not_close(actual, expected, rtol, atol, enough=0)[0] else None
     matches = isclose(actual, expected, rtol, atol)
     if bool(np.all(matches)):
         return None
-    if brief:
-        return BRIEF
     if actual.shape == ():
         return _scalar_message(_item(actual, 0), _item(expected, 0), rtol, atol)
     return _tensor_message(actual, expected, matches, rtol, atol)

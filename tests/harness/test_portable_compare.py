@@ -111,3 +111,54 @@ def test_a_zero_d_bfloat16_compares_as_torch_does(actual, expected):
     except AssertionError:
         torch_equal = False
     assert (compare(from_torch(a), from_torch(e), 1e-5, 1.6e-2, (0.0, 0.0)) is None) == torch_equal
+
+
+def _pieces_case(dtype, size, where, kind):
+    """(actual, expected) PArrays of `size` elements, equal but at `where` (indices), where the
+    actual is off by `kind`: 'far' (fails any tolerance), 'near' (within the default one), 'nan'."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray, f32_to_bf16
+
+    values = np.linspace(-3, 3, size, dtype=np.float32)
+    expected = values.copy()
+    actual = values.copy()
+    for i in where:
+        actual[i] = {"far": actual[i] + 10.0, "near": actual[i] * (1 + 1e-7),
+                     "nan": np.nan}[kind]
+    if dtype == "bfloat16":
+        return PArray(dtype, f32_to_bf16(actual)), PArray(dtype, f32_to_bf16(expected))
+    return PArray(dtype, actual.astype(dtype)), PArray(dtype, expected.astype(dtype))
+
+
+PIECES = [
+    # (dtype, size, where the elements differ, how): a large sample answered piece by piece
+    ("float32", 200_000, [199_999], "far"),          # only the last piece fails
+    ("float32", 200_000, [0], "far"),                # the first one does
+    ("float32", 200_000, [70_000, 140_000], "nan"),  # NaN against a number fails
+    ("float32", 200_000, [123_456], "near"),         # within tolerance: passes
+    ("float16", 131_072, [131_071], "far"),          # exactly two pieces
+    ("bfloat16", 65_537, [65_536], "far"),           # one element past the first piece
+    ("float32", 1000, [999], "far"),                 # one piece
+    ("float32", 200_000, [], "far"),                 # equal
+]
+
+
+@pytest.mark.parametrize("dtype, size, where, kind", PIECES)
+def test_a_large_samples_pieces_answer_as_the_whole(dtype, size, where, kind):
+    """`compare(brief=True)` (a row's samples past its first failure) stops at the first piece
+    that fails, and `not_close` (two_ways.either_per_element's count) at its limit: both give
+    what the whole comparison gives."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import isclose, not_close
+    actual, expected = _pieces_case(dtype, size, where, kind)
+    whole = compare(actual, expected, None, None, (0.0, 0.0))
+    brief = compare(actual, expected, None, None, (0.0, 0.0), brief=True)
+    assert (brief is None) == (whole is None)
+    assert brief is None or brief == "Tensor-likes are not close!"
+    bad = ~isclose(actual, expected, 1e-5, 1e-5)
+    count, where_bad = not_close(actual, expected, 1e-5, 1e-5)
+    assert count == int(np.count_nonzero(bad)) and np.array_equal(where_bad, bad)
+    count, where_bad = not_close(actual, expected, 1e-5, 1e-5, enough=0)
+    assert (count > 0) == bool(bad.any()) and (where_bad is None) == bool(bad.any())
