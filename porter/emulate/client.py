@@ -248,6 +248,11 @@ class WorkerClient:
         # and a library's name is its content's (a rebuilt kernel is a new name)
         self._timed_out = _TIMED_OUT
 
+    def start(self) -> None:
+        """Start the worker process now, where the first call would start it: its start-up
+        then runs beside what comes before that call."""
+        self._start()
+
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             if self._shared is None:

@@ -1303,6 +1303,9 @@ class EmulateBackend:
         for metal in metals:
             self._pending[metal] = thread
         thread.start()
+        # the kernels' worker starts now too (a Python process, libasan loaded before it): its
+        # start-up, which the first row waited for, is done while g++ compiles
+        self._worker().start()
 
     def _build_in_thread(self, metals: list[Path]) -> None:
         for metal in metals:

@@ -97,8 +97,10 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
         files = watched_files(root)
         stamps = _stamps(files)              # before the round: a save while it runs is seen
         _round(opts, root, out, reference_gaps, built)
-        out.write(f"porter: watching {len(files)} file(s): the kernels' sources, their hosts and "
-                  "the CPU reference's; Ctrl-C stops\n")
+        # folders too: a file created in one (a header an include may find first) changes it
+        folders = sum(1 for path in files if path.is_dir())
+        out.write(f"porter: watching {len(files) - folders} file(s) and {folders} folder(s): the "
+                  "kernels' sources, their hosts and the CPU reference's; Ctrl-C stops\n")
         out.flush()
         while True:
             time.sleep(interval)

@@ -126,3 +126,28 @@ def test_emulate_check_a_syntax_error_leaves_no_kernel_of_its_file_built(mini_ro
     assert note.startswith(f"{KERNELS}/BinaryKernel.metal does not build on a Mac (build error: ")
     assert note.endswith(f"none of its {len(rows)} kernels runs there; its {matched} 'matched' kernels "
                          "match only apart from that error")
+
+
+def test_the_kernels_worker_starts_with_the_build(fixture_root):
+    """The first row waited for the worker's start-up (a Python process, libasan loaded before
+    it: ~70 ms a `--watch` round) after the build: `prebuild` starts it beside g++, and the
+    first call is answered by that process."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import PArray
+    from porter.emulate import numpy_run
+
+    b = EmulateBackend(fixture_root)
+    try:
+        b.prebuild(["hypot"])
+        started = b._client._proc
+        assert started is not None and started.poll() is None
+        host = b._candidates(OpNames("hypot"))[0]
+        lib = b._library(host.metal)
+        reg = lib.find(host.kernel, "float")[0]
+        x = PArray("float32", np.array([3.0], dtype=np.float32))
+        y = PArray("float32", np.array([4.0], dtype=np.float32))
+        assert numpy_run.run_registration(b._worker(), lib, reg, [x, y]).data.tolist() == [5.0]
+        assert b._client._proc is started
+    finally:
+        b.close()

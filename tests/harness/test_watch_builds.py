@@ -173,3 +173,24 @@ def test_the_watch_holds_the_folders_a_kernel_files_includes_looked_in(real_root
     metal.write_text("#include <porter_late/late.h>\n" + metal.read_text())
     files = set(watch.watched_files(real_root))
     assert {real_root / "porter_late", real_root / "aten/src/porter_late"} <= files
+
+
+def test_the_watch_says_how_many_files_and_folders_it_watches(mini_root, monkeypatch):
+    """The watch holds folders as well as files (a header created in one is what an include
+    finds next); its first line counted both as "file(s)"."""
+    from porter.harness import watch
+    from porter.harness.session import Options
+
+    watched = [mini_root / KERNELS / "BinaryKernel.metal", mini_root / KERNELS,
+               mini_root / "aten/src/ATen/native/native_functions.yaml"]
+    monkeypatch.setattr(watch, "watched_files", lambda root: watched)
+    monkeypatch.setattr(watch, "_round", lambda *args, **kwargs: 0)
+
+    def sleep(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch.time, "sleep", sleep)
+    out = io.StringIO()
+    assert watch.run(Options(ops=["heaviside"], root=str(mini_root), device="emulate"),
+                     out=out) == 0
+    assert "porter: watching 2 file(s) and 1 folder(s): " in out.getvalue(), out.getvalue()
