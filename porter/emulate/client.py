@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from porter.emulate import toolchain
+from porter.errors import PorterError
 
 WORKER = Path(__file__).with_name("worker.py")
 
@@ -250,8 +251,12 @@ class WorkerClient:
 
     def start(self) -> None:
         """Start the worker process now, where the first call would start it: its start-up
-        then runs beside what comes before that call."""
-        self._start()
+        then runs beside what comes before that call. One that cannot start is left to that
+        call, which starts it again and says why."""
+        try:
+            self._start()
+        except (OSError, ValueError, PorterError, subprocess.SubprocessError):
+            self._proc = None
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:

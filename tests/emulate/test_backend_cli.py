@@ -151,3 +151,23 @@ def test_the_kernels_worker_starts_with_the_build(fixture_root):
         assert b._client._proc is started
     finally:
         b.close()
+
+
+def test_a_worker_that_cannot_start_with_the_build_is_left_to_the_first_call(monkeypatch):
+    """Review 49's note: a failure to start the worker early (no runtime cache folder, no
+    process to spare) raised out of `prebuild`, past every sample's handler; the first call
+    starts it again and says why, as it did before."""
+    from porter.emulate import client as client_module
+
+    def unwritable():
+        raise PermissionError("[Errno 13] Permission denied: '/cache'")
+
+    monkeypatch.setattr(client_module.toolchain, "worker_runtime", unwritable)
+    worker = client_module.WorkerClient()
+    try:
+        worker.start()
+        assert worker._proc is None
+        with pytest.raises(PermissionError):
+            worker._start()
+    finally:
+        worker.close()
