@@ -419,7 +419,7 @@ class EmulateBackend:
             except (OSError, UnicodeDecodeError):
                 self._read[metal] = []
                 return []
-            dirs = [d for d in headers.include_dirs(Path(self.root)) if d != headers.SHIM_DIR]
+            dirs = headers.checkout_include_dirs(Path(self.root))
             self._read[metal] = [(str(metal), text)] + [
                 (str(p), t) for p, t in two_compilers.files_read(text, dirs)]
         return self._read[metal]

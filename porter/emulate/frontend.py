@@ -419,7 +419,7 @@ def _mode_digest() -> str:
 
 
 def _dirs(root: Path | None) -> list[Path]:
-    return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
+    return headers.checkout_include_dirs(root)
 
 
 # (root, display path, text) -> (each header's (path, mtime, size), their digest): a check asks

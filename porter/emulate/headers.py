@@ -80,6 +80,12 @@ def include_dirs(root: Path | None) -> list[Path]:
     return dirs
 
 
+def checkout_include_dirs(root: Path | None) -> list[Path]:
+    """include_dirs without porter's shim: where the checkout's own headers are found, as a
+    Metal compiler finds them (it brings its own metal_stdlib)."""
+    return [d for d in include_dirs(root) if d != SHIM_DIR]
+
+
 def beside(display_path) -> Path | None:
     """The kernel file's own directory, where a quoted `#include "x.h"` is looked up first (a
     Mac's metallib build compiles the file where it lies; porter compiles a copy elsewhere, so

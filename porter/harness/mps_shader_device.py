@@ -75,7 +75,7 @@ def inline_headers(text: str, dirs: list[Path], seen: set[str] | None = None) ->
 def source_dirs(root: Path) -> list[Path]:
     """Where the checkout's kernel headers come from: the emulator's -I list without its shim
     (a real Metal compiler brings its own metal_stdlib)."""
-    return [d for d in headers.include_dirs(root) if d != headers.SHIM_DIR]
+    return headers.checkout_include_dirs(root)
 
 
 class DenseEntry:

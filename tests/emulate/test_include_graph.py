@@ -116,3 +116,5 @@ def test_the_checkout_root_is_searched_before_aten_src(real_root):
     dirs = headers.include_dirs(real_root)
     assert dirs[0] == headers.SHIM_DIR
     assert dirs.index(real_root) < dirs.index(real_root / "aten/src")
+    # where a Metal compiler finds the checkout's headers: the same order, porter's shim left out
+    assert headers.checkout_include_dirs(real_root) == dirs[1:]
