@@ -42,6 +42,35 @@ def real_tree() -> Path:
     return root
 
 
+# heaviside's functor body as `porter new-op` writes it: the loop benches edit it
+RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
+
+
+def add_tree_options(parser) -> None:
+    """heaviside_tree's options, for the loop benches' command lines."""
+    parser.add_argument("--binary-kernel", metavar="PATH",
+                        help="a BinaryKernel.metal to copy over the tree's (upstream's real one)")
+    parser.add_argument("--c10-metal", metavar="DIR",
+                        help="c10/metal headers to copy over the tree's (the ones the given "
+                             "BinaryKernel.metal builds with, where the wheel's are older)")
+
+
+def loop_tree(args) -> tuple[Path, Path, str] | None:
+    """(root, its BinaryKernel.metal, that file's text) of a heaviside_tree built with a fresh
+    porter cache of its own (the shared reference cache left out), or None, said on stderr,
+    where heaviside's body is not RIGHT (the benches' edits would change nothing)."""
+    from porter.source.checkout import KERNELS
+    os.environ.pop("PORTER_REFCACHE_DIR", None)
+    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
+    root = heaviside_tree(args.binary_kernel, args.c10_metal)
+    metal = root / KERNELS / "BinaryKernel.metal"
+    good = metal.read_text()
+    if RIGHT not in good:
+        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+        return None
+    return root, metal, good
+
+
 def heaviside_tree(binary_kernel: str | None = None, c10_metal: str | None = None) -> Path:
     """real_tree() with heaviside ported by `porter new-op` (this repository's porter), after
     copying over it a BinaryKernel.metal (upstream's real one) and the c10/metal headers it

@@ -27,11 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-from _common import bench_env, heaviside_tree, scratch_dir
+from _common import RIGHT, add_tree_options, bench_env, loop_tree, scratch_dir
 
-from porter.source.checkout import KERNELS
 
-RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
 BODIES = {"wrong": ("return a == 0 ? b : static_cast<T>(a < 0);",
                     "return a == 0 ? b : static_cast<T>(0 > a);"),
           "right": (RIGHT, "return a == 0 ? b : static_cast<T>(0 < a);")}
@@ -55,17 +53,12 @@ def main() -> int:
     parser.add_argument("--source", action="append", type=Path, required=True,
                         help="a directory holding a porter package (give two)")
     parser.add_argument("--pairs", type=int, default=4)
-    parser.add_argument("--binary-kernel", metavar="PATH")
-    parser.add_argument("--c10-metal", metavar="DIR")
+    add_tree_options(parser)
     args = parser.parse_args()
-    os.environ.pop("PORTER_REFCACHE_DIR", None)
-    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
-    root = heaviside_tree(args.binary_kernel, args.c10_metal)
-    metal = root / KERNELS / "BinaryKernel.metal"
-    good = metal.read_text()
-    if RIGHT not in good:
-        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+    tree = loop_tree(args)
+    if tree is None:
         return 2
+    root, metal, good = tree
     caches = {s: scratch_dir("porter-bench-cache-") for s in args.source}
     found = {s: [] for s in args.source}
     loads: list[float] = []

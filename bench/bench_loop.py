@@ -36,11 +36,9 @@ import subprocess
 import sys
 import time
 
-from _common import bench_env, heaviside_tree, porter_argv, scratch_dir
+from _common import RIGHT, add_tree_options, bench_env, loop_tree, porter_argv
 
-from porter.source.checkout import KERNELS
 
-RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
 WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"
 
 
@@ -99,20 +97,12 @@ def opdb_import(repeat: int) -> tuple[list[float], list[float]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--binary-kernel", metavar="PATH",
-                        help="a BinaryKernel.metal to copy over the tree's (upstream's real one)")
-    parser.add_argument("--c10-metal", metavar="DIR",
-                        help="c10/metal headers to copy over the tree's (the ones the given "
-                             "BinaryKernel.metal builds with, where the wheel's are older)")
+    add_tree_options(parser)
     args = parser.parse_args()
-    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
-    os.environ.pop("PORTER_REFCACHE_DIR", None)
-    root = heaviside_tree(args.binary_kernel, args.c10_metal)
-    metal = root / KERNELS / "BinaryKernel.metal"
-    good = metal.read_text()
-    if RIGHT not in good:
-        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+    tree = loop_tree(args)
+    if tree is None:
         return 2
+    root, metal, good = tree
     test = porter_argv("test", "heaviside", "--device", "emulate", "--root", str(root))
 
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the box "

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from _common import bench_env, heaviside_tree, scratch_dir
+from _common import RIGHT, add_tree_options, bench_env, loop_tree, scratch_dir
 
 from porter.source.checkout import KERNELS
 
-RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
 TWIN = "return a == 0 ? b : static_cast<T>(0 < a);"
 
 # run in a process whose porter is the source's: the command line's own --watch, its loop
@@ -80,15 +78,12 @@ def main() -> int:
                         help="a directory holding a porter package (give two)")
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--binary-kernel", metavar="PATH")
-    parser.add_argument("--c10-metal", metavar="DIR")
+    add_tree_options(parser)
     args = parser.parse_args()
-    os.environ.pop("PORTER_REFCACHE_DIR", None)
-    os.environ["PORTER_CACHE_DIR"] = str(scratch_dir("porter-bench-cache-"))
-    root = heaviside_tree(args.binary_kernel, args.c10_metal)
-    if RIGHT not in (root / KERNELS / "BinaryKernel.metal").read_text():
-        print(f"heaviside's integer body is not the expected one:\n{RIGHT}", file=sys.stderr)
+    tree = loop_tree(args)
+    if tree is None:
         return 2
+    root = tree[0]
     caches = {s: scratch_dir("porter-bench-cache-") for s in args.source}
     for source in args.source:                       # each source's caches warm
         rounds_of(source, root, 1, caches[source])
