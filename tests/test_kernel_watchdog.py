@@ -115,3 +115,44 @@ def test_a_kernel_stopped_once_is_not_run_again_and_is_not_proven(tmp_path, monk
         worker.close()
     from porter.harness.run_report import is_not_proven
     assert is_not_proven(f"emulate error: KernelTimedOut: {client.KernelTimedOut(60)}")
+
+
+BATCHES = ("import os, pickle, signal, sys\n"
+           "while True:\n"
+           "    head = sys.stdin.buffer.read(8)\n"
+           "    if len(head) < 8: break\n"
+           "    req = pickle.loads(sys.stdin.buffer.read(int.from_bytes(head, 'little')))\n"
+           "    if any(r.get('crash') for r in req['batch']): os.kill(os.getpid(), signal.SIGSEGV)\n"
+           "    while any(r.get('spin') for r in req['batch']): pass\n"
+           "    out = pickle.dumps({'batch': [{'out_at': r['out_at']} for r in req['batch']]})\n"
+           "    sys.stdout.buffer.write(len(out).to_bytes(8, 'little') + out); sys.stdout.buffer.flush()\n")
+
+
+def test_a_chunk_dropped_after_a_failed_one_says_nothing_of_its_kernel(tmp_path, monkeypatch):
+    """Review of the two kernel workers: after a chunk fails, the chunk in flight on the other
+    worker is read and dropped (its calls are made one at a time, as the old single worker made
+    them); the watchdog stopping it there must not mark its kernel as stopped for the process,
+    which made every later call of it "not proven" where each call alone answers."""
+    worker_py = tmp_path / "batch_worker.py"
+    worker_py.write_text(BATCHES)
+    monkeypatch.setattr(client, "WORKER", worker_py)
+    monkeypatch.setattr(client, "lane_count", lambda: 2)
+    monkeypatch.setenv("PORTER_KERNEL_TIMEOUT", "1")
+    worker = client.WorkerClient()
+
+    def call(lib, **flags):
+        return {"lib": lib, "index": 1, "inputs": [b"\0" * 4], "out_nbytes": 4, "numel": 1,
+                **flags}
+
+    # two chunks of eight calls: the first crashes its worker, the second (one kernel) spins
+    # in the other worker until the watchdog stops it
+    recorded = ([(object(), call("crashes.so", crash=True)) for _ in range(8)] +
+                [(object(), call("slow-together.so", spin=True)) for _ in range(8)])
+    try:
+        worker.answer_ahead(recorded)
+        assert len(worker._in_flight) == 2
+        worker._settle()
+        assert ("slow-together.so", 1) not in worker._timed_out
+        assert not worker._queue and not worker._in_flight
+    finally:
+        worker.close()

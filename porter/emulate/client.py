@@ -1,9 +1,12 @@
-"""Parent side of the kernel worker: one long-lived child per session, restarted after a crash.
+"""Parent side of the kernel workers: long-lived children per session (`_Lane`: one, or two
+where porter has two cores), each restarted after a crash. The calls made one at a time go to
+the first; a row's calls answered ahead go in chunks to whichever is idle, and are read back
+in the order sent.
 
-A request's input and output bytes go through memory the two processes share (`_Shared`), the
-pipe carries the rest: a cached full verdict sends ~170 MB through the kernels (a binary op's
-reference inputs are tensors of a million elements), and pickling them through the pipe cost
-~50 ms of CPU per such call, the kernel ~2.
+A request's input and output bytes go through memory each worker shares with porter
+(`_Shared`), the pipe carries the rest: a cached full verdict sends ~170 MB through the
+kernels (a binary op's reference inputs are tensors of a million elements), and pickling them
+through the pipe cost ~50 ms of CPU per such call, the kernel ~2.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import pickle
 import signal
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -88,10 +90,10 @@ class _Watchdog(threading.Thread):
     runner at load 12 stopped legendre_polynomial_p's large-n samples at 60 s wall). Where CPU
     time cannot be read, wall time is the measure.
 
-    One thread per client, armed for each call and disarmed after it: a cached verdict makes
-    about a thousand calls of a millisecond each, and a thread started per call cost more than
-    the kernels (960 thread starts, 5 s under load). Each arming has its own number, so a kill
-    decided for one call is never charged to the next."""
+    One thread per worker process, armed for each call and disarmed after it: a cached
+    verdict makes about a thousand calls of a millisecond each, and a thread started per call
+    cost more than the kernels (960 thread starts, 5 s under load). Each arming has its own
+    number, so a kill decided for one call is never charged to the next."""
 
     TICK = 0.2
 
@@ -228,19 +230,106 @@ def _shape_of(request: dict) -> tuple:
 _TIMED_OUT: set = set()
 
 
+def lane_count() -> int:
+    """Worker processes a row's chunks are spread over: two where porter has two cores, so that
+    one runs a chunk while the other runs the next and porter compares the one before (on the
+    2-core bench box the single worker was busy 0.6 s of a `--watch` round's 0.78 s of rows,
+    waited on for 0.38 s of them); one where it has one."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
+class _Lane:
+    """One worker process, the memory it shares with porter, and the watchdog over its calls."""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.shared: _Shared | None = None
+        self.watchdog: _Watchdog | None = None
+
+    def start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            if self.shared is None:
+                self.shared = _Shared()
+            fd = self.shared.fd
+            runtime = toolchain.worker_runtime()
+            self.proc = subprocess.Popen(toolchain.worker_argv(
+                                             WORKER, str(fd), str(runtime) if runtime else ""),
+                                         pass_fds=(fd,), env=toolchain.worker_environment(),
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+        return self.proc
+
+    def send(self, proc: subprocess.Popen, message: dict, limit: float) -> int:
+        """Send `message` with the watchdog armed for it; the watchdog's call, for `receive`
+        (a worker already gone is found there)."""
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        if self.watchdog is None:
+            self.watchdog = _Watchdog()
+            self.watchdog.start()
+        call = self.watchdog.arm(proc, limit)
+        try:
+            proc.stdin.write(len(data).to_bytes(8, "little") + data)
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass                    # no answer will come: `receive` says the worker died
+        return call
+
+    def receive(self, proc: subprocess.Popen, call: int) -> tuple[dict | None, bool]:
+        """The worker's answer to what was sent as `call`, or None where the worker died
+        (reaped, so that the next call starts another); and whether the watchdog stopped it."""
+        try:
+            header = proc.stdout.read(8)
+            if len(header) < 8:
+                raise EOFError
+            size = int.from_bytes(header, "little")
+            data = proc.stdout.read(size)
+            if len(data) < size:
+                raise EOFError          # stopped while it wrote its answer
+            return pickle.loads(data), False
+        except (EOFError, BrokenPipeError, OSError):
+            fired = self.watchdog.disarm(call)
+            proc.wait()
+            if self.proc is proc:
+                self.proc = None
+            return None, fired
+        finally:
+            self.watchdog.disarm(call)
+
+    def close(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.close()
+            self.watchdog = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()         # reaped: a killed worker left no zombie behind
+        self.proc = None
+        if self.shared is not None:
+            self.shared.close()
+            self.shared = None
+
+
 class WorkerClient:
     def __init__(self):
         self.undefined: list | None = None
-        self._proc: subprocess.Popen | None = None
-        self._watchdog: _Watchdog | None = None
-        self._shared: _Shared | None = None
+        # lane 0 answers the calls made one at a time; a row's chunks go to any idle lane
+        self._lanes = [_Lane() for _ in range(lane_count())]
         self._recorded: list | None = None          # recording: (sample, call) asked for
         # id(sample) -> (sample, [(the call's shape, output, undefined)]), in call order
         self._answered: dict[int, tuple] = {}
-        # answer_ahead's chunks not sent yet and the one the worker runs now, each with the
-        # ids of its samples (and the watchdog's call); the samples a refused call ended
+        # answer_ahead's chunks not sent yet, and those the lanes run now in the order they
+        # were sent (lane, its process then, chunk, the ids of its samples, the watchdog's
+        # call), which is the order they are read in: a sample's calls may lie in two chunks;
+        # the samples a refused call ended
         self._queue: list[tuple[list, set]] = []
-        self._in_flight: tuple | None = None
+        self._in_flight: list[tuple] = []
         self._ended: set[int] = set()
         self.sample = None        # the sample whose calls are made now (emulator_device)
         self._fired = False       # the last exchange's worker was stopped by the watchdog
@@ -250,26 +339,18 @@ class WorkerClient:
         self._timed_out = _TIMED_OUT
 
     def start(self) -> None:
-        """Start the worker process now, where the first call would start it: its start-up
-        then runs beside what comes before that call. One that cannot start is left to that
-        call, which starts it again and says why."""
-        try:
-            self._start()
-        except (OSError, ValueError, PorterError, subprocess.SubprocessError):
-            self._proc = None
+        """Start the worker processes now, where the first calls would start them: their
+        start-up then runs beside what comes before those calls. One that cannot start is
+        left to its first call, which starts it again and says why."""
+        for lane in self._lanes:
+            try:
+                lane.start()
+            except (OSError, ValueError, PorterError, subprocess.SubprocessError):
+                lane.proc = None
 
     def _start(self) -> subprocess.Popen:
-        if self._proc is None or self._proc.poll() is not None:
-            if self._shared is None:
-                self._shared = _Shared()
-            fd = self._shared.fd
-            runtime = toolchain.worker_runtime()
-            self._proc = subprocess.Popen([sys.executable, str(WORKER), str(fd),
-                                           str(runtime) if runtime is not None else ""],
-                                          pass_fds=(fd,), env=toolchain.worker_environment(),
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL)
-        return self._proc
+        """Lane 0's worker, started where it is not running: the calls made one at a time."""
+        return self._lanes[0].start()
 
     def _through_shared(self, request: dict) -> dict:
         """The request with its "inputs" (bytes-like) copied into the shared memory and the
@@ -280,11 +361,12 @@ class WorkerClient:
             n = request["out_nbytes"] if view is None else view.nbytes
             regions.append([at, n])
             at += -(-max(n, 1) // ALIGN) * ALIGN
-        shared = self._shared.hold(at)
+        memory = self._lanes[0].shared
+        shared = memory.hold(at)
         for view, (offset, n) in zip(inputs, regions):
             shared[offset:offset + n] = view
         sent = {k: v for k, v in request.items() if k != "inputs"}
-        sent.update(shared=self._shared.size, inputs_at=regions[:-1], out_at=regions[-1])
+        sent.update(shared=memory.size, inputs_at=regions[:-1], out_at=regions[-1])
         return sent
 
     def call(self, request: dict) -> bytes | bytearray:
@@ -313,7 +395,7 @@ class WorkerClient:
             # a kernel that ran past the limit once is not run again this session: each of
             # its samples would cost the whole limit (6 dtypes x 9 samples x 60 s)
             raise KernelTimedOut(limit, again=True)
-        self._settle()              # the worker answers in order; the shared memory is free
+        self._settle()              # lane 0's shared memory is free, every chunk's answers kept
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
             request = self._through_shared(request)
@@ -330,46 +412,17 @@ class WorkerClient:
         self.undefined = resp.get("undefined")
         if "out_at" in resp:
             offset, n = resp["out_at"]
-            with memoryview(self._shared.map) as shared:
+            with memoryview(self._lanes[0].shared.map) as shared:
                 return bytearray(shared[offset:offset + n])
         return resp["out"]
 
     def _exchange(self, proc: subprocess.Popen, message: dict, limit: float) -> dict | None:
-        """The worker's answer to `message`, watched for `limit` seconds of its CPU time; None
+        """Lane 0's answer to `message`, watched for `limit` seconds of its CPU time; None
         where the worker died (a kernel's crash, or the watchdog: `_fired` says which), reaped,
         so that the next call starts another."""
-        return self._receive(proc, self._send(proc, message, limit))
-
-    def _send(self, proc: subprocess.Popen, message: dict, limit: float) -> int:
-        """Send `message` with the watchdog armed for it; the watchdog's call, for `_receive`
-        (a worker already gone is found there)."""
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        if self._watchdog is None:
-            self._watchdog = _Watchdog()
-            self._watchdog.start()
-        call = self._watchdog.arm(proc, limit)
-        try:
-            proc.stdin.write(len(data).to_bytes(8, "little") + data)
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass                    # no answer will come: `_receive` says the worker died
-        return call
-
-    def _receive(self, proc: subprocess.Popen, call: int) -> dict | None:
-        """The worker's answer to what was sent as `call`, or None (`_exchange`)."""
-        self._fired = False
-        try:
-            header = proc.stdout.read(8)
-            if len(header) < 8:
-                raise EOFError
-            return pickle.loads(proc.stdout.read(int.from_bytes(header, "little")))
-        except (EOFError, BrokenPipeError, OSError):
-            self._fired = self._watchdog.disarm(call)
-            proc.wait()
-            self._proc = None
-            return None
-        finally:
-            self._watchdog.disarm(call)
+        lane = self._lanes[0]
+        resp, self._fired = lane.receive(proc, lane.send(proc, message, limit))
+        return resp
 
     def record(self, dry_run) -> list[dict]:
         """The calls `dry_run()` makes, each answered with zeros instead of run: what a row of
@@ -393,9 +446,10 @@ class WorkerClient:
         worker refused a call), its calls and those after it are left to be made one at a
         time, which say which sample it was.
 
-        Each batch goes in chunks (`_chunks`), one at a time: the first now, each next one
-        when a sample first asks for an answer of the one before, which is then read. The
-        worker runs a chunk while the verdict compares the answers of the one before it.
+        Each batch goes in chunks (`_chunks`), one to each idle worker (`lane_count`): the
+        first now, each next one when a sample first asks for an answer of a chunk in flight,
+        whose oldest is then read. The workers run chunks while the verdict compares the
+        answers of the one before them.
 
         `append`: the calls of the row after the one being compared (porter.harness.
         cached_run), queued behind its chunks, so that the worker runs on from one row into
@@ -418,8 +472,7 @@ class WorkerClient:
             size += need
         if batch:
             self._queue += _chunks(batch)
-        if self._in_flight is None:
-            self._advance()
+        self._fill()
 
     def _forget_answered(self) -> None:
         """Drop the samples whose answers were all taken and that no chunk still answers: the
@@ -431,32 +484,50 @@ class WorkerClient:
 
     def _awaits(self, key: int) -> bool:
         """Whether an answer for the sample whose id is `key` is still to come from a chunk."""
-        return (self._in_flight is not None and key in self._in_flight[1]) or \
+        return any(key in keys for _, _, _, keys, _ in self._in_flight) or \
             any(key in keys for _, keys in self._queue)
 
     def _advance(self) -> None:
-        """Read the chunk in flight and send the next one, or, none in flight, send the next."""
-        if self._in_flight is not None:
-            self._settle(then_next=True)
-        elif self._queue:
-            self._send_chunk(*self._queue.pop(0))
+        """Read the oldest chunk in flight, if any, and send the next chunks to the idle lanes."""
+        if self._in_flight:
+            self._read_oldest()
+        self._fill()
 
-    def _settle(self, then_next: bool = False) -> None:
-        """Read the chunk in flight, if any, and keep its answers; then send the next chunk
-        where `then_next`. A chunk that fails leaves its calls and every later chunk's to be
-        made one at a time."""
-        if self._in_flight is None:
-            return
-        batch, _, call = self._in_flight
-        self._in_flight = None
-        if not self._read_chunk(batch, call):
+    def _fill(self) -> None:
+        """Send the next chunks to the lanes that run none, in order. A chunk that cannot be
+        sent (no worker process or shared memory to be had) ends the queue as a failed chunk
+        does: its calls and every later one's are made one at a time, and say why."""
+        busy = {id(lane) for lane, *_ in self._in_flight}
+        for lane in self._lanes:
+            if not self._queue:
+                return
+            if id(lane) not in busy:
+                try:
+                    self._send_chunk(lane, *self._queue[0])
+                except (OSError, ValueError, PorterError, subprocess.SubprocessError):
+                    self._queue = []
+                    return
+                self._queue.pop(0)
+
+    def _settle(self) -> None:
+        """Read every chunk in flight, in the order sent, and keep their answers."""
+        while self._in_flight:
+            self._read_oldest()
+
+    def _read_oldest(self) -> None:
+        """Read the oldest chunk in flight and keep its answers. A chunk that fails leaves its
+        calls and every later chunk's to be made one at a time: the later chunks in flight are
+        read and their answers dropped (a sample's calls may lie in the failed one too)."""
+        lane, proc, batch, _, call = self._in_flight.pop(0)
+        if not self._read_chunk(lane, proc, batch, call):
             self._queue = []
-        elif then_next and self._queue:
-            self._send_chunk(*self._queue.pop(0))
+            while self._in_flight:
+                lane, proc, batch, _, call = self._in_flight.pop(0)
+                self._read_chunk(lane, proc, batch, call, keep=False)
 
-    def _send_chunk(self, batch: list, keys: set) -> None:
-        """Lay `batch`'s inputs out in the shared memory and send it (`_in_flight`)."""
-        proc = self._start()
+    def _send_chunk(self, lane: _Lane, batch: list, keys: set) -> None:
+        """Lay `batch`'s inputs out in `lane`'s shared memory and send it (`_in_flight`)."""
+        proc = lane.start()
         regions, at, laid = [], 0, []
         for _, request in batch:
             inputs = [_bytes_of(b) for b in request["inputs"]]
@@ -467,34 +538,39 @@ class WorkerClient:
                 at += -(-max(n, 1) // ALIGN) * ALIGN
             regions.append(mine)
             laid.append(inputs)
-        shared = self._shared.hold(at)
+        shared = lane.shared.hold(at)
         sent = []
         for (_, request), inputs, mine in zip(batch, laid, regions):
             for view, (offset, n) in zip(inputs, mine):
                 shared[offset:offset + n] = view
             one = {k: v for k, v in request.items() if k != "inputs"}
-            one.update(shared=self._shared.size, inputs_at=mine[:-1], out_at=mine[-1])
+            one.update(shared=lane.shared.size, inputs_at=mine[:-1], out_at=mine[-1])
             sent.append(one)
         # one call's limit for the whole batch: a batch stopped is run again call by call,
         # each with its own limit
-        self._in_flight = (batch, keys, self._send(proc, {"batch": sent}, timeout_seconds()))
+        self._in_flight.append((lane, proc, batch, keys,
+                                lane.send(proc, {"batch": sent}, timeout_seconds())))
 
-    def _read_chunk(self, batch: list, call: int) -> bool:
-        """Whether the chunk sent as `call` ran; each answer is kept in its sample's queue, and
-        a call the worker refused ends its sample's queue there (in every later chunk too)."""
-        proc = self._proc
-        resp = self._receive(proc, call) if proc is not None else None
+    def _read_chunk(self, lane: _Lane, proc: subprocess.Popen, batch: list, call: int,
+                    keep: bool = True) -> bool:
+        """Whether the chunk `lane`'s process `proc` was sent as `call` ran; each answer is
+        kept in its sample's queue, and a call the worker refused ends its sample's queue there
+        (in every later chunk too). Where not `keep` (a chunk before it failed, and its calls
+        are made one at a time), nothing is kept and nothing is concluded of its kernels."""
+        resp, self._fired = lane.receive(proc, call)
         if resp is None:
             kernels = {(r["lib"], r.get("index")) for _, r in batch if "lib" in r}
-            if self._fired and len(kernels) == 1 and all("lib" in r for _, r in batch):
+            if keep and self._fired and len(kernels) == 1 and all("lib" in r for _, r in batch):
                 # one kernel's calls ran past the limit together (review 38's U26: an endless
                 # loop). Each alone would cost the limit again before the kernel is known to
                 # run on: answered at once as stopped (call). A slow kernel the batch's sum
                 # put past it is not proven rather than green; PORTER_KERNEL_TIMEOUT raises it
                 self._timed_out |= kernels
             return False
+        if not keep:
+            return True
         ended = self._ended
-        with memoryview(self._shared.map) as shared:
+        with memoryview(lane.shared.map) as shared:
             for (sample, request), answer in zip(batch, resp.get("batch", [])):
                 key = id(sample)
                 held = self._answered.setdefault(key, (sample, []))
@@ -512,22 +588,10 @@ class WorkerClient:
         self._queue = []
         try:
             self._settle()          # a worker blocked writing its answer would not exit
-        except Exception:           # noqa: BLE001 (closing: the worker is stopped below anyway)
-            self._in_flight = None
-        if self._watchdog is not None:
-            self._watchdog.close()
-            self._watchdog = None
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()         # reaped: a killed worker left no zombie behind
-        self._proc = None
-        if self._shared is not None:
-            self._shared.close()
-            self._shared = None
+        except Exception:           # noqa: BLE001 (closing: the workers are stopped below anyway)
+            self._in_flight = []
+        for lane in self._lanes:
+            lane.close()
 
     def __del__(self):
         try:

@@ -3,7 +3,7 @@ on the host CPU.
 
 The op's kernel comes from the host .mm (hostmap) and porter.dispatch.kernel_choice (which
 registration runs a sample, with what output type); the .metal file is built once per session
-(build, cached on disk); kernels run in one long-lived worker process (client), so a kernel
+(build, cached on disk); kernels run in long-lived worker processes (client), so a kernel
 that faults fails its test with "kernel crashed (signal N)" instead of killing porter.
 TensorIterator semantics are emulated here: type promotion with torch.result_type,
 broadcasting (torch_run on tensors, numpy_run on the reference cache's arrays), and the
@@ -1294,7 +1294,7 @@ class EmulateBackend:
         to, in one thread: g++ works on the other core while porter imports and reads its
         caches; `_library` waits for the result. The same builds, started sooner (one after
         the other: they share the precompiled header, and the main thread needs a core). The
-        kernels' worker process starts too, so that the first row does not wait for it (its
+        kernels' worker processes start too, so that the first row does not wait for them (their
         runtime library, compiled once a cache, is compiled here then, not at the first call)."""
         names = set(queries) | {q.removeprefix("nn.functional.") for q in queries}
         metals = [m for m in sorted({h.metal for h in self._host_kernels(names)})

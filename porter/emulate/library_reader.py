@@ -12,7 +12,6 @@ import atexit
 import os
 import pickle
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -30,8 +29,8 @@ def _started() -> subprocess.Popen:
     if _proc is None or _owner != os.getpid() or _proc.poll() is not None:
         _owner = os.getpid()
         runtime = toolchain.worker_runtime()
-        _proc = subprocess.Popen([sys.executable, str(_WORKER), "",
-                                  str(runtime) if runtime is not None else ""],
+        _proc = subprocess.Popen(toolchain.worker_argv(_WORKER, "",
+                                                       str(runtime) if runtime else ""),
                                  env=toolchain.worker_environment(),
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL)

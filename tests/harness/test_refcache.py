@@ -580,7 +580,7 @@ def test_a_rows_calls_made_in_one_round_trip_give_the_verdicts_of_one_call_each(
     batches, appended = [], []
     real = WorkerClient._send_chunk
     monkeypatch.setattr(WorkerClient, "_send_chunk",
-                        lambda self, b, keys: batches.append(len(b)) or real(self, b, keys))
+                        lambda self, lane, b, keys: batches.append(len(b)) or real(self, lane, b, keys))
     ahead = WorkerClient.answer_ahead
     monkeypatch.setattr(WorkerClient, "answer_ahead", lambda self, recorded, append=False:
                         appended.append(append) or ahead(self, recorded, append))
