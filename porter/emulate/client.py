@@ -251,14 +251,14 @@ class _Lane:
         self.watchdog: _Watchdog | None = None
 
     def start(self) -> subprocess.Popen:
+        """The worker process, started where it is not running (a crash ended the last)."""
         if self.proc is None or self.proc.poll() is not None:
             if self.shared is None:
                 self.shared = _Shared()
             fd = self.shared.fd
             runtime = toolchain.worker_runtime()
-            self.proc = subprocess.Popen(toolchain.worker_argv(
-                                             WORKER, str(fd), str(runtime) if runtime else ""),
-                                         pass_fds=(fd,), env=toolchain.worker_environment(),
+            argv = toolchain.worker_argv(WORKER, str(fd), str(runtime) if runtime else "")
+            self.proc = subprocess.Popen(argv, pass_fds=(fd,), env=toolchain.worker_environment(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL)
         return self.proc
