@@ -188,6 +188,30 @@ class _Shared:
             self.map, self.size = mmap.mmap(self.fd, size), size
         return self.map
 
+    def laid_out(self, requests: list[dict]) -> list[dict]:
+        """`requests` as the worker is sent them: each one's "inputs" (bytes-like) copied into
+        this memory and its output given a region there (the worker zeroes it, as a fresh
+        buffer was), every region at a multiple of ALIGN."""
+        regions, at, views = [], 0, []
+        for request in requests:
+            inputs = [_bytes_of(b) for b in request["inputs"]]
+            mine = []
+            for view in inputs + [None]:
+                n = request["out_nbytes"] if view is None else view.nbytes
+                mine.append([at, n])
+                at += -(-max(n, 1) // ALIGN) * ALIGN
+            regions.append(mine)
+            views.append(inputs)
+        shared = self.hold(at)
+        sent = []
+        for request, inputs, mine in zip(requests, views, regions):
+            for view, (offset, n) in zip(inputs, mine):
+                shared[offset:offset + n] = view
+            one = {k: v for k, v in request.items() if k != "inputs"}
+            one.update(shared=self.size, inputs_at=mine[:-1], out_at=mine[-1])
+            sent.append(one)
+        return sent
+
     def close(self) -> None:
         if self.map is not None:
             self.map.close()
@@ -228,6 +252,9 @@ def _shape_of(request: dict) -> tuple:
 
 
 _TIMED_OUT: set = set()
+# what starting a worker (or growing its shared memory) can raise: no process or descriptor to
+# spare, an unwritable cache folder, no runtime library built; the call that needs it says why
+_CANNOT_START = (OSError, ValueError, PorterError, subprocess.SubprocessError)
 
 
 def lane_count() -> int:
@@ -345,29 +372,12 @@ class WorkerClient:
         for lane in self._lanes:
             try:
                 lane.start()
-            except (OSError, ValueError, PorterError, subprocess.SubprocessError):
+            except _CANNOT_START:
                 lane.proc = None
 
     def _start(self) -> subprocess.Popen:
         """Lane 0's worker, started where it is not running: the calls made one at a time."""
         return self._lanes[0].start()
-
-    def _through_shared(self, request: dict) -> dict:
-        """The request with its "inputs" (bytes-like) copied into the shared memory and the
-        output given a zeroed region there (the worker zeroes it, as a fresh buffer was)."""
-        inputs = [_bytes_of(b) for b in request["inputs"]]
-        regions, at = [], 0
-        for view in inputs + [None]:
-            n = request["out_nbytes"] if view is None else view.nbytes
-            regions.append([at, n])
-            at += -(-max(n, 1) // ALIGN) * ALIGN
-        memory = self._lanes[0].shared
-        shared = memory.hold(at)
-        for view, (offset, n) in zip(inputs, regions):
-            shared[offset:offset + n] = view
-        sent = {k: v for k, v in request.items() if k != "inputs"}
-        sent.update(shared=memory.size, inputs_at=regions[:-1], out_at=regions[-1])
-        return sent
 
     def call(self, request: dict) -> bytes | bytearray:
         """The call's output bytes; `undefined` is then the worker's other reading ([bits,
@@ -398,7 +408,7 @@ class WorkerClient:
         self._settle()              # lane 0's shared memory is free, every chunk's answers kept
         proc = self._start()
         if "inputs" in request and "out_nbytes" in request:
-            request = self._through_shared(request)
+            request = self._lanes[0].shared.laid_out([request])[0]
         resp = self._exchange(proc, request, limit)
         if resp is None:
             rc = proc.returncode
@@ -504,7 +514,7 @@ class WorkerClient:
             if id(lane) not in busy:
                 try:
                     self._send_chunk(lane, *self._queue[0])
-                except (OSError, ValueError, PorterError, subprocess.SubprocessError):
+                except _CANNOT_START:
                     self._queue = []
                     return
                 self._queue.pop(0)
@@ -528,24 +538,7 @@ class WorkerClient:
     def _send_chunk(self, lane: _Lane, batch: list, keys: set) -> None:
         """Lay `batch`'s inputs out in `lane`'s shared memory and send it (`_in_flight`)."""
         proc = lane.start()
-        regions, at, laid = [], 0, []
-        for _, request in batch:
-            inputs = [_bytes_of(b) for b in request["inputs"]]
-            mine = []
-            for view in inputs + [None]:
-                n = request["out_nbytes"] if view is None else view.nbytes
-                mine.append([at, n])
-                at += -(-max(n, 1) // ALIGN) * ALIGN
-            regions.append(mine)
-            laid.append(inputs)
-        shared = lane.shared.hold(at)
-        sent = []
-        for (_, request), inputs, mine in zip(batch, laid, regions):
-            for view, (offset, n) in zip(inputs, mine):
-                shared[offset:offset + n] = view
-            one = {k: v for k, v in request.items() if k != "inputs"}
-            one.update(shared=lane.shared.size, inputs_at=mine[:-1], out_at=mine[-1])
-            sent.append(one)
+        sent = lane.shared.laid_out([request for _, request in batch])
         # one call's limit for the whole batch: a batch stopped is run again call by call,
         # each with its own limit
         self._in_flight.append((lane, proc, batch, keys,
