@@ -130,26 +130,30 @@ def test_emulate_check_a_syntax_error_leaves_no_kernel_of_its_file_built(mini_ro
                          "match only apart from that error")
 
 
-def test_the_kernels_worker_starts_with_the_build(fixture_root):
-    """The first row waited for the worker's start-up (a Python process, libasan loaded before
-    it: ~70 ms a `--watch` round) after the build: `prebuild` starts it beside g++, and the
-    first call is answered by that process."""
+def _hypot_through_the_worker(b: EmulateBackend, x: float, y: float) -> list:
+    """The backend's float hypot kernel (the fixture's) on one pair, run by its worker."""
     import numpy as np
 
     from porter.dispatch.numpy_tensors import PArray
     from porter.emulate import numpy_run
 
+    host = b._candidates(OpNames("hypot"))[0]
+    lib = b._library(host.metal)
+    reg = lib.find(host.kernel, "float")[0]
+    inputs = [PArray("float32", np.array([v], dtype=np.float32)) for v in (x, y)]
+    return numpy_run.run_registration(b._worker(), lib, reg, inputs).data.tolist()
+
+
+def test_the_kernels_worker_starts_with_the_build(fixture_root):
+    """The first row waited for the worker's start-up (a Python process, libasan loaded before
+    it: ~70 ms a `--watch` round) after the build: `prebuild` starts it beside g++, and the
+    first call is answered by that process."""
     b = EmulateBackend(fixture_root)
     try:
         b.prebuild(["hypot"])
         started = [lane.proc for lane in b._client._lanes]
         assert all(proc is not None and proc.poll() is None for proc in started)
-        host = b._candidates(OpNames("hypot"))[0]
-        lib = b._library(host.metal)
-        reg = lib.find(host.kernel, "float")[0]
-        x = PArray("float32", np.array([3.0], dtype=np.float32))
-        y = PArray("float32", np.array([4.0], dtype=np.float32))
-        assert numpy_run.run_registration(b._worker(), lib, reg, [x, y]).data.tolist() == [5.0]
+        assert _hypot_through_the_worker(b, 3.0, 4.0) == [5.0]
         assert [lane.proc for lane in b._client._lanes] == started
     finally:
         b.close()
@@ -159,11 +163,6 @@ def test_the_kernels_workers_start_without_the_site_module(fixture_root):
     """A worker is stdlib only, and Python's `site` start-up under the preloaded libasan was 40
     of its 70 ms of CPU, paid by every lane of every `--watch` round: each worker runs without
     it, and answers."""
-    import numpy as np
-
-    from porter.dispatch.numpy_tensors import PArray
-    from porter.emulate import numpy_run
-
     b = EmulateBackend(fixture_root)
     try:
         b.prebuild(["hypot"])
@@ -177,12 +176,7 @@ def test_the_kernels_workers_start_without_the_site_module(fixture_root):
                     break
                 time.sleep(0.01)
             assert argv[1] == b"-S" and argv[2].endswith(b"worker.py"), argv
-        host = b._candidates(OpNames("hypot"))[0]
-        lib = b._library(host.metal)
-        reg = lib.find(host.kernel, "float")[0]
-        x = PArray("float32", np.array([5.0], dtype=np.float32))
-        y = PArray("float32", np.array([12.0], dtype=np.float32))
-        assert numpy_run.run_registration(b._worker(), lib, reg, [x, y]).data.tolist() == [13.0]
+        assert _hypot_through_the_worker(b, 5.0, 12.0) == [13.0]
     finally:
         b.close()
 

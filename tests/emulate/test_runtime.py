@@ -315,6 +315,20 @@ def i32(*values):
     return PArray("int32", np.array(values, dtype=np.int32))
 
 
+def _recorded_row(client, lib, reg, calls: dict) -> list:
+    """What `client.record` gathers of a row whose samples (the keys) each make their calls of
+    `reg`, one per list of inputs, in order."""
+    from porter.emulate import numpy_run
+
+    def dry_run():
+        for key, inputs_of_calls in calls.items():
+            client.sample = key
+            for inputs in inputs_of_calls:
+                numpy_run.run_registration(client, lib, reg, inputs)
+        client.sample = None
+    return client.record(dry_run)
+
+
 def _count_trips(client) -> list:
     """A list that gains an entry for each message any of `client`'s workers is sent."""
     trips = []
@@ -344,15 +358,9 @@ def test_a_rows_chunks_answer_each_call_as_alone_whatever_comes_between(fixture_
         twice = {k: numpy_run.run_registration(client, lib, reg, v[::-1]).data.tolist()
                  for k, v in samples.items()}
 
-        def dry_run():
-            for key in keys:
-                client.sample = key
-                numpy_run.run_registration(client, lib, reg, samples[key])
-                numpy_run.run_registration(client, lib, reg, samples[key][::-1])
-            client.sample = None
-
         trips = _count_trips(client)
-        client.answer_ahead(client.record(dry_run))
+        client.answer_ahead(_recorded_row(client, lib, reg,
+                                          {k: [samples[k], samples[k][::-1]] for k in keys}))
         # 80 calls in four chunks, one in flight on each worker
         assert len(client._in_flight) == len(client._lanes) == len(trips)
         chunks = len(client._queue) + len(client._in_flight)
@@ -374,13 +382,8 @@ def test_a_rows_chunks_answer_each_call_as_alone_whatever_comes_between(fixture_
             rows = {f"r{crash} {i}": [i32(7 * i + 7), i32(0 if i == crash else 2 + i % 3)]
                     for i in range(32)}
 
-            def crashing_row():
-                for key in rows:
-                    client.sample = key
-                    numpy_run.run_registration(client, div, trunc, rows[key])
-                client.sample = None
-
-            client.answer_ahead(client.record(crashing_row))
+            client.answer_ahead(_recorded_row(client, div, trunc,
+                                              {k: [v] for k, v in rows.items()}))
             # each chunk in flight on a worker process of its own
             assert len({lane.proc.pid for lane, *_ in client._in_flight}) == len(client._lanes)
             for i, key in enumerate(rows):
@@ -424,14 +427,7 @@ def test_a_chunk_that_cannot_be_sent_leaves_its_calls_to_be_made_alone(fixture_r
             return real_start()
         client._lanes[1].start = no_process_once
 
-        def dry_run():
-            for key in keys:
-                client.sample = key
-                for inputs in samples[key]:
-                    numpy_run.run_registration(client, lib, reg, inputs)
-            client.sample = None
-
-        recorded = client.record(dry_run)
+        recorded = _recorded_row(client, lib, reg, {k: list(samples[k]) for k in keys})
         try:
             client.answer_ahead(recorded)
         except OSError:
@@ -476,12 +472,7 @@ def test_the_next_rows_calls_queued_behind_a_row_take_their_own_answers(fixture_
                  for row in rows for k, v in row.items()}
 
         def recorded(row):
-            def dry_run():
-                for key, inputs in row.items():
-                    client.sample = key
-                    numpy_run.run_registration(client, lib, reg, inputs)
-                client.sample = None
-            return client.record(dry_run)
+            return _recorded_row(client, lib, reg, {k: [v] for k, v in row.items()})
 
         made = []
         real_chunks = client_mod._chunks
@@ -522,13 +513,8 @@ def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
         alone = {k: numpy_run.run_registration(client, lib, reg, v).data.tolist()
                  for k, v in samples.items()}
 
-        def dry_run():
-            for key in ("a", "b", "big"):
-                client.sample = key
-                numpy_run.run_registration(client, lib, reg, samples[key])
-            client.sample = None
-
-        recorded = client.record(dry_run)
+        row = {k: [samples[k]] for k in ("a", "b", "big")}
+        recorded = _recorded_row(client, lib, reg, row)
         assert [s for s, _ in recorded] == ["a", "b", "big"]
         trips = _count_trips(client)
         client.answer_ahead(recorded)
@@ -539,7 +525,7 @@ def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
         client.sample = None
         assert len(trips) == 1                                  # every answer was the batch's
         # a call of another shape than the dry run's: run itself, not given another's answer
-        client.answer_ahead(client.record(dry_run))
+        client.answer_ahead(_recorded_row(client, lib, reg, row))
         client.sample = "a"
         other = [f32(6, 8, 1), f32(8, 15, 1)]
         assert numpy_run.run_registration(client, lib, reg, other).data.tolist() == [10, 17, pytest.approx(2 ** 0.5)]
@@ -549,13 +535,7 @@ def test_a_rows_calls_answered_ahead_are_the_calls_own_answers(fixture_root):
         # alone, and the crash is the second sample's
         rows = {"ok": [i32(7), i32(2)], "zero": [i32(1), i32(0)], "after": [i32(9), i32(3)]}
 
-        def crashing_row():
-            for key in rows:
-                client.sample = key
-                numpy_run.run_registration(client, div, trunc, rows[key])
-            client.sample = None
-
-        client.answer_ahead(client.record(crashing_row))
+        client.answer_ahead(_recorded_row(client, div, trunc, {k: [v] for k, v in rows.items()}))
         client.sample = "ok"
         assert numpy_run.run_registration(client, div, trunc, rows["ok"]).data.tolist() == [3]
         client.sample = "zero"
