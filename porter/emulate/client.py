@@ -282,12 +282,7 @@ class _Lane:
         if self.proc is None or self.proc.poll() is not None:
             if self.shared is None:
                 self.shared = _Shared()
-            fd = self.shared.fd
-            runtime = toolchain.worker_runtime()
-            argv = toolchain.worker_argv(WORKER, str(fd), str(runtime) if runtime else "")
-            self.proc = subprocess.Popen(argv, pass_fds=(fd,), env=toolchain.worker_environment(),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
+            self.proc = toolchain.start_worker(WORKER, self.shared.fd)
         return self.proc
 
     def send(self, proc: subprocess.Popen, message: dict, limit: float) -> int:

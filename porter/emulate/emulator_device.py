@@ -1305,7 +1305,7 @@ class EmulateBackend:
         for metal in metals:
             self._pending[metal] = thread
         thread.start()
-        # a Python process with libasan loaded before it: ~70 ms the first row waited for
+        # a Python process per lane, libasan loaded before it: the first row waited ~70 ms
         self._worker().start()
 
     def _build_in_thread(self, metals: list[Path]) -> None:

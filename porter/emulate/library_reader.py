@@ -28,12 +28,7 @@ def _started() -> subprocess.Popen:
     global _proc, _owner
     if _proc is None or _owner != os.getpid() or _proc.poll() is not None:
         _owner = os.getpid()
-        runtime = toolchain.worker_runtime()
-        _proc = subprocess.Popen(toolchain.worker_argv(_WORKER, "",
-                                                       str(runtime) if runtime else ""),
-                                 env=toolchain.worker_environment(),
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
+        _proc = toolchain.start_worker(_WORKER)
         atexit.register(_stop, _proc)
     return _proc
 

@@ -179,12 +179,19 @@ def worker_environment() -> dict[str, str] | None:
     return {**os.environ, "LD_PRELOAD": preload, "ASAN_OPTIONS": ASAN_OPTIONS}
 
 
-def worker_argv(worker: Path, *args: str) -> list[str]:
-    """The command line of a kernel worker process (porter/emulate/worker.py, stdlib only),
-    without the `site` module: its start-up under the preloaded libasan (its allocator serves
-    every .pth file's reading) was 40 ms of a worker's 70 ms of CPU, and a `--watch` round
-    starts one per lane (porter.emulate.client)."""
-    return [sys.executable, "-S", str(worker), *args]
+def start_worker(worker: Path, fd: int | None = None) -> subprocess.Popen:
+    """A kernel worker process (porter/emulate/worker.py, stdlib only) on pipes, its runtime
+    library named and libasan preloaded where the build has them; `fd`: the memory it shares
+    with porter, inherited (none for a worker that only reads registrations). Without the
+    `site` module: its start-up under the preloaded libasan (its allocator serves every .pth
+    file's reading) was 40 ms of a worker's 70 ms of CPU, and a `--watch` round starts one per
+    lane (porter.emulate.client)."""
+    runtime = worker_runtime()
+    argv = [sys.executable, "-S", str(worker), "" if fd is None else str(fd),
+            str(runtime) if runtime else ""]
+    return subprocess.Popen(argv, pass_fds=() if fd is None else (fd,),
+                            env=worker_environment(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
 def compiler() -> str:
