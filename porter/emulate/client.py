@@ -11,6 +11,7 @@ through the pipe cost ~50 ms of CPU per such call, the kernel ~2.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import pickle
 import signal
@@ -276,6 +277,8 @@ class _Lane:
         self.proc: subprocess.Popen | None = None
         self.shared: _Shared | None = None
         self.watchdog: _Watchdog | None = None
+        self.libraries: set[str] = set()     # the kernel libraries its process has been sent
+        self.unread = 0                      # messages sent whose answer is not read yet
 
     def start(self) -> subprocess.Popen:
         """The worker process, started where it is not running (a crash ended the last)."""
@@ -283,12 +286,24 @@ class _Lane:
             if self.shared is None:
                 self.shared = _Shared()
             self.proc = toolchain.start_worker(WORKER, self.shared.fd)
+            self.libraries, self.unread = set(), 0
         return self.proc
+
+    def reusable(self) -> bool:
+        """Whether another client may take this lane as it is (kept_lanes): its process runs,
+        every answer it was asked for has been read (an unread one would answer the next
+        client's first call), and it holds no more than KEPT_LIBRARIES libraries (each stays
+        loaded in it)."""
+        return (self.proc is not None and self.proc.poll() is None and self.unread == 0
+                and len(self.libraries) <= KEPT_LIBRARIES)
 
     def send(self, proc: subprocess.Popen, message: dict, limit: float) -> int:
         """Send `message` with the watchdog armed for it; the watchdog's call, for `receive`
         (a worker already gone is found there)."""
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self.libraries.update(one["lib"] for one in message.get("batch", [message])
+                              if "lib" in one)
+        self.unread += 1
         if self.watchdog is None:
             self.watchdog = _Watchdog()
             self.watchdog.start()
@@ -311,6 +326,8 @@ class _Lane:
             data = proc.stdout.read(size)
             if len(data) < size:
                 raise EOFError          # stopped while it wrote its answer
+            if proc is self.proc:
+                self.unread -= 1
             return pickle.loads(data), False
         except (EOFError, BrokenPipeError, OSError):
             fired = self.watchdog.disarm(call)
@@ -338,11 +355,39 @@ class _Lane:
             self.shared = None
 
 
+# A lane's process is not kept for another client past this many kernel libraries: each one
+# it loaded stays mapped in it (a `--watch` round builds one or two)
+KEPT_LIBRARIES = 24
+_KEPT: list[_Lane] | None = None      # the lanes closed clients left, while kept_lanes runs
+
+
+@contextlib.contextmanager
+def kept_lanes():
+    """While it runs, a closed client's lanes (their worker processes and shared memory) wait
+    for the next client of this process instead of ending: `porter test --watch` makes a
+    backend, and so a client, every round. A round started a worker per lane (30 ms of CPU
+    each) and faulted their shared memory in again; kept, a heaviside round's workers took
+    0.14 s less CPU (docs/measurements.md). The lanes still kept end with it."""
+    global _KEPT
+    if _KEPT is not None:            # already keeping: the outer one ends them
+        yield
+        return
+    _KEPT = []
+    try:
+        yield
+    finally:
+        kept, _KEPT = _KEPT, None
+        for lane in kept:
+            lane.close()
+
+
 class WorkerClient:
     def __init__(self):
         self.undefined: list | None = None
         # lane 0 answers the calls made one at a time; a row's chunks go to any idle lane
-        self._lanes = [_Lane() for _ in range(lane_count())]
+        count = lane_count()
+        kept = [_KEPT.pop(0) for _ in range(min(count, len(_KEPT)))] if _KEPT else []
+        self._lanes = kept + [_Lane() for _ in range(count - len(kept))]
         self._recorded: list | None = None          # recording: (sample, call) asked for
         # id(sample) -> (sample, [(the call's shape, output, undefined)]), in call order
         self._answered: dict[int, tuple] = {}
@@ -578,8 +623,12 @@ class WorkerClient:
             self._settle()          # a worker blocked writing its answer would not exit
         except Exception:           # noqa: BLE001 (closing: the workers are stopped below anyway)
             self._in_flight = []
-        for lane in self._lanes:
-            lane.close()
+        lanes, self._lanes = self._lanes, []
+        for lane in lanes:
+            if _KEPT is not None and lane.reusable():
+                _KEPT.append(lane)
+            else:
+                lane.close()
 
     def __del__(self):
         try:

@@ -92,6 +92,13 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
     if opts.device != "emulate":
         raise PorterError("--watch re-runs the emulator on every save; it needs --device emulate")
     root = checkout.root
+    from porter.emulate.client import kept_lanes
+    with kept_lanes():              # each round's backend takes the kernel workers of the last
+        return _watch(opts, root, interval, out, reference_gaps)
+
+
+def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
+    """run's loop: a round now, then one after every change, until Ctrl-C (exit 0)."""
     built: set[Path] = set()        # the kernel files the last round built
     try:
         files = watched_files(root)

@@ -455,6 +455,86 @@ def test_a_rows_chunks_run_on_two_workers_where_there_are_two_cores(monkeypatch,
     assert len(client_mod.WorkerClient()._lanes) == lanes
 
 
+def _hypot_call(client, lib, reg, n: int):
+    """`reg`'s answer to n random float pairs, checked against torch's hypot."""
+    a, b = torch.randn(n), torch.randn(n)
+    out = run_registration(client, lib, reg, [a, b])
+    torch.testing.assert_close(out, torch.hypot(a, b))
+    return out
+
+
+def test_a_watch_rounds_client_takes_the_workers_the_last_rounds_client_left(fixture_root,
+                                                                            monkeypatch):
+    """While kept_lanes runs (porter test --watch), a closed client's workers and shared memory
+    answer the next client's calls, each call its own, instead of a start-up per worker and
+    round; the lanes still kept end with it, and without it a closed client's workers end."""
+    from porter.emulate import client as client_mod
+
+    monkeypatch.setattr(client_mod, "lane_count", lambda: 2)
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+    with client_mod.kept_lanes():
+        first = client_mod.WorkerClient()
+        first.start()
+        _hypot_call(first, lib, reg, 1000)
+        procs = [lane.proc for lane in first._lanes]
+        first.close()
+        assert all(proc.poll() is None for proc in procs)       # waiting, not ended
+        second = client_mod.WorkerClient()
+        assert [lane.proc for lane in second._lanes] == procs
+        for n in (3, 500_000, 7):             # shared memory grown, then a small call again
+            _hypot_call(second, lib, reg, n)
+        assert [lane.proc for lane in second._lanes] == procs
+        second.close()
+        with client_mod.kept_lanes():         # nested: the outer one ends them
+            pass
+        assert all(proc.poll() is None for proc in procs)
+    assert client_mod._KEPT is None
+    assert all(proc.poll() is not None for proc in procs)
+    alone = client_mod.WorkerClient()
+    _hypot_call(alone, lib, reg, 10)
+    proc = alone._lanes[0].proc
+    alone.close()
+    assert proc.poll() is not None
+
+
+def test_a_lane_is_kept_only_with_its_worker_running_every_answer_read_and_few_libraries(
+        fixture_root, monkeypatch):
+    """A kept worker whose answer to the last client is still unread would give it to the next
+    client's first call: such a lane ends, as does one whose worker died and one that has
+    loaded more than KEPT_LIBRARIES libraries (each stays mapped in the worker)."""
+    from porter.emulate import client as client_mod
+
+    monkeypatch.setattr(client_mod, "lane_count", lambda: 1)
+    lib = build_file(DATA / "hypot.metal", fixture_root)
+    reg = lib.find("hypot", "float")[0]
+
+    def left_by(spoil) -> list:
+        """The lanes a client leaves kept after `spoil(its lane)`, and that lane's process."""
+        with client_mod.kept_lanes():
+            client = client_mod.WorkerClient()
+            _hypot_call(client, lib, reg, 100)
+            lane = client._lanes[0]
+            spoil(lane)
+            proc = lane.proc
+            client.close()
+            kept = list(client_mod._KEPT)
+            if not kept:
+                assert proc is None or proc.poll() is not None      # ended, not left running
+        return kept
+
+    assert len(left_by(lambda lane: None)) == 1
+    # a message sent and its answer never read
+    assert left_by(lambda lane: lane.send(lane.proc, {"registrations": str(lib.path)}, 60)) == []
+
+    def killed(lane):
+        lane.proc.kill()
+        lane.proc.wait()
+    assert left_by(killed) == []
+    monkeypatch.setattr(client_mod, "KEPT_LIBRARIES", 0)
+    assert left_by(lambda lane: None) == []
+
+
 def test_the_next_rows_calls_queued_behind_a_row_take_their_own_answers(fixture_root, monkeypatch):
     """The row after the one being compared is queued behind it (answer_ahead's `append`,
     porter.harness.cached_run): the worker runs on from one row into the next, every call

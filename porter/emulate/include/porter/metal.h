@@ -59,6 +59,22 @@ typedef decltype(static_cast<int*>(nullptr) - static_cast<int*>(nullptr)) ptrdif
 extern "C" int porter_reading;
 extern "C" int porter_reached;
 
+// bfloat below is porter's model of a type an Apple GPU converts and compares in hardware, not
+// the kernel's code: compiled optimized whatever the build's flags (its sanitizers kept). At
+// -O0 with AddressSanitizer it was a third of the kernel time of a heaviside `--watch` round
+// (from_integer alone a seventh); optimized, the round's kernels took 0.08 s less CPU for
+// 0.016 s more compile (docs/measurements.md). The functors that call it keep the -O0 build,
+// their locals in the stack frame (porter.emulate.toolchain's FLAGS); g++ does not inline
+// -O0 code into an optimized function, nor optimized code into -O0 code.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PORTER_OWN_CODE_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"O2\")")
+#define PORTER_OWN_CODE_END _Pragma("GCC pop_options")
+#else
+#define PORTER_OWN_CODE_BEGIN
+#define PORTER_OWN_CODE_END
+#endif
+
+PORTER_OWN_CODE_BEGIN
 struct bfloat {
   unsigned short bits;
   // An integer float cannot hold exactly (past 2^24) converted to bfloat: through float, as
@@ -170,6 +186,7 @@ PORTER_BF_CMP(<=)
 PORTER_BF_CMP(>)
 PORTER_BF_CMP(>=)
 #undef PORTER_BF_CMP
+PORTER_OWN_CODE_END
 
 // Metal's math constants (float `_F` and half `_H` flavours).
 #define MAXFLOAT __FLT_MAX__
