@@ -2,14 +2,15 @@
 the box's own speed moves more than the change does. Prints figures; asserts nothing.
 
     python bench/bench_watch_ab.py --source OLD_TREE --source NEW_TREE [--pairs 4] [--rounds 8]
-        [--binary-kernel PATH] [--c10-metal DIR]
+        [--wrong] [--binary-kernel PATH] [--c10-metal DIR]
 
 Each source is a directory holding a `porter` package (a `git worktree` of an older commit, and
 this repository). The tree is bench_loop.py's (a real-size tree, heaviside ported); each pair
 runs one process of each source, `--rounds` rounds each, in the order given. A round is what
 `porter test heaviside --device emulate --watch` runs after a save: the saved file's early build,
 then the round. Its body alternates between the right one and a twin spelled otherwise, so every
-round compiles. The first round of a process (imports, cold caches) is not counted. For each
+round compiles (`--wrong`: between the right one and a wrong one, each kind's rounds reported
+apart, by their exit). The first round of a process (imports, cold caches) is not counted. For each
 process: the median round, and the mean CPU a round (the process's own, and its children's: g++,
 the preprocessor runs, the kernel workers, those the rounds keep too), with `cat /proc/loadavg`. CPU seconds move much less
 than wall seconds with the box's load: read them first.
@@ -29,6 +30,7 @@ from _common import RIGHT, add_tree_options, bench_env, loop_tree, scratch_dir
 from porter.source.checkout import KERNELS
 
 TWIN = "return a == 0 ? b : static_cast<T>(0 < a);"
+WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"     # bench_loop's wrong body (--wrong)
 
 # run in a process whose porter is the source's: the command line's own --watch, its loop
 # replaced by `rounds` timed rounds
@@ -85,11 +87,12 @@ print(json.dumps(found[1:]))
 """
 
 
-def rounds_of(source: Path, root: Path, rounds: int, cache: Path) -> list[tuple[float, float, int]]:
+def rounds_of(source: Path, root: Path, rounds: int, cache: Path,
+              twin: str = TWIN) -> list[tuple[float, float, int]]:
     env = {**bench_env(), "PYTHONPATH": str(source), "PORTER_CACHE_DIR": str(cache)}
     metal = root / KERNELS / "BinaryKernel.metal"
     proc = subprocess.run([sys.executable, "-c", CHILD, str(root), str(metal), str(rounds), RIGHT,
-                           TWIN], env=env, capture_output=True, text=True, check=True)
+                           twin], env=env, capture_output=True, text=True, check=True)
     return [tuple(r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
@@ -99,6 +102,9 @@ def main() -> int:
                         help="a directory holding a porter package (give two)")
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--wrong", action="store_true",
+                        help="alternate the right body with a wrong one (bench_loop's), not with "
+                             "a right twin; the rounds of each are reported apart")
     add_tree_options(parser)
     args = parser.parse_args()
     tree = loop_tree(args)
@@ -106,17 +112,20 @@ def main() -> int:
         return 2
     root = tree[0]
     caches = {s: scratch_dir("porter-bench-cache-") for s in args.source}
+    twin = WRONG if args.wrong else TWIN
     for source in args.source:                       # each source's caches warm
-        rounds_of(source, root, 1, caches[source])
+        rounds_of(source, root, 1, caches[source], twin)
     for pair in range(args.pairs):
         for source in args.source:
             load = " ".join(open("/proc/loadavg").read().split()[:3])
-            found = rounds_of(source, root, args.rounds, caches[source])
-            walls, cpus = [w for w, _, _ in found], [c for _, c, _ in found]
-            codes = sorted({c for _, _, c in found})
-            print(f"pair {pair + 1}  {str(source):40}  median round {statistics.median(walls):5.2f} s  "
-                  f"mean CPU {statistics.mean(cpus):5.2f} s  exits {codes}  (loadavg {load})",
-                  flush=True)
+            found = rounds_of(source, root, args.rounds, caches[source], twin)
+            # the right body's rounds exit 0, a wrong one's 1: each kind apart
+            for code in sorted({c for _, _, c in found}):
+                walls = [w for w, _, c in found if c == code]
+                cpus = [u for _, u, c in found if c == code]
+                print(f"pair {pair + 1}  {str(source):40}  exit {code}: median round "
+                      f"{statistics.median(walls):5.2f} s  mean CPU {statistics.mean(cpus):5.2f} s"
+                      f"  ({len(walls)} rounds, loadavg {load})", flush=True)
     return 0
 
 

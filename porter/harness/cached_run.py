@@ -24,10 +24,11 @@ import contextlib
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from porter.dispatch.numpy_tensors import Unsupported, astype, compare, max_errors
+from porter.dispatch.numpy_tensors import Unsupported, astype, compare
 from porter.harness import mps_expectations as expmod
 from porter.harness import refcache, sample_rules, tolerances, two_ways, verdicts
-from porter.harness.verdicts import TEST_NAME, OpResult, RecordedFailure, raise_max
+from porter.harness.row_errors import RowErrors
+from porter.harness.verdicts import TEST_NAME, OpResult, RecordedFailure
 
 
 class Miss(Exception):
@@ -116,6 +117,7 @@ class CachedSource(verdicts.TwoWayNotes):
         self._row = None
         self._upcoming: list[str] = []
         self._ahead: dict[str, tuple[dict, list]] = {}      # dtype -> its row, queued early
+        self._errors = RowErrors()
 
     def header(self) -> OpResult:
         rec = self.rec
@@ -272,10 +274,7 @@ class CachedSource(verdicts.TwoWayNotes):
         return sample.extra.get("wide")
 
     def record_errors(self, res, reference, device_out) -> None:
-        errors = max_errors(reference, device_out)
-        if errors is not None:
-            raise_max(res, "max_abs", errors[0])
-            raise_max(res, "max_rel", errors[1])
+        self._errors.add(res, reference, device_out)
         if not self.reference_inputs:
             return
         # OpDbSource.record_errors' notes, from what the recording run found
@@ -287,6 +286,9 @@ class CachedSource(verdicts.TwoWayNotes):
             res.notes = [edges.NO_EDGES]
         self._row = res
         self._note_two_ways()
+
+    def row_done(self, res) -> None:
+        self._errors.done(res)
 
     def compare(self, sample, reference, device_out, tolerances, floors, dtype: str,
                 brief: bool = False) -> str | None:

@@ -173,6 +173,11 @@ class SampleSource(Protocol):
 
     def record_errors(self, res: DtypeResult, reference, device_out) -> None: ...
 
+    def row_done(self, res: DtypeResult) -> None:
+        """What the row's samples recorded and `res` does not hold yet (porter.harness.
+        row_errors: the error maxima of large samples, computed beside the comparisons),
+        before its verdict is settled; a source without it records as it goes."""
+
     def compare(self, sample, reference, device_out, tolerances, floors, dtype: str,
                 brief: bool = False) -> str | None:
         """The one-line failure, or None when the device's answer matches; `brief`: any
@@ -279,6 +284,9 @@ def _run_dtype(source: SampleSource, op: str, name: str, only: int | None) -> Dt
         rows = "layouts" if getattr(source, "shapes", False) else "reference inputs"
         res.notes.append(f"{len(dropped)} sample(s) of porter's {rows} left out: the CPU "
                          f"reference refuses them ({shown}{more})")
+    row_done = getattr(source, "row_done", None)
+    if row_done is not None:
+        row_done(res)
     return settle(res, start, xfail_by)
 
 
