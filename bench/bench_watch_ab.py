@@ -10,10 +10,11 @@ runs one process of each source, `--rounds` rounds each, in the order given. A r
 `porter test heaviside --device emulate --watch` runs after a save: the saved file's early build,
 then the round. Its body alternates between the right one and a twin spelled otherwise, so every
 round compiles (`--wrong`: between the right one and a wrong one, each kind's rounds reported
-apart, by their exit). The first round of a process (imports, cold caches) is not counted. For each
-process: the median round, and the mean CPU a round (the process's own, and its children's: g++,
-the preprocessor runs, the kernel workers, those the rounds keep too), with `cat /proc/loadavg`. CPU seconds move much less
-than wall seconds with the box's load: read them first.
+apart, by their exit). The first round of a process (imports, cold caches) is not counted. For
+each process: the median round, and the mean CPU a round (the process's own, and its children's:
+g++, the preprocessor runs, the kernel workers, those the rounds keep too), with
+`cat /proc/loadavg`. CPU seconds move much less than wall seconds with the box's load: read
+them first.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def test_complex_and_mixed_dtypes_and_other_shapes():
     assert max_errors(e, a) == as_defined(e, a) == (1.0, 1 / math.sqrt(2))
     mixed = max_errors(arr("float32", [1.0, 2.0]), arr("float64", [1.0, 2.5]))
     assert mixed == (0.5, 0.25)
-    assert max_errors(arr("float32", [1.0]), PArray("float32", np.zeros((1, 1), np.float32))) is None
+    other_shape = PArray("float32", np.zeros((1, 1), np.float32))
+    assert max_errors(arr("float32", [1.0]), other_shape) is None
     assert max_errors(arr("float32", []), arr("float32", [])) is None
     scalar = PArray("float32", np.float32(2.0))             # a 0-d sample's numpy scalar
     assert max_errors(scalar, PArray("float32", np.float32(3.0))) == (1.0, 0.5)
