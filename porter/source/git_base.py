@@ -14,13 +14,23 @@ def default_base(root: Path) -> tuple[str, str] | None:
     """(ref, its merge base with HEAD) for the first of DEFAULT_BASES the repository has, as
     `porter pr` picks its base; None where `root` is in no git repository, has no commit, or
     has none of those refs."""
-    def git(*args: str) -> str | None:
-        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    def git(*args: str, given: str | None = None) -> str | None:
+        proc = subprocess.run(["git", "-C", str(root), *args], input=given, capture_output=True,
+                              text=True)
         return proc.stdout.strip() if proc.returncode == 0 else None
-    if git("rev-parse", "--verify", "--quiet", "HEAD^{commit}") is None:
+    # every ref resolved in one run, as `rev-parse --verify` resolves each (a run per ref was
+    # seven git processes a call, fourteen a `--watch` round): "<sha> commit <size>" for one
+    # that names a commit, "<name> missing" (or "ambiguous") for one that does not
+    asked = ["HEAD", *DEFAULT_BASES]
+    answer = git("cat-file", "--batch-check",
+                 given="".join(f"{ref}^{{commit}}\n" for ref in asked))
+    if answer is None:
         return None
-    for ref in DEFAULT_BASES:
-        if git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is not None:
+    commits = [line.split()[1:2] == ["commit"] for line in answer.splitlines()]
+    if len(commits) != len(asked) or not commits[0]:
+        return None
+    for ref, found in zip(DEFAULT_BASES, commits[1:]):
+        if found:
             base = git("merge-base", "HEAD", ref)
             return (ref, base) if base else None
     return None
