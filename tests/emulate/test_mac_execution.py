@@ -348,6 +348,40 @@ def test_the_contracted_build_contracts_within_one_expression_only(tmp_path, fix
     assert err[0] != 0.0 and err[1] == 0.0      # 1.1^2 does not round exactly, 3^2 does
 
 
+BFLOAT_PRODUCT = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct bf_product_error_functor {
+  inline float operator()(const float a, const float p) {
+    const bfloat h = static_cast<bfloat>(a);
+    return %s;
+  }
+};
+REGISTER_BINARY_OP(bf_product_error, float, float);
+"""
+
+
+@pytest.mark.skipif(contract_flags() is None, reason="this CPU has no fma to run a contracted build")
+@pytest.mark.parametrize("expression", ["h * a - p", "a * h - p"])
+def test_the_contracted_build_fuses_a_product_with_a_bfloat_operand(tmp_path, fixture_root,
+                                                                   client, expression):
+    """Review 78's finding 1: porter's bfloat compiled at its own optimization level in every
+    build was never inlined into the contracted build's kernel code, so `h * a` came back
+    rounded and `h * a - p` was never one fma: the contracted build answered as the plain one,
+    and a functor right only unfused was green where a Mac may be red."""
+    a = torch.tensor([1.1, 3.0])
+    h = a.to(torch.bfloat16).float()
+    p = h * a                                   # rounded to float32
+    text = BFLOAT_PRODUCT % expression
+    plain = build_source(text, tmp_path / "b.metal", fixture_root)
+    fused = build_source(text, tmp_path / "b.metal", fixture_root, contract=True)
+    reg = "bf_product_error"
+    assert run_registration(client, plain, plain.find(reg, "float")[0], [a, p]).tolist() == [0.0, 0.0]
+    err = run_registration(client, fused, fused.find(reg, "float")[0], [a, p]).tolist()
+    exact = (h.double() * a.double() - p.double()).tolist()     # the product's rounding error
+    assert err == pytest.approx(exact, abs=0) and err[0] != 0.0 and err[1] == 0.0
+
+
 def test_a_constant_const_reference_builds_as_metal_reads_it(tmp_path, fixture_root, client):
     # review 30's F07: `constant const float&` is Metal; the shim's `constant` is `const`, and
     # g++ refused `const const` ("not proven" where a Mac builds and runs it)
