@@ -60,14 +60,19 @@ def rounds_of_watch(opts, reference_gaps):
     from pathlib import Path
     built = set()
     sink = open(os.devnull, "w")
+    counted = {}        # a kept worker's CPU counted so far, by pid
     for n in range(rounds + 1):
         with open(metal, "w") as f:
             f.write(good.replace(right, (twin, right)[n % 2] + f" // round {n} {time.time()}"))
         start, cpu, kids, kept = time.perf_counter(), time.process_time(), os.times(), kept_cpu()
         watch._start_builds([Path(metal)], Path(root))
         code = watch._round(opts, Path(root), sink, reference_gaps, built)
-        now = os.times()
-        workers = sum(c - kept.get(pid, 0.0) for pid, c in kept_cpu().items())
+        now, after = os.times(), kept_cpu()
+        workers = sum(c - kept.get(pid, 0.0) for pid, c in after.items())
+        # a kept worker that ended this round (a crash, or retired) is a reaped child now:
+        # os.times() counts its whole life, of which earlier rounds counted a part already
+        workers -= sum(counted.pop(pid) for pid in list(counted) if pid not in after)
+        counted.update(after)
         found.append((time.perf_counter() - start, time.process_time() - cpu + workers
                       + now.children_user + now.children_system
                       - kids.children_user - kids.children_system, code))

@@ -534,6 +534,23 @@ def test_a_lane_is_kept_only_with_its_worker_running_every_answer_read_and_few_l
     monkeypatch.setattr(client_mod, "KEPT_LIBRARIES", 0)
     assert left_by(lambda lane: None) == []
 
+    # a worker restarted after a crash starts with nothing unread and no library loaded: an
+    # answer its dead forerunner never gave, and what that one had loaded, are not its own
+    monkeypatch.setattr(client_mod, "KEPT_LIBRARIES", 1)
+    _, _, div, div_reg = _hypot_and_div_trunc(fixture_root)
+    with client_mod.kept_lanes():
+        client = client_mod.WorkerClient()
+        _hypot_call(client, lib, reg, 100)
+        lane = client._lanes[0]
+        lane.send(lane.proc, {"registrations": str(lib.path)}, 60)      # never read
+        killed(lane)
+        a = torch.tensor([7, -7], dtype=torch.int32)
+        b = torch.tensor([2, 2], dtype=torch.int32)
+        assert run_registration(client, div, div_reg, [a, b]).tolist() == [3, -3]
+        restarted = lane.proc
+        client.close()
+        assert [kept.proc for kept in client_mod._KEPT] == [restarted]
+
 
 def test_the_next_rows_calls_queued_behind_a_row_take_their_own_answers(fixture_root, monkeypatch):
     """The row after the one being compared is queued behind it (answer_ahead's `append`,

@@ -101,12 +101,24 @@ def test_a_large_sample_in_pieces_gives_what_the_whole_gives(dtype, size):
         assert all(map(same_figure, got, want)), (case, got, want)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_an_error_in_the_last_piece_alone_is_the_maximum(dtype):
+    size = 2 * nt.ERROR_PIECE + 3
+    e = np.arange(size).astype(dtype)
+    a = e.copy()
+    a[-1] += 7
+    assert max_errors(PArray(dtype, e), PArray(dtype, a)) == (7.0, 7 / (size - 1))
+
+
 def test_complex_and_mixed_dtypes_and_other_shapes():
     e = PArray("complex64", np.array([1 + 1j, NAN + 0j, 2j], np.complex64))
     a = PArray("complex64", np.array([1 + 2j, NAN + 0j, 2j], np.complex64))
     assert max_errors(e, a) == as_defined(e, a) == (1.0, 1 / math.sqrt(2))
     mixed = max_errors(arr("float32", [1.0, 2.0]), arr("float64", [1.0, 2.5]))
     assert mixed == (0.5, 0.25)
+    real = PArray("float32", np.array([1.0, NAN, 0.0], np.float32))
+    assert max_errors(e, real) == as_defined(e, real) == (2.0, 1.0)   # a complex side: complex
+    assert max_errors(real, e) == as_defined(real, e)
     other_shape = PArray("float32", np.zeros((1, 1), np.float32))
     assert max_errors(arr("float32", [1.0]), other_shape) is None
     assert max_errors(arr("float32", []), arr("float32", [])) is None
