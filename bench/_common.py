@@ -44,6 +44,8 @@ def real_tree() -> Path:
 
 # heaviside's functor body as `porter new-op` writes it: the loop benches edit it
 RIGHT = "return a == 0 ? b : static_cast<T>(a > 0);"
+# a wrong one: every sample of every dtype fails
+WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"
 
 
 def add_tree_options(parser) -> None:

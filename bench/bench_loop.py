@@ -36,10 +36,8 @@ import subprocess
 import sys
 import time
 
-from _common import RIGHT, add_tree_options, bench_env, loop_tree, porter_argv
+from _common import RIGHT, WRONG, add_tree_options, bench_env, loop_tree, porter_argv
 
-
-WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"
 
 
 CPU: list[float] = []       # CPU seconds (user + sys, children included) of each run_once

@@ -26,12 +26,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import RIGHT, add_tree_options, bench_env, loop_tree, scratch_dir
+from _common import RIGHT, WRONG, add_tree_options, bench_env, loop_tree, scratch_dir
 
 from porter.source.checkout import KERNELS
 
 TWIN = "return a == 0 ? b : static_cast<T>(0 < a);"
-WRONG = "return a == 0 ? b : static_cast<T>(a < 0);"     # bench_loop's wrong body (--wrong)
 
 # run in a process whose porter is the source's: the command line's own --watch, its loop
 # replaced by `rounds` timed rounds

@@ -66,10 +66,11 @@ extern "C" int porter_reached;
 // less CPU for 0.016 s more compile (docs/measurements.md). The functors that call it keep
 // -O0, their locals in the stack frame (porter.emulate.toolchain's FLAGS); at -O0 g++ inlines
 // nothing, and it never inlines -O0 code into optimized code. The optimizing builds (the
-// contracted one, the folding one: __OPTIMIZE__) compile it at their own level: there g++
-// inlines a function only where both have one level, and `bfloat * float + float` inlined is
-// one expression it contracts into an fma, as clang does (review 78's finding 1: not inlined,
-// the product came back rounded and the contracted build answered as the plain one).
+// contracted one, the folding one: __OPTIMIZE__) compile it at their own level: g++ inlines
+// one function into another only where their optimization options are the same, and
+// `bfloat * float + float` inlined is one expression, which it contracts into an fma as clang
+// does (review 78's finding 1: not inlined, the product came back rounded, and the contracted
+// build answered as the plain one).
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
 #define PORTER_OWN_CODE_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"O2\")")
 #define PORTER_OWN_CODE_END _Pragma("GCC pop_options")
