@@ -200,34 +200,19 @@ def test_each_round_takes_the_kernel_workers_the_last_round_left(mini_root, monk
     """A round's backend makes a worker client of its own; under the watch it takes the worker
     processes the last round's client left (porter.emulate.client.kept_lanes), and they end
     with the watch."""
-    import os
-
     from porter.emulate import client
-    from porter.harness import watch
-    from porter.harness.session import Options
 
+    kernel = mini_root / KERNELS / "BinaryKernel.metal"
     workers: list = []
 
-    def round_(opts, root_, out, gaps=None, built=None):
+    def during_round(n):              # as a round's backend makes and closes its client
         one = client.WorkerClient()
         one.start()
         workers.append([lane.proc for lane in one._lanes])
         one.close()
-        if len(workers) == 2:
-            raise KeyboardInterrupt
-        return 0
 
-    polls = []
-
-    def sleep(seconds):
-        polls.append(seconds)
-        if len(polls) == 1:
-            os.utime(mini_root / KERNELS / "BinaryKernel.metal", ns=(1, 2 * 10**18))
-
-    monkeypatch.setattr(watch, "_round", round_)
-    monkeypatch.setattr(watch.time, "sleep", sleep)
-    assert watch.run(Options(ops=["heaviside"], root=str(mini_root), device="emulate"),
-                     out=io.StringIO()) == 0
+    _scripted_watch(mini_root, monkeypatch, lambda root: [kernel], during_round,
+                    lambda: [kernel], rounds_wanted=2)
     assert len(workers) == 2 and workers[0] == workers[1]
     assert all(proc.poll() is not None for proc in workers[0])
     assert client._KEPT is None
