@@ -47,12 +47,9 @@ def kept_cpu():
     from porter.emulate import client
     cpu = {}
     for lane in getattr(client, "_KEPT", None) or []:
-        try:
-            with open(f"/proc/{lane.proc.pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            cpu[lane.proc.pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, AttributeError):
-            pass
+        used = client._cpu_seconds(lane.proc.pid) if lane.proc is not None else None
+        if used is not None:
+            cpu[lane.proc.pid] = used
     return cpu
 
 def rounds_of_watch(opts, reference_gaps):
