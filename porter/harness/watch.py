@@ -110,11 +110,11 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
                   "kernels' sources, their hosts and the CPU reference's; Ctrl-C stops\n")
         out.flush()
         while True:
-            time.sleep(interval)
+            _pause(interval)
             now = _stamps(files)
             if now == stamps:
                 continue
-            time.sleep(SETTLE_S)                 # let an editor finish writing
+            _pause(SETTLE_S)                     # let an editor finish writing
             now = _stamps(files)
             changed = [f for f in files if now.get(f) != stamps.get(f)]
             stamps = now
@@ -138,6 +138,12 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
         out.write("\nporter: watch stopped\n")
         out.flush()
         return exit_codes.OK
+
+
+def _pause(seconds: float) -> None:
+    """The loop's waits, its own: a test replaces this one, never time.sleep, which the
+    round's subprocess waits (a kernel worker's exit) also call."""
+    time.sleep(seconds)
 
 
 EARLY_BUILD = "porter-watch-build"     # its threads' names

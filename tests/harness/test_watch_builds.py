@@ -87,7 +87,7 @@ def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds
 
     monkeypatch.setattr(watch, "watched_files", watched)
     monkeypatch.setattr(watch, "_round", round_)
-    monkeypatch.setattr(watch.time, "sleep", sleep)
+    monkeypatch.setattr(watch, "_pause", sleep)
     opts = Options(ops=["heaviside"], root=str(root), device="emulate")
     assert watch.run(opts, out=io.StringIO()) == 0
     return rounds
@@ -189,7 +189,7 @@ def test_the_watch_says_how_many_files_and_folders_it_watches(mini_root, monkeyp
     def sleep(seconds):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(watch.time, "sleep", sleep)
+    monkeypatch.setattr(watch, "_pause", sleep)
     out = io.StringIO()
     assert watch.run(Options(ops=["heaviside"], root=str(mini_root), device="emulate"),
                      out=out) == 0
