@@ -185,11 +185,10 @@ class CachedSource(verdicts.TwoWayNotes):
     def _loaded(self, dtype: str, append: bool = False) -> tuple[dict, list]:
         """A row's record and samples, its kernel calls sent to the emulator's worker in a few
         round trips, not one each (`append`: behind the row being compared)."""
-        loaded = refcache.load_refs(self.env, self.rec["full_name"], dtype, self.rows)
+        loaded = refcache.load_row(self.env, self.rec["full_name"], dtype, self.rows)
         if loaded is None:
             raise Miss(f"{self.rec['full_name']} {dtype} {self.rows}")
-        meta, arrays = loaded
-        samples = [refcache.decode_sample(raw, arrays) for raw in meta["samples"]]
+        meta, samples = loaded
         prefetch = getattr(self.backend, "prefetch", None)
         if prefetch is not None and samples:
             prefetch(self.op, samples, append=append)

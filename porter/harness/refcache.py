@@ -25,10 +25,12 @@ passes `PORTER_REFCACHE_MB` (default 2048); `porter cache clear` empties it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -350,13 +352,20 @@ def save_refs(env: str, full_name: str, dtype: str, arrays: dict, meta: dict,
 def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, dict] | None:
     """(meta, arrays) of one OpInfo, dtype and kind of rows, or None (also for a record that is
     cut short or not one: a miss, which the op_db run records again)."""
+    found = _read_record(ref_path(env, full_name, dtype, rows))
+    return None if found is None else found[:2]
+
+
+def _read_record(path: Path) -> tuple[dict, dict, tuple] | None:
+    """load_refs of the record at `path`, with the identity of the file it read (device,
+    inode, size)."""
     import mmap
 
     import numpy as np
-    path = ref_path(env, full_name, dtype, rows)
     try:
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             # mapped copy-on-write: writable, as np.load's arrays were, and read from the page
             # cache as the arrays are used, not zeroed and copied first (a binary op's reference
             # rows are tens of MB, read on every verdict). The cache replaces a record by a
@@ -378,7 +387,62 @@ def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tu
     except (OSError, ValueError, KeyError, TypeError):
         return None
     _touch(path)
-    return header["meta"], arrays
+    return header["meta"], arrays, (st.st_dev, st.st_ino, size)
+
+
+# Rows held in the process while held_rows runs (porter test --watch): record identity ->
+# (meta, decoded samples), least recently used first
+_HELD: "OrderedDict[tuple, tuple[dict, list]] | None" = None
+HELD_RECORDS = 64          # a binary op's whole verdict reads 27 (3 kinds of rows, 9 dtypes)
+
+
+@contextlib.contextmanager
+def held_rows():
+    """While it runs, load_row keeps the rows it decoded for the next ask of the same record:
+    each `--watch` round reads every row the last one read, and decoding them again was
+    ~0.05 s of a round's main thread (docs/measurements.md). What is held ends with it."""
+    global _HELD
+    if _HELD is not None:            # already holding: the outer one ends it
+        yield
+        return
+    _HELD = OrderedDict()
+    try:
+        yield
+    finally:
+        _HELD = None
+
+
+def load_row(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, list] | None:
+    """(meta, samples) of one record: load_refs, each sample decoded (decode_sample); None for
+    a miss. Under held_rows, the same record file asked again (its device, inode and size: a
+    record is replaced by a rename, and the held mapping keeps the old inode from being
+    reused) gives the same answer without reading it; its arrays are then read-only, so that
+    no round can change what the next one reads."""
+    path = ref_path(env, full_name, dtype, rows)
+    held = _HELD
+    if held is not None:
+        try:
+            st = os.stat(path)
+            key = (str(path), st.st_dev, st.st_ino, st.st_size)
+        except OSError:
+            key = None
+        if key in held:
+            held.move_to_end(key)
+            _touch(path)                 # used: the size bound evicts it last
+            return held[key]
+    found = _read_record(path)
+    if found is None:
+        return None
+    meta, arrays, ident = found
+    if held is not None:
+        for arr in arrays.values():
+            arr.flags.writeable = False
+    answer = meta, [decode_sample(raw, arrays) for raw in meta["samples"]]
+    if held is not None:
+        held[(str(path), *ident)] = answer
+        while len(held) > HELD_RECORDS:
+            held.popitem(last=False)
+    return answer
 
 
 # ----------------------------------------------------------------- size bound, clear

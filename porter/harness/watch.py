@@ -6,7 +6,8 @@ themselves (which kernel an op runs), the expectation and tolerance sources
 (`common_mps.py`, `test/test_mps.py`), and `native_functions.yaml` with the CPU sources
 (`native/*.cpp`, `native/cpu/*.cpp`: whether the CPU reference is this checkout's). Polled
 by (mtime, size) every `interval` seconds, so it needs no file-system notification library and
-sees editors that replace files.
+sees editors that replace files; on Linux, inotify on their folders ends a poll's wait early
+(porter.harness.file_wake), and the stamps still say what changed.
 
 Each round is a whole `porter test` in this process: the kernel library is rebuilt only when
 its source or a header it can include changed (porter.emulate.build's cache is keyed by their
@@ -72,9 +73,11 @@ def _stamps(files: list[Path]) -> dict[Path, tuple[int, int] | None]:
     return out
 
 
-# A save is seen within POLL_S, then read SETTLE_S later (an editor that writes in pieces has
-# finished by then): at most ~0.1 s of a round's edit-to-verdict time. Each poll is one stat
-# per watched file (a few hundred on a real checkout: well under a millisecond).
+# A save is seen within POLL_S (at once where porter.harness.file_wake has inotify: Linux),
+# then read SETTLE_S later (an editor that writes in pieces has finished by then). A saved
+# kernel file the last round built starts building when it is seen, so the settle's wait
+# overlaps its build. Each poll is one stat per watched file (a few hundred on a real
+# checkout: well under a millisecond).
 POLL_S = 0.05
 SETTLE_S = 0.05
 
@@ -93,15 +96,22 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
         raise PorterError("--watch re-runs the emulator on every save; it needs --device emulate")
     root = checkout.root
     from porter.emulate.client import kept_lanes
-    with kept_lanes():              # each round's backend takes the kernel workers of the last
+    from porter.harness.refcache import held_rows
+    # each round's backend takes the kernel workers of the last, and its rows the samples the
+    # last decoded from the same reference records
+    with kept_lanes(), held_rows():
         return _watch(opts, root, interval, out, reference_gaps)
 
 
 def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
     """run's loop: a round now, then one after every change, until Ctrl-C (exit 0)."""
+    from porter.harness.file_wake import Wake
+
     built: set[Path] = set()        # the kernel files the last round built
+    wake = Wake()
     try:
         files = watched_files(root)
+        wake.watch(files)
         stamps = _stamps(files)              # before the round: a save while it runs is seen
         _round(opts, root, out, reference_gaps, built)
         # folders too: a file created in one (a header an include may find first) changes it
@@ -110,10 +120,16 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
                   "kernels' sources, their hosts and the CPU reference's; Ctrl-C stops\n")
         out.flush()
         while True:
-            _pause(interval)
+            _pause(interval, wake)
             now = _stamps(files)
             if now == stamps:
                 continue
+            # the saved kernel files start building now, while the save settles: the build is
+            # the round's longest part, and the settle's wait is then off the verdict's path.
+            # A file written again while it settles starts again below; the round's build of
+            # the text it ends with joins that build (porter.emulate.build.build_source)
+            seen = now
+            _start_builds([f for f in files if now.get(f) != stamps.get(f) and f in built], root)
             _pause(SETTLE_S)                     # let an editor finish writing
             now = _stamps(files)
             changed = [f for f in files if now.get(f) != stamps.get(f)]
@@ -121,7 +137,7 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
             names = ", ".join(str(f.relative_to(root)) if f.is_relative_to(root) else str(f)
                               for f in changed)
             out.write(f"\nporter: changed: {names}\n")
-            _start_builds([f for f in changed if f in built], root)
+            _start_builds([f for f in changed if f in built and now.get(f) != seen.get(f)], root)
             _round(opts, root, out, reference_gaps, built)
             # a save may add an #include: the files watched are read again after the verdict,
             # not before it (~0.2 s of the round's start on a real-size tree). A file new to
@@ -134,16 +150,23 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
             gone = [f for f in before if f not in listed]
             files = sorted(listed | {f for f, st in _stamps(gone).items() if st != before[f]})
             stamps = {f: before.get(f) for f in files}
+            wake.watch(files)
     except KeyboardInterrupt:
         out.write("\nporter: watch stopped\n")
         out.flush()
         return exit_codes.OK
+    finally:
+        wake.close()
 
 
-def _pause(seconds: float) -> None:
+def _pause(seconds: float, wake=None) -> None:
     """The loop's waits, its own: a test replaces this one, never time.sleep, which the
-    round's subprocess waits (a kernel worker's exit) also call."""
-    time.sleep(seconds)
+    round's subprocess waits (a kernel worker's exit) also call. `wake` (a poll's wait):
+    porter.harness.file_wake's, which a change in a watched folder ends early."""
+    if wake is not None:
+        wake.wait(seconds)
+    else:
+        time.sleep(seconds)
 
 
 EARLY_BUILD = "porter-watch-build"     # its threads' names

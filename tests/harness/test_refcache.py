@@ -315,6 +315,70 @@ def test_a_record_reads_back_every_array_as_it_was_and_a_damaged_one_is_a_miss(c
         assert refcache.load_refs("env", "op", "float32") is None
 
 
+def _one_sample_record(values, name="op", dtype="float32"):
+    import numpy as np
+    meta = {"samples": [{"input": {"t": "array", "k": "x", "dtype": "float32"}, "args": [],
+                         "kwargs": {}, "promoted": {}, "out_dtype": dtype,
+                         "ref": {"t": "array", "k": "ref", "dtype": "float32"},
+                         "ref_cast": False, "ref_error": None}], "error": None}
+    refcache.save_refs("env", name, dtype, {"x": np.asarray(values, np.float32),
+                                            "ref": np.asarray(values, np.float32) * 2}, meta)
+
+
+def test_held_rows_gives_a_record_asked_again_its_decoded_samples_read_only(cache, monkeypatch):
+    """Under held_rows (porter test --watch), the second ask of an unchanged record reads and
+    decodes nothing; its arrays cannot be written, so no round changes what the next reads.
+    Outside it, every ask reads the record and its arrays stay writable."""
+    import numpy as np
+    _one_sample_record([1.0, 2.0])
+    reads = []
+    read = refcache._read_record
+    monkeypatch.setattr(refcache, "_read_record", lambda path: reads.append(path) or read(path))
+
+    first = refcache.load_row("env", "op", "float32")
+    again = refcache.load_row("env", "op", "float32")
+    assert len(reads) == 2 and first[1][0] is not again[1][0]
+    assert first[1][0].input.data.flags.writeable
+    with refcache.held_rows():
+        reads.clear()
+        first = refcache.load_row("env", "op", "float32")
+        again = refcache.load_row("env", "op", "float32")
+        assert len(reads) == 1 and again == first and again[1][0] is first[1][0]
+        sample = again[1][0]
+        assert np.array_equal(sample.input.data, [1.0, 2.0])
+        assert np.array_equal(sample.ref.data, [2.0, 4.0])
+        with pytest.raises(ValueError, match="read-only"):
+            sample.input.data[0] = 5.0
+        assert refcache.load_row("env", "op", "float64") is None       # not recorded
+    reads.clear()
+    refcache.load_row("env", "op", "float32")
+    assert len(reads) == 1                  # the watch ended: nothing is held
+
+
+def test_held_rows_reads_a_record_replaced_since_and_holds_a_bounded_number(cache, monkeypatch):
+    """A record written again (the cache replaces it by a rename: another file) is read
+    again, not answered from what was held; past HELD_RECORDS, the least recently asked go."""
+    import numpy as np
+    with refcache.held_rows():
+        _one_sample_record([1.0, 2.0])
+        assert np.array_equal(refcache.load_row("env", "op", "float32")[1][0].input.data, [1, 2])
+        _one_sample_record([3.0, 4.0])
+        assert np.array_equal(refcache.load_row("env", "op", "float32")[1][0].input.data, [3, 4])
+        refcache.ref_path("env", "op", "float32").unlink()           # evicted
+        assert refcache.load_row("env", "op", "float32") is None
+
+        monkeypatch.setattr(refcache, "HELD_RECORDS", 2)
+        for name in ("a", "b", "c"):
+            _one_sample_record([1.0], name)
+            refcache.load_row("env", name, "float32")
+        reads = []
+        read = refcache._read_record
+        monkeypatch.setattr(refcache, "_read_record", lambda path: reads.append(path) or read(path))
+        for name in ("c", "b", "a"):
+            refcache.load_row("env", name, "float32")
+        assert reads == [refcache.ref_path("env", "a", "float32")]
+
+
 def _ctrl_c_as_from_a_terminal() -> None:
     # pytest run in the background (`cmd &` in a script, nohup) starts with SIGINT ignored, and
     # a child inherits that: its Python then never raises KeyboardInterrupt and the SIGINT below

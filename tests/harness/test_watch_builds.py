@@ -56,11 +56,14 @@ def test_a_saved_kernel_file_is_built_once_from_the_save_and_its_round_gives_its
         assert body.strip() in compiled[0][1]
 
 
-def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds_wanted=3):
+def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds_wanted=3,
+                    built_files=(), on_pause=None):
     """watch.run with its rounds, file list and clock replaced: `first_save()` is the user's
     save at the first poll, `during_round(n)` what happens while round n runs (from 1); each
-    round records `watched`'s files' texts (None: missing). The loop stops once
-    `rounds_wanted` rounds ran, or after 50 polls without them; the recorded rounds."""
+    round records `watched`'s files' texts (None: missing), and says it built `built_files`
+    (as a round's backend says which kernel files it built); `on_pause(n, seconds, wake)`
+    runs at the loop's n-th wait. The loop stops once `rounds_wanted` rounds ran, or after 50 polls
+    without them; the recorded rounds."""
     import os
 
     from porter.harness import watch
@@ -70,6 +73,8 @@ def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds
 
     def round_(opts, root_, out, gaps=None, built=None):
         rounds.append([p.read_text() if p.exists() else None for p in watched(None)])
+        if built is not None:
+            built.update(built_files)
         during_round(len(rounds))
         if len(rounds) == rounds_wanted:
             raise KeyboardInterrupt
@@ -77,8 +82,10 @@ def _scripted_watch(root, monkeypatch, watched, during_round, first_save, rounds
 
     polls = []
 
-    def sleep(seconds):
+    def sleep(seconds, wake=None):
         polls.append(seconds)
+        if on_pause is not None:
+            on_pause(len(polls), seconds, wake)
         if len(polls) == 1:
             for path in first_save():
                 os.utime(path, ns=(1, 2 * 10**18))
@@ -186,7 +193,7 @@ def test_the_watch_says_how_many_files_and_folders_it_watches(mini_root, monkeyp
     monkeypatch.setattr(watch, "watched_files", lambda root: watched)
     monkeypatch.setattr(watch, "_round", lambda *args, **kwargs: 0)
 
-    def sleep(seconds):
+    def sleep(seconds, wake=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(watch, "_pause", sleep)
@@ -216,3 +223,67 @@ def test_each_round_takes_the_kernel_workers_the_last_round_left(mini_root, monk
     assert len(workers) == 2 and workers[0] == workers[1]
     assert all(proc.poll() is not None for proc in workers[0])
     assert client._KEPT is None
+
+
+@pytest.mark.parametrize("saved_again", [False, True])
+def test_a_saved_kernel_file_starts_building_before_its_save_settles(mini_root, monkeypatch,
+                                                                     saved_again):
+    """The settle's wait (watch.SETTLE_S) overlaps the build of a saved kernel file the last
+    round built: it starts when the save is seen. Written again while it settles, the file
+    starts again after the settle (the round joins the build of the text it ends with); not
+    written again, it is not built twice."""
+    import os
+
+    from porter.harness import watch
+
+    kernel = mini_root / KERNELS / "BinaryKernel.metal"
+    events: list = []
+    monkeypatch.setattr(watch, "_start_builds",
+                        lambda metals, root: events.append(("build", list(metals))))
+
+    def on_pause(n, seconds, wake):
+        settling = bool(events) and events[-1][0] == "build"     # the wait after a save's build
+        events.append(("pause", seconds))
+        if saved_again and settling:
+            kernel.write_text(kernel.read_text() + "// saved again\n")
+            os.utime(kernel, ns=(1, 3 * 10**18))
+
+    def first_save():
+        kernel.write_text(kernel.read_text() + "// saved\n")
+        return [kernel]
+
+    _scripted_watch(mini_root, monkeypatch, lambda root: [kernel], lambda n: None, first_save,
+                    rounds_wanted=2, built_files=[kernel], on_pause=on_pause)
+    first = next(n for n, event in enumerate(events) if event[0] == "build")
+    assert events[first] == ("build", [kernel])                 # when the save is seen,
+    assert events[first + 1] == ("pause", watch.SETTLE_S)       # before the settle's wait
+    assert events[first + 2] == ("build", [kernel] if saved_again else [])
+
+
+def test_the_rounds_hold_decoded_rows_and_the_polls_wait_on_the_watched_folders(mini_root,
+                                                                                monkeypatch):
+    """watch.run's rounds run under refcache.held_rows, which ends with the watch; each poll
+    waits on one file_wake.Wake watching the round's files (their folders), closed at the end;
+    the settle's wait is not cut short by one."""
+    from porter.harness import file_wake, refcache, watch
+
+    kernel = mini_root / KERNELS / "BinaryKernel.metal"
+    holding, wakes = [], []
+    monkeypatch.setattr(file_wake.Wake, "watch",
+                        lambda self, files: wakes.append((self, list(files))))
+    pause = watch._pause
+
+    def during_round(n):
+        holding.append(refcache._HELD is not None)
+
+    waits = []
+    _scripted_watch(mini_root, monkeypatch, lambda root: [kernel], during_round,
+                    lambda: [kernel], rounds_wanted=2,
+                    on_pause=lambda n, seconds, wake: waits.append((seconds, wake)))
+    monkeypatch.setattr(watch, "_pause", pause)
+    assert holding == [True, True] and refcache._HELD is None
+    assert wakes and all(files == [kernel] for _, files in wakes)
+    assert len({id(w) for w, _ in wakes}) == 1 and not wakes[0][0].notified      # closed
+    polls = [wake for seconds, wake in waits if wake is not None]
+    assert polls and all(wake is wakes[0][0] for wake in polls)
+    assert (watch.SETTLE_S, None) in waits
