@@ -14,7 +14,8 @@ prints figures and ratios to the op_db import timed in the same run; asserts not
    not what an author who types does);
 5. `--no-cache` on the same edit: the loop without the reference cache;
 6. `--watch`: one `porter test heaviside --device emulate --watch` process, N edits, the time
-   from each save to its verdict's summary line (the watch polls every 0.05 s).
+   from each save to its verdict's summary line (the watch polls every 0.05 s; on Linux
+   inotify ends the poll's wait at once: porter/harness/file_wake.py).
 `--c10-metal DIR` copies the c10/metal headers it builds with first (a newer upstream
 BinaryKernel.metal calls c10::metal::div_floor, which the wheel's headers lack).
 `--binary-kernel PATH` copies a BinaryKernel.metal (upstream's real one, 35 kB, as issue 33's

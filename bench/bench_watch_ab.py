@@ -8,7 +8,8 @@ Each source is a directory holding a `porter` package (a `git worktree` of an ol
 this repository). The tree is bench_loop.py's (a real-size tree, heaviside ported); each pair
 runs one process of each source, `--rounds` rounds each, in the order given. A round is what
 `porter test heaviside --device emulate --watch` runs after a save: the saved file's early build,
-then the round. Its body alternates between the right one and a twin spelled otherwise, so every
+then the round (not the poll's wait or the settle's, which bench_loop.py's `--watch` figure
+includes). Its body alternates between the right one and a twin spelled otherwise, so every
 round compiles (`--wrong`: between the right one and a wrong one, each kind's rounds reported
 apart, by their exit). The first round of a process (imports, cold caches) is not counted. For
 each process: the median round, and the mean CPU a round (the process's own, and its children's:
@@ -77,8 +78,11 @@ def rounds_of_watch(opts, reference_gaps):
 
 def timed(opts, interval=0.05, out=None, reference_gaps=None):
     from porter.emulate import client
-    # as watch.run keeps the kernel workers from round to round, where the source does
-    with getattr(client, "kept_lanes", contextlib.nullcontext)():
+    from porter.harness import refcache
+    # as watch.run keeps the kernel workers and the decoded rows from round to round, where
+    # the source does
+    with getattr(client, "kept_lanes", contextlib.nullcontext)(), \
+            getattr(refcache, "held_rows", contextlib.nullcontext)():
         rounds_of_watch(opts, reference_gaps)
     return 0
 
