@@ -15,6 +15,7 @@ import ctypes.util
 import os
 import select
 import sys
+import time
 from pathlib import Path
 
 # <sys/inotify.h>
@@ -67,10 +68,12 @@ class Wake:
 
     def wait(self, seconds: float) -> None:
         if self._fd is None:
-            select.select([], [], [], seconds)
+            time.sleep(seconds)
             return
-        ready, _, _ = select.select([self._fd], [], [], seconds)
-        if ready:
+        # poll, not select: a descriptor numbered past FD_SETSIZE (1024) is refused by select
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        if poller.poll(max(0, int(seconds * 1000))):
             self._drain()
 
     def _drain(self) -> None:

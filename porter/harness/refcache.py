@@ -30,7 +30,6 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -356,9 +355,9 @@ def load_refs(env: str, full_name: str, dtype: str, rows: str = "samples") -> tu
     return None if found is None else found[:2]
 
 
-def _read_record(path: Path) -> tuple[dict, dict, tuple] | None:
+def _read_record(path: Path) -> tuple[dict, dict, tuple, object] | None:
     """load_refs of the record at `path`, with the identity of the file it read (device,
-    inode, size)."""
+    inode, size) and its mapping (which keeps that file, and so its inode, while it is held)."""
     import mmap
 
     import numpy as np
@@ -387,13 +386,12 @@ def _read_record(path: Path) -> tuple[dict, dict, tuple] | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     _touch(path)
-    return header["meta"], arrays, (st.st_dev, st.st_ino, size)
+    return header["meta"], arrays, (st.st_dev, st.st_ino, size), buf
 
 
-# Rows held in the process while held_rows runs (porter test --watch): record identity ->
-# (meta, decoded samples), least recently used first
-_HELD: "OrderedDict[tuple, tuple[dict, list]] | None" = None
-HELD_RECORDS = 64          # a binary op's whole verdict reads 27 (3 kinds of rows, 9 dtypes)
+# Rows held in the process while held_rows runs (porter test --watch): (path, device, inode,
+# size) -> [(meta, decoded samples), the record's mapping, asked since the last round began]
+_HELD: "dict[tuple, list] | None" = None
 
 
 @contextlib.contextmanager
@@ -405,43 +403,64 @@ def held_rows():
     if _HELD is not None:            # already holding: the outer one ends it
         yield
         return
-    _HELD = OrderedDict()
+    _HELD = {}
     try:
         yield
     finally:
         _HELD = None
 
 
+def next_round() -> None:
+    """A `--watch` round begins: drop the held rows the last round did not ask for, and those
+    whose record file is gone or was replaced since (`porter cache clear`, the size bound's
+    eviction). Each held row keeps its record's mapping, and with it the file's disk space:
+    what nobody reads again is let go within a round, not at the watch's end."""
+    held = _HELD
+    if held is None:
+        return
+    for key in list(held):
+        entry = held[key]
+        try:
+            st = os.stat(key[0])
+            current = (st.st_dev, st.st_ino, st.st_size) == key[1:]
+        except OSError:
+            current = False
+        if not entry[2] or not current:
+            del held[key]
+        else:
+            entry[2] = False
+
+
 def load_row(env: str, full_name: str, dtype: str, rows: str = "samples") -> tuple[dict, list] | None:
     """(meta, samples) of one record: load_refs, each sample decoded (decode_sample); None for
-    a miss. Under held_rows, the same record file asked again (its device, inode and size: a
-    record is replaced by a rename, and the held mapping keeps the old inode from being
-    reused) gives the same answer without reading it; its arrays are then read-only, so that
-    no round can change what the next one reads."""
+    a miss. Under held_rows, the same record file asked again (its path, device, inode and
+    size: the cache replaces a record by a rename, and the held entry keeps the record's
+    mapping, so its inode cannot be reused while held) gives the same answer without reading
+    it; its arrays are then read-only, so that no round can change what the next one reads."""
     path = ref_path(env, full_name, dtype, rows)
     held = _HELD
     if held is not None:
         try:
             st = os.stat(path)
-            key = (str(path), st.st_dev, st.st_ino, st.st_size)
+            entry = held.get((str(path), st.st_dev, st.st_ino, st.st_size))
         except OSError:
-            key = None
-        if key in held:
-            held.move_to_end(key)
+            entry = None
+        if entry is not None:
+            entry[2] = True
             _touch(path)                 # used: the size bound evicts it last
-            return held[key]
+            return entry[0]
     found = _read_record(path)
     if found is None:
         return None
-    meta, arrays, ident = found
+    meta, arrays, ident, mapping = found
     if held is not None:
         for arr in arrays.values():
             arr.flags.writeable = False
     answer = meta, [decode_sample(raw, arrays) for raw in meta["samples"]]
     if held is not None:
-        held[(str(path), *ident)] = answer
-        while len(held) > HELD_RECORDS:
-            held.popitem(last=False)
+        for key in [k for k in held if k[0] == str(path)]:
+            del held[key]                # the record replaced: its old file let go now
+        held[(str(path), *ident)] = [answer, mapping, True]
     return answer
 
 

@@ -198,9 +198,12 @@ def _round(opts, root, out, reference_gaps=None, built: set | None = None) -> in
     from porter.harness import session
     from porter.harness.devices import get_backend
 
+    from porter.harness import refcache
+
     start = time.perf_counter()
     backend = None
     run_memo.forget()           # what the last round read may have changed since
+    refcache.next_round()       # the rows held (held_rows) that the last round left unread go
     try:
         if reference_gaps is not None:
             opts = replace(opts, reference_gaps=session.in_background(reference_gaps))

@@ -355,28 +355,68 @@ def test_held_rows_gives_a_record_asked_again_its_decoded_samples_read_only(cach
     assert len(reads) == 1                  # the watch ended: nothing is held
 
 
-def test_held_rows_reads_a_record_replaced_since_and_holds_a_bounded_number(cache, monkeypatch):
+def test_held_rows_reads_a_record_replaced_or_deleted_since(cache):
     """A record written again (the cache replaces it by a rename: another file) is read
-    again, not answered from what was held; past HELD_RECORDS, the least recently asked go."""
+    again, not answered from what was held; so is one deleted and written again at the same
+    path, even one holding no array (review 79's finding 1: freed, its inode was reused, and
+    the deleted record's meta came back)."""
     import numpy as np
     with refcache.held_rows():
         _one_sample_record([1.0, 2.0])
         assert np.array_equal(refcache.load_row("env", "op", "float32")[1][0].input.data, [1, 2])
         _one_sample_record([3.0, 4.0])
         assert np.array_equal(refcache.load_row("env", "op", "float32")[1][0].input.data, [3, 4])
-        refcache.ref_path("env", "op", "float32").unlink()           # evicted
+        path = refcache.ref_path("env", "op", "float32")
+        path.unlink()                                                  # evicted
         assert refcache.load_row("env", "op", "float32") is None
 
-        monkeypatch.setattr(refcache, "HELD_RECORDS", 2)
+        for error in ("AAAA", "BBBB"):
+            empty = refcache.ref_path("env", "empty", "float32")
+            empty.unlink(missing_ok=True)
+            refcache.save_refs("env", "empty", "float32", {}, {"samples": [], "error": error})
+            assert refcache.load_row("env", "empty", "float32")[0]["error"] == error
+
+
+def test_a_round_lets_go_of_the_rows_the_last_one_did_not_ask_and_of_records_gone(cache):
+    """refcache.next_round (each --watch round's start) drops what the last round did not
+    read, and what was deleted or replaced since (each held row keeps its record's mapping,
+    and so its disk space: review 79's finding 2, `porter cache clear` mid-watch); what the
+    last round read stays held, however many records that is (review 79's finding 3: a
+    count bound made three ops' 81 records miss every round)."""
+    def mapped() -> set:
+        return {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                if "ref-" in line}
+
+    with refcache.held_rows():
         for name in ("a", "b", "c"):
             _one_sample_record([1.0], name)
+        paths = {name: str(refcache.ref_path("env", name, "float32")) for name in "abc"}
+        for n in range(70):                 # more records than any count bound would keep
+            _one_sample_record([float(n)], f"many{n}")
+            refcache.load_row("env", f"many{n}", "float32")
+        refcache.next_round()
+        for name in ("a", "b", "c"):
             refcache.load_row("env", name, "float32")
+        assert len(refcache._HELD) == 73
+        refcache.next_round()               # "many*" were not asked in the round that ended
+        assert sorted(key[0] for key in refcache._HELD) == sorted(paths.values())
+        refcache.load_row("env", "a", "float32")
+        refcache.load_row("env", "b", "float32")
+        Path(paths["a"]).unlink()           # as `porter cache clear` does
+        refcache.next_round()               # c: not asked; a: deleted
+        assert [key[0] for key in refcache._HELD] == [paths["b"]]
+        import gc
+        gc.collect()
+        if Path("/proc/self/maps").exists():
+            assert not any(paths["a"] in m or paths["c"] in m for m in mapped())
         reads = []
         read = refcache._read_record
-        monkeypatch.setattr(refcache, "_read_record", lambda path: reads.append(path) or read(path))
-        for name in ("c", "b", "a"):
-            refcache.load_row("env", name, "float32")
-        assert reads == [refcache.ref_path("env", "a", "float32")]
+        refcache._read_record = lambda path: reads.append(path) or read(path)
+        try:
+            refcache.load_row("env", "b", "float32")
+        finally:
+            refcache._read_record = read
+        assert reads == []                  # asked in the last round: still held
 
 
 def _ctrl_c_as_from_a_terminal() -> None:

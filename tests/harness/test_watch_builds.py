@@ -287,3 +287,19 @@ def test_the_rounds_hold_decoded_rows_and_the_polls_wait_on_the_watched_folders(
     polls = [wake for seconds, wake in waits if wake is not None]
     assert polls and all(wake is wakes[0][0] for wake in polls)
     assert (watch.SETTLE_S, None) in waits
+
+
+def test_each_round_begins_by_letting_go_of_rows_the_last_did_not_read(mini_root, monkeypatch):
+    """watch._round asks refcache.next_round before its session: held rows the last round did
+    not read, or whose record went, are dropped once a round (their mappings hold disk)."""
+    from porter.harness import devices, refcache, session, watch
+    from porter.harness.session import Options
+
+    order = []
+    monkeypatch.setattr(refcache, "next_round", lambda: order.append("next_round"))
+    monkeypatch.setattr(devices, "get_backend", lambda device, root: None)
+    monkeypatch.setattr(session, "run", lambda opts: order.append("session") or 0)
+    opts = Options(ops=["heaviside"], root=str(mini_root), device="emulate")
+    for _ in range(2):
+        assert watch._round(opts, mini_root, io.StringIO()) == 0
+    assert order == ["next_round", "session"] * 2
