@@ -127,9 +127,12 @@ def _watch(opts, root: Path, interval: float, out, reference_gaps) -> int:
             # the saved kernel files start building now, while the save settles: the build is
             # the round's longest part, and the settle's wait is then off the verdict's path.
             # A file written again while it settles starts again below; the round's build of
-            # the text it ends with joins that build (porter.emulate.build.build_source)
+            # the text it ends with joins that build (porter.emulate.build.build_source). An
+            # empty one is an editor's truncate before its write (inotify wakes on it): left
+            # to the settle, not compiled for nothing beside the round on a two-core machine
             seen = now
-            _start_builds([f for f in files if now.get(f) != stamps.get(f) and f in built], root)
+            _start_builds([f for f in files if now.get(f) != stamps.get(f) and f in built
+                           and now.get(f) is not None and now[f][1] > 0], root)
             _pause(SETTLE_S)                     # let an editor finish writing
             now = _stamps(files)
             changed = [f for f in files if now.get(f) != stamps.get(f)]
@@ -195,10 +198,8 @@ def _start_builds(metals: list[Path], root: Path) -> None:
 def _round(opts, root, out, reference_gaps=None, built: set | None = None) -> int:
     """One `porter test` with a fresh backend (its libraries are re-read); errors are printed.
     `built`: filled with the kernel files the round built."""
-    from porter.harness import session
+    from porter.harness import refcache, session
     from porter.harness.devices import get_backend
-
-    from porter.harness import refcache
 
     start = time.perf_counter()
     backend = None

@@ -303,3 +303,35 @@ def test_each_round_begins_by_letting_go_of_rows_the_last_did_not_read(mini_root
     for _ in range(2):
         assert watch._round(opts, mini_root, io.StringIO()) == 0
     assert order == ["next_round", "session"] * 2
+
+
+def test_a_kernel_file_seen_empty_is_not_built_before_it_settles(mini_root, monkeypatch):
+    """inotify can wake the poll between an editor's truncate and its write (review 79): an
+    empty kernel file is not compiled for nothing before the settle; the text it settles on
+    is."""
+    import os
+
+    from porter.harness import watch
+
+    kernel = mini_root / KERNELS / "BinaryKernel.metal"
+    text = kernel.read_text()
+    events: list = []
+    monkeypatch.setattr(watch, "_start_builds",
+                        lambda metals, root: events.append(("build", list(metals))))
+
+    def on_pause(n, seconds, wake):
+        settling = bool(events) and events[-1][0] == "build"
+        events.append(("pause", seconds))
+        if settling:                                    # the editor's write lands
+            kernel.write_text(text + "// saved\n")
+            os.utime(kernel, ns=(1, 3 * 10**18))
+
+    def first_save():                                   # the editor's truncate
+        kernel.write_text("")
+        return [kernel]
+
+    _scripted_watch(mini_root, monkeypatch, lambda root: [kernel], lambda n: None, first_save,
+                    rounds_wanted=2, built_files=[kernel], on_pause=on_pause)
+    first = next(n for n, event in enumerate(events) if event[0] == "build")
+    assert events[first:first + 3] == [("build", []), ("pause", watch.SETTLE_S),
+                                       ("build", [kernel])]
