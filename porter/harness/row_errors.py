@@ -3,11 +3,11 @@
 Every sample of a row records its (max abs, max rel) error (numpy_tensors.max_errors). Where a
 kernel is wrong, each of a binary op's million-element reference inputs took ~7 ms of float64
 passes, 36 of them a `--watch` round of heaviside: 0.25 s of the round's main thread, which
-compares the samples while the kernel workers run the next (~5 ms each now, in pieces). A large sample's maxima are
-computed beside the comparisons, in a thread of its own (numpy releases the GIL in each pass),
-and the row's maxima are taken when the row ends, in sample order: the same figures as
-computed one after the other (a maximum does not depend on the order, and raise_max reads a
-NaN as inf).
+compares the samples while the kernel workers run the next (~5 ms each now, in pieces). A large
+sample's maxima are computed beside the comparisons, in a thread of its own (numpy releases the
+GIL in each pass), and the row's maxima are taken when the row ends, in sample order: the same
+figures as computed one after the other (a maximum does not depend on the order, and raise_max
+reads a NaN as inf).
 """
 
 from __future__ import annotations
