@@ -97,6 +97,32 @@ def test_bfloat16_rounding_is_torchs_on_ties_and_edges():
     assert (got == want).all(), [(hex(g), hex(w)) for g, w in zip(got, want) if g != w][:5]
 
 
+def test_float16_rounding_is_torchs_on_ties_edges_and_every_kind_of_float():
+    """numpy_tensors._f16_rounded (isclose's rounding after each half operation, on float32
+    bits) against torch's float -> half -> float, bit for bit: ties to even in the normal range
+    and among subnormals, the largest half and the midpoint to infinity (65520), the least
+    normal, values too small for a half, infinities, NaN; then a million random bit patterns."""
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import _f16_rounded
+    step = 2.0 ** -24
+    ties = [1 + 2 ** -11, 1 + 3 * 2 ** -11, -(1 + 2 ** -11), 2049.0, 2051.0, step / 2,
+            3 * step / 2, 5 * step / 2, 2 ** -14 - step / 2, 2 ** -14 - step / 4]
+    edges = [65504.0, 65519.996, 65520.0, -65520.0, 65536.0, 2 ** -14, 2 ** -25, 2 ** -26,
+             1e-45, -1e-40, 0.0, -0.0, float("inf"), -float("inf"), float("nan"), 3.4e38]
+    gen = np.random.default_rng(5)
+    bits = gen.integers(0, 2 ** 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([np.asarray(ties + edges, dtype=np.float32), bits.view(np.float32),
+                        (gen.standard_normal(10000) * 1e3).astype(np.float32)])
+    want = torch.from_numpy(x).to(torch.float16).float().numpy()
+    got = _f16_rounded(x)
+    assert got.dtype == np.float32
+    assert (np.isnan(got) == np.isnan(want)).all()
+    keep = ~np.isnan(want)
+    got, want = got[keep].view(np.uint32), want[keep].view(np.uint32)
+    assert (got == want).all(), [(hex(g), hex(w)) for g, w in zip(got, want) if g != w][:5]
+
+
 @pytest.mark.parametrize("actual, expected", [(float("nan"), float("nan")), (1.0, float("nan")),
                                               (1.0, 1.001), (2.0, 3.0)])
 def test_a_zero_d_bfloat16_compares_as_torch_does(actual, expected):
