@@ -119,7 +119,10 @@ struct bfloat {
     u += 0x7fffu + ((u >> 16) & 1u); // round to nearest even
     return (unsigned short)(u >> 16);
   }
-  constexpr bfloat() : bits(0) {}
+  // `bfloat r;` leaves r uninitialized, as Metal's scalar does, so that the worker's two
+  // fillings of the stack tell a read of it (review 78's finding 2: zeroed here, it read 0 on
+  // both, a relu's lucky answer); `bfloat()` and `bfloat{}` are zero, as value-initialization is
+  bfloat() = default;
   template <typename U,
             std::enable_if_t<std::is_arithmetic_v<U> || std::is_same_v<U, _Float16>, bool> = true>
   constexpr explicit bfloat(U v)
@@ -135,7 +138,7 @@ struct bfloat {
     return __builtin_bit_cast(float, (unsigned int)bits << 16);
   }
   static constexpr bfloat from_bits(unsigned short b) {
-    bfloat r;
+    bfloat r{};
     r.bits = b;
     return r;
   }
