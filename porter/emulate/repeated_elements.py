@@ -3,18 +3,23 @@ input elements once, and its answer is spread back over the elements that repeat
 
 Why: upstream's reference inputs of an integer or bool dtype are built from a few values. A
 binary op's three large calls per dtype hold 2.2 M elements and at most 361 distinct (a, b)
-pairs (docs/measurements.md), and every `--watch` round ran all of them, twice on the zeroed
-stack's prefix, on two cores shared with the build and the comparisons.
+pairs (docs/measurements.md), and every `--watch` round ran all of them, on two cores shared
+with the build and the comparisons.
 
 Why it is the same answer: a registration's kernel computes each output element from that
 element's inputs and the call's scalar (porter/emulate/include/porter/prelude.h's `elem`);
 Metal gives a functor no state that outlives its thread (mutable program-scope storage is an
 error there, and porter's front end refuses it). So equal input tuples give equal answers, and
-what the worker reports of a call (an undefined reading reached, a read past an array, a read
-before a write) is reached by the distinct tuples as it was by all of them. The distinct
-tuples run in the order of their first occurrence, so the first element that reaches a
-stack slot is the same as in the whole call: the run on a zeroed stack still sees a read
-before a write there, and now covers every distinct tuple, not every k-th element.
+what the worker reports of a call (an undefined reading reached, a read past an array) is
+reached by the distinct tuples as it was by all of them. A local read before it is written is
+the exception: it reads what the element run before left (the -O0 build keeps locals in one
+frame, which the worker fills twice, porter/emulate/worker.py). So the distinct tuples run in
+the order of their first occurrence, where the first element to reach a slot unwritten is the
+whole call's, and then again in reverse order, after other neighbours, as the whole call's run
+on zeros (every k-th element) runs them: a tuple whose two answers differ read what another
+left, and the call is not proven (numpy_run, READ_BEFORE_WRITTEN). (Run once, in order, such a
+read went unseen where the whole call's run on zeros found it: an earlier try, in
+docs/measurements.md, and tests/emulate/test_repeated_elements.py.)
 
 When: only inside `planning()` (`--watch`), only on arrays that cannot change while the plan
 is kept (read-only: the rows refcache.held_rows keeps), only for dense calls of at least
@@ -31,6 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_ELEMENTS = 1 << 16
+# the worker's bit for a local read before it is written (porter/emulate/worker.py's
+# _UNINITIALIZED, porter.emulate.emulator_device's): set where a tuple's two answers differ
+READ_BEFORE_WRITTEN = 32768
 # the dtypes whose large reference tensors repeat a few values; a float's are random
 _INTEGRAL = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64"})
 # element counts up to this are factorized by a table, not by sorting
@@ -154,6 +162,19 @@ def _first_occurrences(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.nd
     rank = np.empty(count, dtype=np.int64)
     rank[ordered] = np.arange(len(ordered))
     return first[ordered], rank[codes]
+
+
+def twice(firsts: np.ndarray) -> np.ndarray:
+    """The distinct tuples' elements of one input as the call runs them: in the order met, then
+    in reverse, so that each runs after two different neighbours."""
+    return np.concatenate([firsts, firsts[::-1]])
+
+
+def halves(answers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the answers of the run in the order met, those of the run in reverse, put back in that
+    order) of a call on `twice`'s elements."""
+    count = answers.size // 2
+    return answers[:count], answers[count:][::-1]
 
 
 def spread(plan: Plan, answers: np.ndarray) -> np.ndarray:
