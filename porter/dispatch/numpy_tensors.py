@@ -250,8 +250,8 @@ def _op(values: np.ndarray, dtype: str) -> np.ndarray:
 
 def _f16_rounded(values: np.ndarray) -> np.ndarray:
     """values.astype(float16).astype(float32) in float32 arithmetic, bit for bit: numpy
-    converts to float16 one element at a time (a float16 row's comparisons took twice a float32
-    row's). Adding then subtracting 1.5 * 2**(e + 13), e the value's exponent held within
+    converts to float16 one element at a time, and a float16 row's comparisons were its
+    reference rows' slowest (docs/measurements.md). Adding then subtracting 1.5 * 2**(e + 13), e the value's exponent held within
     half's (-14 to 16), rounds it to nearest even at half's step there, 2**(e - 10), subnormal
     halves included; scaling by 2**112 and back makes a sum past half's largest, 65504, (from the
     midpoint 65520 on) infinite; the sign goes back on last (a value that rounds to zero keeps

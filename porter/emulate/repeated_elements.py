@@ -1,5 +1,5 @@
 """Under `porter test --watch`, a large kernel call on integer inputs runs each distinct tuple of
-input elements once, and its answer is spread back over the elements that repeat it.
+input elements (twice: below), and its answer is spread back over the elements that repeat it.
 
 Why: upstream's reference inputs of an integer or bool dtype are built from a few values. A
 binary op's three large calls per dtype hold 2.2 M elements and at most 361 distinct (a, b)
@@ -107,10 +107,9 @@ def _planned(arrays: list[np.ndarray], shape: tuple) -> Plan | None:
             return None
         codes = inverse if codes is None else codes * k + inverse
         count *= k
-    distinct = _first_occurrences(codes, count)
-    if distinct is None or len(distinct[0]) > n // 4:
+    picks, inverse = _first_occurrences(codes, count)
+    if len(picks) > n // 4:
         return None
-    picks, inverse = distinct
     # numpy indexes by intp: an int32 inverse is converted on every spread (twice the time)
     return Plan(picks, inverse.astype(np.intp, copy=False), tuple(shape))
 
@@ -137,7 +136,7 @@ def _factorized(flat: np.ndarray, most: int) -> tuple[np.ndarray, int] | None:
     return at.astype(np.int64, copy=False), len(values)
 
 
-def _first_occurrences(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _first_occurrences(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(the flat index of each distinct code's first occurrence, ascending; per element, its
     code's position there)."""
     n = codes.size
