@@ -77,16 +77,12 @@ def rounds_of_watch(opts, reference_gaps):
         f.write(good)
 
 def timed(opts, interval=0.05, out=None, reference_gaps=None):
-    import importlib.util
     from porter.emulate import client
     from porter.harness import refcache
-    # as watch.run keeps the kernel workers, the decoded rows and the plans of their repeated
-    # elements from round to round, where the source does
-    repeated = importlib.import_module("porter.emulate.repeated_elements") \
-        if importlib.util.find_spec("porter.emulate.repeated_elements") else None
+    # as watch.run keeps the kernel workers and the decoded rows from round to round, where
+    # the source does
     with getattr(client, "kept_lanes", contextlib.nullcontext)(), \
-            getattr(refcache, "held_rows", contextlib.nullcontext)(), \
-            getattr(repeated, "planning", contextlib.nullcontext)():
+            getattr(refcache, "held_rows", contextlib.nullcontext)():
         rounds_of_watch(opts, reference_gaps)
     return 0
 

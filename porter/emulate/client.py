@@ -474,11 +474,6 @@ class WorkerClient:
         resp, self._fired = lane.receive(proc, lane.send(proc, message, limit))
         return resp
 
-    @property
-    def recording(self) -> bool:
-        """Whether the calls made now are recorded (`record`): each is answered with zeros."""
-        return self._recorded is not None
-
     def record(self, dry_run) -> list[dict]:
         """The calls `dry_run()` makes, each answered with zeros instead of run: what a row of
         samples will ask (porter.emulate.emulator_device.prefetch runs the row's code path

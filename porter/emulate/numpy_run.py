@@ -16,7 +16,6 @@ from porter.dispatch.numpy_tensors import (PArray, Unsupported, astype, f32_to_b
                                            non_overlapping_and_dense, strided, torch_contiguous)
 from porter.dispatch.numpy_tensors import real_part  # noqa: F401  (the emulator device reads it here)
 from porter.dispatch.kernel_choice import METAL_TO_NAME
-from porter.emulate import repeated_elements
 from porter.emulate.build import Library, Registration
 from porter.emulate.client import WorkerClient
 
@@ -41,13 +40,6 @@ def pack_alpha(metal: str, value) -> bytes:
 
 def run_registration(client: WorkerClient, lib: Library, reg: Registration,
                      inputs: list[PArray], alpha: bytes | None = None) -> PArray:
-    plan = _repeated(inputs)
-    if plan is not None:
-        # each distinct tuple of elements in the order met, then again in reverse order, after
-        # another neighbour (porter.emulate.repeated_elements)
-        twice = [PArray(t.dtype, repeated_elements.twice(t.data.reshape(-1)[plan.picks]))
-                 for t in inputs]
-        return _spread(client, plan, run_registration(client, lib, reg, twice, alpha))
     in_name, out_name = METAL_TO_NAME.get(reg.in_type), METAL_TO_NAME.get(reg.out_type)
     if in_name is None or out_name is None:
         raise ValueError(f"{reg.name}: no torch dtype for Metal types {reg.in_type}/{reg.out_type}")
@@ -82,35 +74,6 @@ def run_registration(client: WorkerClient, lib: Library, reg: Registration,
         request.update(sizes=sizes, strides=strides)
     raw = client.call(request)           # a bytearray of its own: the array is writable
     return PArray(out_name, np.frombuffer(raw, dtype=out_np).reshape(shape))
-
-
-def _repeated(inputs: list[PArray]):
-    """repeated_elements' plan for a call on `inputs`, where every one is a dense array."""
-    if not inputs or any(not isinstance(t, PArray) or t.layout is not None for t in inputs):
-        return None
-    return repeated_elements.plan_for([t.dtype for t in inputs], [t.data for t in inputs])
-
-
-def _spread(client: WorkerClient, plan, out: PArray) -> PArray:
-    """The call's answer from its distinct tuples' answers `out` (each tuple's twice:
-    repeated_elements.twice), and the worker's other reading of it (`client.undefined`'s
-    bytes) spread the same way. Where a tuple answered twice otherwise, it read what the
-    element run before it left: the call is not proven, as the worker says of a read before a
-    write (repeated_elements.READ_BEFORE_WRITTEN)."""
-    if getattr(client, "recording", False):
-        # a dry run's zeros (client.record): the whole call's, without spreading them
-        return PArray(out.dtype, np.zeros(plan.shape, dtype=out.data.dtype))
-    answers, again = repeated_elements.halves(out.data.reshape(-1))
-    undefined = client.undefined
-    if undefined is not None and len(undefined) > 1 and undefined[1] is not None:
-        other, _ = repeated_elements.halves(np.frombuffer(undefined[1], dtype=out.data.dtype))
-        undefined = [undefined[0], repeated_elements.spread(plan, other).tobytes(),
-                     *undefined[2:]]
-    if answers.tobytes() != again.tobytes():          # by bits: a NaN answers as itself
-        undefined = [(undefined[0] if undefined else 0) | repeated_elements.READ_BEFORE_WRITTEN,
-                     *(undefined[1:] if undefined else [None, None])]
-    client.undefined = undefined
-    return PArray(out.dtype, repeated_elements.spread(plan, answers))
 
 
 def like(out: PArray, raw: bytes) -> PArray:

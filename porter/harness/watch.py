@@ -96,12 +96,10 @@ def run(opts, interval: float = POLL_S, out=None, reference_gaps=None) -> int:
         raise PorterError("--watch re-runs the emulator on every save; it needs --device emulate")
     root = checkout.root
     from porter.emulate.client import kept_lanes
-    from porter.emulate.repeated_elements import planning
     from porter.harness.refcache import held_rows
-    # each round's backend takes the kernel workers of the last, its rows the samples the last
-    # decoded from the same reference records, and its large integer calls the distinct
-    # element tuples found in them the round before
-    with kept_lanes(), held_rows(), planning():
+    # each round's backend takes the kernel workers of the last, and its rows the samples the
+    # last decoded from the same reference records
+    with kept_lanes(), held_rows():
         return _watch(opts, root, interval, out, reference_gaps)
 
 
