@@ -309,7 +309,11 @@ def isclose(actual: PArray, expected: PArray, rtol: float, atol: float) -> np.nd
             a, e, dtype = a.astype(np.float32), e.astype(np.float32), "float32"
         if dtype in ("float16", "bfloat16"):
             a32, e32 = a.astype(np.float32, copy=False), e.astype(np.float32, copy=False)
-            allowed = _op(np.abs(_op(np.float32(rtol) * e32, dtype)) + np.float32(atol), dtype)
+            # `atol + tensor` takes atol in the tensor's dtype (a wrapped number is cast to the
+            # common dtype); `rtol * tensor` keeps rtol's value (review 80's F5: bfloat16 pairs
+            # torch calls apart were close here, 1e-5 exact)
+            atol_in_dtype = _op(np.asarray(atol, dtype=np.float32), dtype)
+            allowed = _op(np.abs(_op(np.float32(rtol) * e32, dtype)) + atol_in_dtype, dtype)
             actual_error = np.abs(_op(a32 - e32, dtype))
         elif dtype in ("float32", "complex64"):
             real = np.float32
