@@ -153,11 +153,15 @@ def _to_torch(value):
             return type(value)(_to_torch(v) for v in value)
         return value
     import torch
+    # a row --watch holds is read-only (refcache.held_rows): torch gets a copy, which the op
+    # may write, and no warning that differs from a plain run's output (review 80's F6)
+    data = np.ascontiguousarray(value.data) if value.data.flags.writeable else \
+        np.array(value.data, order="C")
     if value.dtype == "bfloat16":
-        return torch.from_numpy(np.ascontiguousarray(value.data)).view(torch.bfloat16)
+        return torch.from_numpy(data).view(torch.bfloat16)
     if value.dtype not in _TORCH_NAMES:
         raise Unsupported(f"a {value.dtype} operand for torch")
-    return torch.from_numpy(np.ascontiguousarray(value.data))
+    return torch.from_numpy(data)
 
 
 # the numpy-backed dtypes torch.from_numpy takes as they are

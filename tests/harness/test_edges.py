@@ -606,3 +606,23 @@ def test_a_flushed_input_passes_whatever_the_outputs_dtype_and_a_complex64_part_
     wrong = torch.tensor([1 + 0j, complex(0.6, -0.8)], dtype=torch.complex64)
     kept = edges.either_flushed(ops["sgn"], Sample(z), cpu, wrong, None, None, [])
     assert torch.isinf(kept[0].real)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int32"])
+def test_a_held_rows_operand_reaches_torch_as_a_copy_without_a_warning(dtype):
+    """A row --watch holds is read-only (refcache.held_rows): torch.from_numpy warned about it
+    on every round, output a plain run does not print (review 80's F6), and an op that writes
+    its operand would have written the held row. torch gets a copy of such an array."""
+    import warnings
+
+    import numpy as np
+
+    from porter.dispatch.numpy_tensors import NUMPY, PArray
+    from porter.harness.two_ways import _to_torch
+    data = np.arange(6).astype(NUMPY[dtype])
+    data.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensor = _to_torch(PArray(dtype, data))
+    tensor.zero_()
+    assert data.tolist() == np.arange(6).astype(NUMPY[dtype]).tolist(), "the held row changed"
