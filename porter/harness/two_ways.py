@@ -155,8 +155,9 @@ def _to_torch(value):
     import torch
     # a row --watch holds is read-only (refcache.held_rows): torch gets a copy, which the op
     # may write, and no warning that differs from a plain run's output (review 80's F6)
-    data = np.ascontiguousarray(value.data) if value.data.flags.writeable else \
-        np.array(value.data, order="C")
+    data = np.ascontiguousarray(value.data)       # a 0-d array as one element, either way
+    if not data.flags.writeable:
+        data = data.copy()
     if value.dtype == "bfloat16":
         return torch.from_numpy(data).view(torch.bfloat16)
     if value.dtype not in _TORCH_NAMES:

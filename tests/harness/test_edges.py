@@ -626,3 +626,10 @@ def test_a_held_rows_operand_reaches_torch_as_a_copy_without_a_warning(dtype):
         tensor = _to_torch(PArray(dtype, data))
     tensor.zero_()
     assert data.tolist() == np.arange(6).astype(NUMPY[dtype]).tolist(), "the held row changed"
+    # a 0-d operand reaches torch in one shape, held or not (review 81)
+    zero_d = np.asarray(3).astype(NUMPY[dtype])
+    writable = _to_torch(PArray(dtype, zero_d.copy())).shape
+    zero_d.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _to_torch(PArray(dtype, zero_d)).shape == writable
