@@ -251,11 +251,12 @@ def _op(values: np.ndarray, dtype: str) -> np.ndarray:
 def _f16_rounded(values: np.ndarray) -> np.ndarray:
     """values.astype(float16).astype(float32) in float32 arithmetic, bit for bit: numpy
     converts to float16 one element at a time, and a float16 row's comparisons were its
-    reference rows' slowest (docs/measurements.md). Adding then subtracting 1.5 * 2**(e + 13), e the value's exponent held within
-    half's (-14 to 16), rounds it to nearest even at half's step there, 2**(e - 10), subnormal
-    halves included; scaling by 2**112 and back makes a sum past half's largest, 65504, (from the
-    midpoint 65520 on) infinite; the sign goes back on last (a value that rounds to zero keeps
-    it). No branch, no masked store: both were slower than these six passes."""
+    reference rows' slowest (docs/measurements.md). Adding then subtracting
+    1.5 * 2**(e + 13), e the value's exponent held within half's (-14 to 16), rounds it to
+    nearest even at half's step there, 2**(e - 10), subnormal halves included; scaling by
+    2**112 and back makes a sum past half's largest, 65504, (from the midpoint 65520 on)
+    infinite; the sign goes back on last (a value that rounds to zero keeps it). No branch, no
+    masked store: both were slower than these six passes."""
     values = np.asarray(values, dtype=np.float32)
     flat = values.reshape(-1)               # a 0-d array's arithmetic gives numpy scalars
     bits = flat.view(np.uint32)
@@ -310,8 +311,8 @@ def isclose(actual: PArray, expected: PArray, rtol: float, atol: float) -> np.nd
         if dtype in ("float16", "bfloat16"):
             a32, e32 = a.astype(np.float32, copy=False), e.astype(np.float32, copy=False)
             # `atol + tensor` takes atol in the tensor's dtype (a wrapped number is cast to the
-            # common dtype); `rtol * tensor` keeps rtol's value (review 80's F5: bfloat16 pairs
-            # torch calls apart were close here, 1e-5 exact)
+            # common dtype); `rtol * tensor` keeps rtol's value (review 80's F5: with atol in
+            # float32, bfloat16 pairs torch calls apart were close here)
             atol_in_dtype = _op(np.asarray(atol, dtype=np.float32), dtype)
             allowed = _op(np.abs(_op(np.float32(rtol) * e32, dtype)) + atol_in_dtype, dtype)
             actual_error = np.abs(_op(a32 - e32, dtype))
